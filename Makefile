@@ -1,0 +1,42 @@
+# Two commands for a new user: `make run` and `make test`. Both build .venv from pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+DEMO := demo
+
+.PHONY: run test lint bench soak clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@ $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m roundtable.demo --root $(DEMO)
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check roundtable tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: $(DEV_STAMP)
+	$(MAKE) lint
+	$(BIN)/python -m pytest
+
+bench: $(DEV_STAMP)
+	$(BIN)/python -m bench
+
+soak: $(DEV_STAMP)
+	$(BIN)/python -m bench.soak
+
+clean:
+	rm -rf $(VENV) $(DEMO)

@@ -1,0 +1,5 @@
+"""`python -m roundtable` runs the command line."""
+
+from roundtable.cli import main
+
+main()

@@ -1,0 +1,103 @@
+"""The in-process change bus: committed writes are announced here, after the commit.
+
+Subscribers are the console (refresh panes), `table.watch` (long poll with `wait_ms`) and the
+Chair (wake at once after `agent.turn_complete`). Publishing never blocks: each subscriber has a
+bounded queue and a full queue drops the oldest item, since a reader only needs to know that
+something changed and re-reads the database anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Change:
+    """One committed write transaction: the tool (if any) and the events it appended."""
+
+    tool: str = ""
+    events: tuple[dict[str, Any], ...] = ()
+    tables: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def event_types(self) -> set[str]:
+        return {str(e.get("type", "")) for e in self.events}
+
+
+class Subscription:
+    """A bounded queue of changes; iterate it, or `get()` with a timeout."""
+
+    def __init__(self, bus: ChangeBus, maxsize: int) -> None:
+        self._bus = bus
+        self._queue: asyncio.Queue[Change] = asyncio.Queue(maxsize)
+
+    def _offer(self, change: Change) -> None:
+        if self._queue.full():
+            try:
+                self._queue.get_nowait()
+            except asyncio.QueueEmpty:  # pragma: no cover - race-free on one loop
+                pass
+        self._queue.put_nowait(change)
+
+    async def get(self, timeout: float | None = None) -> Change | None:
+        try:
+            return await asyncio.wait_for(self._queue.get(), timeout)
+        except TimeoutError:
+            return None
+
+    def drain(self) -> list[Change]:
+        items: list[Change] = []
+        while not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        return items
+
+    def close(self) -> None:
+        self._bus._subscribers.discard(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aiter__(self) -> AsyncIterator[Change]:
+        while True:
+            yield await self._queue.get()
+
+
+class ChangeBus:
+    """Fan-out of `Change`s to subscribers on one event loop. `version` counts publishes."""
+
+    def __init__(self) -> None:
+        self._subscribers: set[Subscription] = set()
+        self.version = 0
+        self._waiters: asyncio.Event | None = None
+
+    def subscribe(self, maxsize: int = 256) -> Subscription:
+        sub = Subscription(self, maxsize)
+        self._subscribers.add(sub)
+        return sub
+
+    def publish(self, change: Change) -> None:
+        self.version += 1
+        for sub in list(self._subscribers):
+            sub._offer(change)
+        if self._waiters is not None:
+            self._waiters.set()
+            self._waiters = None
+
+    async def wait_for_change(self, after_version: int, timeout: float) -> bool:
+        """Wait until `version` exceeds `after_version` or `timeout` seconds pass."""
+        if self.version > after_version:
+            return True
+        if self._waiters is None:
+            self._waiters = asyncio.Event()
+        event = self._waiters
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            return self.version > after_version
+        return True

@@ -1,0 +1,81 @@
+"""The `roundtable` command line (click). Thin: parse, call the runtime or a service, print.
+
+Subcommands are loaded lazily so `roundtable --help` and the stdio bridge start fast: each
+command lives in its own module and heavy imports (the MCP SDK, Textual) happen inside it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+# name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("roundtable.cli.init_cmd", "init", "Scaffold .roundtable/, config, policies and MCP assets."),
+    "run": ("roundtable.cli.run_cmd", "run", "Chair a run from the operator's console (or --headless)."),
+    "start": ("roundtable.cli.start_cmd", "start", "Run the long-lived owner: HTTP, socket, Chair, supervisor."),
+    "table": ("roundtable.cli.table_cmd", "table", "Print a compact summary of the coordination table."),
+    "watch": ("roundtable.cli.watch_cmd", "watch", "Print events (follow with --follow)."),
+    "claims": ("roundtable.cli.claims_cmd", "claims", "List, release or expire claims."),
+    "symbols": ("roundtable.cli.symbols_cmd", "symbols", "List the symbols declared in one file."),
+    "mcp": ("roundtable.cli.mcp_cmd", "mcp", "MCP tools: inspect, serve, stdio bridge, call."),
+    "transactions": ("roundtable.cli.transactions_cmd", "transactions", "List or roll back applied patches."),
+    "sessions": ("roundtable.cli.sessions_cmd", "sessions", "List, show, launch or revoke agent sessions."),
+    "resume": ("roundtable.cli.sessions_cmd", "resume", "Print the resume briefing for an agent or session."),
+    "connect": ("roundtable.cli.connect_cmd", "connect", "Write a harness's project-local MCP configuration."),
+    "doctor": ("roundtable.cli.connect_cmd", "doctor", "Check what commonly goes wrong, with fixes."),
+    "tokens": ("roundtable.cli.tokens_cmd", "tokens", "Create or revoke HTTP bearer tokens."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported only when used."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._available()})
+
+    def _available(self) -> list[str]:
+        names = []
+        for name, (module, _attr, _help) in self._lazy.items():
+            if importlib.util.find_spec(module) is not None:
+                names.append(name)
+        return names
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._lazy:
+            module_name, attr, _help = self._lazy[cmd_name]
+            if importlib.util.find_spec(module_name) is None:
+                return None
+            command = getattr(importlib.import_module(module_name), attr)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, self._lazy[name][2]) for name in self.list_commands(ctx) if name in self._lazy]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT)
+@click.version_option(package_name="roundtable", prog_name="roundtable")
+def cli() -> None:
+    """roundtable: coordinate a team of AI coding agents on one repository."""
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="roundtable")
+    except KeyboardInterrupt:
+        sys.exit(130)

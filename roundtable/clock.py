@@ -1,0 +1,72 @@
+"""Time and identifiers: RFC 3339 timestamps with nanoseconds and process-monotonic ids.
+
+Every timestamp we write is UTC with exactly nine fractional digits and `Z`, so string order
+equals time order. Generated ids are `<PREFIX>-YYYYMMDDTHHMMSS.nnnnnnnnn`; two ids generated in
+the same clock tick never collide because the stamp is forced to increase within the process.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from datetime import UTC, datetime
+
+_lock = threading.Lock()
+_last_ns = 0
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9._\-]{0,127}$")
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+def format_ns(ns: int) -> str:
+    """Format Unix nanoseconds as `2026-01-15T09:30:12.123456789Z`."""
+    seconds, frac = divmod(ns, 1_000_000_000)
+    base = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{frac:09d}Z"
+
+
+def now() -> str:
+    return format_ns(now_ns())
+
+
+def parse(stamp: str) -> int:
+    """Parse a timestamp we wrote (or any RFC 3339 UTC time) back to Unix nanoseconds."""
+    text = stamp.strip()
+    if not text:
+        raise ValueError("empty timestamp")
+    if text.endswith("Z"):
+        text = text[:-1]
+    frac_ns = 0
+    if "." in text:
+        text, frac = text.split(".", 1)
+        frac_ns = int((frac + "000000000")[:9])
+    text = text.replace(" ", "T")
+    dt = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    return int(dt.timestamp()) * 1_000_000_000 + frac_ns
+
+
+def _next_stamp_ns() -> int:
+    global _last_ns
+    with _lock:
+        ns = now_ns()
+        if ns <= _last_ns:
+            ns = _last_ns + 1
+        _last_ns = ns
+        return ns
+
+
+def new_id(prefix: str) -> str:
+    """A new id such as `T-20260115T093012.123456789`, unique within this process."""
+    ns = _next_stamp_ns()
+    seconds, frac = divmod(ns, 1_000_000_000)
+    base = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{prefix}-{base}.{frac:09d}"
+
+
+def is_valid_id(value: str) -> bool:
+    """Caller-supplied record ids: 1–128 letters, digits, `.`, `_`, `-`; no leading `.`."""
+    return bool(ID_PATTERN.match(value))

@@ -1,0 +1,74 @@
+"""`make run`: prepare a demo workspace under `demo/` (once) and start the best experience.
+
+The workspace is a small git repository with a few source files, initialised for Roundtable.
+Then the operator's console (`roundtable run`) starts on it; scripted agents, when available,
+work through the MCP tools so the panes fill and a patch waits for approval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SAMPLE_FILES = {
+    "README.md": "# Demo project\n\nA tiny calculator the agents improve under Roundtable.\n",
+    "calc/__init__.py": "",
+    "calc/ops.py": (
+        '"""Arithmetic operations."""\n\n\n'
+        "def add(a: int, b: int) -> int:\n    return a + b\n\n\n"
+        "def sub(a: int, b: int) -> int:\n    return a - b\n"
+    ),
+    "tests/test_ops.py": (
+        "from calc.ops import add, sub\n\n\n"
+        "def test_add() -> None:\n    assert add(2, 3) == 5\n\n\n"
+        "def test_sub() -> None:\n    assert sub(5, 3) == 2\n"
+    ),
+    "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+}
+
+
+def prepare(root: Path) -> None:
+    """Create the demo repository and initialise Roundtable in it, unless already done."""
+    if (root / ".roundtable" / "config.yaml").exists():
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in SAMPLE_FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+           "GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid"}
+    if not (root / ".git").exists():
+        subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
+        (root / ".gitignore").write_text(".roundtable/\n", encoding="utf-8")
+        subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
+        subprocess.run(["git", "commit", "-q", "-m", "demo project"], cwd=root, check=True, env=env)
+    from roundtable.scaffold import init_project
+
+    init_project(root)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--root", type=Path, default=Path("demo"))
+    options = parser.parse_args(argv)
+    prepare(options.root)
+    from roundtable.cli import main as cli_main
+
+    if importlib.util.find_spec("roundtable.tui.app") is not None:
+        command = ["run", "--root", str(options.root), "--goal", "Improve the calculator", "--demo"]
+    elif importlib.util.find_spec("roundtable.cli.start_cmd") is not None:
+        command = ["start", "--root", str(options.root)]
+    else:
+        command = ["table", "--root", str(options.root)]
+    sys.argv = ["roundtable", *command]
+    cli_main()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

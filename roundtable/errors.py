@@ -1,0 +1,49 @@
+"""The error types every layer raises, each with a stable, human-readable message.
+
+A tool failure is a `ToolError`; its text is what the caller sees (after redaction), so
+messages are part of the interface. Lookups of missing rows use `NotFound`, whose text is
+`get <kind> <id>: not found` as the spec fixes it.
+"""
+
+from __future__ import annotations
+
+
+class RoundtableError(Exception):
+    """Base class: an error whose message is safe and meant for the user."""
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class ConfigError(RoundtableError):
+    """The configuration file is missing, malformed or invalid."""
+
+
+class StoreError(RoundtableError):
+    """The database could not be opened or migrated."""
+
+
+class ToolError(RoundtableError):
+    """A tool call was refused or failed; state is unchanged unless the tool says otherwise."""
+
+
+class NotFound(ToolError):
+    """A referenced record does not exist."""
+
+    def __init__(self, kind: str, record_id: object) -> None:
+        super().__init__(f"get {kind} {record_id}: not found")
+        self.kind = kind
+        self.record_id = record_id
+
+
+class ValidationError(ToolError):
+    """Arguments did not match the tool's schema or a handler rule."""
+
+
+class PermissionDenied(ToolError):
+    """The caller may not perform this operation."""
+
+
+class LockError(RoundtableError):
+    """Another process owns the project."""

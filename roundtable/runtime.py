@@ -1,0 +1,177 @@
+"""The runtime: configuration, store and services for one project root, and `call()`.
+
+Every caller — an agent over any transport, the console, the CLI, the Chair — goes through
+`Runtime.call(tool, args, caller)`: the tool is looked up by either spelling, the arguments are
+validated against its advertised schema, and the handler runs inside one write transaction (or
+one read snapshot), so a failed call changes nothing. Committed changes are announced on the
+change bus by the store.
+
+Opening a runtime never recovers an interrupted apply: only an owner does, under its lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.validators import validator_for
+
+from roundtable.bus import ChangeBus
+from roundtable.config import Config, load_config
+from roundtable.errors import RoundtableError, ToolError, ValidationError
+from roundtable.services.redact import redact
+from roundtable.store.db import Database
+from roundtable.tools.context import OPERATOR, Call, Caller
+from roundtable.tools.registry import Registry, ToolSpec, get_registry
+
+log = logging.getLogger("roundtable.runtime")
+
+
+class Runtime:
+    """One project's configuration, database and services. Use `await Runtime.open(root)`."""
+
+    def __init__(self, root: Path, config: Config, db: Database, registry: Registry) -> None:
+        self.root = root
+        self.config = config
+        self.db = db
+        self.registry = registry
+        self.policy: Any = None
+        self.owner = False
+        self._validators: dict[str, Any] = {}
+        self._close_hooks: list[Callable[[], Any]] = []
+
+    @property
+    def bus(self) -> ChangeBus:
+        return self.db.bus
+
+    @classmethod
+    async def open(cls, root: Path | str, *, bus: ChangeBus | None = None) -> Runtime:
+        """Load the config, open and migrate the database, load the policy."""
+        root = Path(root)
+        config = load_config(root)
+        db = await Database.open(config.sqlite_path(root), bus=bus)
+        runtime = cls(root, config, db, get_registry())
+        try:
+            runtime.policy = _load_policy(root)
+        except BaseException:
+            await db.close()
+            raise
+        return runtime
+
+    def on_close(self, hook: Callable[[], Any]) -> None:
+        """Register a callable (sync or async) to run when the runtime closes."""
+        self._close_hooks.append(hook)
+
+    async def close(self) -> None:
+        for hook in reversed(self._close_hooks):
+            try:
+                outcome = hook()
+                if hasattr(outcome, "__await__"):
+                    await outcome
+            except Exception:  # pragma: no cover - best effort
+                log.exception("close hook failed")
+        self._close_hooks.clear()
+        await self.db.close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- calls ------------------------------------------------------------------------------
+
+    def resolve(self, tool: str) -> ToolSpec:
+        """The tool named `tool` (either spelling) that has a handler, or `tool not implemented`."""
+        spec = self.registry.lookup(tool) if isinstance(tool, str) else None
+        if spec is None or spec.handler is None:
+            raise ToolError(f"tool not implemented: {tool}")
+        return spec
+
+    def validate(self, spec: ToolSpec, args: object) -> dict[str, Any]:
+        """Check `args` against the tool's schema; returns the arguments as a dict."""
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ValidationError(f"{spec.name}: arguments must be a JSON object")
+        validator = self._validators.get(spec.name)
+        if validator is None:
+            cls = validator_for(spec.input_schema)
+            validator = cls(spec.input_schema)
+            self._validators[spec.name] = validator
+        errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.validator))
+        if errors:
+            raise ValidationError(_describe(spec, errors[0]))
+        for key in spec.input_schema.get("required", ()):
+            value = args.get(key)
+            if isinstance(value, str) and not value.strip() and key not in spec.allow_blank:
+                raise ValidationError(f"{spec.name}: argument {key} must not be empty")
+        return args
+
+    async def call(self, tool: str, args: object = None, caller: Caller = OPERATOR) -> dict[str, Any]:
+        """Validate and run one tool call; raises `ToolError` with a redacted message on failure."""
+        spec = self.resolve(tool)
+        checked = self.validate(spec, args)
+        if spec.operator_only and not caller.is_operator:
+            raise ToolError(f"{spec.name} is reserved for the operator")
+        call = Call(runtime=self, tool=spec.name, args=checked, caller=caller)
+        assert spec.handler is not None
+        try:
+            if spec.mode == "write":
+                async with self.db.write(tool=spec.name) as tx:
+                    call.tx = tx
+                    return await spec.handler(call)
+            if spec.mode == "read":
+                async with self.db.read() as reader:
+                    call.reader = reader
+                    return await spec.handler(call)
+            return await spec.handler(call)
+        except RoundtableError as exc:
+            raise type(exc)(redact(str(exc))) if type(exc) is ToolError else _redacted(exc) from None
+        except Exception:
+            log.exception("tool %s failed", spec.name)
+            raise ToolError(f"{spec.name} failed with an internal error; the owner's log has details") from None
+
+
+def _redacted(exc: RoundtableError) -> RoundtableError:
+    text = redact(str(exc))
+    if text != str(exc):
+        return ToolError(text)
+    return exc
+
+
+def _describe(spec: ToolSpec, error: jsonschema.ValidationError) -> str:
+    """One clear sentence for the first schema violation."""
+    path = ".".join(str(p) for p in error.absolute_path)
+    name = spec.name
+    if error.validator == "additionalProperties":
+        allowed = ", ".join(sorted(spec.input_schema.get("properties", {}))) or "none"
+        extra = sorted(set(error.instance) - set(spec.input_schema.get("properties", {})))
+        return f"{name}: unknown argument {', '.join(extra)} (allowed: {allowed})"
+    if error.validator == "required":
+        missing = str(error.message).split("'")[1] if "'" in str(error.message) else str(error.message)
+        return f"{name}: missing required argument {missing}"
+    if error.validator == "type":
+        expected = error.validator_value
+        kind = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        article = "an" if kind[:1] in "aeiou" else "a"
+        return f"{name}: argument {path} must be {article} {kind}"
+    if error.validator == "minimum":
+        return f"{name}: argument {path} must be at least {error.validator_value}"
+    if error.validator == "maximum":
+        return f"{name}: argument {path} must be at most {error.validator_value}"
+    if error.validator == "enum":
+        return f"{name}: argument {path} must be one of {', '.join(map(str, error.validator_value))}"
+    return f"{name}: argument {path or '(root)'} is invalid: {error.message}"
+
+
+def _load_policy(root: Path) -> Any:
+    """Load POLICIES.ROUNDTABLE.md through the policy service, when it is available."""
+    try:
+        from roundtable.services import policy
+    except ImportError:  # the policy engine lands with the governance tools
+        return None
+    return policy.load_policy(root)

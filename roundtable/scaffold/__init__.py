@@ -1,0 +1,100 @@
+"""`roundtable init`: the starter files and directories, written in one checked step.
+
+Every target is checked before anything is written, so a refusal leaves the tree unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from importlib.resources import files
+from pathlib import Path
+
+from roundtable.assets import generated_assets, write_atomic
+from roundtable.config import BUILTIN_ADAPTERS, Config, default_config_yaml
+from roundtable.errors import RoundtableError
+
+DIRECTORIES = (
+    ".roundtable",
+    ".roundtable/mcp",
+    ".roundtable/sessions",
+    ".roundtable/sessions/agents",
+    ".roundtable/sessions/runs",
+    ".roundtable/memory",
+    ".roundtable/patches",
+    ".roundtable/logs",
+    ".roundtable/runs",
+    "TASKS.ROUNDTABLE",
+)
+PRIVATE_DIRECTORIES = (".roundtable/mcp",)
+
+
+def _template(name: str) -> str:
+    return files("roundtable.scaffold").joinpath(name).read_text(encoding="utf-8")
+
+
+def starter_files(config: Config) -> dict[Path, str]:
+    """The nine starter files, in the order init writes them."""
+    out: dict[Path, str] = {
+        Path("AGENTS.ROUNDTABLE.md"): _template("AGENTS.ROUNDTABLE.md"),
+        Path("PROJECT.ROUNDTABLE.md"): _template("PROJECT.ROUNDTABLE.md"),
+        Path("POLICIES.ROUNDTABLE.md"): _template("POLICIES.ROUNDTABLE.md"),
+        Path("TASKS.ROUNDTABLE/0001-bootstrap.md"): _template("bootstrap-task.md"),
+        Path(".roundtable/config.yaml"): default_config_yaml(config),
+        Path(".roundtable/memory/README.md"): _template("memory-README.md"),
+    }
+    out.update(generated_assets(config))
+    return out
+
+
+class InitRefused(RoundtableError):
+    """A starter file exists and --force was not given."""
+
+
+def init_project(root: Path, *, force: bool = False) -> list[Path]:
+    """Scaffold `root`; returns the files written. Raises `InitRefused` before writing anything."""
+    config = Config()
+    targets = starter_files(config)
+    if not force:
+        for rel in targets:
+            if (root / rel).exists() or (root / rel).is_symlink():
+                raise InitRefused(f"refusing to overwrite existing file: {rel}")
+    for rel in DIRECTORIES:
+        (root / rel).mkdir(parents=True, exist_ok=True)
+    for rel in PRIVATE_DIRECTORIES:
+        os.chmod(root / rel, 0o700)
+    written = []
+    for rel, text in targets.items():
+        write_atomic(root / rel, text)
+        written.append(root / rel)
+    asyncio.run(_init_database(root, config))
+    return written
+
+
+async def _init_database(root: Path, config: Config) -> None:
+    from roundtable.store.db import Database
+
+    db = await Database.open(root / ".roundtable" / "roundtable.db")
+    try:
+        async with db.write() as tx:
+            for name, adapter in BUILTIN_ADAPTERS.items():
+                await tx.execute(
+                    "INSERT INTO adapter_capabilities (adapter, supports_resume, supports_mcp, "
+                    "supports_readonly_workspace, supports_session_capture, metadata_json) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(adapter) DO UPDATE SET "
+                    "supports_resume = excluded.supports_resume, supports_mcp = excluded.supports_mcp, "
+                    "supports_readonly_workspace = excluded.supports_readonly_workspace, "
+                    "supports_session_capture = excluded.supports_session_capture, "
+                    "metadata_json = excluded.metadata_json",
+                    (
+                        name,
+                        int(adapter.supports_resume),
+                        int(adapter.supports_mcp),
+                        int(adapter.supports_readonly_workspace),
+                        int(adapter.captures_session_id),
+                        json.dumps({"command": adapter.command, "resume_pattern": adapter.resume_pattern}),
+                    ),
+                )
+    finally:
+        await db.close()

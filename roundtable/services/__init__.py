@@ -1,0 +1,1 @@
+"""Domain services: one module per concept, plain async functions over the store."""

@@ -1,0 +1,287 @@
+"""Connections and transactions over one SQLite file, through aiosqlite.
+
+- One writer connection. `Database.write()` takes an `asyncio.Lock` and opens `BEGIN IMMEDIATE`,
+  so a transaction's statements never interleave with another coroutine's, and the SQLite write
+  lock is held from the first statement (serialising writers in other processes too).
+- A small pool of reader connections. `Database.read()` opens one read transaction, so every
+  query inside it sees one instant.
+- Every connection: WAL, `synchronous=NORMAL`, `foreign_keys=ON`, `busy_timeout`.
+- Events appended inside a write transaction are published on the change bus only after the
+  commit succeeds; a rolled-back transaction publishes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from roundtable import clock
+from roundtable.bus import Change, ChangeBus
+from roundtable.errors import StoreError
+from roundtable.store.records import Event, Record
+from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+R = TypeVar("R", bound=Record)
+Params = Sequence[Any] | dict[str, Any]
+
+BUSY_TIMEOUT_MS = 5000
+PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA synchronous = NORMAL",
+    "PRAGMA foreign_keys = ON",
+    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+)
+
+
+async def _connect(path: Path) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(str(path), isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    for statement in PRAGMAS:
+        try:
+            await conn.execute(statement)
+        except sqlite3.Error as exc:
+            await conn.close()
+            raise StoreError(f'apply pragma "{statement}": {exc}') from None
+    return conn
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the database file with mode 0600 before SQLite does (it would use 0644)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        os.close(fd)
+
+
+class _Queries:
+    """Query helpers shared by readers and write transactions."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+
+    async def fetchone(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
+        async with self.conn.execute(sql, params) as cursor:
+            row: sqlite3.Row | None = await cursor.fetchone()
+            return row
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        async with self.conn.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    async def scalar(self, sql: str, params: Params = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    async def one(self, cls: type[R], sql: str, params: Params = ()) -> R | None:
+        row = await self.fetchone(sql, params)
+        return None if row is None else cls.from_row(row)
+
+    async def all(self, cls: type[R], sql: str, params: Params = ()) -> list[R]:
+        return [cls.from_row(r) for r in await self.fetchall(sql, params)]
+
+
+class Reader(_Queries):
+    """A read transaction: every query sees the same snapshot."""
+
+
+class Tx(_Queries):
+    """A write transaction (`BEGIN IMMEDIATE`). Collects events to publish after commit."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        super().__init__(conn)
+        self.events: list[dict[str, Any]] = []
+        self.tables: set[str] = set()
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; returns `lastrowid` (for inserts) or the row count."""
+        async with self.conn.execute(sql, params) as cursor:
+            return cursor.lastrowid if cursor.lastrowid else cursor.rowcount
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        await self.conn.executemany(sql, rows)
+
+    async def insert(self, table: str, values: dict[str, Any]) -> int:
+        columns = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        self.tables.add(table)
+        return await self.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(values.values()))
+
+    async def update(self, table: str, key: dict[str, Any], values: dict[str, Any]) -> int:
+        sets = ", ".join(f"{c} = ?" for c in values)
+        where = " AND ".join(f"{c} = ?" for c in key)
+        self.tables.add(table)
+        async with self.conn.execute(
+            f"UPDATE {table} SET {sets} WHERE {where}", [*values.values(), *key.values()]
+        ) as cursor:
+            return cursor.rowcount
+
+    async def append_event(
+        self,
+        run_id: str,
+        type: str,
+        payload: dict[str, Any],
+        *,
+        actor_id: str = "",
+        task_id: str = "",
+    ) -> Event:
+        """Append one event inside this transaction; it is published only if the commit succeeds."""
+        created_at = clock.now()
+        payload_json = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        event_id = await self.execute(
+            "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, type, actor_id or None, task_id or None, payload_json, created_at),
+        )
+        event = Event(
+            id=event_id,
+            run_id=run_id,
+            type=type,
+            actor_id=actor_id,
+            task_id=task_id,
+            payload_json=payload_json,
+            created_at=created_at,
+        )
+        self.events.append(event.to_dict())
+        self.tables.add("events")
+        return event
+
+    async def next_counter(self, name: str) -> int:
+        """A strictly increasing number per name (claim fencing tokens)."""
+        await self.execute(
+            "INSERT INTO counters (name, value) VALUES (?, 1) "
+            "ON CONFLICT(name) DO UPDATE SET value = value + 1",
+            (name,),
+        )
+        value = await self.scalar("SELECT value FROM counters WHERE name = ?", (name,))
+        return int(value)
+
+
+class Database:
+    """The store: one writer connection, a pool of readers, and the change bus."""
+
+    def __init__(self, path: Path, writer: aiosqlite.Connection, bus: ChangeBus, readers: int) -> None:
+        self.path = path
+        self.bus = bus
+        self._writer = writer
+        self._write_lock = asyncio.Lock()
+        self._reader_limit = readers
+        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._reader_count = 0
+        self._all_readers: list[aiosqlite.Connection] = []
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: Path | str, *, bus: ChangeBus | None = None, readers: int = 4) -> Database:
+        """Open (creating if needed, mode 0600) and migrate the database at `path`."""
+        path = Path(path)
+        try:
+            _create_private_file(path)
+        except OSError as exc:
+            raise StoreError(f"open database {path}: {exc.strerror}") from None
+        writer = await _connect(path)
+        try:
+            await migrate(writer)
+        except BaseException:
+            await writer.close()
+            raise
+        return cls(path, writer, bus or ChangeBus(), readers)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        async with self._write_lock:
+            for conn in self._all_readers:
+                await conn.close()
+            await self._writer.close()
+
+    @asynccontextmanager
+    async def write(self, *, tool: str = "") -> AsyncIterator[Tx]:
+        """One write transaction: commit on success, roll back on any exception."""
+        if self._closed:
+            raise StoreError("database is closed")
+        async with self._write_lock:
+            tx = Tx(self._writer)
+            changes_before = self._writer.total_changes
+            await self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield tx
+            except BaseException:
+                await self._writer.execute("ROLLBACK")
+                raise
+            else:
+                await self._writer.execute("COMMIT")
+                dirty = self._writer.total_changes != changes_before
+        if dirty or tx.events:
+            self.bus.publish(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
+
+    async def _acquire_reader(self) -> aiosqlite.Connection:
+        if self._readers.empty() and self._reader_count < self._reader_limit:
+            self._reader_count += 1
+            try:
+                conn = await _connect(self.path)
+            except BaseException:
+                self._reader_count -= 1
+                raise
+            self._all_readers.append(conn)
+            return conn
+        return await self._readers.get()
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[Reader]:
+        """One read transaction on a pooled connection: a consistent snapshot."""
+        if self._closed:
+            raise StoreError("database is closed")
+        conn = await self._acquire_reader()
+        try:
+            await conn.execute("BEGIN")
+            try:
+                yield Reader(conn)
+            finally:
+                await conn.execute("COMMIT")
+        finally:
+            self._readers.put_nowait(conn)
+
+
+async def migrate(conn: aiosqlite.Connection) -> int:
+    """Bring the schema to `SCHEMA_VERSION` in one transaction; returns the version found."""
+    async with conn.execute("PRAGMA user_version") as cursor:
+        row = await cursor.fetchone()
+    found = int(row[0]) if row else 0
+    if found > SCHEMA_VERSION:
+        raise StoreError(
+            f"database schema version {found} is newer than this roundtable supports "
+            f"({SCHEMA_VERSION}); upgrade roundtable"
+        )
+    if found == SCHEMA_VERSION:
+        return found
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        async with conn.execute("PRAGMA user_version") as cursor:
+            row = await cursor.fetchone()
+        current = int(row[0]) if row else 0
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in _statements(MIGRATIONS[version - 1]):
+                await conn.execute(statement)
+            await conn.execute(f"PRAGMA user_version = {version}")
+    except sqlite3.Error as exc:
+        await conn.execute("ROLLBACK")
+        raise StoreError(f"migrate statement failed: {exc}") from None
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+    await conn.execute("COMMIT")
+    return found
+
+
+def _statements(script: str) -> list[str]:
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

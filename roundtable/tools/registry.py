@@ -1,0 +1,177 @@
+"""The tool registry: the one source of every tool's name, description, schemas and hints.
+
+Discovery (`tools/list`), the generated assets (`tools.schema.json`, the manifest, `server.json`)
+and dispatch in `Runtime.call` all read `REGISTRY`. Tools are declared in the group modules
+(`tools/table.py`, `tools/tasks.py`, …) and ordered here by the reference's declaration order.
+`repo.dependency_context` is registered but not exposed (it has no handler);
+`test.evidence.submit` exists only on tester capability sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from roundtable.tools.context import Call
+
+Handler = Callable[["Call"], Awaitable[dict[str, Any]]]
+TxMode = Literal["write", "read", "none"]
+
+# The reference registry's declaration order (spec/tools.md §2.0), used for tools.schema.json.
+DECLARATION_ORDER: tuple[str, ...] = (
+    "decision.record",
+    "agent.turn_request",
+    "agent.turn_start",
+    "agent.turn_complete",
+    "human.approval_status",
+    "human.request_approval",
+    "memory.mark_stale",
+    "memory.query",
+    "memory.record",
+    "memory.summarize",
+    "patch.apply",
+    "patch.reject",
+    "patch.validate",
+    "proposal.attach_patch",
+    "proposal.create",
+    "proposal.get",
+    "proposal.list",
+    "proposal.request_review",
+    "repo.dependency_context",
+    "repo.read_file",
+    "repo.search",
+    "repo.symbols",
+    "resource.claim",
+    "resource.claim_status",
+    "resource.get",
+    "resource.release",
+    "resource.search",
+    "security.review",
+    "table.get_state",
+    "table.watch",
+    "task.create",
+    "task.get",
+    "task.list",
+    "task.update_status",
+    "test.get_result",
+    "test.run",
+    "test.suggest",
+    "vote.cast",
+    "vote.list",
+)
+SESSION_ONLY_TOOLS: tuple[str, ...] = ("test.evidence.submit",)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool. `mode` says which transaction `Runtime.call` opens around the handler:
+    `write` (one BEGIN IMMEDIATE transaction, `call.tx`), `read` (one snapshot, `call.reader`)
+    or `none` (the handler manages its own, for long work such as running tests or git)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    handler: Handler | None
+    mode: TxMode = "write"
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    exposed: bool = True
+    session_only: bool = False
+    allow_blank: frozenset[str] = field(default_factory=frozenset)
+    operator_only: bool = False
+
+    @property
+    def mcp_name(self) -> str:
+        return self.name.replace(".", "_")
+
+    def advertised_name(self, style: str) -> str:
+        return self.name if style == "dotted" else self.mcp_name
+
+    @property
+    def annotations(self) -> dict[str, bool]:
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+        }
+
+
+def _collect() -> dict[str, ToolSpec]:
+    from roundtable.tools import (
+        approvals,
+        memory,
+        patches,
+        proposals,
+        repo,
+        resources,
+        table,
+        tasks,
+        testing,
+    )
+
+    specs: dict[str, ToolSpec] = {}
+    for module in (table, tasks, repo, resources, proposals, patches, approvals, testing, memory):
+        for spec in module.TOOLS:
+            if spec.name in specs:
+                raise RuntimeError(f"tool {spec.name} declared twice")
+            specs[spec.name] = spec
+    expected = set(DECLARATION_ORDER) | set(SESSION_ONLY_TOOLS)
+    if set(specs) != expected:
+        missing = sorted(expected - set(specs))
+        extra = sorted(set(specs) - expected)
+        raise RuntimeError(f"registry mismatch: missing {missing}, unexpected {extra}")
+    order = {name: i for i, name in enumerate(DECLARATION_ORDER + SESSION_ONLY_TOOLS)}
+    return dict(sorted(specs.items(), key=lambda item: order[item[0]]))
+
+
+class Registry:
+    """All tools by canonical name, with lookup by either spelling."""
+
+    def __init__(self, specs: dict[str, ToolSpec]) -> None:
+        self._specs = specs
+        self._by_any_name: dict[str, ToolSpec] = {}
+        for spec in specs.values():
+            self._by_any_name[spec.name] = spec
+            self._by_any_name[spec.mcp_name] = spec
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def lookup(self, name: str) -> ToolSpec | None:
+        """Find a tool by its dotted or underscore name (exact, case-sensitive)."""
+        return self._by_any_name.get(name)
+
+    def exposed(self) -> list[ToolSpec]:
+        """The tools standard discovery lists (38): handlers present, not session-only."""
+        return [s for s in self._specs.values() if s.exposed and not s.session_only]
+
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+
+_REGISTRY: Registry | None = None
+
+
+def get_registry() -> Registry:
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = Registry(_collect())
+    return _REGISTRY
+
+
+def not_implemented(name: str) -> Handler:
+    """A placeholder handler: the call fails with `tool not implemented: NAME`."""
+
+    async def handler(call: Call) -> dict[str, Any]:
+        from roundtable.errors import ToolError
+
+        raise ToolError(f"tool not implemented: {name}")
+
+    return handler

@@ -1,0 +1,79 @@
+"""Configuration: defaults, overrides, and errors that name the key and the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roundtable.config import Config, ConfigError, default_config_yaml, load_config, parse_config
+
+
+def test_empty_file_gives_defaults() -> None:
+    assert parse_config("") == Config()
+
+
+def test_starter_file_round_trips_to_defaults() -> None:
+    assert parse_config(default_config_yaml()) == Config()
+
+
+def test_defaults_match_the_spec() -> None:
+    c = Config()
+    assert c.storage.sqlite_path == ".roundtable/roundtable.db"
+    assert c.mcp.http_address == "127.0.0.1:7117"
+    assert c.mcp.socket_path == ".roundtable/mcp/roundtable.sock"
+    assert c.mcp.tool_names == "underscore"
+    assert c.mcp.require_tokens is False
+    assert c.chair.turn_start_timeout == 120.0
+    assert c.chair.turn_timeout == 1800.0
+    assert c.agents.implementers.count == 2
+    assert c.adapters["generic"].command == "sh"
+    assert c.adapters["claude"].resume_pattern == "claude --resume {{external_session_id}}"
+
+
+def test_overrides_apply_and_durations_parse() -> None:
+    c = parse_config(
+        "mcp:\n  tool_names: dotted\n  http_address: 127.0.0.1:9000\n"
+        "chair:\n  tick_interval: 500ms\n  turn_timeout: 2m\n"
+        "agents:\n  reviewers:\n    count: 3\n"
+        "adapters:\n  custom:\n    command: my-agent\n"
+    )
+    assert c.mcp.tool_names == "dotted"
+    assert c.mcp.http_address == "127.0.0.1:9000"
+    assert c.chair.tick_interval == 0.5
+    assert c.chair.turn_timeout == 120.0
+    assert c.agents.reviewers.count == 3
+    assert c.adapters["custom"].command == "my-agent"
+    assert c.adapters["codex"].command == "codex"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("foo: 1\n", "config.yaml:1: foo: unknown key"),
+        ("mcp:\n  tool_names: camel\n", "config.yaml:2: mcp.tool_names: must be one of underscore, dotted"),
+        ("storage:\n  wal: maybe\n", "config.yaml:2: storage.wal: expected a boolean, got string"),
+        ("chair:\n\n  tick_interval: soon\n", "config.yaml:3: chair.tick_interval: invalid duration"),
+        ("agents:\n  implementers:\n    count: -1\n", "agents.implementers.count must be nonnegative"),
+        ("agents:\n  chair:\n    adapter: nope\n", 'agents.chair.adapter references unknown adapter "nope"'),
+        ("mcp:\n  socket_path: [1, 2\n", "invalid YAML"),
+        ("- a\n- b\n", "the top level must be a mapping"),
+        ("mcp:\n  bogus: 1\n", "config.yaml:2: mcp.bogus: unknown key"),
+        ("adapters:\n  codex:\n    command: ''\n", "adapters.codex.command must not be empty"),
+        ("agents:\n  reviewers:\n    count: 1001\n", "must be at most 1000"),
+    ],
+)
+def test_errors_name_key_and_line(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert expected in str(info.value)
+
+
+def test_missing_file_says_run_init(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="roundtable init"):
+        load_config(tmp_path)
+
+
+def test_sqlite_path_always_under_root(tmp_path: Path) -> None:
+    c = parse_config("storage:\n  sqlite_path: /abs/x.db\n")
+    assert c.sqlite_path(tmp_path) == tmp_path / "abs" / "x.db"

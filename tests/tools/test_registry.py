@@ -1,0 +1,47 @@
+"""The registry: the seed's tool list, schemas, hints, and both name spellings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from roundtable.tools.registry import DECLARATION_ORDER, get_registry
+
+SEED = Path(__file__).resolve().parents[3] / "shared" / "seed" / "000_08ef96d855ff20fa.txt"
+
+
+def test_registry_has_39_entries_and_38_exposed() -> None:
+    registry = get_registry()
+    names = [s.name for s in registry if not s.session_only]
+    assert names == list(DECLARATION_ORDER)
+    assert len(names) == 39
+    exposed = [s.name for s in registry.exposed()]
+    assert len(exposed) == 38
+    assert "repo.dependency_context" not in exposed
+    assert "test.evidence.submit" not in exposed
+
+
+def test_registry_names_equal_the_seed_table() -> None:
+    if not SEED.exists():  # shared/ sits beside the repository in CI and sessions
+        return
+    text = SEED.read_text(encoding="utf-8")
+    seed_names = set(re.findall(r"^([a-z]+\.[a-z_]+(?:\.[a-z_]+)?) \|$", text, re.M))
+    assert set(DECLARATION_ORDER) <= seed_names | {"repo.dependency_context"}
+
+
+def test_every_schema_is_closed_and_hinted() -> None:
+    for spec in get_registry():
+        schema = spec.input_schema
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is False
+        assert set(schema.get("required", [])) <= set(schema["properties"])
+        assert spec.output_schema["type"] == "object"
+        assert set(spec.annotations) == {"readOnlyHint", "destructiveHint", "idempotentHint"}
+        assert spec.description
+
+
+def test_both_spellings_resolve() -> None:
+    registry = get_registry()
+    assert registry.lookup("task.create") is registry.lookup("task_create")
+    assert registry.lookup("test_evidence_submit") is registry.lookup("test.evidence.submit")
+    assert registry.lookup("Task.Create") is None
