@@ -399,9 +399,7 @@ def load_config(root: Path | str) -> Config:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(
-            f"read config: {path} does not exist; run `roundtable init --root {root}` first"
-        ) from None
+        raise ConfigError(f"read config: {path} does not exist; run `roundtable init --root {root}` first") from None
     except OSError as exc:
         raise ConfigError(f"read config: {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
@@ -414,7 +412,7 @@ def format_duration(seconds: float) -> str:
         return f"{int(seconds // 60)}m"
     if seconds >= 1 and float(seconds).is_integer():
         return f"{int(seconds)}s"
-    return f"{int(round(seconds * 1000))}ms"
+    return f"{round(seconds * 1000)}ms"
 
 
 def default_config_yaml(config: Config | None = None) -> str:

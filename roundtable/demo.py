@@ -40,8 +40,13 @@ def prepare(root: Path) -> None:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid",
-           "GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "demo",
+        "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+        "GIT_COMMITTER_NAME": "demo",
+        "GIT_COMMITTER_EMAIL": "demo@example.invalid",
+    }
     if not (root / ".git").exists():
         subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
         (root / ".gitignore").write_text(".roundtable/\n", encoding="utf-8")

@@ -149,7 +149,7 @@ def _describe(spec: ToolSpec, error: jsonschema.ValidationError) -> str:
     name = spec.name
     if error.validator == "additionalProperties":
         allowed = ", ".join(sorted(spec.input_schema.get("properties", {}))) or "none"
-        extra = sorted(set(error.instance) - set(spec.input_schema.get("properties", {})))
+        extra = sorted(set(error.instance) - set(spec.input_schema.get("properties", {})))  # type: ignore[arg-type]
         return f"{name}: unknown argument {', '.join(extra)} (allowed: {allowed})"
     if error.validator == "required":
         missing = str(error.message).split("'")[1] if "'" in str(error.message) else str(error.message)
@@ -164,14 +164,16 @@ def _describe(spec: ToolSpec, error: jsonschema.ValidationError) -> str:
     if error.validator == "maximum":
         return f"{name}: argument {path} must be at most {error.validator_value}"
     if error.validator == "enum":
-        return f"{name}: argument {path} must be one of {', '.join(map(str, error.validator_value))}"
+        return f"{name}: argument {path} must be one of {', '.join(map(str, error.validator_value))}"  # type: ignore[arg-type]
     return f"{name}: argument {path or '(root)'} is invalid: {error.message}"
 
 
 def _load_policy(root: Path) -> Any:
     """Load POLICIES.ROUNDTABLE.md through the policy service, when it is available."""
-    try:
-        from roundtable.services import policy
-    except ImportError:  # the policy engine lands with the governance tools
-        return None
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("roundtable.services.policy") is None:
+        return None  # the policy engine lands with the governance tools
+    policy = importlib.import_module("roundtable.services.policy")
     return policy.load_policy(root)

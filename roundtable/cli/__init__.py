@@ -7,6 +7,7 @@ command lives in its own module and heavy imports (the MCP SDK, Textual) happen 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import Any
 

@@ -46,7 +46,12 @@ async def _direct(root: Path, tool: str, args: dict[str, Any]) -> dict[str, Any]
 @root_option
 @click.option("--tool", required=True, help="Tool name (dotted or underscore).")
 @click.option("--args", "args", default=None, help="Arguments as a JSON object.")
-@click.option("--args-file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="File holding the JSON arguments.")
+@click.option(
+    "--args-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="File holding the JSON arguments.",
+)
 @click.option("--socket", "use_socket", is_flag=True, help="Send the call to the owner's legacy socket.")
 @handle_errors
 def call(root: Path, tool: str, args: str | None, args_file: Path | None, use_socket: bool) -> None:

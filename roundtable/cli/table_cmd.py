@@ -29,7 +29,9 @@ async def summary(root: Path) -> dict[str, Any]:
     try:
         async with db.read() as r:
             runs = await r.all(Run, "SELECT * FROM runs ORDER BY started_at, id")
-            counts = {key: int(await r.scalar(f"SELECT count(*) FROM {table}")) for _, table in COUNTED for key in [table]}
+            counts = {
+                key: int(await r.scalar(f"SELECT count(*) FROM {table}")) for _, table in COUNTED for key in [table]
+            }
             active_claims = int(await r.scalar("SELECT count(*) FROM claims WHERE status = 'active'"))
     finally:
         await db.close()

@@ -60,10 +60,10 @@ def init_project(root: Path, *, force: bool = False) -> list[Path]:
         for rel in targets:
             if (root / rel).exists() or (root / rel).is_symlink():
                 raise InitRefused(f"refusing to overwrite existing file: {rel}")
-    for rel in DIRECTORIES:
-        (root / rel).mkdir(parents=True, exist_ok=True)
-    for rel in PRIVATE_DIRECTORIES:
-        os.chmod(root / rel, 0o700)
+    for directory in DIRECTORIES:
+        (root / directory).mkdir(parents=True, exist_ok=True)
+    for directory in PRIVATE_DIRECTORIES:
+        os.chmod(root / directory, 0o700)
     written = []
     for rel, text in targets.items():
         write_atomic(root / rel, text)

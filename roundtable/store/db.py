@@ -136,8 +136,7 @@ class Tx(_Queries):
         created_at = clock.now()
         payload_json = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         event_id = await self.execute(
-            "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             (run_id, type, actor_id or None, task_id or None, payload_json, created_at),
         )
         event = Event(
@@ -156,8 +155,7 @@ class Tx(_Queries):
     async def next_counter(self, name: str) -> int:
         """A strictly increasing number per name (claim fencing tokens)."""
         await self.execute(
-            "INSERT INTO counters (name, value) VALUES (?, 1) "
-            "ON CONFLICT(name) DO UPDATE SET value = value + 1",
+            "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1",
             (name,),
         )
         value = await self.scalar("SELECT value FROM counters WHERE name = ?", (name,))

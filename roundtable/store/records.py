@@ -8,7 +8,6 @@ every tool result uses. `tests/store/test_records.py` checks these classes again
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
 R = TypeVar("R", bound="Record")
@@ -20,7 +19,8 @@ class Record:
     table: ClassVar[str]
 
     @classmethod
-    def from_row(cls: type[R], row: Mapping[str, Any]) -> R:
+    def from_row(cls: type[R], row: Any) -> R:
+        """Build from a `sqlite3.Row` or a mapping of column names to values."""
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             raw = row[f.name] if f.name in row.keys() else None

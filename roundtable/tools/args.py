@@ -40,7 +40,5 @@ def record_id(args: dict[str, Any], key: str, default: str = "") -> str:
     if not value:
         return default
     if not is_valid_id(value):
-        raise ValidationError(
-            f"{key} must be 1-128 letters, digits, '.', '_' or '-' and must not start with '.'"
-        )
+        raise ValidationError(f"{key} must be 1-128 letters, digits, '.', '_' or '-' and must not start with '.'")
     return value

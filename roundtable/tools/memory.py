@@ -9,7 +9,10 @@ TOOLS = [
     ToolSpec(
         name="memory.mark_stale",
         description="Mark a memory entry stale with a reason.",
-        input_schema=obj({"memory_id": string("Memory id, e.g. M-..."), "reason_md": string("Why it is stale.")}, ["memory_id", "reason_md"]),
+        input_schema=obj(
+            {"memory_id": string("Memory id, e.g. M-..."), "reason_md": string("Why it is stale.")},
+            ["memory_id", "reason_md"],
+        ),
         output_schema=result({"memory": RECORD}, required=["memory"]),
         handler=not_implemented("memory.mark_stale"),
         idempotent=True,
@@ -55,7 +58,9 @@ TOOLS = [
     ToolSpec(
         name="memory.summarize",
         description="Summarise the memory entries of a task, proposal or scope.",
-        input_schema=obj({"task_id": string("Task id."), "proposal_id": string("Proposal id."), "scope": string("Scope.")}),
+        input_schema=obj(
+            {"task_id": string("Task id."), "proposal_id": string("Proposal id."), "scope": string("Scope.")}
+        ),
         output_schema={"type": "object"},
         handler=not_implemented("memory.summarize"),
         mode="read",

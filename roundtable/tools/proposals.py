@@ -37,7 +37,11 @@ TOOLS = [
         name="proposal.attach_patch",
         description="Attach a new revision of the patch; votes and evidence for older revisions become stale.",
         input_schema=obj(
-            {"proposal_id": _PROPOSAL, "patch": string("Unified diff."), "affected_resources": strings("Resource ids to add.")},
+            {
+                "proposal_id": _PROPOSAL,
+                "patch": string("Unified diff."),
+                "affected_resources": strings("Resource ids to add."),
+            },
             ["proposal_id", "patch"],
         ),
         output_schema=result({"proposal": RECORD}, required=["proposal"]),

@@ -35,7 +35,9 @@ TOOLS = [
     ToolSpec(
         name="repo.symbols",
         description="List the symbols (functions, classes, types, methods) declared in one file (Python, Go, TypeScript, JavaScript).",
-        input_schema=obj({"path": _PATH, "language": string("Only this language: python, go, typescript, javascript.")}, ["path"]),
+        input_schema=obj(
+            {"path": _PATH, "language": string("Only this language: python, go, typescript, javascript.")}, ["path"]
+        ),
         output_schema=result({"symbols": RECORDS}, required=["symbols"]),
         handler=not_implemented("repo.symbols"),
         mode="none",

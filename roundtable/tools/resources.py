@@ -40,7 +40,11 @@ TOOLS = [
         name="resource.claim_status",
         description="List claims, filtered by resource_id, agent_id and/or status; expiry is evaluated now.",
         input_schema=obj(
-            {"resource_id": string("Exact resource id."), "agent_id": string("Exact agent id."), "status": string("Exact status.")}
+            {
+                "resource_id": string("Exact resource id."),
+                "agent_id": string("Exact agent id."),
+                "status": string("Exact status."),
+            }
         ),
         output_schema=result({"claims": RECORDS}),
         handler=not_implemented("resource.claim_status"),
@@ -77,7 +81,9 @@ TOOLS = [
     ToolSpec(
         name="resource.search",
         description="Search known resources by id, type, path, symbol or language (empty query lists all).",
-        input_schema=obj({"query": string("Case-insensitive text."), "resource_type": string("Exact type filter.")}, ["query"]),
+        input_schema=obj(
+            {"query": string("Case-insensitive text."), "resource_type": string("Exact type filter.")}, ["query"]
+        ),
         output_schema=result({"resources": RECORDS}),
         handler=not_implemented("resource.search"),
         mode="read",

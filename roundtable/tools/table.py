@@ -87,14 +87,20 @@ TOOLS = [
     ToolSpec(
         name="agent.turn_start",
         description="Acknowledge that your scheduled turn has started (only after agent.turn_scheduled names your request).",
-        input_schema=obj({"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST}, ["run_id", "agent_id", "request_event_id"]),
+        input_schema=obj(
+            {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
+            ["run_id", "agent_id", "request_event_id"],
+        ),
         output_schema={"type": "object"},
         handler=not_implemented("agent.turn_start"),
     ),
     ToolSpec(
         name="agent.turn_complete",
         description="Finish your turn so the Chair can schedule the next request in the queue.",
-        input_schema=obj({"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST}, ["run_id", "agent_id", "request_event_id"]),
+        input_schema=obj(
+            {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
+            ["run_id", "agent_id", "request_event_id"],
+        ),
         output_schema={"type": "object"},
         handler=not_implemented("agent.turn_complete"),
     ),

@@ -39,7 +39,9 @@ TOOLS = [
     ToolSpec(
         name="test.suggest",
         description="Suggest test commands from the repository's own markers (pyproject, package.json, go.mod, Cargo.toml, Makefile).",
-        input_schema=obj({"proposal_id": string("Proposal to suggest tests for."), "task_id": string("Task concerned.")}),
+        input_schema=obj(
+            {"proposal_id": string("Proposal to suggest tests for."), "task_id": string("Task concerned.")}
+        ),
         output_schema={"type": "object"},
         handler=not_implemented("test.suggest"),
         mode="none",

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from roundtable.scaffold import DIRECTORIES, starter_files
 from roundtable.config import Config
+from roundtable.scaffold import DIRECTORIES, starter_files
 
 
 def rt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,1 @@
+"""Transports: the legacy socket, Streamable HTTP, the stdio bridge and session endpoints."""

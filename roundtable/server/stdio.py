@@ -1,0 +1,1 @@
+"""The stdio bridge (lands with the transports)."""
