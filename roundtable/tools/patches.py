@@ -58,4 +58,17 @@ TOOLS = [
         destructive=True,
         operator_only=True,
     ),
+    ToolSpec(
+        name="patch.rollback",
+        description="Operator only: revert an applied transaction if the files still match its after-hashes.",
+        input_schema=obj(
+            {"transaction_id": string("Transaction to roll back."), "reason_md": string("Why.")}, ["transaction_id"]
+        ),
+        output_schema={"type": "object"},
+        handler=not_implemented("patch.rollback"),
+        mode="none",
+        destructive=True,
+        exposed=False,
+        operator_only=True,
+    ),
 ]

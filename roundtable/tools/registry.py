@@ -62,6 +62,9 @@ DECLARATION_ORDER: tuple[str, ...] = (
     "vote.list",
 )
 SESSION_ONLY_TOOLS: tuple[str, ...] = ("test.evidence.submit",)
+# Operator operations that go through Runtime.call (audited like any call) but are never
+# advertised over MCP: only in-process operator callers (CLI, console) may use them.
+OPERATOR_TOOLS: tuple[str, ...] = ("patch.rollback",)
 
 
 @dataclass(frozen=True)
@@ -119,12 +122,12 @@ def _collect() -> dict[str, ToolSpec]:
             if spec.name in specs:
                 raise RuntimeError(f"tool {spec.name} declared twice")
             specs[spec.name] = spec
-    expected = set(DECLARATION_ORDER) | set(SESSION_ONLY_TOOLS)
+    expected = set(DECLARATION_ORDER) | set(SESSION_ONLY_TOOLS) | set(OPERATOR_TOOLS)
     if set(specs) != expected:
         missing = sorted(expected - set(specs))
         extra = sorted(set(specs) - expected)
         raise RuntimeError(f"registry mismatch: missing {missing}, unexpected {extra}")
-    order = {name: i for i, name in enumerate(DECLARATION_ORDER + SESSION_ONLY_TOOLS)}
+    order = {name: i for i, name in enumerate(DECLARATION_ORDER + SESSION_ONLY_TOOLS + OPERATOR_TOOLS)}
     return dict(sorted(specs.items(), key=lambda item: order[item[0]]))
 
 
@@ -150,7 +153,7 @@ class Registry:
 
     def exposed(self) -> list[ToolSpec]:
         """The tools standard discovery lists (38): handlers present, not session-only."""
-        return [s for s in self._specs.values() if s.exposed and not s.session_only]
+        return [s for s in self._specs.values() if s.exposed and not s.session_only and s.name not in OPERATOR_TOOLS]
 
     def names(self) -> list[str]:
         return list(self._specs)
