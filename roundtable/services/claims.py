@@ -1,0 +1,615 @@
+"""The claims service: resource identity, overlap, the mode conflict matrix, and claim lifecycle.
+
+A claim is an advisory lease an agent takes on a file, directory or symbol before proposing a
+change (spec/tools.md §3.1). What we do differently from the reference (DESIGN §4.6):
+
+- the conflict check and the acquisition run in one write transaction (`acquire` takes a `Tx`),
+  so two concurrent claimants can never both win; each grant gets a fencing number
+  (`claims.fence`, strictly increasing across the project);
+- a claim past `expires_at` is expired *now*, on every read: it never conflicts, never covers
+  a patch, and listings report it as `expired` even before a sweep writes that status;
+- an agent's own claims never conflict with its new claims; re-claiming the same resource in
+  the same mode extends the existing claim (`claim.extended`) instead of failing;
+- only the claim's owner or the operator may release it, and releasing a claim that is no
+  longer active changes nothing;
+- a refused claim changes nothing, except that its contention rows are recorded afterwards in
+  their own transaction (`record_contentions`), with the *requesting* agent as `claimant_id`.
+
+Timestamps are ours (UTC, nine fractional digits, `Z`), so SQL string comparison is time order.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from roundtable import clock
+from roundtable.errors import NotFound, PermissionDenied, ToolError
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Claim, ClaimContention, Resource
+
+MODES: tuple[str, ...] = ("read", "write", "review", "exclusive")
+WRITE_MODES: tuple[str, ...] = ("write", "exclusive")
+DEFAULT_TTL_SECONDS = 900
+MAX_TTL_SECONDS = 30 * 24 * 3600
+FENCE_COUNTER = "claim_fence"
+
+# (requested, existing) pairs that conflict when the resources overlap (spec §3.1.4).
+_CONFLICTS: frozenset[tuple[str, str]] = frozenset(
+    {("read", "exclusive"), ("write", "write"), ("write", "exclusive"), ("review", "exclusive")}
+    | {("exclusive", mode) for mode in MODES}
+)
+
+
+def modes_conflict(requested: str, existing: str) -> bool:
+    """The mode conflict matrix: exclusive conflicts with everything, write with write."""
+    return (requested, existing) in _CONFLICTS
+
+
+# --- identity ------------------------------------------------------------------------------
+
+
+def resource_id_for(resource_type: str, path: str, symbol: str = "") -> str:
+    """The canonical id of a resource (§3.1.1): `symbol:<path>#<name>` for a named symbol,
+    else `<type>:<path>` (`directory:` alone is the repository root)."""
+    if resource_type == "symbol" and symbol:
+        return f"symbol:{path}#{symbol}"
+    return f"{resource_type}:{path}"
+
+
+def parse_resource_id(resource_id: str) -> tuple[str, str, str]:
+    """(type, path, symbol) from an id: `symbol:<path>#<name>`, `<type>:<rest>`, or a bare path
+    (type `file`)."""
+    if resource_id.startswith("symbol:"):
+        rest = resource_id[len("symbol:") :]
+        path, _, symbol = rest.partition("#")
+        return "symbol", path, symbol
+    if ":" in resource_id:
+        kind, _, rest = resource_id.partition(":")
+        return kind, rest, ""
+    return "file", resource_id, ""
+
+
+@dataclass(frozen=True)
+class ResourceRef:
+    """The identity fields of a resource, enough to decide overlap."""
+
+    id: str
+    type: str
+    path: str
+    symbol: str = ""
+
+    @classmethod
+    def of(cls, resource: Resource) -> ResourceRef:
+        return cls(resource.id, resource.type, resource.path, resource.symbol)
+
+
+def _norm_dir(path: str) -> str:
+    cleaned = posixpath.normpath(path) if path else ""
+    return "" if cleaned == "." else cleaned
+
+
+def within(path: str, directory: str) -> bool:
+    """Whether `path` equals or lies beneath `directory` (`""` is the root: contains all)."""
+    directory = _norm_dir(directory)
+    path = _norm_dir(path)
+    if not directory or not path:
+        return not directory
+    return path == directory or path.startswith(directory + "/")
+
+
+def overlaps(a: ResourceRef, b: ResourceRef) -> bool:
+    """The overlap table of spec §3.1.3 (symmetric)."""
+    if a.id and a.id == b.id:
+        return True
+    kinds = {a.type, b.type}
+    if kinds == {"symbol", "file"}:
+        return bool(a.path) and a.path == b.path
+    if kinds == {"symbol"}:
+        return bool(a.path) and a.path == b.path and a.symbol == b.symbol
+    if kinds in ({"symbol", "directory"}, {"file", "directory"}):
+        inner, outer = (a, b) if b.type == "directory" else (b, a)
+        return within(inner.path, outer.path)
+    if kinds == {"directory"}:
+        return within(a.path, b.path) or within(b.path, a.path)
+    return False
+
+
+def _ancestors(path: str) -> list[str]:
+    """The path itself and every directory above it, down to the root `""`."""
+    out = [""]
+    if path:
+        parts = path.split("/")
+        out.extend("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return out
+
+
+# --- reads (expiry evaluated against `now`) -------------------------------------------------
+
+_EFFECTIVE = "CASE WHEN c.status = 'active' AND c.expires_at <= :now THEN 'expired' ELSE c.status END"
+
+
+def effective(claim: Claim, now: str) -> Claim:
+    """The claim as of `now`: an active claim past its expiry reads as `expired`."""
+    if claim.status == "active" and claim.expires_at <= now:
+        return _replace(claim, status="expired")
+    return claim
+
+
+def _replace(claim: Claim, **changes: Any) -> Claim:
+    import dataclasses
+
+    return dataclasses.replace(claim, **changes)
+
+
+async def get_claim(q: Reader | Tx, claim_id: str, now: str) -> Claim:
+    claim = await q.one(Claim, "SELECT * FROM claims WHERE id = ?", (claim_id,))
+    if claim is None:
+        raise NotFound("claim", claim_id)
+    return effective(claim, now)
+
+
+async def list_claims(
+    q: Reader | Tx, now: str, *, resource_id: str = "", agent_id: str = "", status: str = ""
+) -> list[Claim]:
+    """Claims matching every non-empty filter (status is the effective one), oldest first."""
+    where = ["1 = 1"]
+    params: dict[str, Any] = {"now": now}
+    if resource_id:
+        where.append("c.resource_id = :resource_id")
+        params["resource_id"] = resource_id
+    if agent_id:
+        where.append("c.agent_id = :agent_id")
+        params["agent_id"] = agent_id
+    if status:
+        where.append(f"({_EFFECTIVE}) = :status")
+        params["status"] = status
+    claims = await q.all(
+        Claim, f"SELECT c.* FROM claims c WHERE {' AND '.join(where)} ORDER BY c.created_at, c.id", params
+    )
+    return [effective(c, now) for c in claims]
+
+
+async def get_resource(q: Reader | Tx, resource_id: str) -> Resource:
+    resource = await q.one(Resource, "SELECT * FROM resources WHERE id = ?", (resource_id,))
+    if resource is None:
+        raise NotFound("resource", resource_id)
+    return resource
+
+
+async def search_resources(q: Reader | Tx, query: str, resource_type: str = "") -> list[Resource]:
+    """Resources whose id, type, path, symbol or language contains `query` (case-insensitive;
+    empty matches all), optionally of one exact type, ordered by id."""
+    needle = query.lower()
+    resources = await q.all(Resource, "SELECT * FROM resources ORDER BY id")
+    out = []
+    for res in resources:
+        if resource_type and res.type != resource_type:
+            continue
+        fields = (res.id, res.type, res.path, res.symbol, res.language)
+        if not needle or any(needle in f.lower() for f in fields):
+            out.append(res)
+    return out
+
+
+async def live_claims_overlapping(q: Reader | Tx, ref: ResourceRef, now: str) -> list[tuple[Claim, Resource]]:
+    """Active, unexpired claims whose resource overlaps `ref` (with their resources).
+
+    The SQL narrows candidates by path (same id, the path's ancestors, or — for a directory —
+    anything beneath it); `overlaps` then decides exactly. Claims whose resource row is missing
+    are skipped, as in the reference.
+    """
+    params: list[Any] = [now, ref.id]
+    clauses = ["c.resource_id = ?"]
+    if ref.type in ("file", "symbol", "directory"):
+        ancestors = _ancestors(ref.path)
+        clauses.append(f"r.path IN ({', '.join('?' for _ in ancestors)})")
+        params.extend(ancestors)
+        if ref.type == "directory":
+            if ref.path:
+                clauses.append("substr(r.path, 1, ?) = ?")
+                params.extend([len(ref.path) + 1, ref.path + "/"])
+            else:
+                clauses.append("1 = 1")
+    rows = await q.fetchall(
+        "SELECT c.*, r.id AS r_id, r.type AS r_type, r.path AS r_path, r.symbol AS r_symbol, "
+        "r.language AS r_language, r.start_line AS r_start_line, r.end_line AS r_end_line, "
+        "r.current_hash AS r_current_hash, r.metadata_json AS r_metadata_json "
+        "FROM claims c JOIN resources r ON r.id = c.resource_id "
+        f"WHERE c.status = 'active' AND c.expires_at > ? AND ({' OR '.join(clauses)}) "
+        "ORDER BY c.created_at, c.id",
+        params,
+    )
+    out = []
+    for row in rows:
+        claim = Claim.from_row(row)
+        resource = Resource(
+            id=row["r_id"],
+            type=row["r_type"],
+            path=row["r_path"] or "",
+            symbol=row["r_symbol"] or "",
+            language=row["r_language"] or "",
+            start_line=int(row["r_start_line"] or 0),
+            end_line=int(row["r_end_line"] or 0),
+            current_hash=row["r_current_hash"] or "",
+            metadata_json=row["r_metadata_json"] or "{}",
+        )
+        if overlaps(ref, ResourceRef.of(resource)):
+            out.append((claim, resource))
+    return out
+
+
+# --- coverage (used by proposals and patch validation) --------------------------------------
+
+
+async def covering_write_claims(q: Reader | Tx, agent_id: str, rel_paths: list[str], now: str) -> dict[str, Claim]:
+    """For each repository-relative file path, one active, unexpired `write`/`exclusive` claim
+    held by `agent_id` that covers the whole file: a `file:<path>` claim, else the deepest
+    `directory:<dir>` claim containing it (`directory:` covers everything). Paths without such
+    a claim are absent from the result.
+
+    Symbol claims are deliberately *not* whole-file coverage: a symbol claim covers only the
+    lines of its declaration, so a patch relying on one must be checked hunk by hunk against
+    the span (spec §3.5.3) — use `symbol_write_claims` for that.
+    """
+    if not rel_paths:
+        return {}
+    rows = await _own_write_claims(q, agent_id, now, ("file", "directory"))
+    files: dict[str, Claim] = {}
+    dirs: list[tuple[str, Claim]] = []
+    for claim, resource in rows:
+        if resource.type == "file":
+            files.setdefault(_norm_dir(resource.path), claim)
+        else:
+            dirs.append((_norm_dir(resource.path), claim))
+    # Deepest directory first, so the nearest grant is the one recorded.
+    dirs.sort(key=lambda item: (-len(item[0]), item[1].created_at))
+    out: dict[str, Claim] = {}
+    for raw in rel_paths:
+        path = _norm_dir(raw)
+        if path in files:
+            out[raw] = files[path]
+            continue
+        for directory, claim in dirs:
+            if within(path, directory):
+                out[raw] = claim
+                break
+    return out
+
+
+async def symbol_write_claims(q: Reader | Tx, agent_id: str, rel_path: str, now: str) -> list[tuple[Claim, Resource]]:
+    """The agent's active, unexpired `write`/`exclusive` symbol claims in one file, with their
+    resources (whose `start_line`/`end_line` hold the span recorded at claim time)."""
+    path = _norm_dir(rel_path)
+    rows = await _own_write_claims(q, agent_id, now, ("symbol",))
+    return [(c, r) for c, r in rows if _norm_dir(r.path) == path]
+
+
+async def _own_write_claims(
+    q: Reader | Tx, agent_id: str, now: str, types: tuple[str, ...]
+) -> list[tuple[Claim, Resource]]:
+    marks = ", ".join("?" for _ in types)
+    rows = await q.fetchall(
+        "SELECT c.id AS claim_id, r.* FROM claims c JOIN resources r ON r.id = c.resource_id "
+        "WHERE c.agent_id = ? AND c.status = 'active' AND c.expires_at > ? "
+        f"AND c.claim_type IN ('write', 'exclusive') AND r.type IN ({marks}) ORDER BY c.created_at, c.id",
+        (agent_id, now, *types),
+    )
+    if not rows:
+        return []
+    ids = [row["claim_id"] for row in rows]
+    claims = {
+        c.id: c for c in await q.all(Claim, f"SELECT * FROM claims WHERE id IN ({', '.join('?' for _ in ids)})", ids)
+    }
+    return [(claims[row["claim_id"]], _resource_from(row)) for row in rows]
+
+
+def _resource_from(row: Any) -> Resource:
+    return Resource(
+        id=row["id"],
+        type=row["type"],
+        path=row["path"] or "",
+        symbol=row["symbol"] or "",
+        language=row["language"] or "",
+        start_line=int(row["start_line"] or 0),
+        end_line=int(row["end_line"] or 0),
+        current_hash=row["current_hash"] or "",
+        metadata_json=row["metadata_json"] or "{}",
+    )
+
+
+async def readable_by_claim(q: Reader | Tx, agent_id: str, rel_path: str, now: str) -> bool:
+    """Whether `agent_id` holds an active, unexpired claim (any mode) whose resource contains
+    `rel_path` (a file or symbol claim on that file, or a directory claim above it) —
+    the claim half of readable-path scoping (spec §3.1.8, §3.15.2)."""
+    ancestors = _ancestors(_norm_dir(rel_path))
+    marks = ", ".join("?" for _ in ancestors)
+    rows = await q.fetchall(
+        "SELECT r.type, r.path FROM claims c JOIN resources r ON r.id = c.resource_id "
+        "WHERE c.agent_id = ? AND c.status = 'active' AND c.expires_at > ? "
+        f"AND r.path IN ({marks})",
+        (agent_id, now, *ancestors),
+    )
+    path = _norm_dir(rel_path)
+    for row in rows:
+        kind, rpath = row[0], _norm_dir(row[1] or "")
+        if kind == "directory" and within(path, rpath):
+            return True
+        if kind in ("file", "symbol") and rpath == path:
+            return True
+    return False
+
+
+# --- acquisition ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """A validated claim request. `resource` carries the normalised identity, the language and
+    (for symbols) the span; `base_hash` is already computed when the caller sent none."""
+
+    agent_id: str
+    task_id: str
+    claim_type: str
+    resource: Resource
+    ttl_seconds: int = DEFAULT_TTL_SECONDS
+    rationale: str = ""
+    run_id: str = ""
+    claim_id: str = ""
+    base_hash: str = ""
+    renewable: bool = True
+    resume_policy: str = "hold"
+    raw_path: str = ""
+
+
+class ClaimConflict(ToolError):
+    """A refused claim: the message describes the first conflict; `contentions` are the rows
+    to record (one per conflicting claim) once the refused transaction has rolled back."""
+
+    def __init__(self, text: str, contentions: list[dict[str, Any]]) -> None:
+        super().__init__(text)
+        self.contentions = contentions
+
+
+@dataclass(frozen=True)
+class Granted:
+    claim: Claim
+    resource: Resource
+    extended: bool
+
+
+def _describe(resource: Resource) -> str:
+    if resource.type == "symbol" and resource.symbol:
+        return f"{resource.path}#{resource.symbol}"
+    return resource.path or resource.id
+
+
+def expiry_after(now: str, ttl_seconds: int) -> str:
+    return clock.format_ns(clock.parse(now) + ttl_seconds * 1_000_000_000)
+
+
+async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
+    """Grant `req` inside the write transaction `tx`, or raise `ClaimConflict` (nothing written).
+
+    Order: a caller-supplied claim id must be new (or the caller's own live claim on the same
+    resource and mode, which is then extended); the caller's own live claim on the same
+    resource and mode is extended; otherwise every overlapping live claim of another agent is
+    checked against the matrix, then the resource is upserted and the claim inserted with the
+    next fence, with a `claim.created` event.
+    """
+    res = req.resource
+    same = await tx.one(
+        Claim,
+        "SELECT * FROM claims WHERE agent_id = ? AND resource_id = ? AND claim_type = ? "
+        "AND status = 'active' AND expires_at > ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        (req.agent_id, res.id, req.claim_type, now),
+    )
+    if req.claim_id:
+        existing = await tx.one(Claim, "SELECT * FROM claims WHERE id = ?", (req.claim_id,))
+        if existing is not None and (same is None or same.id != existing.id):
+            raise ToolError(f"claim {req.claim_id} already exists; choose another claim_id or omit it")
+    if same is not None:
+        return await _extend(tx, same, req, now)
+
+    conflicts = [
+        (claim, resource)
+        for claim, resource in await live_claims_overlapping(tx, ResourceRef.of(res), now)
+        if claim.agent_id != req.agent_id and modes_conflict(req.claim_type, claim.claim_type)
+    ]
+    if conflicts:
+        first, first_res = conflicts[0]
+        text = (
+            f"claim conflict: {first.claim_type} claim {first.id} already holds overlapping "
+            f"{first_res.type} resource {_describe(first_res)}"
+        )
+        rows = []
+        for claim, resource in conflicts:
+            reason = (
+                f"claim conflict: {claim.claim_type} claim {claim.id} already holds overlapping "
+                f"{resource.type} resource {_describe(resource)}"
+            )
+            rows.append(
+                {
+                    "id": clock.new_id("contention"),
+                    "resource_id": res.id,
+                    "claimant_id": req.agent_id,
+                    "challenged_claim_id": claim.id,
+                    "status": "open",
+                    "reason": reason,
+                    "requested_resource_id": res.id,
+                    "requested_agent_id": req.agent_id,
+                    "requested_task_id": req.task_id,
+                    "requested_mode": req.claim_type,
+                    "requested_path": req.raw_path,
+                    "created_at": now,
+                }
+            )
+        raise ClaimConflict(text, rows)
+
+    resource = Resource(
+        id=res.id,
+        type=res.type,
+        path=res.path,
+        symbol=res.symbol,
+        language=res.language,
+        start_line=res.start_line,
+        end_line=res.end_line,
+        current_hash=req.base_hash,
+        metadata_json=res.metadata_json or "{}",
+    )
+    await _upsert_resource(tx, resource)
+    fence = await tx.next_counter(FENCE_COUNTER)
+    claim = Claim(
+        id=req.claim_id or clock.new_id("C"),
+        resource_id=res.id,
+        agent_id=req.agent_id,
+        task_id=req.task_id,
+        claim_type=req.claim_type,
+        base_hash=req.base_hash,
+        status="active",
+        expires_at=expiry_after(now, req.ttl_seconds),
+        heartbeat_at="",
+        renewable=req.renewable,
+        resume_policy=req.resume_policy,
+        rationale_md=req.rationale,
+        fence=fence,
+        created_at=now,
+        workspace_id="",
+    )
+    values = claim.to_dict()
+    for key in ("heartbeat_at", "workspace_id"):
+        values[key] = None
+    values["renewable"] = 1 if claim.renewable else 0
+    await tx.insert("claims", values)
+    await tx.append_event(
+        req.run_id,
+        "claim.created",
+        {
+            "claim_id": claim.id,
+            "resource_id": claim.resource_id,
+            "claim_type": claim.claim_type,
+            "expires_at": claim.expires_at,
+            "resource_type": resource.type,
+            "path": resource.path,
+            "fence": fence,
+        },
+        actor_id=req.agent_id,
+        task_id=req.task_id,
+    )
+    return Granted(claim, resource, extended=False)
+
+
+async def _upsert_resource(tx: Tx, resource: Resource) -> None:
+    await tx.execute(
+        "INSERT INTO resources (id, type, path, symbol, language, start_line, end_line, current_hash, "
+        "metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+        "type = excluded.type, path = excluded.path, symbol = excluded.symbol, "
+        "language = excluded.language, start_line = excluded.start_line, end_line = excluded.end_line, "
+        "current_hash = excluded.current_hash",
+        (
+            resource.id,
+            resource.type,
+            resource.path,
+            resource.symbol,
+            resource.language,
+            resource.start_line,
+            resource.end_line,
+            resource.current_hash,
+            resource.metadata_json or "{}",
+        ),
+    )
+    tx.tables.add("resources")
+
+
+async def _extend(tx: Tx, claim: Claim, req: ClaimRequest, now: str) -> Granted:
+    if not claim.renewable:
+        raise ToolError(f"claim {claim.id} is not renewable; release it and claim again")
+    expires_at = expiry_after(now, req.ttl_seconds)
+    await tx.update("claims", {"id": claim.id}, {"expires_at": expires_at, "heartbeat_at": now})
+    await tx.append_event(
+        req.run_id,
+        "claim.extended",
+        {"claim_id": claim.id, "expires_at": expires_at},
+        actor_id=req.agent_id,
+        task_id=claim.task_id,
+    )
+    extended = _replace(claim, expires_at=expires_at, heartbeat_at=now)
+    return Granted(extended, await get_resource(tx, claim.resource_id), extended=True)
+
+
+async def record_contentions(tx: Tx, rows: list[dict[str, Any]]) -> list[ClaimContention]:
+    """Insert the contention rows of a refused claim (in a transaction of their own)."""
+    for row in rows:
+        await tx.insert("claim_contentions", row)
+    if not rows:
+        return []
+    ids = [row["id"] for row in rows]
+    return await tx.all(
+        ClaimContention, f"SELECT * FROM claim_contentions WHERE id IN ({', '.join('?' for _ in ids)})", ids
+    )
+
+
+# --- transitions ----------------------------------------------------------------------------
+
+_VERBS = {"released": "release", "revoked": "revoke", "suspended": "suspend", "expired": "expire"}
+
+
+async def transition(
+    tx: Tx,
+    claim_id: str,
+    status: str,
+    now: str,
+    *,
+    actor_id: str,
+    reason: str = "",
+    run_id: str = "",
+    operator: bool = False,
+) -> tuple[Claim, bool]:
+    """Move an active claim to `released`, `revoked`, `suspended` or `expired`, with its
+    `claim.<status>` event. Returns (claim, changed).
+
+    Only the owner (`actor_id` equal to the claim's agent) or the operator (`operator=True`)
+    may do it; a claim that is no longer active (including one past its expiry, unless the
+    transition is itself `expired`) is returned unchanged.
+    """
+    stored = await tx.one(Claim, "SELECT * FROM claims WHERE id = ?", (claim_id,))
+    if stored is None:
+        raise NotFound("claim", claim_id)
+    if not operator and actor_id != stored.agent_id:
+        who = actor_id or "an anonymous caller"
+        verb = _VERBS.get(status, "change")
+        raise PermissionDenied(
+            f"claim {claim_id} belongs to {stored.agent_id}; {who} may not {verb} it "
+            "(only the claim's agent or the operator may)"
+        )
+    current = effective(stored, now)
+    if stored.status != "active" or (current.status != "active" and status != "expired"):
+        return current, False
+    await tx.update("claims", {"id": claim_id}, {"status": status})
+    await tx.append_event(
+        run_id,
+        f"claim.{status}",
+        {"claim_id": claim_id, "resource_id": stored.resource_id, "status": status, "reason": reason},
+        actor_id=actor_id,
+        task_id=stored.task_id,
+    )
+    return _replace(stored, status=status), True
+
+
+async def expire_due(tx: Tx, now: str, *, run_id: str = "", actor_id: str = "system") -> list[Claim]:
+    """Sweep every active claim whose expiry is at or before `now` to `expired`, one
+    `claim.expired` event each (reason `ttl elapsed`). Returns the claims swept."""
+    due = await tx.all(
+        Claim,
+        "SELECT * FROM claims WHERE status = 'active' AND expires_at <= ? ORDER BY expires_at, id",
+        (now,),
+    )
+    out = []
+    for claim in due:
+        updated, changed = await transition(
+            tx, claim.id, "expired", now, actor_id=actor_id, reason="ttl elapsed", run_id=run_id, operator=True
+        )
+        if changed:
+            out.append(updated)
+    return out
