@@ -90,28 +90,31 @@ def fuzz_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("spec", TOOLS, ids=[s.name for s in TOOLS])
 def test_tool_survives_generated_arguments(spec: Any, fuzz_root: Path) -> None:
+    loop = asyncio.new_event_loop()
+    runtime = loop.run_until_complete(Runtime.open(fuzz_root))
+
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
     @given(args=_args_for(spec.input_schema), as_operator=st.booleans())
     def check(args: dict[str, Any], as_operator: bool) -> None:
-        asyncio.run(_one(fuzz_root, spec.name, args, as_operator))
+        loop.run_until_complete(_one(runtime, fuzz_root, spec.name, args, as_operator))
 
-    check()
-
-
-async def _one(root: Path, tool: str, args: dict[str, Any], as_operator: bool) -> None:
-    runtime = await Runtime.open(root)
     try:
-        before = await _fingerprint(runtime)
-        files_before = _files(root)
-        caller = Caller("operator", "cli") if as_operator else AGENT
-        try:
-            result = await runtime.call(tool, args, caller)
-        except ToolError as exc:
-            assert str(exc), "errors must say something"
-            assert "Traceback" not in str(exc)
-            assert await _fingerprint(runtime) == before, f"{tool} refused {args!r} but changed the database"
-            assert _files(root) == files_before, f"{tool} refused {args!r} but changed files"
-        else:
-            assert isinstance(result, dict)
+        check()
     finally:
-        await runtime.close()
+        loop.run_until_complete(runtime.close())
+        loop.close()
+
+
+async def _one(runtime: Runtime, root: Path, tool: str, args: dict[str, Any], as_operator: bool) -> None:
+    before = await _fingerprint(runtime)
+    files_before = _files(root)
+    caller = Caller("operator", "cli") if as_operator else AGENT
+    try:
+        result = await runtime.call(tool, args, caller)
+    except ToolError as exc:
+        assert str(exc), "errors must say something"
+        assert "Traceback" not in str(exc)
+        assert await _fingerprint(runtime) == before, f"{tool} refused {args!r} but changed the database"
+        assert _files(root) == files_before, f"{tool} refused {args!r} but changed files"
+    else:
+        assert isinstance(result, dict)
