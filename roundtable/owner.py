@@ -1,0 +1,268 @@
+"""The owner process: one per project, holding the lock, the runtime and every listener.
+
+`roundtable start`, `roundtable mcp serve` and the interactive console all run an `Owner` on
+their event loop. Entering it takes the project lock (system.md §6.5), opens the runtime,
+recovers an interrupted `patch.apply` (DESIGN §4.8), synchronises the agents, and starts the
+legacy socket, the Streamable HTTP endpoint and (optionally) the Chair loop. Leaving it stops
+accepting, lets in-flight calls finish (bounded), cancels the Chair, closes the runtime and
+releases the lock — in that order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import importlib
+import importlib.util
+import inspect
+import logging
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from roundtable.errors import LockError, RoundtableError
+
+log = logging.getLogger("roundtable.owner")
+
+LOCK_RELATIVE_PATH = Path(".roundtable") / "owner.lock"
+DRAIN_TIMEOUT = 5.0
+
+
+def _holder_pid(fd: int) -> str:
+    """The pid written by the current holder (best effort; empty when unreadable)."""
+    try:
+        data = os.pread(fd, 64, 0)
+    except OSError:
+        return ""
+    text = data.decode("ascii", "replace").strip()
+    return text if text.isdigit() else ""
+
+
+@contextlib.contextmanager
+def acquire_lock(root: Path | str) -> Iterator[Path]:
+    """Hold `<canonical root>/.roundtable/owner.lock` exclusively; yields the lock path.
+
+    Refuses a lock path that is not a regular file, never blocks, and on contention raises
+    `LockError` naming the holder's pid (which each holder writes into the file).
+    """
+    try:
+        canonical = Path(os.path.realpath(os.path.abspath(root)))
+    except OSError as exc:
+        raise LockError(f"resolve project root: {exc.strerror}") from None
+    state_dir = canonical / ".roundtable"
+    try:
+        state_dir.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise LockError(f"create {state_dir}: {exc.strerror}") from None
+    path = state_dir / "owner.lock"
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        before = None
+    except OSError as exc:
+        raise LockError(f"inspect project lock {path}: {exc.strerror}") from None
+    if before is not None and not stat.S_ISREG(before.st_mode):
+        raise LockError(f'refusing non-regular project lock path "{path}"')
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LockError(f'refusing non-regular project lock path "{path}"') from None
+        raise LockError(f"open project lock {path}: {exc.strerror}") from None
+    try:
+        opened = os.fstat(fd)
+        now = os.lstat(path)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (now.st_dev, now.st_ino):
+            raise LockError("project lock path changed during open")
+        os.fchmod(fd, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder_pid(fd)
+            who = f" (pid {pid})" if pid else ""
+            raise LockError(f"roundtable project is already owned by another process{who}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _optional(module: str, attr: str) -> Any:
+    """`module.attr` when both exist (other areas land independently), else None."""
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    return getattr(importlib.import_module(module), attr, None)
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class Owner:
+    """The long-lived owner of one project. Use as `async with Owner(root) as owner:`.
+
+    `http_address` / `socket_path` override the configured listeners (tests use
+    `127.0.0.1:0` for an ephemeral port; the bound address is then `owner.http_address`).
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        http: bool = True,
+        socket: bool = True,
+        chair: bool = True,
+        log: Callable[[str], None] | None = None,
+        http_address: str | None = None,
+        socket_path: Path | str | None = None,
+        drain_timeout: float = DRAIN_TIMEOUT,
+    ) -> None:
+        self.root = Path(root)
+        self._want_http = http
+        self._want_socket = socket
+        self._want_chair = chair
+        self._log = log or (lambda line: logging.getLogger("roundtable.owner").info("%s", line))
+        self._http_address_override = http_address
+        self._socket_path_override = Path(socket_path) if socket_path is not None else None
+        self.drain_timeout = drain_timeout
+        self.runtime: Any = None
+        self.chair: Any = None
+        self.http: Any = None
+        self.socket: Any = None
+        self.lock_path: Path | None = None
+        self._lock: contextlib.ExitStack | None = None
+        self._chair_task: asyncio.Task[Any] | None = None
+        self.stopped = asyncio.Event()
+
+    # --- public view ------------------------------------------------------------------------
+
+    @property
+    def http_url(self) -> str:
+        """`http(s)://host:port/mcp` of the bound HTTP listener ('' when HTTP is off)."""
+        return self.http.url if self.http is not None else ""
+
+    @property
+    def http_address(self) -> str:
+        return self.http.address if self.http is not None else ""
+
+    @property
+    def socket_path(self) -> Path | None:
+        return self.socket.path if self.socket is not None else None
+
+    def health(self) -> str:
+        """Scheduler health: the Chair's when it reports one, else `ready`."""
+        chair = self.chair
+        if chair is not None:
+            value = getattr(chair, "health", None)
+            if callable(value):
+                value = value()
+            if isinstance(value, str) and value:
+                return value
+        if self._chair_task is not None and self._chair_task.done():
+            return "degraded"
+        return "ready"
+
+    def say(self, line: str) -> None:
+        self._log(line)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Owner:
+        stack = contextlib.ExitStack()
+        self.lock_path = stack.enter_context(acquire_lock(self.root))
+        self._lock = stack
+        try:
+            await self._start()
+        except BaseException:
+            await self._stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stop()
+
+    async def _start(self) -> None:
+        from roundtable.runtime import Runtime
+
+        self.runtime = await Runtime.open(self.root)
+        self.runtime.owner = True
+        config = self.runtime.config
+        recover = _optional("roundtable.services.apply", "recover_interrupted")
+        if recover is not None:
+            lines = await _maybe_await(recover(self.runtime))
+            for line in lines or ():
+                self.say(str(line))
+        sync_agents = _optional("roundtable.chair", "sync_agents")
+        if sync_agents is not None:
+            await _maybe_await(sync_agents(self.runtime))
+        if self._want_http:
+            # Validate the HTTP options before anything listens (system.md §7.6.1 step 4).
+            from roundtable.server.http import HttpServer, http_options
+
+            options = http_options(self.root, config, address=self._http_address_override)
+            self.http = HttpServer(self.runtime, options, health=self.health, log=self.say)
+        if self._want_socket:
+            from roundtable.server.socket import SocketServer
+
+            path = self._socket_path_override or config.socket_path(self.root)
+            self.socket = SocketServer(self.runtime, path, log=self.say)
+            await self.socket.start()
+        if self.http is not None:
+            await self.http.start()
+        chair_cls = _optional("roundtable.chair", "ChairLoop") if self._want_chair else None
+        if chair_cls is not None:
+            self.chair = chair_cls(self.runtime)
+            self._chair_task = asyncio.create_task(self._run_chair(), name="roundtable-chair")
+
+    async def _run_chair(self) -> None:
+        try:
+            await self.chair.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("the Chair loop stopped")
+            self.say(f"roundtable coordinator: Chair loop stopped ({type(exc).__name__})")
+
+    async def _stop(self) -> None:
+        """Stop in order; every step runs even if an earlier one failed."""
+        if self.socket is not None:
+            await self._step(self.socket.close(drain_timeout=self.drain_timeout), "socket")
+        if self.http is not None:
+            await self._step(self.http.stop(drain_timeout=self.drain_timeout), "http")
+        if self._chair_task is not None:
+            self._chair_task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(self._chair_task), self.drain_timeout)
+            self._chair_task = None
+        if self.runtime is not None:
+            await self._step(self.runtime.close(), "runtime")
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+        self.stopped.set()
+
+    async def _step(self, coro: Any, what: str) -> None:
+        try:
+            await coro
+        except RoundtableError as exc:
+            self.say(f"roundtable: {exc}")
+        except Exception:
+            log.exception("stopping %s failed", what)

@@ -1,0 +1,360 @@
+"""The legacy Unix socket: one JSON request per connection, one JSON line back.
+
+Framing (seed; system.md §6.1.3, byte-compatible with the reference): read to the first `\\n`
+or EOF, trim ASCII whitespace, an empty line closes without a reply, the line must be exactly
+one JSON value `{"tool", "args"}` (keys matched case-insensitively, the last match wins,
+unknown keys ignored, `null` args → `{}`), and the reply is `{"ok":…,"result":…,"error":…}`
+with empty fields omitted. Hardening (DESIGN §4.10): a request-line cap, a read deadline, a
+bound on concurrent connections, a 0700 directory and a 0600 socket, a peer-uid check, and a
+start-up that removes only a confirmed stale socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import logging
+import os
+import socket
+import stat
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from roundtable.errors import RoundtableError, ToolError
+from roundtable.services.redact import redact
+from roundtable.tools.context import Caller
+
+log = logging.getLogger("roundtable.server.socket")
+
+SOCKET_CALLER = Caller("operator", "socket")
+STALE_PROBE_TIMEOUT = 0.2
+_WHITESPACE = b" \t\r\n"
+_CHUNK = 64 * 1024
+
+
+class SocketError(RoundtableError):
+    """The legacy socket could not be started."""
+
+
+class RequestError(Exception):
+    """The request line could not be decoded into an envelope."""
+
+
+class _Pairs(dict):  # type: ignore[type-arg]
+    """A JSON object that also remembers its members in document order (for key matching)."""
+
+    pairs: list[tuple[str, Any]]
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> _Pairs:
+    obj = _Pairs(pairs)
+    obj.pairs = pairs
+    return obj
+
+
+def decode_request(line: bytes) -> tuple[str, dict[str, Any]]:
+    """The `(tool, args)` of one trimmed request line, or `RequestError`."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RequestError("invalid request: not UTF-8 text") from None
+    try:
+        value = json.loads(text, object_pairs_hook=_pairs_hook)
+    except json.JSONDecodeError as exc:
+        raise RequestError(f"invalid request: {exc.msg} at offset {exc.pos}") from None
+    except RecursionError:
+        raise RequestError("invalid request: nesting too deep") from None
+    if value is None:
+        return "", {}
+    if not isinstance(value, _Pairs):
+        raise RequestError(f"invalid request: expected a JSON object, got {_kind(value)}")
+    tool: Any = None
+    args: Any = None
+    for key, member in value.pairs:  # Go's decoder: case-insensitive, last match wins
+        folded = key.lower()
+        if folded == "tool":
+            tool = member
+        elif folded == "args":
+            args = member
+    if tool is not None and not isinstance(tool, str):
+        raise RequestError(f"invalid request: tool must be a string, got {_kind(tool)}")
+    if args is not None and not isinstance(args, dict):
+        raise RequestError(f"invalid request: args must be an object, got {_kind(args)}")
+    return tool or "", dict(args) if args else {}
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if value is None:
+        return "null"
+    return "object"
+
+
+def encode_response(ok: bool, result: dict[str, Any] | None = None, error: str = "") -> bytes:
+    """One compact line; `result` omitted when empty, `error` omitted when empty."""
+    body: dict[str, Any] = {"ok": ok}
+    if ok and result:
+        body["result"] = result
+    if not ok and error:
+        body["error"] = error
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The connected peer's uid via SO_PEERCRED (None where unsupported)."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:  # pragma: no cover - Linux has it
+        return None
+    try:
+        data = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    except OSError:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", data)
+    return int(uid)
+
+
+def _prepare_directory(directory: Path) -> None:
+    """Create the socket directory 0700; tighten one we own; refuse one we do not."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(directory)
+    except OSError as exc:
+        raise SocketError(f"create mcp socket directory: {exc.strerror}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise SocketError(f'mcp socket directory is not a directory: "{directory}"')
+    if info.st_uid != os.geteuid():
+        raise SocketError(f'mcp socket directory is owned by another user: "{directory}"')
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        try:
+            os.chmod(directory, 0o700)
+        except OSError as exc:
+            raise SocketError(f"secure mcp socket directory: {exc.strerror}") from None
+
+
+def _recover_stale(path: Path) -> None:
+    """Remove `path` only if it is a socket nobody listens on (system.md §6.1.2 step 2)."""
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise SocketError(f"inspect existing mcp socket: {exc.strerror}") from None
+    if not stat.S_ISSOCK(before.st_mode):
+        raise SocketError(f'refusing to replace non-socket MCP path "{path}"')
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(STALE_PROBE_TIMEOUT)
+    try:
+        probe.connect(str(path))
+    except ConnectionRefusedError:
+        pass
+    except OSError as exc:
+        raise SocketError(f'cannot confirm MCP socket is stale at "{path}": {exc.strerror or exc}') from None
+    else:
+        raise SocketError(f'MCP socket is already active at "{path}"')
+    finally:
+        probe.close()
+    try:
+        after = os.lstat(path)
+    except OSError:
+        return
+    if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+        raise SocketError(f'MCP socket path changed during recovery: "{path}"')
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise SocketError(f"remove stale MCP socket: {exc.strerror}") from None
+
+
+class SocketServer:
+    """Serves the legacy protocol on `path` against a runtime it does not own."""
+
+    def __init__(
+        self,
+        runtime: Any,
+        path: Path | str,
+        *,
+        log: Callable[[str], None] | None = None,
+        max_request_bytes: int | None = None,
+        read_timeout: float | None = None,
+        max_connections: int | None = None,
+    ) -> None:
+        mcp = runtime.config.mcp
+        self.runtime = runtime
+        self.path = Path(path)
+        self.max_request_bytes = max_request_bytes or mcp.socket_max_request_bytes
+        self.read_timeout = read_timeout if read_timeout is not None else mcp.socket_read_timeout
+        self.max_connections = max_connections or mcp.socket_max_connections
+        self._say = log or (lambda line: None)
+        self._server: asyncio.base_events.Server | None = None
+        self._identity: tuple[int, int] | None = None
+        self._closing = False
+        self._closed = False
+        self._uid = os.geteuid()
+        self._idle: set[asyncio.Task[Any]] = set()
+        self._busy: set[asyncio.Task[Any]] = set()
+        self._connections = 0
+        self.served = 0
+
+    async def start(self) -> None:
+        _prepare_directory(self.path.parent)
+        _recover_stale(self.path)
+        try:
+            self._server = await asyncio.start_unix_server(self._accept, path=str(self.path), limit=_CHUNK)
+        except OSError as exc:
+            raise SocketError(f"listen on mcp socket: {exc.strerror}") from None
+        try:
+            info = os.lstat(self.path)
+            if not stat.S_ISSOCK(info.st_mode):
+                raise SocketError(f'bound MCP path is not a socket: "{self.path}"')
+            os.chmod(self.path, 0o600)
+        except BaseException as exc:
+            self._server.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            if isinstance(exc, OSError):
+                raise SocketError(f"secure mcp socket: {exc.strerror}") from None
+            raise
+        self._identity = (info.st_dev, info.st_ino)
+
+    # --- per connection ---------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections += 1
+        self._idle.add(task)
+        try:
+            if self._closing:
+                return
+            sock = writer.get_extra_info("socket")
+            if sock is not None and peer_uid(sock) not in (self._uid, None):
+                return  # another user's process: closed without reading (DESIGN §4.10)
+            if self._connections > self.max_connections:
+                writer.write(encode_response(False, error="server busy: too many connections"))
+                await writer.drain()
+                return
+            try:
+                line = await asyncio.wait_for(self._read_line(reader), self.read_timeout)
+            except RequestError as exc:
+                writer.write(encode_response(False, error=str(exc)))
+                await writer.drain()
+                return
+            except (TimeoutError, OSError, asyncio.IncompleteReadError):
+                return
+            if line is None:
+                return
+            try:
+                tool, args = decode_request(line)
+            except RequestError as exc:
+                writer.write(encode_response(False, error=str(exc)))
+                await writer.drain()
+                return
+            if self._closing:
+                return  # decoded during shutdown: neither executed nor answered
+            self._idle.discard(task)
+            self._busy.add(task)
+            # The call runs as its own task so a cancelled connection never cuts a transaction short.
+            reply = await asyncio.shield(asyncio.ensure_future(self._dispatch(tool, args)))
+            with contextlib.suppress(OSError):
+                writer.write(reply)
+                await writer.drain()
+        except asyncio.CancelledError:
+            pass
+        except OSError as exc:
+            self._say(f"roundtable mcp socket: write failed ({type(exc).__name__})")
+        finally:
+            self._connections -= 1
+            self._idle.discard(task)
+            self._busy.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _read_line(self, reader: asyncio.StreamReader) -> bytes | None:
+        """The trimmed first line; None for an empty one; RequestError when too long."""
+        buf = bytearray()
+        while True:
+            chunk = await reader.read(_CHUNK)
+            if not chunk:
+                break
+            cut = chunk.find(b"\n")
+            if cut >= 0:
+                buf += chunk[:cut]
+                break
+            buf += chunk
+            if len(buf) > self.max_request_bytes:
+                raise RequestError("request too large")
+        if len(buf) > self.max_request_bytes:
+            raise RequestError("request too large")
+        line = bytes(buf).strip(_WHITESPACE)
+        return line or None
+
+    async def _dispatch(self, tool: str, args: dict[str, Any]) -> bytes:
+        self.served += 1
+        try:
+            result = await self.runtime.call(tool, args, SOCKET_CALLER)
+        except RoundtableError as exc:
+            if not isinstance(exc, ToolError):
+                self._say(f"roundtable mcp socket: {tool or '(none)'} failed ({type(exc).__name__})")
+            return encode_response(False, error=redact(str(exc)))
+        except Exception as exc:
+            log.exception("socket call %s failed", tool)
+            self._say(f"roundtable mcp socket: {tool or '(none)'} failed ({type(exc).__name__})")
+            return encode_response(False, error=f"{tool} failed with an internal error")
+        try:
+            return encode_response(True, result if isinstance(result, dict) else {})
+        except (TypeError, ValueError) as exc:
+            self._say(f"roundtable mcp socket: encode {tool} result failed ({type(exc).__name__})")
+            return encode_response(False, error="encode tool result failed")
+
+    # --- shutdown ---------------------------------------------------------------------------
+
+    async def close(self, drain_timeout: float = 5.0) -> None:
+        """Stop listening, drop idle connections, drain in-flight calls; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._idle):
+            task.cancel()
+        if self._busy:
+            _done, pending = await asyncio.wait(set(self._busy), timeout=drain_timeout)
+            if pending:
+                self._say("roundtable mcp socket: MCP socket handlers did not drain before timeout")
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending, timeout=1.0)
+        if self._idle:
+            await asyncio.wait(set(self._idle), timeout=1.0)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+        self._remove_if_ours()
+
+    def _remove_if_ours(self) -> None:
+        try:
+            info = os.lstat(self.path)
+        except OSError:
+            return
+        if self._identity == (info.st_dev, info.st_ino):
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
+
+def is_connection_refused(exc: OSError) -> bool:
+    return exc.errno in (errno.ECONNREFUSED, errno.ENOENT)
