@@ -1,0 +1,251 @@
+"""The per-session MCP endpoint: Streamable HTTP over a private Unix socket (spec §8.4.3).
+
+One endpoint serves one supervised session. Every HTTP request must carry
+`Authorization: Bearer <capability>` whose hash belongs to this session's capability, else
+`401 unauthorized` (the token is never logged). On `tools/list` and `tools/call` the capability
+and all state it depends on are re-read from the database (`capabilities.check_call`): a
+known-but-expired or revoked token lists no tools and every call answers
+`capability expired or revoked`; other refusals are tool errors plus a `capability.denied`
+event. Calls that pass are dispatched through `runtime.call` with an agent caller derived from
+the capability, never from headers or arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from roundtable.errors import ToolError
+from roundtable.runtime import Runtime
+from roundtable.services import capabilities
+from roundtable.services.redact import redact
+from roundtable.tools.context import Caller
+
+log = logging.getLogger("roundtable.server.sessions")
+
+
+class BearerGuard:
+    """Pure-ASGI guard: only this session's capability token gets through (401 otherwise)."""
+
+    def __init__(self, app: ASGIApp, runtime: Runtime, capability_id: str) -> None:
+        self.app = app
+        self.runtime = runtime
+        self.capability_id = capability_id
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                header = value
+                break
+        token = ""
+        text = header.decode("latin-1")
+        if text[:7].lower() == "bearer ":
+            token = text[7:].strip()
+        cap = None
+        if token:
+            async with self.runtime.db.read() as reader:
+                cap = await capabilities.lookup(reader, token)
+        if cap is None or cap.id != self.capability_id:
+            log.info("session endpoint refused a request: unauthorized")
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        await self.app(scope, receive, send)
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=redact(text))], is_error=True)
+
+
+def build_server(runtime: Runtime, capability_id: str) -> Server[Any]:
+    """The low-level MCP server for one capability (tools filtered by role, calls checked)."""
+    registry = runtime.registry
+    style = runtime.config.mcp.tool_names
+
+    async def current_cap() -> Any:
+        async with runtime.db.read() as reader:
+            return await reader.one(
+                capabilities.SessionCapability,
+                "SELECT * FROM session_capabilities WHERE id = ?",
+                (capability_id,),
+            )
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        cap = await current_cap()
+        if cap is None or not capabilities.is_live(cap):
+            return types.ListToolsResult(tools=[])
+        allowed = capabilities.allowed_tools(cap.role)
+        tools = []
+        for spec in registry:
+            if spec.name not in allowed or spec.handler is None or spec.operator_only:
+                continue
+            if not (spec.exposed or spec.session_only):
+                continue
+            tools.append(
+                types.Tool(
+                    name=spec.advertised_name(style),
+                    description=spec.description,
+                    input_schema=capabilities.session_schema(spec.input_schema, cap),
+                    output_schema=spec.output_schema or None,
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=spec.read_only,
+                        destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent,
+                    ),
+                )
+            )
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = registry.lookup(params.name)
+        if spec is None or spec.operator_only or not (spec.exposed or spec.session_only):
+            return _error(f"unknown tool: {params.name}")
+        args = dict(params.arguments or {})
+        cap = await current_cap()
+        try:
+            async with runtime.db.read() as reader:
+                checked = await capabilities.check_call(
+                    reader,
+                    runtime.root,
+                    capability_id,
+                    spec.name,
+                    args,
+                    frozenset(spec.input_schema.get("properties", {})),
+                )
+        except capabilities.Denied as exc:
+            if cap is not None:
+                await capabilities.record_denial(runtime.db, cap, spec.name, exc.reason_code)
+            return _error(str(exc))
+        except capabilities.Expired as exc:
+            return _error(str(exc))
+        caller = Caller(
+            "agent",
+            "session",
+            agent_id=checked.capability.agent_id,
+            session_id=checked.capability.session_id,
+            capability=checked.capability,
+        )
+        try:
+            result = await runtime.call(spec.name, checked.args, caller)
+        except ToolError as exc:
+            return _error(str(exc))
+        except Exception:  # never let exception text reach the client
+            log.exception("session call %s failed", spec.name)
+            return _error(f"{spec.name} failed with an internal error; the owner's log has details")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+            structured_content=result,
+        )
+
+    return Server(
+        "roundtable",
+        version="0.1.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=lambda name: s.input_schema if (s := registry.lookup(name)) else None,
+    )
+
+
+def build_app(runtime: Runtime, capability_id: str) -> ASGIApp:
+    server = build_server(runtime, capability_id)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        # Not network-reachable: the socket's directory is 0700, so no Host/Origin checks.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        host="localhost",
+        max_request_body_size=runtime.config.mcp.http_max_body_bytes,
+    )
+    return BearerGuard(app, runtime, capability_id)
+
+
+def bind_private_socket(path: Path) -> socket.socket:
+    """Bind a Unix socket at `path` with mode 0600 (created under a tight umask, then chmod)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(64)
+    sock.setblocking(False)
+    return sock
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """uvicorn inside the owner: the owner handles signals, not each session endpoint."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class SessionEndpoint:
+    """A running per-session endpoint; `await endpoint.close()` stops it and removes the socket."""
+
+    def __init__(self, runtime: Runtime, capability_id: str, socket_path: Path) -> None:
+        self.runtime = runtime
+        self.capability_id = capability_id
+        self.socket_path = socket_path
+        self._server: uvicorn.Server | None = None
+        self._task: Any = None
+
+    async def start(self) -> None:
+        import asyncio
+
+        sock = bind_private_socket(self.socket_path)
+        config = uvicorn.Config(
+            build_app(self.runtime, self.capability_id),
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )
+        self._server = _EmbeddedServer(config)
+        self._task = asyncio.create_task(
+            self._server.serve(sockets=[sock]), name=f"session-endpoint:{self.socket_path}"
+        )
+        for _ in range(200):
+            if self._server.started or self._task.done():
+                break
+            await asyncio.sleep(0.01)
+        if self._task.done():
+            self._task.result()  # raise the start-up failure
+        if not self._server.started:
+            raise ToolError("session endpoint did not start")
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = False
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+
+
+@contextlib.asynccontextmanager
+async def serve(runtime: Runtime, capability_id: str, socket_path: Path) -> AsyncIterator[SessionEndpoint]:
+    endpoint = SessionEndpoint(runtime, capability_id, socket_path)
+    await endpoint.start()
+    try:
+        yield endpoint
+    finally:
+        await endpoint.close()

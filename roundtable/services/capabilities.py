@@ -1,0 +1,511 @@
+"""Capability tokens for supervised agent sessions and the per-call checks (spec §8.4.4–§8.4.6).
+
+A capability binds one session to an agent, a run, a role, a task and (for reviewers, testers
+and security) one proposal. The token is `rtcap_` + 256 random bits; only its SHA-256 is stored.
+On every call the capability and everything it depends on are re-read from the database
+(`check_call`), in the order of §8.4.5; nothing is cached between calls, so revoking a token,
+reassigning a task, deciding the proposal or ending the run refuses the very next call.
+
+A refusal raises `Denied` (a `PermissionDenied` with a stable `reason_code`); the caller records
+it with `record_denial`, in its own transaction, because the refused call itself changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import posixpath
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from roundtable import clock
+from roundtable.errors import PermissionDenied
+from roundtable.store.db import Database, Reader, Tx
+from roundtable.store.records import Agent, AgentSession, Claim, Proposal, Run, SessionCapability, Task
+
+TOKEN_PREFIX = "rtcap_"
+LIFETIME_S = 3600
+MAX_LIFETIME_S = 12 * 3600
+EXPIRED_OR_REVOKED = "capability expired or revoked"
+
+ROLES = ("implementer", "reviewer", "tester", "security")
+_FAMILY = re.compile(r"^(implementer|reviewer|tester|security)-[1-9][0-9]*$")
+
+# §8.4.6, default deny. Names are canonical (dotted).
+_COMMON = frozenset(
+    {
+        "table.get_state",
+        "table.watch",
+        "task.get",
+        "task.list",
+        "memory.query",
+        "memory.summarize",
+        "resource.get",
+        "resource.search",
+        "resource.claim_status",
+        "proposal.get",
+        "proposal.list",
+        "vote.list",
+        "human.approval_status",
+        "test.get_result",
+        "test.suggest",
+        "agent.turn_request",
+        "agent.turn_start",
+        "agent.turn_complete",
+        "repo.read_file",
+        "repo.search",
+        "repo.symbols",
+        "resource.claim",
+        "resource.release",
+        "memory.record",
+        "proposal.request_review",
+        "patch.validate",
+    }
+)
+ALLOWED: dict[str, frozenset[str]] = {
+    "implementer": _COMMON | {"proposal.create", "proposal.attach_patch"},
+    "reviewer": _COMMON | {"vote.cast"},
+    "tester": _COMMON | {"vote.cast", "test.evidence.submit"},
+    "security": _COMMON | {"vote.cast", "security.review"},
+}
+CLAIM_MODES: dict[str, frozenset[str]] = {
+    "implementer": frozenset({"read", "write", "review", "exclusive"}),
+    "reviewer": frozenset({"read", "review"}),
+    "tester": frozenset({"read"}),
+    "security": frozenset({"read", "review"}),
+}
+REPO_READS = frozenset({"repo.read_file", "repo.search", "repo.symbols"})
+TERMINAL_TASK = frozenset({"completed", "done", "closed", "cancelled", "canceled", "failed"})
+DECIDED_PROPOSAL = frozenset({"accepted", "rejected"})
+# Arguments that name who is acting: filled from the capability when absent, refused when they
+# differ. `proposal_id` is bound only for roles that carry a proposal.
+_IDENTITY_ARGS = (
+    "agent_id",
+    "run_id",
+    "task_id",
+    "session_id",
+    "actor_id",
+    "decided_by",
+    "reviewer_id",
+    "requested_by",
+)
+_ACTOR_ARGS = frozenset({"actor_id", "decided_by", "reviewer_id", "requested_by"})
+# Credential and configuration locations a directory entry never grants (§8.4.5, tools.md §3.15.2).
+_WHOLE = frozenset({".git", ".roundtable"})
+_PREFIXES = (
+    ".env",
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".docker",
+    ".kube",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".codex",
+    ".claude",
+    ".gemini",
+)
+
+
+class Denied(PermissionDenied):
+    """A refused session call; `reason_code` goes into the `capability.denied` event."""
+
+    def __init__(self, reason_code: str, message: str) -> None:
+        super().__init__(message)
+        self.reason_code = reason_code
+
+
+class Expired(PermissionDenied):
+    """The token is known but expired or revoked (no event: it is not a policy denial)."""
+
+    def __init__(self) -> None:
+        super().__init__(EXPIRED_OR_REVOKED)
+
+
+# --- tokens ---------------------------------------------------------------------------------
+
+
+def new_token() -> str:
+    """`rtcap_` + 43 URL-safe base64 characters of 32 CSPRNG bytes."""
+    raw = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode("ascii").rstrip("=")
+    return TOKEN_PREFIX + raw
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def looks_like_token(token: str) -> bool:
+    return token.startswith(TOKEN_PREFIX) and len(token) == len(TOKEN_PREFIX) + 43
+
+
+def role_for_agent(agent_id: str) -> str | None:
+    """The capability role from the agent id family (`implementer-2` → implementer), or None."""
+    match = _FAMILY.match(agent_id)
+    return match.group(1) if match else None
+
+
+def _add_seconds(stamp: str, seconds: int) -> str:
+    return clock.format_ns(clock.parse(stamp) + seconds * 1_000_000_000)
+
+
+async def issue(
+    tx: Tx,
+    *,
+    session_id: str,
+    agent_id: str,
+    run_id: str,
+    role: str,
+    task_id: str,
+    proposal_id: str = "",
+    lifetime_s: int = LIFETIME_S,
+    max_lifetime_s: int = MAX_LIFETIME_S,
+) -> tuple[str, SessionCapability]:
+    """Store a new capability; returns the token (shown once, never stored) and the row."""
+    if role not in ROLES:
+        raise PermissionDenied(f"role {role} cannot be launched")
+    token = new_token()
+    now = clock.now()
+    cap_id = clock.new_id("CAP")
+    await tx.insert(
+        "session_capabilities",
+        {
+            "id": cap_id,
+            "token_sha256": token_hash(token),
+            "session_id": session_id,
+            "agent_id": agent_id,
+            "run_id": run_id,
+            "role": role,
+            "task_id": task_id,
+            "proposal_id": proposal_id or None,
+            "issued_at": now,
+            "expires_at": _add_seconds(now, lifetime_s),
+            "max_expires_at": _add_seconds(now, max_lifetime_s),
+            "created_at": now,
+        },
+    )
+    cap = await tx.one(SessionCapability, "SELECT * FROM session_capabilities WHERE id = ?", (cap_id,))
+    assert cap is not None
+    return token, cap
+
+
+async def lookup(reader: Reader | Tx, token: str) -> SessionCapability | None:
+    """The capability for `token` in any state, or None when unknown or malformed."""
+    if not looks_like_token(token):
+        return None
+    return await reader.one(
+        SessionCapability, "SELECT * FROM session_capabilities WHERE token_sha256 = ?", (token_hash(token),)
+    )
+
+
+def is_live(cap: SessionCapability, now: str | None = None) -> bool:
+    """Not revoked and not expired (server clock)."""
+    return not cap.revoked_at and clock.parse(now or clock.now()) < clock.parse(cap.expires_at)
+
+
+async def extend(tx: Tx, cap_id: str, lifetime_s: int = LIFETIME_S) -> SessionCapability | None:
+    """Push `expires_at` to now + lifetime, never beyond `max_expires_at`; no-op once revoked."""
+    cap = await tx.one(SessionCapability, "SELECT * FROM session_capabilities WHERE id = ?", (cap_id,))
+    if cap is None or cap.revoked_at:
+        return cap
+    wanted = clock.parse(_add_seconds(clock.now(), lifetime_s))
+    new_expiry = clock.format_ns(min(wanted, clock.parse(cap.max_expires_at)))
+    if clock.parse(new_expiry) > clock.parse(cap.expires_at):
+        await tx.update("session_capabilities", {"id": cap_id}, {"expires_at": new_expiry})
+    return await tx.one(SessionCapability, "SELECT * FROM session_capabilities WHERE id = ?", (cap_id,))
+
+
+async def revoke(tx: Tx, cap_id: str, reason: str) -> bool:
+    """Revoke once; returns False when it was already revoked or does not exist."""
+    count = await tx.execute(
+        "UPDATE session_capabilities SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+        (clock.now(), reason, cap_id),
+    )
+    tx.tables.add("session_capabilities")
+    return count > 0
+
+
+async def for_session(reader: Reader | Tx, session_id: str) -> list[SessionCapability]:
+    return await reader.all(
+        SessionCapability,
+        "SELECT * FROM session_capabilities WHERE session_id = ? ORDER BY issued_at, id",
+        (session_id,),
+    )
+
+
+# --- tool listing ------------------------------------------------------------------------------
+
+
+def allowed_tools(role: str) -> frozenset[str]:
+    return ALLOWED.get(role, frozenset())
+
+
+def bound_args(cap: SessionCapability) -> dict[str, str]:
+    """The identity arguments this capability fixes."""
+    values = {
+        "agent_id": cap.agent_id,
+        "run_id": cap.run_id,
+        "task_id": cap.task_id,
+        "session_id": cap.session_id,
+    }
+    for name in _ACTOR_ARGS:
+        values[name] = cap.agent_id
+    if cap.proposal_id:
+        values["proposal_id"] = cap.proposal_id
+    return values
+
+
+def session_schema(schema: dict[str, Any], cap: SessionCapability) -> dict[str, Any]:
+    """The input schema as a session sees it: identity fields it gets for free are not required."""
+    bound = bound_args(cap)
+    required = [name for name in schema.get("required", []) if name not in bound]
+    out = dict(schema)
+    if required:
+        out["required"] = required
+    else:
+        out.pop("required", None)
+    return out
+
+
+# --- the per-call checks (§8.4.5 steps 1–8) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A call that passed: the arguments to dispatch (identity filled, claim_id dropped)."""
+
+    capability: SessionCapability
+    session: AgentSession
+    args: dict[str, Any]
+
+
+async def check_call(
+    reader: Reader | Tx,
+    root: Path,
+    cap_id: str,
+    tool: str,
+    args: dict[str, Any],
+    properties: frozenset[str],
+) -> Checked:
+    """Run every check for one call, re-reading all state. `tool` is the canonical name and
+    `properties` the argument names its schema accepts. Raises `Expired` or `Denied`."""
+    now = clock.now()
+    # 1. The capability itself.
+    cap = await reader.one(SessionCapability, "SELECT * FROM session_capabilities WHERE id = ?", (cap_id,))
+    if cap is None or not is_live(cap, now):
+        raise Expired()
+    # 2. Session.
+    session = await reader.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (cap.session_id,))
+    if (
+        session is None
+        or session.status != "active"
+        or session.ended_at
+        or session.agent_id != cap.agent_id
+        or session.run_id != cap.run_id
+    ):
+        raise Denied("session_inactive", "session is not active")
+    # 3. Run.
+    run = await reader.one(Run, "SELECT * FROM runs WHERE id = ?", (cap.run_id,))
+    if run is None or run.status != "active":
+        raise Denied("run_inactive", f"run {cap.run_id} is not active")
+    # 4. Agent.
+    agent = await reader.one(Agent, "SELECT * FROM agents WHERE id = ?", (cap.agent_id,))
+    if agent is None or not agent.is_enabled or role_for_agent(agent.id) != cap.role:
+        raise Denied("agent_disabled", f"agent {cap.agent_id} is not enabled for role {cap.role}")
+    # 5. Task and proposal binding.
+    task = await reader.one(Task, "SELECT * FROM tasks WHERE id = ?", (cap.task_id,))
+    if task is None or task.status in TERMINAL_TASK:
+        raise Denied("task_inactive", f"task {cap.task_id} is not open")
+    if cap.role == "implementer":
+        if task.assigned_agent_id != cap.agent_id:
+            raise Denied("task_reassigned", f"task {cap.task_id} is not assigned to {cap.agent_id}")
+    else:
+        proposal = await reader.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (cap.proposal_id,))
+        if proposal is None or proposal.task_id != cap.task_id or proposal.status in DECIDED_PROPOSAL:
+            raise Denied("proposal_closed", f"proposal {cap.proposal_id or '(none)'} is not open for this session")
+    # 6. Role → tool matrix.
+    if tool not in allowed_tools(cap.role):
+        raise Denied("tool_not_permitted", f"operation {tool} is not permitted for role {cap.role}")
+    # 7. Identity binding.
+    out = dict(args)
+    for name, value in bound_args(cap).items():
+        if name not in properties:
+            continue
+        given = out.get(name)
+        if given is None or (isinstance(given, str) and not given.strip()):
+            out[name] = value
+        elif given != value:
+            raise Denied("identity_mismatch", f"argument {name} does not match the session capability")
+    if tool == "resource.claim":
+        out.pop("claim_id", None)  # the server generates claim ids for sessions (§8.4.5 step 7)
+    # 8. Tool-specific scope.
+    readable = _readable_paths(task)
+    if tool in REPO_READS:
+        out = await _check_repo_read(reader, root, cap, tool, out, readable, now)
+    elif tool == "resource.claim":
+        _check_claim(cap, out, readable)
+    elif tool == "resource.release":
+        claim = await reader.one(Claim, "SELECT * FROM claims WHERE id = ?", (str(out.get("claim_id", "")),))
+        if claim is not None and claim.agent_id != cap.agent_id:
+            raise Denied("not_own_claim", f"claim {claim.id} is not held by {cap.agent_id}")
+    elif tool == "proposal.attach_patch":
+        proposal = await reader.one(
+            Proposal, "SELECT * FROM proposals WHERE id = ?", (str(out.get("proposal_id", "")),)
+        )
+        if proposal is not None and (proposal.agent_id != cap.agent_id or proposal.task_id != cap.task_id):
+            raise Denied("not_own_proposal", f"proposal {proposal.id} is not yours to change")
+    return Checked(capability=cap, session=session, args=out)
+
+
+def _readable_paths(task: Task) -> list[str]:
+    try:
+        value = json.loads(task.readable_paths_json or "[]")
+    except ValueError:
+        return []
+    return [str(p) for p in value if isinstance(p, str) and p] if isinstance(value, list) else []
+
+
+def clean_path(raw: str) -> str | None:
+    """Repository-relative lexical clean; None when absolute, escaping or malformed."""
+    text = raw.replace("\\", "/")
+    if not text or text.startswith("/") or any(ord(ch) < 32 for ch in text):
+        return None
+    cleaned = posixpath.normpath(text)
+    if cleaned == ".":
+        return ""
+    if cleaned == ".." or cleaned.startswith("../"):
+        return None
+    return cleaned
+
+
+def is_sensitive(path: str) -> bool:
+    """True for credential/configuration locations no readable path ever grants."""
+    for part in path.split("/"):
+        low = part.lower()
+        if part in _WHOLE or any(part.startswith(p) for p in _PREFIXES):
+            return True
+        if "secret" in low or "credential" in low:
+            return True
+        if low.endswith((".pem", ".key")) or low.startswith(("id_rsa", "id_ed25519")):
+            return True
+    return False
+
+
+def within(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def in_readable(path: str, readable: list[str]) -> bool:
+    return bool(path) and not is_sensitive(path) and any(within(path, clean_path(r) or "\0") for r in readable)
+
+
+def _claim_path(resource_id: str, path: str) -> tuple[str, str]:
+    """(type, path) of a claim's resource, deriving the path from the id when the row has none."""
+    rtype, _, rest = resource_id.partition(":")
+    if not _:
+        return "file", resource_id
+    if rtype == "symbol":
+        rest = rest.split("#", 1)[0]
+    return rtype, path or rest
+
+
+async def _covering_claim(reader: Reader | Tx, cap: SessionCapability, path: str, now: str) -> bool:
+    rows = await reader.fetchall(
+        """SELECT c.resource_id, c.expires_at, r.type, r.path FROM claims c
+           LEFT JOIN resources r ON r.id = c.resource_id
+           WHERE c.agent_id = ? AND c.status = 'active'""",
+        (cap.agent_id,),
+    )
+    for row in rows:
+        if clock.parse(row["expires_at"]) <= clock.parse(now):
+            continue
+        rtype, rpath = _claim_path(row["resource_id"], row["path"] or "")
+        cleaned = clean_path(rpath)
+        if cleaned is None:
+            continue
+        if (row["type"] or rtype) == "directory":
+            if cleaned == "" or within(path, cleaned):
+                return True
+        elif path == cleaned:
+            return True
+    return False
+
+
+async def _check_repo_read(
+    reader: Reader | Tx,
+    root: Path,
+    cap: SessionCapability,
+    tool: str,
+    args: dict[str, Any],
+    readable: list[str],
+    now: str,
+) -> dict[str, Any]:
+    raw = args.get("path")
+    if tool == "repo.search" and not raw:
+        # A session search never walks the whole tree: only the (single) readable path.
+        candidates = [c for c in (clean_path(r) for r in readable) if c]
+        if len(candidates) != 1:
+            raise Denied(
+                "path_required",
+                "repo.search in a session needs a path within the task's readable_paths: "
+                + (", ".join(candidates) or "(none)"),
+            )
+        raw = candidates[0]
+        args = {**args, "path": raw}
+    path = clean_path(str(raw or ""))
+    if path is None or not in_readable(path, readable):
+        raise Denied("path_not_readable", f"path {raw} is outside the task's readable_paths")
+    # A symlink must not lead out of the readable paths either.
+    real = await anyio.to_thread.run_sync(_resolved_relative, root, path)
+    if real is None:
+        raise Denied("path_not_readable", f"path {raw} is outside the task's readable_paths")
+    if real != "." and real != path and not in_readable(real, readable):
+        raise Denied("path_not_readable", f"path {raw} is outside the task's readable_paths")
+    if not await _covering_claim(reader, cap, path, now):
+        raise Denied("no_claim", f"path {raw} is not covered by an active claim of {cap.agent_id}")
+    return args
+
+
+def _resolved_relative(root: Path, path: str) -> str | None:
+    """`path` with symlinks resolved, relative to the real root; None when it leaves the root."""
+    real_root = root.resolve()
+    try:
+        return (real_root / path).resolve().relative_to(real_root).as_posix()
+    except (ValueError, OSError):
+        return None
+
+
+def _check_claim(cap: SessionCapability, args: dict[str, Any], readable: list[str]) -> None:
+    mode = str(args.get("claim_type", ""))
+    if mode not in CLAIM_MODES.get(cap.role, frozenset()):
+        raise Denied("claim_mode", f"claim type {mode} is not permitted for role {cap.role}")
+    raw = str(args.get("path") or "")
+    if not raw:
+        _type, raw = _claim_path(str(args.get("resource_id", "")), "")
+    path = clean_path(raw)
+    if path is None or not in_readable(path, readable):
+        raise Denied(
+            "path_not_readable", f"resource {raw or args.get('resource_id')} is outside the task's readable_paths"
+        )
+
+
+# --- denials -----------------------------------------------------------------------------------
+
+
+async def record_denial(db: Database, cap: SessionCapability, tool: str, reason_code: str) -> None:
+    """Append `capability.denied` in its own transaction; never the arguments or the token."""
+    async with db.write(tool="capability.denied") as tx:
+        await tx.append_event(
+            cap.run_id,
+            "capability.denied",
+            {"session_id": cap.session_id, "tool": tool, "reason_code": reason_code},
+            actor_id=cap.agent_id,
+            task_id=cap.task_id,
+        )

@@ -1,0 +1,197 @@
+"""Agent session records: register (upsert), heartbeat, end, lookup and listing (spec §8.1).
+
+A session row says which agent runs where, through which adapter, and how to resume it. Its
+lifecycle notes (`registered`, `heartbeat`, `ended`) go to `agent_session_events`, never to the
+run event log. Every function takes the transaction or reader it works in, so callers choose
+the boundaries (the supervisor writes a session row and its capability in one transaction).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from roundtable import clock
+from roundtable.errors import NotFound, ValidationError
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import AgentSession
+
+
+@dataclass(frozen=True)
+class SessionDraft:
+    """What a registration stores; omitted optional fields are cleared on re-registration."""
+
+    id: str
+    agent_id: str
+    run_id: str
+    adapter: str
+    working_directory: str
+    provider: str = ""
+    model: str = ""
+    external_session_id: str = ""
+    external_resume_command: str = ""
+    mcp_socket: str = ""
+    status: str = "active"
+    metadata: dict[str, Any] | None = None
+
+
+def resume_command(pattern: str, external_session_id: str) -> str:
+    """The adapter's resume pattern with the external session id filled in ('' when unknown)."""
+    if not pattern.strip() or not external_session_id.strip():
+        return ""
+    return pattern.replace("{{external_session_id}}", external_session_id)
+
+
+def _metadata_text(metadata: dict[str, Any] | None) -> str | None:
+    if not metadata:
+        return None
+    try:
+        return json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"session metadata is not serialisable: {exc}") from None
+
+
+async def _session_event(tx: Tx, session_id: str, event_type: str, payload: dict[str, Any]) -> None:
+    await tx.insert(
+        "agent_session_events",
+        {
+            "session_id": session_id,
+            "event_type": event_type,
+            "payload_json": json.dumps(payload, separators=(",", ":")),
+            "created_at": clock.now(),
+        },
+    )
+
+
+async def register(tx: Tx, draft: SessionDraft) -> AgentSession:
+    """Upsert the session by id; `started_at` keeps its first value."""
+    required = (draft.id, draft.agent_id, draft.run_id, draft.adapter, draft.working_directory)
+    if any(not value.strip() for value in required):
+        raise ValidationError("id, agent, run, adapter, and cwd are required")
+    metadata_json = _metadata_text(draft.metadata)
+    now = clock.now()
+    await tx.execute(
+        """INSERT INTO agent_sessions (id, agent_id, run_id, adapter, provider, model,
+               external_session_id, external_resume_command, working_directory, mcp_socket,
+               status, started_at, last_seen_at, ended_at, metadata_json)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, COALESCE(?, '{}'))
+           ON CONFLICT(id) DO UPDATE SET
+               agent_id = excluded.agent_id, run_id = excluded.run_id, adapter = excluded.adapter,
+               provider = excluded.provider, model = excluded.model,
+               external_session_id = excluded.external_session_id,
+               external_resume_command = excluded.external_resume_command,
+               working_directory = excluded.working_directory, mcp_socket = excluded.mcp_socket,
+               status = excluded.status, last_seen_at = excluded.last_seen_at, ended_at = NULL,
+               metadata_json = excluded.metadata_json""",
+        (
+            draft.id,
+            draft.agent_id,
+            draft.run_id,
+            draft.adapter,
+            draft.provider or None,
+            draft.model or None,
+            draft.external_session_id or None,
+            draft.external_resume_command or None,
+            draft.working_directory,
+            draft.mcp_socket or None,
+            draft.status or "active",
+            now,
+            now,
+            metadata_json,
+        ),
+    )
+    tx.tables.add("agent_sessions")
+    session = await get(tx, draft.id)
+    await _session_event(tx, session.id, "registered", {"status": session.status, "adapter": session.adapter})
+    return session
+
+
+async def get(reader: Reader | Tx, session_id: str) -> AgentSession:
+    session = await reader.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
+    if session is None:
+        raise NotFound("agent session", session_id)
+    return session
+
+
+async def heartbeat(tx: Tx, session_id: str, *, status: str = "", external_session_id: str = "") -> AgentSession:
+    """Touch `last_seen_at`; status and external id change only when given."""
+    if not session_id.strip():
+        raise ValidationError("session is required")
+    session = await get(tx, session_id)
+    now = clock.now()
+    await tx.update(
+        "agent_sessions",
+        {"id": session.id},
+        {
+            "status": status.strip() or session.status,
+            "external_session_id": external_session_id.strip() or session.external_session_id or None,
+            "last_seen_at": now,
+        },
+    )
+    session = await get(tx, session_id)
+    await _session_event(tx, session.id, "heartbeat", {"status": session.status, "last_seen_at": now})
+    return session
+
+
+async def end(tx: Tx, session_id: str, *, status: str = "") -> AgentSession:
+    """Mark the session ended (or the given status); repeatable, each call replaces the end time."""
+    if not session_id.strip():
+        raise ValidationError("session is required")
+    session = await get(tx, session_id)
+    now = clock.now()
+    final = status.strip() or "ended"
+    await tx.update("agent_sessions", {"id": session.id}, {"status": final, "ended_at": now, "last_seen_at": now})
+    await _session_event(tx, session.id, "ended", {"status": final, "ended_at": now})
+    return await get(tx, session_id)
+
+
+async def set_fields(tx: Tx, session_id: str, **values: Any) -> AgentSession:
+    """Update some columns of a session (the supervisor records socket, status, metadata)."""
+    if "metadata" in values:
+        values["metadata_json"] = _metadata_text(values.pop("metadata")) or "{}"
+    await tx.update("agent_sessions", {"id": session_id}, values)
+    return await get(tx, session_id)
+
+
+async def for_agent(reader: Reader | Tx, agent_id: str) -> AgentSession | None:
+    """The agent's current session: `active` first, then latest seen, then latest started, then id."""
+    return await reader.one(
+        AgentSession,
+        """SELECT * FROM agent_sessions WHERE agent_id = ?
+           ORDER BY (status = 'active') DESC, COALESCE(last_seen_at, '') DESC, started_at DESC, id DESC
+           LIMIT 1""",
+        (agent_id,),
+    )
+
+
+async def list_sessions(reader: Reader | Tx, *, status: str = "") -> list[AgentSession]:
+    if status:
+        return await reader.all(
+            AgentSession, "SELECT * FROM agent_sessions WHERE status = ? ORDER BY started_at, id", (status,)
+        )
+    return await reader.all(AgentSession, "SELECT * FROM agent_sessions ORDER BY started_at, id")
+
+
+async def session_events(reader: Reader | Tx, session_id: str) -> list[dict[str, Any]]:
+    rows = await reader.fetchall(
+        "SELECT id, event_type, payload_json, created_at FROM agent_session_events WHERE session_id = ? ORDER BY id",
+        (session_id,),
+    )
+    return [
+        {
+            "id": r["id"],
+            "event_type": r["event_type"],
+            "payload": json.loads(r["payload_json"]),
+            "created_at": r["created_at"],
+        }
+        for r in rows
+    ]
+
+
+def metadata(session: AgentSession) -> dict[str, Any]:
+    try:
+        value = json.loads(session.metadata_json or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
