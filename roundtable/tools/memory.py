@@ -2,8 +2,55 @@
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
+from typing import Any
+
+from roundtable.services import memory
+from roundtable.tools.args import opt_int, opt_str, record_id
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, integer, obj, result, string
+
+
+async def mark_stale(call: Call) -> dict[str, Any]:
+    entry = await memory.mark_stale(call.w, call.args["memory_id"], call.args["reason_md"])
+    return {"entry": entry.to_dict()}
+
+
+async def query(call: Call) -> dict[str, Any]:
+    a = call.args
+    entries = await memory.query(
+        call.r,
+        a.get("query", ""),
+        scope=opt_str(a, "scope"),
+        kind=opt_str(a, "kind"),
+        limit=opt_int(a, "limit", memory.DEFAULT_QUERY_LIMIT),
+    )
+    return {"entries": memory.entries_dicts(entries)}
+
+
+async def record(call: Call) -> dict[str, Any]:
+    a = call.args
+    entry = await memory.record(
+        call.w,
+        scope=a["scope"],
+        kind=a["kind"],
+        title=a["title"],
+        body_md=a["body_md"],
+        source_event_id=opt_int(a, "source_event_id", 0),
+        importance=opt_int(a, "importance", memory.DEFAULT_IMPORTANCE),
+        memory_id=record_id(a, "memory_id"),
+        status=opt_str(a, "status", "active"),
+    )
+    return {"entry": entry.to_dict()}
+
+
+async def summarize(call: Call) -> dict[str, Any]:
+    a = call.args
+    entries, summary = await memory.summarize(
+        call.r, task_id=opt_str(a, "task_id"), proposal_id=opt_str(a, "proposal_id"), scope=opt_str(a, "scope")
+    )
+    return {"entries": memory.entries_dicts(entries), "summary_md": summary, "entry_count": len(entries)}
+
 
 TOOLS = [
     ToolSpec(
@@ -13,8 +60,8 @@ TOOLS = [
             {"memory_id": string("Memory id, e.g. M-..."), "reason_md": string("Why it is stale.")},
             ["memory_id", "reason_md"],
         ),
-        output_schema=result({"memory": RECORD}, required=["memory"]),
-        handler=not_implemented("memory.mark_stale"),
+        output_schema=result({"entry": RECORD}),
+        handler=mark_stale,
         idempotent=True,
     ),
     ToolSpec(
@@ -29,8 +76,8 @@ TOOLS = [
             },
             ["query"],
         ),
-        output_schema=result({"memories": RECORDS}),
-        handler=not_implemented("memory.query"),
+        output_schema=result({"entries": RECORDS}),
+        handler=query,
         mode="read",
         read_only=True,
         idempotent=True,
@@ -52,8 +99,8 @@ TOOLS = [
             },
             ["scope", "kind", "title", "body_md"],
         ),
-        output_schema=result({"memory": RECORD}, required=["memory"]),
-        handler=not_implemented("memory.record"),
+        output_schema=result({"entry": RECORD}),
+        handler=record,
     ),
     ToolSpec(
         name="memory.summarize",
@@ -61,8 +108,8 @@ TOOLS = [
         input_schema=obj(
             {"task_id": string("Task id."), "proposal_id": string("Proposal id."), "scope": string("Scope.")}
         ),
-        output_schema={"type": "object"},
-        handler=not_implemented("memory.summarize"),
+        output_schema=result({"entries": RECORDS, "summary_md": string(), "entry_count": integer()}),
+        handler=summarize,
         mode="read",
         read_only=True,
         idempotent=True,

@@ -2,8 +2,63 @@
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
-from roundtable.tools.schema import RECORDS, boolean, integer, obj, result, string
+import time
+from typing import Any
+
+from roundtable.services import state, turns
+from roundtable.tools.args import opt_int
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
+from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string
+
+# While a long poll waits, the database is re-checked this often: writes by other processes
+# never reach this process's change bus.
+WATCH_RECHECK_SECONDS = 0.25
+_TURN_ARGS = frozenset({"run_id", "agent_id"})
+
+
+async def get_state(call: Call) -> dict[str, Any]:
+    return await state.load_state(call.r)
+
+
+async def watch(call: Call) -> dict[str, Any]:
+    """One read snapshot; in cursor mode with `wait_ms`, long-poll until an event is newer than
+    the cursor. No connection is held while waiting."""
+    args = call.args
+    run_id = args.get("run_id") or ""
+    limit = state.normalise_limit(opt_int(args, "limit", 0))
+    after: int | None = args["after_event_id"] if "after_event_id" in args else None
+    wait = opt_int(args, "wait_ms", 0) / 1000.0
+    db, bus = call.runtime.db, call.runtime.bus
+    if after is not None and wait > 0:
+        deadline = time.monotonic() + wait
+        while True:
+            version = bus.version
+            async with db.read() as r:
+                if await state.newest_event_after(r, run_id, after):
+                    break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            await bus.wait_for_change(version, min(WATCH_RECHECK_SECONDS, remaining))
+    async with db.read() as r:
+        return await state.watch_page(r, run_id, limit, after)
+
+
+async def turn_request(call: Call) -> dict[str, Any]:
+    a = call.args
+    return await turns.request_turn(call.w, a["run_id"], a["agent_id"], a["reason_md"])
+
+
+async def turn_start(call: Call) -> dict[str, Any]:
+    a = call.args
+    return await turns.start_turn(call.w, a["run_id"], a["agent_id"], a["request_event_id"])
+
+
+async def turn_complete(call: Call) -> dict[str, Any]:
+    a = call.args
+    return await turns.complete_turn(call.w, a["run_id"], a["agent_id"], a["request_event_id"])
+
 
 _RUN = string("Run id, e.g. RUN-20260115T093012.123456789.")
 _AGENT = string("Your agent id, e.g. implementer-1.")
@@ -33,7 +88,7 @@ TOOLS = [
                 )
             }
         ),
-        handler=not_implemented("table.get_state"),
+        handler=get_state,
         mode="read",
         read_only=True,
         idempotent=True,
@@ -60,10 +115,17 @@ TOOLS = [
                 "events": RECORDS,
                 "next_after_event_id": integer(),
                 "has_more_events": boolean(),
+                "transactions": RECORDS,
+                "blocked_tasks": RECORDS,
+                "pending_proposals": RECORDS,
+                "required_approvals": RECORDS,
+                "active_claims": integer(),
+                "suspended_claims": integer(),
+                "open_tasks": integer(),
+                "active_agents": integer(),
             },
-            required=["events", "next_after_event_id", "has_more_events"],
         ),
-        handler=not_implemented("table.watch"),
+        handler=watch,
         mode="none",
         read_only=True,
     ),
@@ -79,10 +141,16 @@ TOOLS = [
             ["run_id", "agent_id", "reason_md"],
         ),
         output_schema=result(
-            {"request_event_id": integer(), "queue_position": integer(), "duplicate": boolean()},
-            required=["request_event_id", "queue_position"],
+            {
+                "request_event_id": integer(),
+                "agent_id": string(),
+                "queued": boolean(),
+                "duplicate": boolean(),
+                "queue_position": integer(),
+            }
         ),
-        handler=not_implemented("agent.turn_request"),
+        handler=turn_request,
+        allow_blank=_TURN_ARGS | {"reason_md"},
     ),
     ToolSpec(
         name="agent.turn_start",
@@ -91,8 +159,9 @@ TOOLS = [
             {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
             ["run_id", "agent_id", "request_event_id"],
         ),
-        output_schema={"type": "object"},
-        handler=not_implemented("agent.turn_start"),
+        output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
+        handler=turn_start,
+        allow_blank=_TURN_ARGS,
     ),
     ToolSpec(
         name="agent.turn_complete",
@@ -101,7 +170,8 @@ TOOLS = [
             {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
             ["run_id", "agent_id", "request_event_id"],
         ),
-        output_schema={"type": "object"},
-        handler=not_implemented("agent.turn_complete"),
+        output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
+        handler=turn_complete,
+        allow_blank=_TURN_ARGS,
     ),
 ]

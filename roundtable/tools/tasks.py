@@ -2,8 +2,47 @@
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
+from typing import Any
+
+from roundtable.services import tasks
+from roundtable.services.tasks import task_dict
+from roundtable.tools.args import opt_int, opt_list, opt_str, record_id
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, integer, obj, result, string, strings
+
+
+async def create(call: Call) -> dict[str, Any]:
+    a = call.args
+    task = await tasks.create_task(
+        call.w,
+        title=a["title"],
+        body_md=a["body_md"],
+        priority=opt_int(a, "priority", tasks.DEFAULT_PRIORITY),
+        risk=opt_str(a, "risk", "normal"),
+        assigned_agent_id=opt_str(a, "assigned_agent_id"),
+        readable_paths=opt_list(a, "readable_paths"),
+        task_id=record_id(a, "task_id"),
+        status=opt_str(a, "status", "open"),
+    )
+    return {"task": task_dict(task)}
+
+
+async def get(call: Call) -> dict[str, Any]:
+    return {"task": task_dict(await tasks.get_task(call.r, call.args["task_id"]))}
+
+
+async def list_(call: Call) -> dict[str, Any]:
+    return {"tasks": [task_dict(t) for t in await tasks.list_tasks(call.r)]}
+
+
+async def update_status(call: Call) -> dict[str, Any]:
+    a = call.args
+    task = await tasks.update_task_status(
+        call.w, a["task_id"], status=opt_str(a, "status"), assigned_agent_id=opt_str(a, "assigned_agent_id")
+    )
+    return {"task": task_dict(task)}
+
 
 _TASK_ID = string("Task id, e.g. T-20260115T093012.123456789.")
 
@@ -28,14 +67,14 @@ TOOLS = [
             ["title", "body_md"],
         ),
         output_schema=result({"task": RECORD}),
-        handler=not_implemented("task.create"),
+        handler=create,
     ),
     ToolSpec(
         name="task.get",
         description="Fetch one task by id.",
         input_schema=obj({"task_id": _TASK_ID}, ["task_id"]),
         output_schema=result({"task": RECORD}),
-        handler=not_implemented("task.get"),
+        handler=get,
         mode="read",
         read_only=True,
         idempotent=True,
@@ -45,7 +84,7 @@ TOOLS = [
         description="List every task, ordered by priority, then creation time.",
         input_schema=obj(),
         output_schema=result({"tasks": RECORDS}),
-        handler=not_implemented("task.list"),
+        handler=list_,
         mode="read",
         read_only=True,
         idempotent=True,
@@ -58,7 +97,7 @@ TOOLS = [
             ["task_id"],
         ),
         output_schema=result({"task": RECORD}),
-        handler=not_implemented("task.update_status"),
+        handler=update_status,
         idempotent=True,
     ),
 ]

@@ -1,0 +1,116 @@
+"""Runs: create, select, resume and end the run records the Chair ticks.
+
+Runs are created only by `roundtable run` (never by a tool). Each function opens its own write
+transaction, so callers need nothing but the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from roundtable import clock
+from roundtable.errors import NotFound, ToolError
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Run
+
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
+
+TERMINAL_RUN_STATUSES = ("completed", "blocked", "failed")
+
+
+async def get_run(q: Reader | Tx, run_id: str) -> Run:
+    """The run `run_id`, or `get run <id>: not found`."""
+    run = await q.one(Run, "SELECT * FROM runs WHERE id = ?", (run_id,))
+    if run is None:
+        raise NotFound("run", run_id)
+    return run
+
+
+async def list_runs(q: Reader | Tx) -> list[Run]:
+    return await q.all(Run, "SELECT * FROM runs ORDER BY started_at, id")
+
+
+async def active_run_ids(runtime: Runtime) -> list[str]:
+    """Ids of every run whose status is exactly `active`, oldest first."""
+    async with runtime.db.read() as r:
+        rows = await r.fetchall("SELECT id FROM runs WHERE status = 'active' ORDER BY started_at, id")
+    return [str(row[0]) for row in rows]
+
+
+async def create_run(runtime: Runtime, goal: str, *, run_id: str = "") -> Run:
+    """Create an `active` run (`RUN-<stamp>` unless `run_id` is given; an existing id is refused)."""
+    new_id = run_id or clock.new_id("RUN")
+    async with runtime.db.write(tool="run.create") as tx:
+        if await tx.scalar("SELECT 1 FROM runs WHERE id = ?", (new_id,)):
+            raise ToolError(f"run {new_id} already exists; use --resume")
+        await tx.insert(
+            "runs",
+            {
+                "id": new_id,
+                "goal": goal or None,
+                "status": "active",
+                "started_at": clock.now(),
+                "ended_at": None,
+                "metadata_json": "{}",
+            },
+        )
+        run = await get_run(tx, new_id)
+    return run
+
+
+async def latest_active_run(runtime: Runtime) -> Run | None:
+    """The most recently started run whose status is exactly `active`, if any."""
+    async with runtime.db.read() as r:
+        return await r.one(Run, "SELECT * FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1")
+
+
+async def resume_run(runtime: Runtime, run_id: str = "") -> Run:
+    """Reactivate `run_id`, or the latest active run, or else the latest run of any status.
+
+    An `active` run with no `ended_at` is returned unchanged; otherwise it becomes `active`
+    again with `ended_at` cleared (goal and metadata are kept)."""
+    async with runtime.db.write(tool="run.resume") as tx:
+        if run_id:
+            run = await get_run(tx, run_id)
+        else:
+            runs = await list_runs(tx)
+            if not runs:
+                raise ToolError("no run available to resume")
+            active = [r for r in runs if r.status == "active"]
+            run = active[-1] if active else runs[-1]
+        if run.status == "active" and not run.ended_at:
+            return run
+        await tx.update("runs", {"id": run.id}, {"status": "active", "ended_at": None})
+        return await get_run(tx, run.id)
+
+
+async def end_run(runtime: Runtime, run_id: str, status: str) -> Run:
+    """Set a run's final status (`completed`, `blocked`, `failed`, …) and `ended_at`."""
+    if not status.strip():
+        raise ToolError("run status is required")
+    async with runtime.db.write(tool="run.end") as tx:
+        await get_run(tx, run_id)
+        await tx.update("runs", {"id": run_id}, {"status": status, "ended_at": clock.now()})
+        return await get_run(tx, run_id)
+
+
+async def write_snapshot(runtime: Runtime, run_id: str) -> str:
+    """Store the state snapshot (the `table.get_state` lists) as a `run_snapshots` row; returns its id."""
+    from roundtable.services.state import load_state
+
+    async with runtime.db.read() as r:
+        state = await load_state(r)
+    snapshot_id = clock.new_id("RS")
+    async with runtime.db.write(tool="run.snapshot") as tx:
+        await tx.insert(
+            "run_snapshots",
+            {
+                "id": snapshot_id,
+                "run_id": run_id,
+                "snapshot_json": json.dumps(state, separators=(",", ":"), ensure_ascii=False),
+                "created_at": clock.now(),
+            },
+        )
+    return snapshot_id

@@ -1,0 +1,217 @@
+"""Tasks: create (upsert by id), read, list, update, and the operator-authored `readable_paths`.
+
+`readable_paths` (spec/tools.md §3.15.2, system.md §8.4.5) is the repository scope the assigned
+agent may read in a capability session. Entries are repository-relative, lexically normalised
+and de-duplicated; credential and configuration locations are refused with an error naming the
+entry. The list is stored as `readable_paths_json` and returned on the task as the JSON array
+`readable_paths` (task records in results carry `readable_paths`, not the JSON text column).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any
+
+from roundtable import clock
+from roundtable.errors import NotFound, ValidationError
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Task
+
+DEFAULT_PRIORITY = 100
+MAX_TITLE = 500
+MAX_BODY = 200_000
+MAX_READABLE_PATHS = 200
+
+# Active / blocked / terminal task statuses for convergence (spec/tools.md §3.14.3).
+BLOCKED_STATUSES = frozenset({"blocked"})
+TERMINAL_STATUSES = frozenset({"completed", "done", "closed", "cancelled", "canceled", "failed"})
+
+# Whole components that are never readable, and component prefixes (dot-names).
+_SENSITIVE_COMPONENTS = (".git", ".roundtable")
+_SENSITIVE_PREFIXES = (
+    ".env",
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".docker",
+    ".kube",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".codex",
+    ".claude",
+    ".gemini",
+    "id_rsa",
+    "id_ed25519",
+)
+_SENSITIVE_SUFFIXES = (".pem", ".key")
+_SENSITIVE_WORDS = ("secret", "credential")
+
+
+def task_dict(task: Task) -> dict[str, Any]:
+    """A task record for results: snake_case columns with `readable_paths` as a JSON array."""
+    out = task.to_dict()
+    raw = out.pop("readable_paths_json", "") or "[]"
+    try:
+        paths = json.loads(raw)
+    except ValueError:
+        paths = []
+    out["readable_paths"] = [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+    return out
+
+
+def task_is_active(status: str) -> bool:
+    """Open for convergence: any status that is neither blocked nor terminal (unknown ones too)."""
+    return status not in BLOCKED_STATUSES and status not in TERMINAL_STATUSES
+
+
+def sensitive_component(path: str) -> str:
+    """The first component of a normalised relative `path` naming a credential or config
+    location, or "" when there is none."""
+    for part in path.split("/"):
+        lower = part.lower()
+        if lower in _SENSITIVE_COMPONENTS:
+            return part
+        if any(lower.startswith(prefix) for prefix in _SENSITIVE_PREFIXES):
+            return part
+        if lower.endswith(_SENSITIVE_SUFFIXES):
+            return part
+        if any(word in lower for word in _SENSITIVE_WORDS):
+            return part
+    return ""
+
+
+def normalise_readable_path(entry: str) -> str:
+    """One `readable_paths` entry, normalised; raises `ValidationError` naming the entry."""
+    if not entry.strip():
+        raise ValidationError("readable_paths must not contain empty entries")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in entry):
+        raise ValidationError(f"readable_paths entry {entry!r} contains a control character")
+    if "\\" in entry:
+        raise ValidationError(f"readable_paths entry {entry!r} must use / separators")
+    if entry.startswith("/"):
+        raise ValidationError(f"readable_paths entry {entry!r} must be relative to the repository root")
+    if ".." in entry.split("/"):
+        raise ValidationError(f"readable_paths entry {entry!r} must not contain '..'")
+    clean = posixpath.normpath(entry)
+    if clean in ("", "."):
+        clean = "."
+    hit = sensitive_component(clean)
+    if hit:
+        raise ValidationError(f"readable_paths entry {entry!r} names a credential or configuration location ({hit})")
+    return clean
+
+
+def validate_readable_paths(entries: list[str]) -> list[str]:
+    """Normalise and de-duplicate `readable_paths` (order kept); refuse bad entries."""
+    if len(entries) > MAX_READABLE_PATHS:
+        raise ValidationError(f"readable_paths may list at most {MAX_READABLE_PATHS} entries")
+    out: list[str] = []
+    for entry in entries:
+        clean = normalise_readable_path(entry)
+        if clean not in out:
+            out.append(clean)
+    return out
+
+
+def path_is_readable(path: str, readable_paths: list[str]) -> bool:
+    """Whether the repository-relative `path` lies within one of `readable_paths` and is not a
+    credential or configuration location (a directory entry never grants those beneath it)."""
+    clean = posixpath.normpath(path.replace("\\", "/")).lstrip("/")
+    if clean.startswith("../") or clean == ".." or sensitive_component(clean):
+        return False
+    for entry in readable_paths:
+        if entry == "." or clean == entry or clean.startswith(entry.rstrip("/") + "/"):
+            return True
+    return False
+
+
+async def get_task(q: Reader | Tx, task_id: str) -> Task:
+    task = await q.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
+    if task is None:
+        raise NotFound("task", task_id)
+    return task
+
+
+async def list_tasks(q: Reader | Tx) -> list[Task]:
+    return await q.all(Task, "SELECT * FROM tasks ORDER BY priority, created_at, id")
+
+
+async def create_task(
+    tx: Tx,
+    *,
+    title: str,
+    body_md: str,
+    priority: int = DEFAULT_PRIORITY,
+    risk: str = "normal",
+    assigned_agent_id: str = "",
+    readable_paths: list[str] | None = None,
+    task_id: str = "",
+    status: str = "open",
+) -> Task:
+    """Create a task, or replace one with the same id (keeping its `created_at`)."""
+    if not title or not body_md:
+        raise ValidationError("title and body_md are required")
+    if len(title) > MAX_TITLE:
+        raise ValidationError(f"title must be {MAX_TITLE} characters or fewer")
+    if len(body_md) > MAX_BODY:
+        raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
+    paths = validate_readable_paths(readable_paths or [])
+    new_id = task_id or clock.new_id("T")
+    now = clock.now()
+    await tx.execute(
+        "INSERT INTO tasks (id, title, body_md, status, priority, risk, assigned_agent_id, readable_paths_json,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(id) DO UPDATE SET title = excluded.title, body_md = excluded.body_md,"
+        " status = excluded.status, priority = excluded.priority, risk = excluded.risk,"
+        " assigned_agent_id = excluded.assigned_agent_id, readable_paths_json = excluded.readable_paths_json,"
+        " updated_at = excluded.updated_at",
+        (
+            new_id,
+            title,
+            body_md,
+            status or "open",
+            priority or DEFAULT_PRIORITY,
+            risk or "normal",
+            assigned_agent_id or None,
+            json.dumps(paths, ensure_ascii=False),
+            now,
+            now,
+        ),
+    )
+    tx.tables.add("tasks")
+    return await get_task(tx, new_id)
+
+
+async def update_task_status(tx: Tx, task_id: str, *, status: str = "", assigned_agent_id: str = "") -> Task:
+    """Overwrite the non-empty fields and refresh `updated_at` (even when nothing changed)."""
+    if not task_id:
+        raise ValidationError("task_id is required")
+    await get_task(tx, task_id)
+    values: dict[str, Any] = {"updated_at": clock.now()}
+    if status:
+        values["status"] = status
+    if assigned_agent_id:
+        values["assigned_agent_id"] = assigned_agent_id
+    await tx.update("tasks", {"id": task_id}, values)
+    return await get_task(tx, task_id)
+
+
+async def assign_task(tx: Tx, run_id: str, task_id: str, agent_id: str, actor: str) -> bool:
+    """The Chair's assignment: only if the task is still open and unassigned (re-checked inside
+    this transaction, so a concurrent `task.update_status` wins). Appends `task.assigned`."""
+    # Tx.execute reports a stale lastrowid for UPDATEs, so read rowcount from the cursor.
+    async with tx.conn.execute(
+        "UPDATE tasks SET assigned_agent_id = ?, status = 'in_progress', updated_at = ?"
+        " WHERE id = ? AND status = 'open' AND coalesce(assigned_agent_id, '') = ''",
+        (agent_id, clock.now(), task_id),
+    ) as cursor:
+        changed = cursor.rowcount
+    if not changed:
+        return False
+    tx.tables.add("tasks")
+    await tx.append_event(
+        run_id, "task.assigned", {"task_id": task_id, "assigned_agent_id": agent_id}, actor_id=actor, task_id=task_id
+    )
+    return True
