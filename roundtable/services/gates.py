@@ -1,0 +1,333 @@
+"""Gate evaluation: may the current revision of a proposal be applied, and if not, why?
+
+One report, one entry per gate, each pass/fail with a reason:
+
+- `status` — the proposal is open (`pending` or `in_review`);
+- `patch` — the current revision's stored file exists, matches its hash and parses;
+- `claims` — the author still holds write/exclusive claims covering every touched file (file or
+  directory claims, or symbol claims whose spans contain every hunk) with the same fencing
+  numbers recorded when the revision was attached;
+- `dry_run` — `git apply --check` accepts the patch against the tree (run by the caller, outside
+  any database transaction, and passed in);
+- `policy` — the current-revision votes make the proposal approvable, or a human approval is
+  selected (§3.8);
+- `security` — not required, or the latest review *of this revision* approves (or vetoes with
+  an operator override);
+- `tests` — not required, or the latest host-executed test run of this revision passed (and, if
+  the proposal lists `expected_tests`, the latest run of each of those commands passed);
+  agent-reported evidence (status `reported`) never counts;
+- `rollback_plan` — not required, or the proposal has rollback notes.
+
+Evidence binds to the revision: votes, approvals, reviews and test runs whose `revision` is not
+the proposal's `current_revision` are ignored. Approvals are per revision (DESIGN §4.7): an
+approval the operator gave to an older patch does not approve new bytes. Only approvals with a
+`decided_by` (which only the operator can set) count.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roundtable.errors import ToolError
+from roundtable.services.claims import covering_write_claims, symbol_write_claims
+from roundtable.services.patches import ParsedPatch, parse_patch, read_patch
+from roundtable.services.policy import Policy, PolicyResult
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import (
+    HumanApproval,
+    PatchRevision,
+    Proposal,
+    SecurityReview,
+    TestRun,
+    Vote,
+)
+
+OPEN_STATUSES = ("pending", "in_review")
+HOST_RUN_EXCLUDED = ("reported", "running", "queued")
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    passed: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "reason": self.reason}
+
+
+@dataclass
+class ClaimCheck:
+    """Which claims cover a patch: `fences` maps claim id → fencing number; `error` is `""` if
+    every change is covered."""
+
+    fences: dict[str, int] = field(default_factory=dict)
+    error: str = ""
+
+
+async def check_claims(q: Reader | Tx, author: str, parsed: ParsedPatch, now: str) -> ClaimCheck:
+    """Coverage of every change of `parsed` by `author`'s live write/exclusive claims."""
+    covering = await covering_write_claims(q, author, list(parsed.touched), now)
+    out = ClaimCheck()
+    for change in parsed.changes:
+        uncovered = [p for p in change.paths if p not in covering]
+        for p in change.paths:
+            if p in covering:
+                out.fences[covering[p].id] = covering[p].fence
+        if not uncovered:
+            continue
+        if change.is_new or change.is_delete or change.is_rename:
+            out.error = f"patch operation requires file or directory claim coverage: {change.describe()}"
+            return out
+        path = uncovered[0]
+        symbols = await symbol_write_claims(q, author, path, now)
+        spans = [(r.start_line, r.end_line, c) for c, r in symbols if r.start_line > 0 and r.end_line >= r.start_line]
+        if not spans:
+            out.error = f"unclaimed affected resource: file:{path}"
+            return out
+        for start, end in parsed.ranges.get(path, ()):
+            hits = [c for s, e, c in spans if start <= e and s <= end]
+            if not hits:
+                out.error = f"patch touches lines outside claimed symbols in {path} at {start}-{end}"
+                return out
+            for claim in hits:
+                out.fences[claim.id] = claim.fence
+    return out
+
+
+def normalise_command(command: str) -> str:
+    try:
+        return " ".join(shlex.split(command))
+    except ValueError:
+        return command.strip()
+
+
+def select_approval(result: PolicyResult, approvals: list[HumanApproval]) -> HumanApproval | None:
+    """§3.8 over approvals of the current revision (ordered oldest first)."""
+    if not result.needs_human or result.blockers > result.vetoes:
+        return None
+    for approval in reversed(approvals):
+        if approval.status != "approved" or not approval.decided_by:
+            continue
+        if result.vetoes > 0 and not approval.override_policy:
+            continue
+        return approval
+    return None
+
+
+@dataclass
+class GateReport:
+    proposal: Proposal
+    revision: PatchRevision | None
+    parsed: ParsedPatch | None
+    gates: list[Gate]
+    policy: PolicyResult | None
+    votes: list[Vote]
+    approvals: list[HumanApproval]
+    approval: HumanApproval | None
+    reviews: list[SecurityReview]
+    review: SecurityReview | None
+    test_runs: list[TestRun]
+    claim_fences: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return all(g.passed for g in self.gates)
+
+    def failures(self) -> list[Gate]:
+        return [g for g in self.gates if not g.passed]
+
+    def gate(self, name: str) -> Gate | None:
+        return next((g for g in self.gates if g.name == name), None)
+
+    def error(self) -> str:
+        """The refusal text for the first failing gate (stable prefixes for callers)."""
+        first = self.failures()[0]
+        if first.name in ("policy", "security", "tests", "rollback_plan"):
+            return f"proposal not approvable: {first.reason}"
+        return f"proposal validation failed: {first.name}: {first.reason}"
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "revision": self.proposal.current_revision,
+            "revision_number": self.proposal.revision_number,
+            "gates": [g.to_dict() for g in self.gates],
+        }
+
+
+async def current_votes(q: Reader | Tx, proposal: Proposal) -> list[Vote]:
+    """Votes on the current revision, one per agent (the latest), oldest first."""
+    rows = await q.all(
+        Vote,
+        "SELECT * FROM votes WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
+        (proposal.id, proposal.current_revision),
+    )
+    latest: dict[str, Vote] = {}
+    for vote in rows:
+        latest.pop(vote.agent_id, None)
+        latest[vote.agent_id] = vote
+    return list(latest.values())
+
+
+async def evaluate(
+    q: Reader | Tx,
+    root: Path,
+    policy: Policy,
+    proposal: Proposal,
+    now: str,
+    *,
+    dry_run_error: str | None = None,
+    parsed: ParsedPatch | None = None,
+) -> GateReport:
+    """Evaluate every gate for the proposal's current revision. File reads are small (one patch);
+    `dry_run_error` is `None` when the caller did not run the dry run (the gate is then reported
+    as not checked, and fails)."""
+    gates: list[Gate] = []
+    rev_sha = proposal.current_revision
+    if proposal.status in OPEN_STATUSES:
+        gates.append(Gate("status", True, f"proposal is {proposal.status}"))
+    else:
+        gates.append(
+            Gate(
+                "status",
+                False,
+                f"proposal is {proposal.status or 'in no state'}; only pending or in_review proposals can be applied",
+            )
+        )
+    revision = await q.one(
+        PatchRevision,
+        "SELECT * FROM patch_revisions WHERE proposal_id = ? AND number = ?",
+        (proposal.id, proposal.revision_number),
+    )
+    if parsed is None and revision is not None and rev_sha:
+        try:
+            parsed = parse_patch(read_patch(root, rev_sha), root)
+        except ToolError as exc:
+            gates.append(Gate("patch", False, str(exc)))
+    if revision is None or not rev_sha:
+        gates.append(Gate("patch", False, "proposal has no patch revision"))
+    elif parsed is not None:
+        gates.append(Gate("patch", True, f"revision {proposal.revision_number} ({rev_sha[:12]}) parses"))
+
+    fences: dict[str, int] = {}
+    if parsed is not None and revision is not None:
+        check = await check_claims(q, proposal.agent_id, parsed, now)
+        fences = check.fences
+        recorded = json.loads(revision.claim_fences_json or "{}")
+        if check.error:
+            gates.append(Gate("claims", False, check.error))
+        else:
+            changed = sorted(cid for cid, fence in check.fences.items() if recorded.get(cid) != fence)
+            if changed:
+                gates.append(
+                    Gate(
+                        "claims",
+                        False,
+                        f"claims changed since revision {revision.number} was attached ({', '.join(changed)}); "
+                        "attach the patch again",
+                    )
+                )
+            else:
+                gates.append(Gate("claims", True, f"{len(check.fences)} claim(s) cover the patch"))
+    else:
+        gates.append(Gate("claims", False, "not checked: the patch is unavailable"))
+
+    if dry_run_error is None:
+        gates.append(Gate("dry_run", False, "not checked"))
+    elif dry_run_error:
+        gates.append(Gate("dry_run", False, dry_run_error))
+    else:
+        gates.append(Gate("dry_run", True, "git apply --check accepts the patch"))
+
+    votes = await current_votes(q, proposal)
+    touched = list(parsed.touched) if parsed is not None else []
+    result = policy.evaluate(proposal.risk, touched, votes)
+    approvals = await q.all(
+        HumanApproval,
+        "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
+        (proposal.id, rev_sha),
+    )
+    approval = select_approval(result, approvals)
+    if result.approvable:
+        gates.append(Gate("policy", True, result.summary))
+    elif approval is not None:
+        gates.append(Gate("policy", True, f"human approval {approval.id} by {approval.decided_by}"))
+    else:
+        gates.append(Gate("policy", False, result.summary))
+
+    reviews = await q.all(
+        SecurityReview,
+        "SELECT * FROM security_reviews WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
+        (proposal.id, rev_sha),
+    )
+    review = reviews[-1] if reviews else None
+    if not result.security_review_required:
+        gates.append(Gate("security", True, "no security review required"))
+    elif review is None:
+        gates.append(Gate("security", False, "security review required"))
+    elif review.status == "approved":
+        gates.append(Gate("security", True, f"security review {review.id} approved"))
+    elif review.status == "veto" and approval is not None and approval.override_policy:
+        gates.append(Gate("security", True, f"security veto overridden by approval {approval.id}"))
+    else:
+        gates.append(
+            Gate("security", False, f"security review required (latest review {review.id} is {review.status})")
+        )
+
+    runs = await q.all(
+        TestRun,
+        "SELECT * FROM test_runs WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
+        (proposal.id, rev_sha),
+    )
+    gates.append(_tests_gate(result, proposal, runs))
+
+    if result.rollback_plan_required and not proposal.rollback_notes.strip():
+        gates.append(Gate("rollback_plan", False, f"rollback notes required by profile {', '.join(result.profiles)}"))
+    else:
+        gates.append(
+            Gate("rollback_plan", True, "rollback notes present" if result.rollback_plan_required else "not required")
+        )
+
+    return GateReport(
+        proposal=proposal,
+        revision=revision,
+        parsed=parsed,
+        gates=gates,
+        policy=result,
+        votes=votes,
+        approvals=approvals,
+        approval=approval,
+        reviews=reviews,
+        review=review,
+        test_runs=runs,
+        claim_fences=fences,
+    )
+
+
+def _tests_gate(result: PolicyResult, proposal: Proposal, runs: list[TestRun]) -> Gate:
+    if not result.tests_required:
+        return Gate("tests", True, "no tests required")
+    host_runs = [r for r in runs if r.status not in HOST_RUN_EXCLUDED]
+    if not host_runs:
+        return Gate("tests", False, "tests required: no test run of the current revision")
+    expected = [normalise_command(c) for c in json.loads(proposal.expected_tests_json or "[]")]
+    if not expected:
+        latest = host_runs[-1]
+        if latest.status == "passed":
+            return Gate("tests", True, f"test run {latest.id} passed")
+        return Gate("tests", False, f"tests required: latest test run {latest.id} is {latest.status}")
+    by_command: dict[str, TestRun] = {}
+    for run in host_runs:
+        by_command[normalise_command(run.command)] = run
+    for command in expected:
+        found = by_command.get(command)
+        if found is None:
+            return Gate("tests", False, f"tests required: expected test not run on the current revision: {command}")
+        if found.status != "passed":
+            return Gate("tests", False, f"tests required: {command} is {found.status} (test run {found.id})")
+    return Gate("tests", True, f"{len(expected)} expected test command(s) passed")
