@@ -34,12 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.errors import RoundtableError, ToolError
+from roundtable.services import claims as claims_service
 from roundtable.services import runs as runs_service
 from roundtable.services import turns as turns_service
 from roundtable.services.agents import enabled_with_role
 from roundtable.services.agents import sync_agents as _sync_agents
 from roundtable.services.tasks import BLOCKED_STATUSES, TERMINAL_STATUSES, assign_task
-from roundtable.store.records import Agent, Claim, Proposal, Task
+from roundtable.store.records import Agent, Proposal, Task
 from roundtable.tools.context import CHAIR
 
 if TYPE_CHECKING:
@@ -252,27 +253,11 @@ async def _review_via_tool(runtime: Runtime, proposal: Proposal) -> tuple[list[s
 async def _sweep_claims(runtime: Runtime, run_id: str, now: str, report: TickReport) -> None:
     try:
         async with runtime.db.write(tool="chair.sweep_claims") as tx:
-            claims = await tx.all(
-                Claim, "SELECT * FROM claims WHERE status = 'active' AND expires_at < ? ORDER BY expires_at, id", (now,)
-            )
-            for claim in claims:
-                await tx.update("claims", {"id": claim.id}, {"status": "expired"})
-                await tx.append_event(
-                    run_id,
-                    "claim.expired",
-                    {
-                        "claim_id": claim.id,
-                        "resource_id": claim.resource_id,
-                        "status": "expired",
-                        "reason": "ttl elapsed",
-                    },
-                    actor_id=SYSTEM_ACTOR,
-                    task_id=claim.task_id,
-                )
+            swept = await claims_service.expire_due(tx, now, run_id=run_id, actor_id=SYSTEM_ACTOR)
     except Exception as exc:
         await _record_error(runtime, run_id, "sweep_claims", "", _message(exc), report)
         return
-    report.claims_expired += [c.id for c in claims]
+    report.claims_expired += [c.id for c in swept]
 
 
 async def _turns(runtime: Runtime, run_id: str, now: str, report: TickReport) -> None:

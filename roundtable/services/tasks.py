@@ -15,6 +15,7 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import NotFound, ValidationError
+from roundtable.services.pathguard import is_sensitive_path
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
@@ -26,27 +27,6 @@ MAX_READABLE_PATHS = 200
 # Active / blocked / terminal task statuses for convergence (spec/tools.md §3.14.3).
 BLOCKED_STATUSES = frozenset({"blocked"})
 TERMINAL_STATUSES = frozenset({"completed", "done", "closed", "cancelled", "canceled", "failed"})
-
-# Whole components that are never readable, and component prefixes (dot-names).
-_SENSITIVE_COMPONENTS = (".git", ".roundtable")
-_SENSITIVE_PREFIXES = (
-    ".env",
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".docker",
-    ".kube",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    ".codex",
-    ".claude",
-    ".gemini",
-    "id_rsa",
-    "id_ed25519",
-)
-_SENSITIVE_SUFFIXES = (".pem", ".key")
-_SENSITIVE_WORDS = ("secret", "credential")
 
 
 def task_dict(task: Task) -> dict[str, Any]:
@@ -67,17 +47,10 @@ def task_is_active(status: str) -> bool:
 
 
 def sensitive_component(path: str) -> str:
-    """The first component of a normalised relative `path` naming a credential or config
-    location, or "" when there is none."""
+    """The first component of a normalised relative `path` naming a credential or configuration
+    location (the path guard's list), or "" when there is none."""
     for part in path.split("/"):
-        lower = part.lower()
-        if lower in _SENSITIVE_COMPONENTS:
-            return part
-        if any(lower.startswith(prefix) for prefix in _SENSITIVE_PREFIXES):
-            return part
-        if lower.endswith(_SENSITIVE_SUFFIXES):
-            return part
-        if any(word in lower for word in _SENSITIVE_WORDS):
+        if part and is_sensitive_path(part):
             return part
     return ""
 
