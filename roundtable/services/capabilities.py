@@ -26,6 +26,8 @@ import anyio
 
 from roundtable import clock
 from roundtable.errors import PermissionDenied
+from roundtable.services.claims import parse_resource_id
+from roundtable.services.pathguard import is_sensitive_path
 from roundtable.store.db import Database, Reader, Tx
 from roundtable.store.records import Agent, AgentSession, Claim, Proposal, Run, SessionCapability, Task
 
@@ -96,22 +98,6 @@ _IDENTITY_ARGS = (
     "requested_by",
 )
 _ACTOR_ARGS = frozenset({"actor_id", "decided_by", "reviewer_id", "requested_by"})
-# Credential and configuration locations a directory entry never grants (§8.4.5, tools.md §3.15.2).
-_WHOLE = frozenset({".git", ".roundtable"})
-_PREFIXES = (
-    ".env",
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".docker",
-    ".kube",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    ".codex",
-    ".claude",
-    ".gemini",
-)
 
 
 class Denied(PermissionDenied):
@@ -385,35 +371,18 @@ def clean_path(raw: str) -> str | None:
     return cleaned
 
 
-def is_sensitive(path: str) -> bool:
-    """True for credential/configuration locations no readable path ever grants."""
-    for part in path.split("/"):
-        low = part.lower()
-        if part in _WHOLE or any(part.startswith(p) for p in _PREFIXES):
-            return True
-        if "secret" in low or "credential" in low:
-            return True
-        if low.endswith((".pem", ".key")) or low.startswith(("id_rsa", "id_ed25519")):
-            return True
-    return False
-
-
 def within(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip("/") + "/")
 
 
 def in_readable(path: str, readable: list[str]) -> bool:
-    return bool(path) and not is_sensitive(path) and any(within(path, clean_path(r) or "\0") for r in readable)
+    return bool(path) and not is_sensitive_path(path) and any(within(path, clean_path(r) or "\0") for r in readable)
 
 
 def _claim_path(resource_id: str, path: str) -> tuple[str, str]:
     """(type, path) of a claim's resource, deriving the path from the id when the row has none."""
-    rtype, _, rest = resource_id.partition(":")
-    if not _:
-        return "file", resource_id
-    if rtype == "symbol":
-        rest = rest.split("#", 1)[0]
-    return rtype, path or rest
+    rtype, id_path, _symbol = parse_resource_id(resource_id)
+    return rtype, path or id_path
 
 
 async def _covering_claim(reader: Reader | Tx, cap: SessionCapability, path: str, now: str) -> bool:

@@ -1,0 +1,474 @@
+"""The supervisor: launches agent sessions on operator request and looks after them (§8.4.2).
+
+For each launch it validates the request against persisted state, records the session, creates
+a private directory (0700) holding the session's MCP socket (0600) and a private HOME, issues
+the capability, serves the per-session endpoint, and starts the adapter's argv (no shell) with
+a scrubbed environment: `PATH`, `LANG`, `TERM`, the private `HOME`, and the `ROUNDTABLE_*`
+variables — the token travels only there, never in argv, files, logs or rows. Output goes to
+`.roundtable/logs/sessions/<id>.log` through the redactor. While the process lives the session
+is heartbeated and the capability extended; on exit (or revoke, or shutdown) the capability is
+revoked, the endpoint closed and the directory removed.
+
+Isolation: no OCI runtime is used in this version; every session runs as a subprocess with a
+scrubbed environment and a private HOME, recorded as `isolation: "subprocess"` in the session's
+metadata. The repository is therefore not read-only to the process: the capability checks on
+the endpoint are the enforcement, and the operator should launch only trusted harnesses.
+
+Operators reach a running supervisor through the legacy socket as the internal calls
+`session.launch` / `session.revoke` (`handle_internal`), which are not tools: they are not in the
+registry and only a process hosting a supervisor answers them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from roundtable import clock
+from roundtable.errors import ToolError, ValidationError
+from roundtable.services import adapters, capabilities, sessions
+from roundtable.services.redact import redact
+from roundtable.store.records import Agent, Proposal, Run, Task
+
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
+    from roundtable.server.sessions import SessionEndpoint
+
+log = logging.getLogger("roundtable.supervisor")
+
+HEARTBEAT_INTERVAL = 30.0
+REVOKE_GRACE = 5.0
+NOT_RUNNING = "supervisor is not running in this process"
+INTERNAL_CALLS = ("session.launch", "session.revoke")
+ACTOR = "supervisor"
+_ENV_ALLOW = ("PATH", "LANG", "TERM")
+_SUPERVISORS: weakref.WeakKeyDictionary[Any, Supervisor] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _Live:
+    """One running session."""
+
+    session_id: str
+    capability_id: str
+    token: str
+    directory: Path
+    endpoint: SessionEndpoint
+    process: asyncio.subprocess.Process | None = None
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    revoked: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def socket_base() -> Path:
+    """Where per-session directories go: `$XDG_RUNTIME_DIR/roundtable/` or the temp dir (short)."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+    if xdg and os.path.isdir(xdg):
+        base = Path(xdg) / "roundtable"
+        base.mkdir(mode=0o700, exist_ok=True)
+        return base
+    return Path(tempfile.gettempdir())
+
+
+class Supervisor:
+    """Launches and tracks agent sessions for one owner runtime."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        heartbeat_interval: float = HEARTBEAT_INTERVAL,
+        revoke_grace: float = REVOKE_GRACE,
+        base_dir: Path | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.heartbeat_interval = heartbeat_interval
+        self.revoke_grace = revoke_grace
+        self.base_dir = base_dir
+        self.live: dict[str, _Live] = {}
+        self._closing = False
+
+    # --- launch -----------------------------------------------------------------------------
+
+    async def _validate(
+        self, agent_id: str, task_id: str, proposal_id: str, run_id: str, adapter_name: str
+    ) -> tuple[Run, Agent, str, str]:
+        async with self.runtime.db.read() as r:
+            if run_id:
+                run = await r.one(Run, "SELECT * FROM runs WHERE id = ?", (run_id,))
+            else:
+                run = await r.one(
+                    Run, "SELECT * FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1"
+                )
+            if run is None or run.status != "active":
+                raise ValidationError(f"run {run_id or '(latest)'} is not active")
+            agent = await r.one(Agent, "SELECT * FROM agents WHERE id = ?", (agent_id,))
+            if agent is None or not agent.is_enabled:
+                raise ValidationError(f"agent {agent_id} is not an enabled agent")
+            role = capabilities.role_for_agent(agent_id)
+            if role is None:
+                raise ValidationError(
+                    f"agent {agent_id} is not of a launchable family (implementer, reviewer, tester, security)"
+                )
+            task = await r.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
+            if task is None or task.status in capabilities.TERMINAL_TASK:
+                raise ValidationError(f"task {task_id} does not exist or is closed")
+            if role == "implementer":
+                if proposal_id:
+                    raise ValidationError("an implementer session is bound to a task, not a proposal")
+                if task.assigned_agent_id != agent_id:
+                    raise ValidationError(f"task {task_id} is not assigned to {agent_id}")
+            else:
+                if not proposal_id:
+                    raise ValidationError(f"a {role} session needs --proposal")
+                proposal = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
+                if proposal is None or proposal.task_id != task_id or proposal.status not in ("pending", "in_review"):
+                    raise ValidationError(f"proposal {proposal_id} is not an open proposal of task {task_id}")
+        name = adapter_name or agent.adapter
+        adapter = adapters.get(self.runtime.config, name)
+        if not adapter.supports_mcp:
+            raise ValidationError(f"adapter {name} does not support MCP")
+        return run, agent, role, name
+
+    async def launch(
+        self,
+        *,
+        agent_id: str,
+        task_id: str,
+        proposal_id: str = "",
+        run_id: str = "",
+        adapter: str = "",
+        model: str = "",
+        extra_args: tuple[str, ...] = (),
+    ) -> dict[str, Any]:
+        """Start one session; returns `{session: …}` (never the token)."""
+        if self._closing:
+            raise ToolError(NOT_RUNNING)
+        run, agent, role, adapter_name = await self._validate(agent_id, task_id, proposal_id, run_id, adapter)
+        session_id = clock.new_id("S")
+        directory = Path(tempfile.mkdtemp(prefix="rt-", dir=self.base_dir or socket_base()))
+        os.chmod(directory, 0o700)
+        socket_path = directory / "s.sock"
+        home = directory / "home"
+        home.mkdir(mode=0o700)
+        root = self.runtime.root.resolve()
+        plan = adapters.start_plan(
+            self.runtime.config,
+            adapter_name,
+            session_id=session_id,
+            agent_id=agent_id,
+            run_id=run.id,
+            working_directory=str(root),
+            role=role,
+            task_id=task_id,
+            proposal_id=proposal_id,
+            model=model or agent.model,
+            socket_path=str(socket_path),
+        )
+        try:
+            async with self.runtime.db.write(tool="session.launch") as tx:
+                token, cap = await capabilities.issue(
+                    tx,
+                    session_id=session_id,
+                    agent_id=agent_id,
+                    run_id=run.id,
+                    role=role,
+                    task_id=task_id,
+                    proposal_id=proposal_id,
+                )
+                await sessions.register(
+                    tx,
+                    sessions.SessionDraft(
+                        id=session_id,
+                        agent_id=agent_id,
+                        run_id=run.id,
+                        adapter=adapter_name,
+                        working_directory=str(root),
+                        model=model or agent.model,
+                        mcp_socket=str(socket_path),
+                        status="starting",
+                        metadata={
+                            "mode": "start",
+                            "role": role,
+                            "task_id": task_id,
+                            "proposal_id": proposal_id,
+                            "capability_id": cap.id,
+                            "container_id": "",
+                            "isolation": "subprocess",
+                        },
+                    ),
+                )
+                await tx.append_event(
+                    run.id,
+                    "session.launched",
+                    {
+                        "session_id": session_id,
+                        "agent_id": agent_id,
+                        "role": role,
+                        "task_id": task_id,
+                        "proposal_id": proposal_id,
+                    },
+                    actor_id=ACTOR,
+                    task_id=task_id,
+                )
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        from roundtable.server.sessions import SessionEndpoint
+
+        endpoint = SessionEndpoint(self.runtime, cap.id, socket_path)
+        live = _Live(session_id, cap.id, token, directory, endpoint)
+        self.live[session_id] = live
+        try:
+            await endpoint.start()
+            for rel, text in plan.files.items():
+                target = home / rel
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                target.write_text(text, encoding="utf-8")
+                os.chmod(target, 0o600)
+            env = self._environment(
+                home, plan.env, token, socket_path, session_id, agent_id, run.id, task_id, proposal_id
+            )
+            async with self.runtime.db.write(tool="session.launch") as tx:
+                await sessions.heartbeat(tx, session_id, status="active")
+            live.process = await asyncio.create_subprocess_exec(
+                *plan.argv,
+                *extra_args,
+                cwd=str(root),
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except BaseException as exc:
+            await self._finish(live, exit_code=-1, reason="launch_failed")
+            if isinstance(exc, OSError):
+                raise ToolError(f"launch {adapter_name} failed: {exc.strerror or type(exc).__name__}") from None
+            raise
+        live.tasks.append(asyncio.create_task(self._pump(live), name=f"session-log:{session_id}"))
+        live.tasks.append(asyncio.create_task(self._heartbeats(live), name=f"session-heartbeat:{session_id}"))
+        live.tasks.append(asyncio.create_task(self._wait(live), name=f"session-wait:{session_id}"))
+        async with self.runtime.db.read() as r:
+            session = await sessions.get(r, session_id)
+        return {"session": session.to_dict(), "pid": live.process.pid, "argv0": plan.argv[0]}
+
+    def _environment(
+        self,
+        home: Path,
+        extra: dict[str, str],
+        token: str,
+        socket_path: Path,
+        session_id: str,
+        agent_id: str,
+        run_id: str,
+        task_id: str,
+        proposal_id: str,
+    ) -> dict[str, str]:
+        env = {name: os.environ[name] for name in _ENV_ALLOW if name in os.environ}
+        env.setdefault("PATH", os.defpath)
+        # The scripted agent and the bridge are Python: keep the interpreter's own directory first.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+        env["HOME"] = str(home)
+        for name, rel in extra.items():
+            env[name] = str(home / rel)
+        env.update(
+            {
+                "ROUNDTABLE_MCP_TOKEN": token,
+                "ROUNDTABLE_MCP_SOCKET": str(socket_path),
+                "ROUNDTABLE_SESSION_ID": session_id,
+                "ROUNDTABLE_AGENT_ID": agent_id,
+                "ROUNDTABLE_RUN_ID": run_id,
+                "ROUNDTABLE_TASK_ID": task_id,
+            }
+        )
+        if proposal_id:
+            env["ROUNDTABLE_PROPOSAL_ID"] = proposal_id
+        return env
+
+    # --- while it runs --------------------------------------------------------------------------
+
+    def log_path(self, session_id: str) -> Path:
+        return self.runtime.root / ".roundtable" / "logs" / "sessions" / f"{session_id}.log"
+
+    async def _pump(self, live: _Live) -> None:
+        """Copy the process's output to its log, redacted (the token is masked explicitly too)."""
+        assert live.process is not None and live.process.stdout is not None
+        path = self.log_path(live.session_id)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as out:
+            while True:
+                line = await live.process.stdout.readline()
+                if not line:
+                    break
+                text = line.decode("utf-8", "replace").replace(live.token, "[REDACTED]")
+                out.write(redact(text))
+                out.flush()
+
+    async def _heartbeats(self, live: _Live) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_interval)
+            try:
+                async with self.runtime.db.write(tool="session.heartbeat") as tx:
+                    await sessions.heartbeat(tx, live.session_id)
+                    await capabilities.extend(tx, live.capability_id)
+            except Exception:
+                log.exception("heartbeat of session %s failed", live.session_id)
+
+    async def _wait(self, live: _Live) -> None:
+        assert live.process is not None
+        code = await live.process.wait()
+        for task in live.tasks:
+            if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(task, 5)
+        await self._finish(live, exit_code=code, reason="process_exited")
+
+    async def _finish(self, live: _Live, *, exit_code: int, reason: str) -> None:
+        """Record the end, revoke the capability, close the endpoint, remove the directory."""
+        if live.done.is_set():
+            return
+        live.done.set()
+        for task in live.tasks:
+            if task is not asyncio.current_task() and not task.get_name().startswith("session-wait"):
+                task.cancel()
+        status = "ended" if exit_code == 0 else "failed"
+        try:
+            async with self.runtime.db.write(tool="session.exit") as tx:
+                session = await sessions.get(tx, live.session_id)
+                await sessions.end(tx, live.session_id, status=status)
+                if await capabilities.revoke(tx, live.capability_id, reason):
+                    await tx.append_event(
+                        session.run_id,
+                        "capability.revoked",
+                        {"session_id": live.session_id, "reason": reason},
+                        actor_id=ACTOR,
+                    )
+                await tx.append_event(
+                    session.run_id,
+                    "session.exited",
+                    {"session_id": live.session_id, "exit_code": exit_code, "status": status},
+                    actor_id=ACTOR,
+                )
+        except Exception:
+            log.exception("recording the end of session %s failed", live.session_id)
+        with contextlib.suppress(Exception):
+            await live.endpoint.close()
+        shutil.rmtree(live.directory, ignore_errors=True)
+        self.live.pop(live.session_id, None)
+
+    # --- revoke and shutdown ----------------------------------------------------------------
+
+    async def revoke(self, session_id: str, reason: str = "operator") -> dict[str, Any]:
+        """Revoke the session's capability now; the process is stopped after a short grace."""
+        revoked = False
+        async with self.runtime.db.write(tool="session.revoke") as tx:
+            session = await sessions.get(tx, session_id)
+            for cap in await capabilities.for_session(tx, session_id):
+                if await capabilities.revoke(tx, cap.id, reason):
+                    revoked = True
+            if revoked:
+                await tx.append_event(
+                    session.run_id, "capability.revoked", {"session_id": session_id, "reason": reason}, actor_id=ACTOR
+                )
+        live = self.live.get(session_id)
+        if live is not None and not live.revoked:
+            live.revoked = True
+            live.tasks.append(asyncio.create_task(self._stop_later(live), name=f"session-stop:{session_id}"))
+        return {"session_id": session_id, "revoked": revoked, "running": live is not None}
+
+    async def _stop_later(self, live: _Live) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(live.done.wait(), self.revoke_grace)
+            return
+        self._signal(live, signal.SIGTERM)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(live.done.wait(), 5)
+            return
+        self._signal(live, signal.SIGKILL)
+
+    @staticmethod
+    def _signal(live: _Live, sig: int) -> None:
+        if live.process is not None and live.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(live.process.pid, sig)
+
+    async def wait(self, session_id: str, timeout: float | None = None) -> None:
+        """Wait until the session has finished (tests, demo)."""
+        live = self.live.get(session_id)
+        if live is not None:
+            await asyncio.wait_for(live.done.wait(), timeout)
+
+    async def close(self) -> None:
+        """Shutdown: revoke every capability, stop every process, clean up."""
+        self._closing = True
+        for live in list(self.live.values()):
+            with contextlib.suppress(Exception):
+                async with self.runtime.db.write(tool="session.revoke") as tx:
+                    await capabilities.revoke(tx, live.capability_id, "shutdown")
+            self._signal(live, signal.SIGTERM)
+        for live in list(self.live.values()):
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(live.done.wait(), 5)
+            if not live.done.is_set():
+                self._signal(live, signal.SIGKILL)
+                await self._finish(live, exit_code=-9, reason="shutdown")
+        _SUPERVISORS.pop(self.runtime, None)
+
+
+# --- hosting -------------------------------------------------------------------------------------
+
+
+async def start_supervisor(runtime: Runtime, **options: Any) -> Supervisor:
+    """Create the supervisor for an owner runtime and register it for `handle_internal`; the
+    owner calls `await supervisor.close()` before closing the runtime."""
+    supervisor = Supervisor(runtime, **options)
+    _SUPERVISORS[runtime] = supervisor
+    return supervisor
+
+
+def supervisor_for(runtime: Runtime) -> Supervisor | None:
+    return _SUPERVISORS.get(runtime)
+
+
+def _arg(args: dict[str, Any], name: str, required: bool = False) -> str:
+    value = args.get(name, "")
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string")
+    if required and not value.strip():
+        raise ValidationError(f"{name} is required")
+    return value.strip()
+
+
+async def handle_internal(runtime: Runtime, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """`session.launch` / `session.revoke` from the legacy socket (operator authority)."""
+    supervisor = supervisor_for(runtime)
+    if supervisor is None or supervisor._closing:
+        raise ToolError(NOT_RUNNING)
+    if tool == "session.launch":
+        allowed = {"agent_id", "task_id", "proposal_id", "run_id", "adapter", "model"}
+        unknown = sorted(set(args) - allowed)
+        if unknown:
+            raise ValidationError(f"session.launch: unknown argument {', '.join(unknown)}")
+        return await supervisor.launch(
+            agent_id=_arg(args, "agent_id", True),
+            task_id=_arg(args, "task_id", True),
+            proposal_id=_arg(args, "proposal_id"),
+            run_id=_arg(args, "run_id"),
+            adapter=_arg(args, "adapter"),
+            model=_arg(args, "model"),
+        )
+    if tool == "session.revoke":
+        return await supervisor.revoke(_arg(args, "session_id", True), _arg(args, "reason") or "operator")
+    raise ToolError(f"tool not implemented: {tool}")
