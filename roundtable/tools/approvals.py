@@ -1,10 +1,79 @@
 """Human approvals and security review: `human.request_approval`, `human.approval_status`,
-`security.review`."""
+`security.review`. Handlers bind arguments and the caller to `services.approvals` and
+`services.security`; the rules (who may decide, what a scan finds) live there."""
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
-from roundtable.tools.schema import RECORD, boolean, obj, result, string
+from typing import Any
+
+from roundtable.services import approvals as approvals_service
+from roundtable.services import security as security_service
+from roundtable.services.evidence import Actor
+from roundtable.tools.args import opt_str, record_id
+from roundtable.tools.context import Call, Caller
+from roundtable.tools.registry import ToolSpec
+from roundtable.tools.schema import RECORD, RECORDS, boolean, obj, result, string
+
+
+def actor_of(caller: Caller) -> Actor:
+    """The service-level view of a caller (identity from the capability on sessions)."""
+    cap = caller.capability
+    agent_id = caller.agent_id or (cap.agent_id if cap is not None else "")
+    return Actor(
+        operator=caller.is_operator,
+        name=agent_id or caller.actor,
+        agent_id=agent_id,
+        transport=caller.transport,
+        session_id=caller.session_id or (cap.session_id if cap is not None else ""),
+        role=cap.role if cap is not None else "",
+        bound_proposal_id=cap.proposal_id if cap is not None else "",
+    )
+
+
+def _given(args: dict[str, Any], key: str) -> str | None:
+    """An optional string argument, `None` when absent or empty."""
+    value = args.get(key)
+    return value if isinstance(value, str) and value != "" else None
+
+
+async def approval_status(call: Call) -> dict[str, Any]:
+    approval = await approvals_service.get_approval(call.r, call.args["approval_id"])
+    return {"approval": approval.to_dict()}
+
+
+async def request_approval(call: Call) -> dict[str, Any]:
+    args = call.args
+    override = args.get("override_policy")
+    req = approvals_service.ApprovalInput(
+        subject=args["subject"],
+        reason_md=args["reason_md"],
+        approval_id=record_id(args, "approval_id"),
+        proposal_id=opt_str(args, "proposal_id"),
+        task_id=opt_str(args, "task_id"),
+        status=_given(args, "status"),
+        requested_by=_given(args, "requested_by"),
+        decision_md=_given(args, "decision_md"),
+        decided_by=_given(args, "decided_by"),
+        override_policy=override if isinstance(override, bool) else None,
+    )
+    approval, _ = await approvals_service.record_approval(call.w, req, actor_of(call.caller))
+    return {"approval": approval.to_dict()}
+
+
+async def security_review(call: Call) -> dict[str, Any]:
+    args = call.args
+    req = security_service.ReviewInput(
+        proposal_id=opt_str(args, "proposal_id"),
+        resource_id=opt_str(args, "resource_id"),
+        review_id=record_id(args, "review_id"),
+        task_id=opt_str(args, "task_id"),
+        reviewer_id=opt_str(args, "reviewer_id"),
+        status=opt_str(args, "status"),
+        summary_md=opt_str(args, "summary_md"),
+    )
+    review, findings = await security_service.review(call.runtime, req, actor_of(call.caller))
+    return {"review": review.to_dict(), "findings": [f.to_dict() for f in findings]}
+
 
 TOOLS = [
     ToolSpec(
@@ -12,7 +81,7 @@ TOOLS = [
         description="Read one human approval's status.",
         input_schema=obj({"approval_id": string("Approval id, e.g. H-...")}, ["approval_id"]),
         output_schema=result({"approval": RECORD}, required=["approval"]),
-        handler=not_implemented("human.approval_status"),
+        handler=approval_status,
         mode="read",
         read_only=True,
         idempotent=True,
@@ -20,46 +89,52 @@ TOOLS = [
     ToolSpec(
         name="human.request_approval",
         description=(
-            "Ask the human operator to approve something (usually a proposal). Agents may only "
-            "request; deciding (status approved/denied, override_policy) is the operator's."
+            "Ask the human operator to approve something (usually a proposal; the request binds to "
+            "its current patch revision). Agents may only request or refresh their own pending "
+            "request; deciding (status other than requested, decided_by, decision_md, "
+            "override_policy) is the operator's."
         ),
         input_schema=obj(
             {
                 "subject": string("What needs approval."),
                 "reason_md": string("Why, in Markdown."),
-                "approval_id": string("Existing approval to update (operator) or explicit id."),
+                "approval_id": string("Existing approval to update, or an explicit id for a new one."),
                 "proposal_id": string("Proposal concerned."),
-                "task_id": string("Task concerned."),
-                "requested_by": string("Who asks."),
-                "status": string("requested, approved or denied (operator only beyond requested)."),
-                "decision_md": string("The operator's note."),
-                "decided_by": string("Who decided."),
-                "override_policy": boolean("Operator: approve despite failing policy gates."),
+                "task_id": string("Task concerned (default: the proposal's)."),
+                "requested_by": string("Who asks (default: the caller)."),
+                "status": string(
+                    "requested (default); operator only: approved, denied, rejected, changes_requested, deferred.",
+                    enum=list(approvals_service.STATUSES),
+                ),
+                "decision_md": string("Operator: the decision note."),
+                "decided_by": string("Operator: who decided (default: the operator caller)."),
+                "override_policy": boolean("Operator, with status approved: also override a security veto."),
             },
             ["subject", "reason_md"],
         ),
         output_schema=result({"approval": RECORD}, required=["approval"]),
-        handler=not_implemented("human.request_approval"),
+        handler=request_approval,
     ),
     ToolSpec(
         name="security.review",
         description=(
-            "Run the automatic security scan of a proposal's current revision (secrets, dangerous "
-            "calls, sensitive paths), or record a manual review when status is given."
+            "Without status: run the automatic security scan of a proposal's current revision "
+            "(secrets, dangerous calls and commands, sensitive paths) and record the verdict. "
+            "With status: record a manual review (operator, or the proposal's security session)."
         ),
         input_schema=obj(
             {
                 "proposal_id": string("Proposal to review."),
-                "resource_id": string("Resource reviewed."),
-                "review_id": string("Explicit id (default: generated)."),
-                "task_id": string("Task concerned."),
-                "reviewer_id": string("Reviewer (default security)."),
-                "status": string("Manual verdict: approved, needs_changes or veto."),
+                "resource_id": string("Resource reviewed (resource-only reviews: operator)."),
+                "review_id": string("Explicit id (default: generated); an existing id is replaced (operator)."),
+                "task_id": string("Task concerned (default: the proposal's)."),
+                "reviewer_id": string("Reviewer (default: security for scans, the caller for manual reviews)."),
+                "status": string("Manual verdict.", enum=list(security_service.MANUAL_STATUSES)),
                 "summary_md": string("Summary, in Markdown."),
             }
         ),
-        output_schema={"type": "object"},
-        handler=not_implemented("security.review"),
+        output_schema=result({"review": RECORD, "findings": RECORDS}),
+        handler=security_review,
         mode="none",
     ),
 ]

@@ -1,67 +1,149 @@
-"""Tests and evidence: `test.suggest`, `test.run`, `test.get_result`, `test.evidence.submit`."""
+"""Tests and evidence: `test.suggest`, `test.run`, `test.get_result`, `test.evidence.submit`.
+Handlers bind arguments and the caller to `services.testing` / `services.test_suggest`."""
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
-from roundtable.tools.schema import RECORD, obj, result, string
+from typing import Any
+
+import anyio
+
+from roundtable.services import test_suggest
+from roundtable.services import testing as testing_service
+from roundtable.services.evidence import proposal_ref, read_revision_patch
+from roundtable.services.patches import parse_patch
+from roundtable.tools.approvals import actor_of
+from roundtable.tools.args import opt_str, record_id
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
+from roundtable.tools.schema import RECORD, RECORDS, obj, result, string
+
+
+async def get_result(call: Call) -> dict[str, Any]:
+    run, log, log_error = await testing_service.get_result(call.runtime, call.args["test_run_id"])
+    out: dict[str, Any] = {"test_run": run.to_dict(), "log": log}
+    if log_error:
+        out["log_error"] = log_error
+    return out
+
+
+async def run(call: Call) -> dict[str, Any]:
+    args = call.args
+    req = testing_service.RunInput(
+        command=args["command"],
+        proposal_id=opt_str(args, "proposal_id"),
+        task_id=opt_str(args, "task_id"),
+        test_run_id=record_id(args, "test_run_id"),
+    )
+    record, log = await testing_service.run_test(call.runtime, req, actor_of(call.caller))
+    return {"test_run": record.to_dict(), "log": log}
+
+
+async def suggest(call: Call) -> dict[str, Any]:
+    runtime = call.runtime
+    proposal_id = opt_str(call.args, "proposal_id")
+    task_id = opt_str(call.args, "task_id")
+    touched: list[str] | None = None
+    if proposal_id:
+        async with runtime.db.read() as r:
+            proposal = await proposal_ref(r, proposal_id)
+        task_id = task_id or proposal.task_id
+
+        def touched_files() -> list[str]:
+            return list(parse_patch(read_revision_patch(runtime.root, proposal), runtime.root).touched)
+
+        touched = await anyio.to_thread.run_sync(touched_files)
+    found = await anyio.to_thread.run_sync(test_suggest.suggest, runtime.root, touched)
+    return {
+        "task_id": task_id,
+        "proposal_id": proposal_id,
+        "commands": [s.command for s in found],
+        "suggestions": [s.to_dict() for s in found],
+    }
+
+
+async def evidence_submit(call: Call) -> dict[str, Any]:
+    args = call.args
+    req = testing_service.EvidenceInput(
+        proposal_id=args["proposal_id"],
+        command=args["command"],
+        outcome=args["outcome"],
+        summary_md=args["summary_md"],
+    )
+    record = await testing_service.submit_evidence(call.w, req, actor_of(call.caller))
+    return {"test_run": record.to_dict()}
+
 
 TOOLS = [
     ToolSpec(
         name="test.get_result",
-        description="Fetch one test run with its status and log path.",
+        description="Fetch one test run with its status, exit code and stored log.",
         input_schema=obj({"test_run_id": string("Test run id, e.g. TR-...")}, ["test_run_id"]),
-        output_schema=result({"test_run": RECORD}, required=["test_run"]),
-        handler=not_implemented("test.get_result"),
-        mode="read",
+        output_schema=result(
+            {"test_run": RECORD, "log": string(), "log_error": string("Why the log could not be read.")},
+            required=["test_run", "log"],
+        ),
+        handler=get_result,
+        mode="none",
         read_only=True,
         idempotent=True,
     ),
     ToolSpec(
         name="test.run",
         description=(
-            "Run an allowlisted test command (no shell: argv is split like a shell would, but "
-            "pipes, redirects and substitutions are refused), with a timeout; the result is bound "
-            "to the proposal's current revision."
+            "Run an allowlisted test command (cargo, git, go, make, node, npm, pnpm, printf, pytest, "
+            "ruby, swift, vitest, yarn) in the repository root. No shell: the command is split like "
+            "a shell would split it, and pipes, redirects, substitutions and chaining are refused. "
+            "Timeout 600 s, output capped at 1 MiB. A failing test is a result (status failed), not "
+            "an error. With proposal_id the run is evidence for the proposal's current revision."
         ),
         input_schema=obj(
             {
                 "command": string("e.g. pytest -q tests/test_app.py"),
                 "proposal_id": string("Proposal the run is evidence for."),
-                "task_id": string("Task concerned."),
-                "test_run_id": string("Explicit id (default: generated)."),
+                "task_id": string("Task concerned (default: the proposal's)."),
+                "test_run_id": string("Explicit id (default: generated); must be new."),
             },
             ["command"],
         ),
-        output_schema={"type": "object"},
-        handler=not_implemented("test.run"),
+        output_schema=result({"test_run": RECORD, "log": string()}),
+        handler=run,
         mode="none",
     ),
     ToolSpec(
         name="test.suggest",
-        description="Suggest test commands from the repository's own markers (pyproject, package.json, go.mod, Cargo.toml, Makefile).",
+        description=(
+            "Suggest test commands from the repository's own markers (pyproject.toml/pytest.ini/"
+            "setup.cfg, package.json scripts.test, go.mod, Cargo.toml, a Makefile test target), "
+            "narrowed to the languages of a proposal's touched files when proposal_id is given."
+        ),
         input_schema=obj(
             {"proposal_id": string("Proposal to suggest tests for."), "task_id": string("Task concerned.")}
         ),
-        output_schema={"type": "object"},
-        handler=not_implemented("test.suggest"),
+        output_schema=result(
+            {"task_id": string(), "proposal_id": string(), "commands": {"type": "array"}, "suggestions": RECORDS}
+        ),
+        handler=suggest,
         mode="none",
         read_only=True,
         idempotent=True,
     ),
     ToolSpec(
         name="test.evidence.submit",
-        description="Tester sessions: report a test you ran yourself. Stored as reported evidence, never counted as a pass.",
+        description=(
+            "Tester sessions: report a test you ran yourself. Stored with status reported and your "
+            "outcome; it is not host-verified and never counts as a pass."
+        ),
         input_schema=obj(
             {
                 "proposal_id": string("Your session's proposal."),
-                "command": string("The command you ran."),
-                "outcome": string("passed, failed or inconclusive."),
-                "summary_md": string("What you saw."),
+                "command": string("The command you ran (at most 1000 characters)."),
+                "outcome": string("What happened.", enum=list(testing_service.OUTCOMES)),
+                "summary_md": string("What you saw (at most 10000 characters)."),
             },
             ["proposal_id", "command", "outcome", "summary_md"],
         ),
         output_schema=result({"test_run": RECORD}, required=["test_run"]),
-        handler=not_implemented("test.evidence.submit"),
+        handler=evidence_submit,
         session_only=True,
     ),
 ]

@@ -1,0 +1,212 @@
+"""Human approvals: agents ask, the operator decides (DESIGN §4.15, spec/tools.md §2.6.1, §3.8).
+
+One record per request. An agent may create a request or refresh its own pending one (status
+`requested`); deciding — any other status, `decided_by`, `decision_md`, `override_policy` — is
+the operator's alone (CLI, console, legacy socket; the Chair is an operator caller but is not a
+human, so it may not decide either). The decider recorded is the operator caller, and nobody can
+record a decision in the name of the proposal's author.
+
+An approval that concerns a proposal binds to the proposal's current revision when it is
+requested and again when it is decided, so a decision applies to the patch the operator saw.
+Updating an existing record without a `status` keeps its status, decision and revision: only an
+explicit decision re-binds it (our departure from the reference's full replacement).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from roundtable import clock
+from roundtable.errors import NotFound, PermissionDenied, ValidationError
+from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import HumanApproval
+
+REQUESTED = "requested"
+APPROVED = "approved"
+DECISION_STATUSES: tuple[str, ...] = ("approved", "denied", "rejected", "changes_requested", "deferred")
+STATUSES: tuple[str, ...] = (REQUESTED, *DECISION_STATUSES)
+
+
+@dataclass(frozen=True)
+class ApprovalInput:
+    """The arguments of `human.request_approval`; `None` means the caller left the key out."""
+
+    subject: str
+    reason_md: str
+    approval_id: str = ""
+    proposal_id: str = ""
+    task_id: str = ""
+    status: str | None = None
+    requested_by: str | None = None
+    decision_md: str | None = None
+    decided_by: str | None = None
+    override_policy: bool | None = None
+
+    @property
+    def decides(self) -> bool:
+        """Whether this call carries anything only the operator may set."""
+        return (
+            (self.status is not None and self.status != REQUESTED)
+            or bool(self.decided_by)
+            or bool(self.decision_md)
+            or self.override_policy is True
+        )
+
+
+async def get_approval(q: Reader | Tx, approval_id: str) -> HumanApproval:
+    """The approval `approval_id`, or `get human approval <id>: not found`."""
+    row = await q.one(HumanApproval, "SELECT * FROM human_approvals WHERE id = ?", (approval_id,))
+    if row is None:
+        raise NotFound("human approval", approval_id)
+    return row
+
+
+def _check_authority(req: ApprovalInput, actor: Actor, existing: HumanApproval | None) -> None:
+    if req.decides and not actor.operator:
+        raise PermissionDenied(
+            "only the operator can decide a human approval (status, decided_by, decision_md, "
+            "override_policy); agents may only request one"
+        )
+    if req.decides and actor.transport == "chair":
+        raise PermissionDenied("human approvals are decided by the human operator, not the Chair")
+    if actor.operator or existing is None:
+        return
+    if existing.status != REQUESTED:
+        raise PermissionDenied(
+            f"approval {existing.id} was already decided ({existing.status}); request a new approval instead"
+        )
+    if actor.agent_id and existing.requested_by != actor.agent_id:
+        raise PermissionDenied(
+            f"approval {existing.id} was requested by {existing.requested_by}; agents may only refresh their own requests"
+        )
+
+
+def _requester(req: ApprovalInput, actor: Actor, existing: HumanApproval | None) -> str:
+    if not actor.operator and actor.agent_id:
+        if req.requested_by and req.requested_by != actor.agent_id:
+            raise PermissionDenied("argument requested_by does not match the caller")
+        return actor.agent_id
+    if req.requested_by:
+        return req.requested_by
+    if existing is not None and existing.requested_by:
+        return existing.requested_by
+    return actor.name
+
+
+async def record_approval(tx: Tx, req: ApprovalInput, actor: Actor) -> tuple[HumanApproval, str]:
+    """Create or update one approval; returns it and the event type appended."""
+    if req.status is not None and req.status not in STATUSES:
+        raise ValidationError(f"status must be one of {', '.join(STATUSES)}")
+    existing: HumanApproval | None = None
+    if req.approval_id:
+        existing = await tx.one(HumanApproval, "SELECT * FROM human_approvals WHERE id = ?", (req.approval_id,))
+    _check_authority(req, actor, existing)
+    requested_by = _requester(req, actor, existing)
+
+    proposal_id = req.proposal_id or (existing.proposal_id if existing else "")
+    proposal: ProposalRef | None = await proposal_ref(tx, proposal_id) if proposal_id else None
+    task_id = (
+        req.task_id
+        or (existing.task_id if existing and not req.proposal_id else "")
+        or (proposal.task_id if proposal else "")
+    )
+
+    # An operator edit without a status keeps the decision (and the revision it was made on).
+    keep_decision = existing is not None and actor.operator and req.status is None
+    if keep_decision:
+        assert existing is not None
+        status = existing.status
+        revision = existing.revision if existing.proposal_id == proposal_id else (proposal.revision if proposal else "")
+        override = existing.override_policy if req.override_policy is None else req.override_policy
+        decided_by = req.decided_by or existing.decided_by
+        decision_md = existing.decision_md if req.decision_md is None else req.decision_md
+    else:
+        status = req.status or REQUESTED
+        revision = proposal.revision if proposal else ""
+        override = bool(req.override_policy)
+        decided_by = req.decided_by or (actor.name if status != REQUESTED else "")
+        decision_md = req.decision_md or ""
+    if override and status != APPROVED:
+        raise ValidationError("override_policy can only be set together with status approved")
+    if status == REQUESTED and (req.decided_by or req.override_policy):
+        raise ValidationError("decided_by and override_policy need a decision status (approved, denied, ...)")
+    if proposal is not None and decided_by and decided_by == proposal.agent_id:
+        raise PermissionDenied(
+            f"an agent cannot approve its own work: {decided_by} is the author of proposal {proposal.id}"
+        )
+
+    now = clock.now()
+    values = {
+        "proposal_id": proposal_id or None,
+        "task_id": task_id or None,
+        "subject": req.subject,
+        "reason_md": req.reason_md,
+        "status": status,
+        "requested_by": requested_by,
+        "decision_md": decision_md or None,
+        "decided_by": decided_by or None,
+        "override_policy": int(override),
+        "revision": revision or None,
+        "updated_at": now,
+    }
+    approval_id = existing.id if existing else (req.approval_id or clock.new_id("H"))
+    if existing is None:
+        await tx.insert("human_approvals", {"id": approval_id, **values, "created_at": now})
+    else:
+        await tx.update("human_approvals", {"id": approval_id}, values)
+    approval = await get_approval(tx, approval_id)
+
+    if status == REQUESTED:
+        event_type = "approval.requested"
+    elif req.status is not None:
+        event_type = "approval.decided"
+    else:
+        event_type = "approval.updated"
+    await tx.append_event(
+        await event_run_id(tx),
+        event_type,
+        {
+            "approval_id": approval.id,
+            "proposal_id": approval.proposal_id,
+            "status": approval.status,
+            "revision": approval.revision,
+            "requested_by": approval.requested_by,
+            "decided_by": approval.decided_by,
+            "override_policy": approval.override_policy,
+        },
+        actor_id=actor.name,
+        task_id=approval.task_id,
+    )
+    return approval, event_type
+
+
+def select_approval(
+    approvals: Sequence[HumanApproval],
+    *,
+    revision: str,
+    needs_human: bool,
+    blockers: int,
+    vetoes: int,
+) -> HumanApproval | None:
+    """The approval that satisfies the human gate of a proposal revision, if any (§3.8, ours).
+
+    Only decided approvals of `revision` that name a proposal count. Among them the most recent
+    decision wins (by `updated_at`, then creation order), so a later denial withdraws an earlier
+    approval; it must be `approved`, and carry `override_policy` when there are vetoes.
+    `revise`/`reject` votes (blockers beyond vetoes) cannot be overridden.
+    """
+    if not needs_human or blockers > vetoes or not revision:
+        return None
+    decided = [
+        a for a in approvals if a.proposal_id and a.revision == revision and a.status != REQUESTED and a.decided_by
+    ]
+    if not decided:
+        return None
+    latest = max(decided, key=lambda a: (a.updated_at, a.created_at, a.id))
+    if latest.status != APPROVED:
+        return None
+    if vetoes > 0 and not latest.override_policy:
+        return None
+    return latest

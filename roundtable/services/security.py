@@ -1,0 +1,224 @@
+"""Security reviews (spec/tools.md §2.6.3, §3.9): the automatic scan of a proposal's current
+revision, and manual reviews.
+
+Who may do what (our decision; the reference lets any caller write `approved`):
+- anyone may run the automatic scan of a proposal — its verdict is computed here, not asserted,
+  so the caller's identity only goes into the event;
+- a manual review (a `status` given) is recorded by the operator, or by a security-role
+  capability session for the proposal it is bound to; never by the proposal's author;
+- a resource-only review has no scan to run, so it is a manual review (operator only).
+
+Every proposal review records the revision it examined. The scan reads the patch and runs in a
+worker thread outside any transaction; the row is written afterwards only if the proposal still
+has that revision, so a review can never claim to cover a patch it did not see.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from roundtable import clock
+from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref, read_revision_patch
+from roundtable.services.security_scan import (
+    DEFAULT_DANGEROUS_COMMANDS,
+    Finding,
+    ScanResult,
+    scan_patch,
+)
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import SecurityReview
+
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
+
+MANUAL_STATUSES: tuple[str, ...] = ("approved", "needs_changes", "veto")
+DEFAULT_REVIEWER = "security"
+RECORDED = "Security review recorded."
+
+
+@dataclass(frozen=True)
+class ReviewInput:
+    """The arguments of `security.review` (empty string = not given)."""
+
+    proposal_id: str = ""
+    resource_id: str = ""
+    review_id: str = ""
+    task_id: str = ""
+    reviewer_id: str = ""
+    status: str = ""
+    summary_md: str = ""
+
+
+def dangerous_commands(policy: Any) -> tuple[str, ...]:
+    """The policy's `commands.dangerous`, or the built-ins while no policy engine is loaded."""
+    value = getattr(policy, "dangerous_commands", None)
+    return tuple(value) if value else DEFAULT_DANGEROUS_COMMANDS
+
+
+def _high_risk(policy: Any) -> Callable[[str], bool] | None:
+    check = getattr(policy, "is_high_risk", None)
+    return check if callable(check) else None
+
+
+def _sensitive() -> Callable[[str], bool]:
+    try:
+        from roundtable.services.pathguard import is_sensitive_path
+    except ImportError:  # pragma: no cover - the path guard ships with the repository tools
+        return _fallback_sensitive
+    return is_sensitive_path
+
+
+def _fallback_sensitive(rel: str) -> bool:
+    prefixes = (
+        ".env",
+        ".ssh",
+        ".aws",
+        ".gnupg",
+        ".docker",
+        ".kube",
+        ".netrc",
+        ".npmrc",
+        ".pypirc",
+        "id_rsa",
+        "id_ed25519",
+    )
+    for part in rel.lower().split("/"):
+        if part in (".git", ".roundtable") or part.startswith(prefixes) or part.endswith((".pem", ".key")):
+            return True
+        if "secret" in part or "credential" in part:
+            return True
+    return False
+
+
+async def get_review(q: Reader | Tx, review_id: str) -> SecurityReview:
+    row = await q.one(SecurityReview, "SELECT * FROM security_reviews WHERE id = ?", (review_id,))
+    if row is None:
+        raise NotFound("security review", review_id)
+    return row
+
+
+def _check_manual_authority(req: ReviewInput, actor: Actor, proposal: ProposalRef | None) -> None:
+    if actor.operator:
+        return
+    if actor.role == "security" and proposal is not None and actor.bound_proposal_id == proposal.id:
+        if proposal.agent_id and proposal.agent_id == actor.agent_id:
+            raise PermissionDenied("an agent cannot review its own proposal")
+        return
+    if not req.proposal_id:
+        raise PermissionDenied("resource-only security reviews are recorded by the operator")
+    raise PermissionDenied(
+        "a manual security review (status) is recorded by the operator or the proposal's security "
+        "session; call security.review without status to run the automatic scan"
+    )
+
+
+def _reviewer(req: ReviewInput, actor: Actor, manual: bool) -> str:
+    if not actor.operator:
+        if actor.agent_id and req.reviewer_id and req.reviewer_id != actor.agent_id:
+            raise PermissionDenied("argument reviewer_id does not match the caller")
+        if manual:
+            return actor.agent_id or actor.name
+        return DEFAULT_REVIEWER
+    return req.reviewer_id or (actor.name if manual else DEFAULT_REVIEWER)
+
+
+async def run_scan(runtime: Runtime, proposal: ProposalRef) -> ScanResult:
+    """Scan the proposal's current revision (file read and regexes in a worker thread)."""
+    root = runtime.root
+    commands = dangerous_commands(runtime.policy)
+    high_risk = _high_risk(runtime.policy)
+    sensitive = _sensitive()
+
+    def work() -> ScanResult:
+        text = read_revision_patch(root, proposal)
+        return scan_patch(text, dangerous_commands=commands, is_sensitive=sensitive, is_high_risk=high_risk)
+
+    return await anyio.to_thread.run_sync(work)
+
+
+async def review(runtime: Runtime, req: ReviewInput, actor: Actor) -> tuple[SecurityReview, list[Finding]]:
+    """Run the automatic scan or record a manual review; returns the review and new findings."""
+    if not req.proposal_id and not req.resource_id:
+        raise ValidationError("proposal_id or resource_id is required")
+    manual = bool(req.status) or not req.proposal_id
+    if req.status and req.status not in MANUAL_STATUSES:
+        raise ValidationError(f"status must be one of {', '.join(MANUAL_STATUSES)}")
+
+    scan: ScanResult | None = None
+    seen: ProposalRef | None = None
+    if req.proposal_id and not manual:
+        async with runtime.db.read() as r:
+            seen = await proposal_ref(r, req.proposal_id)
+        if not seen.revision:
+            raise ToolError(f"proposal {seen.id} has no patch revision to scan")
+        scan = await run_scan(runtime, seen)
+
+    async with runtime.db.write(tool="security.review") as tx:
+        proposal = await proposal_ref(tx, req.proposal_id) if req.proposal_id else None
+        if seen is not None and proposal is not None and proposal.revision != seen.revision:
+            raise ToolError(f"proposal {proposal.id} got a new patch revision during the scan; run the review again")
+        if manual:
+            _check_manual_authority(req, actor, proposal)
+        reviewer = _reviewer(req, actor, manual)
+        existing = None
+        if req.review_id:
+            existing = await tx.one(SecurityReview, "SELECT * FROM security_reviews WHERE id = ?", (req.review_id,))
+            if existing is not None and not actor.operator:
+                raise PermissionDenied(f"security review {req.review_id} already exists; agents cannot replace reviews")
+
+        findings = list(scan.findings) if scan is not None else []
+        status = req.status or (scan.status if scan is not None else "approved")
+        summary = req.summary_md or (scan.summary if scan is not None else RECORDED)
+        now = clock.now()
+        values = {
+            "proposal_id": req.proposal_id or None,
+            "resource_id": req.resource_id or None,
+            "task_id": req.task_id or (proposal.task_id if proposal else "") or None,
+            "reviewer_id": reviewer,
+            "status": status,
+            "summary_md": summary,
+            "findings_json": _findings_json(findings),
+            "revision": (proposal.revision if proposal else "") or None,
+            "updated_at": now,
+        }
+        review_id = req.review_id or clock.new_id("SR")
+        if existing is None:
+            await tx.insert("security_reviews", {"id": review_id, **values, "created_at": now})
+        else:
+            await tx.update("security_reviews", {"id": review_id}, values)
+        record = await get_review(tx, review_id)
+        await tx.append_event(
+            await event_run_id(tx),
+            "security.reviewed",
+            {
+                "review_id": record.id,
+                "proposal_id": record.proposal_id,
+                "resource_id": record.resource_id,
+                "status": record.status,
+                "revision": record.revision,
+                "automatic": scan is not None,
+                "findings": len(findings),
+            },
+            actor_id=actor.name,
+            task_id=record.task_id,
+        )
+    return record, findings
+
+
+def _findings_json(findings: Sequence[Finding]) -> str:
+    return json.dumps([f.to_dict() for f in findings], separators=(",", ":"), ensure_ascii=False)
+
+
+def latest_review(reviews: Sequence[SecurityReview], revision: str) -> SecurityReview | None:
+    """The review that speaks for `revision` (§3.9.3, ours): among proposal reviews of that
+    revision, the most recently written one (an edited review becomes current)."""
+    current = [r for r in reviews if r.proposal_id and revision and r.revision == revision]
+    if not current:
+        return None
+    return max(current, key=lambda r: (r.updated_at, r.created_at, r.id))

@@ -1,0 +1,258 @@
+"""The automatic security scan of a patch (spec/tools.md §3.9.1, with the weaknesses of §4.7
+fixed): secrets, dangerous calls and commands in *added* lines, and sensitive paths.
+
+Differences from the reference, on purpose:
+- command patterns match as whole words (`rm` no longer matches `format`, `mv` not `mvn`);
+- secrets are recognised by shape (private-key blocks, well-known token formats, a credential
+  name assigned a literal), not only when printed;
+- every finding names its path and line, findings are de-duplicated and sorted by real
+  severity (`critical` first);
+- `info` and `low` findings inform but do not change the verdict.
+
+Pure functions: no I/O. Messages never quote the matched text, so a found secret is not
+copied into the database or an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from roundtable.errors import ToolError
+
+SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+BLOCKING = ("critical", "high", "medium")
+MAX_FINDINGS = 500
+
+APPROVED = "approved"
+NEEDS_CHANGES = "needs_changes"
+VETO = "veto"
+SUMMARIES = {
+    VETO: "Security review vetoed the proposal due to critical findings.",
+    NEEDS_CHANGES: "Security review found issues that require changes before apply.",
+    APPROVED: "Security review completed with no blocking findings.",
+}
+
+# Built-in `commands.dangerous` (spec/tools.md §3.7.2), used when no policy is loaded.
+DEFAULT_DANGEROUS_COMMANDS: tuple[str, ...] = (
+    "rm",
+    "chmod",
+    "chown",
+    "mv",
+    "git reset",
+    "git clean",
+    "git push",
+    "docker system prune",
+    "kubectl",
+    "terraform apply",
+    "npm install",
+    "pnpm add",
+    "yarn add",
+    "go get",
+    "pip install",
+)
+
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+_TOKEN_SHAPES = re.compile(
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}\b"
+    r"|\bgithub_pat_[A-Za-z0-9_]{20,}\b"
+    r"|\bglpat-[A-Za-z0-9_-]{20,}\b"
+    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b"
+    r"|\bsk_live_[A-Za-z0-9]{16,}\b"
+    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}\b"
+    r"|\bAIza[0-9A-Za-z_-]{35}\b"
+    r"|\brtcap_[A-Za-z0-9_-]{16,}\b"
+)
+_CREDENTIAL_NAME = (
+    r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key)"
+)
+# name = "literal" / name: 'literal' / "name": "literal" (code, JSON, YAML, TOML)
+_QUOTED_SECRET = re.compile(rf"(?i){_CREDENTIAL_NAME}[\w.-]*[\"']?\s*(?::=|=|:)\s*[\"']([^\"'\s]{{8,}})[\"']")
+# NAME=value / name: value in configuration-like files, where values are written unquoted
+_BARE_SECRET = re.compile(
+    rf"(?i)^\s*(?:export\s+)?[\w.-]*{_CREDENTIAL_NAME}[\w.-]*\s*[=:]\s*([^\s\"'$<{{(\[][^\s]{{7,}})\s*$"
+)
+_CONFIG_SUFFIXES = (".env", ".ini", ".cfg", ".conf", ".properties", ".yaml", ".yml", ".toml")
+_PLACEHOLDER = re.compile(r"(?i)example|changeme|change_me|placeholder|your[_-]|xxxx|dummy|redacted|\*\*\*|\.\.\.")
+
+_LOGGING = re.compile(
+    r"(?i)(?:\b(?:print|println|printf|puts|echo)\b"
+    r"|\bconsole\.\w+\s*\("
+    r"|\blog(?:ger|ging)?\.\w+\s*\("
+    r"|\bfmt\.(?:print|sprint|fprint)\w*\s*\()"
+)
+_SENSITIVE_WORD = re.compile(r"(?i)token|secret|password|passwd|api[_-]?key|private[_-]?key")
+
+_DANGEROUS_CALLS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("eval()", re.compile(r"(?<![\w.])eval\s*\(")),
+    ("exec()", re.compile(r"(?<![\w.])exec\s*\(")),
+    ("os.system()", re.compile(r"\bos\.(?:system|popen)\s*\(")),
+    ("os.exec*()", re.compile(r"\bos\.exec[lv]p?e?\s*\(")),
+    ("shell=True", re.compile(r"\bshell\s*=\s*True\b")),
+    ("child_process", re.compile(r"\bchild_process\b")),
+    ("new Function()", re.compile(r"\bnew\s+Function\s*\(")),
+    ("pickle.loads()", re.compile(r"\bpickle\.loads?\s*\(")),
+    ("exec.Command()", re.compile(r"\bexec\.Command(?:Context)?\s*\(")),
+    ("Runtime.exec()", re.compile(r"\bRuntime\.getRuntime\(\)\.exec\s*\(")),
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: str
+    message: str
+    path: str = ""
+    line: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+        }
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    status: str
+    summary: str
+    findings: tuple[Finding, ...]
+    touched: tuple[str, ...]
+
+
+def _command_pattern(command: str) -> re.Pattern[str] | None:
+    words = command.strip().lower().split()
+    if not words:
+        return None
+    body = r"\s+".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<![\w.-]){body}(?![\w-])", re.IGNORECASE)
+
+
+def _is_config_file(path: str) -> bool:
+    name = PurePosixPath(path).name.lower()
+    return name.startswith(".env") or name.endswith(_CONFIG_SUFFIXES)
+
+
+def _scan_line(text: str, path: str, line: int, commands: list[tuple[str, re.Pattern[str]]]) -> Iterable[Finding]:
+    if _PRIVATE_KEY.search(text):
+        yield Finding("private_key", "critical", "Added content contains a private key.", path, line)
+    if _TOKEN_SHAPES.search(text):
+        yield Finding(
+            "access_token", "critical", "Added content contains what looks like an access key or token.", path, line
+        )
+    match = _QUOTED_SECRET.search(text) or (_BARE_SECRET.search(text) if _is_config_file(path) else None)
+    if match and not _PLACEHOLDER.search(match.group(1)):
+        yield Finding(
+            "hardcoded_secret",
+            "critical",
+            "Added line assigns a literal value to a credential (password, secret, token or key).",
+            path,
+            line,
+        )
+    if _LOGGING.search(text) and _SENSITIVE_WORD.search(text):
+        yield Finding(
+            "secret_logging",
+            "critical",
+            "Added line appears to log or print sensitive credentials or tokens.",
+            path,
+            line,
+        )
+    for label, pattern in _DANGEROUS_CALLS:
+        if pattern.search(text):
+            yield Finding(
+                "dangerous_call",
+                "high",
+                f"Added content calls {label}, which can run arbitrary code or commands.",
+                path,
+                line,
+            )
+    for command, pattern in commands:
+        if pattern.search(text):
+            escaped = command.replace("\\", "\\\\").replace('"', '\\"')
+            yield Finding(
+                "dangerous_command",
+                "high",
+                f'Added content references dangerous command pattern "{escaped}".',
+                path,
+                line,
+            )
+
+
+def _strip_prefix(name: str) -> str:
+    if name in ("/dev/null", ""):
+        return ""
+    return name[2:] if name.startswith(("a/", "b/")) else name
+
+
+def verdict(findings: Iterable[Finding]) -> str:
+    severities = {f.severity for f in findings}
+    if "critical" in severities:
+        return VETO
+    if severities & set(BLOCKING):
+        return NEEDS_CHANGES
+    return APPROVED
+
+
+def scan_patch(
+    text: str,
+    *,
+    dangerous_commands: Iterable[str] = DEFAULT_DANGEROUS_COMMANDS,
+    is_sensitive: Callable[[str], bool] | None = None,
+    is_high_risk: Callable[[str], bool] | None = None,
+) -> ScanResult:
+    """Scan a unified diff; raises `ToolError` when it does not parse or touches no file."""
+    try:
+        patch = PatchSet(text)
+    except UnidiffParseError as exc:
+        raise ToolError(f"parse patch: {exc}") from None
+    if len(patch) == 0:
+        raise ToolError("parse patch: no file changes found")
+    commands = [(c, p) for c in dict.fromkeys(dangerous_commands) if (p := _command_pattern(c)) is not None]
+    findings: list[Finding] = []
+    touched: list[str] = []
+    for patched in patch:
+        paths = [
+            p for p in dict.fromkeys((_strip_prefix(patched.source_file), _strip_prefix(patched.target_file))) if p
+        ]
+        touched.extend(p for p in paths if p not in touched)
+        for path in paths:
+            if is_sensitive is not None and is_sensitive(path):
+                findings.append(
+                    Finding("sensitive_path", "high", "Patch touches a credential or configuration location.", path)
+                )
+            if is_high_risk is not None and is_high_risk(path):
+                findings.append(
+                    Finding(
+                        "high_risk_path",
+                        "info",
+                        "Path matches a high-risk policy pattern; the human approval rules apply.",
+                        path,
+                    )
+                )
+        path = paths[-1] if paths else patched.path
+        if patched.is_binary_file:
+            findings.append(
+                Finding("binary_file", "medium", "Patch changes a binary file, which the scan cannot inspect.", path)
+            )
+        for hunk in patched:
+            for line in hunk:
+                if line.is_added:
+                    findings.extend(_scan_line(line.value.rstrip("\r\n"), path, line.target_line_no or 0, commands))
+    unique = sorted(set(findings), key=lambda f: (SEVERITY_RANK.get(f.severity, 9), f.path, f.line, f.code, f.message))
+    if len(unique) > MAX_FINDINGS:
+        dropped = len(unique) - MAX_FINDINGS
+        unique = [
+            *unique[:MAX_FINDINGS],
+            Finding("findings_truncated", "info", f"{dropped} more findings were not recorded."),
+        ]
+    status = verdict(unique)
+    return ScanResult(status, SUMMARIES[status], tuple(unique), tuple(touched))

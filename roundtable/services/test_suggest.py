@@ -1,0 +1,149 @@
+"""Test command suggestions from the repository's own markers (DESIGN §4.20; the reference
+always suggested `go test ./...`, spec/tools.md §4.8 item 92).
+
+Markers and the command each implies (every command is runnable through `test.run`):
+- `pytest.ini`, `pyproject.toml`, `setup.cfg`, `tox.ini`, `conftest.py` → `pytest`
+- `package.json` with a real `scripts.test` → `npm test` (`pnpm test` / `yarn test` when their
+  lock file is present)
+- `go.mod` → `go test ./...`;  `Cargo.toml` → `cargo test`
+- a Makefile with a `test:` target → `make test`
+
+Without a proposal the root's markers are used. With one, each touched file looks for the
+nearest directory (itself up to the root) that has markers and keeps those of its own language
+(plus `make test`), so a Go change in `svc/` suggests `go -C svc test ./...` and not the root's
+`npm test`; when no touched file maps to a language the root's suggestions are returned.
+Blocking file reads: call these from a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+PYTHON_MARKERS = ("pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py")
+MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+_MAKE_TEST = re.compile(r"^test\s*:(?!=)", re.M)
+_NPM_PLACEHOLDER = "no test specified"
+_MAX_MARKER_BYTES = 1 << 20
+
+LANGUAGE_OF_SUFFIX = {
+    ".py": "python",
+    ".pyi": "python",
+    ".go": "go",
+    ".rs": "rust",
+    ".js": "node",
+    ".jsx": "node",
+    ".mjs": "node",
+    ".cjs": "node",
+    ".ts": "node",
+    ".tsx": "node",
+    ".vue": "node",
+    ".svelte": "node",
+}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    command: str
+    marker: str
+    language: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"command": self.command, "marker": self.marker, "language": self.language}
+
+
+def _read(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(_MAX_MARKER_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _inside(root: Path, path: Path) -> bool:
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root + os.sep)
+
+
+def _marker(root: Path, rel_dir: str, name: str) -> Path | None:
+    path = root / rel_dir / name if rel_dir else root / name
+    if path.is_file() and _inside(root, path):
+        return path
+    return None
+
+
+def _rel(rel_dir: str, name: str) -> str:
+    return f"{rel_dir}/{name}" if rel_dir else name
+
+
+def markers_in(root: Path, rel_dir: str = "") -> list[Suggestion]:
+    """The suggestions implied by the markers directly inside `rel_dir` ("" = the root)."""
+    out: list[Suggestion] = []
+    for name in PYTHON_MARKERS:
+        if _marker(root, rel_dir, name):
+            out.append(Suggestion(f"pytest {rel_dir}" if rel_dir else "pytest", _rel(rel_dir, name), "python"))
+            break
+    package = _marker(root, rel_dir, "package.json")
+    if package is not None:
+        try:
+            scripts = json.loads(_read(package)).get("scripts") or {}
+        except (ValueError, AttributeError):
+            scripts = {}
+        test = scripts.get("test") if isinstance(scripts, dict) else None
+        if isinstance(test, str) and test.strip() and _NPM_PLACEHOLDER not in test:
+            if _marker(root, rel_dir, "pnpm-lock.yaml"):
+                command = f"pnpm --dir {rel_dir} test" if rel_dir else "pnpm test"
+            elif _marker(root, rel_dir, "yarn.lock"):
+                command = f"yarn --cwd {rel_dir} test" if rel_dir else "yarn test"
+            else:
+                command = f"npm --prefix {rel_dir} test" if rel_dir else "npm test"
+            out.append(Suggestion(command, _rel(rel_dir, "package.json"), "node"))
+    if _marker(root, rel_dir, "go.mod"):
+        out.append(
+            Suggestion(f"go -C {rel_dir} test ./..." if rel_dir else "go test ./...", _rel(rel_dir, "go.mod"), "go")
+        )
+    if _marker(root, rel_dir, "Cargo.toml"):
+        command = f"cargo test --manifest-path {rel_dir}/Cargo.toml" if rel_dir else "cargo test"
+        out.append(Suggestion(command, _rel(rel_dir, "Cargo.toml"), "rust"))
+    for name in MAKEFILES:
+        makefile = _marker(root, rel_dir, name)
+        if makefile is not None and _MAKE_TEST.search(_read(makefile)):
+            out.append(Suggestion(f"make -C {rel_dir} test" if rel_dir else "make test", _rel(rel_dir, name), "make"))
+            break
+    return out
+
+
+def _safe_parts(rel: str) -> tuple[str, ...] | None:
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or any(p in ("..", "") for p in pure.parts):
+        return None
+    return pure.parts
+
+
+def suggest(root: Path, touched: list[str] | None = None) -> list[Suggestion]:
+    """Suggestions for the whole repository, or narrowed to the touched files."""
+    if not touched:
+        return sorted(markers_in(root), key=lambda s: s.command)
+    found: dict[str, Suggestion] = {}
+    cache: dict[str, list[Suggestion]] = {}
+    for rel in touched:
+        parts = _safe_parts(rel)
+        language = LANGUAGE_OF_SUFFIX.get(PurePosixPath(rel).suffix)
+        if parts is None or language is None:
+            continue
+        for depth in range(len(parts) - 1, -1, -1):
+            rel_dir = "/".join(parts[:depth])
+            if rel_dir not in cache:
+                cache[rel_dir] = markers_in(root, rel_dir)
+            relevant = [s for s in cache[rel_dir] if s.language in (language, "make")]
+            if relevant:
+                for s in relevant:
+                    found.setdefault(s.command, s)
+                break
+    if not found:
+        return sorted(markers_in(root), key=lambda s: s.command)
+    return sorted(found.values(), key=lambda s: s.command)
