@@ -134,6 +134,7 @@ class Owner:
         http_address: str | None = None,
         socket_path: Path | str | None = None,
         drain_timeout: float = DRAIN_TIMEOUT,
+        chair_interval: float | None = None,
     ) -> None:
         self.root = Path(root)
         self._want_http = http
@@ -143,6 +144,7 @@ class Owner:
         self._http_address_override = http_address
         self._socket_path_override = Path(socket_path) if socket_path is not None else None
         self.drain_timeout = drain_timeout
+        self.chair_interval = chair_interval
         self.runtime: Any = None
         self.chair: Any = None
         self.http: Any = None
@@ -229,8 +231,19 @@ class Owner:
             await self.http.start()
         chair_cls = _optional("roundtable.chair", "ChairLoop") if self._want_chair else None
         if chair_cls is not None:
-            self.chair = chair_cls(self.runtime)
+            self.chair = self._make_chair(chair_cls)
             self._chair_task = asyncio.create_task(self._run_chair(), name="roundtable-chair")
+
+    def _make_chair(self, chair_cls: Any) -> Any:
+        """`ChairLoop(runtime)`, passing `--interval` when the loop accepts an `interval`."""
+        if self.chair_interval is not None:
+            try:
+                accepts = "interval" in inspect.signature(chair_cls).parameters
+            except (TypeError, ValueError):
+                accepts = False
+            if accepts:
+                return chair_cls(self.runtime, interval=self.chair_interval)
+        return chair_cls(self.runtime)
 
     async def _run_chair(self) -> None:
         try:

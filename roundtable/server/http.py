@@ -120,7 +120,9 @@ class HttpServer:
         import socket as _socket
 
         family = _socket.AF_INET6 if ":" in self.options.host else _socket.AF_INET
-        sock = _socket.socket(family, _socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
+        # and without it every keep-alive reply stalls ~40 ms on Nagle + delayed ACK.
+        sock = _socket.socket(family, _socket.SOCK_STREAM, _socket.IPPROTO_TCP)
         try:
             sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
             sock.bind((self.options.host, self.options.port))

@@ -1,0 +1,28 @@
+"""`roundtable mcp serve [--root DIR]`: headless tool server (HTTP + legacy socket, no Chair)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from roundtable.cli.common import handle_errors, root_option, run_async
+
+
+@click.command()
+@root_option
+@handle_errors
+def serve(root: Path) -> None:
+    """Serve the tools over Streamable HTTP and the legacy socket until SIGINT/SIGTERM."""
+    from roundtable.cli.owner_run import serve_forever
+    from roundtable.config import load_config
+
+    config = load_config(root)
+
+    def ready(owner: Any) -> str:
+        return (
+            f"roundtable mcp serve listening on {owner.http_url} and {config.mcp.transport}://{config.mcp.socket_path}"
+        )
+
+    run_async(serve_forever(root, chair=False, ready=ready, stopped_line="roundtable mcp serve stopped"))

@@ -1,0 +1,51 @@
+"""Run an `Owner` in the foreground until SIGINT/SIGTERM (shared by `start` and `mcp serve`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+
+def echo(line: str) -> None:
+    click.echo(line)
+
+
+async def serve_forever(
+    root: Path,
+    *,
+    chair: bool,
+    ready: Callable[[object], str],
+    stopped_line: str,
+    log: Callable[[str], None] = echo,
+    chair_interval: float | None = None,
+) -> None:
+    """Enter the owner, print the ready line, wait for a signal (or HTTP failure), stop cleanly."""
+    from roundtable.owner import Owner
+    from roundtable.server.http import HttpError
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    failure = ""
+    async with Owner(root, chair=chair, log=log, chair_interval=chair_interval) as owner:
+        log(ready(owner))
+        waiters = [asyncio.ensure_future(stop.wait())]
+        http_task = owner.http.task if owner.http is not None else None
+        if http_task is not None:
+            waiters.append(asyncio.ensure_future(asyncio.shield(http_task)))
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        if http_task is not None and http_task.done() and not stop.is_set():
+            exc = None if http_task.cancelled() else http_task.exception()
+            failure = f"MCP HTTP server stopped: {type(exc).__name__ if exc else 'exited'}"
+    log(stopped_line)
+    if failure:
+        raise HttpError(failure)

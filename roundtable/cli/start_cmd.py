@@ -1,0 +1,51 @@
+"""`roundtable start [--root DIR] [--interval DURATION]`: the long-running owner.
+
+Takes the project lock, opens the runtime, recovers an interrupted apply, serves Streamable
+HTTP and the legacy socket, runs the Chair over every active run, and logs operational lines
+on stdout until SIGINT/SIGTERM (system.md §1.5, §7.6).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from roundtable.cli.common import fail, handle_errors, root_option, run_async
+
+
+@click.command()
+@root_option
+@click.option("--interval", default="", help="Chair tick interval (e.g. 1s, 500ms); default chair.tick_interval.")
+@handle_errors
+def start(root: Path, interval: str) -> None:
+    """Run the owner in the foreground: HTTP, socket and the Chair loop."""
+    from roundtable.cli.owner_run import serve_forever
+    from roundtable.config import format_duration, load_config, parse_duration
+
+    config = load_config(root)
+    tick = config.chair.tick_interval
+    if interval:
+        try:
+            tick = parse_duration(interval)
+        except ValueError:
+            fail("coordinator interval must be positive")
+        if tick <= 0:
+            fail("coordinator interval must be positive")
+
+    def ready(owner: Any) -> str:
+        return (
+            f"roundtable coordinator ready; project={root} http={owner.http_url} "
+            f"socket={config.mcp.socket_path} interval={format_duration(tick)}"
+        )
+
+    run_async(
+        serve_forever(
+            root,
+            chair=True,
+            ready=ready,
+            stopped_line="roundtable coordinator stopped",
+            chair_interval=tick if interval else None,
+        )
+    )
