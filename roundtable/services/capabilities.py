@@ -210,12 +210,11 @@ async def extend(tx: Tx, cap_id: str, lifetime_s: int = LIFETIME_S) -> SessionCa
 
 async def revoke(tx: Tx, cap_id: str, reason: str) -> bool:
     """Revoke once; returns False when it was already revoked or does not exist."""
-    count = await tx.execute(
-        "UPDATE session_capabilities SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
-        (clock.now(), reason, cap_id),
-    )
-    tx.tables.add("session_capabilities")
-    return count > 0
+    current = await tx.scalar("SELECT revoked_at IS NULL FROM session_capabilities WHERE id = ?", (cap_id,))
+    if not current:
+        return False
+    await tx.update("session_capabilities", {"id": cap_id}, {"revoked_at": clock.now(), "revoked_reason": reason})
+    return True
 
 
 async def for_session(reader: Reader | Tx, session_id: str) -> list[SessionCapability]:

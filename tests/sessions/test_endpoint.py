@@ -1,0 +1,110 @@
+"""The per-session MCP endpoint over a private Unix socket, driven by the official SDK client."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from roundtable.runtime import Runtime
+from roundtable.server.sessions import SessionEndpoint
+from roundtable.services import capabilities, sessions
+from tests.sessions.helpers import Bound, add_proposal, bind, make_task
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def endpoint(runtime: Runtime, b: Bound) -> AsyncIterator[Path]:
+    directory = Path(tempfile.mkdtemp(prefix="rt-test-"))
+    os.chmod(directory, 0o700)
+    ep = SessionEndpoint(runtime, b.cap.id, directory / "s.sock")
+    await ep.start()
+    try:
+        yield directory / "s.sock"
+    finally:
+        await ep.close()
+        os.rmdir(directory)
+
+
+@asynccontextmanager
+async def client(sock: Path, token: str) -> AsyncIterator[Any]:
+    async with AsyncExitStack() as stack:
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                transport=httpx2.AsyncHTTPTransport(uds=str(sock)), headers={"Authorization": f"Bearer {token}"}
+            )
+        )
+        c = await stack.enter_async_context(
+            Client(streamable_http_client("http://localhost/mcp", http_client=http), mode="legacy")
+        )
+        yield c.session
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_socket_is_private_and_requires_this_sessions_token(runtime: Runtime) -> None:
+    run_id, task_id = await make_task(runtime)
+    b = await bind(runtime, "implementer-1", run_id, task_id)
+    other = await bind(runtime, "implementer-1", run_id, task_id)
+    async with endpoint(runtime, b) as sock:
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        async with httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(uds=str(sock))) as http:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Bearer {other.token}"}):
+                resp = await http.post("http://localhost/mcp", json=body, headers=headers)
+                assert resp.status_code == 401
+                assert resp.text == "unauthorized"
+
+
+async def test_tools_list_is_filtered_by_role_and_calls_are_checked(runtime: Runtime) -> None:
+    run_id, task_id = await make_task(runtime)
+    pid = await add_proposal(runtime, task_id)
+    b = await bind(runtime, "reviewer-1", run_id, task_id, pid)
+    async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
+        listed = {t.name: t for t in (await s.list_tools()).tools}
+        assert "vote_cast" in listed and "table_get_state" in listed
+        assert "proposal_create" not in listed and "patch_apply" not in listed and "test_run" not in listed
+        assert "agent_id" not in (listed["vote_cast"].input_schema.get("required") or [])
+        ok = await s.call_tool("task_get", {})
+        assert not ok.is_error, text_of(ok)
+        assert ok.structured_content["task"]["id"] == task_id
+        denied = await s.call_tool("proposal_create", {"task_id": task_id})
+        assert denied.is_error
+        assert text_of(denied) == "operation proposal.create is not permitted for role reviewer"
+        mismatch = await s.call_tool("resource_claim_status", {"agent_id": "implementer-1"})
+        assert mismatch.is_error and "argument agent_id does not match" in text_of(mismatch)
+        # Revocation refuses the very next call and empties the list.
+        async with runtime.db.write() as tx:
+            await capabilities.revoke(tx, b.cap.id, "operator")
+        after = await s.call_tool("task_get", {})
+        assert after.is_error and text_of(after) == "capability expired or revoked"
+        assert (await s.list_tools()).tools == []
+    async with runtime.db.read() as r:
+        rows = await r.fetchall("SELECT payload_json FROM events WHERE type = 'capability.denied' ORDER BY id")
+    reasons = [json.loads(row[0])["reason_code"] for row in rows]
+    assert reasons == ["tool_not_permitted", "identity_mismatch"]
+    assert all(b.token not in row[0] and task_id not in row[0] for row in rows)
+
+
+async def test_ended_session_is_refused(runtime: Runtime) -> None:
+    run_id, task_id = await make_task(runtime)
+    b = await bind(runtime, "implementer-1", run_id, task_id)
+    async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
+        assert not (await s.call_tool("table_get_state", {})).is_error
+        async with runtime.db.write() as tx:
+            await sessions.end(tx, b.session_id)
+        res = await s.call_tool("table_get_state", {})
+        assert res.is_error and text_of(res) == "session is not active"
