@@ -42,7 +42,7 @@ from roundtable.services import git
 from roundtable.services.evidence import event_run_id
 from roundtable.services.gates import evaluate
 from roundtable.services.patches import ParsedPatch, file_hash, parse_patch, read_patch, write_atomic_bytes
-from roundtable.services.policy import Policy
+from roundtable.services.policy import Policy, ensure_policy
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Proposal, Transaction
 
@@ -66,10 +66,7 @@ class FileState:
 
 
 def _policy(runtime: Runtime) -> Policy:
-    policy = runtime.policy
-    if not isinstance(policy, Policy):
-        raise ToolError("policy evaluation unavailable")
-    return policy
+    return ensure_policy(runtime.policy)
 
 
 def _state_hash(head: str, hashes: dict[str, str]) -> str:

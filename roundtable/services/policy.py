@@ -471,6 +471,13 @@ def parse_policy(text: str, label: str = POLICY_FILE) -> Policy:
     return replace(policy, profiles=profiles, high_paths=high_paths, dangerous_commands=dangerous)
 
 
+def ensure_policy(value: object) -> Policy:
+    """The runtime's policy, or the error the spec names when it is unavailable."""
+    if not isinstance(value, Policy):
+        raise ConfigError("policy evaluation unavailable")
+    return value
+
+
 def load_policy(root: Path) -> Policy:
     """The policy of a project root: its POLICIES.ROUNDTABLE.md, or the built-in defaults."""
     path = Path(root) / POLICY_FILE

@@ -1,9 +1,74 @@
-"""The patch pipeline: `patch.validate`, `patch.apply`, `patch.reject`."""
+"""The patch pipeline: `patch.validate`, `patch.apply`, `patch.reject`, and the operator's
+unexposed `patch.rollback`. The work lives in `services.validate`, `services.apply` and
+`services.proposals`; apply and rollback manage their own transactions (mode `none`)."""
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
+from typing import Any
+
+from roundtable import clock
+from roundtable.services import apply as apply_service
+from roundtable.services import proposals as proposals_service
+from roundtable.services.validate import validate as validate_proposal
+from roundtable.tools.args import opt_str, record_id
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import obj, string
+
+
+def _actor(call: Call) -> str:
+    cap = call.caller.capability
+    return call.caller.agent_id or (cap.agent_id if cap is not None else "") or call.caller.actor
+
+
+async def validate(call: Call) -> dict[str, Any]:
+    return await validate_proposal(call.runtime, call.args["proposal_id"], actor=_actor(call))
+
+
+async def apply(call: Call) -> dict[str, Any]:
+    args = call.args
+    out = await apply_service.apply_proposal(
+        call.runtime,
+        args["proposal_id"],
+        transaction_id=record_id(args, "transaction_id"),
+        run_id=opt_str(args, "run_id"),
+        applied_by=opt_str(args, "applied_by", _actor(call)),
+        expected_revision=opt_str(args, "revision"),
+    )
+    meta = out["metadata"]
+    return {
+        "proposal": proposals_service.proposal_dict(out["proposal"]),
+        "transaction": out["transaction"].to_dict(),
+        "policy": {"summary": meta.get("policy_summary", "")},
+        "human_approval": meta.get("human_approval_id", ""),
+        "security_review": meta.get("security_review_id", ""),
+    }
+
+
+async def reject(call: Call) -> dict[str, Any]:
+    args = call.args
+    return await proposals_service.reject(
+        call.w,
+        proposal_id=args["proposal_id"],
+        reason_md=args["reason_md"],
+        decision_id=record_id(args, "decision_id", clock.new_id("D")),
+        decided_by=opt_str(args, "decided_by", _actor(call)),
+    )
+
+
+async def rollback(call: Call) -> dict[str, Any]:
+    args = call.args
+    out = await apply_service.rollback_transaction(
+        call.runtime,
+        args["transaction_id"],
+        reason=opt_str(args, "reason_md", "operator rollback"),
+        caller=_actor(call),
+    )
+    return {
+        "transaction": out["transaction"].to_dict() if out["transaction"] else None,
+        "proposal": proposals_service.proposal_dict(out["proposal"]) if out["proposal"] else None,
+    }
+
 
 _PROPOSAL = string("Proposal id.")
 
@@ -16,7 +81,7 @@ TOOLS = [
         ),
         input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
         output_schema={"type": "object"},
-        handler=not_implemented("patch.validate"),
+        handler=validate,
         mode="none",
         read_only=True,
     ),
@@ -32,11 +97,12 @@ TOOLS = [
                 "transaction_id": string("Explicit transaction id (default: generated)."),
                 "run_id": string("Run to record the transaction in."),
                 "applied_by": string("Who applies."),
+                "revision": string("The revision (sha256) the operator reviewed; refused if it is no longer current."),
             },
             ["proposal_id"],
         ),
         output_schema={"type": "object"},
-        handler=not_implemented("patch.apply"),
+        handler=apply,
         mode="none",
         destructive=True,
         operator_only=True,
@@ -54,7 +120,7 @@ TOOLS = [
             ["proposal_id", "reason_md"],
         ),
         output_schema={"type": "object"},
-        handler=not_implemented("patch.reject"),
+        handler=reject,
         destructive=True,
         operator_only=True,
     ),
@@ -65,7 +131,7 @@ TOOLS = [
             {"transaction_id": string("Transaction to roll back."), "reason_md": string("Why.")}, ["transaction_id"]
         ),
         output_schema={"type": "object"},
-        handler=not_implemented("patch.rollback"),
+        handler=rollback,
         mode="none",
         destructive=True,
         exposed=False,

@@ -1,9 +1,125 @@
-"""Proposals, votes and decisions: `proposal.*`, `vote.cast`, `vote.list`, `decision.record`."""
+"""Proposals, votes and decisions: `proposal.*`, `vote.cast`, `vote.list`, `decision.record`.
+
+Handlers bind arguments and the caller to `services.proposals` and `services.votes`. An agent
+caller acts only as itself: `agent_id` naming someone else is refused.
+"""
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
+from typing import Any
+
+from roundtable import clock
+from roundtable.services import proposals as service
+from roundtable.services import votes as votes_service
+from roundtable.services.policy import ensure_policy
+from roundtable.tools.args import opt_float, opt_list, opt_str, record_id
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, number, obj, result, string, strings
+
+
+def _caller_agent(call: Call) -> str:
+    cap = call.caller.capability
+    return call.caller.agent_id or (cap.agent_id if cap is not None else "")
+
+
+def _session(call: Call) -> str:
+    cap = call.caller.capability
+    return call.caller.session_id or (cap.session_id if cap is not None else "")
+
+
+async def create(call: Call) -> dict[str, Any]:
+    args = call.args
+    agent_id = args["agent_id"].strip()
+    service.check_author(_caller_agent(call), call.caller.is_operator, agent_id, "proposal.create")
+    return await service.create(
+        call.w,
+        call.runtime.root,
+        proposal_id=record_id(args, "proposal_id", clock.new_id("P")),
+        task_id=args["task_id"].strip(),
+        agent_id=agent_id,
+        title=args["title"],
+        summary_md=args["summary_md"],
+        patch=args["patch"],
+        risk=opt_str(args, "risk", "normal").strip() or "normal",
+        affected_resources=opt_list(args, "affected_resources"),
+        expected_tests=opt_list(args, "expected_tests"),
+        rollback_notes=opt_str(args, "rollback_notes"),
+        status=opt_str(args, "status", "pending"),
+        session_id=_session(call),
+    )
+
+
+async def attach_patch(call: Call) -> dict[str, Any]:
+    args = call.args
+    p = await service.load(call.w, args["proposal_id"])
+    service.check_author(_caller_agent(call), call.caller.is_operator, p.agent_id, "proposal.attach_patch")
+    return await service.attach(
+        call.w,
+        call.runtime.root,
+        proposal_id=p.id,
+        patch=args["patch"],
+        affected_resources=opt_list(args, "affected_resources"),
+        actor=_caller_agent(call) or call.caller.actor,
+    )
+
+
+async def get(call: Call) -> dict[str, Any]:
+    return await service.detail(call.r, call.runtime.root, call.runtime.policy, call.args["proposal_id"])
+
+
+async def list_(call: Call) -> dict[str, Any]:
+    return {"proposals": await service.listing(call.r, opt_str(call.args, "task_id"), opt_str(call.args, "status"))}
+
+
+async def request_review(call: Call) -> dict[str, Any]:
+    return await service.request_review(
+        call.w,
+        call.runtime.root,
+        ensure_policy(call.runtime.policy),
+        call.args["proposal_id"],
+        _caller_agent(call) or call.caller.actor,
+    )
+
+
+async def vote_cast(call: Call) -> dict[str, Any]:
+    args = call.args
+    agent_id = args["agent_id"].strip()
+    service.check_author(_caller_agent(call), call.caller.is_operator, agent_id, "vote.cast")
+    policy = call.runtime.policy
+    vote = await votes_service.cast(
+        call.w,
+        proposal_id=args["proposal_id"],
+        agent_id=agent_id,
+        vote=args["vote"],
+        reason_md=args["reason_md"],
+        confidence=opt_float(args, "confidence", 0.0),
+        vote_id=record_id(args, "vote_id", clock.new_id("V")),
+        session_id=_session(call),
+        policy_version=getattr(policy, "version", ""),
+    )
+    return {"vote": vote.to_dict()}
+
+
+async def vote_list(call: Call) -> dict[str, Any]:
+    return {"votes": await votes_service.listing(call.r, call.args["proposal_id"])}
+
+
+async def decision_record(call: Call) -> dict[str, Any]:
+    args = call.args
+    decided_by = args["decided_by"].strip()
+    service.check_author(_caller_agent(call), call.caller.is_operator, decided_by, "decision.record")
+    decision = await service.record_decision(
+        call.w,
+        decision_id=record_id(args, "decision_id", clock.new_id("D")),
+        decision=args["decision"],
+        rationale_md=args["rationale_md"],
+        decided_by=decided_by,
+        proposal_id=opt_str(args, "proposal_id"),
+        task_id=opt_str(args, "task_id"),
+    )
+    return {"decision": decision.to_dict()}
+
 
 _PROPOSAL = string("Proposal id, e.g. P-20260115T093012.123456789.")
 
@@ -30,8 +146,8 @@ TOOLS = [
             },
             ["task_id", "agent_id", "title", "summary_md", "affected_resources", "risk", "patch"],
         ),
-        output_schema=result({"proposal": RECORD}, required=["proposal"]),
-        handler=not_implemented("proposal.create"),
+        output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
+        handler=create,
     ),
     ToolSpec(
         name="proposal.attach_patch",
@@ -44,15 +160,24 @@ TOOLS = [
             },
             ["proposal_id", "patch"],
         ),
-        output_schema=result({"proposal": RECORD}, required=["proposal"]),
-        handler=not_implemented("proposal.attach_patch"),
+        output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
+        handler=attach_patch,
     ),
     ToolSpec(
         name="proposal.get",
-        description="Fetch one proposal with its current revision, patch and resources.",
+        description="Fetch one proposal with its revisions, the current patch text, resources and gate summary.",
         input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
-        output_schema=result({"proposal": RECORD}, required=["proposal"]),
-        handler=not_implemented("proposal.get"),
+        output_schema=result(
+            {
+                "proposal": RECORD,
+                "proposal_resources": RECORDS,
+                "revisions": RECORDS,
+                "patch": string(),
+                "gates": RECORD,
+            },
+            required=["proposal"],
+        ),
+        handler=get,
         mode="read",
         read_only=True,
         idempotent=True,
@@ -62,7 +187,7 @@ TOOLS = [
         description="List proposals, optionally by task_id and/or status.",
         input_schema=obj({"task_id": string("Exact task id."), "status": string("Exact status.")}),
         output_schema=result({"proposals": RECORDS}),
-        handler=not_implemented("proposal.list"),
+        handler=list_,
         mode="read",
         read_only=True,
         idempotent=True,
@@ -72,7 +197,7 @@ TOOLS = [
         description="Ask reviewers (by policy role) to review a proposal; moves it to in_review.",
         input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
         output_schema={"type": "object"},
-        handler=not_implemented("proposal.request_review"),
+        handler=request_review,
     ),
     ToolSpec(
         name="vote.cast",
@@ -92,14 +217,14 @@ TOOLS = [
             ["proposal_id", "agent_id", "vote", "reason_md"],
         ),
         output_schema=result({"vote": RECORD}, required=["vote"]),
-        handler=not_implemented("vote.cast"),
+        handler=vote_cast,
     ),
     ToolSpec(
         name="vote.list",
         description="List the votes on a proposal.",
         input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
         output_schema=result({"votes": RECORDS}),
-        handler=not_implemented("vote.list"),
+        handler=vote_list,
         mode="read",
         read_only=True,
         idempotent=True,
@@ -119,6 +244,6 @@ TOOLS = [
             ["decision", "rationale_md", "decided_by"],
         ),
         output_schema=result({"decision": RECORD}, required=["decision"]),
-        handler=not_implemented("decision.record"),
+        handler=decision_record,
     ),
 ]

@@ -1,0 +1,405 @@
+"""Proposals and their patch revisions (spec/tools.md §2.5.1–§2.5.5, §3.4; DESIGN §4.7).
+
+A proposal owns an ordered list of revisions (`patch_revisions`); each is a patch stored
+content-addressed under `.roundtable/patches/<sha256>.diff`, with the touched files and the
+fencing numbers of the claims that covered it. The proposal's `current_revision` is the sha256
+of the newest one. Attaching a patch adds a revision, puts the proposal back to `pending`, and
+so makes every vote, approval, review and test run bound to an older revision stale (they are
+kept, but gates only look at the current revision).
+
+State machine: `pending` → `in_review` (review requested) → `accepted` (applied) or `rejected`;
+an applied transaction that is rolled back leaves `rolled_back`. Attach, apply and reject are
+allowed only from `pending`/`in_review`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from roundtable import clock
+from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.services.claims import parse_resource_id
+from roundtable.services.evidence import event_run_id
+from roundtable.services.gates import OPEN_STATUSES, check_claims, current_votes
+from roundtable.services.patches import ParsedPatch, parse_patch, read_patch, store_patch
+from roundtable.services.policy import Policy
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Agent, Decision, PatchRevision, Proposal, ProposalResource
+
+MAX_EXPECTED_TESTS = 50
+
+
+def proposal_dict(p: Proposal) -> dict[str, Any]:
+    """A proposal as results show it: the record plus `expected_tests` as a list."""
+    out = p.to_dict()
+    try:
+        out["expected_tests"] = json.loads(p.expected_tests_json or "[]")
+    except ValueError:
+        out["expected_tests"] = []
+    return out
+
+
+async def load(q: Reader | Tx, proposal_id: str) -> Proposal:
+    p = await q.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
+    if p is None:
+        raise NotFound("proposal", proposal_id)
+    return p
+
+
+async def links(q: Reader | Tx, proposal_id: str) -> list[ProposalResource]:
+    return await q.all(
+        ProposalResource, "SELECT * FROM proposal_resources WHERE proposal_id = ? ORDER BY resource_id", (proposal_id,)
+    )
+
+
+async def revisions(q: Reader | Tx, proposal_id: str) -> list[PatchRevision]:
+    return await q.all(
+        PatchRevision, "SELECT * FROM patch_revisions WHERE proposal_id = ? ORDER BY number", (proposal_id,)
+    )
+
+
+def merge_resources(explicit: list[str], touched: tuple[str, ...]) -> list[str]:
+    """§3.5.1: explicit ids (deduplicated, blanks dropped), then `file:<path>` for every touched
+    path not already covered by an explicit file/symbol id on it or a directory containing it."""
+    ids = list(dict.fromkeys(i.strip() for i in explicit if i.strip()))
+    covered: set[str] = set()
+    dirs: list[str] = []
+    for rid in ids:
+        kind, path, _symbol = parse_resource_id(rid)
+        if kind in ("file", "symbol"):
+            covered.add(path)
+        elif kind == "directory":
+            dirs.append(path.strip("/"))
+    for path in touched:
+        if path in covered or any(d == "" or path == d or path.startswith(d + "/") for d in dirs):
+            continue
+        rid = f"file:{path}"
+        if rid not in ids:
+            ids.append(rid)
+    return ids
+
+
+async def _link_resources(tx: Tx, proposal_id: str, ids: list[str]) -> None:
+    for rid in ids:
+        kind, path, symbol = parse_resource_id(rid)
+        await tx.execute(
+            "INSERT OR IGNORE INTO resources (id, type, path, symbol) VALUES (?, ?, ?, ?)",
+            (rid, kind, path, symbol or None),
+        )
+    await tx.execute("DELETE FROM proposal_resources WHERE proposal_id = ?", (proposal_id,))
+    for rid in ids:
+        await tx.insert("proposal_resources", {"proposal_id": proposal_id, "resource_id": rid})
+
+
+def check_author(caller_agent: str, is_operator: bool, agent_id: str, what: str) -> None:
+    """An agent caller acts only as itself."""
+    if not is_operator and caller_agent and caller_agent != agent_id:
+        raise PermissionDenied(f"{what}: you are {caller_agent}, not {agent_id}")
+
+
+async def _new_revision(
+    tx: Tx, root: Path, proposal_id: str, number: int, author: str, parsed: ParsedPatch, now: str
+) -> dict[str, int]:
+    check = await check_claims(tx, author, parsed, now)
+    if check.error:
+        raise ToolError(check.error)
+    # The file first, then the row that names it (committed by the caller's transaction).
+    rel = store_patch(root, parsed)
+    await tx.insert(
+        "patch_revisions",
+        {
+            "proposal_id": proposal_id,
+            "number": number,
+            "sha256": parsed.sha256,
+            "patch_path": rel,
+            "touched_files_json": json.dumps(list(parsed.touched)),
+            "claim_fences_json": json.dumps(check.fences, sort_keys=True),
+            "agent_id": author,
+            "created_at": now,
+        },
+    )
+    return check.fences
+
+
+async def create(
+    tx: Tx,
+    root: Path,
+    *,
+    proposal_id: str,
+    task_id: str,
+    agent_id: str,
+    title: str,
+    summary_md: str,
+    patch: str,
+    risk: str,
+    affected_resources: list[str],
+    expected_tests: list[str],
+    rollback_notes: str,
+    status: str,
+    session_id: str = "",
+) -> dict[str, Any]:
+    if status not in OPEN_STATUSES:
+        raise ValidationError(f"status must be one of {', '.join(OPEN_STATUSES)}")
+    tests = [t.strip() for t in expected_tests if t.strip()]
+    if len(tests) > MAX_EXPECTED_TESTS:
+        raise ValidationError(f"expected_tests: at most {MAX_EXPECTED_TESTS} commands")
+    task = await tx.scalar("SELECT id FROM tasks WHERE id = ?", (task_id,))
+    if task is None:
+        raise NotFound("task", task_id)
+    if await tx.scalar("SELECT 1 FROM proposals WHERE id = ?", (proposal_id,)):
+        raise ToolError(f"proposal {proposal_id} already exists; use proposal.attach_patch to revise it")
+    parsed = parse_patch(patch, root)
+    now = clock.now()
+    fences = await _new_revision(tx, root, proposal_id, 1, agent_id, parsed, now)
+    await tx.insert(
+        "proposals",
+        {
+            "id": proposal_id,
+            "task_id": task_id,
+            "agent_id": agent_id,
+            "title": title,
+            "summary_md": summary_md,
+            "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
+            "status": status,
+            "risk": risk,
+            "current_revision": parsed.sha256,
+            "revision_number": 1,
+            "expected_tests_json": json.dumps(tests),
+            "rollback_notes": rollback_notes,
+            "proposer_session_id": session_id or None,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    ids = merge_resources(affected_resources, parsed.touched)
+    await _link_resources(tx, proposal_id, ids)
+    await tx.append_event(
+        await event_run_id(tx),
+        "proposal.created",
+        {
+            "proposal_id": proposal_id,
+            "title": title,
+            "revision": parsed.sha256,
+            "revision_number": 1,
+            "files": list(parsed.touched),
+            "claim_fences": fences,
+            "risk": risk,
+        },
+        actor_id=agent_id,
+        task_id=task_id,
+    )
+    return await view(tx, proposal_id)
+
+
+async def attach(
+    tx: Tx, root: Path, *, proposal_id: str, patch: str, affected_resources: list[str], actor: str
+) -> dict[str, Any]:
+    p = await load(tx, proposal_id)
+    if p.status not in OPEN_STATUSES:
+        raise ToolError(
+            f"proposal {proposal_id} is {p.status}; patches can be attached only while pending or in_review"
+        )
+    parsed = parse_patch(patch, root)
+    if parsed.sha256 == p.current_revision:
+        return await view(tx, proposal_id)  # the same bytes: nothing to revise
+    now = clock.now()
+    number = p.revision_number + 1
+    fences = await _new_revision(tx, root, proposal_id, number, p.agent_id, parsed, now)
+    stale = {}
+    for table in ("votes", "human_approvals", "security_reviews", "test_runs"):
+        stale[table] = int(
+            await tx.scalar(
+                f"SELECT COUNT(*) FROM {table} WHERE proposal_id = ? AND revision IS NOT ?",
+                (proposal_id, parsed.sha256),
+            )
+        )
+    await tx.update(
+        "proposals",
+        {"id": proposal_id},
+        {
+            "current_revision": parsed.sha256,
+            "revision_number": number,
+            "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
+            "status": "pending",
+            "vote_state": "pending",
+            "policy_state": "pending",
+            "approval_state": "pending",
+            "updated_at": now,
+        },
+    )
+    existing = [link.resource_id for link in await links(tx, proposal_id)]
+    ids = merge_resources([*existing, *affected_resources], parsed.touched)
+    await _link_resources(tx, proposal_id, ids)
+    await tx.append_event(
+        await event_run_id(tx),
+        "proposal.revised",
+        {
+            "proposal_id": proposal_id,
+            "previous_revision": p.current_revision,
+            "revision": parsed.sha256,
+            "revision_number": number,
+            "files": list(parsed.touched),
+            "claim_fences": fences,
+            "stale": stale,
+        },
+        actor_id=actor,
+        task_id=p.task_id,
+    )
+    return await view(tx, proposal_id)
+
+
+async def view(q: Reader | Tx, proposal_id: str) -> dict[str, Any]:
+    p = await load(q, proposal_id)
+    return {
+        "proposal": proposal_dict(p),
+        "proposal_resources": [link.to_dict() for link in await links(q, proposal_id)],
+    }
+
+
+async def detail(q: Reader | Tx, root: Path, policy: Policy | None, proposal_id: str) -> dict[str, Any]:
+    """`proposal.get`: the record, links, revisions, the current patch text and the gates
+    (without the dry run, which needs git)."""
+    from roundtable.services.gates import evaluate
+
+    out = await view(q, proposal_id)
+    p = await load(q, proposal_id)
+    out["revisions"] = [r.to_dict() for r in await revisions(q, proposal_id)]
+    patch_text = ""
+    patch_error = ""
+    if p.current_revision:
+        try:
+            patch_text = read_patch(root, p.current_revision)
+        except ToolError as exc:
+            patch_error = str(exc)
+    out["patch"] = patch_text
+    out["patch_error"] = patch_error
+    if isinstance(policy, Policy):
+        report = await evaluate(q, root, policy, p, clock.now())
+        out["gates"] = report.summary()
+        out["policy"] = report.policy.to_dict() if report.policy else None
+    return out
+
+
+async def listing(q: Reader | Tx, task_id: str, status: str) -> list[dict[str, Any]]:
+    sql = "SELECT * FROM proposals"
+    where: list[str] = []
+    params: list[str] = []
+    if task_id:
+        where.append("task_id = ?")
+        params.append(task_id)
+    if status:
+        where.append("status = ?")
+        params.append(status)
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return [proposal_dict(p) for p in await q.all(Proposal, sql + " ORDER BY created_at, id", params)]
+
+
+async def request_review(tx: Tx, root: Path, policy: Policy, proposal_id: str, actor: str) -> dict[str, Any]:
+    """§2.5.5: who should review (by policy role) and move `pending` → `in_review`."""
+    p = await load(tx, proposal_id)
+    if not p.current_revision:
+        raise ToolError(f"proposal {proposal_id} has no patch revision")
+    parsed = parse_patch(read_patch(root, p.current_revision), root)
+    result = policy.evaluate(p.risk, list(parsed.touched), await current_votes(tx, p))
+    roles = list(result.required_roles)
+    agents = await tx.all(Agent, "SELECT * FROM agents WHERE is_enabled = 1 ORDER BY created_at, id")
+    reviewers: list[dict[str, Any]] = []
+    for role in roles:
+        matched = [a for a in agents if a.id != p.agent_id and a.role.lower() == role.lower()]
+        if not matched:
+            reviewers.append({"role": role})
+        for a in matched:
+            reviewers.append({"role": role, "agent_id": a.id, "adapter": a.adapter, "status": a.status})
+    if p.status in ("", "pending"):
+        now = clock.now()
+        await tx.update("proposals", {"id": proposal_id}, {"status": "in_review", "updated_at": now})
+        await tx.append_event(
+            await event_run_id(tx),
+            "proposal.review_requested",
+            {"proposal_id": proposal_id, "revision": p.current_revision, "review_roles": roles},
+            actor_id=actor,
+            task_id=p.task_id,
+        )
+    out = await view(tx, proposal_id)
+    out.update(
+        {
+            "review_roles": roles,
+            "reviewers": reviewers,
+            "policy": result.to_dict(),
+            "human_approval_required": result.needs_human,
+            "security_review_required": result.security_review_required,
+        }
+    )
+    return out
+
+
+async def record_decision(
+    tx: Tx,
+    *,
+    decision_id: str,
+    decision: str,
+    rationale_md: str,
+    decided_by: str,
+    proposal_id: str,
+    task_id: str,
+) -> Decision:
+    if await tx.scalar("SELECT 1 FROM decisions WHERE id = ?", (decision_id,)):
+        raise ToolError(f"decision {decision_id} already exists")
+    if proposal_id:
+        p = await load(tx, proposal_id)
+        task_id = task_id or p.task_id
+    if task_id and await tx.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) is None:
+        raise NotFound("task", task_id)
+    now = clock.now()
+    await tx.insert(
+        "decisions",
+        {
+            "id": decision_id,
+            "proposal_id": proposal_id or None,
+            "task_id": task_id or None,
+            "decision": decision,
+            "rationale_md": rationale_md,
+            "decided_by": decided_by,
+            "created_at": now,
+        },
+    )
+    await tx.append_event(
+        await event_run_id(tx),
+        "decision.recorded",
+        {"decision_id": decision_id, "proposal_id": proposal_id, "decision": decision},
+        actor_id=decided_by,
+        task_id=task_id,
+    )
+    row = await tx.one(Decision, "SELECT * FROM decisions WHERE id = ?", (decision_id,))
+    assert row is not None
+    return row
+
+
+async def reject(tx: Tx, *, proposal_id: str, reason_md: str, decision_id: str, decided_by: str) -> dict[str, Any]:
+    p = await load(tx, proposal_id)
+    if p.status not in OPEN_STATUSES:
+        raise ToolError(f"proposal {proposal_id} is {p.status}; only pending or in_review proposals can be rejected")
+    now = clock.now()
+    await tx.update("proposals", {"id": proposal_id}, {"status": "rejected", "updated_at": now})
+    decision = await record_decision(
+        tx,
+        decision_id=decision_id,
+        decision="rejected",
+        rationale_md=reason_md,
+        decided_by=decided_by,
+        proposal_id=proposal_id,
+        task_id=p.task_id,
+    )
+    await tx.append_event(
+        await event_run_id(tx),
+        "patch.rejected",
+        {"proposal_id": proposal_id, "decision_id": decision.id, "revision": p.current_revision},
+        actor_id=decided_by,
+        task_id=p.task_id,
+    )
+    out = await view(tx, proposal_id)
+    out["decision"] = decision.to_dict()
+    return out

@@ -1,0 +1,107 @@
+"""Votes (spec/tools.md §2.5.6–§2.5.7; DESIGN §4.7, §4.20).
+
+A vote is cast on the proposal's current revision and records it. The vocabulary is fixed
+(`approve`, `approve_with_notes`, `revise`, `reject`, `veto`, `abstain`; case-insensitive on
+input, stored lower-case). One current vote per agent per revision: a new vote replaces the
+agent's earlier vote on that revision (the replaced vote survives only in the event log). The
+author of a proposal cannot vote on it, and votes are accepted only while it is open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roundtable import clock
+from roundtable.errors import ToolError, ValidationError
+from roundtable.services.evidence import event_run_id
+from roundtable.services.gates import OPEN_STATUSES
+from roundtable.services.policy import VOTE_VOCABULARY
+from roundtable.services.proposals import load
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Vote
+
+
+def normalise_vote(vote: str) -> str:
+    value = vote.strip().lower()
+    if value not in VOTE_VOCABULARY:
+        raise ValidationError(f"vote must be one of {', '.join(VOTE_VOCABULARY)} (got {vote!r})")
+    return value
+
+
+async def cast(
+    tx: Tx,
+    *,
+    proposal_id: str,
+    agent_id: str,
+    vote: str,
+    reason_md: str,
+    confidence: float,
+    vote_id: str,
+    session_id: str = "",
+    policy_version: str = "",
+) -> Vote:
+    value = normalise_vote(vote)
+    if not 0.0 <= confidence <= 1.0:
+        raise ValidationError("confidence must be between 0 and 1")
+    p = await load(tx, proposal_id)
+    if p.status not in OPEN_STATUSES:
+        raise ToolError(f"proposal {proposal_id} is {p.status}; votes are accepted only while pending or in_review")
+    if not p.current_revision:
+        raise ToolError(f"proposal {proposal_id} has no patch revision to vote on")
+    if agent_id == p.agent_id:
+        raise ToolError(f"{agent_id} is the author of proposal {proposal_id} and cannot vote on it")
+    replaced = [
+        str(row[0])
+        for row in await tx.fetchall(
+            "SELECT id FROM votes WHERE proposal_id = ? AND agent_id = ? AND revision = ?",
+            (proposal_id, agent_id, p.current_revision),
+        )
+    ]
+    if replaced:
+        await tx.execute(
+            "DELETE FROM votes WHERE proposal_id = ? AND agent_id = ? AND revision = ?",
+            (proposal_id, agent_id, p.current_revision),
+        )
+    if await tx.scalar("SELECT 1 FROM votes WHERE id = ?", (vote_id,)):
+        raise ToolError(f"vote {vote_id} already exists")
+    now = clock.now()
+    await tx.insert(
+        "votes",
+        {
+            "id": vote_id,
+            "proposal_id": proposal_id,
+            "agent_id": agent_id,
+            "vote": value,
+            "confidence": confidence,
+            "reason_md": reason_md,
+            "revision": p.current_revision,
+            "session_id": session_id or None,
+            "policy_version": policy_version or None,
+            "created_at": now,
+        },
+    )
+    await tx.append_event(
+        await event_run_id(tx),
+        "vote.cast",
+        {
+            "proposal_id": proposal_id,
+            "vote_id": vote_id,
+            "vote": value,
+            "revision": p.current_revision,
+            "revision_number": p.revision_number,
+            "replaced": replaced,
+        },
+        actor_id=agent_id,
+        task_id=p.task_id,
+    )
+    row = await tx.one(Vote, "SELECT * FROM votes WHERE id = ?", (vote_id,))
+    assert row is not None
+    return row
+
+
+async def listing(q: Reader | Tx, proposal_id: str) -> list[dict[str, Any]]:
+    """All votes on a proposal, oldest first; `current` says whether a vote counts (it was cast
+    on the current revision)."""
+    current = await q.scalar("SELECT current_revision FROM proposals WHERE id = ?", (proposal_id,))
+    votes = await q.all(Vote, "SELECT * FROM votes WHERE proposal_id = ? ORDER BY created_at, id", (proposal_id,))
+    return [{**v.to_dict(), "current": bool(current) and v.revision == current} for v in votes]
