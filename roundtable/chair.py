@@ -215,21 +215,21 @@ async def _request_reviews(runtime: Runtime, run_id: str, report: TickReport) ->
             continue
         try:
             roles, reviewers = await _review_via_tool(runtime, proposal)
+            payload = {"proposal_id": proposal.id, "reviewers": reviewers, "roles": roles, "revision": revision}
             async with runtime.db.write(tool="chair.review") as tx:
-                again = await tx.scalar(
+                # The proposal tool may already have announced this revision itself.
+                announced = await tx.scalar(
                     "SELECT 1 FROM events WHERE type = ? AND json_extract(payload_json, '$.proposal_id') = ?"
                     " AND json_extract(payload_json, '$.revision') = ? LIMIT 1",
                     (REVIEW_EVENT, proposal.id, revision),
                 )
-                if again:
-                    continue
                 await tx.execute(
                     "UPDATE proposals SET status = 'in_review', updated_at = ? WHERE id = ? AND status = 'pending'",
                     (clock.now(), proposal.id),
                 )
                 tx.tables.add("proposals")
-                payload = {"proposal_id": proposal.id, "reviewers": reviewers, "roles": roles, "revision": revision}
-                await tx.append_event(run_id, REVIEW_EVENT, payload, actor_id=CHAIR_ID, task_id=proposal.task_id)
+                if not announced:
+                    await tx.append_event(run_id, REVIEW_EVENT, payload, actor_id=CHAIR_ID, task_id=proposal.task_id)
         except Exception as exc:
             await _record_error(runtime, run_id, "request_review", proposal.id, _message(exc), report)
             continue

@@ -1,0 +1,147 @@
+"""`table.get_state` and `table.watch` through Runtime.call, including the `wait_ms` long poll."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from roundtable.errors import ToolError
+from roundtable.runtime import Runtime
+from roundtable.services.state import STATE_KEYS
+
+pytestmark = pytest.mark.anyio
+
+
+async def _events(runtime: Runtime, run_id: str, n: int, type_: str = "test.event") -> list[int]:
+    ids = []
+    async with runtime.db.write() as tx:
+        for i in range(n):
+            ids.append((await tx.append_event(run_id, type_, {"i": i})).id)
+    return ids
+
+
+async def test_get_state_empty_and_filled(runtime: Runtime, run_id: str) -> None:
+    state = await runtime.call("table.get_state")
+    assert list(state) == list(STATE_KEYS)
+    assert state["tasks"] == [] and state["claims"] == [] and state["memory"] == []
+    assert [r["id"] for r in state["runs"]] == [run_id]
+    assert {"chair-1", "implementer-1", "implementer-2", "reviewer-1"} <= {a["id"] for a in state["agents"]}
+    await runtime.call("task.create", {"title": "b", "body_md": "x", "priority": 200, "readable_paths": ["src"]})
+    await runtime.call("task.create", {"title": "a", "body_md": "x", "priority": 1})
+    state = await runtime.call("table.get_state")
+    assert [t["title"] for t in state["tasks"]] == ["a", "b"]
+    assert state["tasks"][1]["readable_paths"] == ["src"]
+    with pytest.raises(ToolError, match="unknown argument x"):
+        await runtime.call("table.get_state", {"x": 1})
+
+
+async def test_get_state_shows_claim_expiry_at_read_time(runtime: Runtime, run_id: str) -> None:
+    async with runtime.db.write() as tx:
+        await tx.insert(
+            "claims",
+            {
+                "id": "C-old",
+                "resource_id": "file:a.py",
+                "agent_id": "implementer-1",
+                "task_id": "T-1",
+                "claim_type": "write",
+                "status": "active",
+                "expires_at": "2000-01-01T00:00:00.000000000Z",
+            },
+        )
+    state = await runtime.call("table.get_state")
+    assert state["claims"][0]["status"] == "expired"
+    page = await runtime.call("table.watch", {})
+    assert page["active_claims"] == 0
+
+
+async def test_watch_snapshot_and_cursor_modes(runtime: Runtime, run_id: str) -> None:
+    ids = await _events(runtime, run_id, 15)
+    await _events(runtime, "RUN-other", 3)
+    page = await runtime.call("table.watch", {"run_id": run_id})
+    assert [e["id"] for e in page["events"]] == ids[-10:]
+    assert page["has_more_events"] is False and page["next_after_event_id"] == ids[-1]
+    assert page["run_id"] == run_id and page["active_agents"] >= 8
+    for key in ("transactions", "blocked_tasks", "pending_proposals", "required_approvals"):
+        assert page[key] == []
+    page = await runtime.call("table.watch", {"run_id": run_id, "after_event_id": 0, "limit": 4})
+    assert [e["id"] for e in page["events"]] == ids[:4] and page["has_more_events"] is True
+    seen = [e["id"] for e in page["events"]]
+    while page["has_more_events"]:
+        page = await runtime.call(
+            "table.watch", {"run_id": run_id, "after_event_id": page["next_after_event_id"], "limit": 4}
+        )
+        seen += [e["id"] for e in page["events"]]
+    assert seen == ids
+    empty = await runtime.call("table.watch", {"run_id": run_id, "after_event_id": ids[-1]})
+    assert empty["events"] == [] and empty["next_after_event_id"] == ids[-1] and empty["has_more_events"] is False
+    everything = await runtime.call("table.watch", {"after_event_id": 0, "limit": 1000})
+    assert len(everything["events"]) == 18  # limit capped at 200, all runs
+    default = await runtime.call("table.watch", {"after_event_id": 0, "limit": -5})
+    assert len(default["events"]) == 10
+
+
+async def test_watch_argument_errors(runtime: Runtime) -> None:
+    for args, message in [
+        ({"after_event_id": -1}, "argument after_event_id must be at least 0"),
+        ({"after_event_id": None}, "argument after_event_id must be an integer"),
+        ({"after_event_id": "3"}, "argument after_event_id must be an integer"),
+        ({"wait_ms": 30001}, "argument wait_ms must be at most 30000"),
+        ({"limit": 2.5}, "argument limit must be an integer"),
+    ]:
+        with pytest.raises(ToolError) as exc:
+            await runtime.call("table.watch", args)
+        assert message in str(exc.value)
+
+
+async def test_watch_wait_returns_promptly_when_an_event_arrives(runtime: Runtime, run_id: str) -> None:
+    (last,) = await _events(runtime, run_id, 1)
+
+    async def later() -> None:
+        await asyncio.sleep(0.15)
+        await _events(runtime, run_id, 1, "late.event")
+
+    started = time.monotonic()
+    writer = asyncio.create_task(later())
+    page = await runtime.call("table.watch", {"run_id": run_id, "after_event_id": last, "wait_ms": 10_000})
+    elapsed = time.monotonic() - started
+    await writer
+    assert [e["type"] for e in page["events"]] == ["late.event"]
+    assert 0.1 <= elapsed < 1.0
+
+
+async def test_watch_wait_times_out_with_an_empty_page(runtime: Runtime, run_id: str) -> None:
+    (last,) = await _events(runtime, run_id, 1)
+    await _events(runtime, "RUN-other", 1)  # another run's event does not end the wait
+    started = time.monotonic()
+    page = await runtime.call("table.watch", {"run_id": run_id, "after_event_id": last, "wait_ms": 400})
+    elapsed = time.monotonic() - started
+    assert page["events"] == [] and page["next_after_event_id"] == last
+    assert 0.38 <= elapsed < 1.5
+    # snapshot mode never waits
+    started = time.monotonic()
+    await runtime.call("table.watch", {"run_id": run_id, "wait_ms": 5000})
+    assert time.monotonic() - started < 1.0
+
+
+async def test_watch_wait_sees_writes_from_another_process(project: Path, runtime: Runtime, run_id: str) -> None:
+    (last,) = await _events(runtime, run_id, 1)
+    other = await Runtime.open(project)  # its own bus: only the periodic re-check can see this write
+
+    async def later() -> None:
+        await asyncio.sleep(0.2)
+        await _events(other, run_id, 1, "remote.event")
+
+    try:
+        started = time.monotonic()
+        writer = asyncio.create_task(later())
+        page = await runtime.call("table.watch", {"run_id": run_id, "after_event_id": last, "wait_ms": 10_000})
+        elapsed = time.monotonic() - started
+        await writer
+    finally:
+        await other.close()
+    assert [e["type"] for e in page["events"]] == ["remote.event"]
+    assert elapsed < 1.5

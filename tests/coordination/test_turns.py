@@ -1,0 +1,195 @@
+"""Turn tools through Runtime.call: FIFO, duplicates, lifecycle checks and their exact errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from roundtable import chair
+from roundtable.errors import ToolError
+from roundtable.runtime import Runtime
+from roundtable.services import runs
+
+pytestmark = pytest.mark.anyio
+
+
+async def _request(runtime: Runtime, run_id: str, agent: str, reason: str = "need a turn") -> dict:
+    return await runtime.call("agent.turn_request", {"run_id": run_id, "agent_id": agent, "reason_md": reason})
+
+
+async def _count_events(runtime: Runtime, type_: str = "") -> int:
+    async with runtime.db.read() as r:
+        if type_:
+            return int(await r.scalar("SELECT count(*) FROM events WHERE type = ?", (type_,)))
+        return int(await r.scalar("SELECT count(*) FROM events"))
+
+
+async def test_fifo_with_three_agents_and_a_duplicate(runtime: Runtime, run_id: str) -> None:
+    a = await _request(runtime, run_id, "implementer-1", "  first  ")
+    b = await _request(runtime, run_id, "implementer-2")
+    c = await _request(runtime, run_id, "reviewer-1")
+    assert (a["queue_position"], b["queue_position"], c["queue_position"]) == (1, 2, 3)
+    assert a["duplicate"] is False and a["queued"] is True and a["agent_id"] == "implementer-1"
+    dup = await _request(runtime, run_id, "implementer-2", "a different reason")
+    assert dup == {**b, "duplicate": True}
+    assert await _count_events(runtime, "agent.turn_requested") == 3
+    async with runtime.db.read() as r:
+        payload = json.loads(await r.scalar("SELECT payload_json FROM events WHERE id = ?", (a["request_event_id"],)))
+    assert payload["reason_md"] == "first" and payload["agent_id"] == "implementer-1" and payload["requested_at"]
+
+    served = []
+    for _ in range(3):
+        report = await chair.tick(runtime, run_id)
+        assert report.scheduled is not None
+        # only one turn in flight: a second tick schedules nothing
+        assert (await chair.tick(runtime, run_id)).scheduled is None
+        agent, rid = report.scheduled["agent_id"], report.scheduled["request_event_id"]
+        served.append(agent)
+        assert report.scheduled["position"] == 1
+        args = {"run_id": run_id, "agent_id": agent, "request_event_id": rid}
+        started = await runtime.call("agent.turn_start", args)
+        assert started["status"] == "agent.turn_started" and started["event"]["actor_id"] == agent
+        done = await runtime.call("agent.turn_complete", args)
+        assert done["status"] == "agent.turn_completed" and done["request_event_id"] == rid
+    assert served == ["implementer-1", "implementer-2", "reviewer-1"]
+    assert (await chair.tick(runtime, run_id)).scheduled is None
+    # after completion the agent may ask again, and is first in an empty queue
+    again = await _request(runtime, run_id, "implementer-1")
+    assert again["duplicate"] is False and again["queue_position"] == 1
+
+
+async def test_request_validation_messages(runtime: Runtime, run_id: str) -> None:
+    before = await _count_events(runtime)
+    cases = [
+        ({"run_id": run_id, "agent_id": "implementer-1", "reason_md": "   "}, "run_id, agent_id, and reason_md are required"),
+        ({"run_id": "", "agent_id": "implementer-1", "reason_md": "x"}, "run_id, agent_id, and reason_md are required"),
+        ({"run_id": run_id, "agent_id": "implementer-1", "reason_md": "x" * 1001}, "reason_md must be 1000 characters or fewer"),
+        ({"run_id": "RUN-nope", "agent_id": "implementer-1", "reason_md": "x"}, "get run RUN-nope: not found"),
+        ({"run_id": run_id, "agent_id": "ghost-1", "reason_md": "x"}, "get agent ghost-1: not found"),
+        ({"run_id": run_id, "agent_id": "implementer-1"}, "agent.turn_request: missing required argument reason_md"),
+        ({"run_id": run_id, "agent_id": 7, "reason_md": "x"}, "agent.turn_request: argument agent_id must be a string"),
+    ]
+    for args, message in cases:
+        with pytest.raises(ToolError) as exc:
+            await runtime.call("agent.turn_request", args)
+        assert str(exc.value) == message
+    # exactly 1000 code points after trimming is fine
+    ok = await _request(runtime, run_id, "implementer-1", " " + "é" * 1000 + " ")
+    assert ok["queue_position"] == 1
+    assert await _count_events(runtime) == before + 1
+
+
+async def test_request_needs_active_run_and_enabled_agent(runtime: Runtime, run_id: str) -> None:
+    async with runtime.db.write() as tx:
+        await tx.execute("UPDATE agents SET is_enabled = 0 WHERE id = 'implementer-2'")
+    with pytest.raises(ToolError, match=r"^agent implementer-2 is disabled$"):
+        await _request(runtime, run_id, "implementer-2")
+    await runs.end_run(runtime, run_id, "completed")
+    with pytest.raises(ToolError, match=rf"^run {run_id} is completed and cannot accept turn requests$"):
+        await _request(runtime, run_id, "implementer-1")
+    with pytest.raises(ToolError, match="cannot accept turn lifecycle events"):
+        await runtime.call("agent.turn_start", {"run_id": run_id, "agent_id": "implementer-1", "request_event_id": 1})
+    assert await _count_events(runtime, "agent.turn_requested") == 0
+
+
+async def test_lifecycle_errors(runtime: Runtime, run_id: str) -> None:
+    req = await _request(runtime, run_id, "implementer-1")
+    rid = req["request_event_id"]
+    args = {"run_id": run_id, "agent_id": "implementer-1", "request_event_id": rid}
+
+    async def fails(tool: str, call_args: dict, message: str) -> None:
+        before = await _count_events(runtime)
+        with pytest.raises(ToolError) as exc:
+            await runtime.call(tool, call_args)
+        assert str(exc.value) == message
+        assert await _count_events(runtime) == before
+
+    await fails("agent.turn_start", args, "turn request has not been scheduled by the Chair")
+    await fails("agent.turn_complete", args, "turn request has not started")
+    await fails("agent.turn_start", {**args, "agent_id": "implementer-2"}, "turn request not found for this agent")
+    await fails("agent.turn_start", {**args, "request_event_id": rid + 100}, "turn request not found for this agent")
+    await fails(
+        "agent.turn_start", {**args, "agent_id": ""}, "run_id, agent_id, and positive request_event_id are required"
+    )
+    await fails("agent.turn_start", {**args, "request_event_id": 0}, "agent.turn_start: argument request_event_id must be at least 1")
+    await fails("agent.turn_start", {**args, "request_event_id": 1.5}, "agent.turn_start: argument request_event_id must be an integer")
+    await chair.tick(runtime, run_id)
+    await runtime.call("agent.turn_start", args)
+    await fails("agent.turn_start", args, "turn request has already started")
+    await runtime.call("agent.turn_complete", args)
+    await fails("agent.turn_complete", args, "turn request is already complete")
+    await fails("agent.turn_start", args, "turn request is already complete")
+
+
+async def test_turn_expiry(runtime: Runtime, run_id: str) -> None:
+    from dataclasses import replace
+
+    from roundtable import clock
+
+    runtime.config = replace(runtime.config, chair=replace(runtime.config.chair, turn_start_timeout=5, turn_timeout=60))
+    a = await _request(runtime, run_id, "implementer-1")
+    b = await _request(runtime, run_id, "implementer-2")
+    t0 = clock.now_ns()
+    first = await chair.tick(runtime, run_id, now=clock.format_ns(t0))
+    assert first.scheduled and first.scheduled["request_event_id"] == a["request_event_id"]
+    # not started within turn_start_timeout: expires, and the next request is scheduled
+    later = await chair.tick(runtime, run_id, now=clock.format_ns(t0 + 6_000_000_000))
+    assert later.turns_expired == [
+        {"agent_id": "implementer-1", "request_event_id": a["request_event_id"], "timeout": "turn_start_timeout"}
+    ]
+    assert later.scheduled and later.scheduled["request_event_id"] == b["request_event_id"]
+    args_a = {"run_id": run_id, "agent_id": "implementer-1", "request_event_id": a["request_event_id"]}
+    with pytest.raises(ToolError, match="^turn request has expired$"):
+        await runtime.call("agent.turn_start", args_a)
+    # the expired request counts as finished: the agent may ask again
+    again = await _request(runtime, run_id, "implementer-1")
+    assert again["duplicate"] is False and again["queue_position"] == 2
+    # a started turn expires after turn_timeout
+    args_b = {"run_id": run_id, "agent_id": "implementer-2", "request_event_id": b["request_event_id"]}
+    await runtime.call("agent.turn_start", args_b)
+    quiet = await chair.tick(runtime, run_id, now=clock.format_ns(clock.now_ns() + 30_000_000_000))
+    assert quiet.turns_expired == [] and quiet.scheduled is None
+    late = await chair.tick(runtime, run_id, now=clock.format_ns(clock.now_ns() + 61_000_000_000))
+    assert [t["timeout"] for t in late.turns_expired] == ["turn_timeout"]
+    assert late.scheduled and late.scheduled["request_event_id"] == again["request_event_id"]
+    with pytest.raises(ToolError, match="^turn request has expired$"):
+        await runtime.call("agent.turn_complete", args_b)
+    async with runtime.db.read() as r:
+        rows = await r.fetchall("SELECT actor_id, payload_json FROM events WHERE type = 'agent.turn_expired'")
+    assert [row[0] for row in rows] == ["chair-1", "chair-1"]
+
+
+async def test_disabled_agent_request_is_expired_not_scheduled(runtime: Runtime, run_id: str) -> None:
+    a = await _request(runtime, run_id, "implementer-1")
+    b = await _request(runtime, run_id, "implementer-2")
+    async with runtime.db.write() as tx:
+        await tx.execute("UPDATE agents SET is_enabled = 0 WHERE id = 'implementer-1'")
+    report = await chair.tick(runtime, run_id)
+    assert [t["request_event_id"] for t in report.turns_expired] == [a["request_event_id"]]
+    assert report.turns_expired[0]["timeout"] == "agent_disabled"
+    assert report.scheduled and report.scheduled["request_event_id"] == b["request_event_id"]
+
+
+async def test_concurrent_requests_from_two_runtimes_keep_one_each(project: Path, run_id: str) -> None:
+    rt1 = await Runtime.open(project)
+    rt2 = await Runtime.open(project)
+    try:
+        calls = []
+        for _ in range(5):
+            for rt in (rt1, rt2):
+                for agent in ("implementer-1", "implementer-2"):
+                    calls.append(_request(rt, run_id, agent))
+        results = await asyncio.gather(*calls)
+    finally:
+        await rt1.close()
+        await rt2.close()
+    by_agent: dict[str, set[int]] = {}
+    for res in results:
+        by_agent.setdefault(res["agent_id"], set()).add(res["request_event_id"])
+    assert all(len(ids) == 1 for ids in by_agent.values()), by_agent
+    assert sum(1 for r in results if not r["duplicate"]) == 2
+    async with (await Runtime.open(project)) as rt:
+        assert await _count_events(rt, "agent.turn_requested") == 2
