@@ -22,7 +22,9 @@ PATCH = "--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n line\n+more\n"
 
 
 async def _task(runtime: Runtime, task_id: str, priority: int = 100, **extra: object) -> None:
-    await runtime.call("task.create", {"title": task_id, "body_md": "do it", "task_id": task_id, "priority": priority, **extra})
+    await runtime.call(
+        "task.create", {"title": task_id, "body_md": "do it", "task_id": task_id, "priority": priority, **extra}
+    )
 
 
 async def _proposal(runtime: Runtime, project: Path, proposal_id: str, risk: str = "normal") -> str:
@@ -53,7 +55,9 @@ async def _proposal(runtime: Runtime, project: Path, proposal_id: str, risk: str
 
 async def _events(runtime: Runtime, type_: str) -> list[dict]:
     async with runtime.db.read() as r:
-        rows = await r.fetchall("SELECT actor_id, task_id, payload_json FROM events WHERE type = ? ORDER BY id", (type_,))
+        rows = await r.fetchall(
+            "SELECT actor_id, task_id, payload_json FROM events WHERE type = ? ORDER BY id", (type_,)
+        )
     return [{"actor": row[0], "task": row[1], **json.loads(row[2])} for row in rows]
 
 
@@ -136,7 +140,14 @@ async def test_tick_continues_past_failing_items(runtime: Runtime, project: Path
     assert all(e["actor"] == "chair-1" for e in errors)
     expired = await _events(runtime, "claim.expired")
     assert expired == [
-        {"actor": "system", "task": "T-good", "claim_id": "C-old", "resource_id": "file:a.py", "status": "expired", "reason": "ttl elapsed"}
+        {
+            "actor": "system",
+            "task": "T-good",
+            "claim_id": "C-old",
+            "resource_id": "file:a.py",
+            "status": "expired",
+            "reason": "ttl elapsed",
+        }
     ]
     # the same failure on the next tick is reported but not logged again
     again = await chair.tick(runtime, run_id)
@@ -195,7 +206,8 @@ async def test_runs_service(runtime: Runtime) -> None:
     assert first.id.startswith("RUN-") and first.status == "active" and first.goal == "one"
     with pytest.raises(ToolError, match=f"run {first.id} already exists; use --resume"):
         await runs.create_run(runtime, "again", run_id=first.id)
-    assert (await runs.latest_active_run(runtime)).id == first.id
+    latest = await runs.latest_active_run(runtime)
+    assert latest is not None and latest.id == first.id
     await runs.end_run(runtime, first.id, "completed")
     assert await runs.latest_active_run(runtime) is None
     resumed = await runs.resume_run(runtime)
@@ -217,9 +229,11 @@ async def test_chair_loop_wakes_on_turn_request_and_on_wake(runtime: Runtime, ru
             await asyncio.sleep(0.01)
         assert loop.state.ticks == 1 and loop.health() == "ready"
         started = time.monotonic()
-        req = await runtime.call("agent.turn_request", {"run_id": run_id, "agent_id": "implementer-1", "reason_md": "x"})
+        req = await runtime.call(
+            "agent.turn_request", {"run_id": run_id, "agent_id": "implementer-1", "reason_md": "x"}
+        )
         for _ in range(200):
-            if (await _events(runtime, "agent.turn_scheduled")):
+            if await _events(runtime, "agent.turn_scheduled"):
                 break
             await asyncio.sleep(0.01)
         assert time.monotonic() - started < 1.5  # not the 30 s period

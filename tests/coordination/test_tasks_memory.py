@@ -122,7 +122,9 @@ async def test_memory_record_query_summarize_mark_stale(runtime: Runtime) -> Non
     hits = (await runtime.call("memory.query", {"query": "RUFF"}))["entries"]
     assert [h["id"] for h in hits] == [a["id"], b["id"]]
     assert (await runtime.call("memory.query", {"query": "nothing-like-this"}))["entries"] == []
-    assert [h["id"] for h in (await runtime.call("memory.query", {"query": "", "scope": "T-1"}))["entries"]] == [b["id"]]
+    assert [h["id"] for h in (await runtime.call("memory.query", {"query": "", "scope": "T-1"}))["entries"]] == [
+        b["id"]
+    ]
     assert [h["id"] for h in (await runtime.call("memory.query", {"query": "", "limit": 1}))["entries"]] == [a["id"]]
     assert len((await runtime.call("memory.query", {"query": "", "limit": 0}))["entries"]) == 2
     # summarize
@@ -150,9 +152,21 @@ async def test_memory_record_query_summarize_mark_stale(runtime: Runtime) -> Non
 
 async def test_memory_errors_change_nothing(runtime: Runtime) -> None:
     cases = [
-        ("memory.record", {"scope": "p", "kind": "k", "title": " ", "body_md": "b"}, "argument title must not be empty"),
-        ("memory.record", {"scope": "p", "kind": "k", "title": "t", "body_md": "b", "memory_id": "a/b"}, "memory_id must"),
-        ("memory.record", {"scope": "p", "kind": "k", "title": "t", "body_md": "b", "source_event_id": -1}, "at least 0"),
+        (
+            "memory.record",
+            {"scope": "p", "kind": "k", "title": " ", "body_md": "b"},
+            "argument title must not be empty",
+        ),
+        (
+            "memory.record",
+            {"scope": "p", "kind": "k", "title": "t", "body_md": "b", "memory_id": "a/b"},
+            "memory_id must",
+        ),
+        (
+            "memory.record",
+            {"scope": "p", "kind": "k", "title": "t", "body_md": "b", "source_event_id": -1},
+            "at least 0",
+        ),
         ("memory.mark_stale", {"memory_id": "M-x", "reason_md": "r"}, "get memory entry M-x: not found"),
         ("memory.mark_stale", {"memory_id": "M-x", "reason_md": "r" * 4001}, "reason_md must be 4000 characters"),
         ("memory.query", {}, "missing required argument query"),

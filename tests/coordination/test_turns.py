@@ -64,9 +64,15 @@ async def test_fifo_with_three_agents_and_a_duplicate(runtime: Runtime, run_id: 
 async def test_request_validation_messages(runtime: Runtime, run_id: str) -> None:
     before = await _count_events(runtime)
     cases = [
-        ({"run_id": run_id, "agent_id": "implementer-1", "reason_md": "   "}, "run_id, agent_id, and reason_md are required"),
+        (
+            {"run_id": run_id, "agent_id": "implementer-1", "reason_md": "   "},
+            "run_id, agent_id, and reason_md are required",
+        ),
         ({"run_id": "", "agent_id": "implementer-1", "reason_md": "x"}, "run_id, agent_id, and reason_md are required"),
-        ({"run_id": run_id, "agent_id": "implementer-1", "reason_md": "x" * 1001}, "reason_md must be 1000 characters or fewer"),
+        (
+            {"run_id": run_id, "agent_id": "implementer-1", "reason_md": "x" * 1001},
+            "reason_md must be 1000 characters or fewer",
+        ),
         ({"run_id": "RUN-nope", "agent_id": "implementer-1", "reason_md": "x"}, "get run RUN-nope: not found"),
         ({"run_id": run_id, "agent_id": "ghost-1", "reason_md": "x"}, "get agent ghost-1: not found"),
         ({"run_id": run_id, "agent_id": "implementer-1"}, "agent.turn_request: missing required argument reason_md"),
@@ -114,8 +120,16 @@ async def test_lifecycle_errors(runtime: Runtime, run_id: str) -> None:
     await fails(
         "agent.turn_start", {**args, "agent_id": ""}, "run_id, agent_id, and positive request_event_id are required"
     )
-    await fails("agent.turn_start", {**args, "request_event_id": 0}, "agent.turn_start: argument request_event_id must be at least 1")
-    await fails("agent.turn_start", {**args, "request_event_id": 1.5}, "agent.turn_start: argument request_event_id must be an integer")
+    await fails(
+        "agent.turn_start",
+        {**args, "request_event_id": 0},
+        "agent.turn_start: argument request_event_id must be at least 1",
+    )
+    await fails(
+        "agent.turn_start",
+        {**args, "request_event_id": 1.5},
+        "agent.turn_start: argument request_event_id must be an integer",
+    )
     await chair.tick(runtime, run_id)
     await runtime.call("agent.turn_start", args)
     await fails("agent.turn_start", args, "turn request has already started")
@@ -142,7 +156,7 @@ async def test_turn_expiry(runtime: Runtime, run_id: str) -> None:
     ]
     assert later.scheduled and later.scheduled["request_event_id"] == b["request_event_id"]
     args_a = {"run_id": run_id, "agent_id": "implementer-1", "request_event_id": a["request_event_id"]}
-    with pytest.raises(ToolError, match="^turn request has expired$"):
+    with pytest.raises(ToolError, match=r"^turn request has expired$"):
         await runtime.call("agent.turn_start", args_a)
     # the expired request counts as finished: the agent may ask again
     again = await _request(runtime, run_id, "implementer-1")
@@ -155,7 +169,7 @@ async def test_turn_expiry(runtime: Runtime, run_id: str) -> None:
     late = await chair.tick(runtime, run_id, now=clock.format_ns(clock.now_ns() + 61_000_000_000))
     assert [t["timeout"] for t in late.turns_expired] == ["turn_timeout"]
     assert late.scheduled and late.scheduled["request_event_id"] == again["request_event_id"]
-    with pytest.raises(ToolError, match="^turn request has expired$"):
+    with pytest.raises(ToolError, match=r"^turn request has expired$"):
         await runtime.call("agent.turn_complete", args_b)
     async with runtime.db.read() as r:
         rows = await r.fetchall("SELECT actor_id, payload_json FROM events WHERE type = 'agent.turn_expired'")
@@ -191,5 +205,5 @@ async def test_concurrent_requests_from_two_runtimes_keep_one_each(project: Path
         by_agent.setdefault(res["agent_id"], set()).add(res["request_event_id"])
     assert all(len(ids) == 1 for ids in by_agent.values()), by_agent
     assert sum(1 for r in results if not r["duplicate"]) == 2
-    async with (await Runtime.open(project)) as rt:
+    async with await Runtime.open(project) as rt:
         assert await _count_events(rt, "agent.turn_requested") == 2
