@@ -243,14 +243,12 @@ class SocketServer:
             if sock is not None and peer_uid(sock) not in (self._uid, None):
                 return  # another user's process: closed without reading (DESIGN §4.10)
             if self._connections > self.max_connections:
-                writer.write(encode_response(False, error="server busy: too many connections"))
-                await writer.drain()
+                await self._refuse(reader, writer, "server busy: too many connections")
                 return
             try:
                 line = await asyncio.wait_for(self._read_line(reader), self.read_timeout)
             except RequestError as exc:
-                writer.write(encode_response(False, error=str(exc)))
-                await writer.drain()
+                await self._refuse(reader, writer, str(exc))
                 return
             except (TimeoutError, OSError, asyncio.IncompleteReadError):
                 return
@@ -282,6 +280,23 @@ class SocketServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, error: str) -> None:
+        """Reply with an error, then swallow what the client is still sending (briefly, bounded)
+        so closing does not reset the connection before the client reads the reply."""
+        writer.write(encode_response(False, error=error))
+        await writer.drain()
+        with contextlib.suppress(Exception):
+            writer.write_eof()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 0.25
+        swallowed = 0
+        with contextlib.suppress(Exception):
+            while swallowed < 4 * self.max_request_bytes and (left := deadline - loop.time()) > 0:
+                chunk = await asyncio.wait_for(reader.read(_CHUNK), left)
+                if not chunk:
+                    break
+                swallowed += len(chunk)
 
     async def _read_line(self, reader: asyncio.StreamReader) -> bytes | None:
         """The trimmed first line; None for an empty one; RequestError when too long."""
