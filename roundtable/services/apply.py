@@ -51,6 +51,13 @@ if TYPE_CHECKING:
 
 ROLLBACK_DIR = Path(".roundtable") / "rollback"
 IN_FLIGHT = ("pending", "rolling_back")
+# Crash tests set this to a step name; the process then dies there as if killed (os._exit).
+CRASH_ENV = "ROUNDTABLE_TEST_CRASH_AT"
+
+
+def _crash_point(name: str) -> None:
+    if os.environ.get(CRASH_ENV) == name:
+        os._exit(86)
 
 
 @dataclass(frozen=True)
@@ -255,6 +262,7 @@ async def apply_proposal(
             },
         )
         await tx.update("proposals", {"id": proposal.id}, {"transaction_state": "applying", "updated_at": now})
+    _crash_point("apply:intent")
     try:
         await git.apply(root, prep.parsed.text.encode("utf-8"))
     except BaseException as exc:
@@ -262,6 +270,7 @@ async def apply_proposal(
         reason = str(exc) if isinstance(exc, ToolError) else f"apply interrupted: {type(exc).__name__}"
         await _finish_failed(runtime, tx_id, proposal.id, reason, run)
         raise
+    _crash_point("apply:files")
     after = await asyncio.to_thread(lambda: {p: file_hash(root, p) for p in prep.parsed.touched})
     async with runtime.db.write(tool="patch.apply") as tx:
         return await _complete_apply(tx, tx_id, after, head=await git.head(root), actor=applied_by)
@@ -382,6 +391,7 @@ async def rollback_transaction(runtime: Runtime, transaction_id: str, *, reason:
         await tx.update(
             "transactions", {"id": transaction_id}, {"status": "rolling_back", "metadata_json": json.dumps(meta)}
         )
+    _crash_point("rollback:intent")
     try:
         patch_text = await asyncio.to_thread((root / row.rollback_patch_path / "patch.diff").read_bytes)
         try:

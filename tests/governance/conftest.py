@@ -35,10 +35,7 @@ def agent(agent_id: str) -> Caller:
 
 def make_patch(path: str, old: str, new: str) -> str:
     """A one-hunk git diff replacing a one-line file `old` with `new`."""
-    return (
-        f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
-        f"@@ -1 +1 @@\n-{old}\n+{new}\n"
-    )
+    return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{old}\n+{new}\n"
 
 
 @pytest.fixture
@@ -81,8 +78,13 @@ class Flow:
     async def claim(self, path: str, who: str = AUTHOR, resource_type: str = "file") -> dict[str, Any]:
         return await self.call(
             "resource.claim",
-            {"resource_type": resource_type, "claim_type": "write", "task_id": self.task_id, "path": path,
-             "agent_id": who},
+            {
+                "resource_type": resource_type,
+                "claim_type": "write",
+                "task_id": self.task_id,
+                "path": path,
+                "agent_id": who,
+            },
             agent(who),
         )
 

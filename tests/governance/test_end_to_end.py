@@ -72,8 +72,14 @@ async def test_full_flow_apply_and_rollback(flow: Flow, repo: Path) -> None:
 
     async with flow.rt.db.read() as r:
         types = [row[0] for row in await r.fetchall("SELECT type FROM events ORDER BY id")]
-    for expected in ("proposal.created", "proposal.review_requested", "vote.cast", "patch.validated",
-                     "patch.applied", "patch.rolled_back"):
+    for expected in (
+        "proposal.created",
+        "proposal.review_requested",
+        "vote.cast",
+        "patch.validated",
+        "patch.applied",
+        "patch.rolled_back",
+    ):
         assert expected in types
 
 
@@ -99,13 +105,15 @@ async def test_revote_replaces_earlier_vote(flow: Flow) -> None:
     proposal = await flow.ready(PATCH)
     pid = proposal["id"]
     await flow.call(
-        "vote.cast", {"proposal_id": pid, "agent_id": "reviewer-1", "vote": "approve", "reason_md": "again"},
+        "vote.cast",
+        {"proposal_id": pid, "agent_id": "reviewer-1", "vote": "approve", "reason_md": "again"},
         agent("reviewer-1"),
     )
     votes = (await flow.call("vote.list", {"proposal_id": pid}))["votes"]
     assert [v["agent_id"] for v in votes].count("reviewer-1") == 1
     await flow.call(
-        "vote.cast", {"proposal_id": pid, "agent_id": "reviewer-1", "vote": "REVISE", "reason_md": "no"},
+        "vote.cast",
+        {"proposal_id": pid, "agent_id": "reviewer-1", "vote": "REVISE", "reason_md": "no"},
         agent("reviewer-1"),
     )
     report = await flow.call("patch.validate", {"proposal_id": pid})

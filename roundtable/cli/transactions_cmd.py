@@ -1,0 +1,89 @@
+"""`roundtable transactions`: list applied patches and roll one back (operator only).
+
+`list` reads one snapshot; `rollback` goes through `Runtime.call("patch.rollback")` as the
+operator, so it is checked and audited like any tool call: it refuses unless every touched file
+still has the hash the apply left, then restores the pre-images and records `patch.rolled_back`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+
+
+async def _list(root: Path, status: str) -> list[dict[str, Any]]:
+    from roundtable.runtime import Runtime
+    from roundtable.services.apply import list_transactions
+
+    runtime = await Runtime.open(root)
+    try:
+        async with runtime.db.read() as r:
+            rows = await list_transactions(r, status)
+    finally:
+        await runtime.close()
+    out = []
+    for row in rows:
+        data = row.to_dict()
+        meta = json.loads(row.metadata_json or "{}")
+        data["files"] = meta.get("patch_files", [])
+        out.append(data)
+    return out
+
+
+async def _rollback(root: Path, transaction_id: str, reason: str) -> dict[str, Any]:
+    from roundtable.runtime import Runtime
+    from roundtable.tools.context import OPERATOR
+
+    runtime = await Runtime.open(root)
+    try:
+        return await runtime.call("patch.rollback", {"transaction_id": transaction_id, "reason_md": reason}, OPERATOR)
+    finally:
+        await runtime.close()
+
+
+@click.group()
+def transactions() -> None:
+    """List or roll back applied patches."""
+
+
+@transactions.command("list")
+@root_option
+@json_option
+@click.option("--status", default="", help="Only transactions in this status (applied, rolled_back, ...).")
+@handle_errors
+def list_cmd(root: Path, as_json: bool, status: str) -> None:
+    """List patch transactions, oldest first."""
+    rows = run_async(_list(root, status))
+    if as_json:
+        print_json({"transactions": rows})
+        return
+    if not rows:
+        click.echo("no transactions")
+        return
+    for row in rows:
+        files = ", ".join(row["files"][:3]) + (f" (+{len(row['files']) - 3})" if len(row["files"]) > 3 else "")
+        when = row["applied_at"] or row["created_at"]
+        click.echo(
+            f"{row['id']} [{row['status']}] proposal {row['proposal_id']} {when} by {row['applied_by']}: {files}"
+        )
+
+
+@transactions.command("rollback")
+@click.argument("transaction_id")
+@root_option
+@json_option
+@click.option("--reason", default="operator rollback", show_default=True, help="Why (recorded in the event).")
+@handle_errors
+def rollback_cmd(transaction_id: str, root: Path, as_json: bool, reason: str) -> None:
+    """Revert an applied transaction if its files are unchanged since the apply."""
+    out = run_async(_rollback(root, transaction_id, reason))
+    if as_json:
+        print_json(out)
+        return
+    tx = out.get("transaction") or {}
+    click.echo(f"rolled back {tx.get('id', transaction_id)}; proposal {tx.get('proposal_id', '')} is rolled_back")
