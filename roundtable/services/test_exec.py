@@ -75,9 +75,9 @@ def child_environment() -> dict[str, str]:
 class OutputCapture:
     """Keeps the first `head` and the last `tail` bytes of a stream, counting what it drops."""
 
-    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
-        self._head_limit = head
-        self._tail_limit = tail
+    def __init__(self, head: int | None = None, tail: int | None = None) -> None:
+        self._head_limit = HEAD_BYTES if head is None else head
+        self._tail_limit = TAIL_BYTES if tail is None else tail
         self._head = bytearray()
         self._tail: collections.deque[bytes] = collections.deque()
         self._tail_size = 0

@@ -70,8 +70,9 @@ async def get_test_run(q: Reader | Tx, test_run_id: str) -> TestRun:
 def summarize(output: str, note: str = "") -> str:
     """The last lines of the output (the reference's six), after the note when there is one."""
     lines = output.strip().splitlines()[-SUMMARY_LINES:]
-    body = "\n".join(lines) if lines else NO_OUTPUT
-    return f"{note[:1].upper()}{note[1:]}.\n{body}" if note else body
+    if not note:
+        return "\n".join(lines) if lines else NO_OUTPUT
+    return "\n".join([f"{note[:1].upper()}{note[1:]}.", *lines])
 
 
 def log_path_for(test_run_id: str) -> str:

@@ -1,0 +1,77 @@
+"""test.suggest derives commands from the repository's real markers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roundtable.errors import ToolError
+from roundtable.runtime import Runtime
+from roundtable.services.test_suggest import suggest
+
+from .conftest import AGENT, add_lines_patch, make_proposal
+
+pytestmark = pytest.mark.anyio
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_no_markers_no_suggestions(tmp_path: Path) -> None:
+    assert suggest(tmp_path) == []
+
+
+def test_each_marker_maps_to_its_runner(tmp_path: Path) -> None:
+    _write(tmp_path, "pyproject.toml", "[project]\nname = 'x'\n")
+    _write(tmp_path, "package.json", json.dumps({"scripts": {"test": "vitest run"}}))
+    _write(tmp_path, "go.mod", "module example.com/x\n")
+    _write(tmp_path, "Cargo.toml", "[package]\nname = 'x'\n")
+    _write(tmp_path, "Makefile", "VAR := 1\ntest: build\n\tgo test ./...\n")
+    found = suggest(tmp_path)
+    assert [s.command for s in found] == ["cargo test", "go test ./...", "make test", "npm test", "pytest"]
+    assert {s.command: s.marker for s in found}["pytest"] == "pyproject.toml"
+
+
+def test_placeholders_and_lockfiles(tmp_path: Path) -> None:
+    _write(tmp_path, "package.json", json.dumps({"scripts": {"test": 'echo "Error: no test specified" && exit 1'}}))
+    _write(tmp_path, "Makefile", "build:\n\tcc x.c\ntest := no\n")
+    assert suggest(tmp_path) == []
+    _write(tmp_path, "package.json", json.dumps({"scripts": {"test": "jest"}}))
+    _write(tmp_path, "pnpm-lock.yaml", "lockfileVersion: 9\n")
+    assert [s.command for s in suggest(tmp_path)] == ["pnpm test"]
+    _write(tmp_path, "package.json", "{not json")
+    assert suggest(tmp_path) == []
+
+
+def test_narrowed_to_touched_languages(tmp_path: Path) -> None:
+    _write(tmp_path, "package.json", json.dumps({"scripts": {"test": "jest"}}))
+    _write(tmp_path, "setup.cfg", "[tool:pytest]\n")
+    _write(tmp_path, "svc/go.mod", "module example.com/svc\n")
+    assert [s.command for s in suggest(tmp_path, ["svc/cmd/main.go"])] == ["go -C svc test ./..."]
+    assert [s.command for s in suggest(tmp_path, ["pkg/mod.py", "web/app.ts"])] == ["npm test", "pytest"]
+    # Nothing language-specific touched (docs): the whole repository's suggestions.
+    assert [s.command for s in suggest(tmp_path, ["README.md"])] == ["npm test", "pytest"]
+    # Paths that try to leave the root are ignored.
+    assert [s.command for s in suggest(tmp_path, ["../outside/x.go"])] == ["npm test", "pytest"]
+
+
+async def test_tool_uses_the_proposal_patch(rt: Runtime) -> None:
+    _write(rt.root, "pyproject.toml", "[tool.pytest.ini_options]\n")
+    _write(rt.root, "Cargo.toml", "[package]\n")
+    pid = await make_proposal(rt, add_lines_patch("app.py", ["# change"]))
+    out = await rt.call("test.suggest", {"proposal_id": pid}, AGENT)
+    assert out == {
+        "task_id": "T-1",
+        "proposal_id": pid,
+        "commands": ["pytest"],
+        "suggestions": [{"command": "pytest", "marker": "pyproject.toml", "language": "python"}],
+    }
+    whole = await rt.call("test.suggest", {}, AGENT)
+    assert whole["commands"] == ["cargo test", "pytest"] and whole["proposal_id"] == ""
+    with pytest.raises(ToolError, match="get proposal P-nope: not found"):
+        await rt.call("test.suggest", {"proposal_id": "P-nope"}, AGENT)
