@@ -165,7 +165,7 @@ async def test_rollback_refuses_when_files_changed(flow: Flow, repo: Path) -> No
     pid = await ready_two_files(flow)
     out = await flow.call("patch.apply", {"proposal_id": pid})
     (repo / "README.txt").write_text("edited after apply\n")
-    with pytest.raises(ToolError, match="files changed since the apply: README.txt"):
+    with pytest.raises(ToolError, match=r"files changed since the apply: README\.txt"):
         await flow.call("patch.rollback", {"transaction_id": out["transaction"]["id"]})
     assert (repo / "src" / "app.py").read_text() == "print('v2')\n"
     with pytest.raises(ToolError, match="not found"):
