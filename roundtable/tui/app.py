@@ -1,0 +1,543 @@
+"""The operator's console: a Textual app over one open `Runtime`.
+
+The app reads the database directly (one read snapshot per refresh, keyed pages for long
+lists) and changes it only through `Runtime.call` with the operator as caller, exactly like an
+agent's call, so every action is validated, transactional and audited. It refreshes when the
+change bus announces a commit in this process and when `watchfiles` sees the database files
+change (writes by other processes); bursts coalesce into one refresh, and there is no timer
+that polls the database.
+
+`RoundtableApp` needs only an open runtime, so tests build it from the `runtime` fixture;
+`launch.run_console` wraps it with the owner (lock, Chair, HTTP and socket listeners).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.console import Group
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
+from textual.widgets import Footer
+
+from roundtable import clock
+from roundtable.runtime import Runtime
+from roundtable.store.records import HumanApproval, Proposal, Transaction
+from roundtable.tools.context import Caller
+from roundtable.tui import commands
+from roundtable.tui.data import Overview, check_database_file, load_entity, load_overview, read_diff
+from roundtable.tui.messages import DatabaseChanged, EntityLoaded, GateReport, OverviewLoaded, RefreshFailed, Selected
+from roundtable.tui.screens.confirm import ConfirmScreen
+from roundtable.tui.screens.help import HelpScreen
+from roundtable.tui.screens.prompt import PromptScreen
+from roundtable.tui.widgets.approvals_pane import ApprovalsPane
+from roundtable.tui.widgets.claims_pane import ClaimsPane
+from roundtable.tui.widgets.events_pane import EventsPane
+from roundtable.tui.widgets.gate_report import render_gate_report
+from roundtable.tui.widgets.header import ConsoleHeader, OwnerInfo, Staleness
+from roundtable.tui.widgets.inspector import Inspector
+from roundtable.tui.widgets.proposals_pane import ProposalsPane
+from roundtable.tui.widgets.runs_pane import RunsPane
+from roundtable.tui.widgets.table_pane import TablePane
+from roundtable.tui.widgets.transactions_pane import TransactionsPane
+from roundtable.tui.widgets.turns_pane import TurnsPane
+from roundtable.tui.widgets.virtual_list import VirtualList
+
+log = logging.getLogger("roundtable.tui")
+
+CONSOLE = Caller("operator", "tui")
+OPERATOR_NAME = "operator"
+
+
+class RoundtableApp(App[None]):
+    """The console. `clock_ns` is injectable so snapshots are stable; `watch_files=False` and
+    `live_clock=False` keep tests deterministic."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "roundtable"
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [*commands.bindings()]
+    COMMANDS: ClassVar = App.COMMANDS | {commands.ConsoleCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        run_id: str = "",
+        chair: Any = None,
+        owner_info: OwnerInfo | None = None,
+        read_only: bool = False,
+        clock_ns: Callable[[], int] = clock.now_ns,
+        watch_files: bool = True,
+        live_clock: bool = True,
+    ) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.run_id = run_id
+        self.chair = chair
+        self.owner_info = owner_info or OwnerInfo(project=runtime.config.project_name)
+        self.read_only = read_only
+        self.clock_ns = clock_ns
+        self.watch_files = watch_files
+        self.live_clock = live_clock
+        self.overview: Overview | None = None
+        self.stale: Staleness | None = None
+        self.gate_reports: dict[str, tuple[dict[str, Any] | None, str]] = {}
+        self.refreshes = 0
+        self._overrides = commands.keymap(runtime.config.tui.bindings)
+        self._refreshing = False
+        self._dirty = False
+        self._inspecting: tuple[str, str] | None = None
+        self._stop_watch = asyncio.Event()
+        self.startup_notes: list[str] = []
+
+    # --- layout -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        ck = self.clock_ns
+        yield ConsoleHeader(self.owner_info, read_only=self.read_only, clock_ns=ck)
+        with Horizontal(id="upper"):
+            with Vertical(id="left"):
+                with Horizontal(id="top-row"):
+                    yield RunsPane(id="runs", clock_ns=ck)
+                    yield TurnsPane(id="turns", clock_ns=ck)
+                    yield TransactionsPane(id="transactions", clock_ns=ck)
+                with Horizontal(id="mid-row"):
+                    yield ProposalsPane(id="proposals", clock_ns=ck)
+                    yield ApprovalsPane(id="approvals", clock_ns=ck)
+            yield Inspector()
+        with Horizontal(id="bottom-row"):
+            yield ClaimsPane(self.runtime, id="claims", clock_ns=ck)
+            yield EventsPane(self.runtime, id="events", clock_ns=ck)
+        yield Footer()
+
+    @property
+    def header(self) -> ConsoleHeader:
+        return self.query_one(ConsoleHeader)
+
+    def keymap_for(self, command_id: str) -> str | None:
+        return self._overrides.get(command_id)
+
+    def on_mount(self) -> None:
+        if self._overrides:
+            self.set_keymap(self._overrides)
+        self.header.run_id = self.run_id
+        self.header.chair = self.chair
+        self.header.update_view()
+        self.query_one(ProposalsPane).focus()
+        for note in self.startup_notes:
+            self.notify(note, title="owner")
+        self.request_refresh()
+        self._watch_bus()
+        if self.watch_files:
+            self._watch_files()
+        if self.live_clock:
+            # Re-renders relative times (ages, countdowns, the Chair's next tick); reads nothing.
+            self.set_interval(1.0, self._tick_clock)
+
+    def _tick_clock(self) -> None:
+        self.header.update_view()
+        if self.overview is not None:
+            self.query_one(TurnsPane).show(self.overview)
+
+    # --- refresh ----------------------------------------------------------------------------
+
+    @work(group="bus", exit_on_error=False)
+    async def _watch_bus(self) -> None:
+        with self.runtime.bus.subscribe() as sub:
+            while True:
+                await sub.get()
+                self.post_message(DatabaseChanged("bus"))
+
+    @work(group="files", exit_on_error=False)
+    async def _watch_files(self) -> None:
+        """Writes by other processes touch the database file or its WAL; nothing else tells us."""
+        from watchfiles import awatch
+
+        db_path = Path(self.runtime.db.path)
+        names = {db_path.name, f"{db_path.name}-wal"}
+        async for _changes in awatch(
+            db_path.parent,
+            watch_filter=lambda _change, path: Path(path).name in names,
+            debounce=120,
+            step=20,
+            recursive=False,
+            rust_timeout=500,
+            stop_event=self._stop_watch,
+        ):
+            self.post_message(DatabaseChanged("files"))
+
+    def on_database_changed(self, message: DatabaseChanged) -> None:
+        if len(self.screen_stack) > 1:
+            self._dirty = True  # paused while a modal is open; caught up when it closes
+            return
+        self.request_refresh()
+
+    def request_refresh(self) -> None:
+        """Start a refresh, or mark one due if a refresh is running (a burst becomes one more)."""
+        if self._refreshing:
+            self._dirty = True
+            return
+        self._refreshing = True
+        self._dirty = False
+        self._refresh_worker()
+
+    @work(exclusive=True, group="refresh", exit_on_error=False)
+    async def _refresh_worker(self) -> None:
+        try:
+            while True:
+                try:
+                    check_database_file(Path(self.runtime.db.path))
+                    async with self.runtime.db.read() as reader:
+                        overview = await load_overview(reader, self.run_id, self.runtime.config)
+                except Exception as exc:
+                    self.post_message(RefreshFailed(_describe(exc)))
+                else:
+                    self.post_message(OverviewLoaded(overview))
+                if not self._dirty:
+                    break
+                self._dirty = False
+        finally:
+            self._refreshing = False
+
+    def on_overview_loaded(self, message: OverviewLoaded) -> None:
+        self.overview = message.overview
+        self.refreshes += 1
+        self.stale = None
+        self.header.stale = None
+        self.header.overview = message.overview
+        self.header.update_view()
+        for pane in self.query(TablePane):
+            pane.show(message.overview)
+        for vlist in self.query(VirtualList):
+            vlist.reload()
+        if self._inspecting is not None:
+            self.load_inspector(*self._inspecting)
+
+    def on_refresh_failed(self, message: RefreshFailed) -> None:
+        if self.stale is None:
+            self.stale = Staleness(self.clock_ns(), message.reason)
+        else:
+            self.stale = replace(self.stale, reason=message.reason)
+        self.header.stale = self.stale
+        self.header.update_view()
+
+    # --- selection and the inspector --------------------------------------------------------
+
+    def on_selected(self, message: Selected) -> None:
+        if message.inspect or (message.pane is not None and message.pane is self.focused):
+            self.load_inspector(message.kind, message.entity_id)
+
+    @work(exclusive=True, group="inspect", exit_on_error=False)
+    async def load_inspector(self, kind: str, entity_id: str) -> None:
+        self._inspecting = (kind, entity_id)
+        try:
+            async with self.runtime.db.read() as reader:
+                entity = await load_entity(reader, kind, entity_id)
+            if entity is not None and kind == "proposal":
+                text, note = await asyncio.to_thread(read_diff, self.runtime.root, entity.record)
+                entity = replace(entity, diff_text=text, diff_note=note)
+        except Exception as exc:
+            self.post_message(RefreshFailed(_describe(exc)))
+            return
+        self.post_message(EntityLoaded(entity, kind, entity_id))
+
+    def on_entity_loaded(self, message: EntityLoaded) -> None:
+        inspector = self.query_one(Inspector)
+        inspector.gate = self.gate_reports.get(message.entity_id) if message.kind == "proposal" else None
+        inspector.show_entity(message.entity, message.kind, message.entity_id)
+
+    def on_gate_report(self, message: GateReport) -> None:
+        self.gate_reports[message.proposal_id] = (message.report, message.error)
+        if self._inspecting == ("proposal", message.proposal_id):
+            self.query_one(Inspector).show_gates(message.report, message.error)
+
+    # --- what is selected -------------------------------------------------------------------
+
+    def _selected_approval(self) -> HumanApproval | None:
+        key = self.query_one(ApprovalsPane).selected_key()
+        if self.overview is None or key is None:
+            return None
+        return next((a for a in self.overview.approvals if a.id == key), None)
+
+    def _selected_proposal(self) -> Proposal | None:
+        key = self.query_one(ProposalsPane).selected_key()
+        if self.overview is None or key is None:
+            return None
+        return next((p.proposal for p in self.overview.proposals if p.proposal.id == key), None)
+
+    def _selected_transaction(self) -> Transaction | None:
+        if self.overview is None:
+            return None
+        if isinstance(self.focused, ProposalsPane):
+            proposal = self._selected_proposal()
+            if proposal is not None:
+                applied = [
+                    t for t in self.overview.transactions if t.proposal_id == proposal.id and t.status == "applied"
+                ]
+                return applied[0] if applied else None
+        key = self.query_one(TransactionsPane).selected_key()
+        return next((t for t in self.overview.transactions if t.id == key), None)
+
+    # --- actions ----------------------------------------------------------------------------
+
+    def _refused(self, command_id: str) -> bool:
+        command = commands.BY_ID[command_id]
+        if self.read_only and command.mutating:
+            self.notify(f"Read-only console: {command.title.lower()} is disabled.", severity="warning", title="refused")
+            return True
+        return False
+
+    def _missing(self, what: str, pane: str) -> None:
+        self.notify(f"Select {what} in the {pane} pane first.", severity="warning")
+
+    async def call_tool(self, tool: str, args: dict[str, Any], *, success: str) -> dict[str, Any] | None:
+        """One audited call as the operator; errors become a notification, never a crash."""
+        try:
+            result = await self.runtime.call(tool, args, CONSOLE)
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title=tool, timeout=8)
+            return None
+        self.notify(success, title=tool)
+        self.request_refresh()
+        return result
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(), lambda _result: self._after_modal())
+
+    def action_refresh(self) -> None:
+        self.request_refresh()
+
+    def action_inspect(self) -> None:
+        focused = self.focused
+        if isinstance(focused, TablePane):
+            key = focused.selected_key()
+            if key is not None:
+                self.load_inspector(focused.kind, key)
+        elif isinstance(focused, VirtualList):
+            focused.action_inspect()
+
+    def action_filter(self) -> None:
+        pane = self.focused
+        if not isinstance(pane, TablePane | VirtualList):
+            self.notify("Focus a list pane (tab) to filter it.", severity="warning")
+            return
+        self._filter_flow(pane)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _filter_flow(self, pane: TablePane | VirtualList) -> None:
+        title = str(pane.border_title or "pane")
+        text = await self.push_screen_wait(
+            PromptScreen(f"Filter {title}", "Show rows containing:", value=pane.filter_text)
+        )
+        self._after_modal()
+        if text is not None:
+            pane.set_filter(text)
+
+    def action_approve(self) -> None:
+        if self._refused("approve"):
+            return
+        approval = self._selected_approval()
+        if approval is None:
+            self._missing("an approval", "Approvals")
+            return
+        self._decide(approval, "approved", "")
+
+    def action_deny(self) -> None:
+        if self._refused("deny"):
+            return
+        approval = self._selected_approval()
+        if approval is None:
+            self._missing("an approval", "Approvals")
+            return
+        self._deny_flow(approval)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _deny_flow(self, approval: HumanApproval) -> None:
+        note = await self.push_screen_wait(
+            PromptScreen(f"Deny {approval.id}", f"{approval.subject}\nNote (optional):", placeholder="why")
+        )
+        self._after_modal()
+        if note is not None:
+            self._decide(approval, "denied", note)
+
+    @work(group="actions", exit_on_error=False)
+    async def _decide(self, approval: HumanApproval, status: str, note: str) -> None:
+        args: dict[str, Any] = {
+            "approval_id": approval.id,
+            "subject": approval.subject,
+            "reason_md": approval.reason_md or approval.subject,
+            "status": status,
+            "decided_by": OPERATOR_NAME,
+        }
+        if approval.proposal_id:
+            args["proposal_id"] = approval.proposal_id
+        if note:
+            args["decision_md"] = note
+        await self.call_tool("human.request_approval", args, success=f"{approval.id} {status}")
+
+    def action_validate(self) -> None:
+        proposal = self._selected_proposal()
+        if proposal is None:
+            self._missing("a proposal", "Proposals")
+            return
+        self._validate(proposal.id)
+
+    @work(group="actions", exit_on_error=False)
+    async def _validate(self, proposal_id: str) -> None:
+        report = await self._gate_report(proposal_id)
+        if report is not None:
+            verdict = "valid" if report.get("valid") else "not valid"
+            self.notify(f"{proposal_id}: {verdict}", title="patch.validate")
+
+    async def _gate_report(self, proposal_id: str) -> dict[str, Any] | None:
+        try:
+            report = await self.runtime.call("patch.validate", {"proposal_id": proposal_id}, CONSOLE)
+        except Exception as exc:
+            self.post_message(GateReport(proposal_id, None, _describe(exc)))
+            self.notify(_describe(exc), severity="error", title="patch.validate", timeout=8)
+            return None
+        self.post_message(GateReport(proposal_id, report))
+        self.load_inspector("proposal", proposal_id)
+        return report
+
+    def action_apply(self) -> None:
+        if self._refused("apply"):
+            return
+        proposal = self._selected_proposal()
+        if proposal is None:
+            self._missing("a proposal", "Proposals")
+            return
+        self._apply_flow(proposal)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _apply_flow(self, proposal: Proposal) -> None:
+        report = await self._gate_report(proposal.id)
+        error = "" if report is not None else self.gate_reports.get(proposal.id, (None, ""))[1]
+        body = Group(
+            Text.assemble(("Proposal ", "dim"), (proposal.id, "bold"), "  ", proposal.title),
+            Text.assemble(
+                ("Revision ", "dim"),
+                (proposal.current_revision or "(none)", "bold yellow"),
+                f"  (r{proposal.revision_number})",
+            ),
+            Text(""),
+            Text("Gate report", style="bold"),
+            render_gate_report(report, error),
+            Text(""),
+            Text(
+                "Apply changes the working tree (git apply) and records a transaction you can roll back.", style="dim"
+            ),
+        )
+        confirmed = await self.push_screen_wait(ConfirmScreen(f"Apply {proposal.id}?", body, confirm_label="Apply"))
+        self._after_modal()
+        if not confirmed:
+            self.notify("Apply cancelled.")
+            return
+        args = {"proposal_id": proposal.id, "applied_by": OPERATOR_NAME}
+        if self.run_id:
+            args["run_id"] = self.run_id
+        await self.call_tool("patch.apply", args, success=f"{proposal.id} applied")
+
+    def action_reject(self) -> None:
+        if self._refused("reject"):
+            return
+        proposal = self._selected_proposal()
+        if proposal is None:
+            self._missing("a proposal", "Proposals")
+            return
+        self._reject_flow(proposal)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _reject_flow(self, proposal: Proposal) -> None:
+        reason = await self.push_screen_wait(
+            PromptScreen(f"Reject {proposal.id}", f"{proposal.title}\nReason (required):", required=True)
+        )
+        self._after_modal()
+        if reason:
+            args = {"proposal_id": proposal.id, "reason_md": reason, "decided_by": OPERATOR_NAME}
+            await self.call_tool("patch.reject", args, success=f"{proposal.id} rejected")
+
+    def action_rollback(self) -> None:
+        if self._refused("rollback"):
+            return
+        tx = self._selected_transaction()
+        if tx is None:
+            self._missing("a transaction", "Transactions")
+            return
+        self._rollback_flow(tx)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _rollback_flow(self, tx: Transaction) -> None:
+        body = Group(
+            Text.assemble(("Transaction ", "dim"), (tx.id, "bold"), (f"  [{tx.status}]", "yellow")),
+            Text.assemble(("Proposal ", "dim"), tx.proposal_id),
+            Text.assemble(("Revision ", "dim"), (tx.revision or "(unknown)", "bold yellow")),
+            Text.assemble(("Applied ", "dim"), f"{tx.applied_at or '—'} by {tx.applied_by}"),
+            Text(""),
+            Text(
+                "Roll back restores the files as they were before this apply, if nobody changed them since.",
+                style="dim",
+            ),
+        )
+        confirmed = await self.push_screen_wait(ConfirmScreen(f"Roll back {tx.id}?", body, confirm_label="Roll back"))
+        self._after_modal()
+        if confirmed:
+            args = {"transaction_id": tx.id, "reason_md": "rolled back from the console"}
+            await self.call_tool("patch.rollback", args, success=f"{tx.id} rolled back")
+
+    async def action_tick(self) -> None:
+        if self._refused("tick"):
+            return
+        if self.chair is None:
+            self.notify("No Chair runs in this console.", severity="warning")
+            return
+        await _maybe_await(self.chair.wake())
+        self.notify("Chair woken for a tick.")
+
+    async def action_pause(self) -> None:
+        if self._refused("pause"):
+            return
+        if self.chair is None:
+            self.notify("No Chair runs in this console.", severity="warning")
+            return
+        paused = bool(getattr(getattr(self.chair, "state", None), "paused", False))
+        await _maybe_await(self.chair.resume() if paused else self.chair.pause())
+        self.notify("Chair resumed." if paused else "Chair paused.")
+        self.header.update_view()
+
+    async def action_quit(self) -> None:
+        self._stop_watch.set()
+        self.exit()
+
+    def _after_modal(self) -> None:
+        if self._dirty and len(self.screen_stack) <= 1:
+            self._dirty = False
+            self.request_refresh()
+
+    def focus_pane(self, widget_id: str) -> Widget:
+        widget = self.query_one(f"#{widget_id}")
+        widget.focus()
+        return widget
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value

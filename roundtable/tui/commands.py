@@ -1,0 +1,134 @@
+"""The one command registry: key bindings, the command palette and the help screen all read it.
+
+Each command has a stable id; `tui.bindings` in `config.yaml` maps ids to other keys
+(`approve: ctrl+a`) and Textual's keymap applies them, so the palette, the footer and the help
+screen always show the key that really works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from roundtable.tui.app import RoundtableApp
+
+
+@dataclass(frozen=True)
+class Command:
+    """One operator command. `action` is the app action it runs; `bind` False means the key is
+    Textual's own (tab, enter, ctrl+p) and is listed for help only."""
+
+    id: str
+    key: str
+    action: str
+    title: str
+    help: str
+    mutating: bool = False
+    bind: bool = True
+    palette: bool = True
+    footer: bool = False
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("help", "question_mark", "help", "Help", "Show every key and command.", footer=True),
+    Command(
+        "palette",
+        "ctrl+p",
+        "command_palette",
+        "Command palette",
+        "Search and run a command.",
+        bind=False,
+        palette=False,
+    ),
+    Command("quit", "q", "quit", "Quit", "Stop the console, the Chair and the listeners.", footer=True),
+    Command("next_pane", "tab", "focus_next", "Next pane", "Move focus to the next pane.", bind=False, palette=False),
+    Command(
+        "prev_pane",
+        "shift+tab",
+        "focus_previous",
+        "Previous pane",
+        "Move focus to the previous pane.",
+        bind=False,
+        palette=False,
+    ),
+    Command("move", "j,k", "", "Move", "Move the selection down / up (arrows work too).", bind=False, palette=False),
+    Command("inspect", "enter", "inspect", "Inspect", "Show the selected record in full in the inspector.", bind=False),
+    Command("filter", "slash", "filter", "Filter", "Filter the focused pane (empty text clears).", footer=True),
+    Command("approve", "a", "approve", "Approve", "Approve the selected human approval.", mutating=True, footer=True),
+    Command(
+        "deny", "x", "deny", "Deny", "Deny the selected human approval (optional note).", mutating=True, footer=True
+    ),
+    Command(
+        "validate",
+        "v",
+        "validate",
+        "Validate",
+        "Run every gate on the selected proposal (patch.validate).",
+        footer=True,
+    ),
+    Command(
+        "apply",
+        "A",
+        "apply",
+        "Apply",
+        "Apply the selected proposal after confirming its revision and gates.",
+        mutating=True,
+        footer=True,
+    ),
+    Command(
+        "reject", "r", "reject", "Reject", "Reject the selected proposal (reason required).", mutating=True, footer=True
+    ),
+    Command("rollback", "R", "rollback", "Roll back", "Roll back the selected transaction (confirm).", mutating=True),
+    Command("tick", "t", "tick", "Tick now", "Wake the Chair for a tick now.", mutating=True),
+    Command("pause", "p", "pause", "Pause/resume Chair", "Pause or resume the Chair loop.", mutating=True),
+    Command("refresh", "ctrl+r", "refresh", "Refresh", "Reload every pane now."),
+)
+
+BY_ID = {c.id: c for c in COMMANDS}
+
+
+def bindings() -> list[Binding]:
+    """The app's BINDINGS, one per bindable command, each with the command's id."""
+    return [Binding(c.key, c.action, c.title, show=c.footer, id=c.id, priority=False) for c in COMMANDS if c.bind]
+
+
+def keymap(overrides: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Config overrides (id, key) for known ids; unknown ids are ignored with no effect."""
+    return {bid: key for bid, key in overrides if bid in BY_ID and BY_ID[bid].bind}
+
+
+def display_key(app: RoundtableApp, command: Command) -> str:
+    key = app.keymap_for(command.id) or command.key
+    return ", ".join(app.get_key_display(Binding(k.strip(), "")) for k in key.split(","))
+
+
+class ConsoleCommands(Provider):
+    """Offers the registry's commands in the command palette (ctrl+p)."""
+
+    def _commands(self) -> list[Command]:
+        return [c for c in COMMANDS if c.palette]
+
+    def _label(self, command: Command) -> str:
+        app = self.app
+        key = display_key(app, command) if hasattr(app, "keymap_for") else command.key  # type: ignore[arg-type]
+        return f"{command.title}  [{key}]"
+
+    async def discover(self) -> Hits:
+        for command in self._commands():
+            yield DiscoveryHit(self._label(command), partial(self.app.run_action, command.action), help=command.help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for command in self._commands():
+            label = self._label(command)
+            score = matcher.match(f"{label} {command.help}")
+            if score > 0:
+                yield Hit(
+                    score, matcher.highlight(label), partial(self.app.run_action, command.action), help=command.help
+                )

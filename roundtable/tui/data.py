@@ -1,0 +1,475 @@
+"""What the console reads: one consistent overview for the short panes, and keyed pages for the
+long ones (claims, events).
+
+Everything here is a plain async function over a store `Reader` (one read snapshot), so a pane
+never shows two instants at once. Long lists never load whole: `VirtualSource.page()` reads one
+page after (or before) a known key, falling back to `OFFSET` only for a jump to an unknown
+position (a scrollbar drag or `end`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from roundtable import clock
+from roundtable.config import Config
+from roundtable.store.db import Reader
+from roundtable.store.records import HumanApproval, Proposal, Run, Transaction
+
+# Votes counted as "for" / "against" in the proposals pane.
+VOTES_FOR = ("approve", "approved", "accept", "yes", "lgtm")
+VOTES_AGAINST = ("reject", "rejected", "veto", "no", "request_changes", "needs_changes")
+TURN_DONE_TYPES = ("agent.turn_complete", "agent.turn_completed", "agent.turn_expired")
+TURN_STATE_TYPES = ("agent.turn_scheduled", "agent.turn_started")
+OPEN_PROPOSAL_STATUSES = ("pending", "in_review", "revision_requested")
+
+
+class DatabaseUnavailable(Exception):
+    """The database file cannot be read (missing, moved or unreadable)."""
+
+
+def check_database_file(path: Path) -> None:
+    """Raise `DatabaseUnavailable` when the file a refresh would read is gone or unreadable.
+
+    Open connections keep working on a renamed or deleted file, so a query alone would hide
+    that the project's database is no longer where the console thinks it is.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DatabaseUnavailable(f"database file missing: {path}") from None
+    except OSError as exc:
+        raise DatabaseUnavailable(f"database file unreadable: {exc.strerror}") from None
+    if not os.access(path, os.R_OK) or (st.st_mode & 0o444) == 0:
+        raise DatabaseUnavailable(f"database file unreadable: {path}")
+
+
+# --- rows for the short panes ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    position: int
+    request_id: int
+    agent_id: str
+    reason: str
+    state: str  # requested | scheduled | started
+    requested_at: str
+    state_at: str
+    expires_at_ns: int  # 0 when the turn has no deadline yet
+
+
+@dataclass(frozen=True)
+class ProposalRow:
+    proposal: Proposal
+    votes_for: int
+    votes_against: int
+
+    @property
+    def gate_summary(self) -> str:
+        p = self.proposal
+        return f"vote:{p.vote_state} policy:{p.policy_state} human:{p.approval_state} tx:{p.transaction_state}"
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Everything the header and the short panes show, read in one snapshot."""
+
+    run: Run | None
+    runs: list[Run] = field(default_factory=list)
+    turns: list[TurnRow] = field(default_factory=list)
+    proposals: list[ProposalRow] = field(default_factory=list)
+    approvals: list[HumanApproval] = field(default_factory=list)
+    transactions: list[Transaction] = field(default_factory=list)
+    claims_active: int = 0
+    events_total: int = 0
+
+
+async def load_overview(reader: Reader, run_id: str, config: Config, *, limit: int = 500) -> Overview:
+    runs = await reader.all(Run, "SELECT * FROM runs ORDER BY started_at DESC, id DESC LIMIT ?", (limit,))
+    run = next((r for r in runs if r.id == run_id), None)
+    if run is None and run_id:
+        run = await reader.one(Run, "SELECT * FROM runs WHERE id = ?", (run_id,))
+    turns = await load_turns(reader, run_id, config) if run_id else []
+    proposals = await load_proposals(reader, limit=limit)
+    approvals = await reader.all(
+        HumanApproval,
+        "SELECT * FROM human_approvals ORDER BY (status = 'requested') DESC, created_at DESC, id DESC LIMIT ?",
+        (limit,),
+    )
+    transactions = await reader.all(
+        Transaction, "SELECT * FROM transactions ORDER BY created_at DESC, id DESC LIMIT ?", (limit,)
+    )
+    claims_active = int(await reader.scalar("SELECT COUNT(*) FROM claims WHERE status = 'active'") or 0)
+    events_total = int(await reader.scalar("SELECT COALESCE(MAX(id), 0) FROM events") or 0)
+    return Overview(run, runs, turns, proposals, approvals, transactions, claims_active, events_total)
+
+
+async def load_proposals(reader: Reader, *, limit: int = 500) -> list[ProposalRow]:
+    """Open proposals first, newest first, with the votes bound to their current revision."""
+    for_marks = ",".join("?" for _ in VOTES_FOR)
+    against_marks = ",".join("?" for _ in VOTES_AGAINST)
+    open_marks = ",".join("?" for _ in OPEN_PROPOSAL_STATUSES)
+    rows = await reader.fetchall(
+        f"""
+        SELECT p.*,
+          (SELECT COUNT(*) FROM votes v WHERE v.proposal_id = p.id
+             AND (p.current_revision IS NULL OR v.revision IS NULL OR v.revision = p.current_revision)
+             AND lower(v.vote) IN ({for_marks})) AS votes_for,
+          (SELECT COUNT(*) FROM votes v WHERE v.proposal_id = p.id
+             AND (p.current_revision IS NULL OR v.revision IS NULL OR v.revision = p.current_revision)
+             AND lower(v.vote) IN ({against_marks})) AS votes_against
+        FROM proposals p
+        ORDER BY (p.status IN ({open_marks})) DESC, p.created_at DESC, p.id DESC
+        LIMIT ?
+        """,
+        (*VOTES_FOR, *VOTES_AGAINST, *OPEN_PROPOSAL_STATUSES, limit),
+    )
+    out = []
+    for row in rows:
+        proposal = Proposal.from_row(row)
+        out.append(ProposalRow(proposal, int(row["votes_for"]), int(row["votes_against"])))
+    return out
+
+
+async def load_turns(reader: Reader, run_id: str, config: Config) -> list[TurnRow]:
+    """The run's outstanding turn requests in FIFO order, with their latest state.
+
+    A request is outstanding until a completion or expiry names it; its deadline comes from
+    `chair.turn_start_timeout` once scheduled and `chair.turn_timeout` once started.
+    """
+    requests = await reader.fetchall(
+        "SELECT id, actor_id, payload_json, created_at FROM events "
+        "WHERE run_id = ? AND type = 'agent.turn_requested' ORDER BY id",
+        (run_id,),
+    )
+    if not requests:
+        return []
+    follow_types = TURN_DONE_TYPES + TURN_STATE_TYPES
+    marks = ",".join("?" for _ in follow_types)
+    follow = await reader.fetchall(
+        f"SELECT id, type, payload_json, created_at FROM events WHERE run_id = ? AND type IN ({marks}) "
+        "AND id >= ? ORDER BY id",
+        (run_id, *follow_types, int(requests[0]["id"])),
+    )
+    done: set[int] = set()
+    state: dict[int, tuple[str, str]] = {}
+    for row in follow:
+        payload = _payload(row["payload_json"])
+        try:
+            request_id = int(payload.get("request_event_id") or 0)
+        except (TypeError, ValueError):
+            continue
+        if row["type"] in TURN_DONE_TYPES:
+            done.add(request_id)
+        else:
+            state[request_id] = (str(row["type"]).rsplit("_", 1)[-1], str(row["created_at"]))
+    out: list[TurnRow] = []
+    for row in requests:
+        request_id = int(row["id"])
+        if request_id in done:
+            continue
+        payload = _payload(row["payload_json"])
+        kind, at = state.get(request_id, ("requested", str(row["created_at"])))
+        expires = 0
+        if kind == "scheduled":
+            expires = _ns(at) + int(config.chair.turn_start_timeout * 1e9)
+        elif kind == "started":
+            expires = _ns(at) + int(config.chair.turn_timeout * 1e9)
+        out.append(
+            TurnRow(
+                position=len(out) + 1,
+                request_id=request_id,
+                agent_id=str(payload.get("agent_id") or row["actor_id"] or ""),
+                reason=str(payload.get("reason_md") or ""),
+                state=kind,
+                requested_at=str(row["created_at"]),
+                state_at=at,
+                expires_at_ns=expires,
+            )
+        )
+    return out
+
+
+def _payload(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _ns(stamp: str) -> int:
+    try:
+        return clock.parse(stamp)
+    except ValueError:
+        return 0
+
+
+# --- the inspector ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One record in full, plus what the inspector shows beside it."""
+
+    kind: str
+    id: str
+    record: dict[str, Any]
+    related: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    diff_text: str = ""
+    diff_note: str = ""
+
+
+ENTITY_TABLES = {
+    "run": ("runs", "id"),
+    "proposal": ("proposals", "id"),
+    "approval": ("human_approvals", "id"),
+    "transaction": ("transactions", "id"),
+    "claim": ("claims", "id"),
+    "event": ("events", "id"),
+}
+
+
+async def load_entity(reader: Reader, kind: str, entity_id: str) -> Entity | None:
+    table, key = ENTITY_TABLES[kind]
+    row = await reader.fetchone(f"SELECT * FROM {table} WHERE {key} = ?", (entity_id,))
+    if row is None:
+        return None
+    record = {k: row[k] for k in row.keys()}
+    related: dict[str, list[dict[str, Any]]] = {}
+    if kind == "proposal":
+        for name, sql in (
+            (
+                "revisions",
+                "SELECT number, sha256, agent_id, created_at FROM patch_revisions WHERE proposal_id = ? ORDER BY number",
+            ),
+            (
+                "votes",
+                "SELECT agent_id, vote, revision, reason_md, created_at FROM votes WHERE proposal_id = ? ORDER BY created_at, id",
+            ),
+            (
+                "approvals",
+                "SELECT id, status, revision, decided_by FROM human_approvals WHERE proposal_id = ? ORDER BY created_at, id",
+            ),
+            (
+                "transactions",
+                "SELECT id, status, revision, applied_at FROM transactions WHERE proposal_id = ? ORDER BY created_at, id",
+            ),
+        ):
+            related[name] = [
+                dict(zip(r.keys(), tuple(r), strict=True)) for r in await reader.fetchall(sql, (entity_id,))
+            ]
+    elif kind == "claim":
+        related["contentions"] = [
+            dict(zip(r.keys(), tuple(r), strict=True))
+            for r in await reader.fetchall(
+                "SELECT id, claimant_id, status, reason, created_at FROM claim_contentions "
+                "WHERE resource_id = ? ORDER BY created_at DESC LIMIT 20",
+                (record.get("resource_id"),),
+            )
+        ]
+    return Entity(kind, str(entity_id), record, related)
+
+
+def patch_file(root: Path, record: dict[str, Any]) -> Path | None:
+    """The stored diff of a proposal's current revision (`patches/<sha256>.diff`), else its patch_path."""
+    revision = str(record.get("current_revision") or "")
+    if revision and all(c in "0123456789abcdef" for c in revision.lower()):
+        path = root / ".roundtable" / "patches" / f"{revision}.diff"
+        if path.exists():
+            return path
+    patch_path = str(record.get("patch_path") or "")
+    if patch_path:
+        candidate = (root / patch_path).resolve()
+        if candidate.is_relative_to(root.resolve()) and candidate.is_file():
+            return candidate
+    return None
+
+
+def read_diff(root: Path, record: dict[str, Any], limit: int = 512 * 1024) -> tuple[str, str]:
+    """(diff text, note) for a proposal record; blocking, so call it in a thread."""
+    path = patch_file(root, record)
+    if path is None:
+        return "", "no patch attached" if not record.get("current_revision") else "patch file not found"
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    note = f"showing the first {limit // 1024} KiB" if len(data) > limit else ""
+    return data[:limit].decode("utf-8", errors="replace"), note
+
+
+# --- virtual sources ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimLine:
+    id: str
+    resource_id: str
+    agent_id: str
+    claim_type: str
+    status: str
+    expires_at: str
+    fence: int
+    contended: bool
+
+    @property
+    def key(self) -> str:
+        return self.id
+
+
+@dataclass(frozen=True)
+class EventLine:
+    id: int
+    run_id: str
+    type: str
+    actor_id: str
+    task_id: str
+    payload_json: str
+    created_at: str
+
+    @property
+    def key(self) -> int:
+        return self.id
+
+
+class VirtualSource:
+    """A long table read by pages ordered by a unique key (`id`)."""
+
+    table: ClassVar[str]
+    select: ClassVar[str]
+    filter_columns: ClassVar[tuple[str, ...]]
+    append_only: ClassVar[bool] = False
+    dense = False
+
+    def where(self, text: str) -> tuple[str, list[Any]]:
+        text = text.strip()
+        if not text:
+            return "", []
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        like = f"%{escaped}%"
+        clause = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in self.filter_columns)
+        return f"WHERE ({clause})", [like] * len(self.filter_columns)
+
+    async def count(self, reader: Reader, text: str) -> int:
+        where, params = self.where(text)
+        if not where and self.append_only:
+            # An append-only AUTOINCREMENT table with no gaps maps position n to id n+1, so a
+            # jump to any position is a key lookup instead of an OFFSET scan.
+            row = await reader.fetchone(f"SELECT COUNT(*), COALESCE(MAX(id), 0) FROM {self.table}")
+            total, top = (int(row[0]), int(row[1])) if row else (0, 0)
+            self.dense = total == top
+            return total
+        return int(await reader.scalar(f"SELECT COUNT(*) FROM {self.table} t {where}", params) or 0)
+
+    async def page(
+        self,
+        reader: Reader,
+        text: str,
+        *,
+        offset: int,
+        limit: int,
+        after: Any = None,
+        before: Any = None,
+    ) -> list[Any]:
+        """`limit` rows in key order: after `after`, before `before`, or from `offset`."""
+        where, params = self.where(text)
+        conds = [where[len("WHERE ") :]] if where else []
+        if after is not None:
+            conds.append("t.id > ?")
+            params.append(after)
+        elif before is not None:
+            conds.append("t.id < ?")
+            params.append(before)
+        clause = f"WHERE {' AND '.join(conds)}" if conds else ""
+        if before is not None:
+            sql = f"{self.select} {clause} ORDER BY t.id DESC LIMIT ?"
+            rows = list(reversed(await reader.fetchall(sql, [*params, limit])))
+        elif after is not None:
+            rows = await reader.fetchall(f"{self.select} {clause} ORDER BY t.id LIMIT ?", [*params, limit])
+        else:
+            if self.append_only and not where and self.dense:
+                # Dense AUTOINCREMENT ids: position n is id n+1, so a jump is a key lookup.
+                rows = await reader.fetchall(f"{self.select} WHERE t.id > ? ORDER BY t.id LIMIT ?", [offset, limit])
+            else:
+                sql = f"{self.select} {clause} ORDER BY t.id LIMIT ? OFFSET ?"
+                rows = await reader.fetchall(sql, [*params, limit, offset])
+        return [self.line(r) for r in rows]
+
+    def line(self, row: Any) -> Any:
+        raise NotImplementedError
+
+
+class ClaimsSource(VirtualSource):
+    table = "claims"
+    select = (
+        "SELECT t.id, t.resource_id, t.agent_id, t.claim_type, t.status, t.expires_at, t.fence, "
+        "(EXISTS (SELECT 1 FROM claim_contentions cc WHERE cc.resource_id = t.resource_id AND cc.status = 'open') "
+        " OR (t.status = 'active' AND (SELECT COUNT(*) FROM claims c2 WHERE c2.resource_id = t.resource_id "
+        "     AND c2.status = 'active') > 1)) AS contended "
+        "FROM claims t"
+    )
+    filter_columns = ("t.resource_id", "t.agent_id", "t.status", "t.claim_type", "t.id")
+
+    def line(self, row: Any) -> ClaimLine:
+        return ClaimLine(
+            id=row["id"],
+            resource_id=row["resource_id"] or "",
+            agent_id=row["agent_id"] or "",
+            claim_type=row["claim_type"] or "",
+            status=row["status"] or "",
+            expires_at=row["expires_at"] or "",
+            fence=int(row["fence"] or 0),
+            contended=bool(row["contended"]),
+        )
+
+
+class EventsSource(VirtualSource):
+    table = "events"
+    select = "SELECT t.id, t.run_id, t.type, t.actor_id, t.task_id, t.payload_json, t.created_at FROM events t"
+    filter_columns = ("t.type", "t.actor_id", "t.task_id", "t.run_id", "t.payload_json")
+    append_only = True
+
+    def line(self, row: Any) -> EventLine:
+        return EventLine(
+            id=int(row["id"]),
+            run_id=row["run_id"] or "",
+            type=row["type"] or "",
+            actor_id=row["actor_id"] or "",
+            task_id=row["task_id"] or "",
+            payload_json=row["payload_json"] or "",
+            created_at=row["created_at"] or "",
+        )
+
+
+def short_time(stamp: str) -> str:
+    """`HH:MM:SS` of an RFC 3339 stamp (the console's compact time)."""
+    if "T" in stamp and len(stamp) >= 19:
+        return stamp[11:19]
+    return stamp
+
+
+def human_delta(seconds: float) -> str:
+    """`12s`, `3m04s`, `2h05m`, `3d04h` (negative values get a leading `-`)."""
+    sign = "-" if seconds < 0 else ""
+    s = int(abs(seconds))
+    if s < 60:
+        return f"{sign}{s}s"
+    if s < 3600:
+        return f"{sign}{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{sign}{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{sign}{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def seconds_until(stamp: str, now_ns: int) -> float | None:
+    ns = _ns(stamp)
+    return None if ns == 0 else (ns - now_ns) / 1e9
+
+
+def join_nonempty(parts: Sequence[str], sep: str = " · ") -> str:
+    return sep.join(p for p in parts if p)

@@ -1,0 +1,163 @@
+"""`roundtable run` (interactive): take ownership of the project, select or create the run, and
+run the console on the same event loop as the Chair and the HTTP and socket listeners.
+
+Order: the owner (lock, runtime, interrupted-apply recovery, agents, listeners, Chair) starts
+first; then the run is created or resumed; then the app runs until the operator quits; leaving
+the owner context stops the listeners and the Chair, closes the runtime and releases the lock.
+Without `roundtable.owner` (another area) the console opens a plain runtime and says in the
+header that the listeners are off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from roundtable import clock
+from roundtable.runtime import Runtime
+from roundtable.tui.widgets.header import OwnerInfo
+
+log = logging.getLogger("roundtable.tui")
+
+
+def run_console(
+    *,
+    root: Path,
+    goal: str | None = None,
+    resume: bool = False,
+    read_only: bool = False,
+    demo: bool = False,
+    run_id: str = "",
+) -> None:
+    """Blocking entry point used by `roundtable run`."""
+    asyncio.run(
+        console_main(root=Path(root), goal=goal or "", resume=resume, read_only=read_only, demo=demo, run_id=run_id)
+    )
+
+
+def _module(name: str) -> Any:
+    try:
+        if importlib.util.find_spec(name) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    return importlib.import_module(name)
+
+
+def _log_to_file(root: Path) -> None:
+    """While the console owns the terminal, log lines go to `.roundtable/logs/console.log`."""
+    path = root / ".roundtable" / "logs" / "console.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("roundtable")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+class _Relay:
+    """Owner messages: kept until the app runs, then shown as notifications."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.app: Any = None
+
+    def __call__(self, line: str) -> None:
+        log.info("%s", line)
+        if self.app is not None and self.app.is_running:
+            self.app.notify(line, title="owner")
+        else:
+            self.lines.append(line)
+
+
+async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, demo: bool, run_id: str = "") -> None:
+    from roundtable.tui.app import RoundtableApp
+
+    _log_to_file(root)
+    relay = _Relay()
+    owner_mod = _module("roundtable.owner")
+    if owner_mod is not None:
+        async with owner_mod.Owner(root, http=True, socket=True, chair=True, log=relay) as owner:
+            runtime = owner.runtime
+            run = await select_run(runtime, goal=goal, resume=resume, run_id=run_id)
+            info = OwnerInfo(
+                project=runtime.config.project_name,
+                http_url=owner.http_url or "",
+                socket_path=str(owner.socket_path or ""),
+            )
+            app = RoundtableApp(runtime, run_id=run, chair=owner.chair, owner_info=info, read_only=read_only)
+            await _run_app(app, relay, demo, owner)
+        return
+    runtime = await Runtime.open(root)
+    try:
+        run = await select_run(runtime, goal=goal, resume=resume, run_id=run_id)
+        info = OwnerInfo(project=runtime.config.project_name, note="listeners off: owner not available")
+        app = RoundtableApp(runtime, run_id=run, owner_info=info, read_only=read_only)
+        await _run_app(app, relay, demo, None)
+    finally:
+        await runtime.close()
+
+
+async def _run_app(app: Any, relay: _Relay, demo: bool, owner: Any) -> None:
+    relay.app = app
+    stop_demo: Callable[[], Any] | None = None
+    if demo:
+        stop_demo = await _start_demo(owner, relay)
+    app.startup_notes = list(relay.lines)
+    try:
+        await app.run_async()
+    finally:
+        relay.app = None
+        if stop_demo is not None:
+            outcome = stop_demo()
+            if hasattr(outcome, "__await__"):
+                await outcome
+
+
+async def _start_demo(owner: Any, relay: _Relay) -> Callable[[], Any] | None:
+    """Start the scripted demo agents when that module exists (it lands with another issue)."""
+    demo_mod = _module("roundtable.agents.demo")
+    start = getattr(demo_mod, "start", None) if demo_mod is not None else None
+    if start is None or owner is None:
+        relay("demo agents are not available yet; the console runs without them")
+        return None
+    try:
+        outcome = start(owner)
+        if hasattr(outcome, "__await__"):
+            outcome = await outcome
+    except Exception as exc:
+        relay(f"demo agents failed to start: {exc}")
+        return None
+    return outcome if callable(outcome) else None
+
+
+async def select_run(runtime: Runtime, *, goal: str, resume: bool, run_id: str = "") -> str:
+    """Resume (the given, else the latest active run) or create a run; returns its id."""
+    runs = _module("roundtable.services.runs")
+    if runs is not None:
+        if resume:
+            run = await runs.resume_run(runtime, run_id)
+        else:
+            run = await runs.create_run(runtime, goal, run_id=run_id)
+        return str(run.id)
+    # Fallback while the runs service is missing: the same rows it would write.
+    async with runtime.db.write(tool="run.create") as tx:
+        if resume:
+            row = await tx.fetchone(
+                "SELECT id FROM runs WHERE (? = '' OR id = ?) ORDER BY started_at DESC, id DESC LIMIT 1",
+                (run_id, run_id),
+            )
+            if row is not None:
+                return str(row[0])
+        new_id = run_id or clock.new_id("RUN")
+        await tx.insert("runs", {"id": new_id, "goal": goal or None, "status": "active", "started_at": clock.now()})
+        return new_id

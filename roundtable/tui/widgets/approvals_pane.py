@@ -1,0 +1,18 @@
+"""Approvals: human approvals, the ones still requested first."""
+
+from __future__ import annotations
+
+from roundtable.tui.data import Overview, short_time
+from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
+
+
+class ApprovalsPane(TablePane):
+    kind = "approval"
+    TITLE = "Approvals"
+    COLUMNS = ("status", "subject", "proposal", "by", "asked")
+
+    def build_rows(self, overview: Overview) -> list[Row]:
+        return [
+            (a.id, (status_cell(a.status), a.subject, a.proposal_id or "—", a.requested_by, short_time(a.created_at)))
+            for a in overview.approvals
+        ]

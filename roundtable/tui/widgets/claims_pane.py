@@ -1,0 +1,49 @@
+"""Claims: every claim (virtual list), contended resources highlighted, expiry counted down."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from roundtable.tui.data import ClaimLine, ClaimsSource, human_delta, seconds_until
+from roundtable.tui.widgets.virtual_list import VirtualList
+
+
+class ClaimsPane(VirtualList):
+    kind = "claim"
+    TITLE = "Claims"
+
+    def __init__(self, runtime: Any, **kwargs: Any) -> None:
+        super().__init__(runtime, ClaimsSource(), **kwargs)
+
+    def header(self) -> Text:
+        return Text(f"  {'resource':<30} {'owner':<14} {'mode':<6} {'status':<8} expires")
+
+    def format(self, row: ClaimLine, width: int) -> Text:
+        left = seconds_until(row.expires_at, self.clock_ns())
+        if row.status != "active":
+            expires = Text("—", style="dim")
+        elif left is None:
+            expires = Text("?")
+        elif left < 0:
+            expires = Text("expired", style="red")
+        else:
+            expires = Text(human_delta(left), style="yellow" if left < 60 else "")
+        mark = Text("⚔ ", style="bold red") if row.contended else Text("  ")
+        resource = Text(f"{_fit(row.resource_id, 30)} ", style="bold red" if row.contended else "")
+        status_style = "green" if row.status == "active" else "dim"
+        return (
+            mark
+            + resource
+            + Text(f"{_fit(row.agent_id, 14)} {_fit(row.claim_type, 6)} ")
+            + Text(f"{_fit(row.status, 8)} ", style=status_style)
+            + expires
+        )
+
+
+def _fit(text: str, width: int) -> str:
+    """Pad or cut to `width` cells; a cut keeps the end of a path, where the file name is."""
+    if len(text) <= width:
+        return f"{text:<{width}}"
+    return "…" + text[-(width - 1) :]

@@ -1,0 +1,103 @@
+"""Inspector: the selected record in full; for a proposal, its current revision's diff
+(syntax-highlighted) and the gate report."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from roundtable.tui.data import Entity
+from roundtable.tui.widgets.gate_report import render_gate_report
+
+
+class Inspector(VerticalScroll, can_focus=True):
+    BINDINGS = [
+        Binding("j", "scroll_down", "Down", show=False),
+        Binding("k", "scroll_up", "Up", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = "inspector") -> None:
+        super().__init__(id=id)
+        self.entity: Entity | None = None
+        self.gate: tuple[dict[str, Any] | None, str] | None = None
+        self.border_title = "Inspector"
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(Text("Select a row and press enter.", style="dim"), id="inspector-body")
+
+    def show_entity(self, entity: Entity | None, kind: str = "", entity_id: str = "") -> None:
+        self.entity = entity
+        self.border_title = f"Inspector · {kind} {entity_id}" if kind else "Inspector"
+        self._redraw()
+
+    def show_gates(self, report: dict[str, Any] | None, error: str) -> None:
+        self.gate = (report, error)
+        self._redraw()
+
+    def _redraw(self) -> None:
+        body = self.query_one("#inspector-body", Static)
+        entity = self.entity
+        if entity is None:
+            body.update(Text("Not found (deleted, or not loaded yet).", style="dim"))
+            return
+        parts: list[RenderableType] = []
+        if entity.kind == "proposal":
+            parts.extend(self._proposal_parts(entity))
+        parts.append(_record_table(entity.record))
+        for name, rows in entity.related.items():
+            parts.append(Text(f"\n{name} ({len(rows)})", style="bold"))
+            for row in rows:
+                parts.append(Text("  " + "  ".join(f"{k}={_short(v)}" for k, v in row.items())))
+        body.update(Group(*parts))
+
+    def _proposal_parts(self, entity: Entity) -> list[RenderableType]:
+        record = entity.record
+        revision = str(record.get("current_revision") or "")
+        parts: list[RenderableType] = [
+            Text.assemble((str(record.get("title") or ""), "bold"), "  ", (f"[{record.get('status')}]", "yellow")),
+            Text.assemble(
+                ("by ", "dim"),
+                str(record.get("agent_id") or ""),
+                ("  revision ", "dim"),
+                (revision or "(none)", "bold"),
+            ),
+            Text("\ngates", style="bold underline"),
+        ]
+        report, error = self.gate if self.gate else (None, "")
+        parts.append(render_gate_report(report, error))
+        parts.append(Text(f"\ndiff r{record.get('revision_number') or 0} {revision[:12]}", style="bold underline"))
+        if entity.diff_note:
+            parts.append(Text(entity.diff_note, style="dim"))
+        if entity.diff_text:
+            parts.append(
+                Syntax(entity.diff_text, "diff", theme="ansi_dark", word_wrap=False, background_color="default")
+            )
+        parts.append(Text("\nrecord", style="bold underline"))
+        return parts
+
+
+def _record_table(record: dict[str, Any]) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in record.items():
+        if key.endswith("_json") and isinstance(value, str):
+            try:
+                value = json.dumps(json.loads(value), ensure_ascii=False)
+            except ValueError:
+                pass
+        table.add_row(key, "" if value is None else str(value))
+    return table
+
+
+def _short(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= 40 else text[:39] + "…"

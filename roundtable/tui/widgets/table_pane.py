@@ -1,0 +1,129 @@
+"""A short list pane: a `DataTable` of at most a few hundred rows, rebuilt from each overview.
+
+Used for runs, the turn queue, proposals, approvals and transactions. The cursor stays on the
+same record across refreshes (rows are keyed by record id), and `/` filters rows by text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+from roundtable import clock
+from roundtable.tui.data import Overview
+from roundtable.tui.messages import Selected
+
+Cell = str | Text
+Row = tuple[str, Sequence[Cell]]
+
+
+class TablePane(DataTable[Cell]):
+    """Base class: subclasses set `kind`, `TITLE`, `COLUMNS` and implement `rows()`."""
+
+    kind: ClassVar[str] = ""
+    TITLE: ClassVar[str] = ""
+    COLUMNS: ClassVar[tuple[str, ...]] = ()
+
+    BINDINGS: ClassVar = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None, clock_ns: Callable[[], int] = clock.now_ns) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
+        self.clock_ns = clock_ns
+        self.filter_text = ""
+        self._last_overview: Overview | None = None
+        self._posted: str | None = None
+        self._row_count_total = 0
+
+    def on_mount(self) -> None:
+        for name in self.COLUMNS:
+            self.add_column(name, key=name)
+        self._set_title(0, 0)
+
+    def build_rows(self, overview: Overview) -> list[Row]:
+        raise NotImplementedError
+
+    def show(self, overview: Overview) -> None:
+        """Replace the rows with the overview's, keeping the cursor on the same record."""
+        self._last_overview = overview
+        rows = self.build_rows(overview)
+        total = len(rows)
+        if self.filter_text:
+            needle = self.filter_text.lower()
+            rows = [r for r in rows if needle in " ".join(str(c) for c in r[1]).lower()]
+        keep = self.selected_key()
+        self.clear()
+        for key, cells in rows:
+            self.add_row(*cells, key=key)
+        if keep is not None:
+            for index, (key, _cells) in enumerate(rows):
+                if key == keep:
+                    self.move_cursor(row=index, animate=False)
+                    break
+        self._set_title(len(rows), total)
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip()
+        if self._last_overview is not None:
+            self.show(self._last_overview)
+        else:
+            self._set_title(0, 0)
+
+    def selected_key(self) -> str | None:
+        if self.row_count == 0:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        except Exception:
+            return None
+        return None if key.value is None else str(key.value)
+
+    def _set_title(self, shown: int, total: int) -> None:
+        count = f"{shown}/{total}" if self.filter_text else f"{total}"
+        suffix = f" /{self.filter_text}" if self.filter_text else ""
+        self.border_title = f"{self.TITLE} ({count}){suffix}"
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        key = event.row_key.value
+        if key is not None and key != self._posted:
+            self._posted = str(key)
+            self.post_message(Selected(self.kind, str(key), pane=self))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(Selected(self.kind, str(event.row_key.value), inspect=True, pane=self))
+
+
+def styled(text: str, style: str) -> Text:
+    return Text(text, style=style)
+
+
+STATUS_STYLES = {
+    "active": "green",
+    "requested": "bold yellow",
+    "approved": "green",
+    "denied": "red",
+    "pending": "yellow",
+    "in_review": "cyan",
+    "accepted": "green",
+    "applied": "green",
+    "rejected": "red",
+    "failed": "bold red",
+    "rolled_back": "magenta",
+    "completed": "green",
+    "blocked": "red",
+    "scheduled": "cyan",
+    "started": "bold green",
+}
+
+
+def status_cell(status: str) -> Text:
+    return Text(status, style=STATUS_STYLES.get(status, ""))

@@ -1,0 +1,18 @@
+"""Transactions: applied patches (what `R` rolls back), newest first."""
+
+from __future__ import annotations
+
+from roundtable.tui.data import Overview, short_time
+from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
+
+
+class TransactionsPane(TablePane):
+    kind = "transaction"
+    TITLE = "Transactions"
+    COLUMNS = ("transaction", "proposal", "status", "by", "at")
+
+    def build_rows(self, overview: Overview) -> list[Row]:
+        return [
+            (t.id, (t.id, t.proposal_id, status_cell(t.status), t.applied_by, short_time(t.applied_at or t.created_at)))
+            for t in overview.transactions
+        ]
