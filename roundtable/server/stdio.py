@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import ipaddress
 import json
+import os
 import socket
 import sys
 import threading
@@ -91,17 +92,30 @@ async def _sse_events(response: httpx.Response) -> AsyncIterator[str]:
 
 
 class StdinLines:
-    """Lines of a binary stream read by a daemon thread (works for pipes, files and ttys)."""
+    """Lines of a file descriptor read by a daemon thread (pipes, files and ttys alike).
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    Raw `os.read` on the descriptor, not the buffered `sys.stdin`: a daemon thread blocked
+    inside a buffered reader aborts the interpreter at exit.
+    """
+
+    def __init__(self, fd: int = 0) -> None:
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
 
         def pump() -> None:
+            pending = b""
             try:
-                for line in iter(stream.readline, b""):
-                    loop.call_soon_threadsafe(self._queue.put_nowait, line)
-            except (OSError, ValueError):
+                while True:
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        break
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        loop.call_soon_threadsafe(self._queue.put_nowait, line)
+                if pending:
+                    loop.call_soon_threadsafe(self._queue.put_nowait, pending)
+            except (OSError, RuntimeError):
                 pass
             finally:
                 with contextlib.suppress(RuntimeError):
@@ -394,7 +408,7 @@ def main(url: str, *, token: str = "", uds: str = "") -> int:
 
     async def go() -> int:
         bridge = Bridge(bridge_args, token=token, uds=uds)
-        return await bridge.run(StdinLines(sys.stdin.buffer))
+        return await bridge.run(StdinLines(sys.stdin.fileno()))
 
     try:
         return asyncio.run(go())

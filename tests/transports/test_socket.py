@@ -28,7 +28,10 @@ def reply(data: bytes) -> dict:
 
 async def test_newline_terminated_call(owner: Owner) -> None:
     got = reply(await raw_socket(owner.socket_path, b'{"tool":"test.echo","args":{"text":"hi"}}\nignored'))
-    assert got == {"ok": True, "result": {"args": {"text": "hi"}, "kind": "operator", "transport": "socket", "agent_id": ""}}
+    assert got == {
+        "ok": True,
+        "result": {"args": {"text": "hi"}, "kind": "operator", "transport": "socket", "agent_id": ""},
+    }
 
 
 async def test_eof_terminated_request_and_whitespace_trimmed(owner: Owner) -> None:
@@ -44,7 +47,9 @@ async def test_empty_line_closes_without_reply(owner: Owner) -> None:
 
 
 async def test_only_first_line_is_used(owner: Owner) -> None:
-    data = await raw_socket(owner.socket_path, b'{"tool":"test.write","args":{"n":1}}\n{"tool":"test.write","args":{"n":2}}\n')
+    data = await raw_socket(
+        owner.socket_path, b'{"tool":"test.write","args":{"n":1}}\n{"tool":"test.write","args":{"n":2}}\n'
+    )
     assert reply(data) == {"ok": True, "result": {"n": 1}}
     assert await event_count(owner) == 1
 
@@ -72,7 +77,15 @@ async def test_keys_case_insensitive_last_wins_unknown_ignored(owner: Owner) -> 
 
 @pytest.mark.parametrize(
     "line",
-    [b'{"tool":5}', b'{"tool":"test.echo","args":[1]}', b'{"tool":"test.echo","args":"x"}', b"[1,2]", b"7", b"{", b"\xff\xfe"],
+    [
+        b'{"tool":5}',
+        b'{"tool":"test.echo","args":[1]}',
+        b'{"tool":"test.echo","args":"x"}',
+        b"[1,2]",
+        b"7",
+        b"{",
+        b"\xff\xfe",
+    ],
 )
 async def test_bad_envelopes_are_errors(owner: Owner, line: bytes) -> None:
     got = reply(await raw_socket(owner.socket_path, line + b"\n"))
@@ -106,7 +119,9 @@ async def test_request_too_large(project: Path, sockdir: Path) -> None:
     async with Owner(project, http=False, chair=False, socket_path=sockdir / "s.sock") as o:
         o.runtime.registry = make_registry()
         o.socket.max_request_bytes = 1000
-        got = reply(await raw_socket(o.socket_path, b'{"tool":"test.echo","args":{"text":"' + b"x" * 300_000 + b'"}}\n'))
+        got = reply(
+            await raw_socket(o.socket_path, b'{"tool":"test.echo","args":{"text":"' + b"x" * 300_000 + b'"}}\n')
+        )
         assert got == {"ok": False, "error": "request too large"}
         # Exactly at the limit is fine.
         body = b'{"tool":"test.echo","args":{"text":"' + b"y" * 900 + b'"}}'
@@ -201,7 +216,10 @@ async def test_drain_finishes_inflight_call(owner: Owner) -> None:
 
 async def test_call_socket_client(owner: Owner, sockdir: Path) -> None:
     got = await asyncio.to_thread(call_socket, owner.socket_path, "test.echo", {"text": "é"})
-    assert got == {"ok": True, "result": {"args": {"text": "é"}, "kind": "operator", "transport": "socket", "agent_id": ""}}
+    assert got == {
+        "ok": True,
+        "result": {"args": {"text": "é"}, "kind": "operator", "transport": "socket", "agent_id": ""},
+    }
     with pytest.raises(SocketClientError, match="no owner is running"):
         call_socket(sockdir / "nothing.sock", "test.echo", {})
     dead = sockdir / "dead.sock"
