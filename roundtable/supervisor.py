@@ -67,7 +67,8 @@ class _Live:
     process: asyncio.subprocess.Process | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     revoked: bool = False
-    done: asyncio.Event = field(default_factory=asyncio.Event)
+    done: asyncio.Event = field(default_factory=asyncio.Event)  # finishing has begun
+    finished: asyncio.Event = field(default_factory=asyncio.Event)  # recorded and cleaned up
 
 
 def socket_base() -> Path:
@@ -317,8 +318,12 @@ class Supervisor:
                 out.flush()
 
     async def _heartbeats(self, live: _Live) -> None:
-        while True:
-            await asyncio.sleep(self.heartbeat_interval)
+        # Stops cooperatively when the session is done: cancelling a task inside a write
+        # transaction could leave the shared writer connection mid-transaction.
+        while not live.done.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(live.done.wait(), self.heartbeat_interval)
+                return
             try:
                 async with self.runtime.db.write(tool="session.heartbeat") as tx:
                     await sessions.heartbeat(tx, live.session_id)
@@ -341,7 +346,9 @@ class Supervisor:
             return
         live.done.set()
         for task in live.tasks:
-            if task is not asyncio.current_task() and not task.get_name().startswith("session-wait"):
+            # Only the log pump is cancelled (it never touches the database); the heartbeat
+            # loop ends by itself once `done` is set.
+            if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
                 task.cancel()
         status = "ended" if exit_code == 0 else "failed"
         try:
@@ -367,6 +374,7 @@ class Supervisor:
             await live.endpoint.close()
         shutil.rmtree(live.directory, ignore_errors=True)
         self.live.pop(live.session_id, None)
+        live.finished.set()
 
     # --- revoke and shutdown ----------------------------------------------------------------
 
@@ -408,7 +416,7 @@ class Supervisor:
         """Wait until the session has finished (tests, demo)."""
         live = self.live.get(session_id)
         if live is not None:
-            await asyncio.wait_for(live.done.wait(), timeout)
+            await asyncio.wait_for(live.finished.wait(), timeout)
 
     async def close(self) -> None:
         """Shutdown: revoke every capability, stop every process, clean up."""
@@ -420,7 +428,7 @@ class Supervisor:
             self._signal(live, signal.SIGTERM)
         for live in list(self.live.values()):
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(live.done.wait(), 5)
+                await asyncio.wait_for(live.finished.wait(), 5)
             if not live.done.is_set():
                 self._signal(live, signal.SIGKILL)
                 await self._finish(live, exit_code=-9, reason="shutdown")

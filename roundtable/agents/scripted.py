@@ -73,20 +73,30 @@ class Session:
         return False, json.dumps(payload)[:200]
 
 
-async def connect(stack: AsyncExitStack, socket_path: str, token: str) -> Session:
-    import httpx2
+async def connect(stack: AsyncExitStack, socket_path: str, token: str, *, direct: bool = False) -> Session:
+    """Through `roundtable mcp stdio --socket` (default), or straight to the socket (`direct`)."""
     from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(
-        transport=httpx2.AsyncHTTPTransport(uds=socket_path),
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=httpx2.Timeout(30.0, read=None),
-    )
-    await stack.enter_async_context(http)
-    client = await stack.enter_async_context(
-        Client(streamable_http_client("http://localhost/mcp", http_client=http), mode="legacy")
-    )
+    if direct:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(
+            transport=httpx2.AsyncHTTPTransport(uds=socket_path),
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx2.Timeout(30.0, read=None),
+        )
+        await stack.enter_async_context(http)
+        transport: Any = streamable_http_client("http://localhost/mcp", http_client=http)
+    else:
+        from mcp.client.stdio import StdioServerParameters
+
+        from roundtable.services.adapters import bridge_argv
+
+        argv = bridge_argv(socket_path, os.getcwd())
+        # The bridge reads the token from its environment (never from argv).
+        transport = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+    client = await stack.enter_async_context(Client(transport, mode="legacy"))
     listed = await client.session.list_tools()
     names = {_dotted(tool.name): tool.name for tool in listed.tools}
     return Session(client.session, names)
@@ -301,7 +311,7 @@ async def main_async(args: argparse.Namespace) -> int:
         print("scripted agent: needs ROUNDTABLE_MCP_SOCKET, ROUNDTABLE_MCP_TOKEN and a role agent id", file=sys.stderr)
         return 2
     async with AsyncExitStack() as stack:
-        s = await connect(stack, socket_path, token)
+        s = await connect(stack, socket_path, token, direct=args.direct)
         emit(step="connected", agent_id=agent_id, tools=len(s.names))
         readable: list[str] = []
         try:
@@ -331,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="roundtable-scripted-agent", description=__doc__.split("\n")[0])
     parser.add_argument("--probe", action="append", default=[], help="try a forbidden operation first")
     parser.add_argument("--until-revoked", action="store_true", help="after the work, call until refused")
+    parser.add_argument("--direct", action="store_true", help="talk to the socket without the stdio bridge")
     parser.add_argument("--turn-timeout", type=float, default=TURN_TIMEOUT)
     parser.add_argument("--revoke-timeout", type=float, default=60.0)
     args = parser.parse_args(argv)

@@ -88,8 +88,10 @@ def roundtable_executable() -> list[str]:
     return [found] if found else [sys.executable, "-m", "roundtable"]
 
 
-def bridge_argv(socket_path: str) -> list[str]:
-    return [*roundtable_executable(), "mcp", "stdio", "--socket", socket_path]
+def bridge_argv(socket_path: str, root: str = "") -> list[str]:
+    """`roundtable mcp stdio [--root R] --socket S`: the token comes from the environment."""
+    root_args = ["--root", root] if root else []
+    return [*roundtable_executable(), "mcp", "stdio", *root_args, "--socket", socket_path]
 
 
 def _check_required(session_id: str, agent_id: str, run_id: str, cwd: str) -> None:
@@ -129,9 +131,9 @@ def _harness_argv(name: str, command: str, model: str, prompt: str) -> list[str]
     return [*base, *model_args, "--prompt", prompt]
 
 
-def harness_files(name: str, socket_path: str) -> tuple[dict[str, str], dict[str, str]]:
+def harness_files(name: str, socket_path: str, root: str = "") -> tuple[dict[str, str], dict[str, str]]:
     """(files relative to the private home, env pointing the harness at them) for `name`."""
-    argv = bridge_argv(socket_path)
+    argv = bridge_argv(socket_path, root)
     forwarded = ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
     if name == "codex":
         text = _codex_toml(argv[0], argv[1:], env_vars=forwarded)
@@ -187,7 +189,7 @@ def start_plan(
     adapter = get(config, name)
     prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id)
     argv = _harness_argv(name, adapter.command or name, model, prompt)
-    files, env = harness_files(name, socket_path) if socket_path else ({}, {})
+    files, env = harness_files(name, socket_path, working_directory) if socket_path else ({}, {})
     from roundtable.services.sessions import resume_command
 
     return Plan(
