@@ -1,0 +1,95 @@
+"""The policy engine: file format, built-in defaults, matching and evaluation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from roundtable.errors import ConfigError
+from roundtable.services.policy import Policy, load_policy, match_pattern, parse_policy
+
+SCAFFOLD = Path(__file__).resolve().parents[2] / "roundtable" / "scaffold" / "POLICIES.ROUNDTABLE.md"
+
+
+@dataclass(frozen=True)
+class V:
+    agent_id: str
+    vote: str
+
+
+def test_scaffold_equals_builtin_defaults() -> None:
+    parsed = parse_policy(SCAFFOLD.read_text())
+    builtin = Policy()
+    assert parsed.profiles == builtin.profiles
+    assert parsed.high_paths == builtin.high_paths
+    assert parsed.dangerous_commands == builtin.dangerous_commands
+
+
+def test_missing_file_is_builtin(tmp_path: Path) -> None:
+    assert load_policy(tmp_path) == Policy()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "```yaml\nconsensus:\n  default:\n    approvals_required: two\n```\n",
+            r":4: consensus\.default\.approvals_required",
+        ),
+        ("```yaml\nconsensus:\n  default:\n    tests_required: 1\n```\n", "expected true or false"),
+        ("```yaml\nconsensus:\n  default:\n    approval_required: 1\n```\n", "unknown key"),
+        ("```yaml\nrisk:\n  high_paths:\n    - ok\n    - 3\n```\n", r":5: risk\.high_paths: list entries"),
+        ("```yaml\nconsensus: [1]\n```\n", "consensus must be a map"),
+        ("intro\n```yaml\nconsensus:\n  default: {\n```\n", ":3|:4|:5"),
+        ("```yaml\nconsensus:\n", "unterminated yaml fence"),
+    ],
+)
+def test_malformed_policy_names_key_and_line(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_policy(text)
+
+
+def test_profile_override_keeps_unset_fields() -> None:
+    policy = parse_policy("# x\n```yaml\nconsensus:\n  default:\n    approvals_required: 1\n```\n")
+    assert policy.profiles["default"].approvals_required == 1
+    assert policy.profiles["default"].tests_required is True
+    assert policy.profiles["migration"].rollback_plan_required is True
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "hit"),
+    [
+        ("**/.env*", "a/b/.env.local", True),
+        (".env*", "x/.envrc", True),
+        ("auth/**", "auth", True),
+        ("auth/**", "auth/x/y.py", True),
+        ("auth/**", "lib/auth/x.py", False),
+        ("docker-compose*.yml", "docker-compose.dev.yml", True),
+        ("Dockerfile", "svc/Dockerfile", True),
+        ("src/*.py", "src/a/b.py", False),
+        ("src/**/*.py", "src/a/b.py", True),
+        ("[ab", "a", False),
+        ("", "a", False),
+    ],
+)
+def test_match_pattern(pattern: str, path: str, hit: bool) -> None:
+    assert match_pattern(pattern, path) is hit
+
+
+def test_evaluate() -> None:
+    policy = Policy()
+    r = policy.evaluate("normal", ["src/a.py"], [V("r1", "approve"), V("r2", "approve_with_notes")])
+    assert r.approvable and r.summary == "proposal satisfies policy consensus" and r.tests_required
+    r = policy.evaluate("normal", ["src/a.py"], [V("r1", "approve")])
+    assert not r.approvable and r.summary == "insufficient approvals: need 2"
+    r = policy.evaluate("normal", ["src/a.py"], [V("r1", "approve"), V("r2", "approve"), V("r3", "veto")])
+    assert r.needs_human and r.vetoes == 1 and r.summary == "security veto blocks proposal"
+    r = policy.evaluate("normal", ["go.mod"], [V("r1", "approve"), V("r2", "approve")])
+    assert r.profiles == ("dependency_change",) and r.needs_human and r.security_review_required
+    assert r.high_risk_paths == ("go.mod",)
+    r = policy.evaluate("normal", ["migrations/1.sql"], [])
+    assert r.rollback_plan_required and "Architect" in r.required_roles
+    r = policy.evaluate("critical", ["src/a.py"], [V("r1", "approve"), V("r2", "approve")])
+    assert r.summary == "human approval required for high-risk proposal" and not r.approvable
