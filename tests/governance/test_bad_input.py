@@ -127,7 +127,7 @@ async def test_attach_patch_rules(flow: Flow, repo: Path) -> None:
     p = await flow.propose(PATCH)
     with pytest.raises(ToolError, match="you are reviewer-1"):
         await flow.call("proposal.attach_patch", {"proposal_id": p["id"], "patch": PATCH}, agent("reviewer-1"))
-    with pytest.raises(ToolError, match="unclaimed affected resource: file:README.txt"):
+    with pytest.raises(ToolError, match=r"unclaimed affected resource: file:README\.txt"):
         await flow.call(
             "proposal.attach_patch",
             {"proposal_id": p["id"], "patch": make_patch("README.txt", "hello", "x")},
