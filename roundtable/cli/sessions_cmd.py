@@ -1,0 +1,298 @@
+"""`roundtable sessions …` and `roundtable resume`: agent session records and the supervisor.
+
+`list`, `show`, `register`, `heartbeat` and `end` work on the database directly (the
+register/heartbeat/end forms exist for harnesses that report their own sessions).
+`launch` and `revoke` are requests to the running owner's supervisor, sent over the legacy
+socket as the internal calls `session.launch` / `session.revoke`; only an owner hosting a
+supervisor answers them. `resume` prints the resume briefing of an agent or session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from roundtable.cli.common import fail, handle_errors, json_option, print_json, root_option, run_async
+
+T = TypeVar("T")
+
+
+async def _with_db(root: Path, work: Callable[[Any, Any], Awaitable[T]]) -> T:
+    from roundtable.config import load_config
+    from roundtable.store.db import Database
+
+    config = load_config(root)
+    db = await Database.open(config.sqlite_path(root), readers=1)
+    try:
+        return await work(db, config)
+    finally:
+        await db.close()
+
+
+def _line(*parts: str) -> str:
+    return " ".join(parts)
+
+
+@click.group(invoke_without_command=True)
+@root_option
+@json_option
+@click.pass_context
+@handle_errors
+def sessions(ctx: click.Context, root: Path, as_json: bool) -> None:
+    """List, show, launch or revoke agent sessions (no subcommand: list)."""
+    if ctx.invoked_subcommand is None:
+        _list(root, as_json)
+
+
+def _list(root: Path, as_json: bool) -> None:
+    from roundtable.services import sessions as svc
+
+    async def work(db: Any, _config: Any) -> list[Any]:
+        async with db.read() as r:
+            return await svc.list_sessions(r)
+
+    rows = run_async(_with_db(root, work))
+    if as_json:
+        print_json({"sessions": [s.to_dict() for s in rows]})
+        return
+    for s in rows:
+        click.echo(_line(s.id, s.agent_id, s.status, s.adapter, s.external_resume_command).rstrip())
+
+
+@sessions.command("list")
+@root_option
+@json_option
+@handle_errors
+def list_cmd(root: Path, as_json: bool) -> None:
+    """One line per session: id, agent, status, adapter, resume command."""
+    _list(root, as_json)
+
+
+@sessions.command("show")
+@click.argument("session_id")
+@root_option
+@json_option
+@handle_errors
+def show(session_id: str, root: Path, as_json: bool) -> None:
+    """A session's record, its capability state (never the token) and its lifecycle notes."""
+    from roundtable.services import capabilities
+    from roundtable.services import sessions as svc
+
+    async def work(db: Any, _config: Any) -> dict[str, Any]:
+        async with db.read() as r:
+            session = await svc.get(r, session_id)
+            caps = await capabilities.for_session(r, session_id)
+            events = await svc.session_events(r, session_id)
+        hidden = {"token_sha256"}
+        return {
+            "session": session.to_dict(),
+            "capabilities": [{k: v for k, v in c.to_dict().items() if k not in hidden} for c in caps],
+            "events": events,
+        }
+
+    data = run_async(_with_db(root, work))
+    if as_json:
+        print_json(data)
+        return
+    s = data["session"]
+    for key in (
+        "id",
+        "agent_id",
+        "run_id",
+        "adapter",
+        "status",
+        "started_at",
+        "last_seen_at",
+        "ended_at",
+        "mcp_socket",
+    ):
+        click.echo(f"{key}: {s[key]}")
+    click.echo(f"metadata: {s['metadata_json']}")
+    for cap in data["capabilities"]:
+        state = (
+            f"revoked {cap['revoked_at']} ({cap['revoked_reason']})"
+            if cap["revoked_at"]
+            else f"expires {cap['expires_at']}"
+        )
+        click.echo(
+            f"capability {cap['id']} role={cap['role']} task={cap['task_id']} proposal={cap['proposal_id'] or '-'} {state}"
+        )
+    for event in data["events"]:
+        click.echo(f"- {event['created_at']} {event['event_type']} {json.dumps(event['payload'])}")
+
+
+@sessions.command("register")
+@click.option("--id", "session_id", default="", help="Session id (your choice).")
+@click.option("--agent", default="", help="Agent id.")
+@click.option("--run", "run_id", default="", help="Run id.")
+@click.option("--adapter", default="", help="Adapter name.")
+@click.option("--cwd", default="", help="Working directory.")
+@click.option("--provider", default="")
+@click.option("--model", default="")
+@click.option("--external-session-id", default="")
+@click.option("--resume-command", default="")
+@click.option("--mcp-socket", default="")
+@click.option("--status", default="active", show_default=True)
+@root_option
+@handle_errors
+def register(
+    session_id: str,
+    agent: str,
+    run_id: str,
+    adapter: str,
+    cwd: str,
+    provider: str,
+    model: str,
+    external_session_id: str,
+    resume_command: str,
+    mcp_socket: str,
+    status: str,
+    root: Path,
+) -> None:
+    """Record (or replace) a session an agent harness reports itself."""
+    from roundtable.services import sessions as svc
+
+    async def work(db: Any, config: Any) -> Any:
+        command = resume_command
+        pattern = config.adapters[adapter].resume_pattern if adapter in config.adapters else ""
+        if not command:
+            command = svc.resume_command(pattern, external_session_id)
+        async with db.write(tool="sessions.register") as tx:
+            return await svc.register(
+                tx,
+                svc.SessionDraft(
+                    id=session_id,
+                    agent_id=agent,
+                    run_id=run_id,
+                    adapter=adapter,
+                    working_directory=cwd,
+                    provider=provider,
+                    model=model,
+                    external_session_id=external_session_id,
+                    external_resume_command=command,
+                    mcp_socket=mcp_socket,
+                    status=status,
+                ),
+            )
+
+    s = run_async(_with_db(root, work))
+    click.echo(_line(s.id, s.agent_id, s.status, s.external_resume_command).rstrip())
+
+
+@sessions.command("heartbeat")
+@click.option("--session", "session_id", default="")
+@click.option("--status", default="")
+@click.option("--external-session-id", default="")
+@root_option
+@handle_errors
+def heartbeat(session_id: str, status: str, external_session_id: str, root: Path) -> None:
+    """Mark a session as seen now."""
+    from roundtable.services import sessions as svc
+
+    async def work(db: Any, _config: Any) -> Any:
+        async with db.write(tool="sessions.heartbeat") as tx:
+            return await svc.heartbeat(tx, session_id, status=status, external_session_id=external_session_id)
+
+    s = run_async(_with_db(root, work))
+    click.echo(_line(s.id, s.status, s.last_seen_at))
+
+
+@sessions.command("end")
+@click.option("--session", "session_id", default="")
+@click.option("--status", default="ended", show_default=True)
+@root_option
+@handle_errors
+def end(session_id: str, status: str, root: Path) -> None:
+    """Mark a session ended."""
+    from roundtable.services import sessions as svc
+
+    async def work(db: Any, _config: Any) -> Any:
+        async with db.write(tool="sessions.end") as tx:
+            return await svc.end(tx, session_id, status=status)
+
+    s = run_async(_with_db(root, work))
+    click.echo(_line(s.id, s.status, s.ended_at))
+
+
+def _owner_call(root: Path, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    from roundtable.config import load_config
+    from roundtable.server.socket_client import call_socket
+
+    config = load_config(root)
+    reply = call_socket(config.socket_path(root), tool, args, read_timeout=60.0)
+    if not reply.get("ok"):
+        fail(str(reply.get("error") or f"{tool} failed"))
+    result = reply.get("result")
+    return result if isinstance(result, dict) else {}
+
+
+@sessions.command("launch")
+@click.option("--agent", required=True, help="Agent id (implementer-N, reviewer-N, tester-1, security-1).")
+@click.option("--task", "task_id", required=True, help="Task the session works on.")
+@click.option("--proposal", "proposal_id", default="", help="Proposal (reviewer, tester, security).")
+@click.option("--run", "run_id", default="", help="Run (default: the latest active run).")
+@click.option(
+    "--adapter", default="", help="Adapter (default: the agent's configured adapter; `scripted` = demo agent)."
+)
+@click.option("--model", default="")
+@root_option
+@json_option
+@handle_errors
+def launch(
+    agent: str, task_id: str, proposal_id: str, run_id: str, adapter: str, model: str, root: Path, as_json: bool
+) -> None:
+    """Ask the running owner's supervisor to start an agent session."""
+    args = {"agent_id": agent, "task_id": task_id}
+    for key, value in (("proposal_id", proposal_id), ("run_id", run_id), ("adapter", adapter), ("model", model)):
+        if value:
+            args[key] = value
+    result = _owner_call(root, "session.launch", args)
+    if as_json:
+        print_json(result)
+        return
+    s = result.get("session", {})
+    click.echo(
+        _line(str(s.get("id", "")), str(s.get("agent_id", "")), str(s.get("status", "")), str(s.get("adapter", "")))
+    )
+
+
+@sessions.command("revoke")
+@click.option("--session", "session_id", required=True)
+@click.option("--reason", default="operator", show_default=True)
+@root_option
+@handle_errors
+def revoke(session_id: str, reason: str, root: Path) -> None:
+    """Revoke a session's capability now (the running owner stops its process shortly after)."""
+    result = _owner_call(root, "session.revoke", {"session_id": session_id, "reason": reason})
+    click.echo(_line(session_id, "revoked" if result.get("revoked") else "already-revoked"))
+
+
+@click.command()
+@click.option("--session", "session_id", default="", help="Session id.")
+@click.option("--agent", default="", help="Agent id (its current session is chosen).")
+@root_option
+@handle_errors
+def resume(session_id: str, agent: str, root: Path) -> None:
+    """Print the resume briefing for an agent or a session."""
+    from roundtable.services import briefing
+    from roundtable.services import sessions as svc
+
+    if not session_id and not agent:
+        fail("resume requires --session or --agent")
+
+    async def work(db: Any, _config: Any) -> str:
+        async with db.read() as r:
+            if session_id:
+                session = await svc.get(r, session_id)
+            else:
+                found = await svc.for_agent(r, agent)
+                if found is None:
+                    fail(f"no agent session found for {agent}")
+                session = found
+            return (await briefing.build(r, session)).markdown()
+
+    click.echo(run_async(_with_db(root, work)), nl=False)
