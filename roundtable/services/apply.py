@@ -41,7 +41,14 @@ from roundtable.errors import NotFound, ToolError
 from roundtable.services import git
 from roundtable.services.evidence import event_run_id
 from roundtable.services.gates import evaluate
-from roundtable.services.patches import ParsedPatch, file_hash, parse_patch, read_patch, write_atomic_bytes
+from roundtable.services.patches import (
+    ParsedPatch,
+    file_hash,
+    fsync_all,
+    parse_patch,
+    read_patch,
+    write_atomic_bytes,
+)
 from roundtable.services.policy import Policy, ensure_policy
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Proposal, Transaction
@@ -135,10 +142,16 @@ def _write_artefact(
     base = ROLLBACK_DIR / tx_id
     directory = root / base
     directory.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
     for rel, (data, mode) in pre.items():
         if data is not None:
-            write_atomic_bytes(directory / "preimage" / rel, data, mode or 0o600)
-    write_atomic_bytes(directory / "patch.diff", parsed.text.encode("utf-8"))
+            target = directory / "preimage" / rel
+            write_atomic_bytes(target, data, mode or 0o600, sync=False)
+            written.append(target)
+    write_atomic_bytes(directory / "patch.diff", parsed.text.encode("utf-8"), sync=False)
+    written.append(directory / "patch.diff")
+    # Durable before the intent row that points at them commits.
+    fsync_all(written)
     manifest = {
         "transaction_id": tx_id,
         "patch_sha256": parsed.sha256,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,15 +140,17 @@ def patch_rel_path(sha256: str) -> str:
     return (PATCH_DIR / f"{sha256}.diff").as_posix()
 
 
-def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Write `data` to `path` through a temporary file in the same directory and a rename."""
+def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync: bool = True) -> None:
+    """Write `data` to `path` through a temporary file in the same directory and a rename.
+    With `sync=False` the caller makes the data durable itself (see `fsync_all`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -156,6 +159,22 @@ def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
         except OSError:
             pass
         raise
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_all(paths: list[Path]) -> None:
+    """Flush many files (and their directories) to disk. Issued concurrently, so the
+    filesystem journal can commit them together instead of once per file."""
+    targets = list(dict.fromkeys([*paths, *(p.parent for p in paths)]))
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(targets)))) as pool:
+        list(pool.map(_fsync_path, targets))
 
 
 def store_patch(root: Path, parsed: ParsedPatch) -> str:
