@@ -1,5 +1,5 @@
-"""Fixtures for the evidence tests: a project that is a real git repository, proposals with a
-stored patch revision, and callers of each kind."""
+"""Fixtures for the evidence tests: a project that is a real git repository, proposals created
+through the proposal tools (with stored patch revisions), and callers of each kind."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from roundtable import clock
+from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.patches import parse_patch, store_patch
+from roundtable.services.patches import parse_patch
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import Caller
 
@@ -64,49 +65,42 @@ def add_lines_patch(path: str, lines: list[str], *, new_file: bool = False) -> s
 async def make_proposal(
     rt: Runtime, patch: str, *, proposal_id: str = "", task_id: str = "T-1", risk: str = "normal"
 ) -> str:
-    """Test fixture: a proposal row with a stored current revision, written directly (the
-    proposal tools belong to another area; this needs only the columns they fill)."""
-    parsed = parse_patch(patch, rt.root)
-    rel = store_patch(rt.root, parsed)
-    proposal_id = proposal_id or clock.new_id("P")
-    now = clock.now()
-    async with rt.db.write() as tx:
-        number = int(await tx.scalar("SELECT COUNT(*) FROM patch_revisions WHERE proposal_id = ?", (proposal_id,))) + 1
-        if number == 1:
-            await tx.insert(
-                "proposals",
-                {
-                    "id": proposal_id,
-                    "task_id": task_id,
-                    "agent_id": AUTHOR,
-                    "title": "t",
-                    "summary_md": "s",
-                    "patch_path": rel,
-                    "risk": risk,
-                    "current_revision": parsed.sha256,
-                    "revision_number": 1,
-                    "created_at": now,
-                },
+    """A proposal through the real tools: the operator creates the task, the author claims every
+    touched file and proposes; with an existing `proposal_id` the patch becomes a new revision."""
+    author = Caller("agent", "http", agent_id=AUTHOR)
+    try:
+        await rt.call("task.get", {"task_id": task_id})
+    except ToolError:
+        await rt.call("task.create", {"task_id": task_id, "title": "Change app", "body_md": "Do it."})
+    for path in parse_patch(patch, rt.root).touched:
+        async with rt.db.read() as r:
+            held = await r.scalar(
+                "SELECT 1 FROM claims WHERE resource_id = ? AND agent_id = ? AND status = 'active'",
+                (f"file:{path}", AUTHOR),
             )
-        else:
-            await tx.update(
-                "proposals",
-                {"id": proposal_id},
-                {"current_revision": parsed.sha256, "revision_number": number, "patch_path": rel},
-            )
-        await tx.insert(
-            "patch_revisions",
-            {
-                "proposal_id": proposal_id,
-                "number": number,
-                "sha256": parsed.sha256,
-                "patch_path": rel,
-                "touched_files_json": "[]",
+        if not held:
+            args = {
+                "resource_type": "file",
+                "claim_type": "write",
+                "task_id": task_id,
+                "path": path,
                 "agent_id": AUTHOR,
-                "created_at": now,
-            },
-        )
-    return proposal_id
+            }
+            await rt.call("resource.claim", args, author)
+    if proposal_id:
+        out = await rt.call("proposal.attach_patch", {"proposal_id": proposal_id, "patch": patch}, author)
+        return str(out["proposal"]["id"])
+    args = {
+        "task_id": task_id,
+        "agent_id": AUTHOR,
+        "title": "Change",
+        "summary_md": "Because.",
+        "affected_resources": [],
+        "risk": risk,
+        "patch": patch,
+    }
+    out = await rt.call("proposal.create", args, author)
+    return str(out["proposal"]["id"])
 
 
 def session_caller(role: str, agent_id: str, proposal_id: str, session_id: str = "S-1") -> Caller:

@@ -4,7 +4,9 @@ subprocesses, the timeout, the output cap, stored logs, revision binding, report
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -18,6 +20,8 @@ from roundtable.tools.context import OPERATOR
 from .conftest import AGENT, add_lines_patch, count, events, make_proposal, session_caller
 
 pytestmark = pytest.mark.anyio
+
+T = TypeVar("T")
 
 PYTEST = str(Path(sys.executable).parent / "pytest")
 # The venv's pytest autoloads heavy plugins (textual snapshots, hypothesis); the tiny test needs none.
@@ -192,3 +196,63 @@ async def test_evidence_refusals(rt: Runtime) -> None:
     with pytest.raises(ToolError, match="command must be at most 1000 characters"):
         await rt.call("test.evidence.submit", {**args, "command": "x" * 1_001}, tester)
     assert await count(rt, "test_runs") == 0
+
+
+async def test_run_holds_no_transaction_and_cancel_leaves_no_running_row(rt: Runtime) -> None:
+    import anyio
+
+    (rt.root / "Makefile").write_text("slow:\n\t@sleep 30\n", encoding="utf-8")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(rt.call, "test.run", {"command": "make slow", "test_run_id": "TR-slow"}, AGENT)
+        await _poll(lambda: count(rt, "test_runs"), lambda n: n == 1)
+        # Other writes go through while the command runs.
+        await rt.call("human.request_approval", {"subject": "s", "reason_md": "r"}, AGENT)
+        got = await rt.call("test.get_result", {"test_run_id": "TR-slow"}, AGENT)
+        assert got["test_run"]["status"] == "running"
+        await _poll(_async(lambda: _processes_in(rt.root)), bool)
+        tg.cancel_scope.cancel()
+    # The whole group (make and its sleep) was killed.
+    await _poll(_async(lambda: _processes_in(rt.root)), lambda procs: not procs)
+    got = await rt.call("test.get_result", {"test_run_id": "TR-slow"}, AGENT)
+    assert got["test_run"]["status"] == "error"
+    assert got["test_run"]["summary_md"] == "Test run was cancelled before it finished."
+    assert [e["payload"]["status"] for e in await events(rt, "test.finished")] == ["error"]
+
+
+def _processes_in(root: Path) -> list[int]:
+    """Live (non-zombie) processes whose working directory is `root`."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/cwd") != str(root.resolve()):
+                continue
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def _async(fn: Callable[[], T]) -> Callable[[], Awaitable[T]]:
+    async def wrapper() -> T:
+        return fn()
+
+    return wrapper
+
+
+async def _poll(read: Callable[[], Awaitable[T]], ok: Callable[[T], bool], timeout: float = 10.0) -> T:
+    """Re-read until `ok` holds (state changed by another task or process), or fail."""
+    import anyio
+
+    for _ in range(int(timeout / 0.02)):
+        value = await read()
+        if ok(value):
+            return value
+        await anyio.sleep(0.02)
+    raise AssertionError("condition not reached in time")
