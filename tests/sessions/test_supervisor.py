@@ -1,0 +1,120 @@
+"""The supervisor's launch validation, failure handling and clean-up (no OCI runtime)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from roundtable.errors import ToolError, ValidationError
+from roundtable.runtime import Runtime
+from roundtable.services import capabilities, sessions
+from roundtable.supervisor import NOT_RUNNING, Supervisor, handle_internal, start_supervisor
+from tests.sessions.helpers import add_proposal, make_task
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_launch_is_validated(runtime: Runtime, tmp_path: Path) -> None:
+    _run_id, task_id = await make_task(runtime)
+    base = tmp_path / "sockets"
+    base.mkdir()
+    sup = Supervisor(runtime, base_dir=base)
+    cases = [
+        ({"agent_id": "implementer-2", "task_id": task_id}, "is not assigned to implementer-2"),
+        ({"agent_id": "chair-1", "task_id": task_id}, "not of a launchable family"),
+        ({"agent_id": "reviewer-1", "task_id": task_id}, "needs --proposal"),
+        ({"agent_id": "reviewer-1", "task_id": task_id, "proposal_id": "P-x"}, "is not an open proposal"),
+        ({"agent_id": "implementer-1", "task_id": "T-none"}, "does not exist or is closed"),
+        (
+            {"agent_id": "implementer-1", "task_id": task_id, "adapter": "generic"},
+            "adapter generic does not support MCP",
+        ),
+        ({"agent_id": "implementer-1", "task_id": task_id, "adapter": "nope"}, "unknown adapter nope"),
+        ({"agent_id": "implementer-1", "task_id": task_id, "run_id": "RUN-x"}, "run RUN-x is not active"),
+    ]
+    for args, text in cases:
+        with pytest.raises(ValidationError, match=text):
+            await sup.launch(**args)
+    async with runtime.db.read() as r:
+        assert await sessions.list_sessions(r) == []
+        assert await r.scalar("SELECT count(*) FROM session_capabilities") == 0
+    assert list(base.iterdir()) == []
+    pid = await add_proposal(runtime, task_id, status="accepted")
+    with pytest.raises(ValidationError, match="not an open proposal"):
+        await sup.launch(agent_id="tester-1", task_id=task_id, proposal_id=pid)
+
+
+async def test_environment_is_scrubbed_and_token_redacted(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roundtable.services import adapters
+
+    monkeypatch.setenv("SECRET_THING", "leak-me")
+    script = (
+        "import os,sys; print(' '.join(sorted(os.environ)));"
+        "print('tok ' + os.environ['ROUNDTABLE_MCP_TOKEN'], flush=True); import time; time.sleep(1); sys.exit(3)"
+    )
+    monkeypatch.setattr(
+        adapters,
+        "SCRIPTED_ADAPTER",
+        adapters.SCRIPTED_ADAPTER.__class__(command=f"{sys.executable} -c", supports_mcp=True),
+    )
+    _run_id, task_id = await make_task(runtime)
+    sup = await start_supervisor(runtime, base_dir=tmp_path)
+    try:
+        res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(script,))
+        session_id = res["session"]["id"]
+        assert "rtcap_" not in json.dumps(res)
+        directory = sup.live[session_id].directory
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(directory / "s.sock").st_mode) == 0o600
+        await sup.wait(session_id, 30)
+        assert not directory.exists()
+    finally:
+        await sup.close()
+    log = sup.log_path(session_id).read_text().splitlines()
+    names = set(log[0].split())
+    assert "SECRET_THING" not in names
+    assert {
+        "HOME",
+        "PATH",
+        "ROUNDTABLE_MCP_TOKEN",
+        "ROUNDTABLE_MCP_SOCKET",
+        "ROUNDTABLE_SESSION_ID",
+        "ROUNDTABLE_AGENT_ID",
+        "ROUNDTABLE_RUN_ID",
+        "ROUNDTABLE_TASK_ID",
+    } <= names
+    assert log[1] == "tok [REDACTED]"
+    async with runtime.db.read() as r:
+        session = await sessions.get(r, session_id)
+        exited = await r.fetchone("SELECT payload_json FROM events WHERE type = 'session.exited'")
+    assert session.status == "failed"
+    meta = sessions.metadata(session)
+    assert meta["isolation"] == "subprocess" and meta["role"] == "implementer"
+    assert session.mcp_socket.endswith("/s.sock")
+    async with runtime.db.read() as r:
+        caps = await capabilities.for_session(r, session_id)
+    assert caps and all(c.revoked_at for c in caps)
+    assert stat.S_IMODE(os.stat(sup.log_path(session_id)).st_mode) == 0o600
+    assert json.loads(exited[0]) == {"session_id": session_id, "exit_code": 3, "status": "failed"}
+
+
+async def test_internal_calls_need_a_supervisor(runtime: Runtime) -> None:
+    with pytest.raises(ToolError, match=NOT_RUNNING):
+        await handle_internal(runtime, "session.launch", {"agent_id": "implementer-1", "task_id": "T"})
+    sup = await start_supervisor(runtime)
+    try:
+        with pytest.raises(ValidationError, match="unknown argument token"):
+            await handle_internal(runtime, "session.launch", {"agent_id": "a", "task_id": "T", "token": "x"})
+        with pytest.raises(ValidationError, match="session_id is required"):
+            await handle_internal(runtime, "session.revoke", {})
+    finally:
+        await sup.close()
+    with pytest.raises(ToolError, match=NOT_RUNNING):
+        await handle_internal(runtime, "session.revoke", {"session_id": "S"})
