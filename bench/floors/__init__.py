@@ -1,0 +1,1 @@
+"""Servers the transport benchmark runs as subprocesses: floors and an echo-tool owner."""

@@ -1,0 +1,343 @@
+"""Transport benchmark: latency (p50/p99), throughput and server CPU per call, side by side.
+
+Servers run as subprocesses (so their CPU time comes from their own accounting in
+/proc/<pid>/stat): the real owner with an echo tool (legacy socket, Streamable HTTP in both
+protocol eras, and the stdio bridge in front of it), a bare asyncio socket echo server and a
+bare MCP SDK echo server as floors. Clients: raw asyncio for the socket, a lean httpx JSON-RPC
+client for handshake-era HTTP (so the client does not dominate), the SDK's own `Client` for
+the 2026-07-28 era, and one bridge process with concurrent requests for stdio. Also reports
+`roundtable mcp stdio` start-up (spawn → first `tools/list` answer).
+
+Run: `.venv/bin/python -m bench.transports` (prints a table) or `run()` for rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+CONCURRENCY = (1, 10, 50)
+DURATION = 1.5  # seconds of load per cell
+TICK = os.sysconf("SC_CLK_TCK")
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _spawn(*argv: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    if "ready" not in proc.stdout.readline():
+        proc.kill()
+        raise RuntimeError(f"{argv} did not start")
+    return proc
+
+
+async def _load(
+    call: Callable[[int], Awaitable[None]], clients: int, workers: list[Any] | None = None
+) -> dict[str, float]:
+    """Run `clients` loops of `call(worker)` for DURATION seconds; latency in ms."""
+    latencies: list[float] = []
+    stop = time.perf_counter() + DURATION
+
+    async def loop(worker: int) -> None:
+        while time.perf_counter() < stop:
+            t = time.perf_counter()
+            await call(worker)
+            latencies.append((time.perf_counter() - t) * 1000)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(loop(i) for i in range(clients)))
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "calls": len(latencies),
+        "p50": statistics.median(latencies),
+        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "rate": len(latencies) / elapsed,
+    }
+
+
+# --- clients --------------------------------------------------------------------------------
+
+
+def socket_client(path: str, tool: str) -> Callable[[int], Awaitable[None]]:
+    line = json.dumps({"tool": tool, "args": {"n": 1}}).encode() + b"\n"
+
+    async def call(worker: int) -> None:
+        reader, writer = await asyncio.open_unix_connection(path)
+        writer.write(line)
+        reply = await reader.readline()
+        writer.close()
+        assert reply.startswith(b'{"ok":true'), reply
+
+    return call
+
+
+class LegacyHttp:
+    """A lean handshake-era client: one session per worker, SSE replies parsed by hand."""
+
+    def __init__(self, url: str, tool: str, workers: int) -> None:
+        self.url, self.tool, self.n = url, tool, workers
+        nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+        transport = httpx.AsyncHTTPTransport(
+            socket_options=nodelay, verify=False, limits=httpx.Limits(max_connections=workers + 5)
+        )
+        self.http = httpx.AsyncClient(headers=HEADERS, transport=transport)
+        self.sessions: list[str] = []
+        self.ids = itertools.count(1)
+
+    async def open(self) -> None:
+        for _ in range(self.n):
+            resp = await self.http.post(self.url, json=INIT)
+            sid = resp.headers["mcp-session-id"]
+            h = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+            await self.http.post(self.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
+            self.sessions.append(sid)
+
+    async def call(self, worker: int) -> None:
+        h = {"mcp-session-id": self.sessions[worker], "mcp-protocol-version": "2025-11-25"}
+        body = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": "tools/call",
+            "params": {"name": self.tool, "arguments": {"n": 1}},
+        }
+        resp = await self.http.post(self.url, json=body, headers=h)
+        assert '"isError":false' in resp.text or '"structuredContent"' in resp.text, resp.text[:200]
+
+    async def close(self) -> None:
+        for sid in self.sessions:
+            await self.http.delete(self.url, headers={"mcp-session-id": sid})
+        await self.http.aclose()
+
+
+class Bridge:
+    """One `roundtable mcp stdio` process; concurrent requests matched by id."""
+
+    def __init__(self, root: str, url: str, tool: str) -> None:
+        self.argv = [sys.executable, "-m", "roundtable", "mcp", "stdio", "--root", root, "--url", url]
+        self.tool = tool
+        self.ids = itertools.count(1)
+        self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+
+    async def open(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(*self.argv, stdin=-1, stdout=-1, limit=1 << 24)
+        self.reader = asyncio.create_task(self._read())
+        await self.request("initialize", INIT["params"])
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            msg = json.loads(line)
+            fut = self.waiting.pop(msg.get("id"), None)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        rid = next(self.ids)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.waiting[rid] = fut
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return await fut
+
+    async def call(self, worker: int) -> None:
+        reply = await self.request("tools/call", {"name": self.tool, "arguments": {"n": 1}})
+        assert "result" in reply, reply
+
+    async def close(self) -> float:
+        cpu = _cpu(self.proc.pid)
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        await self.proc.wait()
+        self.reader.cancel()
+        return cpu
+
+
+async def _sdk_cell(url: str, tool: str, clients: int, pid: int) -> dict[str, float]:
+    from contextlib import AsyncExitStack
+
+    from mcp import Client
+
+    async with AsyncExitStack() as stack:
+        sessions = [await stack.enter_async_context(Client(url)) for _ in range(clients)]
+
+        async def call(worker: int) -> None:
+            r = await sessions[worker].session.call_tool(tool, {"n": 1})
+            assert not r.is_error
+
+        before = _cpu(pid)
+        stats = await _load(call, clients)
+        stats["cpu_us"] = (_cpu(pid) - before) / stats["calls"] * 1e6
+    return stats
+
+
+async def _cell(pid: int, call: Callable[[int], Awaitable[None]], clients: int) -> dict[str, float]:
+    await _load(call, clients)  # warm-up (sessions, caches); same duration keeps it simple
+    before = _cpu(pid)
+    stats = await _load(call, clients)
+    stats["cpu_us"] = (_cpu(pid) - before) / stats["calls"] * 1e6
+    return stats
+
+
+async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def row(name: str, clients: int, s: dict[str, float], note: str = "") -> None:
+        for metric, unit, value in (
+            ("p50", "ms", s["p50"]),
+            ("p99", "ms", s["p99"]),
+            ("throughput", "calls/s", s["rate"]),
+            ("server CPU/call", "µs", s["cpu_us"]),
+        ):
+            rows.append(
+                {
+                    "benchmark": "transports",
+                    "metric": f"{name} c={clients} {metric}",
+                    "value": round(value, 3),
+                    "unit": unit,
+                    "note": note,
+                }
+            )
+
+    port, floor_port = _free_port(), _free_port()
+    sock, floor_sock = str(tmp / "owner.sock"), str(tmp / "floor.sock")
+    owner = _spawn("-m", "bench.floors.owner_echo", str(root), str(port), sock)
+    floor_socket = _spawn("-m", "bench.floors.socket_echo", floor_sock)
+    floor_mcp = _spawn("-m", "bench.floors.mcp_echo", str(floor_port))
+    url, floor_url = f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{floor_port}/mcp"
+    try:
+        for c in CONCURRENCY:
+            row(
+                "floor asyncio socket echo",
+                c,
+                await _cell(floor_socket.pid, socket_client(floor_sock, "bench.echo"), c),
+            )
+            row("socket (owner)", c, await _cell(owner.pid, socket_client(sock, "bench.echo"), c))
+            for name, target, pid, tool in (
+                ("floor MCP SDK echo, HTTP 2025-11-25", floor_url, floor_mcp.pid, "bench_echo"),
+                ("HTTP 2025-11-25 (owner)", url, owner.pid, "bench_echo"),
+            ):
+                client = LegacyHttp(target, tool, c)
+                await client.open()
+                row(name, c, await _cell(pid, client.call, c), "lean httpx client, stateful SSE")
+                await client.close()
+            bridge = Bridge(str(root), url, "bench_echo")
+            await bridge.open()
+            stats = await _cell(owner.pid, bridge.call, c)
+            bridge_cpu = await bridge.close()
+            row("stdio bridge -> owner", c, stats, f"one bridge process; its own CPU {bridge_cpu:.2f}s in total")
+            if c <= 10:
+                row(
+                    "HTTP 2026-07-28 (owner, SDK Client)",
+                    c,
+                    await _sdk_cell(url, "bench_echo", c, owner.pid),
+                    "SDK client auto mode",
+                )
+        rows.extend(await _startup(root, url))
+    finally:
+        for proc in (owner, floor_socket, floor_mcp):
+            proc.terminate()
+            proc.wait(10)
+    return rows
+
+
+async def _startup(root: Path, url: str, runs: int = 7) -> list[dict[str, Any]]:
+    samples, inits = [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "roundtable",
+            "mcp",
+            "stdio",
+            "--root",
+            str(root),
+            "--url",
+            url,
+            stdin=-1,
+            stdout=-1,
+            limit=1 << 24,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        msgs = [
+            INIT,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        ]
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
+        await proc.stdout.readline()
+        inits.append((time.perf_counter() - t) * 1000)
+        await proc.stdout.readline()
+        samples.append((time.perf_counter() - t) * 1000)
+        proc.stdin.close()
+        await proc.wait()
+    return [
+        {
+            "benchmark": "transports",
+            "metric": "mcp stdio spawn -> initialize answered",
+            "value": round(statistics.median(inits), 1),
+            "unit": "ms",
+            "note": f"median of {runs}",
+        },
+        {
+            "benchmark": "transports",
+            "metric": "mcp stdio spawn -> first tools/list answered",
+            "value": round(statistics.median(samples), 1),
+            "unit": "ms",
+            "note": "target <= 250 ms",
+        },
+    ]
+
+
+def run() -> list[dict[str, Any]]:
+    from roundtable.scaffold import init_project
+
+    tmp = Path(tempfile.mkdtemp(prefix="rtb", dir="/tmp"))
+    try:
+        root = tmp / "p"
+        root.mkdir()
+        init_project(root)
+        return asyncio.run(_measure(root, tmp))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    for r in run():
+        print(f"{r['metric']:<58} {r['value']:>10} {r['unit']:<8} {r['note']}")
