@@ -21,14 +21,28 @@ class Record:
     @classmethod
     def from_row(cls: type[R], row: Any) -> R:
         """Build from a `sqlite3.Row` or a mapping of column names to values."""
+        present = set(row.keys())
         values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            raw = row[f.name] if f.name in row.keys() else None
-            values[f.name] = _zero(f.type) if raw is None else _convert(f.type, raw)
+        for name, kind in _field_kinds(cls):
+            raw = row[name] if name in present else None
+            values[name] = _zero(kind) if raw is None else _convert(kind, raw)
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload, no-any-return]
+        # Fields hold only str/int/float/bool, so a shallow dict equals dataclasses.asdict
+        # (which deep-copies and costs ~10x more on big snapshots).
+        return {name: getattr(self, name) for name, _ in _field_kinds(type(self))}
+
+
+_FIELD_KINDS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _field_kinds(cls: type) -> tuple[tuple[str, str], ...]:
+    """(name, type name) of every field of a record class, computed once per class."""
+    kinds = _FIELD_KINDS.get(cls)
+    if kinds is None:
+        kinds = _FIELD_KINDS[cls] = tuple((f.name, str(f.type)) for f in dataclasses.fields(cls))
+    return kinds
 
 
 def _zero(type_name: object) -> Any:
