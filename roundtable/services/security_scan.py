@@ -129,12 +129,33 @@ class ScanResult:
     touched: tuple[str, ...]
 
 
-def _command_pattern(command: str) -> re.Pattern[str] | None:
-    words = command.strip().lower().split()
-    if not words:
-        return None
-    body = r"\s+".join(re.escape(w) for w in words)
-    return re.compile(rf"(?<![\w.-]){body}(?![\w-])", re.IGNORECASE)
+def _commands_regex(commands: Iterable[str]) -> tuple[re.Pattern[str] | None, list[str]]:
+    """One alternation for all command patterns (longest first), matched as whole words."""
+    names = sorted({c.strip() for c in commands if c.strip()}, key=lambda c: (-len(c), c))
+    if not names:
+        return None, []
+    spaced = r"\s+"
+    parts = [f"(?P<k{i}>{spaced.join(re.escape(w) for w in name.lower().split())})" for i, name in enumerate(names)]
+    body = "|".join(parts)
+    return re.compile(rf"(?<![\w.-])(?:{body})(?![\w-])", re.IGNORECASE), names
+
+
+_CALLS = re.compile("|".join(f"(?P<c{i}>{pattern.pattern})" for i, (_, pattern) in enumerate(_DANGEROUS_CALLS)))
+_TOKEN_HINTS = ("akia", "asia", "gh", "glpat-", "sk-", "sk_live_", "xox", "aiza", "rtcap_")
+_CREDENTIAL_HINTS = ("pass", "secret", "token", "key", "auth")
+_CALL_HINTS = ("eval", "exec", "os.", "shell", "child_process", "function", "pickle", "runtime")
+_WORD = re.compile(r"[\w-]+")
+_SENSITIVE_HINTS = (
+    "token",
+    "secret",
+    "passw",
+    "api_key",
+    "api-key",
+    "apikey",
+    "private_key",
+    "private-key",
+    "privatekey",
+)
 
 
 def _is_config_file(path: str) -> bool:
@@ -142,23 +163,28 @@ def _is_config_file(path: str) -> bool:
     return name.startswith(".env") or name.endswith(_CONFIG_SUFFIXES)
 
 
-def _scan_line(text: str, path: str, line: int, commands: list[tuple[str, re.Pattern[str]]]) -> Iterable[Finding]:
-    if _PRIVATE_KEY.search(text):
+def _scan_line(
+    text: str, path: str, line: int, commands: re.Pattern[str] | None, names: list[str], first_words: frozenset[str]
+) -> Iterable[Finding]:
+    # Cheap substring checks on the lower-cased line gate the costlier expressions.
+    lower = text.lower()
+    if "private key" in lower and _PRIVATE_KEY.search(text):
         yield Finding("private_key", "critical", "Added content contains a private key.", path, line)
-    if _TOKEN_SHAPES.search(text):
+    if any(h in lower for h in _TOKEN_HINTS) and _TOKEN_SHAPES.search(text):
         yield Finding(
             "access_token", "critical", "Added content contains what looks like an access key or token.", path, line
         )
-    match = _QUOTED_SECRET.search(text) or (_BARE_SECRET.search(text) if _is_config_file(path) else None)
-    if match and not _PLACEHOLDER.search(match.group(1)):
-        yield Finding(
-            "hardcoded_secret",
-            "critical",
-            "Added line assigns a literal value to a credential (password, secret, token or key).",
-            path,
-            line,
-        )
-    if _LOGGING.search(text) and _SENSITIVE_WORD.search(text):
+    if any(h in lower for h in _CREDENTIAL_HINTS):
+        match = _QUOTED_SECRET.search(text) or (_BARE_SECRET.search(text) if _is_config_file(path) else None)
+        if match and not _PLACEHOLDER.search(match.group(1)):
+            yield Finding(
+                "hardcoded_secret",
+                "critical",
+                "Added line assigns a literal value to a credential (password, secret, token or key).",
+                path,
+                line,
+            )
+    if any(h in lower for h in _SENSITIVE_HINTS) and _LOGGING.search(text):
         yield Finding(
             "secret_logging",
             "critical",
@@ -166,25 +192,27 @@ def _scan_line(text: str, path: str, line: int, commands: list[tuple[str, re.Pat
             path,
             line,
         )
-    for label, pattern in _DANGEROUS_CALLS:
-        if pattern.search(text):
-            yield Finding(
-                "dangerous_call",
-                "high",
-                f"Added content calls {label}, which can run arbitrary code or commands.",
-                path,
-                line,
-            )
-    for command, pattern in commands:
-        if pattern.search(text):
-            escaped = command.replace("\\", "\\\\").replace('"', '\\"')
-            yield Finding(
-                "dangerous_command",
-                "high",
-                f'Added content references dangerous command pattern "{escaped}".',
-                path,
-                line,
-            )
+    calls = _CALLS.finditer(text) if any(h in lower for h in _CALL_HINTS) else ()
+    for group in dict.fromkeys(m.lastgroup for m in calls if m.lastgroup):
+        label = _DANGEROUS_CALLS[int(group[1:])][0]
+        yield Finding(
+            "dangerous_call",
+            "high",
+            f"Added content calls {label}, which can run arbitrary code or commands.",
+            path,
+            line,
+        )
+    if commands is None or first_words.isdisjoint(_WORD.findall(lower)):
+        return
+    for group in dict.fromkeys(m.lastgroup for m in commands.finditer(text) if m.lastgroup):
+        escaped = names[int(group[1:])].replace("\\", "\\\\").replace('"', '\\"')
+        yield Finding(
+            "dangerous_command",
+            "high",
+            f'Added content references dangerous command pattern "{escaped}".',
+            path,
+            line,
+        )
 
 
 def _strip_prefix(name: str) -> str:
@@ -216,7 +244,8 @@ def scan_patch(
         raise ToolError(f"parse patch: {exc}") from None
     if len(patch) == 0:
         raise ToolError("parse patch: no file changes found")
-    commands = [(c, p) for c in dict.fromkeys(dangerous_commands) if (p := _command_pattern(c)) is not None]
+    commands, names = _commands_regex(dangerous_commands)
+    first_words = frozenset(name.lower().split()[0] for name in names)
     findings: list[Finding] = []
     touched: list[str] = []
     for patched in patch:
@@ -246,7 +275,11 @@ def scan_patch(
         for hunk in patched:
             for line in hunk:
                 if line.is_added:
-                    findings.extend(_scan_line(line.value.rstrip("\r\n"), path, line.target_line_no or 0, commands))
+                    findings.extend(
+                        _scan_line(
+                            line.value.rstrip("\r\n"), path, line.target_line_no or 0, commands, names, first_words
+                        )
+                    )
     unique = sorted(set(findings), key=lambda f: (SEVERITY_RANK.get(f.severity, 9), f.path, f.line, f.code, f.message))
     if len(unique) > MAX_FINDINGS:
         dropped = len(unique) - MAX_FINDINGS
