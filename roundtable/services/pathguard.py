@@ -155,14 +155,23 @@ def _regular_target(path: str) -> bool:
         return False
 
 
-def walk_repo_files(root: Path) -> Iterator[tuple[Path, str]]:
+def walk_repo_files(root: Path, under: str = "") -> Iterator[tuple[Path, str]]:
     """Every readable regular file under `root`, in sorted order, as (absolute path, rel path).
 
     For a file symlink the absolute path is its resolved target (inside the root, checked),
     while the relative path is the link's own. Directory symlinks are never followed.
+    `under` (a repository-relative directory that already passed `resolve_repo_path`) limits
+    the walk to that subtree; relative paths stay relative to the root.
     """
     base = str(real_root(root))
-    stack: list[tuple[str, str]] = [(base, "")]
+    start = clean_rel_path(under)
+    if start:
+        resolved = os.path.realpath(os.path.join(base, start))
+        if _relative(resolved, base) is None:
+            return
+        stack: list[tuple[str, str]] = [(resolved, start + "/")]
+    else:
+        stack = [(base, "")]
     while stack:
         directory, prefix = stack.pop()
         try:

@@ -3,43 +3,107 @@
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
+from typing import Any
+
+import anyio
+
+from roundtable.errors import ValidationError
+from roundtable.services import repo as repo_service
+from roundtable.services import symbols as symbol_index
+from roundtable.services.pathguard import resolve_repo_path
+from roundtable.tools.args import opt_str
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORDS, boolean, integer, obj, result, string
 
 _PATH = string("Repository-relative path.")
 
+
+async def read_file(call: Call) -> dict[str, Any]:
+    runtime = call.runtime
+    return await anyio.to_thread.run_sync(
+        repo_service.read_file, runtime.root, call.args["path"], runtime.config.repo.max_read_bytes
+    )
+
+
+async def search(call: Call) -> dict[str, Any]:
+    runtime = call.runtime
+    found = await anyio.to_thread.run_sync(
+        lambda: repo_service.search(
+            runtime.root,
+            call.args["query"],
+            path=opt_str(call.args, "path"),
+            max_matches=runtime.config.repo.max_search_matches,
+            max_file_bytes=runtime.config.repo.max_read_bytes,
+        )
+    )
+    return {"matches": found.matches, "truncated": found.truncated}
+
+
+def _symbols(root: Any, path: str) -> list[dict[str, Any]]:
+    absolute, rel = resolve_repo_path(root, path)
+    return [s.to_dict() for s in symbol_index.index_file(absolute, rel)]
+
+
+async def symbols(call: Call) -> dict[str, Any]:
+    language = opt_str(call.args, "language")
+    if language and language not in symbol_index.LANGUAGES:
+        raise ValidationError(
+            f"repo.symbols: language must be one of {', '.join(symbol_index.LANGUAGES)} (got {language})"
+        )
+    found = await anyio.to_thread.run_sync(_symbols, call.runtime.root, call.args["path"])
+    if language:
+        found = [s for s in found if s["language"] == language]
+    return {"symbols": found}
+
+
 TOOLS = [
     ToolSpec(
         name="repo.read_file",
-        description="Read one repository file (text; binary files are reported, not dumped; large files are refused).",
+        description=(
+            "Read one repository file as UTF-8 text. Binary files (a NUL byte in the first 8 KiB, or not "
+            "UTF-8) come back as binary: true with empty content; files over repo.max_read_bytes are "
+            "refused. Paths outside the root, through symlinks leading out, or inside .git/ or "
+            ".roundtable/ are refused."
+        ),
         input_schema=obj({"path": _PATH}, ["path"]),
         output_schema=result(
             {"path": string(), "content": string(), "binary": boolean(), "size": integer()},
             required=["path", "content"],
         ),
-        handler=not_implemented("repo.read_file"),
+        handler=read_file,
         mode="none",
         read_only=True,
         idempotent=True,
     ),
     ToolSpec(
         name="repo.search",
-        description="Case-insensitive literal search of repository text files; path narrows it to one file.",
-        input_schema=obj({"query": string("Text to find."), "path": _PATH}, ["query"]),
-        output_schema=result({"matches": RECORDS}, required=["matches"]),
-        handler=not_implemented("repo.search"),
+        description=(
+            "Case-insensitive literal search of repository text files, one match per line "
+            "({path, line, content}). path narrows it to one file or directory. Skips .git/, .roundtable/, "
+            "binary files, files over repo.max_read_bytes and symlinks leading out of the root; at most "
+            "repo.max_search_matches matches (truncated: true when more exist)."
+        ),
+        input_schema=obj({"query": string("Text to find (literal, case-insensitive)."), "path": _PATH}, ["query"]),
+        output_schema=result({"matches": RECORDS, "truncated": boolean()}, required=["matches"]),
+        handler=search,
         mode="none",
         read_only=True,
         idempotent=True,
     ),
     ToolSpec(
         name="repo.symbols",
-        description="List the symbols (functions, classes, types, methods) declared in one file (Python, Go, TypeScript, JavaScript).",
+        description=(
+            "List the symbols (functions, classes, methods, types, consts) declared in one Python, Go, "
+            "TypeScript/TSX or JavaScript file, with repository-relative paths and the resource_id "
+            "(symbol:<path>#<name>) to claim. Other extensions give no symbols; a file with syntax errors "
+            "is an error."
+        ),
         input_schema=obj(
             {"path": _PATH, "language": string("Only this language: python, go, typescript, javascript.")}, ["path"]
         ),
         output_schema=result({"symbols": RECORDS}, required=["symbols"]),
-        handler=not_implemented("repo.symbols"),
+        handler=symbols,
         mode="none",
         read_only=True,
         idempotent=True,

@@ -1,18 +1,238 @@
 """Resources and claims: `resource.claim`, `resource.release`, `resource.claim_status`,
-`resource.get`, `resource.search`."""
+`resource.get`, `resource.search`.
+
+`resource.claim` manages its own transactions (mode `none`): the content hash and symbol span
+are computed in a worker thread *before* the write lock is taken, then the conflict check and
+the grant run in one write transaction; a refusal rolls that transaction back and the
+contention rows are committed in a second one (DESIGN §4.18).
+"""
 
 from __future__ import annotations
 
-from roundtable.tools.registry import ToolSpec, not_implemented
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from roundtable import clock
+from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.services import claims as claims_service
+from roundtable.services import hashing
+from roundtable.services import symbols as symbol_index
+from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Resource
+from roundtable.tools.args import opt_bool, opt_int, opt_str, record_id
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string
+
+PATH_TYPES = ("file", "directory", "symbol")
+MAX_TEXT = 4000
+
+
+def _claimant(call: Call, key: str) -> str:
+    """The agent a claim call acts for: the `key` argument, else the caller's own agent id.
+
+    An agent caller that carries an identity (a token or a session) may not name another agent.
+    """
+    given = opt_str(call.args, key).strip()
+    own = call.caller.agent_id
+    if not call.caller.is_operator and own and given and given != own:
+        raise PermissionDenied(f"{key} {given} does not match the calling agent {own}")
+    return given or ("" if call.caller.is_operator else own)
+
+
+def _short(args: dict[str, Any], key: str) -> str:
+    value = opt_str(args, key)
+    if len(value) > MAX_TEXT:
+        raise ValidationError(f"{key} is too long ({len(value)} characters; at most {MAX_TEXT})")
+    return value
+
+
+async def _check_refs(q: Reader | Tx, task_id: str, run_id: str) -> None:
+    if await q.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) is None:
+        raise NotFound("task", task_id)
+    if run_id and await q.scalar("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
+        raise NotFound("run", run_id)
+
+
+def _identity(args: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(type, clean path, symbol, canonical id) from the arguments; a supplied `resource_id`
+    must name the same resource as `resource_type`/`path`/`symbol` (it may fill them in)."""
+    resource_type = opt_str(args, "resource_type").strip()
+    supplied = opt_str(args, "resource_id").strip()
+    raw_path = opt_str(args, "path")
+    symbol = opt_str(args, "symbol").strip()
+    if not supplied and not raw_path.strip():
+        if resource_type != "directory":
+            raise ValidationError("resource id or resource path is required")
+    id_type, id_path, id_symbol = claims_service.parse_resource_id(supplied) if supplied else ("", "", "")
+    if supplied and ":" not in supplied:
+        id_type = resource_type  # a bare path: the id names a resource of the declared type
+    if supplied and id_type != resource_type:
+        raise ValidationError(f"resource_id {supplied} does not name a {resource_type} resource")
+    path = clean_rel_path(raw_path if raw_path.strip() else id_path)
+    if supplied and raw_path.strip() and clean_rel_path(id_path) != path:
+        raise ValidationError(f"resource_id {supplied} does not match path {raw_path}")
+    if supplied and id_symbol and symbol and id_symbol != symbol:
+        raise ValidationError(f"resource_id {supplied} does not match symbol {symbol}")
+    symbol = symbol or id_symbol
+    if resource_type in ("file", "symbol") and not path:
+        raise ValidationError(f"a {resource_type} resource needs a path")
+    if resource_type == "symbol" and not symbol:
+        raise ValidationError("a symbol resource needs a symbol name (symbol or resource_id symbol:<path>#<name>)")
+    if resource_type in PATH_TYPES or not supplied:
+        resource_id = claims_service.resource_id_for(resource_type, path, symbol)
+    else:
+        resource_id = supplied  # other types have no path semantics: the id is the identity
+    return resource_type, path, symbol, resource_id
+
+
+def _prepare(root: Path, resource_type: str, path: str, symbol: str, base_hash: str) -> tuple[int, int, str]:
+    """Guard the path, find a symbol's span and compute the base hash (blocking; a thread)."""
+    if resource_type in PATH_TYPES and path:
+        resolve_repo_path(root, path)
+    span = (0, 0)
+    if resource_type == "symbol":
+        span = hashing.symbol_span(root, path, symbol)
+    if not base_hash:
+        base_hash = hashing.resource_hash(root, resource_type, path, symbol, span)
+    return span[0], span[1], base_hash
+
+
+async def claim(call: Call) -> dict[str, Any]:
+    args = call.args
+    runtime = call.runtime
+    agent_id = _claimant(call, "agent_id")
+    task_id = opt_str(args, "task_id").strip()
+    claim_type = opt_str(args, "claim_type").strip()
+    if not agent_id:
+        raise ValidationError("agent id is required")
+    if not task_id:
+        raise ValidationError("task id is required")
+    if not opt_str(args, "resource_type").strip():
+        raise ValidationError("resource type is required")
+    if not claim_type:
+        raise ValidationError("claim type is required")
+    resource_type, path, symbol, resource_id = _identity(args)
+    if claim_type not in claims_service.MODES:
+        raise ValidationError(f"unsupported claim type: {claim_type}")
+    claim_id = record_id(args, "claim_id")
+    run_id = opt_str(args, "run_id").strip()
+    ttl = opt_int(args, "ttl_seconds", claims_service.DEFAULT_TTL_SECONDS)
+    if ttl <= 0:
+        ttl = claims_service.DEFAULT_TTL_SECONDS
+    rationale = _short(args, "rationale")
+    resume_policy = _short(args, "resume_policy") or "hold"
+    base_hash = opt_str(args, "base_hash").strip()
+    async with runtime.db.read() as r:
+        await _check_refs(r, task_id, run_id)
+    start, end, base_hash = await anyio.to_thread.run_sync(
+        _prepare, runtime.root, resource_type, path, symbol, base_hash
+    )
+    request = claims_service.ClaimRequest(
+        agent_id=agent_id,
+        task_id=task_id,
+        claim_type=claim_type,
+        resource=Resource(
+            id=resource_id,
+            type=resource_type,
+            path=path,
+            symbol=symbol,
+            language=symbol_index.detect_language(path),
+            start_line=start,
+            end_line=end,
+            current_hash=base_hash,
+            metadata_json="{}",
+        ),
+        ttl_seconds=ttl,
+        rationale=rationale,
+        run_id=run_id,
+        claim_id=claim_id,
+        base_hash=base_hash,
+        renewable=opt_bool(args, "renewable", True),
+        resume_policy=resume_policy,
+        raw_path=opt_str(args, "path"),
+    )
+    try:
+        async with runtime.db.write(tool=call.tool) as tx:
+            granted = await claims_service.acquire(tx, request, clock.now())
+    except claims_service.ClaimConflict as conflict:
+        # The grant rolled back; the contention is recorded on its own (DESIGN §4.18).
+        async with runtime.db.write(tool=call.tool) as tx:
+            await claims_service.record_contentions(tx, conflict.contentions)
+        raise ToolError(str(conflict)) from None
+    return {
+        "claim": granted.claim.to_dict(),
+        "resource": granted.resource.to_dict(),
+        "extended": granted.extended,
+    }
+
+
+async def release(call: Call) -> dict[str, Any]:
+    args = call.args
+    caller = call.caller
+    actor = opt_str(args, "actor_id").strip()
+    if not caller.is_operator:
+        own = caller.agent_id
+        if own and actor and actor != own:
+            raise PermissionDenied(f"actor_id {actor} does not match the calling agent {own}")
+        actor = actor or own
+    else:
+        actor = actor or caller.actor
+    run_id = opt_str(args, "run_id").strip()
+    if run_id and await call.w.scalar("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
+        raise NotFound("run", run_id)
+    updated, changed = await claims_service.transition(
+        call.w,
+        opt_str(args, "claim_id").strip(),
+        "released",
+        clock.now(),
+        actor_id=actor,
+        reason=_short(args, "reason"),
+        run_id=run_id,
+        operator=caller.is_operator,
+    )
+    return {"claim": updated.to_dict(), "changed": changed}
+
+
+async def claim_status(call: Call) -> dict[str, Any]:
+    args = call.args
+    found = await claims_service.list_claims(
+        call.r,
+        clock.now(),
+        resource_id=opt_str(args, "resource_id"),
+        agent_id=opt_str(args, "agent_id"),
+        status=opt_str(args, "status"),
+    )
+    return {"claims": [c.to_dict() for c in found]}
+
+
+async def get(call: Call) -> dict[str, Any]:
+    resource = await claims_service.get_resource(call.r, call.args["resource_id"])
+    return {"resource": resource.to_dict()}
+
+
+async def search(call: Call) -> dict[str, Any]:
+    found = await claims_service.search_resources(
+        call.r, opt_str(call.args, "query"), opt_str(call.args, "resource_type")
+    )
+    return {"resources": [r.to_dict() for r in found]}
+
 
 TOOLS = [
     ToolSpec(
         name="resource.claim",
         description=(
-            "Claim a file, directory or symbol before working on it. claim_type is read, write, "
-            "review or exclusive; conflicting claims are refused with the holder named. Claims "
-            "expire after ttl_seconds (default 900); claiming again extends your own claim."
+            "Claim a file, directory or symbol before working on it (an advisory lease). claim_type is "
+            "read, write, review or exclusive: write conflicts with write and exclusive, exclusive with "
+            "everything; overlapping means the same resource, a file and a symbol in it, or anything "
+            "inside a claimed directory. Another agent's live conflicting claim refuses yours with the "
+            "holder named; your own claims never block you, and claiming the same resource in the same "
+            "mode again extends your claim (extended: true). Claims expire after ttl_seconds (default "
+            "900). Send path (and symbol for symbols) or a resource_id such as file:src/app.py, "
+            "directory:src or symbol:src/app.py#main. Each grant carries a fence number."
         ),
         input_schema=obj(
             {
@@ -20,51 +240,62 @@ TOOLS = [
                 "resource_id": string("e.g. file:src/app.py (derived from path when omitted)."),
                 "claim_type": string("read, write, review or exclusive."),
                 "task_id": string("The task you work on."),
-                "ttl_seconds": integer("Lifetime in seconds (default 900)."),
+                "ttl_seconds": integer(
+                    "Lifetime in seconds (default 900).", minimum=0, maximum=claims_service.MAX_TTL_SECONDS
+                ),
                 "rationale": string("Why you need it."),
                 "agent_id": string("The claimant (your agent id)."),
                 "run_id": string("Run to record the event in."),
-                "claim_id": string("Explicit claim id (default: generated)."),
+                "claim_id": string("Explicit claim id (default: generated); must not exist yet."),
                 "path": string("Repository-relative path of the resource."),
                 "symbol": string("Symbol name, for symbol resources."),
-                "base_hash": string("Content hash your work is based on."),
-                "renewable": boolean("Whether the claim may be extended (default true)."),
+                "base_hash": string("Content hash your work is based on (default: computed now)."),
+                "renewable": boolean("Whether claiming again may extend the claim (default true)."),
                 "resume_policy": string("What happens on resume (default hold)."),
             },
-            ["resource_type", "resource_id", "claim_type", "task_id"],
+            ["resource_type", "claim_type", "task_id"],
         ),
-        output_schema=result({"claim": RECORD, "resource": RECORD}, required=["claim"]),
-        handler=not_implemented("resource.claim"),
+        output_schema=result({"claim": RECORD, "resource": RECORD, "extended": boolean()}, required=["claim"]),
+        handler=claim,
+        mode="none",
     ),
     ToolSpec(
         name="resource.claim_status",
-        description="List claims, filtered by resource_id, agent_id and/or status; expiry is evaluated now.",
+        description=(
+            "List claims (oldest first), filtered by resource_id, agent_id and/or status. Expiry is "
+            "evaluated now: an active claim past expires_at is reported, and filtered, as expired."
+        ),
         input_schema=obj(
             {
                 "resource_id": string("Exact resource id."),
                 "agent_id": string("Exact agent id."),
-                "status": string("Exact status."),
+                "status": string("Exact status: active, released, revoked, suspended or expired."),
             }
         ),
         output_schema=result({"claims": RECORDS}),
-        handler=not_implemented("resource.claim_status"),
+        handler=claim_status,
         mode="read",
         read_only=True,
         idempotent=True,
     ),
     ToolSpec(
         name="resource.get",
-        description="Fetch one resource record by id.",
+        description="Fetch one resource record by id (e.g. file:src/app.py).",
         input_schema=obj({"resource_id": string("e.g. file:src/app.py")}, ["resource_id"]),
         output_schema=result({"resource": RECORD}),
-        handler=not_implemented("resource.get"),
+        handler=get,
         mode="read",
         read_only=True,
         idempotent=True,
     ),
     ToolSpec(
         name="resource.release",
-        description="Release one of your claims (the operator may release any).",
+        description=(
+            "Release a claim. Only the claim's own agent may release it — on a session that is the "
+            "session's agent, elsewhere the agent named by actor_id (or your token's agent) — or the "
+            "operator (CLI, console, local socket), who may release any claim. A claim that is no longer "
+            "active is returned unchanged (changed: false)."
+        ),
         input_schema=obj(
             {
                 "claim_id": string("The claim to release."),
@@ -74,18 +305,21 @@ TOOLS = [
             },
             ["claim_id"],
         ),
-        output_schema=result({"claim": RECORD}),
-        handler=not_implemented("resource.release"),
+        output_schema=result({"claim": RECORD, "changed": boolean()}, required=["claim"]),
+        handler=release,
         idempotent=True,
     ),
     ToolSpec(
         name="resource.search",
-        description="Search known resources by id, type, path, symbol or language (empty query lists all).",
+        description=(
+            "Search known resources (case-insensitive substring of id, type, path, symbol or language; "
+            "an empty query lists all), optionally of one exact resource_type."
+        ),
         input_schema=obj(
             {"query": string("Case-insensitive text."), "resource_type": string("Exact type filter.")}, ["query"]
         ),
         output_schema=result({"resources": RECORDS}),
-        handler=not_implemented("resource.search"),
+        handler=search,
         mode="read",
         read_only=True,
         idempotent=True,
