@@ -429,8 +429,8 @@ class RoundtableApp(App[None]):
             Text.assemble(("Proposal ", "dim"), (proposal.id, "bold"), "  ", proposal.title),
             Text.assemble(
                 ("Revision ", "dim"),
-                (proposal.current_revision or "(none)", "bold yellow"),
-                f"  (r{proposal.revision_number})",
+                (str((report or {}).get("revision") or proposal.current_revision or "(none)"), "bold yellow"),
+                f"  (r{(report or {}).get('revision_number') or proposal.revision_number})",
             ),
             Text(""),
             Text("Gate report", style="bold"),
@@ -445,7 +445,11 @@ class RoundtableApp(App[None]):
         if not confirmed:
             self.notify("Apply cancelled.")
             return
+        # Bind the apply to the revision the operator just saw: it is refused if it changed since.
+        revision = str((report or {}).get("revision") or proposal.current_revision or "")
         args = {"proposal_id": proposal.id, "applied_by": OPERATOR_NAME}
+        if revision:
+            args["revision"] = revision
         if self.run_id:
             args["run_id"] = self.run_id
         await self.call_tool("patch.apply", args, success=f"{proposal.id} applied")

@@ -16,6 +16,16 @@ from rich.text import Text
 def gates(report: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
     """(gate, passed or None when not reported, detail) in pipeline order."""
     out: list[tuple[str, bool | None, str]] = []
+    listed = report.get("gates")
+    if isinstance(listed, list) and listed:
+        # Ours: the validator lists every gate it checks, with its reason; show exactly those.
+        for item in listed:
+            if isinstance(item, dict):
+                ok = item.get("passed", item.get("ok"))
+                out.append(
+                    (str(item.get("name") or "gate"), None if ok is None else bool(ok), str(item.get("reason") or ""))
+                )
+        return out
 
     def add(name: str, ok: Any, detail: Any = "") -> None:
         out.append((name, None if ok is None else bool(ok), str(detail or "")))
@@ -74,12 +84,13 @@ def render_gate_report(report: dict[str, Any] | None, error: str = "") -> Render
             Text("?", style="yellow") if ok is None else Text("✓", style="green") if ok else Text("✗", style="bold red")
         )
         table.add_row(mark, Text(name, style="" if ok is not False else "bold red"), detail)
-    valid = report.get("valid")
+    failing = sum(1 for _n, ok, _d in rows if ok is False)
+    ready = report.get("applicable", report.get("valid"))
     verdict = Text()
-    if valid is not None:
-        failing = sum(1 for _n, ok, _d in rows if ok is False)
+    if ready is not None or failing:
+        good = bool(ready) and not failing
         verdict = Text(
-            f"valid: {'yes' if valid else 'no'}" + (f" · {failing} gate(s) failing" if failing else ""),
-            style="green" if valid and not failing else "bold red",
+            ("ready to apply" if good else "not applicable") + (f" · {failing} gate(s) failing" if failing else ""),
+            style="bold green" if good else "bold red",
         )
     return Group(table, verdict) if rows else Group(Text(str(report)[:2000]), verdict)

@@ -1,0 +1,79 @@
+"""Console test helpers: a seeded runtime, an app factory, a wait-until-settled helper, and
+snapshots stored under `snapshots/tui/` at the repository root (not `__snapshots__` beside the
+tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_textual_snapshot
+
+from roundtable.runtime import Runtime
+from roundtable.tui.app import RoundtableApp
+from roundtable.tui.widgets.header import OwnerInfo
+from roundtable.tui.widgets.virtual_list import VirtualList
+from tests.tui.seed import RUN_ID, frozen_clock, seed
+
+SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "snapshots" / "tui"
+
+
+class _RootSnapshots(pytest_textual_snapshot.SVGImageExtension):
+    @classmethod
+    def dirname(cls, *, test_location: Any) -> str:
+        return str(SNAPSHOT_DIR / test_location.basename)
+
+
+@pytest.fixture(autouse=True)
+def _snapshots_at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # snap_compare looks the extension up by module global at call time.
+    monkeypatch.setattr(pytest_textual_snapshot, "SVGImageExtension", _RootSnapshots)
+
+
+@pytest.fixture
+async def seeded(runtime: Runtime) -> Runtime:
+    await seed(runtime)
+    return runtime
+
+
+def make_app(runtime: Runtime, **kwargs: Any) -> RoundtableApp:
+    options: dict[str, Any] = {
+        "run_id": RUN_ID,
+        "clock_ns": frozen_clock,
+        "watch_files": False,
+        "live_clock": False,
+        "owner_info": OwnerInfo(
+            project="Roundtable", http_url="http://127.0.0.1:7117/mcp", socket_path=".roundtable/mcp/roundtable.sock"
+        ),
+    }
+    options.update(kwargs)
+    return RoundtableApp(runtime, **options)
+
+
+async def settle(app: RoundtableApp, *, refreshes: int = 1, timeout: float = 5.0) -> None:
+    """Wait until `refreshes` overviews have landed and every virtual list has its pages."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lists = list(app.query(VirtualList))
+        if app.refreshes >= refreshes and not app._refreshing and all(v.loaded and not v._pending for v in lists):
+            await asyncio.sleep(0.05)
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"console did not settle (refreshes={app.refreshes})")
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def notifications(app: RoundtableApp) -> list[str]:
+    return [n.message for n in app._notifications]

@@ -1,0 +1,165 @@
+"""Pilot: every operator action goes through `Runtime.call` and changes real state; the
+read-only console refuses them all and changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from roundtable.runtime import Runtime
+from roundtable.services import runs
+from roundtable.tui.screens.confirm import ConfirmScreen
+from roundtable.tui.screens.prompt import PromptScreen
+from roundtable.tui.widgets.approvals_pane import ApprovalsPane
+from roundtable.tui.widgets.inspector import Inspector
+from roundtable.tui.widgets.proposals_pane import ProposalsPane
+from roundtable.tui.widgets.transactions_pane import TransactionsPane
+from tests.tui.conftest import make_app, notifications, settle, wait_for
+from tests.tui.flows import make_repo, ready_proposal, request_approval, scalar
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def rt(project: Path) -> AsyncIterator[Runtime]:
+    make_repo(project)
+    runtime = await Runtime.open(project)
+    try:
+        yield runtime
+    finally:
+        await runtime.close()
+
+
+async def _select(app, pane_type, key: str) -> None:  # type: ignore[no-untyped-def]
+    pane = app.query_one(pane_type)
+    pane.focus()
+    await wait_for(lambda: any(k == key for k in [r.value for r in pane.rows]), what=f"{key} listed")
+    for index, row_key in enumerate(pane.rows):
+        if row_key.value == key:
+            pane.move_cursor(row=index)
+    assert pane.selected_key() == key
+
+
+async def test_approve_validate_apply_and_roll_back(rt: Runtime, project: Path) -> None:
+    run = await runs.create_run(rt, "ship v2")
+    proposal = await ready_proposal(rt)
+    approval = await request_approval(rt, proposal["id"])
+    app = make_app(rt, run_id=run.id)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await _select(app, ApprovalsPane, approval["id"])
+        await pilot.press("a")
+        await wait_for(lambda: any("approved" in n for n in notifications(app)), what="approve notice")
+        assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "approved"
+        assert await scalar(rt, "SELECT decided_by FROM human_approvals WHERE id = ?", (approval["id"],)) == "operator"
+
+        await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("v")
+        await wait_for(lambda: proposal["id"] in app.gate_reports, what="gate report")
+        report, error = app.gate_reports[proposal["id"]]
+        assert error == "" and report is not None and report["valid"] is True
+        inspector = app.query_one(Inspector)
+        await wait_for(lambda: inspector.gate is not None and inspector.entity is not None, what="inspector gates")
+
+        await pilot.press("A")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="apply confirmation")
+        assert proposal["current_revision"] in str(app.screen.body.renderables[1])  # type: ignore[attr-defined]
+        await pilot.press("y")
+        await wait_for(lambda: (project / "src" / "app.py").read_text() == "print('v2')\n", what="patch applied")
+        await wait_for(lambda: any("applied" in n for n in notifications(app)), what="apply notice")
+        tx_id = await scalar(rt, "SELECT id FROM transactions WHERE proposal_id = ?", (proposal["id"],))
+        assert await scalar(rt, "SELECT status FROM transactions WHERE id = ?", (tx_id,)) == "applied"
+        assert await scalar(rt, "SELECT applied_by FROM transactions WHERE id = ?", (tx_id,)) == "operator"
+
+        await settle(app)
+        await _select(app, TransactionsPane, tx_id)
+        await pilot.press("R")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="rollback confirmation")
+        await pilot.press("y")
+        await wait_for(lambda: (project / "src" / "app.py").read_text() == "print('v1')\n", what="rolled back")
+        assert await scalar(rt, "SELECT status FROM transactions WHERE id = ?", (tx_id,)) == "rolled_back"
+
+
+async def test_cancelled_apply_changes_nothing(rt: Runtime, project: Path) -> None:
+    proposal = await ready_proposal(rt)
+    app = make_app(rt)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("A")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="apply confirmation")
+        await pilot.press("n")
+        await wait_for(lambda: not isinstance(app.screen, ConfirmScreen), what="dialog closed")
+        assert (project / "src" / "app.py").read_text() == "print('v1')\n"
+        assert await scalar(rt, "SELECT COUNT(*) FROM transactions") == 0
+
+
+async def test_deny_with_a_note_and_reject_with_a_reason(rt: Runtime) -> None:
+    proposal = await ready_proposal(rt)
+    approval = await request_approval(rt, proposal["id"])
+    app = make_app(rt)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await _select(app, ApprovalsPane, approval["id"])
+        await pilot.press("x")
+        await wait_for(lambda: isinstance(app.screen, PromptScreen), what="note prompt")
+        await pilot.press(*"too risky", "enter")
+        await wait_for(lambda: any("denied" in n for n in notifications(app)), what="deny notice")
+        assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "denied"
+        assert (
+            await scalar(rt, "SELECT decision_md FROM human_approvals WHERE id = ?", (approval["id"],)) == "too risky"
+        )
+
+        await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("r")
+        await wait_for(lambda: isinstance(app.screen, PromptScreen), what="reason prompt")
+        await pilot.press("enter")  # a reason is required: the prompt stays
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"not needed", "enter")
+        await wait_for(lambda: any("rejected" in n for n in notifications(app)), what="reject notice")
+        assert await scalar(rt, "SELECT status FROM proposals WHERE id = ?", (proposal["id"],)) == "rejected"
+
+
+async def test_tool_errors_become_notifications(rt: Runtime) -> None:
+    proposal = await ready_proposal(rt)
+    await rt.call("patch.reject", {"proposal_id": proposal["id"], "reason_md": "no"})
+    app = make_app(rt)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("A")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="apply confirmation")
+        await pilot.press("y")
+        await wait_for(
+            lambda: any(n.title == "patch.apply" and n.severity == "error" for n in app._notifications),
+            what="apply error notice",
+        )
+        notice = next(n for n in app._notifications if n.title == "patch.apply")
+        assert "rejected" in notice.message
+        assert app.is_running
+        assert await scalar(rt, "SELECT COUNT(*) FROM transactions") == 0
+
+
+async def test_read_only_refuses_every_mutating_action(rt: Runtime, project: Path) -> None:
+    proposal = await ready_proposal(rt)
+    approval = await request_approval(rt, proposal["id"])
+    app = make_app(rt, read_only=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await _select(app, ApprovalsPane, approval["id"])
+        await pilot.press("a", "x")
+        await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("A", "r", "R", "t", "p")
+        await pilot.pause(0.2)
+        refused = [n for n in notifications(app) if n.startswith("Read-only console")]
+        assert len(refused) == 7
+        assert not isinstance(app.screen, ConfirmScreen | PromptScreen)
+        assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "requested"
+        assert await scalar(rt, "SELECT status FROM proposals WHERE id = ?", (proposal["id"],)) != "rejected"
+        assert (project / "src" / "app.py").read_text() == "print('v1')\n"
+        # validate is read-only and stays allowed
+        await pilot.press("v")
+        await wait_for(lambda: proposal["id"] in app.gate_reports, what="gate report")
+        assert "READ-ONLY" in str(app.header.compose_text())

@@ -1,0 +1,120 @@
+"""Pilot: the panes fill from a seeded database; keys move focus and selection; enter inspects;
+`/` filters; help and the palette open."""
+
+from __future__ import annotations
+
+import pytest
+
+from roundtable.runtime import Runtime
+from roundtable.tui.screens.help import HelpScreen
+from roundtable.tui.widgets.approvals_pane import ApprovalsPane
+from roundtable.tui.widgets.claims_pane import ClaimsPane
+from roundtable.tui.widgets.events_pane import EventsPane
+from roundtable.tui.widgets.inspector import Inspector
+from roundtable.tui.widgets.proposals_pane import ProposalsPane
+from roundtable.tui.widgets.turns_pane import TurnsPane
+from tests.tui.conftest import make_app, settle, wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_panes_fill_from_the_database(seeded: Runtime) -> None:
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)):
+        await settle(app)
+        proposals = app.query_one(ProposalsPane)
+        assert proposals.row_count == 2
+        assert proposals.selected_key() == "P-1"  # open proposals first
+        approvals = app.query_one(ApprovalsPane)
+        assert approvals.selected_key() == "H-1"  # requested first
+        turns = app.query_one(TurnsPane)
+        assert turns.row_count == 2
+        assert app.query_one(ClaimsPane).total == 4
+        events = app.query_one(EventsPane)
+        assert events.total == 11
+        assert events.cursor == 10  # follows the tail
+        header = str(app.header.compose_text())
+        assert "RUN-demo" in header and "Improve the calculator" in header and "live" in header
+
+
+async def test_keys_move_focus_and_selection(seeded: Runtime) -> None:
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        assert isinstance(app.focused, ProposalsPane)
+        await pilot.press("j")
+        assert app.query_one(ProposalsPane).selected_key() == "P-0"
+        await pilot.press("k")
+        assert app.query_one(ProposalsPane).selected_key() == "P-1"
+        await pilot.press("tab")
+        assert isinstance(app.focused, ApprovalsPane)
+        await pilot.press("down")
+        assert app.query_one(ApprovalsPane).selected_key() == "H-0"
+        await pilot.press("shift+tab")
+        assert isinstance(app.focused, ProposalsPane)
+        await pilot.press("tab", "tab")
+        assert isinstance(app.focused, Inspector)
+        await pilot.press("tab")
+        claims = app.query_one(ClaimsPane)
+        assert app.focused is claims
+        await pilot.press("j", "j")
+        assert claims.cursor == 2
+        await pilot.press("G")
+        assert claims.cursor == 3
+        await pilot.press("g")
+        assert claims.cursor == 0
+        await pilot.press("tab")
+        events = app.query_one(EventsPane)
+        assert app.focused is events
+        await pilot.press("k")
+        assert events.cursor == 9 and not events.follow
+        await pilot.press("G")
+        assert events.cursor == 10 and events.follow
+
+
+async def test_enter_inspects_the_selected_record(seeded: Runtime) -> None:
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        app.query_one(ApprovalsPane).focus()
+        await pilot.press("enter")
+        inspector = app.query_one(Inspector)
+        await wait_for(lambda: inspector.entity is not None and inspector.entity.id == "H-1", what="approval inspected")
+        assert inspector.entity is not None and inspector.entity.record["status"] == "requested"
+        app.query_one(ProposalsPane).focus()
+        await pilot.press("enter")
+        await wait_for(lambda: inspector.entity is not None and inspector.entity.id == "P-1", what="proposal inspected")
+        assert "def mul" in inspector.entity.diff_text
+        app.query_one(ClaimsPane).focus()
+        await pilot.press("j", "enter")
+        await wait_for(
+            lambda: inspector.entity is not None and inspector.entity.kind == "claim", what="claim inspected"
+        )
+        assert inspector.entity.id == "C-000001"
+        assert inspector.entity.related["contentions"][0]["id"] == "CC-1"
+
+
+async def test_filter_narrows_the_focused_pane(seeded: Runtime) -> None:
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        app.query_one(ClaimsPane).focus()
+        await pilot.press("slash")
+        await pilot.press(*"calc", "enter")
+        claims = app.query_one(ClaimsPane)
+        await wait_for(lambda: claims.filter_text == "calc" and claims.total == 2, what="claims filtered")
+        assert "/calc" in str(claims.border_title)
+        app.query_one(ProposalsPane).focus()
+        await pilot.press("slash", *"rewrite", "enter")
+        await wait_for(lambda: app.query_one(ProposalsPane).row_count == 1, what="proposals filtered")
+        assert app.query_one(ProposalsPane).selected_key() == "P-0"
+
+
+async def test_help_lists_every_command_and_config_overrides_keys(seeded: Runtime) -> None:
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
