@@ -169,6 +169,7 @@ class Prepared:
     pre: dict[str, tuple[bytes | None, int]]
     files: dict[str, FileState]
     dry_run_error: str
+    head: str
 
 
 async def _prepare(runtime: Runtime, proposal_id: str) -> Prepared:
@@ -196,7 +197,7 @@ async def _prepare(runtime: Runtime, proposal_id: str) -> Prepared:
         )
         for p, (data, mode) in pre.items()
     }
-    return Prepared(proposal, parsed, pre, files, dry)
+    return Prepared(proposal, parsed, pre, files, dry, await git.head(root))
 
 
 async def apply_proposal(
@@ -243,7 +244,7 @@ async def apply_proposal(
         if moved:
             raise ToolError(f"files changed during apply, try again: {', '.join(moved)}")
         artefact = await asyncio.to_thread(_write_artefact, root, tx_id, prep.parsed, prep.pre, prep.files)
-        head = await git.head(root)
+        head = prep.head
         before_hash = _state_hash(head, {p: f.before for p, f in prep.files.items()})
         run = run_id or await event_run_id(tx)
         metadata = {
@@ -285,8 +286,9 @@ async def apply_proposal(
         raise
     _crash_point("apply:files")
     after = await asyncio.to_thread(lambda: {p: file_hash(root, p) for p in prep.parsed.touched})
+    head_after = await git.head(root)
     async with runtime.db.write(tool="patch.apply") as tx:
-        return await _complete_apply(tx, tx_id, after, head=await git.head(root), actor=applied_by)
+        return await _complete_apply(tx, tx_id, after, head=head_after, actor=applied_by)
 
 
 async def _finish_failed(runtime: Runtime, tx_id: str, proposal_id: str, reason: str, run: str) -> None:
@@ -405,25 +407,22 @@ async def rollback_transaction(runtime: Runtime, transaction_id: str, *, reason:
             "transactions", {"id": transaction_id}, {"status": "rolling_back", "metadata_json": json.dumps(meta)}
         )
     _crash_point("rollback:intent")
+    # If this fails midway the `rolling_back` intent stays: the next owner start finishes it.
+    patch_text = await asyncio.to_thread((root / row.rollback_patch_path / "patch.diff").read_bytes)
     try:
-        patch_text = await asyncio.to_thread((root / row.rollback_patch_path / "patch.diff").read_bytes)
-        try:
-            await git.apply(root, patch_text, reverse=True)
-        except ToolError:
-            pass  # fall back to the byte-exact pre-images below
-        after = await asyncio.to_thread(_hashes, root, paths)
-        rest = [p for p in paths if after[p] != files[p].get("before", "")]
-        if rest:
-            await asyncio.to_thread(_restore_preimages, root, row, rest)
-    except BaseException:
-        # Leave the intent in place: recovery on the next owner start finishes or reverts it.
-        raise
+        await git.apply(root, patch_text, reverse=True)
+    except ToolError:
+        pass  # fall back to the byte-exact pre-images below
+    after = await asyncio.to_thread(_hashes, root, paths)
+    rest = [p for p in paths if after[p] != files[p].get("before", "")]
+    if rest:
+        await asyncio.to_thread(_restore_preimages, root, row, rest)
     async with runtime.db.write(tool="patch.rollback") as tx:
         return await _complete_rollback(tx, transaction_id, actor=caller, reason=reason, now=now)
 
 
 async def _complete_rollback(
-    tx: Tx, tx_id: str, *, actor: str, reason: str, now: str, recovered: bool = False
+    tx: Tx, tx_id: str, *, actor: str, reason: str, now: str, recovered: bool = False, was_applied: bool = True
 ) -> dict[str, Any]:
     row = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
     assert row is not None
@@ -432,11 +431,11 @@ async def _complete_rollback(
     if recovered:
         meta["recovered"] = "rolled_back"
     await tx.update("transactions", {"id": tx_id}, {"status": "rolled_back", "metadata_json": json.dumps(meta)})
-    await tx.update(
-        "proposals",
-        {"id": row.proposal_id},
-        {"status": "rolled_back", "transaction_state": "rolled_back", "updated_at": clock.now()},
-    )
+    changes = {"transaction_state": "rolled_back", "updated_at": clock.now()}
+    if was_applied:
+        changes["status"] = "rolled_back"
+    # An apply undone by recovery never took effect: the proposal stays open and can be retried.
+    await tx.update("proposals", {"id": row.proposal_id}, changes)
     proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (row.proposal_id,))
     await tx.append_event(
         row.run_id,
@@ -486,13 +485,20 @@ async def recover_interrupted(runtime: Runtime) -> list[str]:
         else:
             await asyncio.to_thread(_restore_preimages, runtime.root, row, at_after)
             outcome, status, detail = "rolled_back", "rolled_back", f"restored pre-images of {', '.join(at_after)}"
+        head_now = await git.head(root)
         async with runtime.db.write(tool="recovery") as tx:
             now = clock.now()
             if status == "applied" and applying:
-                await _complete_apply(tx, row.id, current, head=await git.head(root), actor="recovery", recovered=True)
+                await _complete_apply(tx, row.id, current, head=head_now, actor="recovery", recovered=True)
             elif status == "rolled_back":
                 await _complete_rollback(
-                    tx, row.id, actor="recovery", reason="recovered after a crash", now=now, recovered=True
+                    tx,
+                    row.id,
+                    actor="recovery",
+                    reason="recovered after a crash",
+                    now=now,
+                    recovered=True,
+                    was_applied=not applying,
                 )
             else:
                 meta = json.loads(row.metadata_json or "{}")

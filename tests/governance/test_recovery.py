@@ -123,6 +123,10 @@ async def test_crash_mid_apply_partial_files_rolled_back(flow: Flow, repo: Path)
         assert (repo / "src" / "app.py").read_text() == "print('v1')\n"
         assert (await tx_row(rt))["status"] == "rolled_back"
         assert (await recovered_events(rt))[-1]["outcome"] == "rolled_back"
+        # The apply never took effect: the proposal stays open and applies cleanly now.
+        out = await rt.call("patch.apply", {"proposal_id": pid})
+        assert out["proposal"]["status"] == "accepted"
+        assert (repo / "README.txt").read_text() == "bye\n"
     finally:
         await rt.close()
 
