@@ -1,0 +1,192 @@
+"""`roundtable claims list|claim|release|revoke|expire`: the operator's view of claims.
+
+Everything a tool exists for goes through `Runtime.call` as the operator (validated and audited
+like any call): `list` is `resource.claim_status`, `claim` is `resource.claim`, `release` is
+`resource.release`. `revoke` and `expire` are operator transitions with no tool; each runs in
+one write transaction and appends one `claim.*` event per claim it changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+
+T = TypeVar("T")
+
+
+async def _with_runtime(root: Path, work: Callable[[Any], Awaitable[T]]) -> T:
+    from roundtable.runtime import Runtime
+
+    runtime = await Runtime.open(root)
+    try:
+        return await work(runtime)
+    finally:
+        await runtime.close()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def claims() -> None:
+    """List, claim, release, revoke or expire claims."""
+
+
+@claims.command("list")
+@root_option
+@json_option
+@click.option("--agent", default="", help="Only this agent's claims.")
+@click.option("--resource", default="", help="Only claims on this resource id.")
+@click.option("--status", default="", help="Only this status (expiry is evaluated now).")
+@handle_errors
+def list_claims(root: Path, as_json: bool, agent: str, resource: str, status: str) -> None:
+    """Print claims: <id> <agent_id> <claim_type> <status> <resource_id>."""
+    args = {"agent_id": agent, "resource_id": resource, "status": status}
+    result = run_async(_with_runtime(root, lambda rt: rt.call("resource.claim_status", args)))
+    if as_json:
+        print_json(result)
+        return
+    for c in result["claims"]:
+        click.echo(f"{c['id']} {c['agent_id']} {c['claim_type']} {c['status']} {c['resource_id']}")
+
+
+@claims.command("claim")
+@root_option
+@json_option
+@click.option("--agent", required=True, help="The claimant.")
+@click.option("--task", required=True, help="The task the claim is for.")
+@click.option("--resource-type", default="file", show_default=True, help="file, directory or symbol.")
+@click.option("--resource-id", default="", help="e.g. file:src/app.py (derived from --path when omitted).")
+@click.option("--path", default="", help="Repository-relative path.")
+@click.option("--symbol", default="", help="Symbol name (symbol resources).")
+@click.option("--claim-type", default="write", show_default=True, help="read, write, review or exclusive.")
+@click.option("--ttl", default=900, show_default=True, type=int, help="Lifetime in seconds.")
+@click.option("--run", default="", help="Run to record the event in.")
+@click.option("--id", "claim_id", default="", help="Explicit claim id.")
+@click.option("--base-hash", default="", help="Content hash the claim is based on (default: computed).")
+@click.option("--resume-policy", default="hold", show_default=True)
+@click.option("--rationale", default="")
+@handle_errors
+def claim(
+    root: Path,
+    as_json: bool,
+    agent: str,
+    task: str,
+    resource_type: str,
+    resource_id: str,
+    path: str,
+    symbol: str,
+    claim_type: str,
+    ttl: int,
+    run: str,
+    claim_id: str,
+    base_hash: str,
+    resume_policy: str,
+    rationale: str,
+) -> None:
+    """Claim a resource for an agent: prints <id> <claim_type> <status> <resource_id>."""
+    args: dict[str, Any] = {
+        "agent_id": agent,
+        "task_id": task,
+        "resource_type": resource_type,
+        "claim_type": claim_type,
+        "ttl_seconds": ttl,
+        "resume_policy": resume_policy,
+    }
+    optional = {
+        "resource_id": resource_id,
+        "path": path,
+        "symbol": symbol,
+        "run_id": run,
+        "claim_id": claim_id,
+        "base_hash": base_hash,
+        "rationale": rationale,
+    }
+    args.update({k: v for k, v in optional.items() if v})
+    result = run_async(_with_runtime(root, lambda rt: rt.call("resource.claim", args)))
+    if as_json:
+        print_json(result)
+        return
+    c = result["claim"]
+    click.echo(f"{c['id']} {c['claim_type']} {c['status']} {c['resource_id']}")
+
+
+@claims.command("release")
+@root_option
+@click.argument("claim_id", required=False)
+@click.option("--claim", "claim_opt", default="", help="The claim (instead of the argument).")
+@click.option("--reason", default="", help="Why (recorded in the event).")
+@click.option("--actor", default="", help="Actor recorded in the event (default operator).")
+@click.option("--run", default="", help="Run to record the event in.")
+@handle_errors
+def release(root: Path, claim_id: str | None, claim_opt: str, reason: str, actor: str, run: str) -> None:
+    """Release any claim as the operator: prints <id> <status>."""
+    target = _target(claim_id, claim_opt)
+    args = {"claim_id": target, "reason": reason, "actor_id": actor or "operator", "run_id": run}
+    result = run_async(
+        _with_runtime(root, lambda rt: rt.call("resource.release", {k: v for k, v in args.items() if v}))
+    )
+    click.echo(f"{result['claim']['id']} {result['claim']['status']}")
+
+
+@claims.command("revoke")
+@root_option
+@click.argument("claim_id", required=False)
+@click.option("--claim", "claim_opt", default="", help="The claim (instead of the argument).")
+@click.option("--reason", default="", help="Why (recorded in the event).")
+@click.option("--actor", default="operator", show_default=True, help="Actor recorded in the event.")
+@click.option("--run", default="", help="Run to record the event in.")
+@handle_errors
+def revoke(root: Path, claim_id: str | None, claim_opt: str, reason: str, actor: str, run: str) -> None:
+    """Revoke a claim as the operator: prints <id> <status>."""
+    from roundtable import clock
+    from roundtable.services import claims as service
+
+    target = _target(claim_id, claim_opt)
+
+    async def work(rt: Any) -> Any:
+        async with rt.db.write(tool="claims.revoke") as tx:
+            updated, _changed = await service.transition(
+                tx, target, "revoked", clock.now(), actor_id=actor, reason=reason, run_id=run, operator=True
+            )
+        return updated
+
+    updated = run_async(_with_runtime(root, work))
+    click.echo(f"{updated.id} {updated.status}")
+
+
+@claims.command("expire")
+@root_option
+@click.option("--run", default="", help="Run to record the events in.")
+@click.option("--at-unix", default=None, type=int, help="Evaluate expiry at this Unix time (default now).")
+@handle_errors
+def expire(root: Path, run: str, at_unix: int | None) -> None:
+    """Expire every active claim whose TTL has elapsed, one claim.expired event each: prints
+    <id> <status> per claim."""
+    from roundtable import clock
+    from roundtable.services import claims as service
+
+    if at_unix is None:
+        now = clock.now()
+    else:
+        try:
+            now = clock.format_ns(int(datetime.fromtimestamp(at_unix, tz=UTC).timestamp()) * 1_000_000_000)
+        except (OverflowError, OSError, ValueError):
+            raise click.BadParameter(f"{at_unix} is not a usable Unix time", param_hint="--at-unix") from None
+
+    async def work(rt: Any) -> Any:
+        async with rt.db.write(tool="claims.expire") as tx:
+            return await service.expire_due(tx, now, run_id=run)
+
+    for c in run_async(_with_runtime(root, work)):
+        click.echo(f"{c.id} {c.status}")
+
+
+def _target(claim_id: str | None, claim_opt: str) -> str:
+    target = (claim_id or claim_opt or "").strip()
+    if not target:
+        raise click.UsageError("give the claim id (argument or --claim)")
+    return target

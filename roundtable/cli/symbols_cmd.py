@@ -1,0 +1,30 @@
+"""`roundtable symbols --path FILE [--json]`: the declarations in one file (no project needed).
+
+The path is used as given (relative to the current directory) and printed with `/` separators;
+an unsupported extension prints nothing and exits 0; a syntax error exits 1 with the message.
+"""
+
+from __future__ import annotations
+
+import click
+
+from roundtable.cli.common import handle_errors, json_option, print_json
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--path", "path", default="", help="The file to index.")
+@json_option
+@handle_errors
+def symbols(path: str, as_json: bool) -> None:
+    """Print one line per symbol: <kind> <name> <path> <start_line> <end_line>."""
+    from roundtable.services.symbols import index_file
+
+    if not path.strip():
+        raise click.UsageError("symbols requires --path")
+    label = path.replace("\\", "/")
+    found = index_file(path, label)
+    if as_json:
+        print_json({"symbols": [s.to_dict() for s in found]})
+        return
+    for s in found:
+        click.echo(f"{s.kind} {s.name} {s.path} {s.start_line} {s.end_line}")
