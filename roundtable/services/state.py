@@ -79,11 +79,12 @@ def normalise_limit(limit: int | None) -> int:
 
 async def newest_event_after(q: Reader | Tx, run_id: str, after: int) -> bool:
     """Whether any event (of `run_id`, or of any run when empty) is newer than `after` — cheap."""
+    # fetchall (one thread hop) rather than fetchone (three); the query returns at most one row.
     if run_id:
-        row = await q.fetchone("SELECT 1 FROM events WHERE run_id = ? AND id > ? LIMIT 1", (run_id, after))
+        rows = await q.fetchall("SELECT 1 FROM events WHERE run_id = ? AND id > ? LIMIT 1", (run_id, after))
     else:
-        row = await q.fetchone("SELECT 1 FROM events WHERE id > ? LIMIT 1", (after,))
-    return row is not None
+        rows = await q.fetchall("SELECT 1 FROM events WHERE id > ? LIMIT 1", (after,))
+    return bool(rows)
 
 
 async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None) -> dict[str, Any]:
@@ -111,7 +112,7 @@ async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None)
     approvals = await q.all(
         HumanApproval, "SELECT * FROM human_approvals WHERE status = 'requested' ORDER BY created_at, id"
     )
-    counts = await q.fetchone(
+    (counts,) = await q.fetchall(
         "SELECT"
         " (SELECT count(*) FROM claims WHERE status = 'active' AND expires_at > ?),"
         " (SELECT count(*) FROM claims WHERE status = 'suspended'),"
@@ -119,7 +120,6 @@ async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None)
         " (SELECT count(*) FROM agents WHERE is_enabled = 1)",
         (now,),
     )
-    assert counts is not None
     return {
         "run_id": run_id,
         "events": [e.to_dict() for e in events],

@@ -73,8 +73,9 @@ class _Queries:
             return row
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        async with self.conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        # One hop to aiosqlite's thread instead of three (execute, fetchall, close): on a busy
+        # machine each hop costs about a millisecond, which dominates small snapshot reads.
+        return list(await self.conn.execute_fetchall(sql, params))
 
     async def scalar(self, sql: str, params: Params = ()) -> Any:
         row = await self.fetchone(sql, params)
