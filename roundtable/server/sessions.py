@@ -117,7 +117,6 @@ def build_server(runtime: Runtime, capability_id: str) -> Server[Any]:
         if spec is None or spec.operator_only or not (spec.exposed or spec.session_only):
             return _error(f"unknown tool: {params.name}")
         args = dict(params.arguments or {})
-        cap = await current_cap()
         try:
             async with runtime.db.read() as reader:
                 checked = await capabilities.check_call(
@@ -129,6 +128,7 @@ def build_server(runtime: Runtime, capability_id: str) -> Server[Any]:
                     frozenset(spec.input_schema.get("properties", {})),
                 )
         except capabilities.Denied as exc:
+            cap = await current_cap()  # only needed to attribute the denial
             if cap is not None:
                 await capabilities.record_denial(runtime.db, cap, spec.name, exc.reason_code)
             return _error(str(exc))

@@ -29,7 +29,7 @@ from roundtable.errors import PermissionDenied
 from roundtable.services.claims import parse_resource_id
 from roundtable.services.pathguard import is_sensitive_path
 from roundtable.store.db import Database, Reader, Tx
-from roundtable.store.records import Agent, AgentSession, Claim, Proposal, Run, SessionCapability, Task
+from roundtable.store.records import AgentSession, Claim, Proposal, SessionCapability, Task
 
 TOKEN_PREFIX = "rtcap_"
 LIFETIME_S = 3600
@@ -262,6 +262,26 @@ def session_schema(schema: dict[str, Any], cap: SessionCapability) -> dict[str, 
 # --- the per-call checks (§8.4.5 steps 1–8) --------------------------------------------------------
 
 
+def _columns(record: type, alias: str, prefix: str) -> str:
+    import dataclasses
+
+    return ", ".join(f"{alias}.{f.name} AS {prefix}{f.name}" for f in dataclasses.fields(record))
+
+
+_STATE_SQL = f"""
+SELECT {_columns(SessionCapability, "c", "cap_")}, {_columns(AgentSession, "s", "s_")},
+       r.status AS run_status, a.is_enabled AS agent_enabled,
+       t.id AS task_id, t.status AS task_status, t.assigned_agent_id AS task_assignee,
+       t.readable_paths_json AS task_readable, p.task_id AS proposal_task, p.status AS proposal_status
+FROM session_capabilities c
+LEFT JOIN agent_sessions s ON s.id = c.session_id
+LEFT JOIN runs r ON r.id = c.run_id
+LEFT JOIN agents a ON a.id = c.agent_id
+LEFT JOIN tasks t ON t.id = c.task_id
+LEFT JOIN proposals p ON p.id = c.proposal_id
+WHERE c.id = ?"""
+
+
 @dataclass(frozen=True)
 class Checked:
     """A call that passed: the arguments to dispatch (identity filled, claim_id dropped)."""
@@ -282,12 +302,16 @@ async def check_call(
     """Run every check for one call, re-reading all state. `tool` is the canonical name and
     `properties` the argument names its schema accepts. Raises `Expired` or `Denied`."""
     now = clock.now()
+    # One snapshot read for steps 1-5 (one round trip instead of six).
+    row = await reader.fetchone(_STATE_SQL, (cap_id,))
+    if row is None:
+        raise Expired()
+    cap = SessionCapability.from_row({k[4:]: row[k] for k in row.keys() if k.startswith("cap_")})
     # 1. The capability itself.
-    cap = await reader.one(SessionCapability, "SELECT * FROM session_capabilities WHERE id = ?", (cap_id,))
-    if cap is None or not is_live(cap, now):
+    if not is_live(cap, now):
         raise Expired()
     # 2. Session.
-    session = await reader.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (cap.session_id,))
+    session = AgentSession.from_row({k[2:]: row[k] for k in row.keys() if k.startswith("s_")}) if row["s_id"] else None
     if (
         session is None
         or session.status != "active"
@@ -297,24 +321,24 @@ async def check_call(
     ):
         raise Denied("session_inactive", "session is not active")
     # 3. Run.
-    run = await reader.one(Run, "SELECT * FROM runs WHERE id = ?", (cap.run_id,))
-    if run is None or run.status != "active":
+    if row["run_status"] != "active":
         raise Denied("run_inactive", f"run {cap.run_id} is not active")
     # 4. Agent.
-    agent = await reader.one(Agent, "SELECT * FROM agents WHERE id = ?", (cap.agent_id,))
-    if agent is None or not agent.is_enabled or role_for_agent(agent.id) != cap.role:
+    if row["agent_enabled"] is None or not row["agent_enabled"] or role_for_agent(cap.agent_id) != cap.role:
         raise Denied("agent_disabled", f"agent {cap.agent_id} is not enabled for role {cap.role}")
     # 5. Task and proposal binding.
-    task = await reader.one(Task, "SELECT * FROM tasks WHERE id = ?", (cap.task_id,))
-    if task is None or task.status in TERMINAL_TASK:
+    if row["task_id"] is None or row["task_status"] in TERMINAL_TASK:
         raise Denied("task_inactive", f"task {cap.task_id} is not open")
     if cap.role == "implementer":
-        if task.assigned_agent_id != cap.agent_id:
+        if row["task_assignee"] != cap.agent_id:
             raise Denied("task_reassigned", f"task {cap.task_id} is not assigned to {cap.agent_id}")
-    else:
-        proposal = await reader.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (cap.proposal_id,))
-        if proposal is None or proposal.task_id != cap.task_id or proposal.status in DECIDED_PROPOSAL:
-            raise Denied("proposal_closed", f"proposal {cap.proposal_id or '(none)'} is not open for this session")
+    elif (
+        row["proposal_task"] is None
+        or row["proposal_task"] != cap.task_id
+        or row["proposal_status"] in DECIDED_PROPOSAL
+    ):
+        raise Denied("proposal_closed", f"proposal {cap.proposal_id or '(none)'} is not open for this session")
+    task = Task.from_row({"id": row["task_id"], "readable_paths_json": row["task_readable"]})
     # 6. Role → tool matrix.
     if tool not in allowed_tools(cap.role):
         raise Denied("tool_not_permitted", f"operation {tool} is not permitted for role {cap.role}")
