@@ -421,8 +421,15 @@ class ChairLoop:
     tick. A run whose tick raises backs off (1 s doubling to 30 s) without delaying the others.
     """
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, *, interval: float | None = None, converge_run_id: str = "") -> None:
+        """`interval` overrides `chair.tick_interval`. With `converge_run_id` (the interactive
+        `roundtable run`), convergence is checked for that run after each cycle: when it is
+        `completed` or `blocked` the run is ended (with its `orchestrator.*` event) and `run()`
+        returns; `converged` then holds (status, reason)."""
         self.runtime = runtime
+        self.interval = interval
+        self.converge_run_id = converge_run_id
+        self.converged: tuple[str, str] | None = None
         self.state = ChairState()
         self.last_reports: dict[str, TickReport] = {}
         self._wake = asyncio.Event()
@@ -495,16 +502,32 @@ class ChairLoop:
                 if not self.state.paused:
                     try:
                         await self.tick_all()
+                        if self.converge_run_id and await self._converge():
+                            return
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:  # e.g. the run list could not be read
                         self.state.last_error = _message(exc)
                         log.exception("chair cycle failed")
-                interval = max(0.01, self.runtime.config.chair.tick_interval)
+                every = self.interval if self.interval is not None else self.runtime.config.chair.tick_interval
+                interval = max(0.01, every)
                 self.state.next_tick_at = clock.format_ns(clock.now_ns() + int(interval * 1e9))
                 await self._wait(sub, interval)
         finally:
             sub.close()
+
+    async def _converge(self) -> bool:
+        run_id = self.converge_run_id
+        status, reason = await converge(self.runtime, run_id)
+        if status not in ("completed", "blocked"):
+            return False
+        await runs_service.end_run(self.runtime, run_id, status)
+        async with self.runtime.db.write(tool="chair.loop") as tx:
+            await tx.append_event(
+                run_id, f"orchestrator.{status}", {"iterations": self.state.ticks, "reason": reason}, actor_id=CHAIR_ID
+            )
+        self.converged = (status, reason)
+        return True
 
     async def _wait(self, sub: Subscription, timeout: float) -> None:
         """Until `timeout` passes, `wake()` is called or a relevant change is published."""

@@ -42,8 +42,7 @@ async def headless(
     from roundtable.services import runs
 
     async with Owner(root, http=False, socket=False, chair=False, log=echo) as owner:
-        runtime = owner.runtime
-        await chair.sync_agents(runtime)
+        runtime = owner.runtime  # the owner has synchronised the agents from the config
         if resume:
             run = await runs.resume_run(runtime, run_id)
             echo(f"resumed run {run.id}")

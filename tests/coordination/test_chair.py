@@ -255,3 +255,15 @@ async def test_chair_loop_wakes_on_turn_request_and_on_wake(runtime: Runtime, ru
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_chair_loop_converges_its_run(runtime: Runtime, run_id: str) -> None:
+    await _task(runtime, "T-1", status="blocked")
+    loop = chair.ChairLoop(runtime, interval=0.05, converge_run_id=run_id)
+    await asyncio.wait_for(loop.run(), timeout=5)
+    assert loop.converged == ("blocked", "all_remaining_tasks_blocked")
+    async with runtime.db.read() as r:
+        assert (await runs.get_run(r, run_id)).status == "blocked"
+    idle = chair.ChairLoop(runtime)
+    await idle.tick_all()
+    assert idle.health() == "healthy-idle" and idle.state.ticks == 1
