@@ -254,6 +254,7 @@ async def apply_proposal(
             "patch_files": list(prep.parsed.touched),
             "files": {p: f.to_dict() for p, f in prep.files.items()},
             "policy_summary": report.policy.summary if report.policy else "",
+            "policy": report.policy.to_dict() if report.policy else {},
             "human_approval_id": report.approval.id if report.approval else "",
             "security_review_id": report.review.id if report.review else "",
             "test_run_ids": [t.id for t in report.test_runs],

@@ -10,6 +10,7 @@ from roundtable import clock
 from roundtable.services import apply as apply_service
 from roundtable.services import proposals as proposals_service
 from roundtable.services.validate import validate as validate_proposal
+from roundtable.store.records import HumanApproval, SecurityReview
 from roundtable.tools.args import opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
@@ -36,12 +37,19 @@ async def apply(call: Call) -> dict[str, Any]:
         expected_revision=opt_str(args, "revision"),
     )
     meta = out["metadata"]
+    async with call.runtime.db.read() as r:
+        approval = await r.one(
+            HumanApproval, "SELECT * FROM human_approvals WHERE id = ?", (meta.get("human_approval_id", ""),)
+        )
+        review = await r.one(
+            SecurityReview, "SELECT * FROM security_reviews WHERE id = ?", (meta.get("security_review_id", ""),)
+        )
     return {
         "proposal": proposals_service.proposal_dict(out["proposal"]),
         "transaction": out["transaction"].to_dict(),
-        "policy": {"summary": meta.get("policy_summary", "")},
-        "human_approval": meta.get("human_approval_id", ""),
-        "security_review": meta.get("security_review_id", ""),
+        "policy": meta.get("policy", {"summary": meta.get("policy_summary", "")}),
+        "human_approval": approval.to_dict() if approval else None,
+        "security_review": review.to_dict() if review else None,
     }
 
 

@@ -41,7 +41,8 @@ async def create(call: Call) -> dict[str, Any]:
         title=args["title"],
         summary_md=args["summary_md"],
         patch=args["patch"],
-        risk=opt_str(args, "risk", "normal").strip() or "normal",
+        # Stored lower-case so `High` is as high as `high` (the policy compares exactly).
+        risk=opt_str(args, "risk", "normal").strip().lower() or "normal",
         affected_resources=opt_list(args, "affected_resources"),
         expected_tests=opt_list(args, "expected_tests"),
         rollback_notes=opt_str(args, "rollback_notes"),
