@@ -102,9 +102,11 @@ class Tx(_Queries):
         self.tables: set[str] = set()
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; returns `lastrowid` (for inserts) or the row count."""
+        """Run one statement; returns the new row's id for an INSERT, else the row count."""
         async with self.conn.execute(sql, params) as cursor:
-            return cursor.lastrowid if cursor.lastrowid else cursor.rowcount
+            if sql.lstrip()[:6].upper() == "INSERT":
+                return cursor.lastrowid or 0
+            return cursor.rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         await self.conn.executemany(sql, rows)
@@ -208,16 +210,21 @@ class Database:
         if self._closed:
             raise StoreError("database is closed")
         async with self._write_lock:
+            # A task cancelled while BEGIN was in flight can leave the connection inside a
+            # transaction that nobody owns; nothing else can be running under the lock, so end it.
+            if self._writer.in_transaction:
+                await asyncio.shield(self._writer.execute("ROLLBACK"))
             tx = Tx(self._writer)
             changes_before = self._writer.total_changes
-            await self._writer.execute("BEGIN IMMEDIATE")
+            await asyncio.shield(self._writer.execute("BEGIN IMMEDIATE"))
             try:
                 yield tx
             except BaseException:
-                await self._writer.execute("ROLLBACK")
+                # Shielded: a cancellation must not leave the transaction half-closed.
+                await asyncio.shield(self._writer.execute("ROLLBACK"))
                 raise
             else:
-                await self._writer.execute("COMMIT")
+                await asyncio.shield(self._writer.execute("COMMIT"))
                 dirty = self._writer.total_changes != changes_before
         if dirty or tx.events:
             self.bus.publish(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))

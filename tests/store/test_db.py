@@ -102,3 +102,29 @@ async def test_records_match_schema_and_null_becomes_zero(tmp_path: Path) -> Non
         assert task.to_dict()["priority"] == 100
     finally:
         await db.close()
+
+
+async def test_cancelled_writer_never_leaves_a_transaction_open(tmp_path: Path) -> None:
+    import asyncio
+
+    db = await Database.open(tmp_path / "rt.db")
+    try:
+
+        async def slow_write() -> None:
+            async with db.write() as tx:
+                await tx.insert("tasks", {"id": "T-slow", "title": "t", "body_md": "b"})
+                await asyncio.sleep(10)
+
+        for delay in (0, 0.0001, 0.001, 0.01):
+            task = asyncio.create_task(slow_write())
+            await asyncio.sleep(delay)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        async with db.write() as tx:
+            assert await tx.execute("UPDATE tasks SET title = 'x' WHERE id = 'none'") == 0
+            await tx.insert("tasks", {"id": "T-ok", "title": "t", "body_md": "b"})
+        async with db.read() as r:
+            assert [row[0] for row in await r.fetchall("SELECT id FROM tasks")] == ["T-ok"]
+    finally:
+        await db.close()
