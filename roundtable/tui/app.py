@@ -17,16 +17,18 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
+from functools import wraps
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.console import Group
-from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
@@ -37,13 +39,12 @@ from roundtable.tools.context import Caller
 from roundtable.tui import commands
 from roundtable.tui.data import Overview, check_database_file, load_entity, load_overview, read_diff
 from roundtable.tui.messages import DatabaseChanged, EntityLoaded, GateReport, OverviewLoaded, RefreshFailed, Selected
-from roundtable.tui.screens.confirm import ConfirmScreen
+from roundtable.tui.screens.confirm import apply_dialog, rollback_dialog
 from roundtable.tui.screens.help import HelpScreen
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from roundtable.tui.widgets.claims_pane import ClaimsPane
 from roundtable.tui.widgets.events_pane import EventsPane
-from roundtable.tui.widgets.gate_report import render_gate_report
 from roundtable.tui.widgets.header import ConsoleHeader, OwnerInfo, Staleness
 from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
@@ -57,6 +58,17 @@ log = logging.getLogger("roundtable.tui")
 
 CONSOLE = Caller("operator", "tui")
 OPERATOR_NAME = "operator"
+
+
+def _while_mounted(handler: Callable[..., None]) -> Callable[..., None]:
+    """Skip a UI update that arrives while the console is tearing its widgets down."""
+
+    @wraps(handler)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        with suppress(NoMatches):
+            handler(*args, **kwargs)
+
+    return wrapper
 
 
 class RoundtableApp(App[None]):
@@ -100,6 +112,7 @@ class RoundtableApp(App[None]):
         self._inspecting: tuple[str, str] | None = None
         self._stop_watch = asyncio.Event()
         self.startup_notes: list[str] = []
+        self._main_screen: Screen[Any] | None = None
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -111,10 +124,11 @@ class RoundtableApp(App[None]):
                 with Horizontal(id="top-row"):
                     yield RunsPane(id="runs", clock_ns=ck)
                     yield TurnsPane(id="turns", clock_ns=ck)
-                    yield TransactionsPane(id="transactions", clock_ns=ck)
                 with Horizontal(id="mid-row"):
                     yield ProposalsPane(id="proposals", clock_ns=ck)
-                    yield ApprovalsPane(id="approvals", clock_ns=ck)
+                    with Vertical(id="decisions"):
+                        yield ApprovalsPane(id="approvals", clock_ns=ck)
+                        yield TransactionsPane(id="transactions", clock_ns=ck)
             yield Inspector()
         with Horizontal(id="bottom-row"):
             yield ClaimsPane(self.runtime, id="claims", clock_ns=ck)
@@ -123,18 +137,24 @@ class RoundtableApp(App[None]):
 
     @property
     def header(self) -> ConsoleHeader:
-        return self.query_one(ConsoleHeader)
+        return self._main.query_one(ConsoleHeader)
 
     def keymap_for(self, command_id: str) -> str | None:
         return self._overrides.get(command_id)
 
+    @property
+    def _main(self) -> Screen[Any]:
+        """The console's own screen: queries must not land on a modal that happens to be on top."""
+        return self._main_screen if self._main_screen is not None else self.screen
+
     def on_mount(self) -> None:
+        self._main_screen = self.screen
         if self._overrides:
             self.set_keymap(self._overrides)
         self.header.run_id = self.run_id
         self.header.chair = self.chair
         self.header.update_view()
-        self.query_one(ProposalsPane).focus()
+        self._main.query_one(ProposalsPane).focus()
         for note in self.startup_notes:
             self.notify(note, title="owner")
         self.request_refresh()
@@ -145,10 +165,11 @@ class RoundtableApp(App[None]):
             # Re-renders relative times (ages, countdowns, the Chair's next tick); reads nothing.
             self.set_interval(1.0, self._tick_clock)
 
+    @_while_mounted
     def _tick_clock(self) -> None:
         self.header.update_view()
         if self.overview is not None:
-            self.query_one(TurnsPane).show(self.overview)
+            self._main.query_one(TurnsPane).show(self.overview)
 
     # --- refresh ----------------------------------------------------------------------------
 
@@ -210,6 +231,7 @@ class RoundtableApp(App[None]):
         finally:
             self._refreshing = False
 
+    @_while_mounted
     def on_overview_loaded(self, message: OverviewLoaded) -> None:
         self.overview = message.overview
         self.refreshes += 1
@@ -217,13 +239,14 @@ class RoundtableApp(App[None]):
         self.header.stale = None
         self.header.overview = message.overview
         self.header.update_view()
-        for pane in self.query(TablePane):
+        for pane in self._main.query(TablePane):
             pane.show(message.overview)
-        for vlist in self.query(VirtualList):
+        for vlist in self._main.query(VirtualList):
             vlist.reload()
         if self._inspecting is not None:
             self.load_inspector(*self._inspecting)
 
+    @_while_mounted
     def on_refresh_failed(self, message: RefreshFailed) -> None:
         if self.stale is None:
             self.stale = Staleness(self.clock_ns(), message.reason)
@@ -252,26 +275,28 @@ class RoundtableApp(App[None]):
             return
         self.post_message(EntityLoaded(entity, kind, entity_id))
 
+    @_while_mounted
     def on_entity_loaded(self, message: EntityLoaded) -> None:
-        inspector = self.query_one(Inspector)
+        inspector = self._main.query_one(Inspector)
         inspector.gate = self.gate_reports.get(message.entity_id) if message.kind == "proposal" else None
         inspector.show_entity(message.entity, message.kind, message.entity_id)
 
+    @_while_mounted
     def on_gate_report(self, message: GateReport) -> None:
         self.gate_reports[message.proposal_id] = (message.report, message.error)
         if self._inspecting == ("proposal", message.proposal_id):
-            self.query_one(Inspector).show_gates(message.report, message.error)
+            self._main.query_one(Inspector).show_gates(message.report, message.error)
 
     # --- what is selected -------------------------------------------------------------------
 
     def _selected_approval(self) -> HumanApproval | None:
-        key = self.query_one(ApprovalsPane).selected_key()
+        key = self._main.query_one(ApprovalsPane).selected_key()
         if self.overview is None or key is None:
             return None
         return next((a for a in self.overview.approvals if a.id == key), None)
 
     def _selected_proposal(self) -> Proposal | None:
-        key = self.query_one(ProposalsPane).selected_key()
+        key = self._main.query_one(ProposalsPane).selected_key()
         if self.overview is None or key is None:
             return None
         return next((p.proposal for p in self.overview.proposals if p.proposal.id == key), None)
@@ -286,7 +311,7 @@ class RoundtableApp(App[None]):
                     t for t in self.overview.transactions if t.proposal_id == proposal.id and t.status == "applied"
                 ]
                 return applied[0] if applied else None
-        key = self.query_one(TransactionsPane).selected_key()
+        key = self._main.query_one(TransactionsPane).selected_key()
         return next((t for t in self.overview.transactions if t.id == key), None)
 
     # --- actions ----------------------------------------------------------------------------
@@ -425,22 +450,7 @@ class RoundtableApp(App[None]):
     async def _apply_flow(self, proposal: Proposal) -> None:
         report = await self._gate_report(proposal.id)
         error = "" if report is not None else self.gate_reports.get(proposal.id, (None, ""))[1]
-        body = Group(
-            Text.assemble(("Proposal ", "dim"), (proposal.id, "bold"), "  ", proposal.title),
-            Text.assemble(
-                ("Revision ", "dim"),
-                (str((report or {}).get("revision") or proposal.current_revision or "(none)"), "bold yellow"),
-                f"  (r{(report or {}).get('revision_number') or proposal.revision_number})",
-            ),
-            Text(""),
-            Text("Gate report", style="bold"),
-            render_gate_report(report, error),
-            Text(""),
-            Text(
-                "Apply changes the working tree (git apply) and records a transaction you can roll back.", style="dim"
-            ),
-        )
-        confirmed = await self.push_screen_wait(ConfirmScreen(f"Apply {proposal.id}?", body, confirm_label="Apply"))
+        confirmed = await self.push_screen_wait(apply_dialog(proposal, report, error))
         self._after_modal()
         if not confirmed:
             self.notify("Apply cancelled.")
@@ -484,18 +494,7 @@ class RoundtableApp(App[None]):
 
     @work(group="dialog", exit_on_error=False)
     async def _rollback_flow(self, tx: Transaction) -> None:
-        body = Group(
-            Text.assemble(("Transaction ", "dim"), (tx.id, "bold"), (f"  [{tx.status}]", "yellow")),
-            Text.assemble(("Proposal ", "dim"), tx.proposal_id),
-            Text.assemble(("Revision ", "dim"), (tx.revision or "(unknown)", "bold yellow")),
-            Text.assemble(("Applied ", "dim"), f"{tx.applied_at or '—'} by {tx.applied_by}"),
-            Text(""),
-            Text(
-                "Roll back restores the files as they were before this apply, if nobody changed them since.",
-                style="dim",
-            ),
-        )
-        confirmed = await self.push_screen_wait(ConfirmScreen(f"Roll back {tx.id}?", body, confirm_label="Roll back"))
+        confirmed = await self.push_screen_wait(rollback_dialog(tx))
         self._after_modal()
         if confirmed:
             args = {"transaction_id": tx.id, "reason_md": "rolled back from the console"}
@@ -531,7 +530,7 @@ class RoundtableApp(App[None]):
             self.request_refresh()
 
     def focus_pane(self, widget_id: str) -> Widget:
-        widget = self.query_one(f"#{widget_id}")
+        widget = self._main.query_one(f"#{widget_id}")
         widget.focus()
         return widget
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from rich.console import RenderableType
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from roundtable.store.records import Proposal, Transaction
+from roundtable.tui.widgets.gate_report import render_gate_report
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -42,3 +48,32 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+
+def apply_dialog(proposal: Proposal, report: dict[str, Any] | None, error: str = "") -> ConfirmScreen:
+    """The apply confirmation: the exact revision that will be applied and every gate, failing
+    ones included (the apply re-checks them and refuses if one fails)."""
+    revision = str((report or {}).get("revision") or proposal.current_revision or "(none)")
+    number = (report or {}).get("revision_number") or proposal.revision_number
+    body = Group(
+        Text.assemble(("Proposal ", "dim"), (proposal.id, "bold"), "  ", proposal.title),
+        Text.assemble(("Revision ", "dim"), (revision, "bold yellow"), f"  (r{number})"),
+        Text(""),
+        Text("Gate report", style="bold"),
+        render_gate_report(report, error),
+        Text(""),
+        Text("Apply changes the working tree (git apply) and records a transaction you can roll back.", style="dim"),
+    )
+    return ConfirmScreen(f"Apply {proposal.id}?", body, confirm_label="Apply")
+
+
+def rollback_dialog(tx: Transaction) -> ConfirmScreen:
+    body = Group(
+        Text.assemble(("Transaction ", "dim"), (tx.id, "bold"), (f"  [{tx.status}]", "yellow")),
+        Text.assemble(("Proposal ", "dim"), tx.proposal_id),
+        Text.assemble(("Revision ", "dim"), (tx.revision or "(unknown)", "bold yellow")),
+        Text.assemble(("Applied ", "dim"), f"{tx.applied_at or '—'} by {tx.applied_by}"),
+        Text(""),
+        Text("Roll back restores the files as they were before this apply, if nobody changed them since.", style="dim"),
+    )
+    return ConfirmScreen(f"Roll back {tx.id}?", body, confirm_label="Roll back")

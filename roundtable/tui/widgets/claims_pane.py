@@ -18,7 +18,7 @@ class ClaimsPane(VirtualList):
         super().__init__(runtime, ClaimsSource(), **kwargs)
 
     def header(self) -> Text:
-        return Text(f"  {'resource':<30} {'owner':<14} {'mode':<6} {'status':<8} expires")
+        return Text(f"  {'resource':<26} {'owner':<14} {'mode':<6} {'status':<8} expires")
 
     def format(self, row: ClaimLine, width: int) -> Text:
         left = seconds_until(row.expires_at, self.clock_ns())
@@ -31,7 +31,7 @@ class ClaimsPane(VirtualList):
         else:
             expires = Text(human_delta(left), style="yellow" if left < 60 else "")
         mark = Text("⚔ ", style="bold red") if row.contended else Text("  ")
-        resource = Text(f"{_fit(row.resource_id, 30)} ", style="bold red" if row.contended else "")
+        resource = Text(f"{_fit(row.resource_id, 26)} ", style="bold red" if row.contended else "")
         status_style = "green" if row.status == "active" else "dim"
         return (
             mark

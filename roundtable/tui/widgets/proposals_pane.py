@@ -29,7 +29,7 @@ def _mark(state: str) -> Text:
 class ProposalsPane(TablePane):
     kind = "proposal"
     TITLE = "Proposals"
-    COLUMNS = ("title", "author", "rev", "status", "votes", "gates V P H T")
+    COLUMNS = ("title", "status", "votes", "gates V P H T", "author", "rev")
 
     def build_rows(self, overview: Overview) -> list[Row]:
         out: list[Row] = []
@@ -41,5 +41,5 @@ class ProposalsPane(TablePane):
                 [Text("     ")]
                 + [_mark(s) for s in (p.vote_state, p.policy_state, p.approval_state, p.transaction_state)]
             )
-            out.append((p.id, (p.title, p.agent_id, rev, status_cell(p.status), votes, gates)))
+            out.append((p.id, (p.title, status_cell(p.status), votes, gates, p.agent_id, rev)))
         return out

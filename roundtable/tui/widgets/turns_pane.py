@@ -15,7 +15,7 @@ WARN_SECONDS = 30.0
 class TurnsPane(TablePane):
     kind = "event"  # a turn is its request event
     TITLE = "Turn queue"
-    COLUMNS = ("#", "agent", "state", "age", "expires", "reason")
+    COLUMNS = ("#", "agent", "state", "expires", "age", "reason")
 
     def build_rows(self, overview: Overview) -> list[Row]:
         now = self.clock_ns()
@@ -30,7 +30,7 @@ class TurnsPane(TablePane):
                     expires = Text("⚠ ", style="bold red") + expires
             else:
                 expires = Text("—", style="dim")
-            out.append((str(t.request_id), (str(t.position), t.agent_id, status_cell(t.state), age, expires, t.reason)))
+            out.append((str(t.request_id), (str(t.position), t.agent_id, status_cell(t.state), expires, age, t.reason)))
         return out
 
 

@@ -1,0 +1,105 @@
+"""Snapshots (pytest-textual-snapshot) of the main screen, the proposal inspector, the apply
+confirmation and the help screen, from a seeded database at 140x40 with a frozen clock.
+
+snap_compare runs the app on its own event loop, so these tests are synchronous: the runtime
+is opened and seeded on a short-lived loop first (aiosqlite connections are loop-independent).
+Update with `pytest tests/tui/test_snapshots.py --snapshot-update`; SVGs live in snapshots/tui/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from roundtable.runtime import Runtime
+from roundtable.store.records import Proposal
+from roundtable.tui.messages import GateReport
+from roundtable.tui.screens.confirm import apply_dialog
+from roundtable.tui.widgets.approvals_pane import ApprovalsPane
+from roundtable.tui.widgets.inspector import Inspector
+from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.seed import REVISION, seed
+
+SIZE = (140, 40)
+
+REPORT: dict[str, Any] = {
+    "revision": REVISION,
+    "revision_number": 1,
+    "valid": True,
+    "applicable": False,
+    "gates": [
+        {"name": "status", "passed": True, "reason": "proposal is in_review"},
+        {"name": "patch", "passed": True, "reason": "revision 1 (" + REVISION[:12] + ") parses"},
+        {"name": "claims", "passed": True, "reason": "1 claim(s) cover the patch"},
+        {"name": "dry_run", "passed": True, "reason": "git apply --check accepts the patch"},
+        {"name": "policy", "passed": False, "reason": "needs 2 approvals, has 1 (tester voted reject)"},
+        {"name": "security", "passed": True, "reason": "no security review required"},
+        {"name": "tests", "passed": False, "reason": "no passed test run for this revision"},
+    ],
+}
+
+
+@pytest.fixture
+def seeded_runtime(project: Path) -> Iterator[Runtime]:
+    runtime = asyncio.run(_open_seeded(project))
+    try:
+        yield runtime
+    finally:
+        asyncio.run(runtime.close())
+
+
+async def _open_seeded(root: Path) -> Runtime:
+    runtime = await Runtime.open(root)
+    await seed(runtime)
+    return runtime
+
+
+def test_main_screen(snap_compare: Any, seeded_runtime: Runtime) -> None:
+    app = make_app(seeded_runtime)
+
+    async def ready(pilot: Pilot[None]) -> None:
+        await settle(app)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+
+
+def test_proposal_inspector(snap_compare: Any, seeded_runtime: Runtime) -> None:
+    app = make_app(seeded_runtime)
+
+    async def inspect(pilot: Pilot[None]) -> None:
+        await settle(app)
+        app.post_message(GateReport("P-1", REPORT))
+        await pilot.press("enter")
+        inspector = app.query_one(Inspector)
+        await wait_for(lambda: inspector.entity is not None and inspector.gate is not None, what="inspector")
+        await settle(app)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=inspect)
+
+
+def test_apply_confirmation(snap_compare: Any, seeded_runtime: Runtime) -> None:
+    app = make_app(seeded_runtime)
+
+    async def confirm(pilot: Pilot[None]) -> None:
+        await settle(app)
+        assert app.overview is not None
+        proposal: Proposal = app.overview.proposals[0].proposal
+        app.push_screen(apply_dialog(proposal, REPORT))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=confirm)
+
+
+def test_help_screen(snap_compare: Any, seeded_runtime: Runtime) -> None:
+    app = make_app(seeded_runtime)
+
+    async def ready(pilot: Pilot[None]) -> None:
+        await settle(app)
+        app.query_one(ApprovalsPane).focus()
+
+    assert snap_compare(app, press=["question_mark"], terminal_size=SIZE, run_before=ready)
