@@ -130,6 +130,7 @@ class Owner:
         http: bool = True,
         socket: bool = True,
         chair: bool = True,
+        supervisor: bool | None = None,
         log: Callable[[str], None] | None = None,
         http_address: str | None = None,
         socket_path: Path | str | None = None,
@@ -140,6 +141,10 @@ class Owner:
         self._want_http = http
         self._want_socket = socket
         self._want_chair = chair
+        # The supervisor launches agent sessions; `start` and the console host it, `mcp serve`
+        # does not (DESIGN §4.16). By default it follows the Chair.
+        self._want_supervisor = chair if supervisor is None else supervisor
+        self.supervisor: Any = None
         self._log = log or (lambda line: logging.getLogger("roundtable.owner").info("%s", line))
         self._http_address_override = http_address
         self._socket_path_override = Path(socket_path) if socket_path is not None else None
@@ -233,6 +238,9 @@ class Owner:
         if chair_cls is not None:
             self.chair = self._make_chair(chair_cls)
             self._chair_task = asyncio.create_task(self._run_chair(), name="roundtable-chair")
+        start_supervisor = _optional("roundtable.supervisor", "start_supervisor") if self._want_supervisor else None
+        if start_supervisor is not None:
+            self.supervisor = await start_supervisor(self.runtime)
 
     def _make_chair(self, chair_cls: Any) -> Any:
         """`ChairLoop(runtime)`, passing `--interval` when the loop accepts an `interval`."""
@@ -265,6 +273,9 @@ class Owner:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._chair_task), self.drain_timeout)
             self._chair_task = None
+        if self.supervisor is not None:
+            await self._step(self.supervisor.close(), "supervisor")
+            self.supervisor = None
         if self.runtime is not None:
             await self._step(self.runtime.close(), "runtime")
         if self._lock is not None:
