@@ -116,6 +116,11 @@ def overlaps(a: ResourceRef, b: ResourceRef) -> bool:
     return False
 
 
+async def _rows(q: Reader | Tx, sql: str, params: Any = ()) -> list[Any]:
+    """All rows in one round trip to the connection's thread (claims are on the hot path)."""
+    return list(await q.conn.execute_fetchall(sql, params))
+
+
 def _ancestors(path: str) -> list[str]:
     """The path itself and every directory above it, down to the root `""`."""
     out = [""]
@@ -212,7 +217,8 @@ async def live_claims_overlapping(q: Reader | Tx, ref: ResourceRef, now: str) ->
                 params.extend([len(ref.path) + 1, ref.path + "/"])
             else:
                 clauses.append("1 = 1")
-    rows = await q.fetchall(
+    rows = await _rows(
+        q,
         "SELECT c.*, r.id AS r_id, r.type AS r_type, r.path AS r_path, r.symbol AS r_symbol, "
         "r.language AS r_language, r.start_line AS r_start_line, r.end_line AS r_end_line, "
         "r.current_hash AS r_current_hash, r.metadata_json AS r_metadata_json "
@@ -399,15 +405,26 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     next fence, with a `claim.created` event.
     """
     res = req.resource
-    same = await tx.one(
-        Claim,
+    refs = await _rows(
+        tx,
+        "SELECT (SELECT 1 FROM tasks WHERE id = ?), (SELECT 1 FROM runs WHERE id = ?), "
+        "(SELECT 1 FROM claims WHERE id = ?)",
+        (req.task_id, req.run_id, req.claim_id),
+    )
+    task_found, run_found, id_taken = refs[0][0], refs[0][1], refs[0][2]
+    if task_found is None:
+        raise NotFound("task", req.task_id)
+    if req.run_id and run_found is None:
+        raise NotFound("run", req.run_id)
+    same_rows = await _rows(
+        tx,
         "SELECT * FROM claims WHERE agent_id = ? AND resource_id = ? AND claim_type = ? "
         "AND status = 'active' AND expires_at > ? ORDER BY created_at DESC, id DESC LIMIT 1",
         (req.agent_id, res.id, req.claim_type, now),
     )
-    if req.claim_id:
-        existing = await tx.one(Claim, "SELECT * FROM claims WHERE id = ?", (req.claim_id,))
-        if existing is not None and (same is None or same.id != existing.id):
+    same = Claim.from_row(same_rows[0]) if same_rows else None
+    if req.claim_id and id_taken is not None:
+        if same is None or same.id != req.claim_id:
             raise ToolError(f"claim {req.claim_id} already exists; choose another claim_id or omit it")
     if same is not None:
         return await _extend(tx, same, req, now)

@@ -20,7 +20,6 @@ from roundtable.services import claims as claims_service
 from roundtable.services import hashing
 from roundtable.services import symbols as symbol_index
 from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
-from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Resource
 from roundtable.tools.args import opt_bool, opt_int, opt_str, record_id
 from roundtable.tools.context import Call
@@ -48,13 +47,6 @@ def _short(args: dict[str, Any], key: str) -> str:
     if len(value) > MAX_TEXT:
         raise ValidationError(f"{key} is too long ({len(value)} characters; at most {MAX_TEXT})")
     return value
-
-
-async def _check_refs(q: Reader | Tx, task_id: str, run_id: str) -> None:
-    if await q.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) is None:
-        raise NotFound("task", task_id)
-    if run_id and await q.scalar("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
-        raise NotFound("run", run_id)
 
 
 def _identity(args: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -126,8 +118,6 @@ async def claim(call: Call) -> dict[str, Any]:
     rationale = _short(args, "rationale")
     resume_policy = _short(args, "resume_policy") or "hold"
     base_hash = opt_str(args, "base_hash").strip()
-    async with runtime.db.read() as r:
-        await _check_refs(r, task_id, run_id)
     start, end, base_hash = await anyio.to_thread.run_sync(
         _prepare, runtime.root, resource_type, path, symbol, base_hash
     )
