@@ -107,6 +107,7 @@ CREATE TABLE tasks (
   updated_at TEXT NOT NULL DEFAULT {NOW}
 );
 CREATE INDEX idx_tasks_order ON tasks(priority, created_at, id);
+CREATE INDEX idx_tasks_status ON tasks(status, priority, created_at, id);
 
 CREATE TABLE resources (
   id TEXT PRIMARY KEY,
