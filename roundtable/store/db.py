@@ -210,24 +210,38 @@ class Database:
         if self._closed:
             raise StoreError("database is closed")
         async with self._write_lock:
-            # A task cancelled while BEGIN was in flight can leave the connection inside a
-            # transaction that nobody owns; nothing else can be running under the lock, so end it.
+            # Defensive: nothing else runs under the lock, so an open transaction here is stale.
             if self._writer.in_transaction:
-                await asyncio.shield(self._writer.execute("ROLLBACK"))
+                await self._settle("ROLLBACK")
             tx = Tx(self._writer)
             changes_before = self._writer.total_changes
-            await asyncio.shield(self._writer.execute("BEGIN IMMEDIATE"))
             try:
+                await self._settle("BEGIN IMMEDIATE")
                 yield tx
             except BaseException:
-                # Shielded: a cancellation must not leave the transaction half-closed.
-                await asyncio.shield(self._writer.execute("ROLLBACK"))
+                if self._writer.in_transaction:
+                    await self._settle("ROLLBACK")
                 raise
             else:
-                await asyncio.shield(self._writer.execute("COMMIT"))
+                await self._settle("COMMIT")
                 dirty = self._writer.total_changes != changes_before
         if dirty or tx.events:
             self.bus.publish(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
+
+    async def _settle(self, sql: str) -> None:
+        """Run a transaction-control statement to completion even if the caller is cancelled
+        meanwhile (the cancellation is re-raised afterwards), so the writer connection is never
+        left inside a transaction that nobody owns."""
+        future = asyncio.ensure_future(self._writer.execute(sql))
+        cancelled = False
+        while not future.done():
+            try:
+                await asyncio.shield(future)
+            except asyncio.CancelledError:
+                cancelled = True
+        future.result()
+        if cancelled:
+            raise asyncio.CancelledError
 
     async def _acquire_reader(self) -> aiosqlite.Connection:
         if self._readers.empty() and self._reader_count < self._reader_limit:
