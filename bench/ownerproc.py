@@ -27,7 +27,11 @@ import httpx
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 PROTOCOL = "2025-11-25"
-INIT_PARAMS = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "roundtable-bench", "version": "1"}}
+INIT_PARAMS = {
+    "protocolVersion": PROTOCOL,
+    "capabilities": {},
+    "clientInfo": {"name": "roundtable-bench", "version": "1"},
+}
 TICK = os.sysconf("SC_CLK_TCK")
 
 
