@@ -15,7 +15,20 @@ import sys
 import time
 from pathlib import Path
 
-MODULES = ("transports", "claims", "watch", "apply", "evidence", "sessions", "tui", "startup", "chair", "state", "memory", "writes")
+MODULES = (
+    "transports",
+    "claims",
+    "watch",
+    "apply",
+    "evidence",
+    "sessions",
+    "tui",
+    "startup",
+    "chair",
+    "state",
+    "memory",
+    "writes",
+)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
