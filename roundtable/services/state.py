@@ -7,6 +7,8 @@ reads as `expired` even before the Chair's sweep has written that.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 from roundtable import clock
@@ -19,6 +21,7 @@ from roundtable.store.records import (
     HumanApproval,
     MemoryEntry,
     Proposal,
+    Record,
     Run,
     SecurityReview,
     Task,
@@ -40,34 +43,71 @@ WATCH_DEFAULT_LIMIT = 10
 WATCH_MAX_LIMIT = 200
 
 
-def claim_dict(claim: Claim, now: str) -> dict[str, Any]:
-    """A claim record with expiry evaluated at `now`."""
-    out = claim.to_dict()
-    if claim.status == "active" and claim.expires_at and claim.expires_at <= now:
-        out["status"] = "expired"
+_ZERO = {"str": "", "int": 0, "float": 0.0, "bool": False}
+_LAYOUTS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _layout(cls: type[Record]) -> tuple[tuple[str, str], ...]:
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = tuple((f.name, str(f.type)) for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    return layout
+
+
+async def _dicts(q: Reader | Tx, cls: type[Record], sql: str) -> list[dict[str, Any]]:
+    """`[cls.from_row(row).to_dict() …]` without building the records: the same dicts (NULL →
+    zero value, bools as bools), several times faster on a 10,000-row snapshot."""
+    layout = _layout(cls)
+    out = []
+    for row in await q.fetchall(sql):
+        item: dict[str, Any] = {}
+        for name, kind in layout:
+            value = row[name]
+            if value is None:
+                value = _ZERO[kind]
+            elif kind == "bool":
+                value = bool(value)
+            elif kind == "float":
+                value = float(value)
+            item[name] = value
+        out.append(item)
     return out
+
+
+def _task_json(item: dict[str, Any]) -> dict[str, Any]:
+    raw = item.pop("readable_paths_json", "") or "[]"
+    if raw == "[]":
+        item["readable_paths"] = []
+        return item
+    try:
+        paths = json.loads(raw)
+    except ValueError:
+        paths = []
+    item["readable_paths"] = [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+    return item
+
+
+def _claim_json(item: dict[str, Any], now: str) -> dict[str, Any]:
+    if item["status"] == "active" and item["expires_at"] and item["expires_at"] <= now:
+        item["status"] = "expired"
+    return item
 
 
 async def load_state(q: Reader | Tx) -> dict[str, list[dict[str, Any]]]:
     """The nine lists of `table.get_state`, in their documented orders."""
     now = clock.now()
+    tasks = await _dicts(q, Task, "SELECT * FROM tasks ORDER BY priority, created_at, id")
+    claims = await _dicts(q, Claim, "SELECT * FROM claims ORDER BY created_at, id")
     return {
-        "runs": [r.to_dict() for r in await q.all(Run, "SELECT * FROM runs ORDER BY started_at, id")],
-        "agents": [a.to_dict() for a in await q.all(Agent, "SELECT * FROM agents ORDER BY created_at, id")],
-        "tasks": [task_dict(t) for t in await q.all(Task, "SELECT * FROM tasks ORDER BY priority, created_at, id")],
-        "claims": [claim_dict(c, now) for c in await q.all(Claim, "SELECT * FROM claims ORDER BY created_at, id")],
-        "proposals": [p.to_dict() for p in await q.all(Proposal, "SELECT * FROM proposals ORDER BY created_at, id")],
-        "transactions": [t.to_dict() for t in await q.all(Transaction, "SELECT * FROM transactions ORDER BY id")],
-        "human_approvals": [
-            a.to_dict() for a in await q.all(HumanApproval, "SELECT * FROM human_approvals ORDER BY created_at, id")
-        ],
-        "security_reviews": [
-            s.to_dict() for s in await q.all(SecurityReview, "SELECT * FROM security_reviews ORDER BY created_at, id")
-        ],
-        "memory": [
-            m.to_dict()
-            for m in await q.all(MemoryEntry, "SELECT * FROM memory_entries ORDER BY importance DESC, created_at, id")
-        ],
+        "runs": await _dicts(q, Run, "SELECT * FROM runs ORDER BY started_at, id"),
+        "agents": await _dicts(q, Agent, "SELECT * FROM agents ORDER BY created_at, id"),
+        "tasks": [_task_json(t) for t in tasks],
+        "claims": [_claim_json(c, now) for c in claims],
+        "proposals": await _dicts(q, Proposal, "SELECT * FROM proposals ORDER BY created_at, id"),
+        "transactions": await _dicts(q, Transaction, "SELECT * FROM transactions ORDER BY id"),
+        "human_approvals": await _dicts(q, HumanApproval, "SELECT * FROM human_approvals ORDER BY created_at, id"),
+        "security_reviews": await _dicts(q, SecurityReview, "SELECT * FROM security_reviews ORDER BY created_at, id"),
+        "memory": await _dicts(q, MemoryEntry, "SELECT * FROM memory_entries ORDER BY importance DESC, created_at, id"),
     }
 
 

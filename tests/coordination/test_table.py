@@ -145,3 +145,22 @@ async def test_watch_wait_sees_writes_from_another_process(project: Path, runtim
         await other.close()
     assert [e["type"] for e in page["events"]] == ["remote.event"]
     assert elapsed < 1.5
+
+
+async def test_state_rows_equal_record_dicts(runtime: Runtime, run_id: str) -> None:
+    """The snapshot's fast row conversion gives exactly the records' `to_dict()` shapes."""
+    from roundtable.services.tasks import task_dict
+    from roundtable.store.records import Agent, MemoryEntry, Run, Task
+
+    await runtime.call("task.create", {"title": "t", "body_md": "b", "readable_paths": ["src"]})
+    await runtime.call("task.create", {"title": "u", "body_md": "b"})
+    await runtime.call("memory.record", {"scope": "p", "kind": "k", "title": "t", "body_md": "b"})
+    state = await runtime.call("table.get_state")
+    async with runtime.db.read() as r:
+        tasks = [task_dict(t) for t in await r.all(Task, "SELECT * FROM tasks ORDER BY priority, created_at, id")]
+        agents = [a.to_dict() for a in await r.all(Agent, "SELECT * FROM agents ORDER BY created_at, id")]
+        runs = [x.to_dict() for x in await r.all(Run, "SELECT * FROM runs ORDER BY started_at, id")]
+        memory = [m.to_dict() for m in await r.all(MemoryEntry, "SELECT * FROM memory_entries")]
+    assert state["tasks"] == tasks and state["agents"] == agents and state["runs"] == runs
+    assert state["memory"] == memory
+    assert isinstance(state["agents"][0]["is_enabled"], bool) and state["memory"][0]["confidence"] == 0.5
