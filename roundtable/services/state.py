@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 from roundtable import clock
-from roundtable.services.tasks import task_dict
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import (
     Agent,
@@ -54,12 +53,12 @@ def _layout(cls: type[Record]) -> tuple[tuple[str, str], ...]:
     return layout
 
 
-async def _dicts(q: Reader | Tx, cls: type[Record], sql: str) -> list[dict[str, Any]]:
+async def _dicts(q: Reader | Tx, cls: type[Record], sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     """`[cls.from_row(row).to_dict() …]` without building the records: the same dicts (NULL →
     zero value, bools as bools), several times faster on a 10,000-row snapshot."""
     layout = _layout(cls)
     out = []
-    for row in await q.fetchall(sql):
+    for row in await q.fetchall(sql, params):
         item: dict[str, Any] = {}
         for name, kind in layout:
             value = row[name]
@@ -143,14 +142,14 @@ async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None)
         events = events[:limit]
         next_after = events[-1].id if events else after
     now = clock.now()
-    transactions = await q.all(Transaction, "SELECT * FROM transactions ORDER BY id DESC LIMIT ?", (limit,))
+    transactions = await _dicts(q, Transaction, "SELECT * FROM transactions ORDER BY id DESC LIMIT ?", (limit,))
     transactions.reverse()
-    blocked = await q.all(Task, "SELECT * FROM tasks WHERE status = 'blocked' ORDER BY priority, created_at, id")
-    pending = await q.all(
-        Proposal, "SELECT * FROM proposals WHERE status IN ('pending', 'in_review') ORDER BY created_at, id"
+    blocked = await _dicts(q, Task, "SELECT * FROM tasks WHERE status = 'blocked' ORDER BY priority, created_at, id")
+    pending = await _dicts(
+        q, Proposal, "SELECT * FROM proposals WHERE status IN ('pending', 'in_review') ORDER BY created_at, id"
     )
-    approvals = await q.all(
-        HumanApproval, "SELECT * FROM human_approvals WHERE status = 'requested' ORDER BY created_at, id"
+    approvals = await _dicts(
+        q, HumanApproval, "SELECT * FROM human_approvals WHERE status = 'requested' ORDER BY created_at, id"
     )
     (counts,) = await q.fetchall(
         "SELECT"
@@ -165,10 +164,10 @@ async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None)
         "events": [e.to_dict() for e in events],
         "next_after_event_id": next_after,
         "has_more_events": has_more,
-        "transactions": [t.to_dict() for t in transactions],
-        "blocked_tasks": [task_dict(t) for t in blocked],
-        "pending_proposals": [p.to_dict() for p in pending],
-        "required_approvals": [a.to_dict() for a in approvals],
+        "transactions": transactions,
+        "blocked_tasks": [_task_json(t) for t in blocked],
+        "pending_proposals": pending,
+        "required_approvals": approvals,
         "active_claims": int(counts[0]),
         "suspended_claims": int(counts[1]),
         "open_tasks": int(counts[2]),
