@@ -131,16 +131,18 @@ async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None)
     run_filter = "WHERE run_id = ?" if run_id else ""
     params: tuple[Any, ...] = (run_id,) if run_id else ()
     if after is None:
-        events = await q.all(Event, f"SELECT * FROM events {run_filter} ORDER BY id DESC LIMIT ?", (*params, limit))
+        events = await _dicts(q, Event, f"SELECT * FROM events {run_filter} ORDER BY id DESC LIMIT ?", (*params, limit))
         events.reverse()
         has_more = False
-        next_after = events[-1].id if events else 0
+        next_after = events[-1]["id"] if events else 0
     else:
         where = f"{run_filter} AND id > ?" if run_id else "WHERE id > ?"
-        events = await q.all(Event, f"SELECT * FROM events {where} ORDER BY id LIMIT ?", (*params, after, limit + 1))
+        events = await _dicts(
+            q, Event, f"SELECT * FROM events {where} ORDER BY id LIMIT ?", (*params, after, limit + 1)
+        )
         has_more = len(events) > limit
         events = events[:limit]
-        next_after = events[-1].id if events else after
+        next_after = events[-1]["id"] if events else after
     now = clock.now()
     transactions = await _dicts(q, Transaction, "SELECT * FROM transactions ORDER BY id DESC LIMIT ?", (limit,))
     transactions.reverse()
@@ -161,7 +163,7 @@ async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None)
     )
     return {
         "run_id": run_id,
-        "events": [e.to_dict() for e in events],
+        "events": events,
         "next_after_event_id": next_after,
         "has_more_events": has_more,
         "transactions": transactions,
