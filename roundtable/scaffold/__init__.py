@@ -53,7 +53,13 @@ class InitRefused(RoundtableError):
 
 
 def init_project(root: Path, *, force: bool = False) -> list[Path]:
-    """Scaffold `root`; returns the files written. Raises `InitRefused` before writing anything."""
+    """Scaffold `root`; returns the files written. Raises `InitRefused` before writing anything.
+    (From async code, use `init_project_async`.)"""
+    return asyncio.run(init_project_async(root, force=force))
+
+
+async def init_project_async(root: Path, *, force: bool = False) -> list[Path]:
+    """`init_project` for callers already on an event loop."""
     config = Config()
     targets = starter_files(config)
     if not force:
@@ -68,7 +74,7 @@ def init_project(root: Path, *, force: bool = False) -> list[Path]:
     for rel, text in targets.items():
         write_atomic(root / rel, text)
         written.append(root / rel)
-    asyncio.run(_init_database(root, config))
+    await _init_database(root, config)
     return written
 
 
