@@ -45,7 +45,7 @@ def _populate(db_path: Path) -> float:
         "INSERT INTO runs (id, goal, status, started_at, metadata_json) VALUES (?, 'bench', 'active', ?, '{}')",
         [(f"RUN-bench-{k}", stamp) for k in range(RUNS)],
     )
-    types = ("agent.turn_requested", "task.assigned", "claim.created", "proposal.review_requested", "note")
+    types = ("agent.note", "task.assigned", "claim.created", "proposal.review_requested", "note")
     batch: list[tuple[str, str, str, str, str]] = []
     for i in range(EVENTS):
         payload = f'{{"i":{i}}}'
@@ -129,6 +129,29 @@ async def _measure(root: Path) -> list[dict[str, Any]]:
             latencies.append((returned - committed_at[0]) * 1000)
         median, p95 = _stats(latencies)
         rows.append(_row("watch", "wait_ms wake-up after commit median", median, "ms", f"p95 {p95:.2f} ms"))
+
+        # One turn cycle on a run holding 100,000 events: request, Chair tick, start, complete.
+        from roundtable import chair
+
+        await chair.sync_agents(runtime)
+        request_ms, tick_ms = [], []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            req = await runtime.call(
+                "agent.turn_request", {"run_id": "RUN-bench-2", "agent_id": "implementer-1", "reason_md": "bench"}
+            )
+            t1 = time.perf_counter()
+            await chair.tick(runtime, "RUN-bench-2")
+            t2 = time.perf_counter()
+            args = {"run_id": "RUN-bench-2", "agent_id": "implementer-1", "request_event_id": req["request_event_id"]}
+            await runtime.call("agent.turn_start", args)
+            await runtime.call("agent.turn_complete", args)
+            request_ms.append((t1 - t0) * 1000)
+            tick_ms.append((t2 - t1) * 1000)
+        median, p95 = _stats(request_ms)
+        rows.append(_row("turns", "agent.turn_request (run of 100k events) median", median, "ms", f"p95 {p95:.2f} ms"))
+        median, p95 = _stats(tick_ms)
+        rows.append(_row("turns", "Chair tick (10k tasks, 100k-event run) median", median, "ms", f"p95 {p95:.2f} ms"))
 
         samples = []
         for _ in range(10):

@@ -101,11 +101,14 @@ async def load_turns(q: Reader | Tx, run_id: str) -> dict[int, Turn]:
 
     A lifecycle event whose payload cannot be decoded is skipped and logged: we write these
     payloads ourselves, and one damaged row must not jam the whole queue (spec weakness 33)."""
+    # No ORDER BY: SQLite would then pick the (run_id, id) index and walk every event of the
+    # run; (run_id, type, id) finds the turn events directly and they are sorted here.
     events = await q.all(
         Event,
-        f"SELECT * FROM events WHERE run_id = ? AND type IN ({', '.join('?' for _ in TURN_EVENTS)}) ORDER BY id",
+        f"SELECT * FROM events WHERE run_id = ? AND type IN ({', '.join('?' for _ in TURN_EVENTS)})",
         (run_id, *TURN_EVENTS),
     )
+    events.sort(key=lambda e: e.id)
     turns: dict[int, Turn] = {}
     for event in events:
         payload = _payload(event)

@@ -36,6 +36,8 @@ CREATE TABLE events (
 );
 CREATE INDEX idx_events_run_id ON events(run_id, id);
 CREATE INDEX idx_events_type ON events(type, id);
+-- The turn queue reads one run's turn events; without this it walks every event of the run.
+CREATE INDEX idx_events_run_type ON events(run_id, type, id);
 
 CREATE TABLE agents (
   id TEXT PRIMARY KEY,
