@@ -1,0 +1,551 @@
+"""`make soak`: 50 concurrent agents against a real owner for a bounded time, then a recount.
+
+`python -m bench.soak [--seconds 60] [--agents 50] [--keep]`
+
+A temporary git repository is initialised, one active run is created, and `roundtable start`
+(the owner with its Chair loop) runs as a subprocess. Agents are spread over every transport:
+the legacy socket, Streamable HTTP (one MCP session each) and the stdio bridge (a few
+`roundtable mcp stdio` processes shared by several agents). Each agent mixes reads, task
+writes, contended write claims on a small shared file pool (claim, hold, release), proposals
+with real patches on its own file (and `patch.validate`, which runs `git apply --check`), and
+turns (request → wait to be scheduled → start → complete). A side process writes tasks
+through direct-mode `roundtable mcp call` (no owner involved) every few seconds, so the
+database is busy from two processes. The owner's RSS is sampled every second.
+
+At the end the owner is stopped and the database is recounted:
+
+- every acknowledged write exists exactly once (tasks by unique title, claims, proposals);
+- no resource was held by two active write claims at once (replaying the claim events in
+  commit order), and fences strictly increase;
+- the turn queue was served first-in-first-out with at most one turn in flight (replaying
+  the turn events);
+- claim rows and `claim.created` events agree; `PRAGMA integrity_check` is ok;
+- no transport error or internal error reached an agent (expected refusals — a claim
+  conflict, a turn not scheduled yet — are counted, not failures);
+- the owner's RSS stayed flat (last third vs. first third after warm-up).
+
+Prints a table and exits 1 if any invariant breaks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.ownerproc import BridgeClient, CallFailed, HttpClient, OwnerProcess, SocketClient
+from roundtable import clock
+
+SHARED_FILES = 12
+BRIDGES = 4
+# Refusals an agent can legitimately get under contention; anything else is an error.
+EXPECTED = (
+    "claim conflict",
+    "has not been scheduled",
+    "has not started",
+    "already complete",
+    "has expired",
+    "already started",
+    "scheduled for a different agent",
+)
+RSS_GROWTH_LIMIT_MIB = 40.0
+
+
+@dataclass
+class Ledger:
+    """What the agents were told succeeded, and what went wrong."""
+
+    tasks: dict[str, str] = field(default_factory=dict)  # unique title -> id
+    claims: dict[str, str] = field(default_factory=dict)  # claim id -> resource id
+    proposals: dict[str, str] = field(default_factory=dict)  # proposal id -> title
+    turns_completed: int = 0
+    owner_cpu: float = 0.0  # seconds of owner CPU during the load
+    ambiguous_titles: set[str] = field(default_factory=set)
+    ops: Counter[str] = field(default_factory=Counter)
+    refusals: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+
+class Agent:
+    def __init__(self, n: int, client: Any, run_id: str, ledger: Ledger, deadline: float) -> None:
+        self.n = n
+        self.id = f"implementer-{n}"
+        self.client = client
+        self.run_id = run_id
+        self.ledger = ledger
+        self.deadline = deadline
+        self.rng = random.Random(n)
+        self.task_id = ""
+        self.turn = 0  # pending request id
+        self.writes = 0
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The result, or None for an expected refusal; other failures are recorded."""
+        transport = self.client.transport
+        started = time.perf_counter()
+        try:
+            result = await self.client.call(tool, args)
+        except CallFailed as exc:
+            text = str(exc)
+            if any(e in text for e in EXPECTED):
+                self.ledger.refusals[f"{tool}: {next(e for e in EXPECTED if e in text)}"] += 1
+                return None
+            self.ledger.errors.append(f"{transport} {tool}: {text[:200]}")
+            return None
+        except Exception as exc:  # transport failure: never acceptable under load
+            self.ledger.errors.append(f"{transport} {tool}: {type(exc).__name__}: {str(exc)[:200]}")
+            raise
+        finally:
+            self.ledger.latencies[transport].append((time.perf_counter() - started) * 1000)
+            self.ledger.ops[f"{transport} {tool}"] += 1
+        return result
+
+    async def run(self) -> None:
+        out = await self.call("task.create", {"title": f"soak {self.id} own", "body_md": "own work"})
+        if out is None:
+            return
+        self.task_id = out["task"]["id"]
+        self.ledger.tasks[f"soak {self.id} own"] = self.task_id
+        own = await self.call(
+            "resource.claim",
+            {
+                "resource_type": "file",
+                "claim_type": "write",
+                "task_id": self.task_id,
+                "path": f"src/own_{self.n}.py",
+                "agent_id": self.id,
+                "run_id": self.run_id,
+                "ttl_seconds": 3600,
+            },
+        )
+        if own is not None:
+            self.ledger.claims[own["claim"]["id"]] = own["claim"]["resource_id"]
+        steps = (
+            (self.read, 30),
+            (self.write_task, 20),
+            (self.claim, 22),
+            (self.propose, 8),
+            (self.take_turn, 20),
+        )
+        actions = [a for a, _ in steps]
+        weights = [w for _, w in steps]
+        while time.monotonic() < self.deadline:
+            action = self.rng.choices(actions, weights)[0]
+            if self.turn and self.rng.random() < 0.5:
+                action = self.take_turn  # a waiting agent checks whether its turn came
+            try:
+                await action()
+            except Exception:
+                await asyncio.sleep(0.2)  # recorded already; keep the load on
+
+    async def read(self) -> None:
+        reads: list[tuple[str, dict[str, Any]]] = [
+            ("task.list", {}),
+            ("resource.claim_status", {"agent_id": self.id}),
+            ("repo.read_file", {"path": f"src/own_{self.n}.py"}),
+            ("table.watch", {"run_id": self.run_id, "limit": 10}),
+            ("proposal.list", {"task_id": self.task_id}),
+            ("task.get", {"task_id": self.task_id}),
+        ]
+        tool, args = self.rng.choice(reads)
+        await self.call(tool, args)
+
+    async def write_task(self) -> None:
+        self.writes += 1
+        title = f"soak {self.id} write {self.writes}"
+        try:
+            out = await self.call("task.create", {"title": title, "body_md": "generated"})
+        except Exception:
+            self.ledger.ambiguous_titles.add(title)
+            raise
+        if out is not None:
+            self.ledger.tasks[title] = out["task"]["id"]
+        else:
+            self.ledger.ambiguous_titles.add(title)
+
+    async def claim(self) -> None:
+        path = f"src/shared_{self.rng.randrange(SHARED_FILES)}.py"
+        args = {
+            "resource_type": "file",
+            "claim_type": "write",
+            "task_id": self.task_id,
+            "path": path,
+            "agent_id": self.id,
+            "run_id": self.run_id,
+            "ttl_seconds": 300,
+        }
+        out = await self.call("resource.claim", args)
+        if out is None:
+            return
+        claim = out["claim"]
+        self.ledger.claims[claim["id"]] = claim["resource_id"]
+        await asyncio.sleep(self.rng.uniform(0, 0.1))
+        await self.call(
+            "resource.release",
+            {"claim_id": claim["id"], "actor_id": self.id, "run_id": self.run_id, "reason": "done"},
+        )
+
+    async def propose(self) -> None:
+        self.writes += 1
+        path = f"src/own_{self.n}.py"
+        patch = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-x = 0\n+x = {self.writes}\n"
+        out = await self.call(
+            "proposal.create",
+            {
+                "task_id": self.task_id,
+                "agent_id": self.id,
+                "title": f"soak {self.id} proposal {self.writes}",
+                "summary_md": "load",
+                "affected_resources": [f"file:{path}"],
+                "risk": "normal",
+                "patch": patch,
+            },
+        )
+        if out is None:
+            return
+        proposal_id = out["proposal"]["id"]
+        self.ledger.proposals[proposal_id] = f"soak {self.id} proposal {self.writes}"
+        if self.rng.random() < 0.3:
+            await self.call("patch.validate", {"proposal_id": proposal_id})
+
+    async def take_turn(self) -> None:
+        base = {"run_id": self.run_id, "agent_id": self.id}
+        if not self.turn:
+            out = await self.call("agent.turn_request", {**base, "reason_md": "soak"})
+            if out is not None:
+                self.turn = int(out["request_event_id"])
+            return
+        args = {**base, "request_event_id": self.turn}
+        started = await self.call("agent.turn_start", args)
+        if started is None:
+            refusals = self.ledger.refusals
+            if refusals.get("agent.turn_start: has expired") and await self._expired():
+                self.turn = 0
+            return
+        await self.call("agent.turn_complete", args)
+        self.ledger.turns_completed += 1
+        self.turn = 0
+
+    async def _expired(self) -> bool:
+        page = await self.client.call("table.watch", {"run_id": self.run_id, "limit": 200})
+        return any(
+            e["type"] == "agent.turn_expired" and json.loads(e["payload_json"]).get("request_event_id") == self.turn
+            for e in page.get("events", [])
+        )
+
+
+# --- setup --------------------------------------------------------------------------------------
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=soak", "-c", "user.email=soak@example.com", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+
+
+def make_repo(base: Path, agents: int) -> tuple[Path, str]:
+    """An initialised git project with the agents configured and one active run."""
+    from roundtable import chair
+    from roundtable.runtime import Runtime
+    from roundtable.scaffold import init_project
+    from roundtable.services import runs
+
+    root = base / "p"
+    (root / "src").mkdir(parents=True)
+    for k in range(SHARED_FILES):
+        (root / "src" / f"shared_{k}.py").write_text(f"shared = {k}\n")
+    for n in range(1, agents + 1):
+        (root / "src" / f"own_{n}.py").write_text("x = 0\n")
+    (root / ".gitignore").write_text(".roundtable/\n")
+    init_project(root)
+    cfg = root / ".roundtable" / "config.yaml"
+    text = cfg.read_text()
+    text = text.replace("implementers:\n    count: 2", f"implementers:\n    count: {agents}")
+    text = text.replace("tick_interval: 1s", "tick_interval: 500ms").replace(
+        "turn_start_timeout: 2m", "turn_start_timeout: 8s"
+    )
+    cfg.write_text(text)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "soak base")
+
+    async def setup() -> str:
+        async with await Runtime.open(root) as rt:
+            await chair.sync_agents(rt)
+            return (await runs.create_run(rt, "soak")).id
+
+    return root, asyncio.run(setup())
+
+
+async def _direct_writer(root: Path, deadline: float, ledger: Ledger) -> None:
+    """Direct-mode `roundtable mcp call` (its own process and connection) every few seconds."""
+    k = 0
+    while time.monotonic() < deadline - 3:
+        k += 1
+        title = f"soak direct {k}"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "roundtable",
+            "mcp",
+            "call",
+            "--root",
+            str(root),
+            "--tool",
+            "task.create",
+            "--args",
+            json.dumps({"title": title, "body_md": "direct"}),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await proc.communicate()
+        ledger.ops["direct task.create"] += 1
+        if proc.returncode == 0:
+            ledger.tasks[title] = json.loads(out)["task"]["id"]
+        else:
+            ledger.ambiguous_titles.add(title)
+            ledger.errors.append(f"direct task.create: {err.decode(errors='replace').strip()[:200]}")
+        await asyncio.sleep(2.0)
+
+
+async def _sample_rss(owner: OwnerProcess, deadline: float, samples: list[tuple[float, int]]) -> None:
+    start = time.monotonic()
+    while time.monotonic() < deadline:
+        samples.append((time.monotonic() - start, owner.rss_kib()))
+        await asyncio.sleep(1.0)
+
+
+async def _load(
+    root: Path, owner: OwnerProcess, run_id: str, agents: int, seconds: float
+) -> tuple[Ledger, list[tuple[float, int]]]:
+    ledger = Ledger()
+    bridges = [BridgeClient(root, owner.url) for _ in range(BRIDGES)]
+    clients: list[Any] = []
+    for n in range(1, agents + 1):
+        kind = n % 3
+        if kind == 0:
+            clients.append(SocketClient(owner.socket_path))
+        elif kind == 1:
+            clients.append(HttpClient(owner.url))
+        else:
+            clients.append(bridges[n % BRIDGES])
+    for client in {id(c): c for c in clients + bridges}.values():
+        await client.open()
+    deadline = time.monotonic() + seconds
+    cpu0 = owner.cpu_seconds()
+    rss: list[tuple[float, int]] = []
+    crew = [Agent(n, clients[n - 1], run_id, ledger, deadline) for n in range(1, agents + 1)]
+    await asyncio.gather(
+        *(a.run() for a in crew), _direct_writer(root, deadline, ledger), _sample_rss(owner, deadline, rss)
+    )
+    ledger.owner_cpu = owner.cpu_seconds() - cpu0
+    for client in {id(c): c for c in clients + bridges}.values():
+        await client.close()
+    return ledger, rss
+
+
+# --- the recount --------------------------------------------------------------------------------
+
+
+def _check_claims(conn: sqlite3.Connection, ledger: Ledger) -> list[tuple[str, bool, str]]:
+    out = []
+    rows = dict(conn.execute("SELECT id, resource_id FROM claims").fetchall())
+    missing = [c for c in ledger.claims if c not in rows]
+    wrong = [c for c, r in ledger.claims.items() if c in rows and rows[c] != r]
+    out.append(
+        (
+            "acknowledged claims exist once",
+            not missing and not wrong,
+            f"{len(ledger.claims)} acked, {len(missing)} missing",
+        )
+    )
+    holder: dict[str, str] = {}
+    double: list[str] = []
+    fences: list[int] = []
+    for type_, payload_json in conn.execute(
+        "SELECT type, payload_json FROM events WHERE type LIKE 'claim.%' ORDER BY id"
+    ):
+        p = json.loads(payload_json)
+        if type_ == "claim.created":
+            if p.get("claim_type") == "write" and p["resource_id"] in holder:
+                double.append(f"{p['claim_id']} while {holder[p['resource_id']]}")
+            holder[p["resource_id"]] = p["claim_id"]
+            fences.append(int(p.get("fence", 0)))
+        elif type_ in ("claim.released", "claim.expired", "claim.revoked", "claim.suspended"):
+            if holder.get(p["resource_id"]) == p["claim_id"]:
+                del holder[p["resource_id"]]
+    out.append(("no resource held by two write claims", not double, f"{len(fences)} grants; {'; '.join(double[:3])}"))
+    increasing = all(a < b for a, b in itertools.pairwise(fences))
+    out.append(("claim fences strictly increase", increasing, ""))
+    created = conn.execute("SELECT count(*) FROM events WHERE type = 'claim.created'").fetchone()[0]
+    out.append(("claim rows == claim.created events", created == len(rows), f"{len(rows)} rows, {created} events"))
+    return out
+
+
+def _check_turns(conn: sqlite3.Connection, run_id: str, gaps: list[float]) -> tuple[str, bool, str]:
+    """Replay the turn events; `gaps` receives turn-finished -> next-scheduled delays (ms)."""
+    waiting: set[int] = set()
+    in_flight: set[int] = set()
+    problems: list[str] = []
+    scheduled = 0
+    freed_at = 0.0  # when the last turn finished (a new schedule is due)
+    for type_, payload_json, event_id, created_at in conn.execute(
+        "SELECT type, payload_json, id, created_at FROM events WHERE run_id = ? AND type LIKE 'agent.turn_%'"
+        " ORDER BY id",
+        (run_id,),
+    ):
+        p = json.loads(payload_json)
+        at = clock.parse(created_at) / 1e9
+        request = event_id if type_ == "agent.turn_requested" else int(p.get("request_event_id", 0))
+        if type_ == "agent.turn_requested":
+            waiting.add(request)
+        elif type_ == "agent.turn_scheduled":
+            scheduled += 1
+            if in_flight:
+                problems.append(f"{request} scheduled while {sorted(in_flight)} in flight")
+            if not waiting or request != min(waiting):
+                problems.append(f"{request} scheduled before {min(waiting) if waiting else None}")
+            waiting.discard(request)
+            in_flight.add(request)
+            if freed_at:
+                gaps.append((at - freed_at) * 1000)
+                freed_at = 0.0
+        elif type_ in ("agent.turn_completed", "agent.turn_expired"):
+            waiting.discard(request)
+            if request in in_flight:
+                in_flight.discard(request)
+                freed_at = at if waiting else 0.0
+    return ("turns served FIFO, one in flight", not problems, f"{scheduled} scheduled; {'; '.join(problems[:3])}")
+
+
+def recount(db: Path, ledger: Ledger, run_id: str, gaps: list[float]) -> list[tuple[str, bool, str]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        checks: list[tuple[str, bool, str]] = []
+        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        checks.append(("integrity_check", integrity == "ok", integrity))
+        titles = Counter(t for (t,) in conn.execute("SELECT title FROM tasks WHERE title LIKE 'soak %'"))
+        ids = dict(conn.execute("SELECT title, id FROM tasks WHERE title LIKE 'soak %'").fetchall())
+        lost = [t for t in ledger.tasks if titles[t] == 0]
+        dup = [t for t, c in titles.items() if c > 1]
+        wrong = [t for t, i in ledger.tasks.items() if t in ids and ids[t] != i]
+        unacked = [t for t in titles if t not in ledger.tasks]
+        stray = [t for t in unacked if t not in ledger.ambiguous_titles]
+        checks.append(
+            (
+                "acknowledged tasks exist exactly once",
+                not lost and not dup and not wrong and not stray,
+                f"{len(ledger.tasks)} acked, {len(lost)} lost, {len(dup)} duplicated, "
+                f"{len(unacked)} committed without an ack",
+            )
+        )
+        props = dict(conn.execute("SELECT id, title FROM proposals").fetchall())
+        missing = [p for p, t in ledger.proposals.items() if props.get(p) != t]
+        checks.append(
+            ("acknowledged proposals exist once", not missing, f"{len(ledger.proposals)} acked, {len(missing)} missing")
+        )
+        checks += _check_claims(conn, ledger)
+        checks.append(_check_turns(conn, run_id, gaps))
+    finally:
+        conn.close()
+    return checks
+
+
+def _rss_check(samples: list[tuple[float, int]]) -> tuple[str, bool, str]:
+    values = [kib / 1024 for _, kib in samples]
+    if len(values) < 6:
+        return ("owner RSS flat", True, "too few samples")
+    third = len(values) // 3
+    early = statistics.median(values[1 : third + 1])
+    late = max(values[-third:])
+    growth = late - early
+    return (
+        "owner RSS flat",
+        growth < RSS_GROWTH_LIMIT_MIB,
+        f"{early:.0f} MiB early, {late:.0f} MiB late max (limit +{RSS_GROWTH_LIMIT_MIB:.0f} MiB)",
+    )
+
+
+def _print(ledger: Ledger, checks: list[tuple[str, bool, str]], seconds: float, agents: int) -> None:
+    total = sum(ledger.ops.values())
+    print(f"\n## soak: {agents} agents, {seconds:.0f} s, {total:,} calls ({total / seconds:,.0f}/s)")
+    print(f"owner CPU {ledger.owner_cpu:.1f} s ({ledger.owner_cpu / seconds:.0%} of one core)\n")
+    print("| transport | calls | p50 ms | p99 ms |")
+    print("|---|---|---|---|")
+    for transport, lat in sorted(ledger.latencies.items()):
+        lat.sort()
+        print(f"| {transport} | {len(lat):,} | {statistics.median(lat):.1f} | {lat[int(len(lat) * 0.99)]:.1f} |")
+    print("\n| operation | calls |")
+    print("|---|---|")
+    for name, count in sorted(ledger.ops.items()):
+        print(f"| {name} | {count:,} |")
+    print("\n| expected refusal | count |")
+    print("|---|---|")
+    for name, count in ledger.refusals.most_common():
+        print(f"| {name} | {count:,} |")
+    print(f"\nturns completed: {ledger.turns_completed}; errors surfaced to agents: {len(ledger.errors)}")
+    for line in ledger.errors[:10]:
+        print(f"  error: {line}")
+    print("\n| invariant | result | detail |")
+    print("|---|---|---|")
+    for name, ok, detail in checks:
+        print(f"| {name} | {'PASS' if ok else 'FAIL'} | {detail} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--agents", type=int, default=50)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary project for inspection")
+    opts = parser.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="rt-soak-", dir="/tmp"))
+    root, run_id = make_repo(tmp, opts.agents)
+    owner = OwnerProcess(root, command="start")
+    owner.start()
+    print(f"owner pid {owner.pid} at {owner.url}; project {root}", file=sys.stderr)
+    try:
+        ledger, rss = asyncio.run(_load(root, owner, run_id, opts.agents, opts.seconds))
+    finally:
+        status = owner.stop()
+    from roundtable.config import load_config
+
+    gaps: list[float] = []
+    checks = recount(load_config(root).sqlite_path(root), ledger, run_id, gaps)
+    checks.append(_rss_check(rss))
+    checks.append(("no errors surfaced to agents", not ledger.errors, f"{len(ledger.errors)} errors"))
+    checks.append(("owner stopped cleanly", status == 0, f"exit status {status}"))
+    _print(ledger, checks, opts.seconds, opts.agents)
+    if gaps:
+        gaps.sort()
+        print(
+            f"\nChair under load: turn finished -> next turn_scheduled p50 {statistics.median(gaps):.0f} ms,"
+            f" max {gaps[-1]:.0f} ms ({len(gaps)} hand-overs; idle target < 50 ms)"
+        )
+    print(f"\nRSS samples (MiB): {' '.join(f'{kib / 1024:.0f}' for _, kib in rss)}")
+    if not opts.keep:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"kept {tmp}", file=sys.stderr)
+    return 0 if all(ok for _, ok, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
