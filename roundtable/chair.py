@@ -53,6 +53,7 @@ CHAIR_ID = "chair-1"
 SYSTEM_ACTOR = "system"
 REVIEW_EVENT = "proposal.review_requested"
 ERROR_EVENT = "chair.error"
+ASSIGN_BATCH = 200
 OPEN_PROPOSAL_STATUSES = ("pending", "in_review", "revision_requested")
 # Changes that make the Chair tick at once instead of at its next period.
 WAKE_EVENTS = frozenset({"agent.turn_completed", "agent.turn_requested"})
@@ -162,18 +163,28 @@ async def _assign_tasks(runtime: Runtime, run_id: str, report: TickReport) -> No
         if agent_id in load and status not in TERMINAL_STATUSES:
             load[agent_id] += 1
     order = [a.id for a in implementers]
-    for task in tasks:
-        # Least loaded first; ties go to the earliest in pool order, which is round-robin.
-        agent_id = min(order, key=lambda a: (load[a], order.index(a)))
-        try:
-            async with runtime.db.write(tool="chair.assign") as tx:
-                done = await assign_task(tx, run_id, task.id, agent_id, CHAIR_ID)
-        except Exception as exc:
-            await _record_error(runtime, run_id, "assign_task", task.id, _message(exc), report)
-            continue
-        if done:
-            load[agent_id] += 1
-            report.assigned.append({"task_id": task.id, "agent_id": agent_id})
+    failures: list[tuple[str, str]] = []
+    # Many assignments share one transaction (a commit each would make a backlog of a thousand
+    # tasks take seconds); each runs under its own savepoint, so a failing one is undone alone.
+    for start in range(0, len(tasks), ASSIGN_BATCH):
+        async with runtime.db.write(tool="chair.assign") as tx:
+            for task in tasks[start : start + ASSIGN_BATCH]:
+                # Least loaded first; ties go to the earliest in pool order, which is round-robin.
+                agent_id = min(order, key=lambda a: (load[a], order.index(a)))
+                await tx.execute("SAVEPOINT chair_assign")
+                try:
+                    done = await assign_task(tx, run_id, task.id, agent_id, CHAIR_ID)
+                except Exception as exc:
+                    await tx.execute("ROLLBACK TO chair_assign")
+                    await tx.execute("RELEASE chair_assign")
+                    failures.append((task.id, _message(exc)))
+                    continue
+                await tx.execute("RELEASE chair_assign")
+                if done:
+                    load[agent_id] += 1
+                    report.assigned.append({"task_id": task.id, "agent_id": agent_id})
+    for task_id, error in failures:
+        await _record_error(runtime, run_id, "assign_task", task_id, error, report)
 
 
 def _revision_key(proposal: Proposal) -> str:
