@@ -113,6 +113,8 @@ class RoundtableApp(App[None]):
         self._stop_watch = asyncio.Event()
         self.startup_notes: list[str] = []
         self._main_screen: Screen[Any] | None = None
+        self.inspections_requested = 0
+        self.inspections_shown = 0
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -261,25 +263,38 @@ class RoundtableApp(App[None]):
         if message.inspect or (message.pane is not None and message.pane is self.focused):
             self.load_inspector(message.kind, message.entity_id)
 
-    @work(exclusive=True, group="inspect", exit_on_error=False)
-    async def load_inspector(self, kind: str, entity_id: str) -> None:
+    def load_inspector(self, kind: str, entity_id: str) -> None:
+        """Show `kind` `entity_id` in the inspector (loaded in a worker; the latest request wins)."""
         self._inspecting = (kind, entity_id)
+        self.inspections_requested += 1
+        self._inspect_worker(kind, entity_id, self.inspections_requested)
+
+    @property
+    def inspector_idle(self) -> bool:
+        """Every requested inspection has been shown (tests and benchmarks wait on this)."""
+        return self.inspections_shown >= self.inspections_requested
+
+    @work(exclusive=True, group="inspect", exit_on_error=False)
+    async def _inspect_worker(self, kind: str, entity_id: str, seq: int) -> None:
         try:
+            check_database_file(Path(self.runtime.db.path))
             async with self.runtime.db.read() as reader:
                 entity = await load_entity(reader, kind, entity_id)
             if entity is not None and kind == "proposal":
                 text, note = await asyncio.to_thread(read_diff, self.runtime.root, entity.record)
                 entity = replace(entity, diff_text=text, diff_note=note)
         except Exception as exc:
+            self.inspections_shown = max(self.inspections_shown, seq)
             self.post_message(RefreshFailed(_describe(exc)))
             return
-        self.post_message(EntityLoaded(entity, kind, entity_id))
+        self.post_message(EntityLoaded(entity, kind, entity_id, seq=seq))
 
     @_while_mounted
     def on_entity_loaded(self, message: EntityLoaded) -> None:
         inspector = self._main.query_one(Inspector)
         inspector.gate = self.gate_reports.get(message.entity_id) if message.kind == "proposal" else None
         inspector.show_entity(message.entity, message.kind, message.entity_id)
+        self.inspections_shown = max(self.inspections_shown, message.seq)
 
     @_while_mounted
     def on_gate_report(self, message: GateReport) -> None:

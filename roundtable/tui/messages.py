@@ -57,8 +57,9 @@ class Selected(Message):
 class EntityLoaded(Message):
     """The inspector's record (and diff, for a proposal) finished loading."""
 
-    def __init__(self, entity: Entity | None, kind: str, entity_id: str) -> None:
+    def __init__(self, entity: Entity | None, kind: str, entity_id: str, *, seq: int = 0) -> None:
         super().__init__()
+        self.seq = seq
         self.entity = entity
         self.kind = kind
         self.entity_id = entity_id

@@ -16,6 +16,7 @@ import pytest_textual_snapshot
 from roundtable.runtime import Runtime
 from roundtable.tui.app import RoundtableApp
 from roundtable.tui.widgets.header import OwnerInfo
+from roundtable.tui.widgets.table_pane import TablePane
 from roundtable.tui.widgets.virtual_list import VirtualList
 from tests.tui.seed import RUN_ID, frozen_clock, seed
 
@@ -59,7 +60,14 @@ async def settle(app: RoundtableApp, *, refreshes: int = 1, timeout: float = 5.0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lists = list(app.query(VirtualList))
-        if app.refreshes >= refreshes and not app._refreshing and all(v.loaded and not v._pending for v in lists):
+        tables = list(app.query(TablePane))
+        if (
+            app.refreshes >= refreshes
+            and not app._refreshing
+            and app.inspector_idle
+            and all(v.loaded and not v._pending for v in lists)
+            and not any(t.rebuild_pending or t._require_update_dimensions for t in tables)
+        ):
             await asyncio.sleep(0.05)
             return
         await asyncio.sleep(0.02)

@@ -12,6 +12,7 @@ from roundtable.tui.widgets.claims_pane import ClaimsPane
 from roundtable.tui.widgets.events_pane import EventsPane
 from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
+from roundtable.tui.widgets.transactions_pane import TransactionsPane
 from roundtable.tui.widgets.turns_pane import TurnsPane
 from tests.tui.conftest import make_app, settle, wait_for
 
@@ -53,6 +54,8 @@ async def test_keys_move_focus_and_selection(seeded: Runtime) -> None:
         await pilot.press("shift+tab")
         assert isinstance(app.focused, ProposalsPane)
         await pilot.press("tab", "tab")
+        assert isinstance(app.focused, TransactionsPane)
+        await pilot.press("tab")
         assert isinstance(app.focused, Inspector)
         await pilot.press("tab")
         claims = app.query_one(ClaimsPane)

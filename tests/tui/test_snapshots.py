@@ -59,11 +59,19 @@ async def _open_seeded(root: Path) -> Runtime:
     return runtime
 
 
+async def _ready(app: Any) -> None:
+    """Everything on screen, including the inspector's first record (the focused proposal)."""
+    await settle(app)
+    inspector = app.query_one(Inspector)
+    await wait_for(lambda: inspector.entity is not None, what="inspector filled")
+    await settle(app)
+
+
 def test_main_screen(snap_compare: Any, seeded_runtime: Runtime) -> None:
     app = make_app(seeded_runtime)
 
     async def ready(pilot: Pilot[None]) -> None:
-        await settle(app)
+        await _ready(app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
 
@@ -72,7 +80,7 @@ def test_proposal_inspector(snap_compare: Any, seeded_runtime: Runtime) -> None:
     app = make_app(seeded_runtime)
 
     async def inspect(pilot: Pilot[None]) -> None:
-        await settle(app)
+        await _ready(app)
         app.post_message(GateReport("P-1", REPORT))
         await pilot.press("enter")
         inspector = app.query_one(Inspector)
@@ -86,7 +94,7 @@ def test_apply_confirmation(snap_compare: Any, seeded_runtime: Runtime) -> None:
     app = make_app(seeded_runtime)
 
     async def confirm(pilot: Pilot[None]) -> None:
-        await settle(app)
+        await _ready(app)
         assert app.overview is not None
         proposal: Proposal = app.overview.proposals[0].proposal
         app.push_screen(apply_dialog(proposal, REPORT))
@@ -99,7 +107,7 @@ def test_help_screen(snap_compare: Any, seeded_runtime: Runtime) -> None:
     app = make_app(seeded_runtime)
 
     async def ready(pilot: Pilot[None]) -> None:
-        await settle(app)
+        await _ready(app)
         app.query_one(ApprovalsPane).focus()
 
     assert snap_compare(app, press=["question_mark"], terminal_size=SIZE, run_before=ready)

@@ -39,7 +39,8 @@ class TablePane(DataTable[Cell]):
         self.filter_text = ""
         self._last_overview: Overview | None = None
         self._posted: str | None = None
-        self._row_count_total = 0
+        self._signature: list[tuple[str, tuple[str, ...]]] | None = None
+        self.rebuild_pending = False
 
     def on_mount(self) -> None:
         for name in self.COLUMNS:
@@ -50,13 +51,30 @@ class TablePane(DataTable[Cell]):
         raise NotImplementedError
 
     def show(self, overview: Overview) -> None:
-        """Replace the rows with the overview's, keeping the cursor on the same record."""
+        """Replace the rows with the overview's, keeping the cursor on the same record.
+
+        The rebuild runs on this widget's own message loop, so the table measures its columns
+        (on idle) before it next paints."""
         self._last_overview = overview
+        if not self.rebuild_pending:
+            self.rebuild_pending = True
+            self.call_later(self._rebuild)
+
+    def _rebuild(self) -> None:
+        self.rebuild_pending = False
+        overview = self._last_overview
+        if overview is None:
+            return
         rows = self.build_rows(overview)
         total = len(rows)
         if self.filter_text:
             needle = self.filter_text.lower()
             rows = [r for r in rows if needle in " ".join(str(c) for c in r[1]).lower()]
+        signature = [(key, tuple(str(c) for c in cells)) for key, cells in rows]
+        if signature == self._signature:
+            self._set_title(len(rows), total)
+            return  # nothing changed: keep the table (and its cursor) as it is
+        self._signature = signature
         keep = self.selected_key()
         self.clear()
         for key, cells in rows:
@@ -71,6 +89,7 @@ class TablePane(DataTable[Cell]):
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
         if self._last_overview is not None:
+            self._signature = None
             self.show(self._last_overview)
         else:
             self._set_title(0, 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.segment import Segment
@@ -25,7 +26,7 @@ from textual.strip import Strip
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.tui.data import VirtualSource
+from roundtable.tui.data import VirtualSource, check_database_file
 from roundtable.tui.messages import RefreshFailed, Selected
 
 PAGE = 100
@@ -98,6 +99,7 @@ class VirtualList(ScrollView, can_focus=True):
     async def _load_count(self) -> None:
         generation = self._generation
         try:
+            check_database_file(Path(self.runtime.db.path))
             async with self.runtime.db.read() as reader:
                 total = await self.source.count(reader, self.filter_text)
         except Exception as exc:
@@ -158,6 +160,7 @@ class VirtualList(ScrollView, can_focus=True):
         elif nxt:
             before = nxt[0].key
         try:
+            check_database_file(Path(self.runtime.db.path))
             async with self.runtime.db.read() as reader:
                 rows = await self.source.page(
                     reader, self.filter_text, offset=page * PAGE, limit=PAGE, after=after, before=before
@@ -178,6 +181,7 @@ class VirtualList(ScrollView, can_focus=True):
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
+        self.loaded = False
         self.cursor = 0
         self.scroll_to(y=0, animate=False)
         self._stale.clear()
@@ -223,10 +227,11 @@ class VirtualList(ScrollView, can_focus=True):
         self._post_selection()
 
     def _post_selection(self) -> None:
+        # Moving through a long list only remembers the row; the inspector loads on enter, so
+        # scanning thousands of rows never waits for a record to load and render.
         row = self._row(self.cursor) if self.total else None
-        if row is not None and str(row.key) != self._posted:
+        if row is not None:
             self._posted = str(row.key)
-            self.post_message(Selected(self.kind, str(row.key), pane=self))
 
     def _scroll_to_cursor(self) -> None:
         top = int(self.scroll_offset.y)
