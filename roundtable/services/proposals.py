@@ -319,7 +319,14 @@ async def request_review(tx: Tx, root: Path, policy: Policy, proposal_id: str, a
         await tx.append_event(
             await event_run_id(tx),
             "proposal.review_requested",
-            {"proposal_id": proposal_id, "revision": p.current_revision, "review_roles": roles},
+            # `reviewers` (agent ids) and `roles` are the spec's keys (tools.md §1.10); the
+            # revision says which patch the reviews are for.
+            {
+                "proposal_id": proposal_id,
+                "reviewers": [r["agent_id"] for r in reviewers if "agent_id" in r],
+                "roles": roles,
+                "revision": p.current_revision,
+            },
             actor_id=actor,
             task_id=p.task_id,
         )
