@@ -16,6 +16,7 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import (
     Agent,
     Claim,
+    Decision,
     Event,
     HumanApproval,
     MemoryEntry,
@@ -37,6 +38,7 @@ STATE_KEYS = (
     "human_approvals",
     "security_reviews",
     "memory",
+    "decisions",  # ours: decisions are part of the table the operator and agents read
 )
 WATCH_DEFAULT_LIMIT = 10
 WATCH_MAX_LIMIT = 200
@@ -93,7 +95,7 @@ def _claim_json(item: dict[str, Any], now: str) -> dict[str, Any]:
 
 
 async def load_state(q: Reader | Tx) -> dict[str, list[dict[str, Any]]]:
-    """The nine lists of `table.get_state`, in their documented orders."""
+    """The lists of `table.get_state` in their documented orders (the spec's nine, plus decisions)."""
     now = clock.now()
     tasks = await _dicts(q, Task, "SELECT * FROM tasks ORDER BY priority, created_at, id")
     claims = await _dicts(q, Claim, "SELECT * FROM claims ORDER BY created_at, id")
@@ -107,6 +109,7 @@ async def load_state(q: Reader | Tx) -> dict[str, list[dict[str, Any]]]:
         "human_approvals": await _dicts(q, HumanApproval, "SELECT * FROM human_approvals ORDER BY created_at, id"),
         "security_reviews": await _dicts(q, SecurityReview, "SELECT * FROM security_reviews ORDER BY created_at, id"),
         "memory": await _dicts(q, MemoryEntry, "SELECT * FROM memory_entries ORDER BY importance DESC, created_at, id"),
+        "decisions": await _dicts(q, Decision, "SELECT * FROM decisions ORDER BY created_at, id"),
     }
 
 

@@ -72,22 +72,7 @@ TOOLS = [
             "claims, proposals, transactions, human approvals, security reviews and memory."
         ),
         input_schema=obj(),
-        output_schema=result(
-            {
-                k: RECORDS
-                for k in (
-                    "runs",
-                    "agents",
-                    "tasks",
-                    "claims",
-                    "proposals",
-                    "transactions",
-                    "human_approvals",
-                    "security_reviews",
-                    "memory",
-                )
-            }
-        ),
+        output_schema=result({key: RECORDS for key in state.STATE_KEYS}),
         handler=get_state,
         mode="read",
         read_only=True,
