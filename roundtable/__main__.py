@@ -1,5 +1,5 @@
 """`python -m roundtable` runs the command line."""
 
-from roundtable.cli import main
+from roundtable.entry import main
 
 main()

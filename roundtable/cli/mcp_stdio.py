@@ -6,7 +6,6 @@ agent, so its start-up time is paid each time.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -27,12 +26,6 @@ from roundtable.cli.common import handle_errors, root_option
 @handle_errors
 def stdio(root: Path, url: str, socket_path: str) -> None:
     """Relay MCP between stdin/stdout and the running owner (`start`, `run` or `mcp serve`)."""
-    from roundtable.config import load_config
-    from roundtable.server.stdio import main
+    from roundtable.entry import _run_bridge
 
-    config = load_config(root)  # required even with --url (system.md §6.4.1)
-    token = os.environ.get("ROUNDTABLE_MCP_TOKEN", "")
-    uds = socket_path or os.environ.get("ROUNDTABLE_MCP_SOCKET", "")
-    if not url:
-        url = "http://localhost/mcp" if uds else config.http_url()
-    sys.exit(main(url, token=token, uds=uds))
+    sys.exit(_run_bridge({"root": str(root), "url": url, "socket": socket_path}))
