@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -65,7 +65,7 @@ def _while_mounted(handler: Callable[..., None]) -> Callable[..., None]:
 
     @wraps(handler)
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        with suppress(NoMatches):
+        with suppress(NoMatches, ScreenStackError):
             handler(*args, **kwargs)
 
     return wrapper
@@ -114,6 +114,8 @@ class RoundtableApp(App[None]):
         self.startup_notes: list[str] = []
         self._main_screen: Screen[Any] | None = None
         self.inspections_requested = 0
+        self._inspect_running = False
+        self._inspect_served = 0
         self.inspections_shown = 0
 
     # --- layout -----------------------------------------------------------------------------
@@ -259,6 +261,7 @@ class RoundtableApp(App[None]):
 
     # --- selection and the inspector --------------------------------------------------------
 
+    @_while_mounted
     def on_selected(self, message: Selected) -> None:
         if message.inspect or (message.pane is not None and message.pane is self.focused):
             self.load_inspector(message.kind, message.entity_id)
@@ -267,27 +270,39 @@ class RoundtableApp(App[None]):
         """Show `kind` `entity_id` in the inspector (loaded in a worker; the latest request wins)."""
         self._inspecting = (kind, entity_id)
         self.inspections_requested += 1
-        self._inspect_worker(kind, entity_id, self.inspections_requested)
+        if not self._inspect_running:
+            self._inspect_running = True
+            self._inspect_worker()
 
     @property
     def inspector_idle(self) -> bool:
         """Every requested inspection has been shown (tests and benchmarks wait on this)."""
         return self.inspections_shown >= self.inspections_requested
 
+    # Never cancelled mid-read (see VirtualList._load_count): requests arriving while one loads
+    # are served afterwards, newest only.
     @work(exclusive=True, group="inspect", exit_on_error=False)
-    async def _inspect_worker(self, kind: str, entity_id: str, seq: int) -> None:
+    async def _inspect_worker(self) -> None:
         try:
-            check_database_file(Path(self.runtime.db.path))
-            async with self.runtime.db.read() as reader:
-                entity = await load_entity(reader, kind, entity_id)
-            if entity is not None and kind == "proposal":
-                text, note = await asyncio.to_thread(read_diff, self.runtime.root, entity.record)
-                entity = replace(entity, diff_text=text, diff_note=note)
-        except Exception as exc:
-            self.inspections_shown = max(self.inspections_shown, seq)
-            self.post_message(RefreshFailed(_describe(exc)))
-            return
-        self.post_message(EntityLoaded(entity, kind, entity_id, seq=seq))
+            while self._inspecting is not None and self._inspect_served < self.inspections_requested:
+                seq = self._inspect_served = self.inspections_requested
+                kind, entity_id = self._inspecting
+                try:
+                    check_database_file(Path(self.runtime.db.path))
+                    async with self.runtime.db.read() as reader:
+                        entity = await load_entity(reader, kind, entity_id)
+                    if entity is not None and kind == "proposal":
+                        text, note = await asyncio.to_thread(read_diff, self.runtime.root, entity.record)
+                        entity = replace(entity, diff_text=text, diff_note=note)
+                except Exception as exc:
+                    self.inspections_shown = max(self.inspections_shown, seq)
+                    self.post_message(RefreshFailed(_describe(exc)))
+                    continue
+                if seq == self.inspections_requested:
+                    self.post_message(EntityLoaded(entity, kind, entity_id, seq=seq))
+            # No await between the loop's last check and here: no request can slip through.
+        finally:
+            self._inspect_running = False
 
     @_while_mounted
     def on_entity_loaded(self, message: EntityLoaded) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 
 if TYPE_CHECKING:
     from roundtable.tui.app import RoundtableApp
@@ -117,11 +118,13 @@ class ConsoleCommands(Provider):
     def _label(self, command: Command) -> str:
         app = self.app
         key = display_key(app, command) if hasattr(app, "keymap_for") else command.key  # type: ignore[arg-type]
-        return f"{command.title}  [{key}]"
+        return f"{command.title}  ({key})"
 
     async def discover(self) -> Hits:
         for command in self._commands():
-            yield DiscoveryHit(self._label(command), partial(self.app.run_action, command.action), help=command.help)
+            # Content, not a markup string: keys such as `/` must not be read as markup.
+            label = Content(self._label(command))
+            yield DiscoveryHit(label, partial(self.app.run_action, command.action), help=command.help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)

@@ -79,7 +79,8 @@ class _Relay:
             self.lines.append(line)
 
 
-async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, demo: bool, run_id: str = "") -> None:
+async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, demo: bool, run_id: str = "") -> int:
+    """Run the console; returns the app's exit status (non-zero if it crashed)."""
     from roundtable.tui.app import RoundtableApp
 
     _log_to_file(root)
@@ -96,7 +97,7 @@ async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, 
             )
             app = RoundtableApp(runtime, run_id=run, chair=owner.chair, owner_info=info, read_only=read_only)
             await _run_app(app, relay, demo, owner)
-        return
+        return int(app.return_code or 0)
     runtime = await Runtime.open(root)
     try:
         run = await select_run(runtime, goal=goal, resume=resume, run_id=run_id)
@@ -105,6 +106,7 @@ async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, 
         await _run_app(app, relay, demo, None)
     finally:
         await runtime.close()
+    return int(app.return_code or 0)
 
 
 async def _run_app(app: Any, relay: _Relay, demo: bool, owner: Any) -> None:

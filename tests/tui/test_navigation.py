@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from textual.command import CommandPalette
 
 from roundtable.runtime import Runtime
+from roundtable.tui.commands import BY_ID, display_key
 from roundtable.tui.screens.help import HelpScreen
+from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from roundtable.tui.widgets.claims_pane import ClaimsPane
 from roundtable.tui.widgets.events_pane import EventsPane
@@ -14,7 +19,8 @@ from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
 from roundtable.tui.widgets.turns_pane import TurnsPane
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, notifications, settle, wait_for
+from tests.tui.seed import seed
 
 pytestmark = pytest.mark.anyio
 
@@ -113,7 +119,7 @@ async def test_filter_narrows_the_focused_pane(seeded: Runtime) -> None:
         assert app.query_one(ProposalsPane).selected_key() == "P-0"
 
 
-async def test_help_lists_every_command_and_config_overrides_keys(seeded: Runtime) -> None:
+async def test_help_opens_and_closes(seeded: Runtime) -> None:
     app = make_app(seeded)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app)
@@ -121,3 +127,42 @@ async def test_help_lists_every_command_and_config_overrides_keys(seeded: Runtim
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_config_overrides_a_key_everywhere(project: Path) -> None:
+    config = project / ".roundtable" / "config.yaml"
+    config.write_text(config.read_text() + "tui:\n  bindings:\n    approve: ctrl+a\n    nonsense: ctrl+z\n")
+    runtime = await Runtime.open(project)
+    try:
+        await seed(runtime)
+        app = make_app(runtime)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(app)
+            assert display_key(app, BY_ID["approve"]) == "^a"
+            app.query_one(ApprovalsPane).focus()
+            await pilot.press("a")  # the default key no longer approves
+            await pilot.pause(0.2)
+            assert await _status(runtime, "H-1") == "requested"
+            await pilot.press("ctrl+a")
+            await wait_for(lambda: any("approved" in n for n in notifications(app)), what="approve notice")
+            assert await _status(runtime, "H-1") == "approved"
+    finally:
+        await runtime.close()
+
+
+async def test_palette_lists_and_runs_registry_commands(seeded: Runtime) -> None:
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await pilot.press("ctrl+p")
+        await wait_for(lambda: isinstance(app.screen, CommandPalette), what="palette")
+        await pilot.press(*"filter")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(lambda: isinstance(app.screen, PromptScreen), what="filter prompt from the palette")
+        assert app.is_running
+
+
+async def _status(runtime: Runtime, approval_id: str) -> str:
+    async with runtime.db.read() as r:
+        return str(await r.scalar("SELECT status FROM human_approvals WHERE id = ?", (approval_id,)))

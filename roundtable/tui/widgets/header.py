@@ -84,7 +84,13 @@ class ConsoleHeader(Static):
         else:
             line3.append("live", style="green")
             line3.append("  ? help · ctrl+p commands · tab panes · q quit", style="dim")
-        return Text("\n").join([line1, line2, line3])
+        for line in (line1, line2, line3):
+            line.no_wrap = True
+            line.overflow = "ellipsis"
+        text = Text("\n").join([line1, line2, line3])
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        return text
 
     def _chair_text(self, now: int) -> Text:
         state = getattr(self.chair, "state", None)
@@ -102,9 +108,9 @@ class ConsoleHeader(Static):
         nxt = _stamp_ns(getattr(state, "next_tick_at", None))
         if nxt and not paused:
             out.append(f" · next in {human_delta(max(nxt - now, 0) / 1e9)}")
-        error = getattr(state, "last_error", None)
+        error = str(getattr(state, "last_error", "") or "")
         if error:
-            out.append(f" · error: {error}", style="red")
+            out.append(f" · error: {error[:80]}", style="red")
         return out
 
 

@@ -79,6 +79,8 @@ class VirtualList(ScrollView, can_focus=True):
         self._pending: set[int] = set()
         self._generation = 0
         self._posted: str | None = None
+        self._counting = False
+        self._count_again = False
 
     # --- data -------------------------------------------------------------------------------
 
@@ -93,21 +95,34 @@ class VirtualList(ScrollView, can_focus=True):
             self._pages.clear()
             self._stale.clear()
             self._pending.clear()
+        if self._counting:
+            self._count_again = True  # one more count after the running one (a burst is one)
+            return
+        self._counting = True
         self._load_count()
 
+    # Workers are never cancelled mid-read (a cancelled read could hand its pooled connection
+    # back inside a transaction); a newer request waits for the running one and results that
+    # no longer match the current filter are dropped.
     @work(exclusive=True, group="count", exit_on_error=False)
     async def _load_count(self) -> None:
-        generation = self._generation
         try:
-            check_database_file(Path(self.runtime.db.path))
-            async with self.runtime.db.read() as reader:
-                total = await self.source.count(reader, self.filter_text)
-        except Exception as exc:
-            self.post_message(RefreshFailed(f"{self.TITLE}: {exc}"))
-            return
-        if generation != self._generation:
-            return
-        self._apply_count(total)
+            while True:
+                self._count_again = False
+                generation = self._generation
+                try:
+                    check_database_file(Path(self.runtime.db.path))
+                    async with self.runtime.db.read() as reader:
+                        total = await self.source.count(reader, self.filter_text)
+                except Exception as exc:
+                    self.post_message(RefreshFailed(f"{self.TITLE}: {exc}"))
+                    return
+                if generation == self._generation and not self._count_again:
+                    self._apply_count(total)
+                if not self._count_again:
+                    return
+        finally:
+            self._counting = False
 
     def _apply_count(self, total: int) -> None:
         old = self.total
