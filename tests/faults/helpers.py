@@ -120,5 +120,5 @@ async def ready_proposal(rt: Runtime, patch: str, paths: list[str]) -> str:
             {"proposal_id": proposal_id, "agent_id": who, "vote": "approve", "reason_md": "ok"},
             agent(who),
         )
-    await call(rt, "test.run", {"command": "true", "proposal_id": proposal_id})
+    await call(rt, "test.run", {"command": "printf ok", "proposal_id": proposal_id})
     return proposal_id
