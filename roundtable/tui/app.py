@@ -367,6 +367,13 @@ class RoundtableApp(App[None]):
         self.request_refresh()
         return result
 
+    def _forget_gates(self, proposal_id: str) -> None:
+        """A report from before an apply/reject/rollback no longer describes the proposal."""
+        self.gate_reports.pop(proposal_id, None)
+        if self._inspecting == ("proposal", proposal_id):
+            with suppress(NoMatches):
+                self._main.query_one(Inspector).show_gates(None, "")
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(), lambda _result: self._after_modal())
@@ -492,7 +499,8 @@ class RoundtableApp(App[None]):
             args["revision"] = revision
         if self.run_id:
             args["run_id"] = self.run_id
-        await self.call_tool("patch.apply", args, success=f"{proposal.id} applied")
+        if await self.call_tool("patch.apply", args, success=f"{proposal.id} applied") is not None:
+            self._forget_gates(proposal.id)
 
     def action_reject(self) -> None:
         if self._refused("reject"):
@@ -511,7 +519,8 @@ class RoundtableApp(App[None]):
         self._after_modal()
         if reason:
             args = {"proposal_id": proposal.id, "reason_md": reason, "decided_by": OPERATOR_NAME}
-            await self.call_tool("patch.reject", args, success=f"{proposal.id} rejected")
+            if await self.call_tool("patch.reject", args, success=f"{proposal.id} rejected") is not None:
+                self._forget_gates(proposal.id)
 
     def action_rollback(self) -> None:
         if self._refused("rollback"):
@@ -528,7 +537,8 @@ class RoundtableApp(App[None]):
         self._after_modal()
         if confirmed:
             args = {"transaction_id": tx.id, "reason_md": "rolled back from the console"}
-            await self.call_tool("patch.rollback", args, success=f"{tx.id} rolled back")
+            if await self.call_tool("patch.rollback", args, success=f"{tx.id} rolled back") is not None:
+                self._forget_gates(tx.proposal_id)
 
     async def action_tick(self) -> None:
         if self._refused("tick"):

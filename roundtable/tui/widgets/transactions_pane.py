@@ -9,10 +9,10 @@ from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 class TransactionsPane(TablePane):
     kind = "transaction"
     TITLE = "Transactions"
-    COLUMNS = ("transaction", "proposal", "status", "by", "at")
+    COLUMNS = ("status", "transaction", "proposal", "by", "at")
 
     def build_rows(self, overview: Overview) -> list[Row]:
         return [
-            (t.id, (t.id, t.proposal_id, status_cell(t.status), t.applied_by, short_time(t.applied_at or t.created_at)))
+            (t.id, (status_cell(t.status), t.id, t.proposal_id, t.applied_by, short_time(t.applied_at or t.created_at)))
             for t in overview.transactions
         ]
