@@ -359,7 +359,11 @@ class VirtualSource:
         where, params = self.where(text)
         if not where and self.append_only:
             # An append-only AUTOINCREMENT table with no gaps maps position n to id n+1, so a
-            # jump to any position is a key lookup instead of an OFFSET scan.
+            # jump to any position is a key lookup instead of an OFFSET scan. Nothing deletes
+            # events, so once the ids are known to be dense, MAX(id) (one index probe) is the
+            # count; the full COUNT(*) (130 ms at a million rows here) runs only once.
+            if self.dense:
+                return int(await reader.scalar(f"SELECT COALESCE(MAX(id), 0) FROM {self.table}") or 0)
             row = await reader.fetchone(f"SELECT COUNT(*), COALESCE(MAX(id), 0) FROM {self.table}")
             total, top = (int(row[0]), int(row[1])) if row else (0, 0)
             self.dense = total == top
