@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -54,6 +55,7 @@ async def test_stale_marker_appears_and_clears(seeded: Runtime) -> None:
     moved = db_path.with_name("moved.db")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app)
+        await _quiet(app)  # let the watcher's notices of the seeding writes play out first
         assert app.stale is None
         os.rename(db_path, moved)
         try:
@@ -73,3 +75,15 @@ async def test_stale_marker_appears_and_clears(seeded: Runtime) -> None:
         await pilot.press("ctrl+r")
         await wait_for(lambda: app.stale is not None, timeout=3.0, what="stale after close")
         assert "database is closed" in app.stale.reason
+
+
+async def _quiet(app, quiet: float = 0.4, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait until no refresh has happened for `quiet` seconds."""
+    deadline = time.monotonic() + timeout
+    seen, since = app.refreshes, time.monotonic()
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        if app.refreshes != seen:
+            seen, since = app.refreshes, time.monotonic()
+        elif time.monotonic() - since >= quiet and not app._refreshing:
+            return
