@@ -22,12 +22,16 @@ SAMPLE_FILES = {
         "def add(a: int, b: int) -> int:\n    return a + b\n\n\n"
         "def sub(a: int, b: int) -> int:\n    return a - b\n"
     ),
+    "tests/__init__.py": "",
+    # Standard-library tests behind `make test` (an allowlisted runner), so `test.run` works in
+    # the demo without installing anything into the demo project.
     "tests/test_ops.py": (
-        "from calc.ops import add, sub\n\n\n"
-        "def test_add() -> None:\n    assert add(2, 3) == 5\n\n\n"
-        "def test_sub() -> None:\n    assert sub(5, 3) == 2\n"
+        "import unittest\n\nfrom calc.ops import add, sub\n\n\n"
+        "class OpsTest(unittest.TestCase):\n"
+        "    def test_add(self) -> None:\n        self.assertEqual(add(2, 3), 5)\n\n"
+        "    def test_sub(self) -> None:\n        self.assertEqual(sub(5, 3), 2)\n"
     ),
-    "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+    "Makefile": "test:\n\tpython3 -m unittest discover -s tests -t .\n",
 }
 
 
