@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import aiosqlite
 
@@ -41,8 +42,14 @@ PRAGMAS = (
 )
 
 
-async def _connect(path: Path) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(str(path), isolation_level=None)
+async def _connect(path: Path, *, create: bool = True) -> aiosqlite.Connection:
+    """Open a connection with our pragmas. `create=False` (readers) never creates the file: a
+    read while the database is missing must fail, not leave an empty database behind."""
+    target = str(path) if create else f"file:{quote(str(path))}?mode=rw"
+    try:
+        conn = await aiosqlite.connect(target, isolation_level=None, uri=not create)
+    except sqlite3.Error as exc:
+        raise StoreError(f"open database {path}: {exc}") from None
     conn.row_factory = sqlite3.Row
     for statement in PRAGMAS:
         try:
@@ -180,6 +187,22 @@ class Tx(_Queries):
         return int(value)
 
 
+async def _settle(conn: aiosqlite.Connection, sql: str) -> None:
+    """Run a transaction-control statement to completion even if the caller is cancelled
+    meanwhile (the cancellation is re-raised afterwards), so a connection is never left inside
+    a transaction that nobody owns."""
+    future = asyncio.ensure_future(conn.execute(sql))
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancelled = True
+    future.result()
+    if cancelled:
+        raise asyncio.CancelledError
+
+
 class Database:
     """The store: one writer connection, a pool of readers, and the change bus."""
 
@@ -244,25 +267,13 @@ class Database:
             self.bus.publish(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
 
     async def _settle(self, sql: str) -> None:
-        """Run a transaction-control statement to completion even if the caller is cancelled
-        meanwhile (the cancellation is re-raised afterwards), so the writer connection is never
-        left inside a transaction that nobody owns."""
-        future = asyncio.ensure_future(self._writer.execute(sql))
-        cancelled = False
-        while not future.done():
-            try:
-                await asyncio.shield(future)
-            except asyncio.CancelledError:
-                cancelled = True
-        future.result()
-        if cancelled:
-            raise asyncio.CancelledError
+        await _settle(self._writer, sql)
 
     async def _acquire_reader(self) -> aiosqlite.Connection:
         if self._readers.empty() and self._reader_count < self._reader_limit:
             self._reader_count += 1
             try:
-                conn = await _connect(self.path)
+                conn = await _connect(self.path, create=False)
             except BaseException:
                 self._reader_count -= 1
                 raise
@@ -277,11 +288,15 @@ class Database:
             raise StoreError("database is closed")
         conn = await self._acquire_reader()
         try:
-            await conn.execute("BEGIN")
+            # A cancelled read must not hand the connection back inside a transaction.
+            if conn.in_transaction:
+                await _settle(conn, "ROLLBACK")
+            await _settle(conn, "BEGIN")
             try:
                 yield Reader(conn)
             finally:
-                await conn.execute("COMMIT")
+                if conn.in_transaction:
+                    await _settle(conn, "COMMIT")
         finally:
             self._readers.put_nowait(conn)
 

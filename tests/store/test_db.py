@@ -128,3 +128,39 @@ async def test_cancelled_writer_never_leaves_a_transaction_open(tmp_path: Path) 
             assert [row[0] for row in await r.fetchall("SELECT id FROM tasks")] == ["T-ok"]
     finally:
         await db.close()
+
+
+async def test_cancelled_reads_never_poison_the_pool(tmp_path: Path) -> None:
+    import asyncio
+
+    db = await Database.open(tmp_path / "rt.db", readers=1)
+    try:
+
+        async def slow_read() -> None:
+            async with db.read() as r:
+                await r.scalar("SELECT count(*) FROM tasks")
+                await asyncio.sleep(10)
+
+        for delay in (0, 0.0001, 0.001, 0.01):
+            task = asyncio.create_task(slow_read())
+            await asyncio.sleep(delay)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        async with db.read() as r:
+            assert await r.scalar("SELECT count(*) FROM tasks") == 0
+    finally:
+        await db.close()
+
+
+async def test_readers_never_create_a_missing_database(tmp_path: Path) -> None:
+    path = tmp_path / "rt.db"
+    db = await Database.open(path)
+    try:
+        path.rename(tmp_path / "moved.db")
+        with pytest.raises(StoreError):
+            async with db.read() as r:
+                await r.scalar("SELECT 1")
+        assert not path.exists()
+    finally:
+        await db.close()
