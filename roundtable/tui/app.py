@@ -474,6 +474,41 @@ class RoundtableApp(App[None]):
         self.load_inspector("proposal", proposal_id)
         return report
 
+    def action_run_tests(self) -> None:
+        if self._refused("run_tests"):
+            return
+        proposal = self._selected_proposal()
+        if proposal is None:
+            self._missing("a proposal", "Proposals")
+            return
+        self._run_tests(proposal.id)
+
+    @work(group="tests", exclusive=True, exit_on_error=False)
+    async def _run_tests(self, proposal_id: str) -> None:
+        """`tests_required` is met only by a test run the host executed on the current revision:
+        run the proposal's expected tests (or the repository's suggested ones) as the operator."""
+        try:
+            proposal = (await self.runtime.call("proposal.get", {"proposal_id": proposal_id}, CONSOLE))["proposal"]
+            commands = list(proposal.get("expected_tests") or [])
+            if not commands:
+                suggested = await self.runtime.call("test.suggest", {"proposal_id": proposal_id}, CONSOLE)
+                commands = list(suggested.get("commands") or [])
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title="test.suggest", timeout=8)
+            return
+        if not commands:
+            self.notify("No test command found for this proposal.", severity="warning", title="test.run")
+            return
+        for command in commands:
+            self.notify(f"running {command}", title="test.run")
+            result = await self.call_tool(
+                "test.run", {"command": command, "proposal_id": proposal_id}, success=f"{command}: finished"
+            )
+            if result is not None:
+                run = result.get("test_run", result)
+                self.notify(f"{command}: {run.get('status', '?')}", title="test.run")
+        await self._gate_report(proposal_id)
+
     def action_apply(self) -> None:
         if self._refused("apply"):
             return

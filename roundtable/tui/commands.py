@@ -74,6 +74,15 @@ COMMANDS: tuple[Command, ...] = (
         footer=True,
     ),
     Command(
+        "run_tests",
+        "T",
+        "run_tests",
+        "Run tests",
+        "Run the selected proposal's tests (its expected tests, else test.suggest) as evidence for its revision.",
+        mutating=True,
+        footer=True,
+    ),
+    Command(
         "apply",
         "A",
         "apply",

@@ -163,3 +163,24 @@ async def test_read_only_refuses_every_mutating_action(rt: Runtime, project: Pat
         await pilot.press("v")
         await wait_for(lambda: proposal["id"] in app.gate_reports, what="gate report")
         assert "READ-ONLY" in str(app.header.compose_text())
+
+
+async def test_run_tests_key_records_a_passing_run_for_the_revision(rt: Runtime, project: Path) -> None:
+    run = await runs.create_run(rt, "ship v2")
+    (project / "Makefile").write_text("test:\n\tprintf ok\n")
+    proposal = await ready_proposal(rt)
+    before = await scalar(rt, "SELECT count(*) FROM test_runs WHERE proposal_id = ?", (proposal["id"],))
+    app = make_app(rt, run_id=run.id)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("T")
+        await wait_for(lambda: proposal["id"] in app.gate_reports, what="gate report after the tests")
+    rows = await scalar(rt, "SELECT count(*) FROM test_runs WHERE proposal_id = ?", (proposal["id"],))
+    assert rows == before + 1
+    latest = await scalar(
+        rt,
+        "SELECT command || ' ' || status FROM test_runs WHERE proposal_id = ? ORDER BY created_at DESC",
+        (proposal["id"],),
+    )
+    assert latest == "make test passed"
