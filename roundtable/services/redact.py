@@ -12,6 +12,7 @@ _PATTERNS = [
     re.compile(r"\bghp_[A-Za-z0-9]{20,}\b"),
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
     re.compile(r"\brtcap_[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])"),
+    re.compile(r"\brttok_[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])"),
 ]
 _ENV_SECRETS = ("ROUNDTABLE_MCP_TOKEN",)
 

@@ -1,0 +1,76 @@
+"""`roundtable tokens create|list|revoke`: bearer tokens for the HTTP endpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+
+
+async def _with_tx(root: Path, action: Any) -> Any:
+    from roundtable.config import load_config
+    from roundtable.store.db import Database
+
+    config = load_config(root)
+    db = await Database.open(config.sqlite_path(root), readers=1)
+    try:
+        async with db.write(tool="tokens") as tx:
+            return await action(tx)
+    finally:
+        await db.close()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def tokens() -> None:
+    """Bearer tokens for the HTTP endpoint when `mcp.require_tokens` is true (only hashes are stored)."""
+
+
+@tokens.command("create")
+@root_option
+@click.option("--agent", "agent_id", default="", help="Issue an agent token for this agent id.")
+@click.option("--operator", is_flag=True, help="Issue an operator token.")
+@handle_errors
+def create(root: Path, agent_id: str, operator: bool) -> None:
+    """Create a token and print it once (store it in the client's environment, not in files)."""
+    from roundtable.services import tokens as service
+
+    if operator == bool(agent_id):
+        raise click.UsageError("give exactly one of --agent ID or --operator")
+    principal = "operator" if operator else "agent"
+    record, token = run_async(_with_tx(root, lambda tx: service.create(tx, principal=principal, agent_id=agent_id)))
+    click.echo(f"created {record.id} for {principal}{' ' + agent_id if agent_id else ''}", err=True)
+    click.echo(token)
+
+
+@tokens.command("list")
+@root_option
+@json_option
+@handle_errors
+def list_(root: Path, as_json: bool) -> None:
+    """List tokens (ids, principals, state; never the token)."""
+    from roundtable.services import tokens as service
+
+    rows = [r.to_dict() for r in run_async(_with_tx(root, service.list_tokens))]
+    for row in rows:
+        row.pop("token_sha256", None)
+    if as_json:
+        print_json(rows)
+        return
+    for row in rows:
+        state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
+        click.echo(f"{row['id']} {row['principal']} {row['agent_id'] or '-'} {state}")
+
+
+@tokens.command("revoke")
+@root_option
+@click.argument("token_id")
+@handle_errors
+def revoke(root: Path, token_id: str) -> None:
+    """Revoke a token by id; the next request with it gets 401."""
+    from roundtable.services import tokens as service
+
+    record = run_async(_with_tx(root, lambda tx: service.revoke(tx, token_id)))
+    click.echo(f"revoked {record.id}")
