@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -95,6 +96,9 @@ def _old_range(hunk: unidiff.Hunk) -> tuple[int, int]:
     return (start, max(a + b - 1, start))
 
 
+_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+
+
 def parse_patch(text: str, root: Path) -> ParsedPatch:
     """Parse a unified diff; every touched path goes through the path guard."""
     if not text.strip():
@@ -103,6 +107,10 @@ def parse_patch(text: str, root: Path) -> ParsedPatch:
         raise ValidationError(f"patch is larger than {MAX_PATCH_BYTES // (1024 * 1024)} MiB")
     if "\x00" in text:
         raise ValidationError("binary patches are not supported")
+    for number, line in enumerate(text.splitlines(), 1):
+        # unidiff silently skips a malformed hunk header; git apply would refuse the patch later.
+        if line.startswith("@@") and not _HUNK_HEADER.match(line):
+            raise ValidationError(f"invalid patch: malformed hunk header on line {number}: {line[:80]}")
     try:
         patch_set = unidiff.PatchSet(text)
     except unidiff.UnidiffParseError as exc:
@@ -182,7 +190,10 @@ def store_patch(root: Path, parsed: ParsedPatch) -> str:
     rel = patch_rel_path(parsed.sha256)
     target = root / rel
     if not target.exists():
-        write_atomic_bytes(target, parsed.text.encode("utf-8"))
+        try:
+            write_atomic_bytes(target, parsed.text.encode("utf-8"))
+        except OSError as exc:  # a full or read-only disk is the operator's to fix: say so
+            raise ToolError(f"store patch {rel}: {exc.strerror or exc}") from None
     return rel
 
 

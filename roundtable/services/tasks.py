@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import posixpath
+from pathlib import Path
 from typing import Any
 
 from roundtable import clock
-from roundtable.errors import NotFound, ValidationError
-from roundtable.services.pathguard import is_sensitive_path
+from roundtable.errors import NotFound, ToolError, ValidationError
+from roundtable.services.pathguard import is_sensitive_path, resolve_repo_path
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
@@ -76,13 +77,19 @@ def normalise_readable_path(entry: str) -> str:
     return clean
 
 
-def validate_readable_paths(entries: list[str]) -> list[str]:
-    """Normalise and de-duplicate `readable_paths` (order kept); refuse bad entries."""
+def validate_readable_paths(entries: list[str], root: Path | None = None) -> list[str]:
+    """Normalise and de-duplicate `readable_paths` (order kept); refuse bad entries. With
+    `root`, an entry that exists must also stay inside it once symlinks are resolved."""
     if len(entries) > MAX_READABLE_PATHS:
         raise ValidationError(f"readable_paths may list at most {MAX_READABLE_PATHS} entries")
     out: list[str] = []
     for entry in entries:
         clean = normalise_readable_path(entry)
+        if root is not None and clean != ".":
+            try:
+                resolve_repo_path(root, clean)
+            except ToolError as exc:
+                raise ValidationError(f"readable_paths entry {entry!r}: {exc}") from None
         if clean not in out:
             out.append(clean)
     return out
@@ -122,6 +129,7 @@ async def create_task(
     readable_paths: list[str] | None = None,
     task_id: str = "",
     status: str = "open",
+    root: Path | None = None,
 ) -> Task:
     """Create a task, or replace one with the same id (keeping its `created_at`)."""
     if not title or not body_md:
@@ -130,7 +138,7 @@ async def create_task(
         raise ValidationError(f"title must be {MAX_TITLE} characters or fewer")
     if len(body_md) > MAX_BODY:
         raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
-    paths = validate_readable_paths(readable_paths or [])
+    paths = validate_readable_paths(readable_paths or [], root)
     new_id = task_id or clock.new_id("T")
     now = clock.now()
     await tx.execute(

@@ -24,6 +24,7 @@ async def create(call: Call) -> dict[str, Any]:
         readable_paths=opt_list(a, "readable_paths"),
         task_id=record_id(a, "task_id"),
         status=opt_str(a, "status", "open"),
+        root=call.runtime.root,
     )
     return {"task": task_dict(task)}
 

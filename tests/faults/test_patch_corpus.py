@@ -142,7 +142,6 @@ async def test_stored_but_invalid_never_touches_the_tree(env: tuple[Runtime, Pat
         assert await r.scalar("SELECT count(*) FROM transactions") == 0
 
 
-@pytest.mark.xfail(strict=True, reason="a hunk header that does not parse is accepted at create (validate flags it)")
 async def test_create_refuses_garbage_hunk_header(env: tuple[Runtime, Path, str]) -> None:
     rt, root, task_id = env
     await _assert_refused(rt, root, "proposal.create", _create_args(task_id, GARBAGE_HUNK_HEADER), "garbage hunk")
