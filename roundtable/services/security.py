@@ -16,17 +16,18 @@ has that revision, so a review can never claim to cover a patch it did not see.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
 from roundtable import clock
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
 from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref, read_revision_patch
+from roundtable.services.pathguard import is_sensitive_path
+from roundtable.services.policy import ensure_policy
 from roundtable.services.security_scan import (
-    DEFAULT_DANGEROUS_COMMANDS,
     Finding,
     ScanResult,
     scan_patch,
@@ -53,47 +54,6 @@ class ReviewInput:
     reviewer_id: str = ""
     status: str = ""
     summary_md: str = ""
-
-
-def dangerous_commands(policy: Any) -> tuple[str, ...]:
-    """The policy's `commands.dangerous`, or the built-ins while no policy engine is loaded."""
-    value = getattr(policy, "dangerous_commands", None)
-    return tuple(value) if value else DEFAULT_DANGEROUS_COMMANDS
-
-
-def _high_risk(policy: Any) -> Callable[[str], bool] | None:
-    check = getattr(policy, "is_high_risk", None)
-    return check if callable(check) else None
-
-
-def _sensitive() -> Callable[[str], bool]:
-    try:
-        from roundtable.services.pathguard import is_sensitive_path
-    except ImportError:  # pragma: no cover - the path guard ships with the repository tools
-        return _fallback_sensitive
-    return is_sensitive_path
-
-
-def _fallback_sensitive(rel: str) -> bool:
-    prefixes = (
-        ".env",
-        ".ssh",
-        ".aws",
-        ".gnupg",
-        ".docker",
-        ".kube",
-        ".netrc",
-        ".npmrc",
-        ".pypirc",
-        "id_rsa",
-        "id_ed25519",
-    )
-    for part in rel.lower().split("/"):
-        if part in (".git", ".roundtable") or part.startswith(prefixes) or part.endswith((".pem", ".key")):
-            return True
-        if "secret" in part or "credential" in part:
-            return True
-    return False
 
 
 async def get_review(q: Reader | Tx, review_id: str) -> SecurityReview:
@@ -131,9 +91,10 @@ def _reviewer(req: ReviewInput, actor: Actor, manual: bool) -> str:
 async def run_scan(runtime: Runtime, proposal: ProposalRef) -> ScanResult:
     """Scan the proposal's current revision (file read and regexes in a worker thread)."""
     root = runtime.root
-    commands = dangerous_commands(runtime.policy)
-    high_risk = _high_risk(runtime.policy)
-    sensitive = _sensitive()
+    policy = ensure_policy(runtime.policy)
+    commands = policy.dangerous_commands
+    high_risk = policy.is_high_risk
+    sensitive = is_sensitive_path
 
     def work() -> ScanResult:
         text = read_revision_patch(root, proposal)

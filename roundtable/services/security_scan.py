@@ -24,6 +24,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from roundtable.errors import ToolError
+from roundtable.services.policy import BUILTIN_DANGEROUS
 
 SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
 BLOCKING = ("critical", "high", "medium")
@@ -37,25 +38,6 @@ SUMMARIES = {
     NEEDS_CHANGES: "Security review found issues that require changes before apply.",
     APPROVED: "Security review completed with no blocking findings.",
 }
-
-# Built-in `commands.dangerous` (spec/tools.md §3.7.2), used when no policy is loaded.
-DEFAULT_DANGEROUS_COMMANDS: tuple[str, ...] = (
-    "rm",
-    "chmod",
-    "chown",
-    "mv",
-    "git reset",
-    "git clean",
-    "git push",
-    "docker system prune",
-    "kubectl",
-    "terraform apply",
-    "npm install",
-    "pnpm add",
-    "yarn add",
-    "go get",
-    "pip install",
-)
 
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 _TOKEN_SHAPES = re.compile(
@@ -233,7 +215,7 @@ def verdict(findings: Iterable[Finding]) -> str:
 def scan_patch(
     text: str,
     *,
-    dangerous_commands: Iterable[str] = DEFAULT_DANGEROUS_COMMANDS,
+    dangerous_commands: Iterable[str] = BUILTIN_DANGEROUS,
     is_sensitive: Callable[[str], bool] | None = None,
     is_high_risk: Callable[[str], bool] | None = None,
 ) -> ScanResult:
