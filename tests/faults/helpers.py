@@ -5,46 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from roundtable.runtime import Runtime
 from roundtable.store.schema import TABLES
 from roundtable.tools.context import OPERATOR, Caller
+from tests.helpers import agent, git, make_git_project  # noqa: F401 (re-exported)
 
 AUTHOR = "implementer-1"
 REVIEWERS = ("reviewer-1", "reviewer-2")
 # Rows a refused call may still leave on purpose (DESIGN §4.18: a refused claim records why).
 ALLOWED_ON_REFUSAL = frozenset({"claim_contentions"})
-
-
-def agent(agent_id: str = AUTHOR) -> Caller:
-    return Caller("agent", "http", agent_id=agent_id)
-
-
-def git(root: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout
-
-
-def make_git_project(root: Path, files: dict[str, str]) -> Path:
-    """Write `files`, ignore `.roundtable/`, `git init` and commit."""
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    (root / ".gitignore").write_text(".roundtable/\n")
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
-    return root
 
 
 async def db_fingerprint(runtime: Runtime, *, skip: frozenset[str] = ALLOWED_ON_REFUSAL) -> dict[str, str]:

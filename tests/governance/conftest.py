@@ -3,7 +3,6 @@ helpers that drive the tools the way agents and the operator do."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,24 +12,10 @@ import pytest
 
 from roundtable.runtime import Runtime
 from roundtable.tools.context import OPERATOR, Caller
+from tests.helpers import agent, git
 
 AUTHOR = "implementer-1"
 REVIEWERS = ("reviewer-1", "reviewer-2")
-
-
-def git(root: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout
-
-
-def agent(agent_id: str) -> Caller:
-    return Caller("agent", "http", agent_id=agent_id)
 
 
 def make_patch(path: str, old: str, new: str) -> str:

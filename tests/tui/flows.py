@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from roundtable.runtime import Runtime
-from roundtable.tools.context import OPERATOR, Caller
+from roundtable.tools.context import OPERATOR
+from tests.helpers import agent, git
 
 AUTHOR = "implementer-1"
-
-
-def git(root: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout
 
 
 def make_repo(project: Path) -> Path:
@@ -32,10 +21,6 @@ def make_repo(project: Path) -> Path:
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "init")
     return project
-
-
-def agent(agent_id: str) -> Caller:
-    return Caller("agent", "http", agent_id=agent_id)
 
 
 def one_line_patch(path: str, old: str, new: str) -> str:
