@@ -35,12 +35,14 @@ from textual.widgets import Footer
 from roundtable import clock
 from roundtable.runtime import Runtime
 from roundtable.store.records import HumanApproval, Proposal, Transaction
+from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tools.context import Caller
 from roundtable.tui import commands
-from roundtable.tui.data import Overview, check_database_file, load_entity, load_overview, read_diff
+from roundtable.tui.data import Overview, SessionRow, check_database_file, load_entity, load_overview, read_diff
 from roundtable.tui.messages import DatabaseChanged, EntityLoaded, GateReport, OverviewLoaded, RefreshFailed, Selected
 from roundtable.tui.screens.confirm import apply_dialog, rollback_dialog
 from roundtable.tui.screens.help import HelpScreen
+from roundtable.tui.screens.launch import LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from roundtable.tui.widgets.claims_pane import ClaimsPane
@@ -49,6 +51,7 @@ from roundtable.tui.widgets.header import ConsoleHeader, OwnerInfo, Staleness
 from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.runs_pane import RunsPane
+from roundtable.tui.widgets.sessions_pane import SessionsPane
 from roundtable.tui.widgets.table_pane import TablePane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
 from roundtable.tui.widgets.turns_pane import TurnsPane
@@ -129,7 +132,9 @@ class RoundtableApp(App[None]):
                     yield RunsPane(id="runs", clock_ns=ck)
                     yield TurnsPane(id="turns", clock_ns=ck)
                 with Horizontal(id="mid-row"):
-                    yield ProposalsPane(id="proposals", clock_ns=ck)
+                    with Vertical(id="work"):
+                        yield ProposalsPane(id="proposals", clock_ns=ck)
+                        yield SessionsPane(id="sessions", clock_ns=ck)
                     with Vertical(id="decisions"):
                         yield ApprovalsPane(id="approvals", clock_ns=ck)
                         yield TransactionsPane(id="transactions", clock_ns=ck)
@@ -174,6 +179,7 @@ class RoundtableApp(App[None]):
         self.header.update_view()
         if self.overview is not None:
             self._main.query_one(TurnsPane).show(self.overview)
+            self._main.query_one(SessionsPane).show(self.overview)  # capability countdowns
 
     # --- refresh ----------------------------------------------------------------------------
 
@@ -343,6 +349,12 @@ class RoundtableApp(App[None]):
                 return applied[0] if applied else None
         key = self._main.query_one(TransactionsPane).selected_key()
         return next((t for t in self.overview.transactions if t.id == key), None)
+
+    def _selected_session(self) -> SessionRow | None:
+        key = self._main.query_one(SessionsPane).selected_key()
+        if self.overview is None or key is None:
+            return None
+        return next((s for s in self.overview.sessions if s.session.id == key), None)
 
     # --- actions ----------------------------------------------------------------------------
 
@@ -574,6 +586,105 @@ class RoundtableApp(App[None]):
             args = {"transaction_id": tx.id, "reason_md": "rolled back from the console"}
             if await self.call_tool("patch.rollback", args, success=f"{tx.id} rolled back") is not None:
                 self._forget_gates(tx.proposal_id)
+
+    # Sessions are started and revoked by the supervisor (not a tool): it writes its own audit
+    # events (`session.launched`, `capability.revoked`), and the bus refreshes the pane.
+
+    def _supervisor(self) -> Supervisor | None:
+        supervisor = supervisor_for(self.runtime)
+        if supervisor is None:
+            self.notify(
+                f"{NOT_RUNNING}: start the console with `roundtable run` (or use `roundtable start`).",
+                severity="warning",
+                title="sessions",
+                timeout=8,
+            )
+        return supervisor
+
+    def _launch_initial(self) -> LaunchRequest:
+        """Prefill from what the operator is looking at: a session (launch it again) or a proposal."""
+        focused = self.focused
+        if isinstance(focused, SessionsPane):
+            row = self._selected_session()
+            if row is not None:
+                return LaunchRequest(row.session.agent_id, row.task_id, row.proposal_id, row.session.adapter)
+        if isinstance(focused, ProposalsPane):
+            proposal = self._selected_proposal()
+            if proposal is not None:
+                return LaunchRequest("", proposal.task_id, proposal.id)
+        return LaunchRequest("", "")
+
+    def action_launch_session(self) -> None:
+        if self._refused("launch_session") or self._supervisor() is None:
+            return
+        self._launch_flow(self._launch_initial())
+
+    @work(group="dialog", exit_on_error=False)
+    async def _launch_flow(self, initial: LaunchRequest) -> None:
+        request = await self.push_screen_wait(LaunchScreen(initial))
+        confirmed = request is not None and await self.push_screen_wait(launch_dialog(request, self.run_id))
+        self._after_modal()
+        if request is None or not confirmed:
+            self.notify("Launch cancelled.")
+            return
+        supervisor = self._supervisor()
+        if supervisor is None:
+            return
+        try:
+            result = await supervisor.launch(
+                agent_id=request.agent_id,
+                task_id=request.task_id,
+                proposal_id=request.proposal_id,
+                run_id=self.run_id,
+                adapter=request.adapter,
+            )
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title="session.launch", timeout=8)
+            return
+        session = result.get("session", {})
+        self.notify(
+            f"{session.get('id', '?')} launched: {request.agent_id} via {request.adapter} (pid {result.get('pid')})",
+            title="session.launch",
+        )
+        self.request_refresh()
+
+    def action_revoke_session(self) -> None:
+        if self._refused("revoke_session"):
+            return
+        row = self._selected_session()
+        if row is None:
+            self._missing("a session", "Sessions")
+            return
+        if not row.live and (row.capability_revoked_at or not row.capability_expires_at):
+            self.notify(f"{row.session.id} has ended and holds no live capability.", severity="warning")
+            return
+        if self._supervisor() is None:
+            return
+        self._revoke_flow(row)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _revoke_flow(self, row: SessionRow) -> None:
+        confirmed = await self.push_screen_wait(revoke_dialog(row.session, row.role, row.task_id, row.proposal_id))
+        self._after_modal()
+        if not confirmed:
+            self.notify("Revoke cancelled.")
+            return
+        supervisor = self._supervisor()
+        if supervisor is None:
+            return
+        try:
+            result = await supervisor.revoke(row.session.id, "operator")
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title="session.revoke", timeout=8)
+            return
+        if result.get("revoked"):
+            stopping = "; stopping its process" if result.get("running") else ""
+            self.notify(f"{row.session.id} revoked{stopping}", title="session.revoke")
+        else:
+            self.notify(
+                f"{row.session.id} had no live capability to revoke.", severity="warning", title="session.revoke"
+            )
+        self.request_refresh()
 
     async def action_tick(self) -> None:
         if self._refused("tick"):

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from roundtable import clock
 from roundtable.config import Config
 from roundtable.store.db import Reader
-from roundtable.store.records import HumanApproval, Proposal, Run, Transaction
+from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Transaction
 
 # Votes counted as "for" / "against" in the proposals pane.
 VOTES_FOR = ("approve", "approved", "accept", "yes", "lgtm")
@@ -77,6 +77,24 @@ class ProposalRow:
 
 
 @dataclass(frozen=True)
+class SessionRow:
+    """An agent session with its binding (role, task, proposal) and its latest capability's
+    lifetime. The capability's token hash is never read: the console has no use for it."""
+
+    session: AgentSession
+    role: str
+    task_id: str
+    proposal_id: str
+    capability_expires_at: str
+    capability_revoked_at: str
+    capability_revoked_reason: str
+
+    @property
+    def live(self) -> bool:
+        return not self.session.ended_at
+
+
+@dataclass(frozen=True)
 class Overview:
     """Everything the header and the short panes show, read in one snapshot."""
 
@@ -86,6 +104,7 @@ class Overview:
     proposals: list[ProposalRow] = field(default_factory=list)
     approvals: list[HumanApproval] = field(default_factory=list)
     transactions: list[Transaction] = field(default_factory=list)
+    sessions: list[SessionRow] = field(default_factory=list)
     claims_active: int = 0
     events_total: int = 0
 
@@ -105,9 +124,47 @@ async def load_overview(reader: Reader, run_id: str, config: Config, *, limit: i
     transactions = await reader.all(
         Transaction, "SELECT * FROM transactions ORDER BY created_at DESC, id DESC LIMIT ?", (limit,)
     )
+    sessions = await load_sessions(reader, limit=limit)
     claims_active = int(await reader.scalar("SELECT COUNT(*) FROM claims WHERE status = 'active'") or 0)
     events_total = int(await reader.scalar("SELECT COALESCE(MAX(id), 0) FROM events") or 0)
-    return Overview(run, runs, turns, proposals, approvals, transactions, claims_active, events_total)
+    return Overview(run, runs, turns, proposals, approvals, transactions, sessions, claims_active, events_total)
+
+
+async def load_sessions(reader: Reader, *, limit: int = 500) -> list[SessionRow]:
+    """Live sessions first (newest first), then recent ended ones, each with its latest capability.
+
+    The binding comes from the capability (what the endpoint enforces), falling back to the
+    session's metadata for sessions registered without one (resumed harnesses)."""
+    rows = await reader.fetchall(
+        """
+        SELECT s.*, c.role AS cap_role, c.task_id AS cap_task_id, c.proposal_id AS cap_proposal_id,
+               c.expires_at AS cap_expires_at, c.revoked_at AS cap_revoked_at,
+               c.revoked_reason AS cap_revoked_reason
+        FROM agent_sessions s
+        LEFT JOIN session_capabilities c ON c.id = (
+            SELECT c2.id FROM session_capabilities c2 WHERE c2.session_id = s.id
+            ORDER BY c2.issued_at DESC, c2.id DESC LIMIT 1)
+        ORDER BY (s.ended_at IS NULL) DESC, s.started_at DESC, s.id DESC
+        LIMIT ?
+        """,
+        (limit,),
+    )
+    out: list[SessionRow] = []
+    for row in rows:
+        session = AgentSession.from_row(row)
+        meta = _payload(session.metadata_json)
+        out.append(
+            SessionRow(
+                session=session,
+                role=str(row["cap_role"] or meta.get("role") or ""),
+                task_id=str(row["cap_task_id"] or meta.get("task_id") or ""),
+                proposal_id=str(row["cap_proposal_id"] or meta.get("proposal_id") or ""),
+                capability_expires_at=str(row["cap_expires_at"] or ""),
+                capability_revoked_at=str(row["cap_revoked_at"] or ""),
+                capability_revoked_reason=str(row["cap_revoked_reason"] or ""),
+            )
+        )
+    return out
 
 
 async def load_proposals(reader: Reader, *, limit: int = 500) -> list[ProposalRow]:
@@ -233,6 +290,7 @@ ENTITY_TABLES = {
     "transaction": ("transactions", "id"),
     "claim": ("claims", "id"),
     "event": ("events", "id"),
+    "session": ("agent_sessions", "id"),
 }
 
 
@@ -272,6 +330,16 @@ async def load_entity(reader: Reader, kind: str, entity_id: str) -> Entity | Non
                 "SELECT id, claimant_id, status, reason, created_at FROM claim_contentions "
                 "WHERE resource_id = ? ORDER BY created_at DESC LIMIT 20",
                 (record.get("resource_id"),),
+            )
+        ]
+    elif kind == "session":
+        # Never the token hash: the inspector shows what the capability allows and until when.
+        related["capabilities"] = [
+            dict(zip(r.keys(), tuple(r), strict=True))
+            for r in await reader.fetchall(
+                "SELECT id, role, task_id, proposal_id, issued_at, expires_at, revoked_at, revoked_reason "
+                "FROM session_capabilities WHERE session_id = ? ORDER BY issued_at, id",
+                (entity_id,),
             )
         ]
     return Entity(kind, str(entity_id), record, related)

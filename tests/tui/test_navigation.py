@@ -17,6 +17,7 @@ from roundtable.tui.widgets.claims_pane import ClaimsPane
 from roundtable.tui.widgets.events_pane import EventsPane
 from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
+from roundtable.tui.widgets.sessions_pane import SessionsPane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
 from roundtable.tui.widgets.turns_pane import TurnsPane
 from tests.tui.conftest import make_app, notifications, settle, wait_for
@@ -54,11 +55,13 @@ async def test_keys_move_focus_and_selection(seeded: Runtime) -> None:
         await pilot.press("k")
         assert app.query_one(ProposalsPane).selected_key() == "P-1"
         await pilot.press("tab")
+        assert isinstance(app.focused, SessionsPane)  # under Proposals, same column
+        await pilot.press("tab")
         assert isinstance(app.focused, ApprovalsPane)
         await pilot.press("down")
         assert app.query_one(ApprovalsPane).selected_key() == "H-0"
         await pilot.press("shift+tab")
-        assert isinstance(app.focused, ProposalsPane)
+        assert isinstance(app.focused, SessionsPane)
         await pilot.press("tab", "tab")
         assert isinstance(app.focused, TransactionsPane)
         await pilot.press("tab")

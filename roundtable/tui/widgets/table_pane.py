@@ -141,6 +141,8 @@ STATUS_STYLES = {
     "blocked": "red",
     "scheduled": "cyan",
     "started": "bold green",
+    "starting": "yellow",
+    "ended": "dim",
 }
 
 

@@ -1,0 +1,61 @@
+"""Sessions: agent sessions the supervisor launched (or harnesses registered), live ones first.
+
+Each row shows the session's binding (role, task, proposal) and how long its capability has
+left; `L` launches a session and `K` revokes the selected one. The token never reaches the
+console: only the capability's lifetime and revocation are read.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from roundtable.tui.data import Overview, SessionRow, human_delta, seconds_until, short_time
+from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
+
+# A live capability with less than this left is flagged (the supervisor extends it on heartbeat).
+WARN_SECONDS = 60.0
+
+
+class SessionsPane(TablePane):
+    kind = "session"
+    TITLE = "Sessions"
+    COLUMNS = ("status", "agent", "role", "capability", "seen", "task", "proposal", "adapter", "started", "session")
+
+    def build_rows(self, overview: Overview) -> list[Row]:
+        now = self.clock_ns()
+        out: list[Row] = []
+        for row in overview.sessions:
+            s = row.session
+            out.append(
+                (
+                    s.id,
+                    (
+                        status_cell(s.status),
+                        s.agent_id,
+                        row.role or "—",
+                        capability_cell(row, now),
+                        short_time(s.last_seen_at) or "—",
+                        row.task_id or "—",
+                        row.proposal_id or "—",
+                        s.adapter,
+                        short_time(s.started_at),
+                        s.id,
+                    ),
+                )
+            )
+        return out
+
+
+def capability_cell(row: SessionRow, now_ns: int) -> Text:
+    """`revoked`, `expired`, `—` (none) or the time left, flagged when it is nearly out."""
+    if row.capability_revoked_at:
+        return Text("revoked", style="magenta")
+    if not row.capability_expires_at:
+        return Text("—", style="dim")
+    left = seconds_until(row.capability_expires_at, now_ns)
+    if left is None:
+        return Text("?", style="dim")
+    if left <= 0:
+        return Text("expired", style="red")
+    style = "bold red" if left <= WARN_SECONDS else ""
+    return Text(human_delta(left), style=style)
