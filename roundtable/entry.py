@@ -41,6 +41,11 @@ def _run_bridge(options: dict[str, str]) -> int:
     from roundtable.errors import RoundtableError
     from roundtable.server.stdio import main as bridge
 
+    uds = options["socket"] or os.environ.get("ROUNDTABLE_MCP_SOCKET", "")
+    if uds and not options["url"]:
+        # Per-session socket mode (§6.4.4) needs nothing from the configuration, and a
+        # sandboxed session cannot see `.roundtable/` at all (§8.4.2 step 5).
+        return bridge("http://localhost/mcp", token=os.environ.get("ROUNDTABLE_MCP_TOKEN", ""), uds=uds)
     try:
         config = load_config(options["root"])  # required even with --url (system.md §6.4.1)
     except RoundtableError as exc:

@@ -9,10 +9,13 @@ variables — the token travels only there, never in argv, files, logs or rows. 
 is heartbeated and the capability extended; on exit (or revoke, or shutdown) the capability is
 revoked, the endpoint closed and the directory removed.
 
-Isolation: no OCI runtime is used in this version; every session runs as a subprocess with a
-scrubbed environment and a private HOME, recorded as `isolation: "subprocess"` in the session's
-metadata. The repository is therefore not read-only to the process: the capability checks on
-the endpoint are the enforcement, and the operator should launch only trusted harnesses.
+Isolation (`services/isolation.py`): the supervisor picks its launcher once, at its first
+launch — bubblewrap when it works here (repository read-only, `.roundtable/` hidden, only the
+session directory writable), else a plain subprocess (no OCI runtime is used in this version).
+The choice and the reason for passing over a stronger one are recorded in the session's metadata
+(`isolation`, `isolation_reason`). Under a plain subprocess the repository is writable to the
+process: the capability checks on the endpoint are then the only enforcement, and the operator
+should launch only trusted harnesses.
 
 Operators reach a running supervisor through the legacy socket as the internal calls
 `session.launch` / `session.revoke` (`handle_internal`), which are not tools: they are not in the
@@ -36,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.errors import ToolError, ValidationError
-from roundtable.services import adapters, capabilities, sessions
+from roundtable.services import adapters, capabilities, isolation, sessions
 from roundtable.services.redact import redact
 from roundtable.store.records import Agent, Proposal, Run, Task
 
@@ -98,6 +101,15 @@ class Supervisor:
         self.base_dir = base_dir
         self.live: dict[str, _Live] = {}
         self._closing = False
+        self._launcher: isolation.Launcher | None = None
+        self._choosing = asyncio.Lock()
+
+    async def launcher(self) -> isolation.Launcher:
+        """The launcher for this supervisor's sessions, chosen (with short probes) on first use."""
+        async with self._choosing:
+            if self._launcher is None:
+                self._launcher = await isolation.choose()
+            return self._launcher
 
     # --- launch -----------------------------------------------------------------------------
 
@@ -156,6 +168,7 @@ class Supervisor:
         if self._closing:
             raise ToolError(NOT_RUNNING)
         run, agent, role, adapter_name = await self._validate(agent_id, task_id, proposal_id, run_id, adapter)
+        launcher = await self.launcher()
         session_id = clock.new_id("S")
         directory = Path(tempfile.mkdtemp(prefix="rt-", dir=self.base_dir or socket_base()))
         os.chmod(directory, 0o700)
@@ -205,7 +218,8 @@ class Supervisor:
                             "proposal_id": proposal_id,
                             "capability_id": cap.id,
                             "container_id": "",
-                            "isolation": "subprocess",
+                            "isolation": launcher.kind,
+                            "isolation_reason": launcher.reason,
                         },
                     ),
                 )
@@ -242,9 +256,9 @@ class Supervisor:
             )
             async with self.runtime.db.write(tool="session.launch") as tx:
                 await sessions.heartbeat(tx, session_id, status="active")
+            argv = launcher.wrap([*plan.argv, *extra_args], root=root, session_dir=directory, path=env["PATH"])
             live.process = await asyncio.create_subprocess_exec(
-                *plan.argv,
-                *extra_args,
+                *argv,
                 cwd=str(root),
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
