@@ -1,9 +1,10 @@
-"""`roundtable claims list|claim|release|revoke|expire`: the operator's view of claims.
+"""`roundtable claims list|claim|release|revoke|expire|reconcile`: the operator's view of claims.
 
 Everything a tool exists for goes through `Runtime.call` as the operator (validated and audited
 like any call): `list` is `resource.claim_status`, `claim` is `resource.claim`, `release` is
-`resource.release`. `revoke` and `expire` are operator transitions with no tool; each runs in
-one write transaction and appends one `claim.*` event per claim it changes.
+`resource.release`. `revoke`, `expire` and `reconcile` are operator transitions with no tool;
+each changes its claims in one write transaction and appends one `claim.*` event per claim
+(`reconcile` hashes the claimed resources first, outside any transaction).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ async def _with_runtime(root: Path, work: Callable[[Any], Awaitable[T]]) -> T:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def claims() -> None:
-    """List, claim, release, revoke or expire claims."""
+    """List, claim, release, revoke, expire or reconcile claims."""
 
 
 @claims.command("list")
@@ -183,6 +184,30 @@ def expire(root: Path, run: str, at_unix: int | None) -> None:
 
     for c in run_async(_with_runtime(root, work)):
         click.echo(f"{c.id} {c.status}")
+
+
+@claims.command("reconcile")
+@root_option
+@json_option
+@click.option("--run", default="", help="Run to record the events in.")
+@click.option("--agent", default="", help="Only this agent's claims.")
+@click.option("--actor", default="system", show_default=True, help="Actor recorded in the events.")
+@handle_errors
+def reconcile(root: Path, as_json: bool, run: str, agent: str, actor: str) -> None:
+    """Suspend every active write/exclusive claim whose resource changed since it was claimed
+    (its base hash no longer matches), one claim.suspended event each: prints
+    <id> <agent_id> <status> per claim."""
+    from roundtable.services import claims as service
+
+    async def work(rt: Any) -> Any:
+        return await service.reconcile(rt.db, rt.root, agent_id=agent, actor=actor or "system", run_id=run)
+
+    suspended = run_async(_with_runtime(root, work))
+    if as_json:
+        print_json({"claims": [c.to_dict() for c in suspended]})
+        return
+    for c in suspended:
+        click.echo(f"{c.id} {c.agent_id} {c.status}")
 
 
 def _target(claim_id: str | None, claim_opt: str) -> str:

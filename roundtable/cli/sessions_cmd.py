@@ -4,7 +4,8 @@
 register/heartbeat/end forms exist for harnesses that report their own sessions).
 `launch` and `revoke` are requests to the running owner's supervisor, sent over the legacy
 socket as the internal calls `session.launch` / `session.revoke`; only an owner hosting a
-supervisor answers them. `resume` prints the resume briefing of an agent or session.
+supervisor answers them. `resume` suspends the agent's stale claims, then prints the resume
+briefing of an agent or session.
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ def revoke(session_id: str, reason: str, root: Path) -> None:
 @handle_errors
 def resume(session_id: str, agent: str, root: Path) -> None:
     """Print the resume briefing for an agent or a session."""
-    from roundtable.services import briefing
+    from roundtable.services import briefing, claims
     from roundtable.services import sessions as svc
 
     if not session_id and not agent:
@@ -293,6 +294,15 @@ def resume(session_id: str, agent: str, root: Path) -> None:
                 if found is None:
                     fail(f"no agent session found for {agent}")
                 session = found
-            return (await briefing.build(r, session)).markdown()
+        # Stale claims are suspended before the briefing is built, so it lists what still holds (§1.6).
+        stale = await claims.reconcile(
+            db, root, agent_id=session.agent_id, actor=session.agent_id, run_id=session.run_id
+        )
+        async with db.read() as r:
+            text: str = (await briefing.build(r, session)).markdown()
+        if stale:
+            text += "\nStale claims suspended on resume:\n"
+            text += "".join(f"- {c.resource_id} ({c.id})\n" for c in stale)
+        return text
 
     click.echo(run_async(_with_db(root, work)), nl=False)
