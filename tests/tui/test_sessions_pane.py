@@ -115,6 +115,16 @@ async def test_pane_lists_sessions_live_first_without_tokens(seeded: Runtime) ->
         await pilot.press(*"reviewer", "enter")
         await wait_for(lambda: pane.row_count == 1, what="filtered")
         assert pane.selected_key() == "S-rev"
+        pane.set_filter("")
+
+        # A session registered elsewhere in the process shows up through the change bus alone.
+        async with seeded.db.write() as tx:
+            draft = sessions.SessionDraft(
+                id="S-new", agent_id="security-1", run_id=RUN_ID, adapter="scripted", working_directory="/w"
+            )
+            await sessions.register(tx, draft)
+        await wait_for(lambda: "S-new" in [r.value for r in pane.rows], what="bus refresh")
+        assert pane.border_title == "Sessions (4)"
 
 
 async def test_read_only_refuses_launch_and_revoke(seeded: Runtime) -> None:
