@@ -54,12 +54,18 @@ def _free_port() -> int:
 
 
 def _spawn(*argv: str) -> subprocess.Popen[str]:
+    return _spawn_ready(*argv)[0]
+
+
+def _spawn_ready(*argv: str) -> tuple[subprocess.Popen[str], str]:
+    """Start a server script and wait for its `ready ...` line; returns it with the line."""
     proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    if "ready" not in proc.stdout.readline():
+    line = proc.stdout.readline()
+    if "ready" not in line:
         proc.kill()
         raise RuntimeError(f"{argv} did not start")
-    return proc
+    return proc, line.strip()
 
 
 async def _load(
@@ -90,8 +96,8 @@ async def _load(
 # --- clients --------------------------------------------------------------------------------
 
 
-def socket_client(path: str, tool: str) -> Callable[[int], Awaitable[None]]:
-    line = json.dumps({"tool": tool, "args": {"n": 1}}).encode() + b"\n"
+def socket_client(path: str, tool: str, args: dict[str, Any] | None = None) -> Callable[[int], Awaitable[None]]:
+    line = json.dumps({"tool": tool, "args": {"n": 1} if args is None else args}).encode() + b"\n"
 
     async def call(worker: int) -> None:
         reader, writer = await asyncio.open_unix_connection(path)
@@ -106,8 +112,9 @@ def socket_client(path: str, tool: str) -> Callable[[int], Awaitable[None]]:
 class LegacyHttp:
     """A lean handshake-era client: one session per worker, SSE replies parsed by hand."""
 
-    def __init__(self, url: str, tool: str, workers: int) -> None:
+    def __init__(self, url: str, tool: str, workers: int, args: dict[str, Any] | None = None) -> None:
         self.url, self.tool, self.n = url, tool, workers
+        self.args = {"n": 1} if args is None else args
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
         transport = httpx.AsyncHTTPTransport(
             socket_options=nodelay, verify=False, limits=httpx.Limits(max_connections=workers + 5)
@@ -130,7 +137,7 @@ class LegacyHttp:
             "jsonrpc": "2.0",
             "id": next(self.ids),
             "method": "tools/call",
-            "params": {"name": self.tool, "arguments": {"n": 1}},
+            "params": {"name": self.tool, "arguments": self.args},
         }
         resp = await self.http.post(self.url, json=body, headers=h)
         assert '"isError":false' in resp.text or '"structuredContent"' in resp.text, resp.text[:200]
@@ -153,7 +160,7 @@ class Bridge:
     async def open(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(*self.argv, stdin=-1, stdout=-1, limit=1 << 24)
         self.reader = asyncio.create_task(self._read())
-        await self.request("initialize", INIT["params"])
+        await self.request("initialize", dict(INIT["params"]))  # type: ignore[call-overload]
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def _send(self, msg: dict[str, Any]) -> None:
@@ -236,7 +243,8 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
 
     port, floor_port = _free_port(), _free_port()
     sock, floor_sock = str(tmp / "owner.sock"), str(tmp / "floor.sock")
-    owner = _spawn("-m", "bench.floors.owner_echo", str(root), str(port), sock)
+    owner, ready = _spawn_ready("-m", "bench.floors.owner_echo", str(root), str(port), sock)
+    task_get = {"task_id": ready.split()[1]}
     floor_socket = _spawn("-m", "bench.floors.socket_echo", floor_sock)
     floor_mcp = _spawn("-m", "bench.floors.mcp_echo", str(floor_port))
     url, floor_url = f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{floor_port}/mcp"
@@ -248,6 +256,12 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
                 await _cell(floor_socket.pid, socket_client(floor_sock, "bench.echo"), c),
             )
             row("socket (owner)", c, await _cell(owner.pid, socket_client(sock, "bench.echo"), c))
+            row(
+                "socket (owner) task.get",
+                c,
+                await _cell(owner.pid, socket_client(sock, "task.get", task_get), c),
+                "target: <= 2x the bare socket echo",
+            )
             for name, target, pid, tool in (
                 ("floor MCP SDK echo, HTTP 2025-11-25", floor_url, floor_mcp.pid, "bench_echo"),
                 ("HTTP 2025-11-25 (owner)", url, owner.pid, "bench_echo"),
@@ -256,6 +270,15 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
                 await client.open()
                 row(name, c, await _cell(pid, client.call, c), "lean httpx client, stateful SSE")
                 await client.close()
+            client = LegacyHttp(url, "task_get", c, task_get)
+            await client.open()
+            row(
+                "HTTP 2025-11-25 (owner) task.get",
+                c,
+                await _cell(owner.pid, client.call, c),
+                "target: server CPU <= 1.3x the bare SDK echo",
+            )
+            await client.close()
             bridge = Bridge(str(root), url, "bench_echo")
             await bridge.open()
             stats = await _cell(owner.pid, bridge.call, c)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -31,6 +32,7 @@ from roundtable.store.records import Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 R = TypeVar("R", bound=Record)
+log = logging.getLogger("roundtable.store")
 Params = Sequence[Any] | dict[str, Any]
 
 BUSY_TIMEOUT_MS = 5000
@@ -112,8 +114,42 @@ class _Queries:
         return [cls.from_row(r) for r in await self.fetchall(sql, params)]
 
 
+def _begin_and_fetch(conn: sqlite3.Connection, sql: str, params: Params) -> list[sqlite3.Row]:
+    """Runs on the reader's thread: open the read transaction and run its first query together.
+    A transaction left open by an earlier, cancelled reader is ended first: this function runs
+    in the connection's own queue, so nothing can interleave with the check."""
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+    conn.execute("BEGIN")
+    cursor = conn.execute(sql, params)
+    try:
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def _end_read(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+
+
 class Reader(_Queries):
-    """A read transaction: every query sees the same snapshot."""
+    """A read transaction: every query sees the same snapshot.
+
+    The transaction opens lazily with the first query, in the same worker-thread round trip, and
+    ends without waiting (see `Database.read`): a one-query read costs one hop instead of three.
+    """
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        super().__init__(conn)
+        self.begun = False
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        if self.begun:
+            return await super().fetchall(sql, params)
+        self.begun = True
+        rows: list[sqlite3.Row] = await self.conn._execute(_begin_and_fetch, self.conn._conn, sql, params)
+        return rows
 
 
 class Tx(_Queries):
@@ -215,6 +251,7 @@ class Database:
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._reader_count = 0
         self._all_readers: list[aiosqlite.Connection] = []
+        self._pending: set[asyncio.Future[Any]] = set()
         self._closed = False
 
     @classmethod
@@ -238,6 +275,8 @@ class Database:
             return
         self._closed = True
         async with self._write_lock:
+            if self._pending:
+                await asyncio.gather(*self._pending, return_exceptions=True)
             for conn in self._all_readers:
                 await conn.close()
             await self._writer.close()
@@ -287,18 +326,23 @@ class Database:
         if self._closed:
             raise StoreError("database is closed")
         conn = await self._acquire_reader()
+        reader = Reader(conn)
         try:
-            # A cancelled read must not hand the connection back inside a transaction.
-            if conn.in_transaction:
-                await _settle(conn, "ROLLBACK")
-            await _settle(conn, "BEGIN")
-            try:
-                yield Reader(conn)
-            finally:
-                if conn.in_transaction:
-                    await _settle(conn, "COMMIT")
+            yield reader
         finally:
+            if reader.begun:
+                # End the snapshot without waiting: the connection's queue is ordered, so the
+                # next user of this connection runs after the COMMIT (and `_begin_and_fetch`
+                # ends any transaction still open, e.g. after a cancelled reader).
+                task = asyncio.ensure_future(conn._execute(_end_read, conn._conn))
+                self._pending.add(task)
+                task.add_done_callback(self._finish_end_read)
             self._readers.put_nowait(conn)
+
+    def _finish_end_read(self, task: asyncio.Future[Any]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("ending a read transaction failed: %s", task.exception())
 
 
 async def migrate(conn: aiosqlite.Connection) -> int:

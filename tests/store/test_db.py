@@ -164,3 +164,17 @@ async def test_readers_never_create_a_missing_database(tmp_path: Path) -> None:
         assert not path.exists()
     finally:
         await db.close()
+
+
+async def test_reads_see_one_snapshot_across_queries(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "rt.db")
+    try:
+        async with db.read() as r:
+            first = await r.scalar("SELECT count(*) FROM tasks")
+            async with db.write() as tx:
+                await tx.insert("tasks", {"id": "T-new", "title": "t", "body_md": "b"})
+            assert await r.scalar("SELECT count(*) FROM tasks") == first == 0
+        async with db.read() as r:
+            assert await r.scalar("SELECT count(*) FROM tasks") == 1
+    finally:
+        await db.close()
