@@ -36,6 +36,7 @@ import asyncio
 import errno
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +83,8 @@ def bwrap_prefix(executable: str, *, root: Path, session_dir: Path) -> list[str]
         "--tmpfs", "/tmp",
         "--ro-bind", str(root), str(root),
     ]  # fmt: skip
+    for kept in _software_below_tmp():
+        out += ["--ro-bind", kept, kept]
     state = root / ".roundtable"
     if state.is_dir():
         out += ["--tmpfs", str(state.resolve())]
@@ -91,6 +94,25 @@ def bwrap_prefix(executable: str, *, root: Path, session_dir: Path) -> list[str]
         out += ["--remount-ro", str(state.resolve())]
     out += [*_NAMESPACE_FLAGS, "--chdir", str(root), "--"]
     return out
+
+
+def _software_below_tmp() -> list[str]:
+    """Directories the agent needs (this Python, its packages, roundtable's own source for an
+    editable install) that live below `/tmp` and would vanish under the private `/tmp`: they
+    are bound again read-only. A checkout or virtualenv in /tmp is common in CI."""
+    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(sys.executable)]
+    candidates += [p for p in sys.path if p]
+    candidates.append(str(Path(__file__).resolve().parents[2]))
+    below: list[str] = []
+    for candidate in candidates:
+        real = os.path.realpath(candidate)
+        if (real == "/tmp" or real.startswith("/tmp/")) and os.path.isdir(real):
+            below.append(real)
+    kept: list[str] = []
+    for path in sorted(set(below), key=len):
+        if path != "/tmp" and not any(path == k or path.startswith(k + "/") for k in kept):
+            kept.append(path)
+    return kept
 
 
 def requested_mode(environ: dict[str, str] | None = None) -> str:
