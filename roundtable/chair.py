@@ -62,6 +62,8 @@ ASSIGN_BATCH = 200
 OPEN_PROPOSAL_STATUSES = ("pending", "in_review", "revision_requested")
 # Changes that make the Chair tick at once instead of at its next period.
 WAKE_EVENTS = frozenset({"agent.turn_completed", "agent.turn_requested"})
+# Events that send the fast path (`ChairLoop._hand_over_turns`) to schedule a run's next turn.
+TURN_EVENTS = WAKE_EVENTS
 WAKE_TOOLS = frozenset({"task.create", "proposal.create", "proposal.attach_patch"})
 
 
@@ -513,6 +515,7 @@ class ChairLoop:
     async def run(self) -> None:
         """Tick until cancelled."""
         sub = self.runtime.bus.subscribe()
+        fast = asyncio.create_task(self._hand_over_turns(), name="chair-turns")
         try:
             while True:
                 if not self.state.paused:
@@ -529,6 +532,31 @@ class ChairLoop:
                 interval = max(0.01, every)
                 self.state.next_tick_at = clock.format_ns(clock.now_ns() + int(interval * 1e9))
                 await self._wait(sub, interval)
+        finally:
+            fast.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await fast
+            sub.close()
+
+    async def _hand_over_turns(self) -> None:
+        """The fast path for turns: when a turn is requested or completed, schedule that run's
+        next turn at once instead of waiting for the current full tick (which, under heavy
+        write load, can take seconds of assignments and review requests). Scheduling checks
+        that no turn is in flight inside its own transaction, so running beside a tick is safe."""
+        sub = self.runtime.bus.subscribe()
+        try:
+            while True:
+                change = await sub.get()
+                if change is None:
+                    continue
+                runs = {str(e.get("run_id", "")) for e in change.events if e.get("type") in TURN_EVENTS}
+                for extra in sub.drain():  # a burst of completions needs one pass per run
+                    runs |= {str(e.get("run_id", "")) for e in extra.events if e.get("type") in TURN_EVENTS}
+                runs.discard("")
+                if self.state.paused:
+                    continue
+                for run_id in sorted(runs):
+                    await _turns(self.runtime, run_id, clock.now(), TickReport(run_id=run_id, at=clock.now()))
         finally:
             sub.close()
 
