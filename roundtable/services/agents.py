@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from roundtable import clock
 from roundtable.config import Config
-from roundtable.errors import NotFound
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Agent
 
@@ -125,9 +124,7 @@ async def sync_agents(runtime: Runtime) -> list[str]:
 
 
 async def get_agent(q: Reader | Tx, agent_id: str) -> Agent:
-    agent = await q.one(Agent, "SELECT * FROM agents WHERE id = ?", (agent_id,))
-    if agent is None:
-        raise NotFound("agent", agent_id)
+    agent = await q.get(Agent, agent_id)
     return agent
 
 

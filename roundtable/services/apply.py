@@ -385,9 +385,7 @@ async def rollback_transaction(runtime: Runtime, transaction_id: str, *, reason:
     root = runtime.root
     now = clock.now()
     async with runtime.db.write(tool="patch.rollback") as tx:
-        row = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (transaction_id,))
-        if row is None:
-            raise NotFound("transaction", transaction_id)
+        row = await tx.get(Transaction, transaction_id)
         if row.status != "applied":
             raise ToolError(
                 f"transaction {transaction_id} is {row.status}; only applied transactions can be rolled back"

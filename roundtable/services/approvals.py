@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from roundtable import clock
-from roundtable.errors import NotFound, PermissionDenied, ValidationError
+from roundtable.errors import PermissionDenied, ValidationError
 from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import HumanApproval
@@ -57,9 +57,7 @@ class ApprovalInput:
 
 async def get_approval(q: Reader | Tx, approval_id: str) -> HumanApproval:
     """The approval `approval_id`, or `get human approval <id>: not found`."""
-    row = await q.one(HumanApproval, "SELECT * FROM human_approvals WHERE id = ?", (approval_id,))
-    if row is None:
-        raise NotFound("human approval", approval_id)
+    row = await q.get(HumanApproval, approval_id)
     return row
 
 

@@ -152,9 +152,7 @@ def _replace(claim: Claim, **changes: Any) -> Claim:
 
 
 async def get_claim(q: Reader | Tx, claim_id: str, now: str) -> Claim:
-    claim = await q.one(Claim, "SELECT * FROM claims WHERE id = ?", (claim_id,))
-    if claim is None:
-        raise NotFound("claim", claim_id)
+    claim = await q.get(Claim, claim_id)
     return effective(claim, now)
 
 
@@ -180,9 +178,7 @@ async def list_claims(
 
 
 async def get_resource(q: Reader | Tx, resource_id: str) -> Resource:
-    resource = await q.one(Resource, "SELECT * FROM resources WHERE id = ?", (resource_id,))
-    if resource is None:
-        raise NotFound("resource", resource_id)
+    resource = await q.get(Resource, resource_id)
     return resource
 
 
@@ -593,9 +589,7 @@ async def transition(
     may do it; a claim that is no longer active (including one past its expiry, unless the
     transition is itself `expired`) is returned unchanged.
     """
-    stored = await tx.one(Claim, "SELECT * FROM claims WHERE id = ?", (claim_id,))
-    if stored is None:
-        raise NotFound("claim", claim_id)
+    stored = await tx.get(Claim, claim_id)
     if not operator and actor_id != stored.agent_id:
         who = actor_id or "an anonymous caller"
         verb = _VERBS.get(status, "change")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from roundtable.errors import NotFound, ToolError
+from roundtable.errors import ToolError
 from roundtable.services.patches import read_patch
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Proposal
@@ -49,9 +49,7 @@ class ProposalRef:
 
 async def load_proposal(q: Reader | Tx, proposal_id: str) -> Proposal:
     """The proposal `proposal_id`, or `get proposal <id>: not found`."""
-    proposal = await q.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
-    if proposal is None:
-        raise NotFound("proposal", proposal_id)
+    proposal = await q.get(Proposal, proposal_id)
     return proposal
 
 

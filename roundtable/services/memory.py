@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable import clock
-from roundtable.errors import NotFound, ValidationError
+from roundtable.errors import ValidationError
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import MemoryEntry
 
@@ -23,9 +23,7 @@ _ORDER = "ORDER BY importance DESC, created_at, id"
 
 
 async def get_entry(q: Reader | Tx, memory_id: str) -> MemoryEntry:
-    entry = await q.one(MemoryEntry, "SELECT * FROM memory_entries WHERE id = ?", (memory_id,))
-    if entry is None:
-        raise NotFound("memory entry", memory_id)
+    entry = await q.get(MemoryEntry, memory_id)
     return entry
 
 

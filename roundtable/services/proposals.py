@@ -42,9 +42,7 @@ def proposal_dict(p: Proposal) -> dict[str, Any]:
 
 
 async def load(q: Reader | Tx, proposal_id: str) -> Proposal:
-    p = await q.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
-    if p is None:
-        raise NotFound("proposal", proposal_id)
+    p = await q.get(Proposal, proposal_id)
     return p
 
 

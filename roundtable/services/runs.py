@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING
 
 from roundtable import clock
-from roundtable.errors import NotFound, ToolError
+from roundtable.errors import ToolError
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Run
 
@@ -22,9 +22,7 @@ TERMINAL_RUN_STATUSES = ("completed", "blocked", "failed")
 
 async def get_run(q: Reader | Tx, run_id: str) -> Run:
     """The run `run_id`, or `get run <id>: not found`."""
-    run = await q.one(Run, "SELECT * FROM runs WHERE id = ?", (run_id,))
-    if run is None:
-        raise NotFound("run", run_id)
+    run = await q.get(Run, run_id)
     return run
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from roundtable import clock
-from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref, read_revision_patch
 from roundtable.services.pathguard import is_sensitive_path
 from roundtable.services.policy import ensure_policy
@@ -57,9 +57,7 @@ class ReviewInput:
 
 
 async def get_review(q: Reader | Tx, review_id: str) -> SecurityReview:
-    row = await q.one(SecurityReview, "SELECT * FROM security_reviews WHERE id = ?", (review_id,))
-    if row is None:
-        raise NotFound("security review", review_id)
+    row = await q.get(SecurityReview, review_id)
     return row
 
 

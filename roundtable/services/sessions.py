@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
-from roundtable.errors import NotFound, ValidationError
+from roundtable.errors import ValidationError
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession
 
@@ -108,9 +108,7 @@ async def register(tx: Tx, draft: SessionDraft) -> AgentSession:
 
 
 async def get(reader: Reader | Tx, session_id: str) -> AgentSession:
-    session = await reader.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
-    if session is None:
-        raise NotFound("agent session", session_id)
+    session = await reader.get(AgentSession, session_id)
     return session
 
 

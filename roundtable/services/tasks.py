@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import clock
-from roundtable.errors import NotFound, ToolError, ValidationError
+from roundtable.errors import ToolError, ValidationError
 from roundtable.services.pathguard import is_sensitive_path, resolve_repo_path
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
@@ -108,9 +108,7 @@ def path_is_readable(path: str, readable_paths: list[str]) -> bool:
 
 
 async def get_task(q: Reader | Tx, task_id: str) -> Task:
-    task = await q.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
-    if task is None:
-        raise NotFound("task", task_id)
+    task = await q.get(Task, task_id)
     return task
 
 

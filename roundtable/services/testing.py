@@ -23,7 +23,7 @@ import anyio
 
 from roundtable import clock
 from roundtable.assets import write_atomic
-from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services import test_exec
 from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref
 from roundtable.services.redact import redact
@@ -61,9 +61,7 @@ class EvidenceInput:
 
 
 async def get_test_run(q: Reader | Tx, test_run_id: str) -> TestRun:
-    row = await q.one(TestRun, "SELECT * FROM test_runs WHERE id = ?", (test_run_id,))
-    if row is None:
-        raise NotFound("test run", test_run_id)
+    row = await q.get(TestRun, test_run_id)
     return row
 
 

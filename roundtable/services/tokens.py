@@ -11,7 +11,7 @@ import hashlib
 import secrets
 
 from roundtable import clock
-from roundtable.errors import NotFound, ValidationError
+from roundtable.errors import ValidationError
 from roundtable.store.db import Tx
 from roundtable.store.records import AccessToken
 
@@ -49,9 +49,7 @@ async def create(tx: Tx, *, principal: str, agent_id: str = "") -> tuple[AccessT
 
 
 async def revoke(tx: Tx, token_id: str) -> AccessToken:
-    record = await tx.one(AccessToken, "SELECT * FROM access_tokens WHERE id = ?", (token_id,))
-    if record is None:
-        raise NotFound("access token", token_id)
+    record = await tx.get(AccessToken, token_id)
     if not record.revoked_at:
         await tx.execute("UPDATE access_tokens SET revoked_at = ? WHERE id = ?", (clock.now(), token_id))
     updated = await tx.one(AccessToken, "SELECT * FROM access_tokens WHERE id = ?", (token_id,))

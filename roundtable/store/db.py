@@ -27,8 +27,8 @@ import aiosqlite
 
 from roundtable import clock
 from roundtable.bus import Change, ChangeBus
-from roundtable.errors import StoreError
-from roundtable.store.records import Event, Record
+from roundtable.errors import NotFound, StoreError
+from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 R = TypeVar("R", bound=Record)
@@ -112,6 +112,13 @@ class _Queries:
 
     async def all(self, cls: type[R], sql: str, params: Params = ()) -> list[R]:
         return [cls.from_row(r) for r in await self.fetchall(sql, params)]
+
+    async def get(self, cls: type[R], record_id: str) -> R:
+        """The record with this id, or `NotFound` (`get <kind> <id>: not found`)."""
+        record = await self.one(cls, f"SELECT * FROM {cls.table} WHERE id = ?", (record_id,))
+        if record is None:
+            raise NotFound(RECORD_KINDS.get(cls.table, cls.table), record_id)
+        return record
 
 
 def _begin_and_fetch(conn: sqlite3.Connection, sql: str, params: Params) -> list[sqlite3.Row]:

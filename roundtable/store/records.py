@@ -45,6 +45,27 @@ def _field_kinds(cls: type) -> tuple[tuple[str, str], ...]:
     return kinds
 
 
+# How a missing row is named in errors (`get <kind> <id>: not found`, spec/tools.md §1.5).
+RECORD_KINDS: dict[str, str] = {
+    "runs": "run",
+    "events": "event",
+    "agents": "agent",
+    "agent_sessions": "agent session",
+    "tasks": "task",
+    "resources": "resource",
+    "claims": "claim",
+    "proposals": "proposal",
+    "votes": "vote",
+    "decisions": "decision",
+    "transactions": "transaction",
+    "human_approvals": "human approval",
+    "security_reviews": "security review",
+    "test_runs": "test run",
+    "memory_entries": "memory entry",
+    "access_tokens": "access token",
+}
+
+
 def _zero(type_name: object) -> Any:
     return {"str": "", "int": 0, "float": 0.0, "bool": False}[str(type_name)]
 
