@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from roundtable.owner import Owner
 from roundtable.runtime import Runtime
 from roundtable.services.runs import create_run
 from roundtable.supervisor import Supervisor, start_supervisor
+from tests.helpers import make_git_project
 
 pytestmark = pytest.mark.anyio
 
@@ -34,22 +34,9 @@ def greet() -> str:
 """
 
 
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=root, check=True, capture_output=True
-    )
-
-
 @pytest.fixture
 def repo(project: Path) -> Path:
-    (project / "src").mkdir()
-    (project / "src" / "app.py").write_text("print('v1')\n")
-    (project / "README.txt").write_text("hello\n")
-    (project / ".gitignore").write_text(".roundtable/\n")
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "init")
-    return project
+    return make_git_project(project, {"src/app.py": "print('v1')\n", "README.txt": "hello\n"})
 
 
 def log_lines(sup: Supervisor, session_id: str) -> list[dict[str, Any]]:
