@@ -315,3 +315,25 @@ class BridgeClient:
             await self.proc.wait()
         if self.reader is not None:
             self.reader.cancel()
+
+
+async def direct_task_create(root: Path, title: str) -> tuple[int, bytes, bytes]:
+    """`roundtable mcp call --tool task.create` in its own process (direct mode, its own
+    database connection); returns (exit status, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "roundtable",
+        "mcp",
+        "call",
+        "--root",
+        str(root),
+        "--tool",
+        "task.create",
+        "--args",
+        json.dumps({"title": title, "body_md": "direct"}),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    return int(proc.returncode or 0), out, err

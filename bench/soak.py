@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.ownerproc import BridgeClient, CallFailed, HttpClient, OwnerProcess, SocketClient
+from bench.ownerproc import BridgeClient, CallFailed, HttpClient, OwnerProcess, SocketClient, direct_task_create
 from roundtable import clock
 
 SHARED_FILES = 12
@@ -299,24 +299,9 @@ async def _direct_writer(root: Path, deadline: float, ledger: Ledger) -> None:
     while time.monotonic() < deadline - 3:
         k += 1
         title = f"soak direct {k}"
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "roundtable",
-            "mcp",
-            "call",
-            "--root",
-            str(root),
-            "--tool",
-            "task.create",
-            "--args",
-            json.dumps({"title": title, "body_md": "direct"}),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await proc.communicate()
+        code, out, err = await direct_task_create(root, title)
         ledger.ops["direct task.create"] += 1
-        if proc.returncode == 0:
+        if code == 0:
             ledger.tasks[title] = json.loads(out)["task"]["id"]
         else:
             ledger.ambiguous_titles.add(title)

@@ -229,17 +229,7 @@ async def live_claims_overlapping(q: Reader | Tx, ref: ResourceRef, now: str) ->
     out = []
     for row in rows:
         claim = Claim.from_row(row)
-        resource = Resource(
-            id=row["r_id"],
-            type=row["r_type"],
-            path=row["r_path"] or "",
-            symbol=row["r_symbol"] or "",
-            language=row["r_language"] or "",
-            start_line=int(row["r_start_line"] or 0),
-            end_line=int(row["r_end_line"] or 0),
-            current_hash=row["r_current_hash"] or "",
-            metadata_json=row["r_metadata_json"] or "{}",
-        )
+        resource = _resource_from(row, prefix="r_")
         if overlaps(ref, ResourceRef.of(resource)):
             out.append((claim, resource))
     return out
@@ -310,17 +300,18 @@ async def _own_write_claims(
     return [(claims[row["claim_id"]], _resource_from(row)) for row in rows]
 
 
-def _resource_from(row: Any) -> Resource:
+def _resource_from(row: Any, prefix: str = "") -> Resource:
+    """A resource from a joined row whose resource columns carry `prefix`."""
     return Resource(
-        id=row["id"],
-        type=row["type"],
-        path=row["path"] or "",
-        symbol=row["symbol"] or "",
-        language=row["language"] or "",
-        start_line=int(row["start_line"] or 0),
-        end_line=int(row["end_line"] or 0),
-        current_hash=row["current_hash"] or "",
-        metadata_json=row["metadata_json"] or "{}",
+        id=row[prefix + "id"],
+        type=row[prefix + "type"],
+        path=row[prefix + "path"] or "",
+        symbol=row[prefix + "symbol"] or "",
+        language=row[prefix + "language"] or "",
+        start_line=int(row[prefix + "start_line"] or 0),
+        end_line=int(row[prefix + "end_line"] or 0),
+        current_hash=row[prefix + "current_hash"] or "",
+        metadata_json=row[prefix + "metadata_json"] or "{}",
     )
 
 

@@ -6,14 +6,12 @@ direct call succeeds, and every acknowledged write is there exactly once."""
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from bench.ownerproc import HttpClient, OwnerProcess, SocketClient
+from bench.ownerproc import HttpClient, OwnerProcess, SocketClient, direct_task_create
 from roundtable.runtime import Runtime
 
 pytestmark = pytest.mark.anyio
@@ -22,23 +20,8 @@ SECONDS = 2.0
 
 
 async def _direct(root: Path, title: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "roundtable",
-        "mcp",
-        "call",
-        "--root",
-        str(root),
-        "--tool",
-        "task.create",
-        "--args",
-        json.dumps({"title": title, "body_md": "direct"}),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    return int(proc.returncode or 0), (out + err).decode(errors="replace")
+    code, out, err = await direct_task_create(root, title)
+    return code, (out + err).decode(errors="replace")
 
 
 async def test_direct_mode_writer_next_to_a_loaded_owner(project: Path) -> None:
