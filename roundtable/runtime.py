@@ -121,7 +121,7 @@ class Runtime:
         assert spec.handler is not None
         try:
             if spec.mode == "write":
-                async with self.db.write(tool=spec.name) as tx:
+                async with self.db.write(tool=spec.name, principal=caller.principal, transport=caller.transport) as tx:
                     call.tx = tx
                     return await spec.handler(call)
             if spec.mode == "read":

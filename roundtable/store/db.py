@@ -162,10 +162,13 @@ class Reader(_Queries):
 class Tx(_Queries):
     """A write transaction (`BEGIN IMMEDIATE`). Collects events to publish after commit."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection, *, principal: str = "", transport: str = "") -> None:
         super().__init__(conn)
         self.events: list[dict[str, Any]] = []
         self.tables: set[str] = set()
+        # Who this transaction acts for: stamped on every event it appends (DESIGN §4.23).
+        self.principal = principal
+        self.transport = transport
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; returns the new row's id for an INSERT, else the row count."""
@@ -204,8 +207,18 @@ class Tx(_Queries):
         created_at = clock.now()
         payload_json = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         event_id = await self.execute(
-            "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, type, actor_id or None, task_id or None, payload_json, created_at),
+            "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at, principal, transport)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                type,
+                actor_id or None,
+                task_id or None,
+                payload_json,
+                created_at,
+                self.principal or None,
+                self.transport or None,
+            ),
         )
         event = Event(
             id=event_id,
@@ -215,6 +228,8 @@ class Tx(_Queries):
             task_id=task_id,
             payload_json=payload_json,
             created_at=created_at,
+            principal=self.principal,
+            transport=self.transport,
         )
         self.events.append(event.to_dict())
         self.tables.add("events")
@@ -289,15 +304,16 @@ class Database:
             await self._writer.close()
 
     @asynccontextmanager
-    async def write(self, *, tool: str = "") -> AsyncIterator[Tx]:
-        """One write transaction: commit on success, roll back on any exception."""
+    async def write(self, *, tool: str = "", principal: str = "", transport: str = "") -> AsyncIterator[Tx]:
+        """One write transaction: commit on success, roll back on any exception. `principal` and
+        `transport` name who the transaction acts for; every event it appends records them."""
         if self._closed:
             raise StoreError("database is closed")
         async with self._write_lock:
             # Defensive: nothing else runs under the lock, so an open transaction here is stale.
             if self._writer.in_transaction:
                 await self._settle("ROLLBACK")
-            tx = Tx(self._writer)
+            tx = Tx(self._writer, principal=principal or "internal", transport=transport or "internal")
             changes_before = self._writer.total_changes
             try:
                 await self._settle("BEGIN IMMEDIATE")

@@ -103,6 +103,8 @@ class Event(Record):
     task_id: str
     payload_json: str
     created_at: str
+    principal: str = ""
+    transport: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -410,6 +412,8 @@ class TestRun(Record):
     session_id: str
     created_at: str
     finished_at: str
+    sandbox: str = ""
+    argv_json: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -437,6 +441,7 @@ class MemoryEntry(Record):
     resynthesis_status: str
     created_at: str
     updated_at: str
+    author_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -456,6 +461,20 @@ class SessionCapability(Record):
     max_expires_at: str
     revoked_at: str
     revoked_reason: str
+    created_at: str
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryRevision(Record):
+    """An earlier version of a memory entry, kept when the entry is edited."""
+
+    table: ClassVar[str] = "memory_revisions"
+
+    entry_id: str
+    revision: int
+    title: str
+    body_md: str
+    edited_by: str
     created_at: str
 
 
@@ -496,4 +515,5 @@ ALL_RECORDS: tuple[type[Record], ...] = (
     MemoryEntry,
     SessionCapability,
     AccessToken,
+    MemoryRevision,
 )

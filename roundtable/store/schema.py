@@ -364,7 +364,29 @@ CREATE TABLE access_tokens (
 );
 """
 
-MIGRATIONS: list[str] = [_V1]
+# Version 2: authenticated principals and evidence about the revision (DESIGN §4.23-§4.24).
+# Every event records who acted (the authenticated principal, e.g. `operator`, `agent:implementer-1`)
+# and over which transport; a test run records the sandbox it ran in and the exact argv; memory
+# entries keep their earlier versions.
+_V2 = f"""
+ALTER TABLE events ADD COLUMN principal TEXT;
+ALTER TABLE events ADD COLUMN transport TEXT;
+ALTER TABLE test_runs ADD COLUMN sandbox TEXT;
+ALTER TABLE test_runs ADD COLUMN argv_json TEXT;
+ALTER TABLE memory_entries ADD COLUMN author_id TEXT;
+
+CREATE TABLE memory_revisions (
+  entry_id TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  title TEXT NOT NULL,
+  body_md TEXT NOT NULL,
+  edited_by TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT {NOW},
+  PRIMARY KEY (entry_id, revision)
+);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.
@@ -393,4 +415,5 @@ TABLES = (
     "memory_entries",
     "session_capabilities",
     "access_tokens",
+    "memory_revisions",
 )

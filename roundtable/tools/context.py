@@ -31,6 +31,14 @@ class Caller:
         return self.kind == "operator"
 
     @property
+    def principal(self) -> str:
+        """The authenticated principal, as events record it: `operator`, `chair`,
+        `agent:<id>` for a caller bound to one agent, `anonymous` for an unbound agent caller."""
+        if self.is_operator:
+            return "chair" if self.transport == "chair" else "operator"
+        return f"agent:{self.agent_id}" if self.agent_id else "anonymous"
+
+    @property
     def actor(self) -> str:
         """The name recorded as actor for this caller when no agent id is given."""
         return self.agent_id or ("operator" if self.is_operator else "agent")
