@@ -48,11 +48,12 @@ class Runtime:
         return self.db.bus
 
     @classmethod
-    async def open(cls, root: Path | str, *, bus: ChangeBus | None = None) -> Runtime:
-        """Load the config, open and migrate the database, load the policy."""
+    async def open(cls, root: Path | str, *, bus: ChangeBus | None = None, read_only: bool = False) -> Runtime:
+        """Load the config, open and migrate the database, load the policy. `read_only=True`
+        opens the existing database without creating, migrating or writing anything."""
         root = Path(root)
         config = load_config(root)
-        db = await Database.open(config.sqlite_path(root), bus=bus)
+        db = await Database.open(config.sqlite_path(root), bus=bus, read_only=read_only)
         runtime = cls(root, config, db, get_registry())
         try:
             runtime.policy = _load_policy(root)

@@ -69,7 +69,11 @@ async def headless(
 @click.option("--goal", default="", help="Goal of a newly created run.")
 @click.option("--run", "run_id", default="", help="Run id to create (or, with --resume, to resume).")
 @click.option("--resume", is_flag=True, help="Resume the latest active run (or --run) instead of creating one.")
-@click.option("--read-only", is_flag=True, help="Console only: disable every mutating action.")
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="Console only: watch an existing run; no Chair, no listeners, nothing is written.",
+)
 @click.option("--headless", is_flag=True, help="No console, no listeners: run --ticks Chair ticks and exit.")
 @click.option("--demo", is_flag=True, help="Console only: seed a demonstration run.")
 @click.option("--ticks", type=int, default=1, show_default=True, help="Headless: number of ticks (at least 1).")
@@ -97,6 +101,9 @@ def run(
 
         if not is_valid_id(run_id):
             raise click.BadParameter("must be 1-128 letters, digits, '.', '_' or '-'", param_hint="--run")
+    if read_only and (headless or demo or goal):
+        flag = "--headless" if headless else "--demo" if demo else "--goal"
+        raise click.UsageError(f"--read-only opens an existing run and writes nothing; it cannot be combined with {flag}")
     if headless:
         run_async(_headless_entry(root, goal, run_id, resume, ticks, interval))
         return

@@ -44,12 +44,14 @@ PRAGMAS = (
 )
 
 
-async def _connect(path: Path, *, create: bool = True) -> aiosqlite.Connection:
+async def _connect(path: Path, *, create: bool = True, read_only: bool = False) -> aiosqlite.Connection:
     """Open a connection with our pragmas. `create=False` (readers) never creates the file: a
-    read while the database is missing must fail, not leave an empty database behind."""
-    target = str(path) if create else f"file:{quote(str(path))}?mode=rw"
+    read while the database is missing must fail, not leave an empty database behind.
+    `read_only=True` opens it with `mode=ro` (the read-only console's readers)."""
+    uri = read_only or not create
+    target = f"file:{quote(str(path))}?mode={'ro' if read_only else 'rw'}" if uri else str(path)
     try:
-        conn = await aiosqlite.connect(target, isolation_level=None, uri=not create)
+        conn = await aiosqlite.connect(target, isolation_level=None, uri=uri)
     except sqlite3.Error as exc:
         raise StoreError(f"open database {path}: {exc}") from None
     conn.row_factory = sqlite3.Row
@@ -277,16 +279,24 @@ class Database:
         self._closed = False
 
     @classmethod
-    async def open(cls, path: Path | str, *, bus: ChangeBus | None = None, readers: int = 4) -> Database:
-        """Open (creating if needed, mode 0600) and migrate the database at `path`."""
+    async def open(
+        cls, path: Path | str, *, bus: ChangeBus | None = None, readers: int = 4, read_only: bool = False
+    ) -> Database:
+        """Open (creating if needed, mode 0600) and migrate the database at `path`.
+
+        `read_only=True` opens an existing, up-to-date file through SQLite's `mode=ro` and
+        creates, migrates and writes nothing: `write()` then refuses (the read-only console)."""
         path = Path(path)
         try:
             _create_private_file(path)
+        self.read_only = False
         except OSError as exc:
             raise StoreError(f"open database {path}: {exc.strerror}") from None
         writer = await _connect(path)
         try:
             await migrate(writer)
+        if read_only:
+            return await cls._open_read_only(path, bus=bus, readers=readers)
         except BaseException:
             await writer.close()
             raise
@@ -299,6 +309,33 @@ class Database:
         async with self._write_lock:
             if self._pending:
                 await asyncio.gather(*self._pending, return_exceptions=True)
+    @classmethod
+    async def _open_read_only(cls, path: Path, *, bus: ChangeBus | None, readers: int) -> Database:
+        if not await asyncio.to_thread(path.is_file):
+            raise StoreError(f"no database at {path}: nothing to show read-only (start the owner once first)")
+        try:
+            writer = await aiosqlite.connect(f"file:{quote(str(path))}?mode=ro", isolation_level=None, uri=True)
+        except sqlite3.Error as exc:
+            raise StoreError(f"open database {path}: {exc}") from None
+        writer.row_factory = sqlite3.Row
+        try:
+            await writer.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            async with writer.execute("PRAGMA user_version") as cursor:
+                row = await cursor.fetchone()
+            found = int(row[0]) if row else 0
+        except sqlite3.Error as exc:
+            await writer.close()
+            raise StoreError(f"open database {path}: {exc}") from None
+        if found != SCHEMA_VERSION:
+            await writer.close()
+            raise StoreError(
+                f"database schema version {found} differs from this roundtable's ({SCHEMA_VERSION}); "
+                "open it once with a writable owner (roundtable start) before a read-only console"
+            )
+        db = cls(path, writer, bus or ChangeBus(), readers)
+        db.read_only = True
+        return db
+
             for conn in self._all_readers:
                 await conn.close()
             await self._writer.close()
@@ -316,6 +353,8 @@ class Database:
             tx = Tx(self._writer, principal=principal or "internal", transport=transport or "internal")
             changes_before = self._writer.total_changes
             try:
+        if self.read_only:
+            raise StoreError(f"read-only: {tool or 'this action'} would write to the database")
                 await self._settle("BEGIN IMMEDIATE")
                 yield tx
             except BaseException:
@@ -335,7 +374,7 @@ class Database:
         if self._readers.empty() and self._reader_count < self._reader_limit:
             self._reader_count += 1
             try:
-                conn = await _connect(self.path, create=False)
+                conn = await _connect(self.path, create=False, read_only=self.read_only)
             except BaseException:
                 self._reader_count -= 1
                 raise

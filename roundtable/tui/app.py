@@ -358,6 +358,15 @@ class RoundtableApp(App[None]):
 
     # --- actions ----------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A read-only console hides every mutating command (footer and key) instead of offering
+        it; the store refuses writes as well (`Database.read_only`)."""
+        if self.read_only:
+            command = commands.BY_ACTION.get(action)
+            if command is not None and command.mutating:
+                return False
+        return True
+
     def _refused(self, command_id: str) -> bool:
         command = commands.BY_ID[command_id]
         if self.read_only and command.mutating:

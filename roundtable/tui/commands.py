@@ -70,7 +70,8 @@ COMMANDS: tuple[Command, ...] = (
         "v",
         "validate",
         "Validate",
-        "Run every gate on the selected proposal (patch.validate).",
+        "Run every gate on the selected proposal (patch.validate; records a patch.validated event).",
+        mutating=True,
         footer=True,
     ),
     Command(
@@ -119,6 +120,7 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 BY_ID = {c.id: c for c in COMMANDS}
+BY_ACTION = {c.action: c for c in COMMANDS if c.action}
 
 
 def bindings() -> list[Binding]:

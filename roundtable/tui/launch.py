@@ -83,6 +83,8 @@ async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, 
     """Run the console; returns the app's exit status (non-zero if it crashed)."""
     from roundtable.tui.app import RoundtableApp
 
+    if read_only:
+        return await _read_only_console(root, run_id)
     _log_to_file(root)
     relay = _Relay()
     owner_mod = _module("roundtable.owner")
@@ -107,6 +109,40 @@ async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, 
     finally:
         await runtime.close()
     return int(app.return_code or 0)
+
+
+async def _read_only_console(root: Path, run_id: str) -> int:
+    """`run --read-only`: no owner lock, no Chair, no listeners, no supervisor, no recovery; the
+    database is opened `mode=ro`, so anything that would write fails instead (issue #14 item 1)."""
+    from roundtable.tui.app import RoundtableApp
+
+    runtime = await Runtime.open(root, read_only=True)
+    try:
+        run = await existing_run(runtime, run_id)
+        note = "read-only: no Chair, no listeners, nothing is written"
+        info = OwnerInfo(project=runtime.config.project_name, note=note if run else f"{note}; no run yet")
+        app = RoundtableApp(runtime, run_id=run, owner_info=info, read_only=True)
+        await _run_app(app, _Relay(), False, None)
+    finally:
+        await runtime.close()
+    return int(app.return_code or 0)
+
+
+async def existing_run(runtime: Runtime, run_id: str = "") -> str:
+    """The run a read-only console shows: `run_id` if it exists, else the latest active run,
+    else the latest run of any status, else "" (nothing is created)."""
+    async with runtime.db.read() as reader:
+        if run_id:
+            row = await reader.fetchone("SELECT id FROM runs WHERE id = ?", (run_id,))
+            if row is None:
+                from roundtable.errors import NotFound
+
+                raise NotFound("run", run_id)
+            return str(row[0])
+        row = await reader.fetchone(
+            "SELECT id FROM runs ORDER BY status = 'active' DESC, started_at DESC, id DESC LIMIT 1"
+        )
+    return str(row[0]) if row is not None else ""
 
 
 async def _run_app(app: Any, relay: _Relay, demo: bool, owner: Any) -> None:

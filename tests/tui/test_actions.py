@@ -10,6 +10,7 @@ import pytest
 
 from roundtable.runtime import Runtime
 from roundtable.services import runs
+from roundtable.tui import commands
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
@@ -149,19 +150,23 @@ async def test_read_only_refuses_every_mutating_action(rt: Runtime, project: Pat
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app)
         await _select(app, ApprovalsPane, approval["id"])
+        events_before = await scalar(rt, "SELECT COUNT(*) FROM events")
         await pilot.press("a", "x")
         await _select(app, ProposalsPane, proposal["id"])
-        await pilot.press("A", "r", "R", "t", "p")
+        await pilot.press("A", "r", "R", "t", "p", "v", "T")
         await pilot.pause(0.2)
-        refused = [n for n in notifications(app) if n.startswith("Read-only console")]
-        assert len(refused) == 7
         assert not isinstance(app.screen, ConfirmScreen | PromptScreen)
         assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "requested"
         assert await scalar(rt, "SELECT status FROM proposals WHERE id = ?", (proposal["id"],)) != "rejected"
         assert (project / "src" / "app.py").read_text() == "print('v1')\n"
-        # validate is read-only and stays allowed
-        await pilot.press("v")
-        await wait_for(lambda: proposal["id"] in app.gate_reports, what="gate report")
+        # validate records a patch.validated event, so it is disabled too: nothing was written
+        assert await scalar(rt, "SELECT COUNT(*) FROM events") == events_before
+        assert proposal["id"] not in app.gate_reports
+        # the mutating keys are not offered in the footer
+        offered = {active.binding.action for active in app.active_bindings.values()}
+        assert offered, "the console offers its read-only keys"
+        assert not offered & {c.action for c in commands.COMMANDS if c.mutating}
+        assert {"help", "refresh", "filter"} <= offered
         assert "READ-ONLY" in str(app.header.compose_text())
 
 

@@ -135,11 +135,8 @@ async def test_read_only_refuses_launch_and_revoke(seeded: Runtime) -> None:
         await select_session(app, "S-impl")
         await pilot.press("L", "K")
         await pilot.pause(0.2)
-        refused = [n for n in notifications(app) if n.startswith("Read-only console")]
-        assert refused == [
-            "Read-only console: launch session is disabled.",
-            "Read-only console: revoke session is disabled.",
-        ]
+        # hidden and inert in a read-only console: no dialog, no notice, nothing written
+        assert not [n for n in notifications(app) if "launch" in n.lower() or "revoke" in n.lower()]
         assert not isinstance(app.screen, ConfirmScreen | LaunchScreen)
     assert await scalar(seeded, "SELECT revoked_at FROM session_capabilities WHERE id = 'C-impl'") is None
 
