@@ -6,6 +6,8 @@ an unsupported extension prints nothing and exits 0; a syntax error exits 1 with
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from roundtable.cli.common import handle_errors, json_option, print_json
@@ -22,7 +24,7 @@ def symbols(path: str, as_json: bool) -> None:
     if not path.strip():
         raise click.UsageError("symbols requires --path")
     label = path.replace("\\", "/")
-    found = index_file(path, label)
+    found = index_file(os.path.realpath(path), label)  # the user's own path: follow its symlinks
     if as_json:
         print_json({"symbols": [s.to_dict() for s in found]})
         return

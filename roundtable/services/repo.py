@@ -1,17 +1,26 @@
 """Repository reads: one file, a literal search, through the path guard.
 
-- `read_file`: refuses anything that is not a regular file, and files over the size cap (with
-  a message naming the cap and its config key); reports binary files (a NUL byte in the first
-  8 KiB, or not UTF-8) as `binary: true` with empty content instead of dumping them.
+- `read_regular_bytes`: the one bounded read every repository read goes through (read_file,
+  search, the symbol index). It refuses anything that is not a regular file *before* opening it
+  (`lstat`: a FIFO, socket or device is never opened, so it can never block a thread), opens
+  with `O_NONBLOCK | O_NOFOLLOW` (a symlink swapped in after the guard's check, or a symlink
+  loop, is refused instead of followed), re-checks the opened file with `fstat` (same inode,
+  still regular), and reads at most `max_bytes + 1` bytes, so a file that grows meanwhile is
+  refused too. Nothing ever loads more than the cap.
+- `read_file`: refuses files over the size cap (with a message naming the cap and its config
+  key); reports binary files (a NUL byte in the first 8 KiB, or not UTF-8) as `binary: true`
+  with empty content instead of dumping them.
 - `search`: case-insensitive literal substring, one match per line, over the guarded walk
-  (every hit is a path the guard accepts), skipping binary files and files over the read cap
-  (they could not be read either); stops at the match cap and says it did (`truncated`).
+  (every hit is a path the guard accepts), skipping binary files, files over the read cap and
+  anything that is not a regular file (they could not be read either); stops at the match cap
+  and says it did (`truncated`).
 
-Both are blocking: the tools run them in a worker thread.
+All are blocking: the tools run them in a worker thread.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -40,29 +49,88 @@ def _os_text(exc: OSError) -> str:
     return (exc.strerror or str(exc)).lower()
 
 
+# O_NONBLOCK: opening a FIFO (swapped in after the lstat) returns at once instead of waiting for
+# a writer; O_NOFOLLOW: a symlink in the last component (swapped in, or a loop) fails with ELOOP.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+_READ_CHUNK = 1 << 16
+_KINDS: tuple[tuple[Any, str], ...] = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(mode: int) -> str:
+    """Why a non-regular file is refused, in the words the callers' messages use."""
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    for test, label in _KINDS:
+        if test(mode):
+            return f"not a regular file ({label})"
+    return "not a regular file"
+
+
+def _over_limit(verb: str, label: str, size: int | None, max_bytes: int, hint: str) -> str:
+    """The message for a file over the read cap (`size` None: it grew while being read)."""
+    what = f"file is {size} bytes, over" if size is not None else "file is over"
+    return f"{verb} {label}: {what} the read limit of {max_bytes} bytes (repo.max_read_bytes){hint}"
+
+
+def read_regular_bytes(
+    absolute: str | os.PathLike[str], label: str, max_bytes: int, *, verb: str = "read", hint: str = ""
+) -> bytes:
+    """The bytes of one regular file of at most `max_bytes`, or `ToolError` naming `label`.
+
+    `absolute` must already be resolved (the path guard's result): a symlink in its last
+    component is refused, not followed. Never blocks on a FIFO or device and never reads more
+    than `max_bytes + 1` bytes. `hint` is appended to the over-the-cap message.
+    """
+    try:
+        before = os.lstat(absolute)
+    except OSError as exc:
+        raise ToolError(f"{verb} {label}: {_os_text(exc)}") from None
+    if not stat.S_ISREG(before.st_mode):
+        raise ToolError(f"{verb} {label}: {_not_regular(before.st_mode)}")
+    if before.st_size > max_bytes:
+        raise ToolError(_over_limit(verb, label, before.st_size, max_bytes, hint))
+    try:
+        fd = os.open(absolute, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ToolError(f"{verb} {label}: not a regular file (a symbolic link)") from None
+        raise ToolError(f"{verb} {label}: {_os_text(exc)}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{verb} {label}: {_not_regular(info.st_mode)}")
+        if (info.st_dev, info.st_ino) != (before.st_dev, before.st_ino):
+            raise ToolError(f"{verb} {label}: the file was replaced while being opened; try again")
+        if info.st_size > max_bytes:
+            raise ToolError(_over_limit(verb, label, info.st_size, max_bytes, hint))
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(_READ_CHUNK, left))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise ToolError(f"{verb} {label}: {_os_text(exc)}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:  # grew since the fstat
+        raise ToolError(_over_limit(verb, label, None, max_bytes, hint))
+    return data
+
+
 def read_file(root: Path, path: str, max_bytes: int) -> dict[str, Any]:
     """`{path, content, binary, size}` for one repository file (path repository-relative)."""
     absolute, rel = resolve_repo_path(root, path)
-    try:
-        info = os.stat(absolute)
-    except OSError as exc:
-        raise ToolError(f"read {rel}: {_os_text(exc)}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"read {rel}: is a directory")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"read {rel}: not a regular file")
-    if info.st_size > max_bytes:
-        raise ToolError(
-            f"read {rel}: file is {info.st_size} bytes, over the read limit of {max_bytes} bytes "
-            "(repo.max_read_bytes); use repo.search to find the lines you need"
-        )
-    try:
-        with open(absolute, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise ToolError(f"read {rel}: {_os_text(exc)}") from None
-    if len(data) > max_bytes:  # grew since the stat
-        raise ToolError(f"read {rel}: file is over the read limit of {max_bytes} bytes (repo.max_read_bytes)")
+    data = read_regular_bytes(absolute, rel, max_bytes, hint="; use repo.search to find the lines you need")
     if is_binary(data):
         return {"path": rel, "binary": True, "size": len(data), "content": ""}
     return {"path": rel, "binary": False, "size": len(data), "content": data.decode("utf-8")}
@@ -100,7 +168,7 @@ def search(
     matches: list[dict[str, Any]] = []
     searched = 0
     for absolute, rel in candidates:
-        data = _read_candidate(absolute, max_file_bytes)
+        data = _read_candidate(absolute, rel, max_file_bytes)
         if data is None:
             continue
         searched += 1
@@ -112,16 +180,12 @@ def search(
     return SearchResult(matches, False, searched)
 
 
-def _read_candidate(path: Path, max_bytes: int) -> str | None:
+def _read_candidate(path: Path, rel: str, max_bytes: int) -> str | None:
     """The file's text, or None when it is unreadable, too large, not regular or binary."""
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError:
+        data = read_regular_bytes(path, rel, max_bytes)
+    except ToolError:
         return None
-    if len(data) > max_bytes or is_binary(data):
+    if is_binary(data):
         return None
     return data.decode("utf-8")

@@ -8,19 +8,38 @@ an error, not a partial result (spec/tools.md §3.12). Nothing is persisted: eac
 `index_source` is CPU work: callers on the event loop run it through `anyio.to_thread`.
 Paths in symbols are whatever the caller passes — the tools pass repository-relative paths, so
 `resource_id` (`symbol:<path>#<name>`) matches the ids claims use.
+
+Limits (the owner must survive hostile files): `index_file` reads through the same bounded,
+regular-files-only read as `repo.read_file` (`repo.max_read_bytes`, default 1 MiB; a FIFO,
+device, socket or symlink is refused without blocking), parsing gives up after
+`PARSE_SECONDS` (tree-sitter's error recovery on a large irregular file can take minutes), and
+the `repo.symbols` tool returns at most `MAX_SYMBOLS` symbols (`truncated: true` beyond).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from roundtable.config import RepoConfig
 from roundtable.errors import ToolError
+from roundtable.services.repo import read_regular_bytes
 
 LANGUAGES: tuple[str, ...] = ("python", "go", "typescript", "javascript")
+
+# The read cap when the caller has no configuration (the CLI, claim hashing): the config default.
+DEFAULT_MAX_BYTES = RepoConfig().max_read_bytes
+# At most this many symbols in one `repo.symbols` result (a 1 MiB file of one-line functions
+# declares ~55,000; the result would be ~10 MB of JSON).
+MAX_SYMBOLS = 10_000
+# Parsing stops after this long; the file is reported as too complex to index.
+PARSE_SECONDS = 10.0
+# Source handed to tree-sitter in slices this size, so the deadline is checked as it goes.
+_PARSE_SLICE = 16 * 1024
 
 _EXTENSIONS: dict[str, str] = {
     ".py": "python",
@@ -87,18 +106,19 @@ def _grammar_for(path: str, language: str) -> str:
     return language
 
 
-def index_file(abs_path: str | os.PathLike[str], path: str) -> list[Symbol]:
-    """Read and index one file; `path` is the label used in the symbols (and errors)."""
-    try:
-        with open(abs_path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise ToolError(f"read file {path}: {exc.strerror or exc}") from None
+def index_file(abs_path: str | os.PathLike[str], path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Symbol]:
+    """Read and index one file; `path` is the label used in the symbols (and errors).
+
+    `abs_path` must be resolved (a symlink in its last component is refused). A file that
+    cannot be read is an error whatever its extension; an unsupported extension gives `[]`.
+    """
+    data = read_regular_bytes(abs_path, path, max_bytes, verb="read file")
     return index_source(path, data)
 
 
-def index_source(path: str, data: bytes) -> list[Symbol]:
-    """Index file content. Unsupported extension → `[]`; a syntax error → `ToolError`."""
+def index_source(path: str, data: bytes, *, parse_seconds: float = PARSE_SECONDS) -> list[Symbol]:
+    """Index file content. Unsupported extension → `[]`; a syntax error, or parsing that takes
+    longer than `parse_seconds` → `ToolError`."""
     language = detect_language(path)
     if not language:
         return []
@@ -108,7 +128,24 @@ def index_source(path: str, data: bytes) -> list[Symbol]:
         parser = Parser(_language(_grammar_for(path, language)))
     except Exception as exc:  # a broken grammar wheel: say which, not a traceback
         raise ToolError(f"configure {language} parser for {path}: {exc}") from None
-    tree = parser.parse(data)
+    deadline = time.monotonic() + parse_seconds
+    expired = False
+
+    def source(offset: int, _point: object) -> bytes:
+        # tree-sitter asks for the text slice by slice; ending the input early is the only way
+        # to stop it (the Python binding has no timeout since 0.25).
+        nonlocal expired
+        if expired or time.monotonic() > deadline:
+            expired = True
+            return b""
+        return data[offset : offset + _PARSE_SLICE]
+
+    tree = parser.parse(source)
+    if expired:
+        raise ToolError(
+            f"parse {language} file {path}: gave up after {parse_seconds:g} s; "
+            "the file is too large or too irregular to index"
+        )
     if tree is None:
         raise ToolError(f"parse {language} file {path}: parser returned no syntax tree")
     root = tree.root_node

@@ -40,9 +40,9 @@ async def search(call: Call) -> dict[str, Any]:
     return {"matches": found.matches, "truncated": found.truncated}
 
 
-def _symbols(root: Any, path: str) -> list[dict[str, Any]]:
+def _symbols(root: Any, path: str, max_bytes: int) -> list[symbol_index.Symbol]:
     absolute, rel = resolve_repo_path(root, path)
-    return [s.to_dict() for s in symbol_index.index_file(absolute, rel)]
+    return symbol_index.index_file(absolute, rel, max_bytes=max_bytes)
 
 
 async def symbols(call: Call) -> dict[str, Any]:
@@ -51,10 +51,14 @@ async def symbols(call: Call) -> dict[str, Any]:
         raise ValidationError(
             f"repo.symbols: language must be one of {', '.join(symbol_index.LANGUAGES)} (got {language})"
         )
-    found = await anyio.to_thread.run_sync(_symbols, call.runtime.root, call.args["path"])
+    runtime = call.runtime
+    found = await anyio.to_thread.run_sync(
+        _symbols, runtime.root, call.args["path"], runtime.config.repo.max_read_bytes
+    )
     if language:
-        found = [s for s in found if s["language"] == language]
-    return {"symbols": found}
+        found = [s for s in found if s.language == language]
+    truncated = len(found) > symbol_index.MAX_SYMBOLS
+    return {"symbols": [s.to_dict() for s in found[: symbol_index.MAX_SYMBOLS]], "truncated": truncated}
 
 
 TOOLS = [
@@ -97,12 +101,13 @@ TOOLS = [
             "List the symbols (functions, classes, methods, types, consts) declared in one Python, Go, "
             "TypeScript/TSX or JavaScript file, with repository-relative paths and the resource_id "
             "(symbol:<path>#<name>) to claim. Other extensions give no symbols; a file with syntax errors "
-            "is an error."
+            "is an error. Same limits as repo.read_file (regular files of at most repo.max_read_bytes); at "
+            f"most {symbol_index.MAX_SYMBOLS} symbols (truncated: true when the file declares more)."
         ),
         input_schema=obj(
             {"path": _PATH, "language": string("Only this language: python, go, typescript, javascript.")}, ["path"]
         ),
-        output_schema=result({"symbols": RECORDS}, required=["symbols"]),
+        output_schema=result({"symbols": RECORDS, "truncated": boolean()}, required=["symbols"]),
         handler=symbols,
         mode="none",
         read_only=True,
