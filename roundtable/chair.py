@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
-from roundtable.errors import RoundtableError, ToolError
+from roundtable.errors import RoundtableError
 from roundtable.services import claims as claims_service
 from roundtable.services import runs as runs_service
 from roundtable.services import turns as turns_service
 from roundtable.services.agents import enabled_with_role
 from roundtable.services.agents import sync_agents as _sync_agents
 from roundtable.services.tasks import BLOCKED_STATUSES, TERMINAL_STATUSES, assign_task
-from roundtable.store.records import Agent, Proposal, Task
+from roundtable.store.records import Proposal, Task
 from roundtable.tools.context import CHAIR
 
 if TYPE_CHECKING:
@@ -198,22 +198,6 @@ def _revision_key(proposal: Proposal) -> str:
     return proposal.current_revision or f"r{proposal.revision_number}"
 
 
-async def _fallback_review(runtime: Runtime, proposal: Proposal) -> tuple[list[str], list[dict[str, str]]]:
-    """Roles and reviewers when the proposal tools are not available: Reviewer, plus Security
-    for high-risk proposals; enabled agents of those roles other than the author."""
-    roles = {"Reviewer"}
-    if proposal.risk in ("high", "critical"):
-        roles.add("Security")
-    reviewers: list[dict[str, str]] = []
-    async with runtime.db.read() as r:
-        for role in sorted(roles):
-            agents: list[Agent] = [a for a in await enabled_with_role(r, role) if a.id != proposal.agent_id]
-            if not agents:
-                reviewers.append({"role": role})
-            reviewers += [{"role": role, "agent_id": a.id, "adapter": a.adapter, "status": a.status} for a in agents]
-    return sorted(roles), reviewers
-
-
 async def _request_reviews(runtime: Runtime, run_id: str, report: TickReport) -> None:
     async with runtime.db.read() as r:
         proposals = await r.all(
@@ -255,14 +239,8 @@ async def _request_reviews(runtime: Runtime, run_id: str, report: TickReport) ->
 
 
 async def _review_via_tool(runtime: Runtime, proposal: Proposal) -> tuple[list[str], list[dict[str, Any]]]:
-    """Run `proposal.request_review` as the Chair; fall back to a plain role set when the
-    proposal tools are not implemented yet."""
-    try:
-        result = await runtime.call("proposal.request_review", {"proposal_id": proposal.id}, CHAIR)
-    except ToolError as exc:
-        if str(exc).startswith("tool not implemented"):
-            return await _fallback_review(runtime, proposal)
-        raise
+    """Run `proposal.request_review` as the Chair: the roles and reviewers the policy requires."""
+    result = await runtime.call("proposal.request_review", {"proposal_id": proposal.id}, CHAIR)
     roles = [str(x) for x in result.get("review_roles") or []]
     reviewers = [dict(x) for x in result.get("reviewers") or [] if isinstance(x, dict)]
     return roles, reviewers

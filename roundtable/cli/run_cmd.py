@@ -3,8 +3,6 @@ number of Chair ticks with no listener and no console (system.md §1.4, §7.2, �
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,16 +105,9 @@ def run(
     if headless:
         run_async(_headless_entry(root, goal, run_id, resume, ticks, interval))
         return
-    if importlib.util.find_spec("roundtable.tui.launch") is None:
-        fail("the console is not available; use --headless")
-    launch = importlib.import_module("roundtable.tui.launch")
-    run_console = getattr(launch, "run_console", None)
-    if run_console is None:
-        fail("the console is not available; use --headless")
-    kwargs: dict[str, Any] = {"root": root, "goal": goal, "resume": resume, "read_only": read_only, "demo": demo}
-    if run_id:
-        kwargs["run_id"] = run_id
-    run_console(**kwargs)
+    from roundtable.tui.launch import run_console  # Textual loads only for the console
+
+    run_console(root=root, goal=goal, resume=resume, read_only=read_only, demo=demo, run_id=run_id)
 
 
 async def _headless_entry(root: Path, goal: str, run_id: str, resume: bool, ticks: int, interval: float | None) -> None:

@@ -4,22 +4,19 @@ run the console on the same event loop as the Chair and the HTTP and socket list
 Order: the owner (lock, runtime, interrupted-apply recovery, agents, listeners, Chair) starts
 first; then the run is created or resumed; then the app runs until the operator quits; leaving
 the owner context stops the listeners and the Chair, closes the runtime and releases the lock.
-Without `roundtable.owner` (another area) the console opens a plain runtime and says in the
-header that the listeners are off.
+`--read-only` takes no owner at all: it opens the database `mode=ro` and shows the existing run.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from roundtable import clock
 from roundtable.runtime import Runtime
+from roundtable.services import runs
 from roundtable.tui.widgets.header import OwnerInfo
 
 log = logging.getLogger("roundtable.tui")
@@ -38,15 +35,6 @@ def run_console(
     asyncio.run(
         console_main(root=Path(root), goal=goal or "", resume=resume, read_only=read_only, demo=demo, run_id=run_id)
     )
-
-
-def _module(name: str) -> Any:
-    try:
-        if importlib.util.find_spec(name) is None:
-            return None
-    except (ImportError, ValueError):
-        return None
-    return importlib.import_module(name)
 
 
 def _log_to_file(root: Path) -> None:
@@ -85,29 +73,20 @@ async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, 
 
     if read_only:
         return await _read_only_console(root, run_id)
+    from roundtable.owner import Owner
+
     _log_to_file(root)
     relay = _Relay()
-    owner_mod = _module("roundtable.owner")
-    if owner_mod is not None:
-        async with owner_mod.Owner(root, http=True, socket=True, chair=True, log=relay) as owner:
-            runtime = owner.runtime
-            run = await select_run(runtime, goal=goal, resume=resume, run_id=run_id)
-            info = OwnerInfo(
-                project=runtime.config.project_name,
-                http_url=owner.http_url or "",
-                socket_path=str(owner.socket_path or ""),
-            )
-            app = RoundtableApp(runtime, run_id=run, chair=owner.chair, owner_info=info, read_only=read_only)
-            await _run_app(app, relay, demo, owner)
-        return int(app.return_code or 0)
-    runtime = await Runtime.open(root)
-    try:
+    async with Owner(root, http=True, socket=True, chair=True, log=relay) as owner:
+        runtime = owner.runtime
         run = await select_run(runtime, goal=goal, resume=resume, run_id=run_id)
-        info = OwnerInfo(project=runtime.config.project_name, note="listeners off: owner not available")
-        app = RoundtableApp(runtime, run_id=run, owner_info=info, read_only=read_only)
-        await _run_app(app, relay, demo, None)
-    finally:
-        await runtime.close()
+        info = OwnerInfo(
+            project=runtime.config.project_name,
+            http_url=owner.http_url or "",
+            socket_path=str(owner.socket_path or ""),
+        )
+        app = RoundtableApp(runtime, run_id=run, chair=owner.chair, owner_info=info)
+        await _run_app(app, relay, demo, owner)
     return int(app.return_code or 0)
 
 
@@ -162,14 +141,11 @@ async def _run_app(app: Any, relay: _Relay, demo: bool, owner: Any) -> None:
 
 
 async def _start_demo(owner: Any, relay: _Relay) -> Callable[[], Any] | None:
-    """Start the scripted demo agents when that module exists (it lands with another issue)."""
-    demo_mod = _module("roundtable.agents.demo")
-    start = getattr(demo_mod, "start", None) if demo_mod is not None else None
-    if start is None or owner is None:
-        relay("demo agents are not available yet; the console runs without them")
-        return None
+    """Start the scripted demo agents on this owner; returns their stop function."""
+    from roundtable.agents import demo as demo_agents
+
     try:
-        outcome = start(owner)
+        outcome: Any = demo_agents.start(owner)
         if hasattr(outcome, "__await__"):
             outcome = await outcome
     except Exception as exc:
@@ -180,22 +156,5 @@ async def _start_demo(owner: Any, relay: _Relay) -> Callable[[], Any] | None:
 
 async def select_run(runtime: Runtime, *, goal: str, resume: bool, run_id: str = "") -> str:
     """Resume (the given, else the latest active run) or create a run; returns its id."""
-    runs = _module("roundtable.services.runs")
-    if runs is not None:
-        if resume:
-            run = await runs.resume_run(runtime, run_id)
-        else:
-            run = await runs.create_run(runtime, goal, run_id=run_id)
-        return str(run.id)
-    # Fallback while the runs service is missing: the same rows it would write.
-    async with runtime.db.write(tool="run.create") as tx:
-        if resume:
-            row = await tx.fetchone(
-                "SELECT id FROM runs WHERE (? = '' OR id = ?) ORDER BY started_at DESC, id DESC LIMIT 1",
-                (run_id, run_id),
-            )
-            if row is not None:
-                return str(row[0])
-        new_id = run_id or clock.new_id("RUN")
-        await tx.insert("runs", {"id": new_id, "goal": goal or None, "status": "active", "started_at": clock.now()})
-        return new_id
+    run = await runs.resume_run(runtime, run_id) if resume else await runs.create_run(runtime, goal, run_id=run_id)
+    return str(run.id)
