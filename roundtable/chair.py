@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
+from roundtable.domain import CHAIR_ID, OPEN_PROPOSAL_STATUSES
 from roundtable.errors import RoundtableError
 from roundtable.services import claims as claims_service
 from roundtable.services import runs as runs_service
@@ -54,12 +55,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("roundtable.chair")
 
-CHAIR_ID = "chair-1"
 SYSTEM_ACTOR = "system"
 REVIEW_EVENT = "proposal.review_requested"
 ERROR_EVENT = "chair.error"
 ASSIGN_BATCH = 200
-OPEN_PROPOSAL_STATUSES = ("pending", "in_review", "revision_requested")
 # Changes that make the Chair tick at once instead of at its next period.
 WAKE_EVENTS = frozenset({"agent.turn_completed", "agent.turn_requested"})
 # Events that send the fast path (`ChairLoop._hand_over_turns`) to schedule a run's next turn.

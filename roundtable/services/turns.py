@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import CHAIR_ID, TURN_EVENTS, TurnEvent
 from roundtable.errors import ToolError, ValidationError
 from roundtable.services.agents import get_agent
 from roundtable.services.runs import get_run
@@ -27,13 +28,11 @@ from roundtable.store.records import Event
 
 log = logging.getLogger("roundtable.turns")
 
-REQUESTED = "agent.turn_requested"
-SCHEDULED = "agent.turn_scheduled"
-STARTED = "agent.turn_started"
-COMPLETED = "agent.turn_completed"
-EXPIRED = "agent.turn_expired"
-TURN_EVENTS = (REQUESTED, SCHEDULED, STARTED, COMPLETED, EXPIRED)
-CHAIR_ID = "chair-1"
+REQUESTED = TurnEvent.REQUESTED.value
+SCHEDULED = TurnEvent.SCHEDULED.value
+STARTED = TurnEvent.STARTED.value
+COMPLETED = TurnEvent.COMPLETED.value
+EXPIRED = TurnEvent.EXPIRED.value
 MAX_REASON = 1000
 
 

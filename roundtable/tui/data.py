@@ -18,15 +18,17 @@ from typing import Any, ClassVar
 
 from roundtable import clock
 from roundtable.config import Config
+from roundtable.domain import APPROVING_VOTES, BLOCKING_VOTES, TURN_DONE_EVENTS, TurnEvent
+from roundtable.domain import OPEN_PROPOSAL_STATUSES as OPEN_STATUSES
 from roundtable.store.db import Reader
 from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Transaction
 
-# Votes counted as "for" / "against" in the proposals pane.
-VOTES_FOR = ("approve", "approved", "accept", "yes", "lgtm")
-VOTES_AGAINST = ("reject", "rejected", "veto", "no", "request_changes", "needs_changes")
-TURN_DONE_TYPES = ("agent.turn_complete", "agent.turn_completed", "agent.turn_expired")
-TURN_STATE_TYPES = ("agent.turn_scheduled", "agent.turn_started")
-OPEN_PROPOSAL_STATUSES = ("pending", "in_review", "revision_requested")
+# The proposals pane counts votes with the policy's own vocabulary (`roundtable.domain`).
+VOTES_FOR = tuple(sorted(APPROVING_VOTES))
+VOTES_AGAINST = tuple(sorted(BLOCKING_VOTES))
+TURN_DONE_TYPES = tuple(sorted(TURN_DONE_EVENTS))
+TURN_STATE_TYPES = (TurnEvent.SCHEDULED.value, TurnEvent.STARTED.value)
+OPEN_PROPOSAL_STATUSES = tuple(sorted(OPEN_STATUSES))
 
 
 class DatabaseUnavailable(Exception):
