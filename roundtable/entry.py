@@ -2,8 +2,9 @@
 
 A harness spawns the stdio bridge once per agent and waits for it, so its start-up is paid
 every time; the bridge path therefore skips click and the command registry and imports only
-the config loader and the bridge itself. Anything unusual (help, an unknown option) falls
-through to the full command line, which gives the same behaviour and messages.
+the config loader, the credential files and the bridge itself. Anything unusual (help, an
+unknown option) falls through to the full command line, which gives the same behaviour and
+messages.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 import os
 import sys
 
-_BRIDGE_OPTIONS = {"--root": "root", "--url": "url", "--socket": "socket"}
+_BRIDGE_OPTIONS = {"--root": "root", "--url": "url", "--socket": "socket", "--agent": "agent"}
+TOKEN_ENV = "ROUNDTABLE_MCP_TOKEN"
+SOCKET_ENV = "ROUNDTABLE_MCP_SOCKET"
 
 
 def _bridge_options(argv: list[str]) -> dict[str, str] | None:
-    """Parse `mcp stdio [--root R] [--url U] [--socket S]` (both `--k v` and `--k=v`)."""
+    """Parse `mcp stdio [--root R] [--url U] [--socket S] [--agent A]` (`--k v` and `--k=v`)."""
     if argv[:2] != ["mcp", "stdio"]:
         return None
-    options = {"root": ".", "url": "", "socket": ""}
+    options = {"root": ".", "url": "", "socket": "", "agent": ""}
     rest = argv[2:]
     i = 0
     while i < len(rest):
@@ -37,24 +40,47 @@ def _bridge_options(argv: list[str]) -> dict[str, str] | None:
 
 
 def _run_bridge(options: dict[str, str]) -> int:
-    from roundtable.config import load_config
-    from roundtable.errors import RoundtableError
+    """Resolve the endpoint, the project's identity and its credential; run the bridge."""
+    from roundtable.server.stdio import PREFIX, Identity
     from roundtable.server.stdio import main as bridge
 
-    uds = options["socket"] or os.environ.get("ROUNDTABLE_MCP_SOCKET", "")
+    uds = options["socket"] or os.environ.get(SOCKET_ENV, "")
+    env_token = os.environ.get(TOKEN_ENV, "")
     if uds and not options["url"]:
         # Per-session socket mode (§6.4.4) needs nothing from the configuration, and a
-        # sandboxed session cannot see `.roundtable/` at all (§8.4.2 step 5).
-        return bridge("http://localhost/mcp", token=os.environ.get("ROUNDTABLE_MCP_TOKEN", ""), uds=uds)
+        # sandboxed session cannot see `.roundtable/` at all (§8.4.2 step 5). The socket is the
+        # session's own (in a 0700 directory), so there is no project to confirm.
+        return bridge("http://localhost/mcp", token=env_token, uds=uds)
+
+    from roundtable import credentials
+    from roundtable.config import load_config
+    from roundtable.errors import RoundtableError
+
+    root = os.path.realpath(os.path.abspath(options["root"]))
+    agent = options["agent"]
     try:
-        config = load_config(options["root"])  # required even with --url (system.md §6.4.1)
-    except RoundtableError as exc:
-        print(str(exc), file=sys.stderr)
+        config = load_config(root)  # required even with --url (system.md §6.4.1)
+        if agent:
+            credentials.credential_path(root, agent_id=agent)  # validates the id
+    except (RoundtableError, ValueError) as exc:
+        print(PREFIX + str(exc), file=sys.stderr)
         return 1
-    token = os.environ.get("ROUNDTABLE_MCP_TOKEN", "")
-    uds = options["socket"] or os.environ.get("ROUNDTABLE_MCP_SOCKET", "")
     url = options["url"] or ("http://localhost/mcp" if uds else config.http_url())
-    return bridge(url, token=token, uds=uds)
+    if env_token:
+        token, hint = env_token, f"the token in {TOKEN_ENV}"
+    else:
+        token = credentials.read_credential(root, agent_id=agent) or ""
+        path = credentials.credential_path(root, agent_id=agent)
+        who = f"agent {agent}'s credential" if agent else "the project's credential"
+        fix = (
+            f"roundtable connect --agent {agent} --root {root}"
+            if agent
+            else f"roundtable start --root {root} (the owner creates it)"
+        )
+        state = "" if token else ", which does not exist"
+        hint = f"{who} ({path}{state}); fix: {fix}"
+    identity = None if uds else Identity(root, credentials.read_project_id(root))
+    return bridge(url, token=token, uds=uds, identity=identity, credential_hint=hint)
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
-"""`roundtable mcp stdio [--root DIR] [--url URL] [--socket PATH]`: the stdio ↔ HTTP bridge.
+"""`roundtable mcp stdio [--root DIR] [--agent ID] [--url URL] [--socket PATH]`: the stdio ↔ HTTP bridge.
 
 Kept light on purpose (no runtime, no store, no MCP SDK): a harness spawns this for every
-agent, so its start-up time is paid each time.
+agent, so its start-up time is paid each time. The console script parses these options
+itself (`roundtable.entry`); this click command gives `--help` and the same behaviour.
 """
 
 from __future__ import annotations
@@ -23,9 +24,19 @@ from roundtable.cli.common import handle_errors, root_option
     default="",
     help="Per-session Unix socket to reach instead of the HTTP address (or ROUNDTABLE_MCP_SOCKET).",
 )
+@click.option(
+    "--agent",
+    default="",
+    help="Present this agent's credential (.roundtable/credentials/agents/ID.token); "
+    "default: the project's. ROUNDTABLE_MCP_TOKEN, when set, wins.",
+)
 @handle_errors
-def stdio(root: Path, url: str, socket_path: str) -> None:
-    """Relay MCP between stdin/stdout and the running owner (`start`, `run` or `mcp serve`)."""
+def stdio(root: Path, url: str, socket_path: str, agent: str) -> None:
+    """Relay MCP between stdin/stdout and the running owner (`start`, `run` or `mcp serve`).
+
+    Before relaying anything it checks that the owner serves this project (its /healthz);
+    with no owner it prints one line and exits 1.
+    """
     from roundtable.entry import _run_bridge
 
-    sys.exit(_run_bridge({"root": str(root), "url": url, "socket": socket_path}))
+    sys.exit(_run_bridge({"root": str(root), "url": url, "socket": socket_path, "agent": agent}))

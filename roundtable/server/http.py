@@ -1,7 +1,27 @@
 """Standard MCP over Streamable HTTP: uvicorn as a task on the owner's loop.
 
-Routes: `/mcp` (the bearer guard, then the SDK's stateful session manager with SSE replies,
-explicit Host/Origin settings and a body limit) and `/healthz` (no guard; `{"status": …}`).
+Routes: `/mcp` (the bearer guard, per-principal session caps, then the SDK's stateful session
+manager with SSE replies, explicit Host/Origin settings and a body limit) and `/healthz` (no
+guard; `{"status", "project_id", "root", "pid"}` so a bridge or `doctor` can tell which
+project's owner answers). Every response names the project in a `Roundtable-Project` header.
+
+Limits against hostile or broken clients (issue #12, finding 7), all before authentication:
+
+- **Connections.** At most `max_connections` open at once (bounded by the fd limit, whose soft
+  value is raised to the hard one). At the cap a new connection evicts the connection that has
+  waited longest without a request in progress (fresh, keep-alive or partial headers); only when
+  every connection is busy is it answered 503 and closed. Connections serving a request (a tool
+  call, a bridge's GET stream) are never evicted.
+- **Header and body deadlines.** A request's headers must arrive within `header_timeout` of the
+  connection opening (or of its first byte after keep-alive), its body within `body_timeout`;
+  otherwise the connection is closed. Headers are capped at `max_header_bytes`.
+- **Sessions.** Each principal (the authenticated caller) may hold `sessions_per_principal` MCP
+  sessions; opening one more closes that principal's least recently used idle session, or is
+  refused with 503 when all are busy. A session is bound to the principal that opened it (another
+  principal gets 404), and idle sessions are reaped after `session_idle_timeout`.
+- **Logging.** Repeated log records (same logger, message and exception type) are written once
+  per `LOG_INTERVAL` per kind; the next one says how many were suppressed.
+
 Shutdown refuses new requests, lets in-flight POSTs finish (bounded), ends the MCP sessions so
 their GET streams close, then stops uvicorn.
 """
@@ -9,25 +29,54 @@ their GET streams close, then stops uvicorn.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import errno
 import json
 import logging
+import os
+import resource
+import time
 from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
 from typing import Any
 
+import h11
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from roundtable.credentials import ensure_project_id
 from roundtable.errors import RoundtableError
-from roundtable.server.guard import BearerGuard, HttpOptions, db_token_resolver, http_options
+from roundtable.server.guard import CALLER_SCOPE_KEY, BearerGuard, HttpOptions, db_token_resolver, http_options
 from roundtable.server.mcp_adapter import build_server
 
-__all__ = ["HttpError", "HttpServer", "http_options", "security_settings"]
+__all__ = ["HttpError", "HttpLimits", "HttpServer", "http_options", "security_settings"]
 
 log = logging.getLogger("roundtable.server.http")
+
+PROJECT_HEADER = b"roundtable-project"
+HANDSHAKE_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
+LOG_INTERVAL = 10.0
+FD_RESERVE = 256  # descriptors kept for the database, the socket, sessions and git children
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """The listener's limits (defaults suit a coordinator for tens of agents on one machine)."""
+
+    max_connections: int = 1024
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    keep_alive: int = 120
+    max_header_bytes: int = 32 * 1024
+    sessions_per_principal: int = 64
+    max_sessions: int = 4096
+    session_idle_timeout: float = 300.0
 
 
 class HttpError(RoundtableError):
@@ -50,6 +99,346 @@ def security_settings(options: HttpOptions, port: int) -> TransportSecuritySetti
     )
 
 
+# --- rate-limited logging -----------------------------------------------------------------
+
+
+class RateLimitFilter(logging.Filter):
+    """Let one record per kind (logger, level, message template, exception type) through per
+    `interval`; the next one let through says how many were suppressed in between."""
+
+    def __init__(self, interval: float = LOG_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__("roundtable-rate-limit")
+        self.interval = interval
+        self._clock = clock
+        self._seen: dict[tuple[Any, ...], list[float]] = {}  # kind -> [window start, suppressed]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else ""
+        kind = (record.name, record.levelno, str(record.msg)[:200], exc)
+        now = self._clock()
+        seen = self._seen.get(kind)
+        if seen is not None and now - seen[0] < self.interval:
+            seen[1] += 1
+            return False
+        if len(self._seen) > 10_000:  # bounded even if every message is different
+            self._seen.clear()
+        suppressed = int(seen[1]) if seen is not None else 0
+        self._seen[kind] = [now, 0]
+        if suppressed:
+            record.msg = f"{record.msg} ({suppressed} more like this in the last {now - seen[0]:.0f} s)"  # type: ignore[index]
+        return True
+
+
+LOG_FILTER = RateLimitFilter()
+
+
+def install_log_limit(flt: RateLimitFilter = LOG_FILTER) -> None:
+    """Put the rate limit on every handler that owner-side records reach (idempotent)."""
+    handlers: list[logging.Handler] = []
+    if logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    for name in ("", "uvicorn", "uvicorn.error", "asyncio", "mcp", "roundtable"):
+        handlers.extend(logging.getLogger(name).handlers)
+    for handler in handlers:
+        if flt not in handler.filters:
+            handler.addFilter(flt)
+    for name in ("uvicorn.error", "asyncio"):  # records logged there directly, whatever the handlers
+        logger = logging.getLogger(name)
+        if flt not in logger.filters:
+            logger.addFilter(flt)
+
+
+# --- connection limits --------------------------------------------------------------------
+
+
+@dataclass
+class ConnectionStats:
+    """Shared by every connection of one listener."""
+
+    max_connections: int
+    header_timeout: float
+    body_timeout: float
+    live: int = 0
+    peak: int = 0
+    refused: int = 0
+    evicted: int = 0
+    header_timeouts: int = 0
+    body_timeouts: int = 0
+    # Connections with no request in progress, oldest first: the ones eviction may close.
+    waiting: collections.OrderedDict[Any, None] = field(default_factory=collections.OrderedDict)
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "max_connections": self.max_connections,
+            "live": self.live,
+            "peak": self.peak,
+            "refused": self.refused,
+            "evicted": self.evicted,
+            "header_timeouts": self.header_timeouts,
+            "body_timeouts": self.body_timeouts,
+        }
+
+
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: 37\r\n\r\ntoo many open connections; try again\n"
+)
+
+
+class LimitedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a connection cap, eviction and header/body deadlines."""
+
+    stats: ConnectionStats  # set on the per-listener subclass
+
+    _refused = False
+    _counted = False
+    _timer: asyncio.TimerHandle | None = None
+    _timer_kind = ""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        stats = self.stats
+        if stats.live >= stats.max_connections:
+            victim = next(iter(stats.waiting), None)
+            if victim is None:
+                self._refused = True
+                stats.refused += 1
+                transport.write(_BUSY)
+                transport.close()
+                return
+            stats.evicted += 1
+            victim._drop()
+        self._counted = True
+        stats.live += 1
+        stats.peak = max(stats.peak, stats.live)
+        super().connection_made(transport)
+        self._track()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._refused:
+            return
+        self._untrack()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._track()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._track()
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+
+    def _drop(self) -> None:
+        """Close this connection now (eviction or a missed deadline)."""
+        self._untrack()
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _untrack(self) -> None:
+        self.stats.waiting.pop(self, None)
+        self._cancel_timer()
+        if self._counted:
+            self._counted = False
+            self.stats.live -= 1
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._timer_kind = ""
+
+    def _arm(self, kind: str, delay: float) -> None:
+        if self._timer_kind == kind:
+            return  # a deadline runs from its start; trickling bytes do not extend it
+        self._cancel_timer()
+        self._timer_kind = kind
+        self._timer = self.loop.call_later(delay, self._expired, kind)
+
+    def _track(self) -> None:
+        """Update the eviction list and deadlines from the connection's HTTP state."""
+        if not self._counted or self.transport.is_closing():
+            self._untrack()
+            return
+        state = self.conn.their_state
+        waiting = self.stats.waiting
+        if state is h11.IDLE:
+            waiting.setdefault(self, None)  # keeps its place: the oldest waiter goes first
+            if self.timeout_keep_alive_task is None:
+                self._arm("header", self.stats.header_timeout)  # fresh, or bytes of a next request
+            else:
+                self._cancel_timer()  # plain keep-alive: uvicorn's own timer closes it
+        else:
+            waiting.pop(self, None)
+            if state is h11.SEND_BODY:
+                self._arm("body", self.stats.body_timeout)
+            else:
+                self._cancel_timer()
+
+    def _expired(self, kind: str) -> None:
+        self._timer = None
+        self._timer_kind = ""
+        state = self.conn.their_state
+        if (kind == "header" and state is h11.IDLE) or (kind == "body" and state is h11.SEND_BODY):
+            if kind == "header":
+                self.stats.header_timeouts += 1
+            else:
+                self.stats.body_timeouts += 1
+            self._drop()
+
+
+# --- sessions per principal ---------------------------------------------------------------
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+async def _json_error(send: Send, status: int, message: str, code: int = -32600) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class SessionLimiter:
+    """ASGI layer between the guard and the SDK: sessions per principal, bound to it."""
+
+    def __init__(self, app: ASGIApp, manager: Any, *, per_principal: int, path: str = "/mcp") -> None:
+        self.app = app
+        self.manager = manager
+        self.per_principal = per_principal
+        self.path = path
+        self.owner_of: dict[str, str] = {}
+        self.by_principal: dict[str, collections.OrderedDict[str, None]] = {}
+        self.evicted = 0
+        self.refused = 0
+
+    def _live(self, sid: str) -> Any:
+        transport = self.manager._server_instances.get(sid)
+        return None if transport is None or transport.is_terminated else transport
+
+    def _prune(self, principal: str) -> collections.OrderedDict[str, None]:
+        mine = self.by_principal.setdefault(principal, collections.OrderedDict())
+        for sid in [s for s in mine if self._live(s) is None]:
+            del mine[sid]
+            self.owner_of.pop(sid, None)
+        return mine
+
+    def sessions_of(self, principal: str) -> int:
+        return len(self._prune(principal))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http" or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+        caller = scope.get(CALLER_SCOPE_KEY)
+        principal = str(getattr(caller, "principal", "anonymous"))
+        sid = _header(scope, b"mcp-session-id")
+        version = _header(scope, b"mcp-protocol-version")
+        if sid is not None:
+            owner = self.owner_of.get(sid)
+            if owner is not None and self._live(sid) is not None:
+                if owner != principal:
+                    await _json_error(send, 404, "Session not found")  # as if it did not exist
+                    return
+                self.by_principal.get(owner, collections.OrderedDict()).pop(sid, None)
+                self.by_principal.setdefault(owner, collections.OrderedDict())[sid] = None  # most recent
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") != "POST" or (version is not None and version not in HANDSHAKE_VERSIONS):
+            await self.app(scope, receive, send)  # no session is opened by these
+            return
+        mine = self._prune(principal)
+        if len(mine) >= self.per_principal and not await self._evict_idle(mine):
+            self.refused += 1
+            await _json_error(
+                send, 503, f"too many open MCP sessions for {principal} ({len(mine)}); close one first", -32603
+            )
+            return
+
+        async def note_session(message: Message) -> None:
+            if message.get("type") == "http.response.start" and message.get("status", 500) < 400:
+                for key, value in message.get("headers", ()):
+                    if key == b"mcp-session-id":
+                        new = bytes(value).decode("latin-1")
+                        self.owner_of[new] = principal
+                        self.by_principal.setdefault(principal, collections.OrderedDict())[new] = None
+            await send(message)
+
+        await self.app(scope, receive, note_session)
+
+    async def _evict_idle(self, mine: collections.OrderedDict[str, None]) -> bool:
+        """Close the least recently used session with nothing in flight; False if none."""
+        for sid in list(mine):
+            transport = self._live(sid)
+            if transport is not None and getattr(transport, "_requests_in_flight", 1) == 0:
+                del mine[sid]
+                self.owner_of.pop(sid, None)
+                self.evicted += 1
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(transport.terminate(), 1.0)
+                return True
+        return False
+
+
+class ProjectHeader:
+    """Outermost ASGI layer: every response names the project it belongs to."""
+
+    def __init__(self, app: ASGIApp, project_id: str) -> None:
+        self.app = app
+        self.value = project_id.encode("ascii")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def stamped(message: Message) -> None:
+            if message.get("type") == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), (PROJECT_HEADER, self.value)]
+            await send(message)
+
+        await self.app(scope, receive, stamped)
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard limit; returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 1 << 20)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    return soft
+
+
+async def describe_holder(host: str, port: int) -> str:
+    """Who holds `host:port`: a roundtable owner's root and pid from its /healthz, or ''."""
+    import httpx
+
+    target = f"[{host}]" if ":" in host else (host if host not in ("", "0.0.0.0") else "127.0.0.1")
+    try:
+        async with httpx.AsyncClient(timeout=1.0, trust_env=False, verify=False) as client:
+            for scheme in ("http", "https"):
+                with contextlib.suppress(httpx.HTTPError, ValueError):
+                    body = (await client.get(f"{scheme}://{target}:{port}/healthz")).json()
+                    if isinstance(body, dict) and "project_id" in body:
+                        return f"the roundtable owner of {body.get('root', '?')} (pid {body.get('pid', '?')})"
+    except Exception:
+        return ""
+    return ""
+
+
 class _QuietServer(uvicorn.Server):
     """uvicorn without its own signal handlers: the owner decides when to stop."""
 
@@ -68,15 +457,23 @@ class HttpServer:
         *,
         health: Callable[[], str] = lambda: "ready",
         log: Callable[[str], None] | None = None,
+        limits: HttpLimits | None = None,
     ) -> None:
         self.runtime = runtime
         self.options = options
+        self.limits = limits or HttpLimits()
         self._health = health
         self._say = log or (lambda line: None)
+        # The owner states its project (an older project gets its id now) so the stdio bridge
+        # and `doctor` can refuse an owner of another project before sending a credential.
+        self.root = os.path.realpath(runtime.root)
+        self.project_id = ensure_project_id(self.root)
         self.mcp = build_server(runtime, tool_names=lambda: runtime.config.mcp.tool_names)
         self._server: _QuietServer | None = None
         self._task: asyncio.Task[Any] | None = None
         self._guard: BearerGuard | None = None
+        self.sessions: SessionLimiter | None = None
+        self.connections: ConnectionStats | None = None
         self.port = options.port
         self._stopped = False
 
@@ -95,7 +492,18 @@ class HttpServer:
             status = self._health()
         except Exception:
             status = "degraded"
-        return Response(json.dumps({"status": status}) + "\n", media_type="application/json")
+        body = {"status": status, "project_id": self.project_id, "root": self.root, "pid": os.getpid()}
+        return Response(json.dumps(body) + "\n", media_type="application/json")
+
+    def stats(self) -> dict[str, Any]:
+        """Connection and session counters (for tests, benchmarks and the operator)."""
+        manager = getattr(self.mcp, "_session_manager", None)
+        out: dict[str, Any] = dict(self.connections.as_dict()) if self.connections else {}
+        out["sessions"] = len(getattr(manager, "_server_instances", {}))
+        if self.sessions is not None:
+            out["sessions_evicted"] = self.sessions.evicted
+            out["sessions_refused"] = self.sessions.refused
+        return out
 
     def _build_app(self, port: int) -> Any:
         app = self.mcp.streamable_http_app(
@@ -105,15 +513,18 @@ class HttpServer:
             transport_security=security_settings(self.options, port),
             max_request_body_size=self.options.max_body_bytes,
             host=self.options.host,
+            session_idle_timeout=self.limits.session_idle_timeout,
+            max_sessions=self.limits.max_sessions,
             custom_starlette_routes=[Route("/healthz", self._healthz, methods=["GET", "HEAD", "POST"])],
         )
+        self.sessions = SessionLimiter(app, self.mcp._session_manager, per_principal=self.limits.sessions_per_principal)
         self._guard = BearerGuard(
-            app,
+            self.sessions,
             token=self.options.token,
             require_tokens=self.options.require_tokens,
             resolve=db_token_resolver(self.runtime),
         )
-        return self._guard
+        return ProjectHeader(self._guard, self.project_id)
 
     async def start(self) -> None:
         """Bind (port 0 → an ephemeral port) and serve until `stop()`."""
@@ -130,16 +541,33 @@ class HttpServer:
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
+            if exc.errno == errno.EADDRINUSE:
+                holder = await describe_holder(self.options.host, self.options.port)
+                who = f"is held by {holder}" if holder else "is in use by another program"
+                raise HttpError(
+                    f"listen for MCP HTTP: {self.address} {who}; stop it, or give this project another "
+                    f"address with mcp.http_address in {self.root}/.roundtable/config.yaml"
+                ) from None
             raise HttpError(f"listen for MCP HTTP: {exc.strerror or exc}") from None
         self.port = sock.getsockname()[1]
+        install_log_limit()
+        fd_limit = raise_fd_limit()
+        limits = self.limits
+        self.connections = ConnectionStats(
+            max_connections=max(16, min(limits.max_connections, fd_limit - FD_RESERVE)),
+            header_timeout=limits.header_timeout,
+            body_timeout=limits.body_timeout,
+        )
+        protocol = type("RoundtableH11Protocol", (LimitedH11Protocol,), {"stats": self.connections})
         config = uvicorn.Config(
             self._build_app(self.port),
+            http=protocol,
             log_level="warning",
             access_log=False,
             lifespan="on",
-            timeout_keep_alive=120,
+            timeout_keep_alive=limits.keep_alive,
             timeout_graceful_shutdown=2,
-            h11_max_incomplete_event_size=1024 * 1024,
+            h11_max_incomplete_event_size=limits.max_header_bytes,
             ssl_certfile=self.options.cert_file or None,
             ssl_keyfile=self.options.key_file or None,
             server_header=False,

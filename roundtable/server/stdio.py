@@ -3,42 +3,107 @@
 A pure message pump (system.md §6.4, "Ours"): every JSON-RPC message from the harness —
 its own `initialize`, notifications and cancellations included — is POSTed to `/mcp`
 unchanged; JSON or SSE replies go back to stdout one message per line; the GET stream relays
-server-initiated messages. The bridge carries `Mcp-Session-Id` and `MCP-Protocol-Version`,
-re-initialises transparently when the owner restarts (404 on the old session), backs off while
-the owner is down, and DELETEs the session on stdin EOF. It never imports the MCP SDK (that
-import alone costs ~0.9 s), never opens the database and writes nothing but protocol frames to
-stdout; diagnostics go to stderr and never contain the token.
+server-initiated messages. It never imports the MCP SDK (that import alone costs ~0.9 s),
+never opens the database and writes nothing but protocol frames to stdout; diagnostics go to
+stderr, one line each, and never contain the token.
+
+What it guarantees:
+
+- **Byte-exact framing.** Server-sent events are split only at CR, LF or CRLF (`httpx-sse`'s
+  decoder; `str.splitlines` would also cut at U+2028, U+2029, U+0085 and friends). Every frame
+  written to stdout is parsed first, is one line of valid JSON equal to what the owner sent, and
+  carries U+2028/U+2029/U+0085 as `\\u` escapes so no line reader can split it.
+- **It knows its project.** Before relaying anything (and so before any credential leaves the
+  process) it asks the owner's `/healthz` for its project id and root and refuses an owner of
+  another project. The check is repeated after every lost connection.
+- **It fails fast.** No owner at start → one stderr line naming the URL, the project and the fix,
+  a JSON-RPC error for any request already read, exit 1 within about a second. An owner that
+  was reachable and restarts mid-session is waited for (30 s) and the session re-opened.
+- **Exactly one answer per request.** A request whose reply stream ends without a response is
+  answered with a JSON-RPC error ("SSE stream ended without a response"), or — for read-only
+  requests (read-only tools by their annotation, list methods) — sent once more after the
+  owner is back.
+- **Both protocol eras.** Handshake-era messages carry `Mcp-Session-Id` and the negotiated
+  `MCP-Protocol-Version`; 2026-07-28 messages (their `_meta` names the version) carry
+  `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` as that transport requires, and their
+  cancellation closes the request's stream.
+- **Credentials.** `Authorization: Bearer` with the project's credential (read by the caller
+  from `.roundtable/credentials/`); a 401 ends the bridge with one line naming the credential
+  and the fix.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ipaddress
 import json
 import os
+import re
 import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 # httpx imports its command-line entry point (rich, click, pygments) unless told not to;
-# the bridge must start fast, so that optional module is blocked before the first import.
+# the bridge must start fast, so that optional module is blocked before the first import
+# (httpx_sse imports httpx too, so this must come before it).
 if "httpx" not in sys.modules:
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 import httpx
+from httpx_sse import EventSource, SSEError
 
 PREFIX = "roundtable mcp stdio: "
 UNAVAILABLE = "coordinator endpoint unavailable"
+NO_RESPONSE = "SSE stream ended without a response"
+CONNECTION_CLOSED = -32000  # the SDK's code for a request whose transport went away
+INTERNAL_ERROR = -32603
 PROTOCOL_HEADER = "mcp-protocol-version"
 SESSION_HEADER = "mcp-session-id"
+METHOD_HEADER = "mcp-method"
+NAME_HEADER = "mcp-name"
+PROJECT_HEADER = "roundtable-project"
+VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
+# Handshake-era versions use `initialize` and sessions; anything else named in a request's
+# `_meta` is a per-request (2026-07-28 style) version.
+HANDSHAKE_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# Requests that change nothing, so sending one again after a lost stream is harmless.
+IDEMPOTENT_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "completion/complete",
+    }
+)
 RETRY_WINDOW = 30.0
+CONNECT_WAIT = 0.75
+_SEPARATORS = re.compile("[\u2028\u2029\x85]")
+_HEADER_SAFE = re.compile(r"^[\x20-\x7e]*$")
+_B64_SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
 
 
 class BridgeError(Exception):
     """A start-up problem; the message is the one-line reason printed to stderr."""
+
+
+class Fatal(Exception):
+    """The bridge cannot go on (wrong project, refused credential)."""
+
+
+class Unreachable(Fatal):
+    """Nothing answers at the owner's address (fatal at start; mid-session the request fails)."""
 
 
 def _is_loopback(host: str) -> bool:
@@ -66,36 +131,76 @@ def check_url(url: str, *, token: str, uds: str = "") -> str:
     return url
 
 
-def _health_url(url: str) -> str:
+def health_url(url: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, "/healthz", "", ""))
 
 
-async def _sse_events(response: httpx.Response) -> AsyncIterator[str]:
-    """The `data` of each server-sent event (multi-line data joined with newlines)."""
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if field == "data":
-            data.append(value)
-    if data:
-        yield "\n".join(data)
+def encode_header_value(value: str) -> str:
+    """An `Mcp-Name` value as the 2026-07-28 transport spells it: printable ASCII verbatim,
+    anything else base64 in a `=?base64?…?=` sentinel."""
+    if _HEADER_SAFE.match(value) and value == value.strip() and not _B64_SENTINEL.match(value):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def frame(data: str) -> tuple[bytes, Any] | None:
+    """One stdout line for an upstream message and its value, or None when it is not JSON.
+
+    The text is kept as the owner sent it when it is already one line; U+2028, U+2029 and
+    U+0085 (legal raw inside JSON strings, and nowhere else) become escapes so line readers
+    that split on them cannot cut a frame.
+    """
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if "\n" in data or "\r" in data:
+        data = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    data = data.strip()
+    if _SEPARATORS.search(data):
+        data = _SEPARATORS.sub(lambda m: f"\\u{ord(m.group()):04x}", data)
+    return data.encode("utf-8") + b"\n", value
+
+
+def _id_key(value: Any) -> str:
+    """Request ids compare by JSON type and value ("1" is not 1)."""
+    return json.dumps(value, sort_keys=True)
+
+
+@dataclass
+class Identity:
+    """What the bridge expects of the owner: this project's id (when known) and root."""
+
+    root: str
+    project_id: str | None
+
+    def check(self, url: str, body: Any) -> None:
+        """Raise `Fatal` unless the `/healthz` body names this project."""
+        if not isinstance(body, dict) or not isinstance(body.get("project_id"), str):
+            raise Fatal(
+                f"{health_url(url)} is not a roundtable owner that states its project; "
+                f"stop whatever holds that address or set mcp.http_address in {self.root}/.roundtable/config.yaml"
+            )
+        theirs = str(body.get("root") or "?")
+        same = (
+            body["project_id"] == self.project_id
+            if self.project_id
+            else os.path.realpath(theirs) == os.path.realpath(self.root)
+        )
+        if not same:
+            raise Fatal(
+                f"the owner at {url} serves project {theirs}, not {self.root}; give each project its own "
+                f"mcp.http_address in .roundtable/config.yaml (or start this project's owner: "
+                f"roundtable start --root {self.root})"
+            )
 
 
 class StdinLines:
     """Lines of a file descriptor read by a daemon thread (pipes, files and ttys alike).
 
     Raw `os.read` on the descriptor, not the buffered `sys.stdin`: a daemon thread blocked
-    inside a buffered reader aborts the interpreter at exit.
+    inside a buffered reader aborts the interpreter at exit. Lines end at LF only (NDJSON).
     """
 
     def __init__(self, fd: int = 0) -> None:
@@ -126,6 +231,27 @@ class StdinLines:
     async def get(self) -> bytes | None:
         return await self._queue.get()
 
+    def ready(self) -> list[bytes | None]:
+        """The lines already read (without waiting)."""
+        out: list[bytes | None] = []
+        while not self._queue.empty():
+            out.append(self._queue.get_nowait())
+        return out
+
+
+@dataclass
+class _Pending:
+    """One harness request waiting for its answer."""
+
+    id: Any
+    method: str
+    modern: bool
+    task: asyncio.Task[None] | None = None
+
+
+class _StreamBroken(Exception):
+    """The reply stream of a POST ended (or broke) after the request was sent."""
+
 
 class Bridge:
     """One harness connection relayed to one owner endpoint."""
@@ -136,14 +262,20 @@ class Bridge:
         *,
         token: str = "",
         uds: str = "",
+        identity: Identity | None = None,
+        credential_hint: str = "",
         out: IO[bytes] | None = None,
         err: Callable[[str], None] | None = None,
-        connect_wait: float = 1.0,
+        connect_wait: float = CONNECT_WAIT,
+        retry_window: float = RETRY_WINDOW,
     ) -> None:
         self.url = check_url(url, token=token, uds=uds)
+        self._identity = identity
+        self._credential_hint = credential_hint
         self._out = out if out is not None else sys.stdout.buffer
         self._err = err or (lambda text: print(PREFIX + text, file=sys.stderr, flush=True))
         self._connect_wait = connect_wait
+        self._retry_window = retry_window
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         if token:
             headers["authorization"] = f"Bearer {token}"
@@ -162,6 +294,9 @@ class Bridge:
         )
         self.session_id = ""
         self.protocol_version = ""
+        self.modern_version = ""
+        self._verified = identity is None
+        self._verify_lock = asyncio.Lock()
         self._init_message: bytes | None = None
         self._init_id: Any = None
         self._initialized_sent = False
@@ -169,131 +304,285 @@ class Bridge:
         self._reinits = 0
         self._get_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._pending: dict[str, _Pending] = {}
+        self._read_only_tools: set[str] = set()
         self._closing = False
+        self._fatal: asyncio.Future[str] | None = None
 
     # --- output -----------------------------------------------------------------------------
 
-    def _write(self, text: str | bytes) -> None:
-        data = text.encode("utf-8") if isinstance(text, str) else text
-        data = data.strip()
-        if b"\n" in data or b"\r" in data:
-            data = json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")).encode()
-        self._out.write(data + b"\n")
-        self._out.flush()
+    def _emit(self, line: bytes) -> None:
+        try:
+            self._out.write(line)
+            self._out.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            self._closing = True  # the harness is gone; nothing more to say
 
     def _error_reply(self, msg_id: Any, code: int, message: str) -> None:
-        if msg_id is None:
+        """Answer a pending request with a JSON-RPC error (once; later answers are dropped)."""
+        if msg_id is None or self._pending.pop(_id_key(msg_id), None) is None:
             return
-        self._write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}))
+        body = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+        self._emit(json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode() + b"\n")
 
-    # --- upstream ---------------------------------------------------------------------------
+    def _answered(self, msg_id: Any) -> bool:
+        return _id_key(msg_id) not in self._pending
 
-    def _headers(self) -> dict[str, str]:
+    def _relay(self, data: str, *, request_id: Any = None) -> None:
+        """Relay one upstream message (after checking it is JSON), noting what it answers."""
+        if not data.strip():
+            return
+        framed = frame(data)
+        if framed is None:
+            self._err("dropped a message from the owner that is not JSON")
+            return
+        line, msg = framed
+        if isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg):
+            if msg.get("id") is None:
+                if request_id is None:
+                    return  # a refused notification (or junk): JSON-RPC owes it no reply
+                # A transport-level refusal (no id) answers the request this POST carried.
+                msg["id"] = request_id
+                line = json.dumps(msg, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+            entry = self._pending.pop(_id_key(msg.get("id")), None)
+            if entry is None and msg.get("id") is not None:
+                return  # a second answer (after a retry) or one nobody asked for
+            if entry is not None:
+                self._learn(entry, msg)
+        self._emit(line)
+
+    def _learn(self, entry: _Pending, msg: dict[str, Any]) -> None:
+        """Remember the negotiated version and which tools are read-only."""
+        result = msg.get("result")
+        if not isinstance(result, dict):
+            return
+        if entry.method == "initialize" and not entry.modern:
+            version = result.get("protocolVersion")
+            if isinstance(version, str):
+                self.protocol_version = version
+        elif entry.method == "tools/list":
+            for tool in result.get("tools") or ():
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    annotations = tool.get("annotations") or {}
+                    if isinstance(annotations, dict) and annotations.get("readOnlyHint") is True:
+                        self._read_only_tools.add(tool["name"])
+                    else:
+                        self._read_only_tools.discard(tool["name"])
+
+    # --- the owner ----------------------------------------------------------------------------
+
+    async def _health(self) -> Any:
+        """GET /healthz once; its JSON body (None when it is not JSON)."""
+        resp = await self.client.get(health_url(self.url), timeout=2.0)
+        try:
+            return resp.json()
+        except ValueError:
+            return None
+
+    async def verify(self, wait: float | None = None) -> None:
+        """Make sure the owner is up and serves this project; raises `Fatal` otherwise.
+
+        Retries for `wait` seconds (default: the start-up wait) while nothing answers.
+        """
+        async with self._verify_lock:
+            if self._verified:
+                return
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + (self._connect_wait if wait is None else wait)
+            delay = 0.05
+            while True:
+                try:
+                    body = await self._health()
+                    break
+                except httpx.TransportError:
+                    if self._closing or loop.time() + delay > deadline:
+                        raise Unreachable(self._no_owner()) from None
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 0.5)
+            if self._identity is not None:
+                self._identity.check(self.url, body)
+            self._verified = True
+
+    def _no_owner(self) -> str:
+        if self._identity is None:
+            return f"{UNAVAILABLE}: nothing answers at {self.url}"
+        root = self._identity.root
+        return (
+            f"{UNAVAILABLE}: no roundtable owner answers at {self.url} for project {root}; "
+            f"start one with: roundtable start --root {root}"
+        )
+
+    def _unauthorized(self) -> str:
+        hint = self._credential_hint or "the credential"
+        return f"the owner at {self.url} refused {hint}"
+
+    def _headers(self, entry_modern: str = "") -> dict[str, str]:
         headers: dict[str, str] = {}
+        if entry_modern:
+            headers[PROTOCOL_HEADER] = entry_modern
+            return headers
         if self.session_id:
             headers[SESSION_HEADER] = self.session_id
         if self.protocol_version:
             headers[PROTOCOL_HEADER] = self.protocol_version
         return headers
 
-    async def probe(self) -> bool:
-        """Is anything answering at the owner's address? Retries briefly while it starts."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._connect_wait
-        delay = 0.05
-        while True:
-            try:
-                await self.client.get(_health_url(self.url), timeout=2.0)
-                return True
-            except httpx.TransportError:
-                if loop.time() + delay > deadline:
-                    return False
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.5)
-
-    async def _post(self, raw: bytes, *, capture: bool) -> tuple[int, list[str]]:
-        """POST one message; returns (status, reply messages). Relays them unless capturing."""
-        async with self.client.stream("POST", self.url, content=raw, headers=self._headers()) as resp:
-            sid = resp.headers.get(SESSION_HEADER)
-            if sid:
-                self.session_id = sid
-            kind = resp.headers.get("content-type", "")
-            replies: list[str] = []
-            if resp.status_code == 202:
-                return 202, replies
-            if kind.startswith("text/event-stream"):
-                async for data in _sse_events(resp):
-                    if capture:
-                        replies.append(data)
-                    else:
-                        self._on_upstream(data)
-                return resp.status_code, replies
-            body = (await resp.aread()).decode("utf-8", "replace")
-            return resp.status_code, [body]
-
-    def _on_upstream(self, data: str) -> None:
-        """Relay one upstream message, learning the protocol version from `initialize`."""
-        if not data.strip():
+    def _check_project(self, resp: httpx.Response) -> None:
+        if self._identity is None or self._identity.project_id is None:
             return
-        if self._init_id is not None and not self.protocol_version and '"protocolVersion"' in data:
-            with contextlib.suppress(ValueError, AttributeError):
-                msg = json.loads(data)
-                if msg.get("id") == self._init_id:
-                    self.protocol_version = str(msg["result"]["protocolVersion"])
-        self._write(data)
+        stated = resp.headers.get(PROJECT_HEADER)
+        if stated is not None and stated != self._identity.project_id:
+            self._verified = False
+            raise Fatal(
+                f"the owner at {self.url} answered for project {stated}, not {self._identity.project_id} "
+                f"({self._identity.root}); give each project its own mcp.http_address"
+            )
+
+    async def _post(
+        self, raw: bytes, headers: dict[str, str], on_message: Callable[[str], None], *, modern: bool = False
+    ) -> tuple[int, str | None]:
+        """POST one message; returns (status, body of a non-SSE reply).
+
+        Messages of an SSE reply go to `on_message` as they arrive. Raises `httpx.ConnectError`
+        and friends when the request was never delivered and `_StreamBroken` when the reply
+        broke off after it was.
+        """
+        async with self.client.stream("POST", self.url, content=raw, headers=headers) as resp:
+            self._check_project(resp)
+            sid = resp.headers.get(SESSION_HEADER)
+            if sid and not modern:
+                self.session_id = sid
+            if resp.status_code in (202, 401):
+                return resp.status_code, None
+            try:
+                if resp.headers.get("content-type", "").startswith("text/event-stream"):
+                    async for event in EventSource(resp).aiter_sse():
+                        if event.data:  # priming events and keep-alives carry no message
+                            on_message(event.data)
+                    return resp.status_code, None
+                return resp.status_code, (await resp.aread()).decode("utf-8", "replace")
+            except (httpx.ReadError, httpx.RemoteProtocolError, httpx.ReadTimeout, SSEError) as exc:
+                raise _StreamBroken(type(exc).__name__) from None
+
+    def _retryable(self, msg: dict[str, Any]) -> bool:
+        method = msg.get("method")
+        if method in IDEMPOTENT_METHODS:
+            return True
+        if method == "tools/call":
+            params = msg.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            return isinstance(name, str) and name in self._read_only_tools
+        return False
+
+    def _modern_version(self, msg: Any) -> str:
+        """The per-request protocol version a message names in its `_meta` ('' if none)."""
+        if not isinstance(msg, dict):
+            return ""
+        params = msg.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(VERSION_META_KEY) if isinstance(meta, dict) else None
+        if isinstance(version, str) and version and version not in HANDSHAKE_VERSIONS:
+            return version
+        return ""
+
+    def _request_headers(self, msg: Any, modern: str) -> dict[str, str]:
+        if not modern:
+            return self._headers()
+        headers = self._headers(modern)
+        method = msg.get("method") if isinstance(msg, dict) else None
+        if isinstance(method, str):
+            headers[METHOD_HEADER] = method
+            key = NAME_BEARING.get(method)
+            params = msg.get("params")
+            value = params.get(key) if key and isinstance(params, dict) else None
+            if isinstance(value, str):
+                headers[NAME_HEADER] = encode_header_value(value)
+        return headers
 
     async def forward(self, raw: bytes, msg: Any) -> None:
-        """Send one harness message upstream and relay what comes back."""
-        msg_id = msg.get("id") if isinstance(msg, dict) else None
-        method = msg.get("method") if isinstance(msg, dict) else None
-        is_init = method == "initialize" and msg_id is not None
+        """Send one harness message upstream and relay what comes back; never raises."""
+        try:
+            await self._forward(raw, msg)
+        except Fatal as exc:
+            self.fail(str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug must not leave a request unanswered
+            msg_id = msg.get("id") if isinstance(msg, dict) else None
+            self._error_reply(msg_id, INTERNAL_ERROR, f"roundtable bridge failed: {type(exc).__name__}")
+
+    async def _forward(self, raw: bytes, msg: Any) -> None:
+        is_dict = isinstance(msg, dict)
+        msg_id = msg.get("id") if is_dict else None
+        method = msg.get("method") if is_dict else None
+        is_request = isinstance(method, str) and msg_id is not None
+        modern = self._modern_version(msg)
+        if modern:
+            self.modern_version = modern
+        elif is_dict and self.modern_version and not is_request and not self.session_id:
+            modern = self.modern_version  # a notification in a modern conversation
+        is_init = method == "initialize" and is_request
         if is_init:
             self._init_message, self._init_id = raw, msg_id
             self.session_id, self.protocol_version = "", ""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + RETRY_WINDOW
+        deadline = loop.time() + self._retry_window
         delay = 0.1
         retried_session = False
+        resent = False
         while True:
             try:
-                status, bodies = await self._post(raw, capture=False)
-            except httpx.TransportError:
+                if not self._verified:
+                    await self.verify(max(0.0, deadline - loop.time()))
+                status, body = await self._post(
+                    raw,
+                    self._request_headers(msg, modern),
+                    lambda data: self._relay(data, request_id=msg_id),
+                    modern=bool(modern),
+                )
+            except Unreachable as exc:
+                self._error_reply(msg_id, CONNECTION_CLOSED, str(exc))
+                return
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
+                # Never delivered: safe to send again once the owner is back.
+                self._verified = self._identity is None
                 if self._closing or loop.time() + delay > deadline:
-                    self._error_reply(msg_id, -32603, UNAVAILABLE)
+                    self._error_reply(msg_id, CONNECTION_CLOSED, self._no_owner())
                     return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
-            if status == 404 and self.session_id and not is_init and not retried_session:
+            except (_StreamBroken, httpx.TransportError):
+                status, body = 0, None
+                self._verified = self._identity is None
+            if status == 401:
+                raise Fatal(self._unauthorized())
+            if status == 404 and self.session_id and not is_init and not modern and not retried_session:
                 # The owner restarted and forgot the session: open a new one and resend.
                 retried_session = True
                 if await self._reinitialise():
                     continue
-            break
-        if status == 202:
-            if method == "notifications/initialized":
+            if status == 202 and method == "notifications/initialized":
                 self._initialized_sent = True
                 self._start_get_stream()
+            if body is not None and body.strip():
+                if frame(body) is not None:
+                    self._relay(body, request_id=msg_id)
+                elif status >= 400:
+                    self._error_reply(msg_id, INTERNAL_ERROR, f"coordinator answered HTTP {status}")
+            if not is_request or self._answered(msg_id):
+                return
+            if status >= 400:
+                self._error_reply(msg_id, INTERNAL_ERROR, f"coordinator answered HTTP {status}")
+                return
+            # A request whose reply ended without its answer.
+            if not resent and is_dict and self._retryable(msg) and not self._closing:
+                resent = True
+                deadline = loop.time() + self._retry_window
+                self._err(f"the owner's reply to {method} broke off; sending it once more")
+                continue
+            self._error_reply(msg_id, CONNECTION_CLOSED, NO_RESPONSE)
             return
-        for body in bodies:
-            self._relay_body(status, body, msg_id)
-
-    def _relay_body(self, status: int, body: str, msg_id: Any) -> None:
-        try:
-            reply = json.loads(body) if body.strip() else None
-        except ValueError:
-            reply = None
-        if isinstance(reply, dict | list) and reply:
-            if isinstance(reply, dict) and "error" in reply and reply.get("id") in (None, "server-error"):
-                if msg_id is None:
-                    return
-                reply["id"] = msg_id
-            text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
-            self._on_upstream(text)
-            return
-        if status >= 400:
-            reason = "unauthorized" if status == 401 else f"coordinator answered HTTP {status}"
-            self._error_reply(msg_id, -32603, reason)
 
     async def _reinitialise(self) -> bool:
         """Replay the harness's `initialize` (+ `initialized`) to get a fresh session."""
@@ -306,21 +595,24 @@ class Bridge:
             self._reinits += 1
             self.session_id, version = "", self.protocol_version
             self.protocol_version = ""
+            replies: list[str] = []
             try:
                 init = json.loads(self._init_message)
                 init["id"] = f"roundtable-bridge-reinit-{self._reinits}"
-                status, replies = await self._post(json.dumps(init).encode(), capture=True)
+                status, body = await self._post(json.dumps(init).encode(), {}, replies.append)
                 if status >= 400 or not self.session_id:
                     return False
+                if body:
+                    replies.append(body)
                 for data in replies:
                     with contextlib.suppress(ValueError, KeyError, TypeError):
                         version = json.loads(data)["result"]["protocolVersion"]
                 self.protocol_version = version
                 if self._initialized_sent:
                     note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
-                    await self._post(note, capture=True)
+                    await self._post(note, self._headers(), replies.append)
                     self._start_get_stream()
-            except httpx.TransportError:
+            except (httpx.TransportError, _StreamBroken):
                 return False
             self._err("owner restarted; reconnected with a new session")
             return True
@@ -335,79 +627,159 @@ class Bridge:
         delay = 0.1
         while not self._closing and self.session_id == session:
             try:
+                if not self._verified:
+                    await self.verify(self._retry_window)
                 headers = {**self._headers(), "accept": "text/event-stream"}
                 async with self.client.stream("GET", self.url, headers=headers) as resp:
+                    self._check_project(resp)
                     if resp.status_code != 200:
                         return  # 405: no stream offered; 404: the POST path re-initialises
                     delay = 0.1
-                    async for data in _sse_events(resp):
-                        self._on_upstream(data)
-            except httpx.TransportError:
+                    async for event in EventSource(resp).aiter_sse():
+                        if event.data:
+                            self._relay(event.data)
+            except Unreachable:
                 pass
+            except Fatal as exc:
+                self.fail(str(exc))
+                return
+            except (httpx.TransportError, SSEError):
+                self._verified = self._identity is None
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
     # --- main loop --------------------------------------------------------------------------
 
-    async def run(self, lines: StdinLines) -> int:
-        """Pump until stdin EOF (exit 0) or the owner is unreachable at start (exit 1)."""
-        probe = asyncio.create_task(self.probe())
+    def fail(self, line: str) -> None:
+        """End the bridge with `line` on stderr (the first reason wins)."""
+        if self._fatal is not None and not self._fatal.done():
+            self._fatal.set_result(line)
+
+    def _answer_all(self, message: str) -> None:
+        for entry in list(self._pending.values()):
+            if entry.task is not None:
+                entry.task.cancel()
+            self._error_reply(entry.id, CONNECTION_CLOSED, message)
+
+    def _accept(self, line: bytes) -> tuple[bytes, Any] | None:
+        """Parse one stdin line; answers a parse error itself (returns None then)."""
+        line = line.strip()
+        if not line:
+            return None
         try:
-            while True:
+            msg = json.loads(line)
+        except (ValueError, RecursionError):
+            self._emit(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n')
+            return None
+        if isinstance(msg, dict) and isinstance(msg.get("method"), str) and msg.get("id") is not None:
+            key = _id_key(msg["id"])
+            if key not in self._pending:
+                self._pending[key] = _Pending(msg["id"], msg["method"], bool(self._modern_version(msg)))
+        return line, msg
+
+    def _cancel_modern(self, msg: Any) -> bool:
+        """A 2026-07-28 cancellation closes the request's own stream instead of being sent."""
+        if not isinstance(msg, dict) or msg.get("method") != "notifications/cancelled":
+            return False
+        params = msg.get("params")
+        target = params.get("requestId") if isinstance(params, dict) else None
+        entry = self._pending.get(_id_key(target)) if target is not None else None
+        if entry is None or not entry.modern:
+            return False
+        self._pending.pop(_id_key(target), None)  # a cancelled request is owed no answer
+        if entry.task is not None:
+            entry.task.cancel()
+        return True
+
+    async def _dispatch(self, raw: bytes, msg: Any) -> None:
+        if self._cancel_modern(msg):
+            return
+        if isinstance(msg, dict) and msg.get("method") in ("initialize", "notifications/initialized"):
+            await self.forward(raw, msg)  # later messages need the session it creates
+            return
+        task = asyncio.create_task(self.forward(raw, msg))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if isinstance(msg, dict) and msg.get("id") is not None:
+            entry = self._pending.get(_id_key(msg["id"]))
+            if entry is not None:
+                entry.task = task
+
+    async def run(self, lines: StdinLines) -> int:
+        """Pump until stdin EOF (exit 0); exit 1 with one stderr line when the bridge cannot go on."""
+        loop = asyncio.get_running_loop()
+        self._fatal = loop.create_future()
+        try:
+            try:
+                await self.verify()
+            except Fatal as exc:
+                for line in lines.ready():
+                    if line is not None:
+                        self._accept(line)
+                self.fail(str(exc))
+            while not self._fatal.done():
                 getter = asyncio.ensure_future(lines.get())
-                if not probe.done():
-                    await asyncio.wait({getter, probe}, return_when=asyncio.FIRST_COMPLETED)
-                    if probe.done() and not probe.result():
-                        getter.cancel()
-                        self._err(UNAVAILABLE)
-                        print("connect to Roundtable coordinator", file=sys.stderr, flush=True)
-                        return 1
-                line = await getter
-                if line is None:
+                first: set[asyncio.Future[Any]] = {getter, self._fatal}
+                await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+                if not getter.done():
+                    getter.cancel()
                     break
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    self._write('{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}')
-                    continue
-                if isinstance(msg, dict) and msg.get("method") in ("initialize", "notifications/initialized"):
-                    await self.forward(line, msg)  # later messages need the session it creates
-                    continue
-                task = asyncio.create_task(self.forward(line, msg))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
+                line = getter.result()
+                if line is None:
+                    while self._tasks and not self._fatal.done():
+                        rest: set[asyncio.Future[Any]] = {*self._tasks, self._fatal}
+                        await asyncio.wait(rest, return_when=asyncio.FIRST_COMPLETED)
+                    break
+                accepted = self._accept(line)
+                if accepted is not None:
+                    await self._dispatch(*accepted)
+            if self._fatal.done():
+                reason = self._fatal.result()
+                self._answer_all(reason)
+                self._err(reason)
+                return 1
             return 0
         finally:
-            probe.cancel()
             await self.aclose()
 
     async def aclose(self) -> None:
         self._closing = True
-        if self._get_task is not None:
-            self._get_task.cancel()
+        tasks = [t for t in (self._get_task, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(BaseException):
-                await self._get_task
-        if self.session_id:
+                await task
+        if self.session_id and self._verified:
             with contextlib.suppress(httpx.HTTPError):
                 await self.client.delete(self.url, headers=self._headers(), timeout=2.0)
         await self.client.aclose()
 
 
-def main(url: str, *, token: str = "", uds: str = "") -> int:
+async def events(response: httpx.Response) -> AsyncIterator[str]:
+    """The `data` of each server-sent event of `response` (for tests and tools)."""
+    async for event in EventSource(response).aiter_sse():
+        if event.data:
+            yield event.data
+
+
+def main(
+    url: str,
+    *,
+    token: str = "",
+    uds: str = "",
+    identity: Identity | None = None,
+    credential_hint: str = "",
+) -> int:
     """Run the bridge on this process's stdin/stdout; returns the exit status."""
     try:
-        bridge_args = check_url(url, token=token, uds=uds)
+        bridge_url = check_url(url, token=token, uds=uds)
     except BridgeError as exc:
         print(PREFIX + str(exc), file=sys.stderr, flush=True)
         return 1
 
     async def go() -> int:
-        bridge = Bridge(bridge_args, token=token, uds=uds)
+        bridge = Bridge(bridge_url, token=token, uds=uds, identity=identity, credential_hint=credential_hint)
         return await bridge.run(StdinLines(sys.stdin.fileno()))
 
     try:

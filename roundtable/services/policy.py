@@ -156,6 +156,7 @@ class Policy:
     profiles: dict[str, Profile] = field(default_factory=lambda: dict(BUILTIN_PROFILES))
     high_paths: tuple[str, ...] = BUILTIN_HIGH_PATHS
     dangerous_commands: tuple[str, ...] = BUILTIN_DANGEROUS
+    tests: TestsPolicy = field(default_factory=lambda: TestsPolicy())
     source: str = "built-in"
     version: str = "built-in"
 
@@ -251,6 +252,81 @@ class Policy:
             security_review_required=security_required,
             required_roles=tuple(sorted(roles)),
         )
+
+
+# --- tests: the commands `test.run` may run and its sandbox (DESIGN §4.24) ----------------
+
+SANDBOX_MODES = ("auto", "bwrap", "landlock")
+MAX_TEST_TIMEOUT_S = 24 * 3600
+
+
+@dataclass(frozen=True)
+class TestsPolicy:
+    """`tests:` in the policy file. `commands` maps a name to an exact argv (empty: the commands
+    implied by the repository's markers); agents choose among them, never free text."""
+
+    __test__ = False  # not a pytest test class
+
+    commands: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    sandbox: str = "auto"
+    timeout_seconds: float = 600.0
+    memory_mb: int = 2048
+    max_processes: int = 512
+    read_paths: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["commands"] = {name: list(argv) for name, argv in self.commands}
+        out["read_paths"] = list(self.read_paths)
+        return out
+
+
+_TESTS_KEYS = ("commands", "sandbox", "timeout_seconds", "memory_mb", "max_processes", "read_paths")
+
+
+def _positive_int(value: _Loc, key: str, label: str, minimum: int) -> int:
+    raw = value.value
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < minimum:
+        raise ConfigError(f"{label}:{value.line}: {key}: expected an integer of at least {minimum}, got {raw!r}")
+    return raw
+
+
+def _tests_section(loc: _Loc, label: str) -> TestsPolicy:
+    changes: dict[str, Any] = {}
+    for name, (kline, value) in _mapping(loc, "tests", label).items():
+        key = f"tests.{name}"
+        raw = value.value
+        if name == "commands":
+            commands: list[tuple[str, tuple[str, ...]]] = []
+            for cname, (cline, argv) in _mapping(value, key, label).items():
+                if not cname.strip() or cname != cname.strip() or any(c in cname for c in "\n\r\t"):
+                    raise ConfigError(f"{label}:{cline}: {key}: command names must be non-empty, without spaces around")
+                parts = _strings(argv, f"{key}.{cname}", label)
+                if not parts:
+                    raise ConfigError(f"{label}:{argv.line}: {key}.{cname}: expected a non-empty list of arguments")
+                commands.append((cname, parts))
+            changes["commands"] = tuple(commands)
+        elif name == "sandbox":
+            if raw not in SANDBOX_MODES:
+                raise ConfigError(f"{label}:{value.line}: {key}: expected one of {', '.join(SANDBOX_MODES)}, got {raw!r}")
+            changes["sandbox"] = raw
+        elif name == "timeout_seconds":
+            if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw <= MAX_TEST_TIMEOUT_S:
+                raise ConfigError(f"{label}:{value.line}: {key}: expected seconds in (0, {MAX_TEST_TIMEOUT_S}], got {raw!r}")
+            changes["timeout_seconds"] = float(raw)
+        elif name == "memory_mb":
+            changes["memory_mb"] = _positive_int(value, key, label, 16)
+        elif name == "max_processes":
+            changes["max_processes"] = _positive_int(value, key, label, 1)
+        elif name == "read_paths":
+            paths = _strings(value, key, label)
+            for path in paths:
+                if not path.startswith("/"):
+                    raise ConfigError(f"{label}:{value.line}: {key}: {path!r} is not an absolute path")
+            changes["read_paths"] = paths
+        else:
+            raise ConfigError(f"{label}:{kline}: {key}: unknown key (allowed: {', '.join(_TESTS_KEYS)})")
+    return TestsPolicy(**changes)
 
 
 # --- high-risk pattern matching ------------------------------------------------------------
@@ -449,6 +525,7 @@ def parse_policy(text: str, label: str = POLICY_FILE) -> Policy:
         return policy
     profiles = dict(BUILTIN_PROFILES)
     high_paths, dangerous = policy.high_paths, policy.dangerous_commands
+    tests = policy.tests
     for section, (sline, loc) in tree.value.items():
         if section == "consensus":
             for name, (_pline, ploc) in _mapping(loc, "consensus", label).items():
@@ -466,9 +543,11 @@ def parse_policy(text: str, label: str = POLICY_FILE) -> Policy:
                 # Other `commands.*` keys belong to other services (e.g. test allowlists).
                 if name == "dangerous":
                     dangerous = _strings(value, "commands.dangerous", label) or dangerous
+        elif section == "tests":
+            tests = _tests_section(loc, label)
         # Unknown top-level sections are left to the services that read them.
         del sline
-    return replace(policy, profiles=profiles, high_paths=high_paths, dangerous_commands=dangerous)
+    return replace(policy, profiles=profiles, high_paths=high_paths, dangerous_commands=dangerous, tests=tests)
 
 
 def ensure_policy(value: object) -> Policy:

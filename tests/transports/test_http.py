@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import httpx
@@ -131,7 +132,14 @@ async def test_security_checks(owner: Owner) -> None:
         big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (5 * 1024 * 1024) + b'"}}'
         assert (await http.post(owner.http_url, content=big)).status_code == 413
         health = await http.get(owner.http_url.replace("/mcp", "/healthz"))
-        assert health.status_code == 200 and health.text == '{"status": "ready"}\n'
+        assert health.status_code == 200
+        assert health.json() == {
+            "status": "ready",
+            "project_id": owner.http.project_id,
+            "root": os.path.realpath(owner.root),
+            "pid": os.getpid(),
+        }
+        assert health.headers["roundtable-project"] == owner.http.project_id
         assert (await http.get(owner.http_url.replace("/mcp", "/other"))).status_code == 404
     assert await event_count(owner) == before
 

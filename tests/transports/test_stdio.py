@@ -102,7 +102,9 @@ async def test_owner_not_running_exits_1_with_reason(project: Path) -> None:
     proc = await _spawn("--root", str(project), "--url", f"http://127.0.0.1:{_free_port()}/mcp")
     out, err = await asyncio.wait_for(proc.communicate(), 20)
     assert proc.returncode == 1 and out == b""
-    assert err.decode().splitlines()[0] == "roundtable mcp stdio: coordinator endpoint unavailable"
+    lines = err.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("roundtable mcp stdio: coordinator endpoint unavailable: ")
+    assert f"start one with: roundtable start --root {os.path.realpath(project)}" in lines[0]
 
 
 async def test_token_only_to_loopback_or_https(project: Path) -> None:
