@@ -47,6 +47,7 @@ from roundtable.services.agents import enabled_with_role
 from roundtable.services.agents import sync_agents as _sync_agents
 from roundtable.services.tasks import BLOCKED_STATUSES, TERMINAL_STATUSES, assign_task
 from roundtable.store.records import Proposal, Task
+from roundtable.store.watch import CommitWatch
 from roundtable.tools.context import CHAIR
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ SYSTEM_ACTOR = "system"
 REVIEW_EVENT = "proposal.review_requested"
 ERROR_EVENT = "chair.error"
 ASSIGN_BATCH = 200
+# With nothing committed, the loop still runs a full cycle every SWEEP_TICKS periods (1-10 s):
+# turn deadlines and claim TTLs change with time alone.
+SWEEP_TICKS = 5
 # Changes that make the Chair tick at once instead of at its next period.
 WAKE_EVENTS = frozenset({"agent.turn_completed", "agent.turn_requested"})
 # Events that send the fast path (`ChairLoop._hand_over_turns`) to schedule a run's next turn.
@@ -278,17 +282,21 @@ async def _turns(runtime: Runtime, run_id: str, now: str, report: TickReport) ->
         await _record_error(runtime, run_id, "schedule_turn", "", _message(exc), report)
 
 
-async def tick(runtime: Runtime, run_id: str, *, now: str | None = None) -> TickReport:
+async def tick(runtime: Runtime, run_id: str, *, now: str | None = None, shared_steps: bool = True) -> TickReport:
     """One Chair tick for `run_id` (see the module docstring). `now` overrides the clock used
-    for claim and turn expiry. Never raises for a failing item; see `TickReport.errors`."""
+    for claim and turn expiry. Never raises for a failing item; see `TickReport.errors`.
+
+    Task assignment and review requests look at every open task and proposal, not at one run's:
+    a cycle over many runs does them once (`shared_steps=False` for the other runs)."""
     at = now or clock.now()
     report = TickReport(run_id=run_id, at=at)
-    steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-        ("turns", lambda: _turns(runtime, run_id, at, report)),
-        ("assign_tasks", lambda: _assign_tasks(runtime, run_id, report)),
-        ("request_reviews", lambda: _request_reviews(runtime, run_id, report)),
-        ("sweep_claims", lambda: _sweep_claims(runtime, run_id, at, report)),
-    ]
+    steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [("turns", lambda: _turns(runtime, run_id, at, report))]
+    if shared_steps:
+        steps += [
+            ("assign_tasks", lambda: _assign_tasks(runtime, run_id, report)),
+            ("request_reviews", lambda: _request_reviews(runtime, run_id, report)),
+        ]
+    steps.append(("sweep_claims", lambda: _sweep_claims(runtime, run_id, at, report)))
     for name, step in steps:
         try:
             await step()
@@ -414,6 +422,11 @@ class ChairLoop:
     Wakes at once on `agent.turn_requested` / `agent.turn_completed` committed in this process,
     on task or proposal creation, and on `wake()`. While paused it keeps waiting but does not
     tick. A run whose tick raises backs off (1 s doubling to 30 s) without delaying the others.
+
+    A cycle costs what changed: when nothing was committed since the last full cycle (by anyone:
+    `PRAGMA data_version`, see `store/watch.py`) the cycle skips the ticks, except for a full
+    sweep every `SWEEP_TICKS` periods (clamped to 1-10 s) that catches what only time changes —
+    turn deadlines and claim TTLs.
     """
 
     def __init__(self, runtime: Runtime, *, interval: float | None = None, converge_run_id: str = "") -> None:
@@ -431,6 +444,9 @@ class ChairLoop:
         self._backoff: dict[str, tuple[float, float]] = {}  # run_id -> (delay, retry_at monotonic)
         self._active_runs = 0
         self._cycle_failed = False
+        self._commits = CommitWatch(runtime.db.path)
+        self._next_sweep = 0.0
+        self.skipped_cycles = 0
 
     def health(self) -> str:
         """`degraded` (run discovery failed or a run is backing off), `healthy-idle` (no active
@@ -453,8 +469,31 @@ class ChairLoop:
     def wake(self) -> None:
         self._wake.set()
 
+    def _sweep_period(self) -> float:
+        every = self.interval if self.interval is not None else self.runtime.config.chair.tick_interval
+        return min(10.0, max(1.0, SWEEP_TICKS * every))
+
+    async def cycle(self) -> list[TickReport]:
+        """One period of the loop: a full `tick_all()` if anything was committed since the last
+        one or a sweep is due, else nothing (an idle cycle reads one pragma)."""
+        try:
+            changed = await self._commits.changed()
+        except Exception:
+            changed = True  # cannot tell: do the work
+        if not changed and time.monotonic() < self._next_sweep:
+            self.skipped_cycles += 1
+            self.state.ticks += 1
+            self.state.last_tick_at = clock.now()
+            return []
+        reports = await self.tick_all()
+        self._next_sweep = time.monotonic() + self._sweep_period()
+        return reports
+
+    async def close(self) -> None:
+        await self._commits.close()
+
     async def tick_all(self) -> list[TickReport]:
-        """One cycle: tick every active run that is not backing off."""
+        """One full cycle: tick every active run that is not backing off."""
         reports: list[TickReport] = []
         try:
             run_ids = await runs_service.active_run_ids(self.runtime)
@@ -463,12 +502,14 @@ class ChairLoop:
             raise
         self._cycle_failed = False
         self._active_runs = len(run_ids)
+        shared_done = False
         for run_id in run_ids:
             delay_until = self._backoff.get(run_id)
             if delay_until and delay_until[1] > time.monotonic():
                 continue
             try:
-                report = await tick(self.runtime, run_id)
+                report = await tick(self.runtime, run_id, shared_steps=not shared_done)
+                shared_done = True
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -497,7 +538,7 @@ class ChairLoop:
             while True:
                 if not self.state.paused:
                     try:
-                        await self.tick_all()
+                        await self.cycle()
                         if self.converge_run_id and await self._converge():
                             return
                     except asyncio.CancelledError:
@@ -514,6 +555,8 @@ class ChairLoop:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await fast
             sub.close()
+            with contextlib.suppress(Exception):
+                await self.close()
 
     async def _hand_over_turns(self) -> None:
         """The fast path for turns: when a turn is requested or completed, schedule that run's

@@ -267,3 +267,44 @@ async def test_chair_loop_converges_its_run(runtime: Runtime, run_id: str) -> No
     idle = chair.ChairLoop(runtime)
     await idle.tick_all()
     assert idle.health() == "healthy-idle" and idle.state.ticks == 1
+
+
+async def test_a_loop_cycle_costs_what_changed(runtime: Runtime, run_id: str, project: Path) -> None:
+    """Nothing committed since the last cycle → no tick at all; a commit by another connection
+    (another process, the CLI) → a full cycle that does the work; a sweep comes when it is due."""
+    await chair.sync_agents(runtime)
+    loop = chair.ChairLoop(runtime, interval=30.0)
+    try:
+        first = await loop.cycle()
+        assert [r.run_id for r in first] == [run_id]
+        await loop.cycle()  # the first cycle's own writes (if any) are seen once
+        before = loop.skipped_cycles
+        assert await loop.cycle() == []
+        assert loop.skipped_cycles == before + 1
+        # A task created through a separate runtime (its own connections), like another process.
+        other = await Runtime.open(project)
+        try:
+            await _task(other, "T-elsewhere")
+        finally:
+            await other.close()
+        reports = await loop.cycle()
+        assert [a for r in reports for a in r.assigned] == [{"task_id": "T-elsewhere", "agent_id": "implementer-1"}]
+        await loop.cycle()
+        assert await loop.cycle() == []
+        loop._next_sweep = 0.0  # the sweep period has passed: time alone may have expired something
+        assert [r.run_id for r in await loop.cycle()] == [run_id]
+    finally:
+        await loop.close()
+
+
+async def test_shared_steps_run_once_per_cycle(runtime: Runtime, project: Path) -> None:
+    await chair.sync_agents(runtime)
+    first = (await runs.create_run(runtime, "one")).id
+    second = (await runs.create_run(runtime, "two")).id
+    await _task(runtime, "T-1")
+    await _proposal(runtime, project, "P-1")
+    reports = {r.run_id: r for r in await chair.ChairLoop(runtime).tick_all()}
+    assert set(reports) == {first, second}
+    assigned = [a for r in reports.values() for a in r.assigned]
+    reviews = [p for r in reports.values() for p in r.reviews_requested]
+    assert [a["task_id"] for a in assigned] == ["T-1"] and [p["proposal_id"] for p in reviews] == ["P-1"]
