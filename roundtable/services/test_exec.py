@@ -1,14 +1,20 @@
-"""Running one test command: the guard, the subprocess, the timeout and the output cap
-(spec/tools.md §3.10.1–§3.10.2; DESIGN §4.20).
+"""Running one test command: which commands are allowed, the sandboxed subprocess, the timeout,
+the memory limit and the output cap (spec/tools.md §3.10; DESIGN §4.20, §4.24).
 
-The command never reaches a shell. It is refused when it contains shell control characters
-(they would do nothing without a shell, and an agent that writes `a | b` expects them to), split
-into argv with `shlex`, and its program's base name must be on the allowlist. The allowlist is
-not a sandbox: allowed programs can run arbitrary code (`node -e`, `make <target>`, `go run`).
+Agents never write a command line. The commands are the operator's: `tests.commands` in
+`POLICIES.ROUNDTABLE.md` (name → exact argv) or, when none is configured, those the
+repository's markers imply (what `test.suggest` lists). An agent names one — by its name or by
+its exact argument string — and anything else is refused with the list of allowed commands. The
+operator (in-process callers and the legacy socket) may also give a free command line: it is
+split with `shlex` (no shell: shell control characters are refused) and still runs on the
+revision, in the sandbox. The console's `T` key only runs allowed commands.
 
-The process runs in its own session (so a timeout or a cancel kills the whole group), with
-stdin closed and an environment without credential-looking variables. Output (stdout and stderr
-combined) is kept up to a cap: the head and the tail, with a marker saying how much was dropped.
+The process is started through the sandbox launcher (`roundtable.sandbox`) in its own session,
+with stdin closed and an environment without credential-looking variables (`HOME` and `TMPDIR`
+point at the sandbox's private `/tmp`). On timeout or cancellation the launcher's whole process
+group is killed; the sandbox's PID namespace dies with it, so nothing the command started
+survives. Output (stdout and stderr combined) is kept up to a cap: the head and the tail, with a
+marker saying how much was dropped.
 """
 
 from __future__ import annotations
@@ -25,16 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from roundtable.errors import ToolError, ValidationError
+from roundtable.sandbox.runner import launcher_argv
+from roundtable.sandbox.spec import MARKER, SETUP_FAILED, Spec
+from roundtable.services import test_suggest
+from roundtable.services.policy import POLICY_FILE, TestsPolicy
 
-ALLOWLIST: frozenset[str] = frozenset(
-    {"cargo", "git", "go", "make", "node", "npm", "pnpm", "printf", "pytest", "ruby", "swift", "vitest", "yarn"}
-)
 SHELL_CHARACTERS: tuple[str, ...] = (";", "|", "&", ">", "<", "`", "$", "\n", "\r")
 DEFAULT_TIMEOUT_S = 600.0
 HEAD_BYTES = 768 * 1024
 TAIL_BYTES = 256 * 1024
 READ_CHUNK = 64 * 1024
 REAP_TIMEOUT_S = 5.0
+MAX_COMMAND_CHARS = 1_000
 _SECRET_ENV = re.compile(r"(?i)token|secret|passw|api_?key|credential|private_?key")
 
 PASSED = "passed"
@@ -43,8 +51,77 @@ TIMED_OUT = "timed_out"
 ERROR = "error"
 
 
+@dataclass(frozen=True)
+class Command:
+    """One allowed test command: its name, its exact argv and where it comes from."""
+
+    name: str
+    argv: tuple[str, ...]
+    source: str
+
+    @property
+    def text(self) -> str:
+        return shlex.join(self.argv)
+
+    def matches(self, command: str) -> bool:
+        return command in (self.name, self.text, " ".join(self.argv))
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "argv": list(self.argv), "command": self.text, "source": self.source}
+
+
+def allowed_commands(root: Path, tests: TestsPolicy, touched: list[str] | None = None) -> list[Command]:
+    """The policy's commands, or — when the policy configures none — what `test.suggest` lists
+    from the repository's markers (for the root, and for the touched files' directories when
+    a proposal is concerned). Blocking reads: call from a worker thread."""
+    if tests.commands:
+        return [Command(name, tuple(argv), POLICY_FILE) for name, argv in tests.commands]
+    found = {s.command: s for s in test_suggest.suggest(root)}
+    if touched:
+        found.update({s.command: s for s in test_suggest.suggest(root, touched)})
+    return [
+        Command(s.command, tuple(shlex.split(s.command)), s.marker)
+        for s in sorted(found.values(), key=lambda s: s.command)
+    ]
+
+
+def describe(allowed: list[Command]) -> str:
+    if not allowed:
+        return (
+            f"no test command is configured (tests.commands in {POLICY_FILE}) and the repository has no "
+            "test markers (pyproject.toml, package.json, go.mod, Cargo.toml, a Makefile test target)"
+        )
+    return "allowed: " + "; ".join(c.name if c.name == c.text else f"{c.name} ({c.text})" for c in allowed)
+
+
+def resolve(command: str, allowed: list[Command]) -> Command | None:
+    text = command.strip()
+    for candidate in allowed:
+        if candidate.matches(text):
+            return candidate
+    return None
+
+
+def choose_command(command: str, allowed: list[Command], *, operator: bool) -> tuple[str, list[str]]:
+    """(label, argv) for a requested command: an allowed one for anyone; for the operator also a
+    free command line. `ValidationError`/`ToolError` say why not."""
+    text = command.strip()
+    if not text:
+        raise ValidationError("command is required")
+    if len(text) > MAX_COMMAND_CHARS:
+        raise ValidationError(f"command must be at most {MAX_COMMAND_CHARS} characters")
+    found = resolve(text, allowed)
+    if found is not None:
+        return found.name, list(found.argv)
+    if not operator:
+        raise ToolError(
+            f"command {json.dumps(text)} is not one of the test commands the operator configured; {describe(allowed)}"
+        )
+    return text, parse_command(text)
+
+
 def parse_command(command: str) -> list[str]:
-    """The guard: argv for an allowed command, or a `ToolError` saying why not."""
+    """The operator's free command line as argv (no shell), or a `ValidationError` saying why not."""
     text = command.strip()
     if not text:
         raise ValidationError("command is required")
@@ -61,15 +138,17 @@ def parse_command(command: str) -> list[str]:
         raise ValidationError(f"command could not be split into arguments: {exc}") from None
     if not argv:
         raise ValidationError("command is required")
-    name = argv[0].rsplit("/", 1)[-1]
-    if name not in ALLOWLIST:
-        raise ToolError(f"command {json.dumps(name)} is not allowlisted for the agent test surface")
     return argv
 
 
-def child_environment() -> dict[str, str]:
-    """The inherited environment minus anything that looks like a credential."""
-    return {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
+def child_environment(*, sandboxed: bool = True) -> dict[str, str]:
+    """The inherited environment minus anything that looks like a credential; in a sandbox HOME
+    and TMPDIR are its private /tmp (the real home is not there)."""
+    env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
+    if sandboxed:
+        env["HOME"] = "/tmp"
+        env["TMPDIR"] = "/tmp"
+    return env
 
 
 class OutputCapture:
@@ -124,21 +203,32 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def execute(argv: list[str], cwd: Path, *, timeout: float = DEFAULT_TIMEOUT_S) -> Execution:
-    """Run argv in `cwd` without a shell; never raises for the command's own failure."""
+def _setup_failure(output: str) -> str:
+    for line in output.splitlines():
+        if line.startswith(MARKER):
+            return line[len(MARKER) :].strip()
+    return ""
+
+
+async def execute(
+    argv: list[str], cwd: Path, *, timeout: float = DEFAULT_TIMEOUT_S, spec: Spec | None = None
+) -> Execution:
+    """Run argv in `cwd` — through the sandbox launcher when `spec` is given (its argv and
+    workdir are used), else directly — without a shell; never raises for the command's failure."""
+    program = launcher_argv(spec) if spec is not None else argv
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *program,
             cwd=str(cwd),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            env=child_environment(),
+            env=child_environment(sandboxed=spec is not None),
             start_new_session=True,
         )
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return Execution(ERROR, None, "", f"could not start {argv[0]}: {reason}")
+        return Execution(ERROR, None, "", f"could not start {program[0]}: {reason}")
     capture = OutputCapture()
 
     async def pump() -> int:
@@ -156,7 +246,12 @@ async def execute(argv: list[str], cwd: Path, *, timeout: float = DEFAULT_TIMEOU
         return Execution(TIMED_OUT, proc.returncode, capture.text(), f"timed out after {timeout:g} s")
     except BaseException:
         _kill_group(proc)  # cancelled (client gone, shutdown): leave no process behind
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(asyncio.wait_for(proc.wait(), REAP_TIMEOUT_S))
         raise
-    # Background processes the command left behind die with its group.
+    # Background processes the command left behind die with its group (and its PID namespace).
     _kill_group(proc)
-    return Execution(PASSED if code == 0 else FAILED, code, capture.text())
+    output = capture.text()
+    if spec is not None and code == SETUP_FAILED and (why := _setup_failure(output)):
+        return Execution(ERROR, code, output, f"the sandbox could not be set up: {why}")
+    return Execution(PASSED if code == 0 else FAILED, code, output)

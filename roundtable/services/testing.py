@@ -1,12 +1,19 @@
-"""Test runs and test evidence (spec/tools.md §2.7, §3.10; DESIGN §4.20).
+"""Test runs and test evidence (spec/tools.md §2.7, §3.10; DESIGN §4.20, §4.24).
 
-`run_test` commits a `running` row first (so the console shows it), runs the command with no
-database transaction open, stores the capped and redacted output atomically at
-`.roundtable/testlogs/<test_run_id>.log`, then records the outcome (`passed`, `failed`,
-`timed_out` or `error`) with the exit code. A run that concerns a proposal records the
-proposal's current revision; only a `passed` run of the current revision is test evidence.
-If the call is cancelled (client gone, shutdown) the process group is killed and the row ends
-as `error`, never left `running`.
+`run_test` picks the command (an allowed one; see `test_exec`), the sandbox (`roundtable.sandbox`:
+refused for agents when none works here), commits a `running` row first (so the console shows
+it) with the sandbox kind and the argv, then — with no database transaction open — builds a
+scratch worktree of the current tree (`scratch`), applies the revision's patch there when the
+run concerns a proposal, runs the command in the sandbox on that worktree, removes the worktree,
+stores the capped and redacted output atomically at `.roundtable/testlogs/<test_run_id>.log`
+(0600), and records the outcome (`passed`, `failed`, `timed_out` or `error`) with the exit code.
+A run that concerns a proposal records the revision whose patch it applied; only a `passed` run
+of the current revision is test evidence. If the call is cancelled (client gone, shutdown) the
+process group is killed, the worktree removed, and the row ends as `error`, never `running`.
+
+Where no sandbox works, the operator may still run a test unsandboxed (`unsandboxed=True`, which
+the console asks for only after a confirmation saying the code is unreviewed); the row then
+records sandbox `none`.
 
 `submit_evidence` stores a tester session's own report as status `reported` with the outcome in
 its own column: it is a claim by an agent, not host-verified, and never counts as a pass.
@@ -14,6 +21,9 @@ its own column: it is a claim by an agent, not host-verified, and never counts a
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +34,11 @@ import anyio
 from roundtable import clock
 from roundtable.assets import write_atomic
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
-from roundtable.services import test_exec
-from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref
+from roundtable.sandbox import runner as sandbox_runner
+from roundtable.services import scratch, test_exec
+from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref, read_revision_patch
+from roundtable.services.patches import parse_patch, read_patch
+from roundtable.services.policy import Policy, TestsPolicy
 from roundtable.services.redact import redact
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import TestRun
@@ -44,12 +57,16 @@ MAX_EVIDENCE_COMMAND = 1_000
 MAX_EVIDENCE_SUMMARY = 10_000
 
 
+UNSANDBOXED = "none"
+
+
 @dataclass(frozen=True)
 class RunInput:
     command: str
     proposal_id: str = ""
     task_id: str = ""
     test_run_id: str = ""
+    unsandboxed: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,17 +114,82 @@ async def _finish(runtime: Runtime, test_run_id: str, values: dict[str, object],
     return record
 
 
+def tests_policy(runtime: Runtime) -> TestsPolicy:
+    policy = runtime.policy
+    return policy.tests if isinstance(policy, Policy) else TestsPolicy()
+
+
+async def allowed_commands(runtime: Runtime, proposal_id: str = "") -> list[test_exec.Command]:
+    """The commands `test.run` accepts from agents (for a proposal: also those its touched
+    files' markers imply, as `test.suggest` lists them)."""
+    tests = tests_policy(runtime)
+    touched: list[str] | None = None
+    if proposal_id and not tests.commands:
+        async with runtime.db.read() as r:
+            proposal = await proposal_ref(r, proposal_id)
+        if proposal.revision:
+
+            def touched_files() -> list[str]:
+                return list(parse_patch(read_revision_patch(runtime.root, proposal), runtime.root).touched)
+
+            touched = await anyio.to_thread.run_sync(touched_files)
+    return await anyio.to_thread.run_sync(test_exec.allowed_commands, runtime.root, tests, touched)
+
+
+async def sandbox_for(runtime: Runtime) -> sandbox_runner.Sandbox:
+    """The sandbox test runs use here (probed once per process)."""
+    return await sandbox_runner.choose(tests_policy(runtime).sandbox)
+
+
+def _private_paths(runtime: Runtime) -> tuple[Path | None, list[str]]:
+    """The legacy socket's directory, and the root-relative paths never snapshotted into a
+    worktree besides `.roundtable/` (a database or socket configured elsewhere in the root)."""
+    root = runtime.root.resolve()
+    socket_dir: Path | None = None
+    excluded: list[str] = []
+    config = getattr(runtime, "config", None)
+    if config is not None:
+        socket_dir = config.socket_path(runtime.root).resolve().parent
+        for path in (config.sqlite_path(runtime.root).resolve(), socket_dir):
+            try:
+                rel = path.relative_to(root).as_posix()
+            except ValueError:
+                continue
+            if rel not in (".", "") and not rel.startswith(".roundtable"):
+                excluded.append(rel)
+    return socket_dir, excluded
+
+
+def _program_missing(argv: list[str]) -> str:
+    if os.sep in argv[0]:
+        return "" if os.access(argv[0], os.X_OK) else f"could not start {argv[0]}: not found or not executable"
+    found = shutil.which(argv[0], path=test_exec.child_environment().get("PATH", os.defpath))
+    return "" if found else f"could not start {argv[0]}: not found on PATH"
+
+
 async def run_test(
     runtime: Runtime, req: RunInput, actor: Actor, *, timeout: float | None = None
 ) -> tuple[TestRun, str]:
-    """Guard, record, execute, store the log, record the outcome; returns the run and its log."""
-    argv = test_exec.parse_command(req.command)
+    """Choose, record, build the worktree, execute in the sandbox, store the log, record the
+    outcome; returns the run and its log."""
+    if req.unsandboxed and not actor.operator:
+        raise PermissionDenied("only the operator may run a test without a sandbox")
+    allowed = await allowed_commands(runtime, req.proposal_id)
+    label, argv = test_exec.choose_command(req.command, allowed, operator=actor.operator)
+    tests = tests_policy(runtime)
+    sandbox = await sandbox_for(runtime)
+    if not sandbox.usable and not req.unsandboxed:
+        who = "the operator may run it unsandboxed from the console" if actor.operator else "ask the operator"
+        raise ToolError(f"test.run refused: no sandbox works on this machine ({sandbox.reason}); {who}")
+    kind = sandbox.kind if sandbox.usable else UNSANDBOXED
     test_run_id = req.test_run_id or clock.new_id("TR")
     log_rel = log_path_for(test_run_id)
     async with runtime.db.write(tool="test.run") as tx:
         if req.test_run_id and await tx.scalar("SELECT 1 FROM test_runs WHERE id = ?", (test_run_id,)):
             raise ToolError(f"test run {test_run_id} already exists; choose another test_run_id")
         proposal: ProposalRef | None = await proposal_ref(tx, req.proposal_id) if req.proposal_id else None
+        if proposal is not None and not proposal.revision:
+            raise ToolError(f"proposal {proposal.id} has no patch revision to test")
         task_id = req.task_id or (proposal.task_id if proposal else "")
         await tx.insert(
             "test_runs",
@@ -115,11 +197,13 @@ async def run_test(
                 "id": test_run_id,
                 "proposal_id": req.proposal_id or None,
                 "task_id": task_id or None,
-                "command": req.command,
+                "command": label,
                 "status": RUNNING,
                 "revision": (proposal.revision if proposal else "") or None,
                 "agent_id": actor.agent_id or None,
                 "session_id": actor.session_id or None,
+                "sandbox": kind,
+                "argv_json": json.dumps(argv),
                 "created_at": clock.now(),
             },
         )
@@ -130,17 +214,18 @@ async def run_test(
                 "test_run_id": test_run_id,
                 "proposal_id": req.proposal_id,
                 "revision": proposal.revision if proposal else "",
-                "command": req.command,
+                "command": label,
+                "sandbox": kind,
             },
             actor_id=actor.name,
             task_id=task_id,
         )
 
-    limit = test_exec.DEFAULT_TIMEOUT_S if timeout is None else timeout
+    limit = tests.timeout_seconds if timeout is None else timeout
     try:
-        execution = await test_exec.execute(argv, runtime.root, timeout=limit)
+        execution = await _execute(runtime, proposal, argv, sandbox, tests, limit)
         log = redact(execution.output or (execution.note + "\n" if execution.note else ""))
-        await anyio.to_thread.run_sync(write_atomic, runtime.root / log_rel, log)
+        await anyio.to_thread.run_sync(_write_log, runtime.root / log_rel, log)
     except OSError as exc:
         with anyio.CancelScope(shield=True):
             await _finish(
@@ -171,6 +256,48 @@ async def run_test(
         actor,
     )
     return record, log
+
+
+async def _execute(
+    runtime: Runtime,
+    proposal: ProposalRef | None,
+    argv: list[str],
+    sandbox: sandbox_runner.Sandbox,
+    tests: TestsPolicy,
+    timeout: float,
+) -> test_exec.Execution:
+    """Worktree, patch, command, cleanup. Setup failures (not a git repository, a patch that no
+    longer applies, a program not found) are an `error` outcome with the reason, not a raise."""
+    if missing := _program_missing(argv):
+        return test_exec.Execution(test_exec.ERROR, None, "", missing)
+    patch = await anyio.to_thread.run_sync(read_patch, runtime.root, proposal.revision) if proposal else None
+    socket_dir, excluded = _private_paths(runtime)
+    try:
+        tree = await scratch.create(runtime.root, patch, excluded=excluded)
+    except ToolError as exc:
+        return test_exec.Execution(test_exec.ERROR, None, "", str(exc))
+    try:
+        spec = None
+        if sandbox.usable:
+            spec = sandbox_runner.build_spec(
+                sandbox.kind,
+                argv,
+                tree.path,
+                root=runtime.root,
+                socket_dir=socket_dir,
+                memory_bytes=tests.memory_mb * 1024 * 1024,
+                max_processes=tests.max_processes,
+                read_paths=tests.read_paths,
+                executable=sandbox.executable,
+            )
+        return await test_exec.execute(argv, tree.path, timeout=timeout, spec=spec)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await scratch.remove(tree)
+
+
+def _write_log(path: Path, text: str) -> None:
+    write_atomic(path, text, mode=0o600)
 
 
 async def get_result(runtime: Runtime, test_run_id: str) -> tuple[TestRun, str, str]:

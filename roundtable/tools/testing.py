@@ -15,7 +15,7 @@ from roundtable.tools.approvals import actor_of
 from roundtable.tools.args import opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, obj, result, string
+from roundtable.tools.schema import RECORD, RECORDS, boolean, obj, result, string
 
 
 async def get_result(call: Call) -> dict[str, Any]:
@@ -33,6 +33,7 @@ async def run(call: Call) -> dict[str, Any]:
         proposal_id=opt_str(args, "proposal_id"),
         task_id=opt_str(args, "task_id"),
         test_run_id=record_id(args, "test_run_id"),
+        unsandboxed=bool(args.get("unsandboxed", False)),
     )
     record, log = await testing_service.run_test(call.runtime, req, actor_of(call.caller))
     return {"test_run": record.to_dict(), "log": log}
@@ -42,6 +43,21 @@ async def suggest(call: Call) -> dict[str, Any]:
     runtime = call.runtime
     proposal_id = opt_str(call.args, "proposal_id")
     task_id = opt_str(call.args, "task_id")
+    configured = testing_service.tests_policy(runtime).commands
+    if configured:
+        # The operator configured the commands: those are the only ones test.run accepts.
+        if proposal_id:
+            async with runtime.db.read() as r:
+                task_id = task_id or (await proposal_ref(r, proposal_id)).task_id
+        allowed = await testing_service.allowed_commands(runtime)
+        return {
+            "task_id": task_id,
+            "proposal_id": proposal_id,
+            "commands": [c.name for c in allowed],
+            "suggestions": [
+                {"command": c.name, "marker": c.source, "language": "", "argv": list(c.argv)} for c in allowed
+            ],
+        }
     touched: list[str] | None = None
     if proposal_id:
         async with runtime.db.read() as r:
@@ -90,18 +106,24 @@ TOOLS = [
     ToolSpec(
         name="test.run",
         description=(
-            "Run an allowlisted test command (cargo, git, go, make, node, npm, pnpm, printf, pytest, "
-            "ruby, swift, vitest, yarn) in the repository root. No shell: the command is split like "
-            "a shell would split it, and pipes, redirects, substitutions and chaining are refused. "
-            "Timeout 600 s, output capped at 1 MiB. A failing test is a result (status failed), not "
-            "an error. With proposal_id the run is evidence for the proposal's current revision."
+            "Run one of the test commands the operator configured (tests.commands in "
+            "POLICIES.ROUNDTABLE.md; by default those test.suggest lists from the repository's "
+            "markers): give its name or its exact argument string; anything else is refused with "
+            "the allowed list. The command runs on a scratch worktree of the current tree with the "
+            "proposal's current revision applied, in a sandbox (no network, only the worktree "
+            "writable, home and .roundtable absent, memory limit). Timeout 600 s by default, "
+            "output capped at 1 MiB. A failing test is a result (status failed), not an error. With "
+            "proposal_id the run is evidence for the proposal's current revision."
         ),
         input_schema=obj(
             {
-                "command": string("e.g. pytest -q tests/test_app.py"),
-                "proposal_id": string("Proposal the run is evidence for."),
+                "command": string("A configured test command, by name or exact text, e.g. make test."),
+                "proposal_id": string("Proposal the run is evidence for (its patch is applied)."),
                 "task_id": string("Task concerned (default: the proposal's)."),
                 "test_run_id": string("Explicit id (default: generated); must be new."),
+                "unsandboxed": boolean(
+                    "Operator only, after confirming: run without a sandbox when none works on this machine."
+                ),
             },
             ["command"],
         ),

@@ -1,18 +1,27 @@
-"""test.run / test.get_result / test.evidence.submit on a real git repository: the guard, real
-subprocesses, the timeout, the output cap, stored logs, revision binding, reported evidence."""
+"""test.run / test.get_result / test.evidence.submit on a real git repository: commands chosen
+among the configured ones (hostile command lines refused), runs on a scratch worktree of the
+revision inside the sandbox, the timeout, the output cap, stored logs (0600), revision binding,
+reported evidence (DESIGN §4.20, §4.24)."""
 
 from __future__ import annotations
 
-import sys
+import json
+import os
+import stat
+import subprocess
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
+import yaml
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
+from roundtable.sandbox import runner
 from roundtable.services import test_exec
+from roundtable.services.policy import load_policy
 from roundtable.services.testing import passing_runs
 from roundtable.store.records import TestRun
 from roundtable.tools.context import OPERATOR
@@ -23,58 +32,114 @@ pytestmark = pytest.mark.anyio
 
 T = TypeVar("T")
 
-PYTEST = str(Path(sys.executable).parent / "pytest")
-# The venv's pytest autoloads heavy plugins (textual snapshots, hypothesis); the tiny test needs none.
-NO_PLUGINS = "-p no:cacheprovider -p no:textual-snapshot -p no:syrupy -p no:hypothesispytest -p no:anyio"
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+COMMANDS: dict[str, list[str]] = {
+    "hello": ["printf", "one\\ntwo\\n"],
+    "unit": [PY, "-m", "unittest", "discover", "-s", ".", "-p", "test_*.py"],
+    "fails": [PY, "-c", "raise SystemExit(3)"],
+    "secret": ["printf", "password=hunter2hunter2\\n"],
+    "big": ["printf", "%s%020000dEND", "start", "0"],
+    "missing": ["./node_modules/.bin/vitest", "run"],
+}
+
+
+def configure(rt: Runtime, commands: dict[str, list[str]] | None = None, **options: Any) -> None:
+    """Write the project's policy with a `tests:` block and load it, as a reload would."""
+    block = yaml.safe_dump({"tests": {"commands": COMMANDS if commands is None else commands, **options}})
+    (rt.root / "POLICIES.ROUNDTABLE.md").write_text(f"# policy\n\n```yaml\n{block}```\n", encoding="utf-8")
+    rt.policy = load_policy(rt.root)
+
+
+def scratch_dirs() -> set[str]:
+    return {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("roundtable-test-")}
+
+
+def worktrees(root: Path) -> list[str]:
+    out = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=root, capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if line.startswith("worktree ")]
 
 
 async def test_passing_command_stores_log_and_events(rt: Runtime) -> None:
-    out = await rt.call("test.run", {"command": "printf 'one\\ntwo\\n'"}, AGENT)
+    configure(rt)
+    out = await rt.call("test.run", {"command": "hello"}, AGENT)
     run = out["test_run"]
     assert run["status"] == "passed" and run["exit_code"] == 0
     assert run["id"].startswith("TR-")
+    assert run["command"] == "hello" and json.loads(run["argv_json"]) == COMMANDS["hello"]
+    assert run["sandbox"] in ("bwrap", "landlock")
     assert run["log_path"] == f".roundtable/testlogs/{run['id']}.log"
     assert out["log"] == "one\ntwo\n"
-    assert (rt.root / run["log_path"]).read_text(encoding="utf-8") == "one\ntwo\n"
+    log = rt.root / run["log_path"]
+    assert log.read_text(encoding="utf-8") == "one\ntwo\n"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert run["summary_md"] == "one\ntwo"
     assert run["agent_id"] == "reviewer-1" and run["finished_at"]
     started, finished = await events(rt, "test.started"), await events(rt, "test.finished")
     assert started[0]["payload"]["test_run_id"] == run["id"]
+    assert started[0]["payload"]["sandbox"] == run["sandbox"]
     assert finished[0]["payload"]["status"] == "passed"
     got = await rt.call("test.get_result", {"test_run_id": run["id"]}, AGENT)
     assert got["test_run"] == run and got["log"] == "one\ntwo\n" and "log_error" not in got
 
 
-async def test_real_pytest_run_bound_to_revision(rt: Runtime) -> None:
-    (rt.root / "test_tiny.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n", encoding="utf-8")
-    pid = await make_proposal(rt, add_lines_patch("app.py", ["# change"]))
-    out = await rt.call("test.run", {"command": f"{PYTEST} -q {NO_PLUGINS} test_tiny.py", "proposal_id": pid}, AGENT)
-    run = out["test_run"]
-    assert run["status"] == "passed", out["log"]
-    assert "1 passed" in out["log"]
-    async with rt.db.read() as r:
-        current = await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (pid,))
-    assert run["revision"] == current and run["task_id"] == "T-1" and run["proposal_id"] == pid
-    assert passing_runs([TestRun.from_row(run)], current) != []
-    # A new revision makes it stale evidence.
-    await make_proposal(rt, add_lines_patch("app.py", ["# change 2"]), proposal_id=pid)
-    async with rt.db.read() as r:
-        newer = await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (pid,))
-    assert passing_runs([TestRun.from_row(run)], newer) == []
-
-
-async def test_failing_command_is_a_result_with_exit_code(rt: Runtime) -> None:
-    out = await rt.call("test.run", {"command": "git rev-parse --verify --quiet refs/heads/nope"}, AGENT)
-    assert out["test_run"]["status"] == "failed"
-    assert out["test_run"]["exit_code"] == 1
+async def test_a_command_by_its_exact_argument_string(rt: Runtime) -> None:
+    configure(rt)
+    out = await rt.call("test.run", {"command": f"{PY} -c 'raise SystemExit(3)'"}, AGENT)
+    assert out["test_run"]["command"] == "fails"
+    assert out["test_run"]["status"] == "failed" and out["test_run"]["exit_code"] == 3
     assert out["test_run"]["summary_md"] == "No test output captured."
+
+
+HOSTILE = [
+    'git -c "alias.x=!id" x',
+    "git -c alias.x=!id x",
+    "node -e \"require('child_process').execSync('id')\"",
+    "make anything",
+    "make -f /dev/stdin",
+    "/any/dir/git --version",
+    "/usr/bin/git --version",
+    "git apply .roundtable/patches/0000.diff",
+    "git clean -fdx",
+    "git --version",
+    "printf ok",
+    "python -c 'print(1)'",
+    "hello extra",
+    "hello; id",
+    "  printf 'one\\ntwo\\n' --x",
+    "HELLO",
+]
+
+
+@pytest.mark.parametrize("command", HOSTILE)
+async def test_agents_cannot_run_anything_but_the_configured_commands(rt: Runtime, command: str) -> None:
+    configure(rt, {"hello": COMMANDS["hello"], "unit": COMMANDS["unit"]})
+    with pytest.raises(ToolError, match="is not one of the test commands the operator configured") as info:
+        await rt.call("test.run", {"command": command}, AGENT)
+    assert "allowed: hello (printf" in str(info.value) and "unit (" in str(info.value)
+    assert await count(rt, "test_runs") == 0
+    logs = rt.root / ".roundtable" / "testlogs"
+    assert not logs.exists() or not any(logs.iterdir())
+
+
+async def test_without_configured_commands_the_markers_decide(rt: Runtime) -> None:
+    (rt.root / "Makefile").write_text("test:\n\t@printf made\nevil:\n\t@id\n", encoding="utf-8")
+    assert (await rt.call("test.run", {"command": "make test"}, AGENT))["log"] == "made"
+    with pytest.raises(ToolError, match=r"allowed: make test\Z"):
+        await rt.call("test.run", {"command": "make evil"}, AGENT)
+    suggested = await rt.call("test.suggest", {}, AGENT)
+    assert suggested["commands"] == ["make test"]
+    # A configured set replaces the markers' set, for test.suggest too.
+    configure(rt, {"hello": COMMANDS["hello"]})
+    with pytest.raises(ToolError, match="allowed: hello"):
+        await rt.call("test.run", {"command": "make test"}, AGENT)
+    suggested = await rt.call("test.suggest", {}, AGENT)
+    assert suggested["commands"] == ["hello"]
+    assert suggested["suggestions"][0]["argv"] == COMMANDS["hello"]
 
 
 @pytest.mark.parametrize(
     ("command", "message"),
     [
-        ("python -c 'print(1)'", 'command "python" is not allowlisted for the agent test surface'),
-        ("/bin/sh -c true", 'command "sh" is not allowlisted for the agent test surface'),
         ("pytest | tee out", "disallowed shell control characters"),
         ("pytest; rm -rf x", "disallowed shell control characters"),
         ("pytest && true", "disallowed shell control characters"),
@@ -84,21 +149,98 @@ async def test_failing_command_is_a_result_with_exit_code(rt: Runtime) -> None:
         ("printf `id`", "disallowed shell control characters"),
         ("pytest\nrm -rf x", "disallowed shell control characters"),
         ("printf 'unbalanced", "could not be split into arguments"),
+        ("   ", "argument command must not be empty"),
     ],
 )
-async def test_guard_refuses_before_anything_runs(rt: Runtime, command: str, message: str) -> None:
+async def test_the_operators_free_command_line_uses_no_shell(rt: Runtime, command: str, message: str) -> None:
+    configure(rt)
     with pytest.raises(ToolError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        await rt.call("test.run", {"command": command}, AGENT)
+        await rt.call("test.run", {"command": command}, OPERATOR)
     assert await count(rt, "test_runs") == 0
-    assert not (rt.root / ".roundtable" / "testlogs").exists() or not any(
-        (rt.root / ".roundtable" / "testlogs").iterdir()
+
+
+async def test_the_operator_may_run_a_free_command_in_the_sandbox(rt: Runtime) -> None:
+    configure(rt)
+    out = await rt.call("test.run", {"command": "printf free"}, OPERATOR)
+    assert out["log"] == "free" and out["test_run"]["sandbox"] in ("bwrap", "landlock")
+    assert json.loads(out["test_run"]["argv_json"]) == ["printf", "free"]
+
+
+TEST_MUL = (
+    "import unittest\n\nfrom app import mul\n\n\n"
+    "class MulTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(3, 4), 12)\n"
+)
+
+
+async def test_evidence_is_about_the_revision(rt: Runtime) -> None:
+    configure(rt)
+    before = scratch_dirs()
+    patch = add_lines_patch("app.py", ["", "", "def mul(a, b):", "    return a * b"]) + add_lines_patch(
+        "test_mul.py", TEST_MUL.rstrip("\n").split("\n"), new_file=True
     )
+    pid = await make_proposal(rt, patch)
+    out = await rt.call("test.run", {"command": "unit", "proposal_id": pid}, AGENT)
+    run = out["test_run"]
+    assert run["status"] == "passed", out["log"]
+    assert "Ran 1 test" in out["log"]
+    async with rt.db.read() as r:
+        current = await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (pid,))
+    assert run["revision"] == current and run["task_id"] == "T-1" and run["proposal_id"] == pid
+    assert passing_runs([TestRun.from_row(run)], current) != []
+    # The operator's tree is untouched: neither file changed, no worktree or scratch dir is left.
+    assert "mul" not in (rt.root / "app.py").read_text() and not (rt.root / "test_mul.py").exists()
+    assert scratch_dirs() == before and len(worktrees(rt.root)) == 1
+    # The same test on the base tree fails: the pass above was about the revision.
+    (rt.root / "test_mul.py").write_text(TEST_MUL, encoding="utf-8")
+    base = await rt.call("test.run", {"command": "unit"}, AGENT)
+    assert base["test_run"]["status"] == "failed" and "ImportError" in base["log"]
+    (rt.root / "test_mul.py").unlink()
+    # A new revision makes the pass stale.
+    await make_proposal(rt, add_lines_patch("app.py", ["# change 2"]), proposal_id=pid)
+    async with rt.db.read() as r:
+        newer = await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (pid,))
+    assert passing_runs([TestRun.from_row(run)], newer) == []
 
 
-async def test_timeout_kills_the_process(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_revision_that_breaks_a_test_fails(rt: Runtime) -> None:
+    configure(rt)
+    (rt.root / "test_add.py").write_text(
+        "import unittest\n\nfrom app import add\n\n\n"
+        "class AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+        encoding="utf-8",
+    )
+    assert (await rt.call("test.run", {"command": "unit"}, AGENT))["test_run"]["status"] == "passed"
+    broken = (
+        "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n"
+        "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a + b\n+    return a - b\n"
+    )
+    pid = await make_proposal(rt, broken)
+    out = await rt.call("test.run", {"command": "unit", "proposal_id": pid}, AGENT)
+    assert out["test_run"]["status"] == "failed" and "AssertionError" in out["log"]
+    assert (rt.root / "app.py").read_text().endswith("return a + b\n")
+
+
+async def test_a_patch_that_no_longer_applies_is_an_error(rt: Runtime) -> None:
+    configure(rt)
+    pid = await make_proposal(rt, add_lines_patch("app.py", ["# x"]))
+    (rt.root / "app.py").write_text("something else entirely\n", encoding="utf-8")
+    out = await rt.call("test.run", {"command": "hello", "proposal_id": pid}, AGENT)
+    assert out["test_run"]["status"] == "error"
+    assert "does not apply to the current tree" in out["test_run"]["summary_md"]
+    assert len(worktrees(rt.root)) == 1
+
+
+async def test_not_a_git_repository_is_an_error(runtime: Runtime) -> None:
+    configure(runtime)
+    out = await runtime.call("test.run", {"command": "hello"}, AGENT)
+    assert out["test_run"]["status"] == "error"
+    assert "needs the project to be a git repository" in out["test_run"]["summary_md"]
+
+
+async def test_timeout_kills_the_process(rt: Runtime) -> None:
+    configure(rt, {"slow": ["make", "slow"]}, timeout_seconds=0.5)
     (rt.root / "Makefile").write_text("slow:\n\t@echo begin\n\t@sleep 30\n", encoding="utf-8")
-    monkeypatch.setattr(test_exec, "DEFAULT_TIMEOUT_S", 0.5)
-    out = await rt.call("test.run", {"command": "make slow"}, AGENT)
+    out = await rt.call("test.run", {"command": "slow"}, AGENT)
     run = out["test_run"]
     assert run["status"] == "timed_out"
     assert run["summary_md"].startswith("Timed out after 0.5 s.")
@@ -106,9 +248,10 @@ async def test_timeout_kills_the_process(rt: Runtime, monkeypatch: pytest.Monkey
 
 
 async def test_output_is_capped_with_a_marker(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    configure(rt)
     monkeypatch.setattr(test_exec, "HEAD_BYTES", 1000)
     monkeypatch.setattr(test_exec, "TAIL_BYTES", 500)
-    out = await rt.call("test.run", {"command": "printf %s%020000dEND start 0"}, AGENT)
+    out = await rt.call("test.run", {"command": "big"}, AGENT)
     log = out["log"]
     assert out["test_run"]["status"] == "passed"
     assert log.startswith("start000")
@@ -127,28 +270,31 @@ def test_output_capture_keeps_head_and_tail() -> None:
 
 
 async def test_program_that_cannot_start_is_an_error_status(rt: Runtime) -> None:
-    out = await rt.call("test.run", {"command": "./node_modules/.bin/vitest run"}, AGENT)
+    configure(rt)
+    out = await rt.call("test.run", {"command": "missing"}, AGENT)
     assert out["test_run"]["status"] == "error"
-    assert out["test_run"]["summary_md"] == "Could not start ./node_modules/.bin/vitest: No such file or directory."
+    assert out["test_run"]["summary_md"] == "Could not start ./node_modules/.bin/vitest: not found or not executable."
     assert out["test_run"]["exit_code"] == 0  # none: NULL reads back as 0
     assert "could not start" in out["log"]
 
 
 async def test_ids_and_labels(rt: Runtime) -> None:
-    await rt.call("test.run", {"command": "printf x", "test_run_id": "TR-mine"}, AGENT)
+    configure(rt)
+    await rt.call("test.run", {"command": "hello", "test_run_id": "TR-mine"}, AGENT)
     with pytest.raises(ToolError, match="test run TR-mine already exists"):
-        await rt.call("test.run", {"command": "printf y", "test_run_id": "TR-mine"}, AGENT)
+        await rt.call("test.run", {"command": "hello", "test_run_id": "TR-mine"}, AGENT)
     with pytest.raises(ToolError, match="test_run_id must be"):
-        await rt.call("test.run", {"command": "printf y", "test_run_id": "../../etc/x"}, AGENT)
+        await rt.call("test.run", {"command": "hello", "test_run_id": "../../etc/x"}, AGENT)
     with pytest.raises(ToolError, match="get proposal P-nope: not found"):
-        await rt.call("test.run", {"command": "printf y", "proposal_id": "P-nope"}, AGENT)
+        await rt.call("test.run", {"command": "hello", "proposal_id": "P-nope"}, AGENT)
     assert await count(rt, "test_runs") == 1
     with pytest.raises(ToolError, match="get test run TR-nope: not found"):
         await rt.call("test.get_result", {"test_run_id": "TR-nope"}, AGENT)
 
 
 async def test_missing_log_is_reported_not_hidden(rt: Runtime) -> None:
-    run = (await rt.call("test.run", {"command": "printf x"}, AGENT))["test_run"]
+    configure(rt)
+    run = (await rt.call("test.run", {"command": "hello"}, AGENT))["test_run"]
     (rt.root / run["log_path"]).unlink()
     got = await rt.call("test.get_result", {"test_run_id": run["id"]}, AGENT)
     assert got["log"] == ""
@@ -156,9 +302,28 @@ async def test_missing_log_is_reported_not_hidden(rt: Runtime) -> None:
 
 
 async def test_secrets_in_output_are_redacted(rt: Runtime) -> None:
-    out = await rt.call("test.run", {"command": "printf 'password=hunter2hunter2\\n'"}, AGENT)
+    configure(rt)
+    out = await rt.call("test.run", {"command": "secret"}, AGENT)
     assert "hunter2" not in out["log"]
     assert "hunter2" not in (rt.root / out["test_run"]["log_path"]).read_text(encoding="utf-8")
+
+
+async def test_no_sandbox_refuses_agents_and_asks_the_operator(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no sandbox works (simulated: the probe's answer for the forced kind), agents are
+    refused with the reason; the operator may run unsandboxed only when asking for it."""
+    configure(rt, sandbox="bwrap")
+    monkeypatch.setitem(runner._probed, "bwrap", "bwrap is not installed")
+    with pytest.raises(
+        ToolError, match=r"no sandbox works on this machine \(bwrap is not installed\); ask the operator"
+    ):
+        await rt.call("test.run", {"command": "hello"}, AGENT)
+    with pytest.raises(ToolError, match="only the operator may run a test without a sandbox"):
+        await rt.call("test.run", {"command": "hello", "unsandboxed": True}, AGENT)
+    with pytest.raises(ToolError, match="the operator may run it unsandboxed from the console"):
+        await rt.call("test.run", {"command": "hello"}, OPERATOR)
+    assert await count(rt, "test_runs") == 0
+    out = await rt.call("test.run", {"command": "hello", "unsandboxed": True}, OPERATOR)
+    assert out["test_run"]["status"] == "passed" and out["test_run"]["sandbox"] == "none"
 
 
 async def test_evidence_from_a_tester_session(rt: Runtime) -> None:
@@ -198,38 +363,40 @@ async def test_evidence_refusals(rt: Runtime) -> None:
     assert await count(rt, "test_runs") == 0
 
 
-async def test_run_holds_no_transaction_and_cancel_leaves_no_running_row(rt: Runtime) -> None:
+async def test_run_holds_no_transaction_and_cancel_leaves_nothing_behind(rt: Runtime) -> None:
     import anyio
 
-    (rt.root / "Makefile").write_text("slow:\n\t@sleep 30\n", encoding="utf-8")
+    marker = f"rt-cancel-{os.getpid()}"
+    configure(rt, {"slow": [PY, "-c", "import time\ntime.sleep(30)", marker]})
+    before = scratch_dirs()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(rt.call, "test.run", {"command": "make slow", "test_run_id": "TR-slow"}, AGENT)
+        tg.start_soon(rt.call, "test.run", {"command": "slow", "test_run_id": "TR-slow"}, AGENT)
         await _poll(lambda: count(rt, "test_runs"), lambda n: n == 1)
         # Other writes go through while the command runs.
         await rt.call("human.request_approval", {"subject": "s", "reason_md": "r"}, AGENT)
         got = await rt.call("test.get_result", {"test_run_id": "TR-slow"}, AGENT)
         assert got["test_run"]["status"] == "running"
-        await _poll(_async(lambda: _processes_in(rt.root)), bool)
+        await _poll(_async(lambda: processes_with(marker)), bool)
         tg.cancel_scope.cancel()
-    # The whole group (make and its sleep) was killed.
-    await _poll(_async(lambda: _processes_in(rt.root)), lambda procs: not procs)
+    # The whole sandbox was killed, and the worktree removed.
+    await _poll(_async(lambda: processes_with(marker)), lambda procs: not procs)
     got = await rt.call("test.get_result", {"test_run_id": "TR-slow"}, AGENT)
     assert got["test_run"]["status"] == "error"
     assert got["test_run"]["summary_md"] == "Test run was cancelled before it finished."
     assert [e["payload"]["status"] for e in await events(rt, "test.finished")] == ["error"]
+    assert scratch_dirs() == before and len(worktrees(rt.root)) == 1
 
 
-def _processes_in(root: Path) -> list[int]:
-    """Live (non-zombie) processes whose working directory is `root`."""
-    import os
-
+def processes_with(marker: str) -> list[int]:
+    """Live (non-zombie) processes with `marker` in their command line."""
     found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            if os.readlink(f"/proc/{entry}/cwd") != str(root.resolve()):
-                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if marker.encode() not in handle.read():
+                    continue
             with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
                 state = handle.read().rsplit(")", 1)[1].split()[0]
         except OSError:
