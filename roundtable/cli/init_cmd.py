@@ -1,4 +1,4 @@
-"""`roundtable init`."""
+"""`roundtable init`: scaffold a project (private `.roundtable/`, its project id, starter files)."""
 
 from __future__ import annotations
 

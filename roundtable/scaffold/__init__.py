@@ -1,6 +1,8 @@
 """`roundtable init`: the starter files and directories, written in one checked step.
 
 Every target is checked before anything is written, so a refusal leaves the tree unchanged.
+`.roundtable/` is private (0700) and gets the project's random id (`.roundtable/project_id`,
+kept by `init --force`), which the owner states and the stdio bridge checks.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from roundtable.assets import generated_assets, write_atomic
 from roundtable.config import BUILTIN_ADAPTERS, Config, default_config_yaml
+from roundtable.credentials import ensure_private_dir, ensure_project_id, state_dir
 from roundtable.errors import RoundtableError
 
 DIRECTORIES = (
@@ -66,10 +69,12 @@ async def init_project_async(root: Path, *, force: bool = False) -> list[Path]:
         for rel in targets:
             if (root / rel).exists() or (root / rel).is_symlink():
                 raise InitRefused(f"refusing to overwrite existing file: {rel}")
+    ensure_private_dir(state_dir(root))
     for directory in DIRECTORIES:
         (root / directory).mkdir(parents=True, exist_ok=True)
     for directory in PRIVATE_DIRECTORIES:
         os.chmod(root / directory, 0o700)
+    ensure_project_id(root)
     written = []
     for rel, text in targets.items():
         write_atomic(root / rel, text)
