@@ -277,8 +277,9 @@ class Bridge:
         self._connect_wait = connect_wait
         self._retry_window = retry_window
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-        if token:
-            headers["authorization"] = f"Bearer {token}"
+        # The credential goes only on requests to /mcp, after the owner proved to be this
+        # project's (never on the /healthz probe that decides that).
+        self._auth = {"authorization": f"Bearer {token}"} if token else {}
         # TCP_NODELAY: without it a request's header and body writes wait on delayed ACKs (~40 ms).
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
         # Plain http needs no CA bundle; loading one costs tens of milliseconds at start-up.
@@ -417,7 +418,7 @@ class Bridge:
         return f"the owner at {self.url} refused {hint}"
 
     def _headers(self, entry_modern: str = "") -> dict[str, str]:
-        headers: dict[str, str] = {}
+        headers: dict[str, str] = dict(self._auth) if self._verified else {}
         if entry_modern:
             headers[PROTOCOL_HEADER] = entry_modern
             return headers
@@ -599,7 +600,7 @@ class Bridge:
             try:
                 init = json.loads(self._init_message)
                 init["id"] = f"roundtable-bridge-reinit-{self._reinits}"
-                status, body = await self._post(json.dumps(init).encode(), {}, replies.append)
+                status, body = await self._post(json.dumps(init).encode(), self._headers(), replies.append)
                 if status >= 400 or not self.session_id:
                     return False
                 if body:

@@ -1,0 +1,181 @@
+"""Start-up of the stdio bridge: no owner, an owner of another project, refused credentials.
+
+Each case ends with exit status 1, exactly one stderr line that names the problem and its fix,
+and a JSON-RPC error for any request the harness had already sent — and never a credential sent
+to an owner that is not this project's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from roundtable import credentials
+from roundtable.owner import Owner
+from roundtable.scaffold import init_project_async
+from roundtable.server.http import HttpError
+
+from .conftest import INIT, Bridge, call, free_port
+
+pytestmark = pytest.mark.anyio
+PREFIX = "roundtable mcp stdio: "
+
+
+async def test_no_owner_fails_fast_and_answers_the_pending_request(project: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    started = time.monotonic()
+    bridge = await Bridge.spawn("--root", str(project), "--url", url)
+    await bridge.send(INIT)  # the harness speaks first, as Claude Code and the Inspector do
+    status, out, err = await bridge.close()
+    elapsed = time.monotonic() - started
+    assert status == 1
+    assert elapsed < 3.0  # ~1 s on an idle machine; loose because the test machine is shared
+    lines = err.decode().splitlines()
+    assert len(lines) == 1
+    assert lines[0] == (
+        f"{PREFIX}coordinator endpoint unavailable: no roundtable owner answers at {url} for project "
+        f"{project}; start one with: roundtable start --root {project}"
+    )
+    frames = out.splitlines()
+    assert len(frames) == 1
+    reply = json.loads(frames[0])
+    assert reply["id"] == 1 and reply["error"]["code"] == -32000
+    assert "start one with: roundtable start" in reply["error"]["message"]
+
+
+async def test_no_owner_and_silent_client_exits_within_a_second_or_so(project: Path) -> None:
+    started = time.monotonic()
+    bridge = await Bridge.spawn("--root", str(project), "--url", f"http://127.0.0.1:{free_port()}/mcp")
+    status = await asyncio.wait_for(bridge.proc.wait(), 20)  # stdin left open: the harness waits
+    assert bridge.proc.stdout is not None and bridge.proc.stderr is not None
+    out, err = await bridge.proc.stdout.read(), await bridge.proc.stderr.read()
+    assert status == 1 and out == b"" and len(err.splitlines()) == 1
+    assert time.monotonic() - started < 3.0
+
+
+async def test_owner_of_another_project_is_refused_naming_both_roots(tmp_path: Path, project: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    await init_project_async(other)
+    credentials.write_credential(project, "rt_secret_of_project_b_0123456789")
+    async with Owner(other, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
+        bridge = await Bridge.spawn("--root", str(project), "--url", owner.http_url)
+        await bridge.send(INIT)
+        status, out, err = await bridge.close()
+    assert status == 1
+    lines = err.decode().splitlines()
+    assert len(lines) == 1
+    assert f"serves project {other}, not {project}" in lines[0] and "mcp.http_address" in lines[0]
+    assert json.loads(out.splitlines()[0])["id"] == 1
+    assert b"rt_secret" not in err + out
+
+
+async def _recording_server(body: dict[str, object]) -> tuple[asyncio.Server, list[bytes]]:
+    """A plain HTTP listener that answers every request with `body` and keeps what it was sent:
+    what an unrelated program (or an owner squatting on the port) would see."""
+    seen: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head)
+        data = json.dumps(body).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n")
+        writer.write(b"content-length: %d\r\n\r\n%s" % (len(data), data))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, seen
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"status": "ready", "project_id": "rtp_" + "0" * 32, "root": "/somewhere/else", "pid": 1},
+        {"status": "ok"},  # not a roundtable owner at all
+    ],
+)
+async def test_no_credential_reaches_a_stranger(project: Path, body: dict[str, object]) -> None:
+    credentials.write_credential(project, "rt_secret_of_this_project_0123456789")
+    server, seen = await _recording_server(body)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        bridge = await Bridge.spawn("--root", str(project), "--url", f"http://127.0.0.1:{port}/mcp")
+        await bridge.send(INIT, call(2, "task_list"))
+        status, out, err = await bridge.close()
+    assert status == 1 and len(err.splitlines()) == 1
+    assert [json.loads(f)["id"] for f in out.splitlines()] in ([1, 2], [1])
+    assert seen and all(head.startswith(b"GET /healthz ") for head in seen)
+    assert not any(b"authorization" in head.lower() for head in seen)
+
+
+async def test_refused_credential_names_the_file_and_the_fix(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUNDTABLE_MCP_TOKEN", "rt_the_owner_shared_token_0123456789")
+    async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
+        monkeypatch.delenv("ROUNDTABLE_MCP_TOKEN")
+        env = {k: v for k, v in os.environ.items() if k != "ROUNDTABLE_MCP_TOKEN"}
+        bridge = await Bridge.spawn("--root", str(project), "--url", owner.http_url, "--agent", "ghost", env=env)
+        await bridge.send(INIT)
+        status, out, err = await bridge.close()
+    assert status == 1
+    lines = err.decode().splitlines()
+    assert len(lines) == 1
+    path = credentials.credential_path(project, agent_id="ghost")
+    assert f"refused agent ghost's credential ({path}, which does not exist)" in lines[0]
+    assert "roundtable connect --agent ghost" in lines[0]
+    reply = json.loads(out.splitlines()[0])
+    assert reply["id"] == 1 and "refused" in reply["error"]["message"]
+
+
+async def test_agent_credential_file_and_environment_token(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = "rt_the_owner_shared_token_0123456789"
+    monkeypatch.setenv("ROUNDTABLE_MCP_TOKEN", token)
+    async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
+        monkeypatch.delenv("ROUNDTABLE_MCP_TOKEN")
+        credentials.write_credential(project, token, agent_id="implementer-1")
+        env = {k: v for k, v in os.environ.items() if k != "ROUNDTABLE_MCP_TOKEN"}
+        bridge = await Bridge.spawn(
+            "--root", str(project), "--url", owner.http_url, "--agent", "implementer-1", env=env
+        )
+        assert (await bridge.handshake())["result"]["serverInfo"]["name"] == "roundtable"
+        assert (await bridge.close())[0] == 0
+        # An explicit ROUNDTABLE_MCP_TOKEN wins over the file (here: a wrong one, so refused).
+        credentials.write_credential(project, token)
+        bridge = await Bridge.spawn(
+            "--root", str(project), "--url", owner.http_url, env={**env, "ROUNDTABLE_MCP_TOKEN": "rt_wrong_0123456789"}
+        )
+        await bridge.send(INIT)
+        status, _out, err = await bridge.close()
+        assert status == 1 and b"the token in ROUNDTABLE_MCP_TOKEN" in err and b"rt_wrong" not in err
+
+
+async def test_invalid_agent_id_is_refused_before_anything(project: Path) -> None:
+    bridge = await Bridge.spawn("--root", str(project), "--agent", "../../etc/passwd")
+    status, out, err = await bridge.close()
+    assert status == 1 and out == b"" and b"invalid agent id" in err
+
+
+async def test_port_held_by_another_owner_is_named(tmp_path: Path, project: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    await init_project_async(other)
+    async with Owner(other, http_address="127.0.0.1:0", socket=False, chair=False) as first:
+        with pytest.raises(HttpError) as info:
+            async with Owner(project, http_address=first.http_address, socket=False, chair=False):
+                pass
+    text = str(info.value)
+    assert f"{first.http_address} is held by the roundtable owner of {other} (pid {os.getpid()})" in text
+    assert "mcp.http_address" in text
+
+
+async def test_owner_creates_a_missing_project_id(project: Path) -> None:
+    credentials.project_id_path(project).unlink()
+    async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
+        assert credentials.read_project_id(project) == owner.http.project_id
+    bridge_id = credentials.read_project_id(project)
+    assert bridge_id is not None and bridge_id.startswith("rtp_")
