@@ -145,28 +145,52 @@ def _redacted(exc: RoundtableError) -> RoundtableError:
 
 
 def _describe(spec: ToolSpec, error: jsonschema.ValidationError) -> str:
-    """One clear sentence for the first schema violation."""
-    path = ".".join(str(p) for p in error.absolute_path)
+    """One clear sentence for the first schema violation. It never echoes the offending value
+    (it may be megabytes long or a secret): only its size, and at most 64 characters of a key."""
+    from roundtable.tools.registry import FLOAT_MAX
+
+    def clip(text: str, limit: int = 64) -> str:
+        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+    def plural(count: int, word: str) -> str:
+        return f"{count} {word}" + ("" if count == 1 else "s")
+
+    path = ".".join(clip(str(p)) for p in error.absolute_path)
     name = spec.name
+    bound: Any = error.validator_value  # typed `Any | Unset`; set on every error we describe
     if error.validator == "additionalProperties":
         allowed = ", ".join(sorted(spec.input_schema.get("properties", {}))) or "none"
         extra = sorted(set(error.instance) - set(spec.input_schema.get("properties", {})))  # type: ignore[arg-type]
-        return f"{name}: unknown argument {', '.join(extra)} (allowed: {allowed})"
+        shown = ", ".join(clip(key) for key in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        return f"{name}: unknown argument {shown} (allowed: {allowed})"
     if error.validator == "required":
         missing = str(error.message).split("'")[1] if "'" in str(error.message) else str(error.message)
         return f"{name}: missing required argument {missing}"
     if error.validator == "type":
-        expected = error.validator_value
-        kind = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        kind = " or ".join(bound) if isinstance(bound, list) else str(bound)
         article = "an" if kind[:1] in "aeiou" else "a"
         return f"{name}: argument {path} must be {article} {kind}"
+    if error.validator in ("minimum", "maximum") and isinstance(bound, float) and abs(bound) == FLOAT_MAX:
+        return f"{name}: argument {path} must be a finite number"
     if error.validator == "minimum":
-        return f"{name}: argument {path} must be at least {error.validator_value}"
+        return f"{name}: argument {path} must be at least {bound}"
     if error.validator == "maximum":
-        return f"{name}: argument {path} must be at most {error.validator_value}"
+        return f"{name}: argument {path} must be at most {bound}"
     if error.validator == "enum":
-        return f"{name}: argument {path} must be one of {', '.join(map(str, error.validator_value))}"  # type: ignore[arg-type]
-    return f"{name}: argument {path or '(root)'} is invalid: {error.message}"
+        return f"{name}: argument {path} must be one of {', '.join(map(str, bound))}"
+    if error.validator == "maxLength":
+        size = len(error.instance) if isinstance(error.instance, str) else 0
+        return f"{name}: argument {path} is too long: {size} characters, at most {bound} allowed"
+    if error.validator == "minLength":
+        return f"{name}: argument {path} is too short: at least {plural(int(bound), 'character')} required"
+    if error.validator == "pattern":
+        return f"{name}: argument {path} has an invalid format: it must match the pattern {bound}"
+    if error.validator == "maxItems":
+        size = len(error.instance) if isinstance(error.instance, list) else 0
+        return f"{name}: argument {path} has too many items: {size}, at most {bound} allowed"
+    if error.validator == "minItems":
+        return f"{name}: argument {path} needs at least {plural(int(bound), 'item')}"
+    return f"{name}: argument {path or '(root)'} is invalid: {clip(str(error.message), 200)}"
 
 
 def _load_policy(root: Path) -> Any:

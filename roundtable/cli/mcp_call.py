@@ -12,6 +12,8 @@ from roundtable.cli.common import fail, handle_errors, print_json, root_option, 
 
 
 def _parse_args(args: str | None, args_file: Path | None) -> dict[str, Any]:
+    from roundtable.server.socket import loads_strict  # the socket's strict JSON, for the same inputs
+
     if args is not None and args_file is not None:
         raise click.UsageError("give --args or --args-file, not both")
     if args_file is not None:
@@ -22,9 +24,11 @@ def _parse_args(args: str | None, args_file: Path | None) -> dict[str, Any]:
     else:
         text = args if args is not None else "{}"
     try:
-        value = json.loads(text)
+        value = loads_strict(text)
     except json.JSONDecodeError as exc:
         fail(f"args: invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+    except ValueError as exc:  # NaN, Infinity, a 5,000-digit number, nesting too deep
+        fail(f"args: invalid JSON: {str(exc)[:200]}")
     if value is None:
         return {}
     if not isinstance(value, dict):

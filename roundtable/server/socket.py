@@ -16,10 +16,12 @@ import contextlib
 import errno
 import json
 import logging
+import math
 import os
 import socket
 import stat
 import struct
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ SOCKET_CALLER = Caller("operator", "socket")
 STALE_PROBE_TIMEOUT = 0.2
 _WHITESPACE = b" \t\r\n"
 _CHUNK = 64 * 1024
+_MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
 
 
 class SocketError(RoundtableError):
@@ -57,18 +60,55 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> _Pairs:
     return obj
 
 
+class StrictJSONError(ValueError):
+    """Text that strict JSON refuses though Python's `json` would not (or would crash on)."""
+
+
+def _parse_int(text: str) -> int:
+    # Python refuses to convert more than sys.get_int_max_str_digits() digits (a bare ValueError
+    # nobody expects from json.loads); no argument may hold such a number anyway.
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INT_DIGITS:
+        raise StrictJSONError(f"a number has {digits} digits (at most {_MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: Go's decoder refuses it as out of range, and so do we
+        raise StrictJSONError(f"number {text[:32]} is out of range")
+    return value
+
+
+def _parse_constant(name: str) -> Any:
+    # Python's json accepts NaN, Infinity and -Infinity; JSON (and the reference) does not.
+    raise StrictJSONError(f"{name} is not valid JSON")
+
+
+def loads_strict(text: str, **kwargs: Any) -> Any:
+    """`json.loads` that refuses what JSON and the reference's Go decoder refuse: NaN and
+    ±Infinity, numbers out of float range, integers too long for Python to convert, and nesting
+    too deep for the parser (each a `StrictJSONError`); syntax errors stay `JSONDecodeError`."""
+    try:
+        return json.loads(
+            text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant, **kwargs
+        )
+    except RecursionError:
+        raise StrictJSONError("nesting too deep") from None
+
+
 def decode_request(line: bytes) -> tuple[str, dict[str, Any]]:
-    """The `(tool, args)` of one trimmed request line, or `RequestError`."""
+    """The `(tool, args)` of one trimmed request line, or `RequestError` (strict JSON)."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         raise RequestError("invalid request: not UTF-8 text") from None
     try:
-        value = json.loads(text, object_pairs_hook=_pairs_hook)
+        value = loads_strict(text, object_pairs_hook=_pairs_hook)
     except json.JSONDecodeError as exc:
         raise RequestError(f"invalid request: {exc.msg} at offset {exc.pos}") from None
-    except RecursionError:
-        raise RequestError("invalid request: nesting too deep") from None
+    except ValueError as exc:  # StrictJSONError, or any other conversion the decoder refuses
+        raise RequestError(f"invalid request: {str(exc)[:200]}") from None
     if value is None:
         return "", {}
     if not isinstance(value, _Pairs):

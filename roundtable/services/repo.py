@@ -159,7 +159,7 @@ def search(
     candidates: Iterable[tuple[Path, str]]
     if path:
         absolute, rel = resolve_repo_path(root, path)
-        if absolute.is_dir():
+        if os.path.isdir(absolute):  # False for any error (a too-long name, a loop)
             candidates = walk_repo_files(root, "" if rel == "." else rel)
         else:
             candidates = [(absolute, rel)]

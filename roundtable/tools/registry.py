@@ -5,12 +5,20 @@ and dispatch in `Runtime.call` all read `REGISTRY`. Tools are declared in the gr
 (`tools/table.py`, `tools/tasks.py`, …) and ordered here by the reference's declaration order.
 `repo.dependency_context` is registered but not exposed (it has no handler);
 `test.evidence.submit` exists only on tester capability sessions.
+
+Every input schema passes through `bounded_schema` here, the one place that bounds arguments
+(issue 12, finding 8: an integer around 10^30 reached SQLite and a 5,000-character path reached
+the filesystem, both as internal errors). An integer without explicit bounds gets SQLite's
+64-bit range, a number the finite float range, a string a `maxLength` chosen by what the
+argument holds (`string_limit`), an array a `maxItems`; bounds a tool declares itself are kept.
+The advertised schemas and the generated assets therefore show every bound.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -67,6 +75,77 @@ SESSION_ONLY_TOOLS: tuple[str, ...] = ("test.evidence.submit",)
 OPERATOR_TOOLS: tuple[str, ...] = ("patch.rollback",)
 
 
+# --- argument bounds ------------------------------------------------------------------------
+
+INT_MIN = -(2**63)  # SQLite INTEGER is a signed 64-bit value
+INT_MAX = 2**63 - 1
+FLOAT_MAX = sys.float_info.max  # finite: Infinity fails the bound (NaN is refused by the decoders)
+ID_MAX = 128  # ids that become file names are 1-128 characters (DESIGN §4.17)
+WORD_MAX = 128  # enumerated words: status, risk, vote, claim_type, …
+PATH_MAX = 4096  # Linux PATH_MAX
+SYMBOL_MAX = 1024
+RESOURCE_ID_MAX = 8192  # a type prefix, a path and a symbol name
+TITLE_MAX = 500
+QUERY_MAX = 4096
+COMMAND_MAX = 16 * 1024
+TEXT_MAX = 1024 * 1024  # Markdown bodies, reasons, notes: the services keep tighter limits of their own
+PATCH_MAX = 16 * 1024 * 1024  # = services.patches.MAX_PATCH_BYTES; the transports' body limits bind first
+ITEMS_MAX = 10_000
+
+_WORDS = frozenset(
+    {"status", "risk", "vote", "claim_type", "resource_type", "resume_policy", "language", "kind", "outcome"}
+)
+_BY_NAME: dict[str, int] = {
+    "path": PATH_MAX,
+    "readable_paths": PATH_MAX,
+    "scope": PATH_MAX,
+    "resource_id": RESOURCE_ID_MAX,
+    "affected_resources": RESOURCE_ID_MAX,
+    "symbol": SYMBOL_MAX,
+    "title": TITLE_MAX,
+    "subject": TITLE_MAX,
+    "query": QUERY_MAX,
+    "command": COMMAND_MAX,
+    "expected_tests": COMMAND_MAX,
+    "revision": ID_MAX,
+    "base_hash": ID_MAX,
+    "patch": PATCH_MAX,
+}
+
+
+def string_limit(name: str) -> int:
+    """The default `maxLength` of a string argument (or array item) called `name`."""
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    if name.endswith(("_id", "_by")):
+        return ID_MAX
+    if name in _WORDS:
+        return WORD_MAX
+    return TEXT_MAX
+
+
+def bounded_schema(schema: dict[str, Any], name: str = "") -> dict[str, Any]:
+    """A copy of `schema` with default bounds on every integer, number, string and array
+    (`name` is the property the schema belongs to; array items inherit it). Explicit bounds win."""
+    out = dict(schema)
+    kind = out.get("type")
+    if kind == "integer":
+        out.setdefault("minimum", INT_MIN)
+        out.setdefault("maximum", INT_MAX)
+    elif kind == "number":
+        out.setdefault("minimum", -FLOAT_MAX)
+        out.setdefault("maximum", FLOAT_MAX)
+    elif kind == "string" and "enum" not in out:
+        out.setdefault("maxLength", string_limit(name))
+    elif kind == "array":
+        out.setdefault("maxItems", ITEMS_MAX)
+        if isinstance(out.get("items"), dict):
+            out["items"] = bounded_schema(out["items"], name)
+    elif kind == "object" and isinstance(out.get("properties"), dict):
+        out["properties"] = {key: bounded_schema(value, key) for key, value in out["properties"].items()}
+    return out
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool. `mode` says which transaction `Runtime.call` opens around the handler:
@@ -121,7 +200,7 @@ def _collect() -> dict[str, ToolSpec]:
         for spec in module.TOOLS:
             if spec.name in specs:
                 raise RuntimeError(f"tool {spec.name} declared twice")
-            specs[spec.name] = spec
+            specs[spec.name] = replace(spec, input_schema=bounded_schema(spec.input_schema))
     expected = set(DECLARATION_ORDER) | set(SESSION_ONLY_TOOLS) | set(OPERATOR_TOOLS)
     if set(specs) != expected:
         missing = sorted(expected - set(specs))

@@ -1,11 +1,19 @@
 """Hostile input for every tool: arguments generated from each tool's own input schema, plus
 deliberately wrong shapes. Every call either succeeds or raises `ToolError` (never another
-exception), and a refused call leaves the database exactly as it was."""
+exception, never "internal error"), and a refused call leaves the database exactly as it was.
+
+Out-of-range values (issue 12, finding 8): integers past SQLite's 64-bit range (up to 5,000
+digits), strings one character over their `maxLength` (5,000-character paths), arrays one item
+over `maxItems`, deep nesting, NaN and ±Infinity — each is a `ValidationError` naming the
+argument, raised before any handler runs; values exactly at a bound never cause an internal
+error. The socket and HTTP framings of the same inputs are in tests/transports/."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from roundtable.errors import ToolError
+from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.runtime import Runtime
 from roundtable.scaffold import init_project
 from roundtable.store.schema import TABLES
@@ -114,7 +122,165 @@ async def _one(runtime: Runtime, root: Path, tool: str, args: dict[str, Any], as
     except ToolError as exc:
         assert str(exc), "errors must say something"
         assert "Traceback" not in str(exc)
+        assert "internal error" not in str(exc), f"{tool} {args!r}: {exc}"
         assert await _fingerprint(runtime) == before, f"{tool} refused {args!r} but changed the database"
         assert _files(root) == files_before, f"{tool} refused {args!r} but changed files"
     else:
         assert isinstance(result, dict)
+
+
+# --- out-of-range values ----------------------------------------------------------------------
+
+# The longest integer any transport delivers: every JSON decoder in use refuses more than 4,300
+# digits (Python's conversion limit; the socket and `mcp call` say so, HTTP's parser too). A
+# longer one exists only in-process, where jsonschema's own messages could not format it.
+HUGE = 10**4299
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _over(schema: dict[str, Any]) -> list[Any]:
+    """Values every schema of this shape must refuse."""
+    kind = schema.get("type")
+    common = [math.nan, math.inf, -math.inf, _deep(900), {"nested": _deep(50)}]
+    if kind == "integer":
+        return [schema["minimum"] - 1, schema["maximum"] + 1, 10**30, -(10**30), HUGE, -HUGE, 2.5, *common]
+    if kind == "number":
+        return [math.inf, -math.inf, 10**400, -(10**400), HUGE, "1", _deep(900)]
+    if kind == "string":
+        limit = schema.get("maxLength", 0)
+        over = ["a" * (limit + 1)] if limit else []
+        if limit and limit <= 8192:
+            over.append("a/" * (limit // 2 + 1))  # path-shaped
+        return [*over, 10**30, HUGE, *common]
+    if kind == "array":
+        item = schema.get("items", {})
+        over = [["x"] * (schema["maxItems"] + 1)]
+        if item.get("maxLength", 0) <= 8192 and "maxLength" in item:
+            over.append(["a" * (item["maxLength"] + 1)])
+        return [*over, [HUGE], [math.nan], [_deep(900)], 10**30, *common[:3]]
+    if kind == "boolean":
+        return [10**30, HUGE, "true", *common]
+    return []
+
+
+def _at_bounds(schema: dict[str, Any]) -> list[Any]:
+    """Values exactly at the bounds: allowed by the schema, so handlers must cope."""
+    kind = schema.get("type")
+    if kind == "integer":
+        return [schema["minimum"], schema["maximum"]]
+    if kind == "number":
+        return [schema["minimum"], schema["maximum"], math.nan]  # NaN: no JSON Schema bound excludes it
+    if kind == "string" and "enum" not in schema and schema.get("maxLength", 0) <= 8192:
+        return ["a" * schema["maxLength"], "a/" * (schema["maxLength"] // 2)]
+    return []
+
+
+def _cases(spec: Any, pick: Callable[[dict[str, Any]], list[Any]]) -> list[tuple[str, Any]]:
+    return [(key, value) for key, prop in spec.input_schema.get("properties", {}).items() for value in pick(prop)]
+
+
+# Arguments naming who acts: an agent's call is bound to its own identity before validation.
+IDENTITY = frozenset({"agent_id", "actor_id", "reviewer_id", "decided_by", "requested_by", "applied_by"})
+
+
+def _base(spec: Any) -> dict[str, Any]:
+    """Plausible values for the required arguments, so the hostile one is what gets checked."""
+    out: dict[str, Any] = {}
+    for key in spec.input_schema.get("required", []):
+        prop = spec.input_schema["properties"][key]
+        plain = AGENT.agent_id if key in IDENTITY else (prop.get("enum") or ["x"])[0]
+        out[key] = {"integer": 1, "number": 0.5, "boolean": True, "array": []}.get(prop.get("type", ""), plain)
+    return out
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and abs(value) > 10**100:  # repr() refuses more than 4,300 digits
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
+    text = repr(value)
+    return text if len(text) < 80 else f"{text[:60]}… ({len(text)} chars)"
+
+
+# Validation comes before any handler, so even the tools that run programs are safe to include.
+ALL_TOOLS = [spec for spec in get_registry() if spec.handler is not None]
+
+
+def test_every_bound_is_declared() -> None:
+    """The registry pass bounded every integer, number, string and array of every tool."""
+    for spec in get_registry():
+        for key, prop in spec.input_schema["properties"].items():
+            kind = prop.get("type")
+            label = f"{spec.name}.{key}"
+            if kind in ("integer", "number"):
+                assert "minimum" in prop and "maximum" in prop, label
+            if kind == "integer":
+                assert -(2**63) <= prop["minimum"] and prop["maximum"] <= 2**63 - 1, label
+            if kind == "string":
+                assert "maxLength" in prop or "enum" in prop, label
+            if kind == "array":
+                assert "maxItems" in prop and "maxLength" in prop["items"], label
+
+
+@pytest.mark.parametrize("spec", ALL_TOOLS, ids=[s.name for s in ALL_TOOLS])
+def test_out_of_range_arguments_are_validation_errors(spec: Any, fuzz_root: Path) -> None:
+    cases = _cases(spec, _over)
+    if not cases:
+        pytest.skip("no arguments")
+    loop = asyncio.new_event_loop()
+    runtime = loop.run_until_complete(Runtime.open(fuzz_root))
+
+    async def run(key: str, value: Any, as_operator: bool) -> None:
+        args = {**_base(spec), key: value}
+        before = await _fingerprint(runtime)
+        label = f"{spec.name} {key}={_short(value)} as {'operator' if as_operator else 'agent'}"
+        try:
+            await runtime.call(spec.name, args, Caller("operator", "cli") if as_operator else AGENT)
+        except ToolError as exc:
+            error = exc
+        else:
+            raise AssertionError(f"{label}: accepted")
+        text = str(error)
+        assert "internal error" not in text, f"{label}: {text[:300]}"
+        if not as_operator and isinstance(error, PermissionDenied):
+            # Authority (operator-only tools, identity bound from the credential) is checked
+            # before the arguments; that refusal is as good — but never for the operator.
+            assert key in IDENTITY or key not in text, f"{label}: {text[:300]}"
+        else:
+            assert isinstance(error, ValidationError), f"{label}: {type(error).__name__}: {text[:300]}"
+            assert text.startswith(f"{spec.name}: argument {key}"), f"{label}: {text[:300]}"
+            assert len(text) < 600, f"{label}: the message echoes the value ({len(text)} chars)"
+        assert await _fingerprint(runtime) == before, f"{label}: refused but changed the database"
+
+    # Cases are drawn by index, so a failure report stays short (some values are megabytes).
+    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(index=st.integers(0, len(cases) - 1), as_operator=st.booleans())
+    def check(index: int, as_operator: bool) -> None:
+        loop.run_until_complete(run(*cases[index], as_operator))
+
+    try:
+        check()
+    finally:
+        loop.run_until_complete(runtime.close())
+        loop.close()
+
+
+BOUNDED_TOOLS = [spec for spec in TOOLS if _cases(spec, _at_bounds)]
+
+
+@pytest.mark.parametrize("spec", BOUNDED_TOOLS, ids=[s.name for s in BOUNDED_TOOLS])
+def test_values_at_the_bounds_never_cause_internal_errors(spec: Any, fuzz_root: Path) -> None:
+    loop = asyncio.new_event_loop()
+    runtime = loop.run_until_complete(Runtime.open(fuzz_root))
+    try:
+        for key, value in _cases(spec, _at_bounds):
+            for as_operator in (True, False):
+                args = {**_base(spec), key: value}
+                loop.run_until_complete(_one(runtime, fuzz_root, spec.name, args, as_operator))
+    finally:
+        loop.run_until_complete(runtime.close())
+        loop.close()
