@@ -1,0 +1,97 @@
+"""Every request forwarded by the bridge gets exactly one answer, also when the owner goes away
+mid-reply: an error ("SSE stream ended without a response"), or — for a read-only tool the
+bridge saw annotated as such in `tools/list` — one retry once the owner is back.
+
+The owner is a real `roundtable mcp serve` child, stopped with SIGTERM (a graceful stop ends
+the long poll's stream after the drain timeout) or SIGKILL (a crash breaks it at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import Bridge, OwnerChild, call, free_port
+
+pytestmark = pytest.mark.anyio
+FAR = 10**9  # a cursor beyond every event, so table_watch long-polls
+
+
+async def _no_more_frames(bridge: Bridge, seconds: float) -> None:
+    assert bridge.proc.stdout is not None
+    with pytest.raises(TimeoutError):
+        extra = await asyncio.wait_for(bridge.proc.stdout.readline(), seconds)
+        raise AssertionError(f"unexpected extra frame: {extra!r}")
+
+
+async def test_stream_ended_by_a_stopping_owner_is_answered_once(project: Path) -> None:
+    owner = await OwnerChild(project, free_port()).start()
+    bridge = await Bridge.spawn("--root", str(project))
+    try:
+        assert "result" in await bridge.handshake()
+        await bridge.send(call(2, "table_watch", {"after_event_id": FAR, "wait_ms": 20000}))
+        await asyncio.sleep(1.0)
+        await owner.stop()  # SIGTERM: drains for up to 5 s, then ends the sessions
+        reply = await bridge.recv(timeout=30)
+        assert reply == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {"code": -32000, "message": "SSE stream ended without a response"},
+        }
+        await owner.start()  # today's recovery: the next request re-opens a session
+        await bridge.send(call(3, "table_watch", {}))
+        got = await bridge.recv(timeout=30)
+        assert got["id"] == 3 and "events" in got["result"]["structuredContent"]
+        await _no_more_frames(bridge, 1.0)
+        status, rest, err = await bridge.close()
+        assert status == 0 and rest == b""
+        assert b"reconnected with a new session" in err
+    finally:
+        await bridge.kill()
+        await owner.stop()
+
+
+async def test_read_only_request_is_retried_once_after_a_crash(project: Path) -> None:
+    owner = await OwnerChild(project, free_port()).start()
+    bridge = await Bridge.spawn("--root", str(project))
+    try:
+        await bridge.handshake()
+        await bridge.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        tools = {t["name"]: t for t in (await bridge.recv())["result"]["tools"]}
+        assert tools["table_watch"]["annotations"]["readOnlyHint"] is True
+        await bridge.send(call(3, "table_watch", {"after_event_id": FAR, "wait_ms": 3000}))
+        await asyncio.sleep(0.5)
+        await owner.kill()
+        await owner.start()
+        got = await bridge.recv(timeout=40)
+        assert got["id"] == 3 and got["result"]["structuredContent"]["events"] == []
+        await _no_more_frames(bridge, 1.0)
+        status, rest, err = await bridge.close()
+        assert status == 0 and rest == b""
+        text = err.decode()
+        assert "reply to tools/call broke off; sending it once more" in text
+        assert text.count("sending it once more") == 1
+    finally:
+        await bridge.kill()
+        await owner.stop()
+
+
+async def test_every_frame_is_one_answer_under_concurrency(project: Path) -> None:
+    owner = await OwnerChild(project, free_port()).start()
+    bridge = await Bridge.spawn("--root", str(project))
+    try:
+        await bridge.handshake()
+        ids = list(range(10, 40))
+        await bridge.send(*(call(i, "table_get_state") for i in ids), b'"just a string"\n', b"{not json\n")
+        seen = [await bridge.recv() for _ in range(len(ids) + 1)]
+        answered = sorted(m["id"] for m in seen if m.get("id") is not None)
+        assert answered == ids
+        assert [m["error"]["code"] for m in seen if m.get("id") is None] == [-32700]
+        status, rest, _err = await bridge.close()
+        assert status == 0 and all(json.loads(line) for line in rest.splitlines()) is True
+    finally:
+        await bridge.kill()
+        await owner.stop()
