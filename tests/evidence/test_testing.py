@@ -50,6 +50,14 @@ def configure(rt: Runtime, commands: dict[str, list[str]] | None = None, **optio
     rt.policy = load_policy(rt.root)
 
 
+@pytest.fixture(autouse=True)
+def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scratch worktrees go to this test's own temp dir (other runs on the machine use theirs)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+
 def scratch_dirs() -> set[str]:
     return {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("roundtable-test-")}
 

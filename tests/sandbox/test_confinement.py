@@ -1,0 +1,230 @@
+"""What a sandboxed command cannot do, in both kinds (bubblewrap; Landlock plus namespaces):
+reach the network, write outside its worktree, read the project's `.roundtable/` or the home,
+connect to the legacy socket, exceed its memory, or outlive its timeout (DESIGN §4.24)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from roundtable.sandbox import runner
+from roundtable.services import test_exec
+
+from .conftest import PY, SECRET, Place, processes_with, run
+
+pytestmark = pytest.mark.anyio
+
+PROBE = """
+import json, os, socket, sys
+out = {}
+def attempt(name, fn):
+    try:
+        out[name] = ["ok", repr(fn())[:200]]
+    except BaseException as exc:
+        out[name] = ["denied", type(exc).__name__]
+for path in sys.argv[1:]:
+    attempt("read " + path, lambda p=path: open(p, "rb").read())
+    attempt("list " + path, lambda p=path: os.listdir(p))
+print(json.dumps(out))
+"""
+
+
+def exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def writable_home() -> str:
+    homes = [h for h in runner.home_dirs() if os.path.isdir(h) and os.access(h, os.W_OK)]
+    return homes[0] if homes else ""
+
+
+def probe(argv_paths: list[str]) -> list[str]:
+    return [PY, "-c", PROBE, *argv_paths]
+
+
+def results(execution: test_exec.Execution) -> dict[str, list[str]]:
+    assert execution.status == "passed", (execution.note, execution.output)
+    return json.loads(execution.output.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+async def test_the_network_is_unreachable(kind: str, place: Place) -> None:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    script = (
+        "import socket, sys\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=3)\n"
+        "    print('CONNECTED')\n"
+        "except OSError as exc:\n"
+        "    print('refused', type(exc).__name__)\n"
+        "try:\n"
+        "    socket.create_connection(('1.1.1.1', 53), timeout=3)\n"
+        "    print('CONNECTED')\n"
+        "except OSError as exc:\n"
+        "    print('refused', type(exc).__name__)\n"
+        # The namespace has a loopback of its own: a test may still serve itself.
+        "s = socket.socket()\n"
+        "s.bind(('127.0.0.1', 0))\n"
+        "s.listen(1)\n"
+        "c = socket.create_connection(s.getsockname(), timeout=3)\n"
+        "print('own loopback ok')\n"
+    )
+    try:
+        out = await run(kind, place, [PY, "-c", script, str(port)])
+        assert out.status == "passed", out.output
+        assert "CONNECTED" not in out.output
+        assert out.output.count("refused") == 2 and "own loopback ok" in out.output
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody reached the host's listener
+    finally:
+        listener.close()
+
+
+async def test_writes_outside_the_worktree_fail(kind: str, place: Place) -> None:
+    marker = f"rt-sandbox-{os.getpid()}-{time.monotonic_ns()}"
+    outside = Path(os.path.dirname(place.root)) / marker
+    targets = [
+        str(place.root / "app.py"),
+        str(place.root / "new.txt"),
+        str(outside),
+        f"/etc/{marker}",
+        f"/usr/{marker}",
+    ]
+    script = (
+        "import sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        open(path, 'a').write('x')\n"
+        "        print('WROTE', path)\n"
+        "    except OSError as exc:\n"
+        "        print('denied', path, type(exc).__name__)\n"
+        "open('inside.txt', 'w').write('in the worktree')\n"
+        f"open('/tmp/{marker}', 'w').write('private tmp')\n"
+        f"print(open('/tmp/{marker}').read())\n"
+    )
+    out = await run(kind, place, [PY, "-c", script, *targets])
+    assert out.status == "passed", out.output
+    assert "WROTE" not in out.output and out.output.count("denied") == len(targets)
+    assert "private tmp" in out.output
+    assert (place.workdir / "inside.txt").read_text() == "in the worktree"
+    assert (place.root / "app.py").read_text() == "print('project')\n"
+    assert not (place.root / "new.txt").exists() and not outside.exists()
+    assert not exists(f"/tmp/{marker}")  # the sandbox's /tmp is its own
+
+
+@pytest.mark.parametrize("root_readable", [False, True], ids=["default", "root-in-read_paths"])
+async def test_the_projects_state_and_socket_are_absent(kind: str, place: Place, root_readable: bool) -> None:
+    """`.roundtable/` (database, config, credentials) cannot be read and the legacy socket
+    cannot be connected — even when the operator makes the project root readable."""
+    state = place.root / ".roundtable"
+    paths = [
+        str(state / "roundtable.db"),
+        str(state / "config.yaml"),
+        str(state / "credentials" / "operator"),
+        str(state),
+        str(state / "mcp"),
+    ]
+    script = PROBE + (
+        "import socket\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        f"attempt('connect', lambda: s.connect({str(place.socket_path)!r}))\n"
+        "print(json.dumps(out))\n"
+    )
+    read_paths = (str(place.root),) if root_readable else ()
+    out = await run(kind, place, [PY, "-c", script, *paths], read_paths=read_paths)
+    got = results(out)
+    assert SECRET not in out.output
+    assert got["connect"][0] == "denied", got
+    for path in paths[:3]:
+        assert got[f"read {path}"][0] == "denied", got
+    for path in paths[3:]:
+        listed = got[f"list {path}"]
+        assert listed[0] == "denied" or listed[1] == "[]", got
+    if root_readable:
+        # The rest of the project is readable when the operator asked for it.
+        assert got.get(f"read {place.root / 'app.py'}") is None  # not probed, but:
+        again = results(await run(kind, place, probe([str(place.root / "app.py")]), read_paths=read_paths))
+        assert again[f"read {place.root / 'app.py'}"][0] == "ok"
+    else:
+        again = results(await run(kind, place, probe([str(place.root / "app.py")])))
+        assert again[f"read {place.root / 'app.py'}"][0] == "denied"
+
+
+async def test_the_home_directory_is_absent(kind: str, place: Place) -> None:
+    """Nothing of the home is visible but the directories leading to the Python in use (kept
+    read-only when it lives there, as with pyenv); a file the user keeps there is not readable."""
+    home = writable_home()
+    if not home:
+        pytest.skip("no writable home directory to test with")
+    fd, planted = tempfile.mkstemp(prefix=".rt-sandbox-", dir=home)
+    os.write(fd, SECRET.encode())
+    os.close(fd)
+    try:
+        out = results(await run(kind, place, probe([home, planted])))
+    finally:
+        os.unlink(planted)
+    assert out[f"read {planted}"][0] == "denied", out
+    listed = out[f"list {home}"]
+    if listed[0] == "ok":
+        leading = {Path(k).relative_to(home).parts[0] for k in runner.python_paths() if k.startswith(home + "/")}
+        assert set(ast.literal_eval(listed[1])) <= leading, out
+
+
+async def test_a_memory_hog_is_stopped_by_the_limit(kind: str, place: Place) -> None:
+    script = "data = bytearray(1 << 30)\nprint('ALLOCATED', len(data))\n"
+    out = await run(kind, place, [PY, "-c", script], memory_mb=256)
+    assert out.status == "failed", out.output
+    assert "ALLOCATED" not in out.output and "MemoryError" in out.output
+
+
+async def test_a_fork_bomb_is_killed_at_the_timeout_with_no_survivors(kind: str, place: Place) -> None:
+    marker = f"rt-forkbomb-{os.getpid()}-{time.monotonic_ns()}"
+    script = (
+        "import os, time\n"
+        "print('start', flush=True)\n"
+        "for _ in range(5000):\n"
+        "    try:\n"
+        "        if os.fork() == 0:\n"
+        "            os.setsid()\n"  # leave the process group: only the namespace catches it
+        "            time.sleep(600)\n"
+        "            os._exit(0)\n"
+        "    except OSError:\n"
+        "        break\n"
+        "time.sleep(600)\n"
+    )
+    started = time.monotonic()
+    out = await run(kind, place, [PY, "-c", script, marker], timeout=3.0, max_processes=64)
+    assert out.status == "timed_out" and "start" in out.output
+    assert time.monotonic() - started < 15
+    for _ in range(250):
+        if not processes_with(marker):
+            break
+        await anyio.sleep(0.02)
+    assert processes_with(marker) == []
+
+
+async def test_a_long_sleeper_is_killed_on_cancel(kind: str, place: Place) -> None:
+    marker = f"rt-sleeper-{os.getpid()}-{time.monotonic_ns()}"
+    with anyio.move_on_after(1.5):
+        await run(kind, place, [PY, "-c", "import time\ntime.sleep(600)", marker], timeout=60)
+    for _ in range(250):
+        if not processes_with(marker):
+            break
+        await anyio.sleep(0.02)
+    assert processes_with(marker) == []
+
+
+async def test_a_setup_failure_is_an_error_never_an_unconfined_run(kind: str, place: Place) -> None:
+    out = await run(kind, place, ["/nonexistent/program"])
+    assert out.status in ("failed", "error") and out.exit_code != 0
