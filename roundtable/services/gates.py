@@ -160,12 +160,21 @@ class GateReport:
         }
 
 
+# Agent roles (compared lower-case) whose votes count towards consensus: the reviewing roles the
+# policy's profiles name. Implementers, the Chair and the memory oracle do not vote.
+VOTING_ROLES: tuple[str, ...] = ("reviewer", "architect", "tester", "security")
+
+
 async def current_votes(q: Reader | Tx, proposal: Proposal) -> list[Vote]:
-    """Votes on the current revision, one per agent (the latest), oldest first."""
+    """Votes on the current revision, one per agent (the latest), oldest first. Only votes the
+    policy counts: from registered, enabled agents with a voting role, never the author's."""
+    roles = ", ".join("?" for _ in VOTING_ROLES)
     rows = await q.all(
         Vote,
-        "SELECT * FROM votes WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
-        (proposal.id, proposal.current_revision),
+        "SELECT v.* FROM votes v JOIN agents a ON a.id = v.agent_id"
+        f" WHERE v.proposal_id = ? AND v.revision = ? AND v.agent_id != ? AND a.is_enabled = 1"
+        f" AND lower(a.role) IN ({roles}) ORDER BY v.created_at, v.id",
+        (proposal.id, proposal.current_revision, proposal.agent_id, *VOTING_ROLES),
     )
     latest: dict[str, Vote] = {}
     for vote in rows:

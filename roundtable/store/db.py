@@ -19,6 +19,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -159,6 +160,12 @@ class Reader(_Queries):
         self.begun = True
         rows: list[sqlite3.Row] = await self.conn._execute(_begin_and_fetch, self.conn._conn, sql, params)
         return rows
+
+
+# Who the current task acts for, as (principal, transport): `Runtime.call` sets it around a tool's
+# handler so that transactions the handler opens itself (tools that manage their own) stamp the
+# caller's principal on their events too, not `internal`.
+ACTING: ContextVar[tuple[str, str]] = ContextVar("roundtable_acting", default=("", ""))
 
 
 class Tx(_Queries):
@@ -350,7 +357,12 @@ class Database:
             # Defensive: nothing else runs under the lock, so an open transaction here is stale.
             if self._writer.in_transaction:
                 await self._settle("ROLLBACK")
-            tx = Tx(self._writer, principal=principal or "internal", transport=transport or "internal")
+            acting = ACTING.get()
+            tx = Tx(
+                self._writer,
+                principal=principal or acting[0] or "internal",
+                transport=transport or acting[1] or "internal",
+            )
             changes_before = self._writer.total_changes
             try:
         if self.read_only:

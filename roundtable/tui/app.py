@@ -23,6 +23,8 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import Group
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
@@ -34,13 +36,14 @@ from textual.widgets import Footer
 
 from roundtable import clock
 from roundtable.runtime import Runtime
+from roundtable.services.testing import sandbox_for
 from roundtable.store.records import HumanApproval, Proposal, Transaction
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tools.context import Caller
 from roundtable.tui import commands
 from roundtable.tui.data import Overview, SessionRow, check_database_file, load_entity, load_overview, read_diff
 from roundtable.tui.messages import DatabaseChanged, EntityLoaded, GateReport, OverviewLoaded, RefreshFailed, Selected
-from roundtable.tui.screens.confirm import apply_dialog, rollback_dialog
+from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
 from roundtable.tui.screens.help import HelpScreen
 from roundtable.tui.screens.launch import LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.prompt import PromptScreen
@@ -506,25 +509,46 @@ class RoundtableApp(App[None]):
 
     @work(group="tests", exclusive=True, exit_on_error=False)
     async def _run_tests(self, proposal_id: str) -> None:
-        """`tests_required` is met only by a test run the host executed on the current revision:
-        run the proposal's expected tests (or the repository's suggested ones) as the operator."""
+        """`tests_required` is met only by a passing run the host executed on the current revision:
+        run the proposal's expected tests that are among the allowed commands (else every allowed
+        command) on a scratch worktree of the revision, in the sandbox. Agent-written expected
+        tests that are not allowed are skipped, never run. Where no sandbox works here, the tests
+        run only after the operator confirms that unreviewed code will run unsandboxed."""
         try:
             proposal = (await self.runtime.call("proposal.get", {"proposal_id": proposal_id}, CONSOLE))["proposal"]
-            commands = list(proposal.get("expected_tests") or [])
-            if not commands:
-                suggested = await self.runtime.call("test.suggest", {"proposal_id": proposal_id}, CONSOLE)
-                commands = list(suggested.get("commands") or [])
+            suggested = await self.runtime.call("test.suggest", {"proposal_id": proposal_id}, CONSOLE)
+            sandbox = await sandbox_for(self.runtime)
         except Exception as exc:
             self.notify(_describe(exc), severity="error", title="test.suggest", timeout=8)
             return
+        allowed = [str(c) for c in suggested.get("commands") or []]
+        expected = [str(c) for c in proposal.get("expected_tests") or []]
+        skipped = [c for c in expected if c not in allowed]
+        if skipped:
+            self.notify(
+                f"Skipped expected tests that are not configured commands: {', '.join(skipped)}",
+                severity="warning",
+                title="test.run",
+                timeout=8,
+            )
+        commands = [c for c in expected if c in allowed] or allowed
         if not commands:
             self.notify("No test command found for this proposal.", severity="warning", title="test.run")
             return
+        unsandboxed = False
+        if not sandbox.usable:
+            confirmed = await self.push_screen_wait(_unsandboxed_dialog(proposal_id, commands, sandbox.reason))
+            self._after_modal()
+            if not confirmed:
+                self.notify("Tests not run.", title="test.run")
+                return
+            unsandboxed = True
         for command in commands:
             self.notify(f"running {command}", title="test.run")
-            result = await self.call_tool(
-                "test.run", {"command": command, "proposal_id": proposal_id}, success=f"{command}: finished"
-            )
+            args: dict[str, Any] = {"command": command, "proposal_id": proposal_id}
+            if unsandboxed:
+                args["unsandboxed"] = True
+            result = await self.call_tool("test.run", args, success=f"{command}: finished")
             if result is not None:
                 run = result.get("test_run", result)
                 self.notify(f"{command}: {run.get('status', '?')}", title="test.run")
@@ -739,3 +763,23 @@ async def _maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+def _unsandboxed_dialog(proposal_id: str, commands: list[str], reason: str) -> ConfirmScreen:
+    """The `T` key's confirmation where no sandbox works: the revision's code is unreviewed and
+    would run with the operator's full rights."""
+    body = Group(
+        Text.assemble(("Proposal ", "dim"), (proposal_id, "bold")),
+        Text.assemble(("Commands ", "dim"), ", ".join(commands)),
+        Text(""),
+        Text("No sandbox works on this machine:", style="bold red"),
+        Text(reason or "(no reason given)"),
+        Text(""),
+        Text(
+            "The proposal's code is unreviewed. Its tests would run UNSANDBOXED, as you: with your "
+            "network, your home directory and this project's .roundtable/ (database, credentials) "
+            "within reach. Install bubblewrap to run them in a sandbox instead.",
+            style="yellow",
+        ),
+    )
+    return ConfirmScreen(f"Run unreviewed tests of {proposal_id} unsandboxed?", body, confirm_label="Run unsandboxed")
