@@ -79,6 +79,9 @@ class HttpLimits:
     session_idle_timeout: float = 300.0
 
 
+DEFAULT_LIMITS = HttpLimits()
+
+
 class HttpError(RoundtableError):
     """The HTTP listener could not start."""
 
@@ -461,7 +464,7 @@ class HttpServer:
     ) -> None:
         self.runtime = runtime
         self.options = options
-        self.limits = limits or HttpLimits()
+        self.limits = limits or DEFAULT_LIMITS
         self._health = health
         self._say = log or (lambda line: None)
         # The owner states its project (an older project gets its id now) so the stdio bridge
