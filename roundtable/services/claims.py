@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from roundtable import clock
-from roundtable.errors import NotFound, PermissionDenied, ToolError
+from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
 from roundtable.services.hashing import resource_hash
 from roundtable.store.db import Database, Reader, Tx
 from roundtable.store.records import Claim, ClaimContention, Resource
@@ -59,6 +61,17 @@ def resource_id_for(resource_type: str, path: str, symbol: str = "") -> str:
     if resource_type == "symbol" and symbol:
         return f"symbol:{path}#{symbol}"
     return f"{resource_type}:{path}"
+
+
+# Any C0 control, DEL or C1 control: `Dockerfile\r` is not `Dockerfile`, so it is refused.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def check_resource_id(resource_id: str, *, what: str = "resource id") -> None:
+    """Refuse a resource id (or path, or symbol) carrying a control character."""
+    if _CONTROL.search(resource_id):
+        shown = repr(resource_id)[1:-1][:120]
+        raise ValidationError(f"{what} {shown} contains a control character")
 
 
 def parse_resource_id(resource_id: str) -> tuple[str, str, str]:
@@ -281,6 +294,36 @@ async def symbol_write_claims(q: Reader | Tx, agent_id: str, rel_path: str, now:
     return [(c, r) for c, r in rows if _norm_dir(r.path) == path]
 
 
+async def unclaimed_resources(q: Reader | Tx, agent_id: str, resource_ids: list[str], now: str) -> list[str]:
+    """The ids among `resource_ids` that no live write/exclusive claim of `agent_id` covers: the
+    same id, a directory claim containing the path, or (for a symbol) a claim on its file."""
+    if not resource_ids:
+        return []
+    rows = await _own_write_claims(q, agent_id, now, ("file", "directory"))
+    held = {
+        str(row[0])
+        for row in await q.fetchall(
+            "SELECT resource_id FROM claims WHERE agent_id = ? AND status = 'active' AND expires_at > ? "
+            "AND claim_type IN ('write', 'exclusive')",
+            (agent_id, now),
+        )
+    }
+    files = {_norm_dir(r.path) for _c, r in rows if r.type == "file"}
+    dirs = [_norm_dir(r.path) for _c, r in rows if r.type == "directory"]
+    missing = []
+    for rid in resource_ids:
+        if rid in held:
+            continue
+        kind, path, _symbol = parse_resource_id(rid)
+        path = _norm_dir(path)
+        if kind in ("file", "symbol", "directory") and any(within(path, d) for d in dirs):
+            continue
+        if kind == "symbol" and path in files:
+            continue
+        missing.append(rid)
+    return missing
+
+
 async def _own_write_claims(
     q: Reader | Tx, agent_id: str, now: str, types: tuple[str, ...]
 ) -> list[tuple[Claim, Resource]]:
@@ -381,6 +424,14 @@ def _describe(resource: Resource) -> str:
     return resource.path or resource.id
 
 
+def _conflict_text(claim: Claim, resource: Resource) -> str:
+    """A refusal that names who holds the resource, not only the claim id."""
+    return (
+        f"claim conflict: {claim.claim_type} claim {claim.id} already holds overlapping {resource.type} "
+        f"resource {_describe(resource)} (held by agent {claim.agent_id} until {claim.expires_at})"
+    )
+
+
 def expiry_after(now: str, ttl_seconds: int) -> str:
     return clock.format_ns(clock.parse(now) + ttl_seconds * 1_000_000_000)
 
@@ -395,6 +446,13 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     next fence, with a `claim.created` event.
     """
     res = req.resource
+    for value, what in (
+        (res.id, "resource id"),
+        (res.path, "path"),
+        (res.symbol, "symbol"),
+        (req.raw_path, "path"),
+    ):
+        check_resource_id(value or "", what=what)
     refs = await _rows(
         tx,
         "SELECT (SELECT 1 FROM tasks WHERE id = ?), (SELECT 1 FROM runs WHERE id = ?), "
@@ -426,16 +484,10 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     ]
     if conflicts:
         first, first_res = conflicts[0]
-        text = (
-            f"claim conflict: {first.claim_type} claim {first.id} already holds overlapping "
-            f"{first_res.type} resource {_describe(first_res)}"
-        )
+        text = _conflict_text(first, first_res)
         rows = []
         for claim, resource in conflicts:
-            reason = (
-                f"claim conflict: {claim.claim_type} claim {claim.id} already holds overlapping "
-                f"{resource.type} resource {_describe(resource)}"
-            )
+            reason = _conflict_text(claim, resource)
             rows.append(
                 {
                     "id": clock.new_id("contention"),
@@ -633,6 +685,7 @@ async def reconcile(
     actor: str = "system",
     run_id: str = "",
     now: str | None = None,
+    claim_ids: Collection[str] | None = None,
 ) -> list[Claim]:
     """Suspend every active claim whose resource changed since it was claimed (spec/system.md
     §7.7, tools.md §3.1.6): active, unexpired claims (of `agent_id` when given) with a base hash,
@@ -646,6 +699,8 @@ async def reconcile(
     (a claim released or re-based meanwhile is left alone). Recomputed hashes are also stored as
     the resources' `current_hash`. A resource whose hash cannot be computed (e.g. a claimed file
     that became a directory, or a path the guard refuses) counts as unknown: its claim stays.
+    `claim_ids` limits the pass to those claims (patch validation looks only at the claims that
+    bear on the proposal, not at everything the author holds).
     """
     at = now or clock.now()
     where = "c.status = 'active' AND c.expires_at > ? AND c.base_hash != '' AND c.claim_type NOT IN ('read', 'review')"
@@ -653,6 +708,11 @@ async def reconcile(
     if agent_id:
         where += " AND c.agent_id = ?"
         params.append(agent_id)
+    if claim_ids is not None:
+        if not claim_ids:
+            return []
+        where += f" AND c.id IN ({', '.join('?' for _ in claim_ids)})"
+        params.extend(claim_ids)
     async with db.read() as r:
         rows = await r.fetchall(
             f"SELECT c.id AS claim_id, c.base_hash AS claim_base_hash, r.* FROM claims c "

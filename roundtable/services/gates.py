@@ -34,7 +34,7 @@ from typing import Any
 
 from roundtable.errors import ToolError
 from roundtable.services.claims import covering_write_claims, symbol_write_claims
-from roundtable.services.patches import ParsedPatch, parse_patch, read_patch
+from roundtable.services.patches import ParsedPatch, allowances, parse_patch, read_patch
 from roundtable.services.policy import Policy, PolicyResult
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import (
@@ -80,7 +80,7 @@ async def check_claims(q: Reader | Tx, author: str, parsed: ParsedPatch, now: st
                 out.fences[covering[p].id] = covering[p].fence
         if not uncovered:
             continue
-        if change.is_new or change.is_delete or change.is_rename:
+        if change.is_new or change.is_delete or change.is_rename or change.is_copy:
             out.error = f"patch operation requires file or directory claim coverage: {change.describe()}"
             return out
         path = uncovered[0]
@@ -215,7 +215,7 @@ async def evaluate(
     )
     if parsed is None and revision is not None and rev_sha:
         try:
-            parsed = parse_patch(read_patch(root, rev_sha), root)
+            parsed = parse_patch(read_patch(root, rev_sha), root, allowances(policy))
         except ToolError as exc:
             gates.append(Gate("patch", False, str(exc)))
     if revision is None or not rev_sha:
@@ -255,7 +255,8 @@ async def evaluate(
 
     votes = await current_votes(q, proposal)
     touched = list(parsed.touched) if parsed is not None else []
-    result = policy.evaluate(proposal.risk, touched, votes)
+    special = list(parsed.special) if parsed is not None else []
+    result = policy.evaluate(proposal.risk, touched, votes, extra_high_paths=special)
     approvals = await q.all(
         HumanApproval,
         "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",

@@ -1,14 +1,25 @@
-"""Running `git` without a shell: `git apply` (check, apply, reverse) and HEAD lookups.
+"""Running `git` without a shell: `git apply` (check, apply, reverse, the numstat/summary
+reading of a patch) and HEAD lookups.
 
 Every call is an asyncio subprocess with an argv list, the patch on stdin, a timeout and a
 capped output. `git apply` checks every hunk before writing anything, so a failed apply leaves
 the tree unchanged; it also refuses paths outside the tree and through symlinks.
+
+The `git apply` that writes the tree must not outlive the owner: it runs in its own process
+group with `PR_SET_PDEATHSIG` = SIGKILL (Linux), so a SIGKILLed owner takes it along, and the
+caller learns its pid (`on_start`) to record next to the transaction; recovery kills a
+survivor it finds there (`kill_leftover`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
+import signal
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +27,8 @@ from roundtable.errors import ToolError
 
 GIT_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024
+VIEW_CAP = 16 * 1024 * 1024
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -38,14 +51,38 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _die_with(parent: int) -> Callable[[], None]:
+    """A preexec hook: the child is SIGKILLed when the process that started it dies."""
+    libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+    def hook() -> None:
+        if libc is not None:
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the prctl took effect
+            os._exit(1)
+
+    return hook
+
+
 async def run_git(
-    cwd: Path, args: list[str], stdin: bytes = b"", timeout: float = GIT_TIMEOUT_S, *, isolated: bool = False
+    cwd: Path,
+    args: list[str],
+    stdin: bytes = b"",
+    timeout: float = GIT_TIMEOUT_S,
+    *,
+    isolated: bool = False,
+    tied: bool = False,
+    on_start: Callable[[int], None] | None = None,
 ) -> GitResult:
     """Run `git <args>` in `cwd`; combined stdout+stderr is returned (capped). `isolated` stops
-    git from discovering a repository above `cwd` (for scratch directories)."""
+    git from discovering a repository above `cwd` (for scratch directories). `tied` runs it in
+    its own process group, killed with this process; `on_start` receives its pid."""
     env = _env()
     if isolated:
         env["GIT_CEILING_DIRECTORIES"] = str(cwd.parent)
+    extra: dict[str, object] = {}
+    if tied:
+        extra = {"preexec_fn": _die_with(os.getpid()), "process_group": 0}
     try:
         proc = await asyncio.create_subprocess_exec(
             "git",
@@ -55,9 +92,12 @@ async def run_git(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             env=env,
+            **extra,  # type: ignore[arg-type]
         )
     except OSError as exc:
         raise ToolError(f"git could not start: {exc.strerror}") from None
+    if on_start is not None:
+        on_start(proc.pid)
     try:
         out, _ = await asyncio.wait_for(proc.communicate(stdin), timeout)
     except TimeoutError:
@@ -91,11 +131,103 @@ async def apply_check(root: Path, patch: bytes, *, reverse: bool = False) -> str
     return "" if result.ok else _failure(result)
 
 
-async def apply(root: Path, patch: bytes, *, reverse: bool = False) -> None:
-    """Apply (all hunks or none) to the files under `root`; `ToolError` on failure."""
-    result = await run_git(root, _apply_args(check=False, reverse=reverse), patch)
+async def apply(
+    root: Path, patch: bytes, *, reverse: bool = False, on_start: Callable[[int], None] | None = None
+) -> None:
+    """Apply (all hunks or none) to the files under `root`; `ToolError` on failure. The child
+    dies with this process (see the module docstring)."""
+    result = await run_git(root, _apply_args(check=False, reverse=reverse), patch, tied=True, on_start=on_start)
     if not result.ok:
         raise ToolError(_failure(result))
+
+
+@dataclass(frozen=True)
+class PatchView:
+    """Raw output of `git apply --numstat --summary -z`."""
+
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+async def read_patch_view(root: Path, patch: bytes, timeout: float = GIT_TIMEOUT_S) -> PatchView:
+    """How git reads a patch (names, counts, operations, modes); nothing is applied."""
+    args = ["-c", "core.quotepath=false", "apply", "--numstat", "--summary", "-z", "-"]
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "git",
+            *args,
+            cwd=str(root),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_env(),
+        )
+    except OSError as exc:
+        raise ToolError(f"git could not start: {exc.strerror}") from None
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(patch), timeout)
+    except (TimeoutError, asyncio.CancelledError) as exc:
+        proc.kill()
+        await proc.wait()
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        raise ToolError(f"git apply --numstat timed out after {timeout:g}s") from None
+    if len(out) > VIEW_CAP:
+        raise ToolError("git's reading of the patch is too large")
+    return PatchView(proc.returncode or 0, out, err[:OUTPUT_CAP].decode("utf-8", errors="replace").strip())
+
+
+def _start_time(pid: int) -> str:
+    """The start time of a process (clock ticks since boot, from /proc), `""` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return ""
+    # The command name is in parentheses and may contain spaces: split after the last ')'.
+    fields = data[data.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else ""
+
+
+def process_token(pid: int) -> str:
+    """`<pid>:<start time>`: names one process, not a pid later reused."""
+    return f"{pid}:{_start_time(pid)}"
+
+
+def kill_leftover(token: str, wait_s: float = 5.0) -> str:
+    """Kill (SIGKILL, its whole process group) a process recorded with `process_token` if it is
+    still the same process, and wait until it is gone. Blocking: run in a worker thread.
+    Returns what happened, for the recovery report."""
+    pid_text, _, started = token.partition(":")
+    if not pid_text.isdigit():
+        return ""
+    pid = int(pid_text)
+    if not started or _start_time(pid) != started:
+        return ""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return ""
+    except PermissionError:
+        return f"git apply (pid {pid}) is still running and cannot be killed"
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        state = _start_time(pid)
+        if state != started or _zombie(pid):
+            return f"killed a leftover git apply (pid {pid})"
+        time.sleep(0.02)
+    return f"git apply (pid {pid}) did not exit after SIGKILL"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return True
+    rest = data[data.rfind(b")") + 2 :].split()
+    return bool(rest) and rest[0] in (b"Z", b"X")
 
 
 async def head(root: Path) -> str:

@@ -92,6 +92,65 @@ BUILTIN_HIGH_PATHS: tuple[str, ...] = (
     "Dockerfile",
     "docker-compose*.yml",
     ".github/workflows/**",
+    # Governance: the rules themselves and roundtable's own state.
+    "POLICIES.ROUNDTABLE.md",
+    "AGENTS.ROUNDTABLE.md",
+    ".roundtable/**",
+    # CI configuration: it runs with the project's secrets.
+    ".github/**",
+    ".gitlab-ci.yml",
+    ".gitlab/**",
+    ".circleci/**",
+    ".buildkite/**",
+    ".travis.yml",
+    "Jenkinsfile",
+    "azure-pipelines.yml",
+    "bitbucket-pipelines.yml",
+    ".pre-commit-config.yaml",
+    # git itself: attributes choose filters and line endings, modules fetch code.
+    ".gitattributes",
+    ".gitmodules",
+    # Build files and lock files: they run code at build or install time.
+    "Makefile",
+    "GNUmakefile",
+    "*.mk",
+    "Dockerfile.*",
+    "Containerfile",
+    "compose*.yml",
+    "compose*.yaml",
+    "docker-compose*.yaml",
+    "npm-shrinkwrap.json",
+    ".npmrc",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements*.txt",
+    "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "uv.lock",
+    "tox.ini",
+    "noxfile.py",
+    "Cargo.toml",
+    "Cargo.lock",
+    "build.rs",
+    "Gemfile",
+    "Gemfile.lock",
+    "*.gemspec",
+    "Rakefile",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "gradlew",
+    "CMakeLists.txt",
+    "meson.build",
+    "BUILD",
+    "BUILD.bazel",
+    "WORKSPACE",
+    "justfile",
+    "Taskfile.yml",
 )
 BUILTIN_DANGEROUS: tuple[str, ...] = (
     "rm",
@@ -157,6 +216,10 @@ class Policy:
     high_paths: tuple[str, ...] = BUILTIN_HIGH_PATHS
     dangerous_commands: tuple[str, ...] = BUILTIN_DANGEROUS
     tests: TestsPolicy = field(default_factory=lambda: TestsPolicy())
+    # `patches:` — what a patch may do beyond changing regular files (each allowed one is high-risk).
+    allow_symlinks: bool = False
+    allow_submodules: bool = False
+    allow_mode_changes: bool = False
     source: str = "built-in"
     version: str = "built-in"
 
@@ -176,8 +239,11 @@ class Policy:
                 found.add("dependency_change")
         return sorted(found)
 
-    def evaluate(self, risk: str, paths: Sequence[str], votes: Sequence[VoteLike]) -> PolicyResult:
-        """Evaluate one revision. `votes` must already be the current-revision votes, one per agent."""
+    def evaluate(
+        self, risk: str, paths: Sequence[str], votes: Sequence[VoteLike], *, extra_high_paths: Sequence[str] = ()
+    ) -> PolicyResult:
+        """Evaluate one revision. `votes` must already be the current-revision votes, one per agent;
+        `extra_high_paths` are high-risk whatever their name (an allowed symlink, say)."""
         approvals = blockers = vetoes = 0
         approval_votes: list[str] = []
         blocking_votes: list[str] = []
@@ -194,7 +260,7 @@ class Policy:
                 blockers += 1
                 blocking_votes.append(label)
         profiles = self.detect_profiles(paths)
-        high = sorted(p for p in set(paths) if self.is_high_risk(p))
+        high = sorted({p for p in paths if self.is_high_risk(p)} | set(extra_high_paths))
         default = self.profile("default")
         security = self.profile("security")
         applicable = [default, *(self.profile(name) for name in profiles)]
@@ -526,6 +592,7 @@ def parse_policy(text: str, label: str = POLICY_FILE) -> Policy:
     profiles = dict(BUILTIN_PROFILES)
     high_paths, dangerous = policy.high_paths, policy.dangerous_commands
     tests = policy.tests
+    allow: dict[str, bool] = {}
     for section, (sline, loc) in tree.value.items():
         if section == "consensus":
             for name, (_pline, ploc) in _mapping(loc, "consensus", label).items():
@@ -545,9 +612,30 @@ def parse_policy(text: str, label: str = POLICY_FILE) -> Policy:
                     dangerous = _strings(value, "commands.dangerous", label) or dangerous
         elif section == "tests":
             tests = _tests_section(loc, label)
+        elif section == "patches":
+            for name, (kline, value) in _mapping(loc, "patches", label).items():
+                if name not in _PATCH_KEYS:
+                    allowed = ", ".join(_PATCH_KEYS)
+                    raise ConfigError(f"{label}:{kline}: patches.{name}: unknown key (allowed: {allowed})")
+                if not isinstance(value.value, bool):
+                    got = value.value
+                    raise ConfigError(f"{label}:{value.line}: patches.{name}: expected true or false, got {got!r}")
+                allow[name] = value.value
         # Unknown top-level sections are left to the services that read them.
         del sline
-    return replace(policy, profiles=profiles, high_paths=high_paths, dangerous_commands=dangerous, tests=tests)
+    return replace(
+        policy,
+        profiles=profiles,
+        high_paths=high_paths,
+        dangerous_commands=dangerous,
+        tests=tests,
+        allow_symlinks=allow.get("allow_symlinks", False),
+        allow_submodules=allow.get("allow_submodules", False),
+        allow_mode_changes=allow.get("allow_mode_changes", False),
+    )
+
+
+_PATCH_KEYS = ("allow_symlinks", "allow_submodules", "allow_mode_changes")
 
 
 def ensure_policy(value: object) -> Policy:
@@ -555,6 +643,30 @@ def ensure_policy(value: object) -> Policy:
     if not isinstance(value, Policy):
         raise ConfigError("policy evaluation unavailable")
     return value
+
+
+_CURRENT: dict[str, tuple[tuple[int, int, int], Policy]] = {}
+
+
+def current_policy(root: Path) -> Policy:
+    """The policy file's policy for services that are not handed the runtime's (cached by the
+    file's identity and mtime); an unreadable or invalid file gives the built-in defaults, which
+    allow the least."""
+    path = Path(root) / POLICY_FILE
+    try:
+        st = path.stat()
+    except OSError:
+        return Policy()
+    key = (st.st_ino, st.st_mtime_ns, st.st_size)
+    cached = _CURRENT.get(str(path))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    try:
+        policy = load_policy(root)
+    except ConfigError:
+        policy = Policy()
+    _CURRENT[str(path)] = (key, policy)
+    return policy
 
 
 def load_policy(root: Path) -> Policy:

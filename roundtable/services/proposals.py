@@ -20,11 +20,18 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
-from roundtable.services.claims import parse_resource_id
+from roundtable.services.claims import check_resource_id, parse_resource_id, unclaimed_resources
 from roundtable.services.evidence import event_run_id
 from roundtable.services.gates import OPEN_STATUSES, check_claims, current_votes
-from roundtable.services.patches import ParsedPatch, parse_patch, read_patch, store_patch
-from roundtable.services.policy import Policy
+from roundtable.services.patches import (
+    ParsedPatch,
+    allowances,
+    check_patch,
+    parse_patch,
+    read_patch,
+    store_patch,
+)
+from roundtable.services.policy import Policy, current_policy
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Agent, Decision, PatchRevision, Proposal, ProposalResource
 
@@ -97,6 +104,24 @@ def check_author(caller_agent: str, is_operator: bool, agent_id: str, what: str)
         raise PermissionDenied(f"{what}: you are {caller_agent}, not {agent_id}")
 
 
+async def _parse_new(root: Path, patch: str, policy: Policy | None) -> ParsedPatch:
+    """A new revision's patch, parsed and checked against git's own reading and the tree."""
+    allow = allowances(policy if isinstance(policy, Policy) else current_policy(root))
+    parsed = parse_patch(patch, root, allow)
+    await check_patch(root, parsed, allow)
+    return parsed
+
+
+async def _check_affected(tx: Tx, author: str, explicit: list[str], now: str) -> None:
+    """Every resource the author lists must be one they hold a live write claim on (§2.5.1 step 6)."""
+    ids = [i.strip() for i in explicit if i.strip()]
+    for rid in ids:
+        check_resource_id(rid)
+    missing = await unclaimed_resources(tx, author, ids, now)
+    if missing:
+        raise ToolError(f"unclaimed affected resource: {missing[0]}")
+
+
 async def _new_revision(
     tx: Tx, root: Path, proposal_id: str, number: int, author: str, parsed: ParsedPatch, now: str
 ) -> dict[str, int]:
@@ -137,6 +162,7 @@ async def create(
     rollback_notes: str,
     status: str,
     session_id: str = "",
+    policy: Policy | None = None,
 ) -> dict[str, Any]:
     if status not in OPEN_STATUSES:
         raise ValidationError(f"status must be one of {', '.join(OPEN_STATUSES)}")
@@ -148,8 +174,9 @@ async def create(
         raise NotFound("task", task_id)
     if await tx.scalar("SELECT 1 FROM proposals WHERE id = ?", (proposal_id,)):
         raise ToolError(f"proposal {proposal_id} already exists; use proposal.attach_patch to revise it")
-    parsed = parse_patch(patch, root)
+    parsed = await _parse_new(root, patch, policy)
     now = clock.now()
+    await _check_affected(tx, agent_id, affected_resources, now)
     fences = await _new_revision(tx, root, proposal_id, 1, agent_id, parsed, now)
     await tx.insert(
         "proposals",
@@ -192,17 +219,25 @@ async def create(
 
 
 async def attach(
-    tx: Tx, root: Path, *, proposal_id: str, patch: str, affected_resources: list[str], actor: str
+    tx: Tx,
+    root: Path,
+    *,
+    proposal_id: str,
+    patch: str,
+    affected_resources: list[str],
+    actor: str,
+    policy: Policy | None = None,
 ) -> dict[str, Any]:
     p = await load(tx, proposal_id)
     if p.status not in OPEN_STATUSES:
         raise ToolError(
             f"proposal {proposal_id} is {p.status}; patches can be attached only while pending or in_review"
         )
-    parsed = parse_patch(patch, root)
+    parsed = await _parse_new(root, patch, policy)
     if parsed.sha256 == p.current_revision:
         return await view(tx, proposal_id)  # the same bytes: nothing to revise
     now = clock.now()
+    await _check_affected(tx, p.agent_id, affected_resources, now)
     number = p.revision_number + 1
     fences = await _new_revision(tx, root, proposal_id, number, p.agent_id, parsed, now)
     stale = {}
@@ -300,8 +335,10 @@ async def request_review(tx: Tx, root: Path, policy: Policy, proposal_id: str, a
     p = await load(tx, proposal_id)
     if not p.current_revision:
         raise ToolError(f"proposal {proposal_id} has no patch revision")
-    parsed = parse_patch(read_patch(root, p.current_revision), root)
-    result = policy.evaluate(p.risk, list(parsed.touched), await current_votes(tx, p))
+    parsed = parse_patch(read_patch(root, p.current_revision), root, allowances(policy))
+    result = policy.evaluate(
+        p.risk, list(parsed.touched), await current_votes(tx, p), extra_high_paths=list(parsed.special)
+    )
     roles = list(result.required_roles)
     agents = await tx.all(Agent, "SELECT * FROM agents WHERE is_enabled = 1 ORDER BY created_at, id")
     reviewers: list[dict[str, Any]] = []

@@ -1,8 +1,15 @@
 """`patch.validate`: one report over every gate of a proposal's current revision (spec §3.5).
 
-The dry run (`git apply --check` against the tree) runs outside any database transaction; the
-gates are then read from one snapshot. Unlike the reference, validation changes nothing but
-the event log (`patch.validated`): it never suspends claims or rewrites resource hashes.
+The stored patch is parsed as git reads it (and cross-checked with `git apply --numstat
+--summary`); the dry run (`git apply --check` against the tree) runs outside any database
+transaction; the gates are then read from one snapshot.
+
+Stale claims (the reference's step 1, narrowed): the author's live write/exclusive claims that
+bear on this proposal — on a linked resource, or covering a touched path — are re-hashed; one
+whose resource changed since it was claimed is suspended (`claim.suspended`, reason `base hash
+changed`), reported in `stale_claims`, and makes the report invalid (`stale claim base hash:
+<resource id>`). The author's unrelated claims are left alone (the reference suspended all of
+them, silently).
 """
 
 from __future__ import annotations
@@ -12,16 +19,40 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.errors import NotFound, ToolError
+from roundtable.services import claims as claims_service
 from roundtable.services import git
 from roundtable.services.evidence import event_run_id
 from roundtable.services.gates import evaluate
-from roundtable.services.patches import ParsedPatch, parse_patch, read_patch
+from roundtable.services.patches import (
+    ParsedPatch,
+    allowances,
+    git_cross_check,
+    parse_patch,
+    read_patch,
+    tree_problems,
+)
 from roundtable.services.policy import ensure_policy
 from roundtable.services.proposals import links, proposal_dict
-from roundtable.store.records import Proposal
+from roundtable.store.db import Reader
+from roundtable.store.records import Claim, Proposal
 
 if TYPE_CHECKING:
     from roundtable.runtime import Runtime
+
+
+async def _bearing_claims(r: Reader, proposal: Proposal, parsed: ParsedPatch | None, now: str) -> list[str]:
+    """Ids of the author's live write/exclusive claims on a linked resource or covering a touched path."""
+    ids: dict[str, None] = {}
+    linked = [link.resource_id for link in await links(r, proposal.id)]
+    for claim in await claims_service.list_claims(r, now, agent_id=proposal.agent_id, status="active"):
+        if claim.claim_type in claims_service.WRITE_MODES and claim.resource_id in linked:
+            ids[claim.id] = None
+    for path in parsed.touched if parsed is not None else ():
+        ref = claims_service.ResourceRef(f"file:{path}", "file", path)
+        for claim, _res in await claims_service.live_claims_overlapping(r, ref, now):
+            if claim.agent_id == proposal.agent_id and claim.claim_type in claims_service.WRITE_MODES:
+                ids[claim.id] = None
+    return list(ids)
 
 
 async def validate(runtime: Runtime, proposal_id: str, *, actor: str) -> dict[str, Any]:
@@ -35,15 +66,27 @@ async def validate(runtime: Runtime, proposal_id: str, *, actor: str) -> dict[st
     parse_error = ""
     patch_exists = False
     dry_run: str | None = None
+    allow = allowances(policy)
     if proposal.current_revision:
         try:
             text = await asyncio.to_thread(read_patch, root, proposal.current_revision)
             patch_exists = True
-            parsed = await asyncio.to_thread(parse_patch, text, root)
+            parsed = await asyncio.to_thread(parse_patch, text, root, allow)
+            await git_cross_check(root, parsed)
         except ToolError as exc:
             parse_error = str(exc)
+            parsed = None
         if parsed is not None:
-            dry_run = await git.apply_check(root, parsed.text.encode("utf-8"))
+            problems = await asyncio.to_thread(tree_problems, root, parsed, allow)
+            dry_run = problems[0] if problems else await git.apply_check(root, parsed.text.encode("utf-8"))
+    async with runtime.db.read() as r:
+        bearing = await _bearing_claims(r, proposal, parsed, clock.now())
+    stale: list[Claim] = []
+    if bearing:
+        stale = await claims_service.reconcile(
+            runtime.db, root, agent_id=proposal.agent_id, actor=actor or "patch.validate", claim_ids=bearing
+        )
+    stale_error = f"stale claim base hash: {stale[0].resource_id}" if stale else ""
     async with runtime.db.read() as r:
         current = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
         assert current is not None
@@ -54,7 +97,8 @@ async def validate(runtime: Runtime, proposal_id: str, *, actor: str) -> dict[st
     claims = report.gate("claims")
     security = report.gate("security")
     tests = report.gate("tests")
-    claim_error = "" if claims is None or claims.passed else claims.reason
+    coverage_error = "" if claims is None or claims.passed else claims.reason
+    claim_error = stale_error or coverage_error
     valid = patch_exists and parsed is not None and not claim_error and dry_run == ""
     result = report.policy
     out: dict[str, Any] = {
@@ -67,9 +111,9 @@ async def validate(runtime: Runtime, proposal_id: str, *, actor: str) -> dict[st
         "patch_parse_error": parse_error,
         "claims_valid": not claim_error and parsed is not None,
         "claim_error": claim_error,
-        "stale_claims": [],
-        "resource_coverage": not claim_error,
-        "resource_error": claim_error,
+        "stale_claims": [c.to_dict() for c in stale],
+        "resource_coverage": not coverage_error,
+        "resource_error": coverage_error,
         "temp_apply_error": dry_run or "",
         "policy": result.to_dict() if result else None,
         "votes": [v.to_dict() for v in report.votes],

@@ -136,6 +136,7 @@ async def test_mode_conflict_matrix(env: Env, requested: str, existing: str) -> 
             await env.claim("implementer-2", requested, path="src/a.py")
         assert str(info.value) == (
             f"claim conflict: {existing} claim {held['claim']['id']} already holds overlapping file resource src/a.py"
+            f" (held by agent implementer-1 until {held['claim']['expires_at']})"
         )
         assert await env.count("claims") == 1
     else:
