@@ -23,16 +23,27 @@ SAMPLE_FILES = {
         "def sub(a: int, b: int) -> int:\n    return a - b\n"
     ),
     "tests/__init__.py": "",
-    # Standard-library tests behind `make test` (an allowlisted runner), so `test.run` works in
-    # the demo without installing anything into the demo project.
+    # Standard-library tests behind `make test` (the command the Makefile's test target implies),
+    # so `test.run` works in the demo without installing anything. They already expect `mul()`,
+    # which the demo's task adds: they fail on the base tree and pass on the proposal's revision,
+    # which is what `test.run` tests (a scratch worktree with the patch applied, in the sandbox).
     "tests/test_ops.py": (
         "import unittest\n\nfrom calc.ops import add, sub\n\n\n"
         "class OpsTest(unittest.TestCase):\n"
         "    def test_add(self) -> None:\n        self.assertEqual(add(2, 3), 5)\n\n"
-        "    def test_sub(self) -> None:\n        self.assertEqual(sub(5, 3), 2)\n"
+        "    def test_sub(self) -> None:\n        self.assertEqual(sub(5, 3), 2)\n\n"
+        "    def test_mul(self) -> None:\n"
+        "        from calc.ops import mul  # added by the demo's task\n\n"
+        "        self.assertEqual(mul(3, 4), 12)\n"
+        "        self.assertEqual(mul(-2, 5), -10)\n"
     ),
-    "Makefile": "test:\n\tpython3 -m unittest discover -s tests -t .\n",
 }
+
+
+def makefile() -> str:
+    """`make test` with the Python that runs Roundtable (readable inside the sandbox, where the
+    home directory and its shims are not); `make test PYTHON=python3` overrides it."""
+    return f"PYTHON ?= {sys.executable}\n\ntest:\n\t$(PYTHON) -m unittest discover -s tests -t .\n"
 
 
 def prepare(root: Path) -> None:
@@ -40,7 +51,7 @@ def prepare(root: Path) -> None:
     if (root / ".roundtable" / "config.yaml").exists():
         return
     root.mkdir(parents=True, exist_ok=True)
-    for rel, text in SAMPLE_FILES.items():
+    for rel, text in {**SAMPLE_FILES, "Makefile": makefile()}.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
