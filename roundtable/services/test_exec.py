@@ -10,8 +10,8 @@ split with `shlex` (no shell: shell control characters are refused) and still ru
 revision, in the sandbox. The console's `T` key only runs allowed commands.
 
 The process is started through the sandbox launcher (`roundtable.sandbox`) in its own session,
-with stdin closed and an environment without credential-looking variables (`HOME` and `TMPDIR`
-point at the sandbox's private `/tmp`). On timeout or cancellation the launcher's whole process
+with stdin closed and a minimal environment (`PATH`, locale, time zone, terminal type; `HOME`
+and `TMPDIR` point at the sandbox's private `/tmp`). On timeout or cancellation the launcher's whole process
 group is killed; the sandbox's PID namespace dies with it, so nothing the command started
 survives. Output (stdout and stderr combined) is kept up to a cap: the head and the tail, with a
 marker saying how much was dropped.
@@ -141,13 +141,20 @@ def parse_command(command: str) -> list[str]:
     return argv
 
 
+SANDBOX_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "SOURCE_DATE_EPOCH", "NO_COLOR")
+
+
 def child_environment(*, sandboxed: bool = True) -> dict[str, str]:
-    """The inherited environment minus anything that looks like a credential; in a sandbox HOME
-    and TMPDIR are its private /tmp (the real home is not there)."""
-    env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
-    if sandboxed:
-        env["HOME"] = "/tmp"
-        env["TMPDIR"] = "/tmp"
+    """In a sandbox, a minimal environment: `PATH`, the locale, the time zone and the terminal
+    type (the revision's code could print anything else into the log an agent reads), with
+    `HOME` and `TMPDIR` the sandbox's private /tmp. Unsandboxed (the operator's confirmed
+    choice): the inherited environment minus anything that looks like a credential."""
+    if not sandboxed:
+        return {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
+    env = {k: v for k, v in os.environ.items() if k in SANDBOX_ENV or k.startswith("LC_")}
+    env.setdefault("PATH", os.defpath)
+    env["HOME"] = "/tmp"
+    env["TMPDIR"] = "/tmp"
     return env
 
 

@@ -228,3 +228,16 @@ async def test_a_long_sleeper_is_killed_on_cancel(kind: str, place: Place) -> No
 async def test_a_setup_failure_is_an_error_never_an_unconfined_run(kind: str, place: Place) -> None:
     out = await run(kind, place, ["/nonexistent/program"])
     assert out.status in ("failed", "error") and out.exit_code != 0
+
+
+async def test_the_environment_is_minimal(kind: str, place: Place, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The revision's code could print anything it finds into the log an agent reads."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA-not-a-secret-name")
+    monkeypatch.setenv("ROUNDTABLE_MCP_TOKEN", "rt-token-value")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    out = await run(kind, place, [PY, "-c", "import json, os\nprint(json.dumps(dict(os.environ)))"])
+    env = json.loads(out.output.strip().splitlines()[-1])
+    assert "AWS_ACCESS_KEY_ID" not in env and "ROUNDTABLE_MCP_TOKEN" not in env
+    assert env["HOME"] == "/tmp" and env["TMPDIR"] == "/tmp" and env["LC_ALL"] == "C.UTF-8"
+    allowed = {*test_exec.SANDBOX_ENV, "HOME", "TMPDIR"}
+    assert all(k in allowed or k.startswith("LC_") for k in env), env
