@@ -239,5 +239,5 @@ async def test_the_environment_is_minimal(kind: str, place: Place, monkeypatch: 
     env = json.loads(out.output.strip().splitlines()[-1])
     assert "AWS_ACCESS_KEY_ID" not in env and "ROUNDTABLE_MCP_TOKEN" not in env
     assert env["HOME"] == "/tmp" and env["TMPDIR"] == "/tmp" and env["LC_ALL"] == "C.UTF-8"
-    allowed = {*test_exec.SANDBOX_ENV, "HOME", "TMPDIR"}
-    assert all(k in allowed or k.startswith("LC_") for k in env), env
+    allowed = {*test_exec.SANDBOX_ENV, "HOME", "TMPDIR", "PWD"}  # bwrap sets PWD
+    assert all(k in allowed or k.startswith("LC_") for k in env), sorted(env)
