@@ -4,7 +4,7 @@
 It first sets the resource limits (address space, core dumps off), then:
 
 * `bwrap`: executes bubblewrap with the command line of `bwrap.argv` (the limits are inherited;
-  the process limit is set too and applies inside bwrap's user namespace).
+  see `_bwrap_process_limit` for the process limit).
 * `landlock`: opens the kept directories, enters new user, mount, network, PID and IPC
   namespaces, hides `/tmp`, `/run`, `/dev/shm`, the home, the project root and the socket's
   directory under empty tmpfs, binds the kept paths and the worktree back through the
@@ -43,6 +43,34 @@ def set_limits(spec: Spec, *, processes: bool) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (spec.memory_bytes, spec.memory_bytes))
     if processes and spec.max_processes > 0:
         resource.setrlimit(resource.RLIMIT_NPROC, (spec.max_processes, spec.max_processes))
+
+
+def _user_tasks(uid: int) -> int:
+    """Tasks (threads) whose real uid is `uid`: what the kernel counts against RLIMIT_NPROC."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1 0").split()[0]) == uid:
+            count += int(fields.get("Threads", "1").strip() or 1)
+    return count
+
+
+def _bwrap_process_limit(spec: Spec) -> None:
+    """RLIMIT_NPROC for bubblewrap, which creates its user namespace after this exec: the kernel
+    then also checks the user's processes outside the namespace against the limit in force at
+    creation, so a non-root user gets `max_processes` on top of what they already run (root's
+    outer count is not enforced; inside the namespace the limit counts the sandbox's own)."""
+    if spec.max_processes <= 0:
+        return
+    uid = os.getuid()
+    limit = spec.max_processes if uid == 0 else _user_tasks(uid) + spec.max_processes
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
 
 def _status(wait_status: int) -> int:
@@ -129,7 +157,8 @@ def main(args: list[str]) -> int:
             raise SetupError("usage: launch SPEC_JSON")
         spec = Spec.from_json(args[0])
         if spec.kind == "bwrap":
-            set_limits(spec, processes=True)
+            set_limits(spec, processes=False)
+            _bwrap_process_limit(spec)
             os.execv(spec.bwrap, bwrap.argv(spec))
         set_limits(spec, processes=False)  # the process limit is set inside the user namespace
         return run_landlock(spec)
