@@ -84,6 +84,16 @@ class OwnerProcess:
         return self.proc.pid
 
     @property
+    def auth(self) -> dict[str, str]:
+        """`Authorization` with the credential the owner keeps for `implementer-1` (written at start)."""
+        from roundtable.credentials import read_credential
+
+        token = read_credential(self.root, agent_id="implementer-1")
+        if not token:
+            raise RuntimeError(f"no agent credential under {self.root}: has the owner started?")
+        return {"Authorization": f"Bearer {token}"}
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
@@ -221,9 +231,10 @@ class HttpClient:
 
     transport = "http"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, auth: dict[str, str] | None = None) -> None:
         self.url = url
-        self.http = httpx.AsyncClient(headers=HEADERS, timeout=60.0)
+        # The endpoint is authenticated by default: `auth` carries `Authorization: Bearer …`.
+        self.http = httpx.AsyncClient(headers={**HEADERS, **(auth or {})}, timeout=60.0)
         self.session = ""
         self.ids = itertools.count(1)
 

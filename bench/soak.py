@@ -327,7 +327,7 @@ async def _load(
         if kind == 0:
             clients.append(SocketClient(owner.socket_path))
         elif kind == 1:
-            clients.append(HttpClient(owner.url))
+            clients.append(HttpClient(owner.url, owner.auth))
         else:
             clients.append(bridges[n % BRIDGES])
     for client in {id(c): c for c in clients + bridges}.values():

@@ -146,7 +146,7 @@ async def _over_transports(root: Path) -> list[dict[str, Any]]:
     rows = []
     owner = OwnerProcess(root).start()
     try:
-        for client in (SocketClient(owner.socket_path), HttpClient(owner.url)):
+        for client in (SocketClient(owner.socket_path), HttpClient(owner.url, owner.auth)):
             await client.open()
             await client.call("table.get_state", {})
             samples = []

@@ -30,6 +30,8 @@ from typing import Any
 
 import httpx
 
+from roundtable.credentials import read_credential
+
 CONCURRENCY = (1, 10, 50)
 DURATION = 1.5  # seconds of load per cell
 TICK = os.sysconf("SC_CLK_TCK")
@@ -112,14 +114,16 @@ def socket_client(path: str, tool: str, args: dict[str, Any] | None = None) -> C
 class LegacyHttp:
     """A lean handshake-era client: one session per worker, SSE replies parsed by hand."""
 
-    def __init__(self, url: str, tool: str, workers: int, args: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, url: str, tool: str, workers: int, args: dict[str, Any] | None = None, auth: dict[str, str] | None = None
+    ) -> None:
         self.url, self.tool, self.n = url, tool, workers
         self.args = {"n": 1} if args is None else args
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
         transport = httpx.AsyncHTTPTransport(
             socket_options=nodelay, verify=False, limits=httpx.Limits(max_connections=workers + 5)
         )
-        self.http = httpx.AsyncClient(headers=HEADERS, transport=transport)
+        self.http = httpx.AsyncClient(headers={**HEADERS, **(auth or {})}, transport=transport)
         self.sessions: list[str] = []
         self.ids = itertools.count(1)
 
@@ -245,6 +249,9 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
     sock, floor_sock = str(tmp / "owner.sock"), str(tmp / "floor.sock")
     owner, ready = _spawn_ready("-m", "bench.floors.owner_echo", str(root), str(port), sock)
     task_get = {"task_id": ready.split()[1]}
+    # The owner's endpoint is authenticated by default (the floor is a bare SDK server).
+    token = read_credential(root, agent_id="implementer-1")
+    owner_auth = {"Authorization": f"Bearer {token}"}
     floor_socket = _spawn("-m", "bench.floors.socket_echo", floor_sock)
     floor_mcp = _spawn("-m", "bench.floors.mcp_echo", str(floor_port))
     url, floor_url = f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{floor_port}/mcp"
@@ -266,11 +273,11 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
                 ("floor MCP SDK echo, HTTP 2025-11-25", floor_url, floor_mcp.pid, "bench_echo"),
                 ("HTTP 2025-11-25 (owner)", url, owner.pid, "bench_echo"),
             ):
-                client = LegacyHttp(target, tool, c)
+                client = LegacyHttp(target, tool, c, auth=owner_auth if target == url else None)
                 await client.open()
                 row(name, c, await _cell(pid, client.call, c), "lean httpx client, stateful SSE")
                 await client.close()
-            client = LegacyHttp(url, "task_get", c, task_get)
+            client = LegacyHttp(url, "task_get", c, task_get, auth=owner_auth)
             await client.open()
             row(
                 "HTTP 2025-11-25 (owner) task.get",

@@ -70,6 +70,10 @@ class McpConfig:
     tls_cert_file: str = ""
     tls_key_file: str = ""
     tool_names: str = "underscore"
+    # `token` (default): every HTTP request needs a bearer credential, loopback included.
+    # `none`: the explicit opt-out — requests without one are served as anonymous (read-only tools).
+    auth: str = "token"
+    # Accepted for older configs; per-principal tokens are now the default behaviour.
     require_tokens: bool = False
     socket_max_request_bytes: int = 1024 * 1024
     socket_read_timeout: float = 10.0
@@ -180,7 +184,7 @@ _DURATION_KEYS = {
     ("chair", "turn_timeout"),
     ("mcp", "socket_read_timeout"),
 }
-_CHOICES = {("mcp", "tool_names"): ("underscore", "dotted")}
+_CHOICES = {("mcp", "tool_names"): ("underscore", "dotted"), ("mcp", "auth"): ("token", "none")}
 _POSITIVE_INT_KEYS = {
     ("mcp", "socket_max_request_bytes"),
     ("mcp", "socket_max_connections"),
@@ -433,7 +437,8 @@ def default_config_yaml(config: Config | None = None) -> str:
         f'  tls_key_file: "{c.mcp.tls_key_file}"',
         "  # underscore (task_create) suits most MCP clients; dotted (task.create) is canonical.",
         f"  tool_names: {c.mcp.tool_names}",
-        f"  require_tokens: {str(c.mcp.require_tokens).lower()}",
+        "  # token: every HTTP request needs a credential (loopback too); none: anonymous read-only access.",
+        f"  auth: {c.mcp.auth}",
         f"  socket_max_request_bytes: {c.mcp.socket_max_request_bytes}",
         f"  socket_read_timeout: {format_duration(c.mcp.socket_read_timeout)}",
         f"  socket_max_connections: {c.mcp.socket_max_connections}",

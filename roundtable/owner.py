@@ -24,12 +24,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from roundtable.credentials import ensure_private_dir
 from roundtable.errors import LockError, RoundtableError
 
 log = logging.getLogger("roundtable.owner")
 
 LOCK_RELATIVE_PATH = Path(".roundtable") / "owner.lock"
 DRAIN_TIMEOUT = 5.0
+# How often the owner checks that its database file is still the one it opened.
+DB_CHECK_INTERVAL = 1.0
+NO_AUTH_WARNING = (
+    "roundtable: WARNING: mcp.auth is none — the HTTP endpoint at {url} answers requests without a "
+    "credential (as anonymous, read-only). Every local user can read the project's state through it."
+)
 
 
 def _holder_pid(fd: int) -> str:
@@ -56,6 +63,7 @@ def acquire_lock(root: Path | str) -> Iterator[Path]:
     state_dir = canonical / ".roundtable"
     try:
         state_dir.mkdir(mode=0o700, exist_ok=True)
+        ensure_private_dir(state_dir)  # 0700: credentials, logs and the database live here
     except OSError as exc:
         raise LockError(f"create {state_dir}: {exc.strerror}") from None
     path = state_dir / "owner.lock"
@@ -157,7 +165,12 @@ class Owner:
         self.lock_path: Path | None = None
         self._lock: contextlib.ExitStack | None = None
         self._chair_task: asyncio.Task[Any] | None = None
+        self._watch_task: asyncio.Task[Any] | None = None
+        self.db_check_interval = DB_CHECK_INTERVAL
         self.stopped = asyncio.Event()
+        # Set when the owner must stop on its own (its database file vanished); `fatal_error` says why.
+        self.failed = asyncio.Event()
+        self.fatal_error = ""
 
     # --- public view ------------------------------------------------------------------------
 
@@ -220,6 +233,7 @@ class Owner:
         sync_agents = _optional("roundtable.chair", "sync_agents")
         if sync_agents is not None:
             await _maybe_await(sync_agents(self.runtime))
+        await self._ensure_credentials()
         if self._want_http:
             # Validate the HTTP options before anything listens (system.md §7.6.1 step 4).
             from roundtable.server.http import HttpServer, http_options
@@ -234,6 +248,9 @@ class Owner:
             await self.socket.start()
         if self.http is not None:
             await self.http.start()
+            if self.http.options.auth == "none":
+                self.say(NO_AUTH_WARNING.format(url=self.http.url))
+        self._watch_task = asyncio.create_task(self._watch_database(), name="roundtable-db-watch")
         chair_cls = _optional("roundtable.chair", "ChairLoop") if self._want_chair else None
         if chair_cls is not None:
             self.chair = self._make_chair(chair_cls)
@@ -241,6 +258,34 @@ class Owner:
         start_supervisor = _optional("roundtable.supervisor", "start_supervisor") if self._want_supervisor else None
         if start_supervisor is not None:
             self.supervisor = await start_supervisor(self.runtime)
+
+    async def _ensure_credentials(self) -> None:
+        """The project credential and one per configured agent, each a live token in its file
+        under `.roundtable/credentials/` (harness configs name the file's owner, never a secret)."""
+        from roundtable.services import tokens
+        from roundtable.services.agents import configured_agents
+
+        db = self.runtime.db
+        await tokens.ensure_credential(db, self.root, principal=tokens.PROJECT)
+        async with db.read() as reader:
+            rows = await reader.fetchall("SELECT id FROM agents WHERE is_enabled = 1")
+        enabled = {str(row[0]) for row in rows}
+        for spec in configured_agents(self.runtime.config):
+            if spec.id in enabled:
+                await tokens.ensure_credential(db, self.root, principal=tokens.AGENT, agent_id=spec.id)
+
+    async def _watch_database(self) -> None:
+        """Stop the owner when its database file is removed or replaced: writes would go to the
+        unlinked file and be lost. (`Runtime.call` also refuses writes from that moment on.)"""
+        while True:
+            await asyncio.sleep(self.db_check_interval)
+            problem = self.runtime.database_problem() if self.runtime is not None else ""
+            if problem:
+                self.fatal_error = f"{problem}; the owner stops (restore the file or run `roundtable init`, then start again)"
+                log.error("%s", self.fatal_error)
+                self.say(f"roundtable: {self.fatal_error}")
+                self.failed.set()
+                return
 
     def _make_chair(self, chair_cls: Any) -> Any:
         """`ChairLoop(runtime)`, passing `--interval` when the loop accepts an `interval`."""
@@ -264,6 +309,11 @@ class Owner:
 
     async def _stop(self) -> None:
         """Stop in order; every step runs even if an earlier one failed."""
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watch_task
+            self._watch_task = None
         if self.socket is not None:
             await self._step(self.socket.close(drain_timeout=self.drain_timeout), "socket")
         if self.http is not None:

@@ -1,10 +1,19 @@
 """The runtime: configuration, store and services for one project root, and `call()`.
 
 Every caller — an agent over any transport, the console, the CLI, the Chair — goes through
-`Runtime.call(tool, args, caller)`: the tool is looked up by either spelling, the arguments are
-validated against its advertised schema, and the handler runs inside one write transaction (or
-one read snapshot), so a failed call changes nothing. Committed changes are announced on the
-change bus by the store.
+`Runtime.call(tool, args, caller)`: the tool is looked up by either spelling, the caller's
+authority is checked, the arguments are validated against its advertised schema, and the handler
+runs inside one write transaction (or one read snapshot), so a failed call changes nothing.
+Committed changes are announced on the change bus by the store.
+
+Authority is decided here, once, for every transport (DESIGN §4.23):
+- an anonymous caller (an unbound credential or the no-auth opt-out) may call read-only tools only;
+- for a caller bound to one agent, every argument that names who acts (`agent_id`, `actor_id`,
+  `decided_by`, `requested_by`, `reviewer_id`, `applied_by`) is filled from the principal when
+  absent and refused when it names someone else — identity is never taken from the arguments;
+- free-text arguments of state-changing tools pass the secrets redactor before anything stores
+  them (a patch stays byte-exact: git applies it, and the security scan flags secrets in it);
+- a write is refused once the database file was removed or replaced under the process.
 
 Opening a runtime never recovers an interrupted apply: only an owner does, under its lock.
 """
@@ -12,6 +21,7 @@ Opening a runtime never recovers an interrupted apply: only an owner does, under
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,13 +31,31 @@ from jsonschema.validators import validator_for
 
 from roundtable.bus import ChangeBus
 from roundtable.config import Config, load_config
-from roundtable.errors import RoundtableError, ToolError, ValidationError
+from roundtable.errors import PermissionDenied, RoundtableError, StoreError, ToolError, ValidationError
 from roundtable.services.redact import redact
-from roundtable.store.db import Database
+from roundtable.store.db import ACTING, Database
 from roundtable.tools.context import OPERATOR, Call, Caller
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 
 log = logging.getLogger("roundtable.runtime")
+
+# Arguments that name who acts. For a caller bound to an agent they are filled from the principal
+# when absent and refused when they differ; `_CHECK_ONLY` ones are never filled, because their
+# presence means something (a `decided_by` asks to decide; a `reviewer_id` asks for a manual review).
+IDENTITY_ARGS: tuple[str, ...] = ("agent_id", "actor_id", "decided_by", "requested_by", "reviewer_id", "applied_by")
+_CHECK_ONLY: frozenset[tuple[str, str]] = frozenset(
+    {("human.request_approval", "decided_by"), ("security.review", "reviewer_id")}
+)
+# Arguments stored or used verbatim: ids and hashes (validated elsewhere), repository paths, and
+# patches — git applies a patch byte for byte, and the security scan flags secrets in it.
+_VERBATIM_ARGS = frozenset(
+    {"patch", "path", "paths", "readable_paths", "affected_resources", "resource_id", "base_hash", "revision", "symbol"}
+)
+ANONYMOUS_REFUSAL = (
+    "{tool} changes state, and this connection is anonymous (an unbound credential: read-only tools "
+    "only). Bind the client to an agent identity: `roundtable connect --agent ID` for a harness, or "
+    "`roundtable tokens create --agent ID` for a bearer token."
+)
 
 
 class Runtime:
@@ -42,6 +70,8 @@ class Runtime:
         self.owner = False
         self._validators: dict[str, Any] = {}
         self._close_hooks: list[Callable[[], Any]] = []
+        self._db_path = Path(os.path.abspath(db.path))
+        self._db_identity = _file_identity(self._db_path)
 
     @property
     def bus(self) -> ChangeBus:
@@ -112,14 +142,50 @@ class Runtime:
                 raise ValidationError(f"{spec.name}: argument {key} must not be empty")
         return args
 
+    def database_problem(self) -> str:
+        """Why the database file no longer is the one this process opened ('' while it is)."""
+        if self._db_identity is None:
+            return ""
+        path = self._db_path
+        try:
+            now = _file_identity(path, missing_ok=False)
+        except FileNotFoundError:
+            return f"the database file {path} was removed while this process had it open"
+        except OSError as exc:
+            return f"the database file {path} cannot be checked: {exc.strerror}"
+        if now != self._db_identity:
+            return f"the database file {path} was replaced while this process had it open"
+        return ""
+
+    def check_database(self) -> None:
+        """Raise `StoreError` when the database file was removed or replaced: writes to the open
+        (unlinked) file would be acknowledged and then lost."""
+        problem = self.database_problem()
+        if problem:
+            raise StoreError(f"{problem}; refusing to write (restart the owner)")
+
+    def authorise(self, spec: ToolSpec, args: object, caller: Caller) -> object:
+        """Check the caller's authority for `spec`; returns the arguments with identity bound."""
+        if spec.operator_only and not caller.is_operator:
+            raise PermissionDenied(f"{spec.name} is reserved for the operator")
+        if caller.is_operator or spec.read_only:
+            return args
+        if caller.is_anonymous:
+            raise PermissionDenied(ANONYMOUS_REFUSAL.format(tool=spec.name))
+        if not isinstance(args, dict):
+            return args  # validate() explains
+        return bind_identity(spec, args, caller)
+
     async def call(self, tool: str, args: object = None, caller: Caller = OPERATOR) -> dict[str, Any]:
         """Validate and run one tool call; raises `ToolError` with a redacted message on failure."""
         spec = self.resolve(tool)
-        checked = self.validate(spec, args)
-        if spec.operator_only and not caller.is_operator:
-            raise ToolError(f"{spec.name} is reserved for the operator")
+        checked = self.validate(spec, self.authorise(spec, args, caller))
+        if not spec.read_only:
+            self.check_database()
+            checked = redact_args(checked)
         call = Call(runtime=self, tool=spec.name, args=checked, caller=caller)
         assert spec.handler is not None
+        acting = ACTING.set((caller.principal, caller.transport))
         try:
             if spec.mode == "write":
                 async with self.db.write(tool=spec.name, principal=caller.principal, transport=caller.transport) as tx:
@@ -135,6 +201,64 @@ class Runtime:
         except Exception:
             log.exception("tool %s failed", spec.name)
             raise ToolError(f"{spec.name} failed with an internal error; the owner's log has details") from None
+        finally:
+            ACTING.reset(acting)
+
+
+def bind_identity(spec: ToolSpec, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    """Fill the arguments naming who acts from `caller`'s agent; refuse ones naming another."""
+    properties = spec.input_schema.get("properties", {})
+    own = caller.agent_id
+    out = args
+    for name in IDENTITY_ARGS:
+        if name not in properties:
+            continue
+        given = args.get(name)
+        if given is None or (isinstance(given, str) and not given.strip()):
+            if (spec.name, name) not in _CHECK_ONLY:
+                out = {**out, name: own}
+        elif given != own:
+            shown = given if isinstance(given, str) else type(given).__name__
+            raise PermissionDenied(
+                f"{spec.name}: argument {name} names {shown!r}, but this connection acts as {own} "
+                f"({caller.principal}); identity comes from the credential, never from the arguments"
+            )
+    return out
+
+
+def redact_args(args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with credentials in free text replaced by `[REDACTED]` (ids, paths, hashes
+    and patches verbatim), so nothing an agent sends stores a secret in the database."""
+    out: dict[str, Any] | None = None
+    for key, value in args.items():
+        if key in _VERBATIM_ARGS or key.endswith("_id"):
+            continue
+        cleaned = _redact_value(value)
+        if cleaned is not value:
+            if out is None:
+                out = dict(args)
+            out[key] = cleaned
+    return args if out is None else out
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        cleaned = redact(value)
+        return value if cleaned == value else cleaned
+    if isinstance(value, list):
+        items = [_redact_value(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+def _file_identity(path: Path, *, missing_ok: bool = True) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise
+    return (st.st_dev, st.st_ino)
 
 
 def _redacted(exc: RoundtableError) -> RoundtableError:

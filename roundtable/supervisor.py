@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
+from roundtable.credentials import ensure_private_dir
 from roundtable.errors import ToolError, ValidationError
 from roundtable.services import adapters, capabilities, isolation, sessions
 from roundtable.services.redact import redact
@@ -320,8 +321,9 @@ class Supervisor:
         """Copy the process's output to its log, redacted (the token is masked explicitly too)."""
         assert live.process is not None and live.process.stdout is not None
         path = self.log_path(live.session_id)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        ensure_private_dir(path.parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd, 0o600)  # a log left by an older version may be wider
         with os.fdopen(fd, "a", encoding="utf-8") as out:
             while True:
                 line = await live.process.stdout.readline()

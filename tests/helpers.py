@@ -1,10 +1,14 @@
-"""Helpers shared by the test packages: git in a temp project, agent callers."""
+"""Helpers shared by the test packages: git in a temp project, agent callers, and credentials for
+the authenticated HTTP endpoint (the SDK client with a bearer header)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
+from roundtable import credentials
+from roundtable.services import tokens
 from roundtable.tools.context import Caller
 
 AUTHOR = "implementer-1"
@@ -38,3 +42,36 @@ def make_git_project(root: Path, files: dict[str, str]) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "init")
     return root
+
+
+async def credential(runtime: Any, *, agent_id: str = "", operator: bool = False) -> str:
+    """Ensure the credential of the operator, of one agent, or (neither) the project's unbound one,
+    the way the owner and `connect` do; returns the token (read back from its 0600 file)."""
+    principal = tokens.OPERATOR if operator else tokens.AGENT if agent_id else tokens.PROJECT
+    await tokens.ensure_credential(runtime.db, runtime.root, principal=principal, agent_id=agent_id)
+    token = credentials.read_credential(runtime.root, agent_id=agent_id, operator=operator)
+    assert token
+    return token
+
+
+async def auth_headers(runtime: Any, *, agent_id: str = "", operator: bool = False) -> dict[str, str]:
+    """`Authorization: Bearer …` for that principal's credential."""
+    return {"Authorization": f"Bearer {await credential(runtime, agent_id=agent_id, operator=operator)}"}
+
+
+def sdk_http(url: str, headers: dict[str, str]) -> Any:
+    """A Streamable HTTP transport for `mcp.Client` that presents `headers` (the SDK client
+    itself takes only a URL or a transport)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=timeout))
+
+
+def stored_auth(root: Path, agent_id: str = AUTHOR) -> dict[str, str]:
+    """`Authorization` with the credential a running owner keeps for a configured agent
+    (`.roundtable/credentials/agents/<id>.token`, written at owner start)."""
+    token = credentials.read_credential(root, agent_id=agent_id)
+    assert token, f"no credential for {agent_id} under {root} (is an owner running?)"
+    return {"Authorization": f"Bearer {token}"}

@@ -25,6 +25,7 @@ async def serve_forever(
     chair_interval: float | None = None,
 ) -> None:
     """Enter the owner, print the ready line, wait for a signal (or HTTP failure), stop cleanly."""
+    from roundtable.errors import StoreError
     from roundtable.owner import Owner
     from roundtable.server.http import HttpError
 
@@ -36,7 +37,7 @@ async def serve_forever(
     failure = ""
     async with Owner(root, chair=chair, log=log, chair_interval=chair_interval) as owner:
         log(ready(owner))
-        waiters = [asyncio.ensure_future(stop.wait())]
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(owner.failed.wait())]
         http_task = owner.http.task if owner.http is not None else None
         if http_task is not None:
             waiters.append(asyncio.ensure_future(asyncio.shield(http_task)))
@@ -46,6 +47,9 @@ async def serve_forever(
         if http_task is not None and http_task.done() and not stop.is_set():
             exc = None if http_task.cancelled() else http_task.exception()
             failure = f"MCP HTTP server stopped: {type(exc).__name__ if exc else 'exited'}"
+        fatal = owner.fatal_error
     log(stopped_line)
+    if fatal:
+        raise StoreError(fatal)
     if failure:
         raise HttpError(failure)

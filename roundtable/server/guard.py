@@ -2,11 +2,22 @@
 
 `http_options` validates the listener before anything binds (system.md §6.3.1): an address
 that splits into host and port, TLS certificate and key together, and — off loopback — TLS
-plus `ROUNDTABLE_MCP_TOKEN`. `BearerGuard` runs before the MCP app reads a body: with a token
-configured (on every bind, loopback included) or with `mcp.require_tokens`, a missing or wrong
-`Authorization: Bearer` gets 401; the comparison is constant-time and the token is never
-echoed. It also decides who the caller is (DESIGN §4.12, §4.15) and counts in-flight POSTs so
-shutdown can drain them.
+plus token authentication.
+
+`BearerGuard` runs before the MCP app reads a body and decides who the caller is (DESIGN §4.23).
+Authenticated by default: loopback TCP is reachable by every local uid, so with `mcp.auth: token`
+(the default) a request without a valid `Authorization: Bearer <token>` gets 401, on every bind.
+A presented token is resolved on every request — re-read from `access_tokens`, so revoking it
+refuses the very next request — into the principal it belongs to:
+- an operator token → the operator;
+- an agent token → that agent, only while the agent is registered and enabled;
+- an unbound credential (the project credential, the legacy shared `ROUNDTABLE_MCP_TOKEN`) →
+  anonymous, which `Runtime.call` limits to read-only tools;
+- a session capability (`rtcap_…`) → 401: it is valid only on its own session socket.
+`mcp.auth: none` is the explicit opt-out: a request without a token is anonymous (read-only).
+The scheme is matched case-insensitively, secrets are compared in constant time (the database
+holds only sha256 digests) and a token is never echoed or logged. The guard also counts
+in-flight POSTs so shutdown can drain them.
 """
 
 from __future__ import annotations
@@ -28,6 +39,8 @@ from roundtable.errors import ConfigError
 from roundtable.tools.context import Caller
 
 TOKEN_ENV = "ROUNDTABLE_MCP_TOKEN"
+CAPABILITY_PREFIX = "rtcap_"
+# An HTTP caller bound to no agent: `Runtime.call` lets it call read-only tools only.
 HTTP_CALLER = Caller("agent", "http")
 CALLER_SCOPE_KEY = "roundtable.caller"
 
@@ -69,6 +82,7 @@ class HttpOptions:
     max_body_bytes: int
     tool_names: str
     require_tokens: bool
+    auth: str = "token"
 
     @property
     def tls(self) -> bool:
@@ -90,7 +104,8 @@ def http_options(root: Path, config: Config, *, address: str | None = None) -> H
     key_path = str(_rooted(root, key)) if key else ""
     token = os.environ.get(TOKEN_ENV, "")
     loopback = bool(host) and is_loopback_host(host)
-    if not loopback and not (cert and key and token):
+    authenticated = mcp.auth == "token" or mcp.require_tokens or bool(token)
+    if not loopback and not (cert and key and authenticated):
         raise ConfigError("non-loopback MCP HTTP requires TLS certificate/key and bearer token")
     for path in (cert_path, key_path):
         if path and not os.path.isfile(path):
@@ -104,7 +119,8 @@ def http_options(root: Path, config: Config, *, address: str | None = None) -> H
         token=token,
         max_body_bytes=mcp.http_max_body_bytes,
         tool_names=mcp.tool_names,
-        require_tokens=mcp.require_tokens,
+        require_tokens=authenticated,
+        auth="token" if authenticated else "none",
     )
 
 
@@ -136,6 +152,13 @@ async def _plain(send: Send, status: int, text: str, headers: list[tuple[bytes, 
     await send({"type": "http.response.body", "body": body})
 
 
+UNAUTHORIZED = (
+    "unauthorized: this endpoint needs a bearer credential (Authorization: Bearer <token>); "
+    "harnesses get one through `roundtable connect --agent ID` (the bridge reads it from .roundtable/), "
+    "other clients from `roundtable tokens create --agent ID`"
+)
+
+
 class BearerGuard:
     """ASGI middleware for `/mcp`: bearer check, caller identity, in-flight accounting."""
 
@@ -143,14 +166,16 @@ class BearerGuard:
         self,
         app: ASGIApp,
         *,
-        token: str,
-        require_tokens: bool,
+        token: str = "",
+        require_tokens: bool = True,
         resolve: TokenResolver | None = None,
         path: str = "/mcp",
     ) -> None:
         self.app = app
         self._token = token.encode("utf-8")
-        self._require_tokens = require_tokens
+        # Without a credential a request is refused unless the operator opted out (`mcp.auth: none`
+        # and no shared token configured).
+        self._require = require_tokens or bool(token)
         self._resolve = resolve
         self._path = path
         self.closing = False
@@ -167,7 +192,7 @@ class BearerGuard:
             return
         caller = await self._authorise(scope)
         if caller is None:
-            await _plain(send, 401, "unauthorized", [(b"www-authenticate", b'Bearer realm="roundtable"')])
+            await _plain(send, 401, UNAUTHORIZED, [(b"www-authenticate", b'Bearer realm="roundtable"')])
             return
         scope[CALLER_SCOPE_KEY] = caller
         counted = scope.get("method") == "POST"
@@ -183,45 +208,51 @@ class BearerGuard:
                     self.idle.set()
 
     async def _authorise(self, scope: Scope) -> Caller | None:
-        if not self._token and not self._require_tokens:
-            return HTTP_CALLER
-        presented = _bearer(scope)
+        presented = bearer_token(scope)
         if presented is None:
-            return None
+            return None if self._require else HTTP_CALLER
+        if not presented:
+            return None  # a malformed Authorization header is never anonymous
         if self._token and hmac.compare_digest(presented, self._token):
-            return HTTP_CALLER
-        if self._require_tokens and self._resolve is not None:
-            try:
-                text = presented.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-            return await self._resolve(text)
-        return None
+            return HTTP_CALLER  # the legacy shared token names nobody: anonymous
+        if self._resolve is None:
+            return None
+        try:
+            text = presented.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+        if text.startswith(CAPABILITY_PREFIX):
+            return None  # a session capability is valid only on its own session socket
+        return await self._resolve(text)
 
 
-def _bearer(scope: Scope) -> bytes | None:
+def bearer_token(scope: Scope) -> bytes | None:
+    """The credential of the `Authorization` header: None without the header, b"" when the
+    header is not a well-formed bearer credential. The scheme is case-insensitive (RFC 9110)."""
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
-            if value.startswith(b"Bearer ") and len(value) > 7:
-                return bytes(value[7:])
-            return None
+            scheme, _, rest = bytes(value).strip().partition(b" ")
+            token = rest.strip()
+            if scheme.lower() != b"bearer" or not token or b" " in token:
+                return b""
+            return token
     return None
 
 
 def db_token_resolver(runtime: Any) -> TokenResolver:
-    """Look a presented token up in `access_tokens` by its sha256 (only the hash is stored)."""
+    """Resolve a presented token through `access_tokens` (by its sha256) on every request."""
+    from roundtable.services import tokens as token_service
 
     async def resolve(token: str) -> Caller | None:
-        digest = token_digest(token)
         async with runtime.db.read() as reader:
-            row = await reader.fetchone(
-                "SELECT principal, agent_id FROM access_tokens WHERE token_sha256 = ? AND revoked_at IS NULL",
-                (digest,),
-            )
-        if row is None:
+            found = await token_service.resolve(reader, token)
+        if found is None:
             return None
-        if row["principal"] == "operator":
+        principal, agent_id = found
+        if principal == token_service.OPERATOR:
             return Caller("operator", "http")
-        return Caller("agent", "http", agent_id=row["agent_id"] or "")
+        if principal == token_service.AGENT:
+            return Caller("agent", "http", agent_id=agent_id)
+        return HTTP_CALLER  # the project credential: unbound, anonymous
 
     return resolve

@@ -1,7 +1,7 @@
 """Human approvals: agents ask, the operator decides (DESIGN §4.15, spec/tools.md §2.6.1, §3.8).
 
 One record per request. An agent may create a request or refresh its own pending one (status
-`requested`); deciding — any other status, `decided_by`, `decision_md`, `override_policy` — is
+`requested`, same proposal — never retarget it, nor anyone else's); deciding — any other status, `decided_by`, `decision_md`, `override_policy` — is
 the operator's alone (CLI, console, legacy socket; the Chair is an operator caller but is not a
 human, so it may not decide either). The decider recorded is the operator caller, and nobody can
 record a decision in the name of the proposal's author.
@@ -75,9 +75,14 @@ def _check_authority(req: ApprovalInput, actor: Actor, existing: HumanApproval |
         raise PermissionDenied(
             f"approval {existing.id} was already decided ({existing.status}); request a new approval instead"
         )
-    if actor.agent_id and existing.requested_by != actor.agent_id:
+    if not actor.agent_id or existing.requested_by != actor.agent_id:
         raise PermissionDenied(
             f"approval {existing.id} was requested by {existing.requested_by}; agents may only refresh their own requests"
+        )
+    if req.proposal_id and req.proposal_id != (existing.proposal_id or ""):
+        raise PermissionDenied(
+            f"approval {existing.id} concerns proposal {existing.proposal_id or '(none)'}; request a new approval "
+            f"for {req.proposal_id} instead of retargeting this one"
         )
 
 

@@ -197,9 +197,10 @@ def is_live(cap: SessionCapability, now: str | None = None) -> bool:
 
 
 async def extend(tx: Tx, cap_id: str, lifetime_s: int = LIFETIME_S) -> SessionCapability | None:
-    """Push `expires_at` to now + lifetime, never beyond `max_expires_at`; no-op once revoked."""
+    """Push `expires_at` to now + lifetime, never beyond `max_expires_at`. Expiry is final: a
+    capability that is revoked or already expired is never revived (no-op)."""
     cap = await tx.one(SessionCapability, "SELECT * FROM session_capabilities WHERE id = ?", (cap_id,))
-    if cap is None or cap.revoked_at:
+    if cap is None or not is_live(cap):
         return cap
     wanted = clock.parse(_add_seconds(clock.now(), lifetime_s))
     new_expiry = clock.format_ns(min(wanted, clock.parse(cap.max_expires_at)))

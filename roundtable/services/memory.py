@@ -1,8 +1,14 @@
-"""Memory entries: record (upsert by id), query, summarise, mark stale (spec/tools.md §2.8, §3.11).
+"""Memory entries: record, revise, query, summarise, mark stale (spec/tools.md §2.8, §3.11).
 
 Plain text matching, no embeddings: a query scores an entry by how often the lower-cased query
 occurs in its title, body, scope and kind. Queries include stale entries (so an agent can see
 that something was retracted); summaries leave them out. Nothing is ever deleted.
+
+Who may edit (DESIGN §4.23): an entry records its author (`author_id`). Agents create entries and
+edit only their own; the operator edits every entry. Recording with an existing `memory_id` never
+overwrites silently: the previous version is kept in `memory_revisions` (with who replaced it)
+and the entry's `revision` goes up. Every change appends an event (`memory.recorded`,
+`memory.revised`, `memory.marked_stale`).
 """
 
 from __future__ import annotations
@@ -10,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable import clock
-from roundtable.errors import ValidationError
+from roundtable.errors import PermissionDenied, ValidationError
+from roundtable.services.evidence import event_run_id
 from roundtable.store.db import Reader, Tx
-from roundtable.store.records import MemoryEntry
+from roundtable.store.records import MemoryEntry, MemoryRevision
 
 DEFAULT_IMPORTANCE = 50
 DEFAULT_QUERY_LIMIT = 10
@@ -38,37 +45,108 @@ async def record(
     importance: int = DEFAULT_IMPORTANCE,
     memory_id: str = "",
     status: str = "active",
+    actor: str = "",
+    agent: str = "",
 ) -> MemoryEntry:
-    """Create an entry, or replace the one with `memory_id` (keeping its `created_at`)."""
+    """Create an entry, or revise the one with `memory_id` (its previous version is kept).
+
+    `agent` is the acting agent ("" for operator authority): an agent may revise only entries it
+    wrote. `actor` is who is recorded (author of a new entry, editor of a revision)."""
     if not scope or not kind or not title or not body_md:
         raise ValidationError("scope, kind, title, and body_md are required")
     if len(title) > MAX_TITLE:
         raise ValidationError(f"title must be {MAX_TITLE} characters or fewer")
     if len(body_md) > MAX_BODY:
         raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
-    new_id = memory_id or clock.new_id("M")
+    who = agent or actor or "operator"
+    existing = await tx.one(MemoryEntry, "SELECT * FROM memory_entries WHERE id = ?", (memory_id,)) if memory_id else None
     now = clock.now()
-    await tx.execute(
-        "INSERT INTO memory_entries (id, scope, kind, title, body_md, source_event_id, importance, status,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT(id) DO UPDATE SET scope = excluded.scope, kind = excluded.kind, title = excluded.title,"
-        " body_md = excluded.body_md, source_event_id = excluded.source_event_id,"
-        " importance = excluded.importance, status = excluded.status, updated_at = excluded.updated_at",
-        (
-            new_id,
-            scope,
-            kind,
-            title,
-            body_md,
-            source_event_id or None,
-            importance or DEFAULT_IMPORTANCE,
-            status or "active",
-            now,
-            now,
-        ),
+    if existing is not None:
+        check_editor(existing, agent)
+        await _keep_revision(tx, existing, who, now)
+        await tx.update(
+            "memory_entries",
+            {"id": existing.id},
+            {
+                "scope": scope,
+                "kind": kind,
+                "title": title,
+                "body_md": body_md,
+                "source_event_id": source_event_id or None,
+                "importance": importance or DEFAULT_IMPORTANCE,
+                "status": status or "active",
+                "revision": existing.revision + 1,
+                "updated_at": now,
+            },
+        )
+        entry = await get_entry(tx, existing.id)
+        await _event(tx, "memory.revised", entry, who, previous_revision=existing.revision)
+        return entry
+    new_id = memory_id or clock.new_id("M")
+    await tx.insert(
+        "memory_entries",
+        {
+            "id": new_id,
+            "scope": scope,
+            "kind": kind,
+            "title": title,
+            "body_md": body_md,
+            "source_event_id": source_event_id or None,
+            "importance": importance or DEFAULT_IMPORTANCE,
+            "status": status or "active",
+            "author_id": who,
+            "created_at": now,
+            "updated_at": now,
+        },
     )
-    tx.tables.add("memory_entries")
-    return await get_entry(tx, new_id)
+    entry = await get_entry(tx, new_id)
+    await _event(tx, "memory.recorded", entry, who)
+    return entry
+
+
+def check_editor(entry: MemoryEntry, agent: str) -> None:
+    """Agents edit only the entries they wrote; the operator (`agent` empty) edits every entry."""
+    if agent and entry.author_id != agent:
+        author = entry.author_id or "the operator"
+        raise PermissionDenied(
+            f"memory entry {entry.id} was written by {author}; agents edit only their own entries "
+            "(record a new entry instead)"
+        )
+
+
+async def _keep_revision(tx: Tx, entry: MemoryEntry, edited_by: str, now: str) -> None:
+    """Store the version about to be replaced (numbered by the entry's current revision)."""
+    await tx.execute(
+        "INSERT OR REPLACE INTO memory_revisions (entry_id, revision, title, body_md, edited_by, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (entry.id, entry.revision, entry.title, entry.body_md, edited_by, now),
+    )
+    tx.tables.add("memory_revisions")
+
+
+async def _event(tx: Tx, kind: str, entry: MemoryEntry, actor: str, **extra: object) -> None:
+    await tx.append_event(
+        await event_run_id(tx),
+        kind,
+        {
+            "memory_id": entry.id,
+            "scope": entry.scope,
+            "kind": entry.kind,
+            "title": entry.title,
+            "status": entry.status,
+            "revision": entry.revision,
+            "author_id": entry.author_id,
+            **extra,
+        },
+        actor_id=actor,
+    )
+
+
+async def revisions(q: Reader | Tx, memory_id: str) -> list[MemoryRevision]:
+    """The earlier versions of an entry, oldest first."""
+    return await q.all(
+        MemoryRevision, "SELECT * FROM memory_revisions WHERE entry_id = ? ORDER BY revision", (memory_id,)
+    )
 
 
 def _score(entry: MemoryEntry, needle: str) -> int:
@@ -113,23 +191,30 @@ async def summarize(
     return chosen, "".join(line + "\n" for line in lines)
 
 
-async def mark_stale(tx: Tx, memory_id: str, reason_md: str) -> MemoryEntry:
-    """Mark an entry stale, appending the reason to its body (repeatable; nothing deleted)."""
+async def mark_stale(tx: Tx, memory_id: str, reason_md: str, *, actor: str = "", agent: str = "") -> MemoryEntry:
+    """Mark an entry stale, appending the reason to its body (repeatable; nothing deleted; the
+    previous version is kept). An agent (`agent` given) may mark only its own entries."""
     if not memory_id or not reason_md:
         raise ValidationError("memory_id and reason_md are required")
     if len(reason_md) > MAX_REASON:
         raise ValidationError(f"reason_md must be {MAX_REASON} characters or fewer")
     entry = await get_entry(tx, memory_id)
+    check_editor(entry, agent)
+    who = agent or actor or "operator"
     if entry.body_md.strip():
         body = f"{entry.body_md}\n\nStale reason: {reason_md}"
     else:
         body = f"Marked stale: {reason_md}"
+    now = clock.now()
+    await _keep_revision(tx, entry, who, now)
     await tx.update(
         "memory_entries",
         {"id": memory_id},
-        {"status": "stale", "body_md": body, "updated_at": clock.now()},
+        {"status": "stale", "body_md": body, "revision": entry.revision + 1, "updated_at": now},
     )
-    return await get_entry(tx, memory_id)
+    updated = await get_entry(tx, memory_id)
+    await _event(tx, "memory.marked_stale", updated, who)
+    return updated
 
 
 def entries_dicts(entries: list[MemoryEntry]) -> list[dict[str, Any]]:

@@ -1,5 +1,11 @@
 """Tasks: create (upsert by id), read, list, update, and the operator-authored `readable_paths`.
 
+Every change appends an event (`task.created`, `task.updated`, `task.assigned`). The operator may
+create, replace and update any task. An agent (`agent` given) acts only on its own work: it may
+create tasks (never replace an existing id), assign a task only to itself, and change a task only
+when the task is assigned to it, or unassigned and the same call takes it (`assigned_agent_id`
+equal to its own id).
+
 `readable_paths` (spec/tools.md §3.15.2, system.md §8.4.5) is the repository scope the assigned
 agent may read in a capability session. Entries are repository-relative, lexically normalised
 and de-duplicated; credential and configuration locations are refused with an error naming the
@@ -15,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import clock
-from roundtable.errors import ToolError, ValidationError
+from roundtable.errors import PermissionDenied, ToolError, ValidationError
+from roundtable.services.evidence import event_run_id
 from roundtable.services.pathguard import is_sensitive_path, resolve_repo_path
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
@@ -128,8 +135,11 @@ async def create_task(
     task_id: str = "",
     status: str = "open",
     root: Path | None = None,
+    actor: str = "",
+    agent: str = "",
 ) -> Task:
-    """Create a task, or replace one with the same id (keeping its `created_at`)."""
+    """Create a task, or (operator only) replace one with the same id (keeping its `created_at`).
+    `agent` is the acting agent ("" for operator authority); `actor` is recorded on the event."""
     if not title or not body_md:
         raise ValidationError("title and body_md are required")
     if len(title) > MAX_TITLE:
@@ -138,6 +148,14 @@ async def create_task(
         raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
     paths = validate_readable_paths(readable_paths or [], root)
     new_id = task_id or clock.new_id("T")
+    replaced = bool(task_id) and await tx.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) is not None
+    if agent:
+        if replaced:
+            raise PermissionDenied(f"task {task_id} already exists; agents create new tasks, they never replace one")
+        if assigned_agent_id and assigned_agent_id != agent:
+            raise PermissionDenied(
+                f"an agent may assign a new task only to itself ({agent}), not to {assigned_agent_id}"
+            )
     now = clock.now()
     await tx.execute(
         "INSERT INTO tasks (id, title, body_md, status, priority, risk, assigned_agent_id, readable_paths_json,"
@@ -160,21 +178,71 @@ async def create_task(
         ),
     )
     tx.tables.add("tasks")
-    return await get_task(tx, new_id)
+    task = await get_task(tx, new_id)
+    await tx.append_event(
+        await event_run_id(tx),
+        "task.replaced" if replaced else "task.created",
+        {
+            "task_id": task.id,
+            "title": task.title,
+            "status": task.status,
+            "priority": task.priority,
+            "risk": task.risk,
+            "assigned_agent_id": task.assigned_agent_id,
+        },
+        actor_id=actor or agent,
+        task_id=task.id,
+    )
+    return task
 
 
-async def update_task_status(tx: Tx, task_id: str, *, status: str = "", assigned_agent_id: str = "") -> Task:
-    """Overwrite the non-empty fields and refresh `updated_at` (even when nothing changed)."""
+def check_task_change(task: Task, agent: str, assigned_agent_id: str) -> None:
+    """An agent may change a task assigned to it, or take an unassigned one (assigning it to
+    itself in the same call); it never assigns a task to another agent."""
+    if assigned_agent_id and assigned_agent_id != agent:
+        raise PermissionDenied(f"task {task.id}: an agent may assign a task only to itself ({agent})")
+    owner = task.assigned_agent_id
+    if owner == agent:
+        return
+    if owner:
+        raise PermissionDenied(f"task {task.id} is assigned to {owner}; only {owner} or the operator may change it")
+    if assigned_agent_id != agent:
+        raise PermissionDenied(
+            f"task {task.id} is unassigned; take it first (assigned_agent_id {agent}) to change it"
+        )
+
+
+async def update_task_status(
+    tx: Tx, task_id: str, *, status: str = "", assigned_agent_id: str = "", actor: str = "", agent: str = ""
+) -> Task:
+    """Overwrite the non-empty fields and refresh `updated_at` (even when nothing changed), and
+    append `task.updated`. `agent` is the acting agent ("" for operator authority)."""
     if not task_id:
         raise ValidationError("task_id is required")
-    await get_task(tx, task_id)
+    before = await get_task(tx, task_id)
+    if agent:
+        check_task_change(before, agent, assigned_agent_id)
     values: dict[str, Any] = {"updated_at": clock.now()}
     if status:
         values["status"] = status
     if assigned_agent_id:
         values["assigned_agent_id"] = assigned_agent_id
     await tx.update("tasks", {"id": task_id}, values)
-    return await get_task(tx, task_id)
+    task = await get_task(tx, task_id)
+    await tx.append_event(
+        await event_run_id(tx),
+        "task.updated",
+        {
+            "task_id": task.id,
+            "status": task.status,
+            "previous_status": before.status,
+            "assigned_agent_id": task.assigned_agent_id,
+            "previous_assigned_agent_id": before.assigned_agent_id,
+        },
+        actor_id=actor or agent,
+        task_id=task.id,
+    )
+    return task
 
 
 async def assign_task(tx: Tx, run_id: str, task_id: str, agent_id: str, actor: str) -> bool:

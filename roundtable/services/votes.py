@@ -5,6 +5,12 @@ A vote is cast on the proposal's current revision and records it. The vocabulary
 input, stored lower-case). One current vote per agent per revision: a new vote replaces the
 agent's earlier vote on that revision (the replaced vote survives only in the event log). The
 author of a proposal cannot vote on it, and votes are accepted only while it is open.
+
+Only agents the policy counts may vote (DESIGN §4.23): a registered, enabled agent whose role is
+a reviewing role (`VOTING_ROLES`: Reviewer, Architect, Tester, Security — the roles consensus
+profiles name). A vote naming an unknown agent (`ghost-9`), a disabled one, or an implementer is
+refused whoever sends it, and the gates count only such agents' votes (`gates.current_votes`).
+Which agent votes is the caller's principal: `Runtime.call` binds `agent_id` to it.
 """
 
 from __future__ import annotations
@@ -12,13 +18,27 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable import clock
-from roundtable.errors import ToolError, ValidationError
+from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services.evidence import event_run_id
-from roundtable.services.gates import OPEN_STATUSES
+from roundtable.services.gates import OPEN_STATUSES, VOTING_ROLES
 from roundtable.services.policy import VOTE_VOCABULARY
 from roundtable.services.proposals import load
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Vote
+
+
+async def check_voter(q: Reader | Tx, agent_id: str) -> None:
+    """Refuse a voter that is not a registered, enabled agent with a voting role."""
+    row = await q.fetchone("SELECT role, is_enabled FROM agents WHERE id = ?", (agent_id,))
+    if row is None:
+        raise PermissionDenied(f"{agent_id} is not a registered agent; only registered reviewers may vote")
+    if not row["is_enabled"]:
+        raise PermissionDenied(f"agent {agent_id} is disabled and cannot vote")
+    if str(row["role"]).lower() not in VOTING_ROLES:
+        raise PermissionDenied(
+            f"agent {agent_id} has role {row['role']}, whose votes the policy does not count "
+            f"(voting roles: {', '.join(r.title() for r in VOTING_ROLES)})"
+        )
 
 
 def normalise_vote(vote: str) -> str:
@@ -50,6 +70,7 @@ async def cast(
         raise ToolError(f"proposal {proposal_id} has no patch revision to vote on")
     if agent_id == p.agent_id:
         raise ToolError(f"{agent_id} is the author of proposal {proposal_id} and cannot vote on it")
+    await check_voter(tx, agent_id)
     replaced = [
         str(row[0])
         for row in await tx.fetchall(

@@ -16,13 +16,13 @@ from roundtable.tools.schema import RECORD, RECORDS, boolean, obj, result, strin
 
 
 def actor_of(caller: Caller) -> Actor:
-    """The service-level view of a caller (identity from the capability on sessions)."""
+    """The service-level view of a caller (the principal's agent; role and proposal from the
+    capability on sessions)."""
     cap = caller.capability
-    agent_id = caller.agent_id or (cap.agent_id if cap is not None else "")
     return Actor(
         operator=caller.is_operator,
-        name=agent_id or caller.actor,
-        agent_id=agent_id,
+        name=caller.actor,
+        agent_id=caller.agent_id,
         transport=caller.transport,
         session_id=caller.session_id or (cap.session_id if cap is not None else ""),
         role=cap.role if cap is not None else "",

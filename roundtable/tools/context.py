@@ -1,4 +1,10 @@
-"""What a tool handler receives: the arguments, the caller and the transaction to use."""
+"""What a tool handler receives: the arguments, the caller and the transaction to use.
+
+`Caller` is the authenticated principal (DESIGN §4.23): who is calling is decided by the
+transport that authenticated the request — never by the arguments. `Call.actor` is the one place
+a handler asks "which agent is acting"; `Runtime.call` has already filled and checked every
+argument that names who acts (`agent_id`, `actor_id`, `decided_by`, …) against the principal.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +18,16 @@ if TYPE_CHECKING:
     from roundtable.store.records import SessionCapability
 
 CallerKind = Literal["operator", "agent"]
+ANONYMOUS = "anonymous"
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling. Operator authority belongs to in-process callers (CLI, console, Chair) and
-    the legacy socket (same-uid peers); HTTP and session callers are agents. On a capability
-    session `agent_id` comes from the token and arguments naming another agent are refused."""
+    """Who is calling. Operator authority belongs to in-process callers (CLI, console, Chair), the
+    legacy socket (same-uid peers) and HTTP with an operator token. An agent caller is bound to
+    one agent (`agent_id`: an agent token, or a session capability whose own socket it uses); an
+    agent caller without an agent id is anonymous (an unbound credential, or the explicit no-auth
+    opt-out) and may call read-only tools only."""
 
     kind: CallerKind
     transport: str
@@ -31,17 +40,23 @@ class Caller:
         return self.kind == "operator"
 
     @property
+    def is_anonymous(self) -> bool:
+        """An agent caller bound to no agent: read-only tools only."""
+        return not self.is_operator and not self.agent_id
+
+    @property
     def principal(self) -> str:
         """The authenticated principal, as events record it: `operator`, `chair`,
         `agent:<id>` for a caller bound to one agent, `anonymous` for an unbound agent caller."""
         if self.is_operator:
             return "chair" if self.transport == "chair" else "operator"
-        return f"agent:{self.agent_id}" if self.agent_id else "anonymous"
+        return f"agent:{self.agent_id}" if self.agent_id else ANONYMOUS
 
     @property
     def actor(self) -> str:
-        """The name recorded as actor for this caller when no agent id is given."""
-        return self.agent_id or ("operator" if self.is_operator else "agent")
+        """The name recorded as actor for this caller: its agent id, else `operator` or
+        `anonymous`."""
+        return self.agent_id or ("operator" if self.is_operator else ANONYMOUS)
 
 
 OPERATOR = Caller("operator", "cli")
@@ -59,6 +74,22 @@ class Call:
     tx: Tx | None = None
     reader: Reader | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def agent_id(self) -> str:
+        """The agent the caller is bound to; `""` for the operator and anonymous callers."""
+        return "" if self.caller.is_operator else self.caller.agent_id
+
+    @property
+    def actor(self) -> str:
+        """Who is acting, as events and records name it: the bound agent, else the operator
+        caller's name (`operator`, or `chair-1` for the Chair)."""
+        return self.caller.actor
+
+    @property
+    def session_id(self) -> str:
+        cap = self.caller.capability
+        return self.caller.session_id or (cap.session_id if cap is not None else "")
 
     @property
     def w(self) -> Tx:

@@ -1,4 +1,5 @@
-"""Memory: `memory.query`, `memory.record`, `memory.summarize`, `memory.mark_stale`."""
+"""Memory: `memory.query`, `memory.record`, `memory.summarize`, `memory.mark_stale`. Who may edit
+which entry (agents their own, the operator every one) is decided in `services.memory`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from roundtable.tools.schema import RECORD, RECORDS, integer, obj, result, strin
 
 
 async def mark_stale(call: Call) -> dict[str, Any]:
-    entry = await memory.mark_stale(call.w, call.args["memory_id"], call.args["reason_md"])
+    entry = await memory.mark_stale(
+        call.w, call.args["memory_id"], call.args["reason_md"], actor=call.actor, agent=call.agent_id
+    )
     return {"entry": entry.to_dict()}
 
 
@@ -40,6 +43,8 @@ async def record(call: Call) -> dict[str, Any]:
         importance=opt_int(a, "importance", memory.DEFAULT_IMPORTANCE),
         memory_id=record_id(a, "memory_id"),
         status=opt_str(a, "status", "active"),
+        actor=call.actor,
+        agent=call.agent_id,
     )
     return {"entry": entry.to_dict()}
 
@@ -55,7 +60,7 @@ async def summarize(call: Call) -> dict[str, Any]:
 TOOLS = [
     ToolSpec(
         name="memory.mark_stale",
-        description="Mark a memory entry stale with a reason.",
+        description="Mark a memory entry stale with a reason (agents: only entries they wrote).",
         input_schema=obj(
             {"memory_id": string("Memory id, e.g. M-..."), "reason_md": string("Why it is stale.")},
             ["memory_id", "reason_md"],
@@ -85,7 +90,11 @@ TOOLS = [
     ),
     ToolSpec(
         name="memory.record",
-        description="Record something worth remembering (a decision, a finding, a convention).",
+        description=(
+            "Record something worth remembering (a decision, a finding, a convention). With the "
+            "memory_id of an entry you wrote, record a new revision of it (the previous version is "
+            "kept); agents cannot edit entries written by others."
+        ),
         input_schema=obj(
             {
                 "scope": string("e.g. a task id, proposal id or 'project'."),

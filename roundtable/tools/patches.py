@@ -17,13 +17,8 @@ from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import obj, string
 
 
-def _actor(call: Call) -> str:
-    cap = call.caller.capability
-    return call.caller.agent_id or (cap.agent_id if cap is not None else "") or call.caller.actor
-
-
 async def validate(call: Call) -> dict[str, Any]:
-    return await validate_proposal(call.runtime, call.args["proposal_id"], actor=_actor(call))
+    return await validate_proposal(call.runtime, call.args["proposal_id"], actor=call.actor)
 
 
 async def apply(call: Call) -> dict[str, Any]:
@@ -33,7 +28,7 @@ async def apply(call: Call) -> dict[str, Any]:
         args["proposal_id"],
         transaction_id=record_id(args, "transaction_id"),
         run_id=opt_str(args, "run_id"),
-        applied_by=opt_str(args, "applied_by", _actor(call)),
+        applied_by=opt_str(args, "applied_by", call.actor),
         expected_revision=opt_str(args, "revision"),
     )
     meta = out["metadata"]
@@ -60,7 +55,7 @@ async def reject(call: Call) -> dict[str, Any]:
         proposal_id=args["proposal_id"],
         reason_md=args["reason_md"],
         decision_id=record_id(args, "decision_id", clock.new_id("D")),
-        decided_by=opt_str(args, "decided_by", _actor(call)),
+        decided_by=opt_str(args, "decided_by", call.actor),
     )
 
 
@@ -70,7 +65,7 @@ async def rollback(call: Call) -> dict[str, Any]:
         call.runtime,
         args["transaction_id"],
         reason=opt_str(args, "reason_md", "operator rollback"),
-        caller=_actor(call),
+        caller=call.actor,
     )
     return {
         "transaction": out["transaction"].to_dict() if out["transaction"] else None,

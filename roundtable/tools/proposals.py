@@ -1,7 +1,8 @@
 """Proposals, votes and decisions: `proposal.*`, `vote.cast`, `vote.list`, `decision.record`.
 
 Handlers bind arguments and the caller to `services.proposals` and `services.votes`. An agent
-caller acts only as itself: `agent_id` naming someone else is refused.
+caller acts only as itself: `Runtime.call` fills `agent_id`/`decided_by` from the principal and
+refuses values naming someone else; the author check below is a second line.
 """
 
 from __future__ import annotations
@@ -18,20 +19,10 @@ from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, number, obj, result, string, strings
 
 
-def _caller_agent(call: Call) -> str:
-    cap = call.caller.capability
-    return call.caller.agent_id or (cap.agent_id if cap is not None else "")
-
-
-def _session(call: Call) -> str:
-    cap = call.caller.capability
-    return call.caller.session_id or (cap.session_id if cap is not None else "")
-
-
 async def create(call: Call) -> dict[str, Any]:
     args = call.args
     agent_id = args["agent_id"].strip()
-    service.check_author(_caller_agent(call), call.caller.is_operator, agent_id, "proposal.create")
+    service.check_author(call.agent_id, call.caller.is_operator, agent_id, "proposal.create")
     return await service.create(
         call.w,
         call.runtime.root,
@@ -47,21 +38,21 @@ async def create(call: Call) -> dict[str, Any]:
         expected_tests=opt_list(args, "expected_tests"),
         rollback_notes=opt_str(args, "rollback_notes"),
         status=opt_str(args, "status", "pending"),
-        session_id=_session(call),
+        session_id=call.session_id,
     )
 
 
 async def attach_patch(call: Call) -> dict[str, Any]:
     args = call.args
     p = await service.load(call.w, args["proposal_id"])
-    service.check_author(_caller_agent(call), call.caller.is_operator, p.agent_id, "proposal.attach_patch")
+    service.check_author(call.agent_id, call.caller.is_operator, p.agent_id, "proposal.attach_patch")
     return await service.attach(
         call.w,
         call.runtime.root,
         proposal_id=p.id,
         patch=args["patch"],
         affected_resources=opt_list(args, "affected_resources"),
-        actor=_caller_agent(call) or call.caller.actor,
+        actor=call.actor,
     )
 
 
@@ -79,14 +70,14 @@ async def request_review(call: Call) -> dict[str, Any]:
         call.runtime.root,
         ensure_policy(call.runtime.policy),
         call.args["proposal_id"],
-        _caller_agent(call) or call.caller.actor,
+        call.actor,
     )
 
 
 async def vote_cast(call: Call) -> dict[str, Any]:
     args = call.args
     agent_id = args["agent_id"].strip()
-    service.check_author(_caller_agent(call), call.caller.is_operator, agent_id, "vote.cast")
+    service.check_author(call.agent_id, call.caller.is_operator, agent_id, "vote.cast")
     policy = call.runtime.policy
     vote = await votes_service.cast(
         call.w,
@@ -96,7 +87,7 @@ async def vote_cast(call: Call) -> dict[str, Any]:
         reason_md=args["reason_md"],
         confidence=opt_float(args, "confidence", 0.0),
         vote_id=record_id(args, "vote_id", clock.new_id("V")),
-        session_id=_session(call),
+        session_id=call.session_id,
         policy_version=getattr(policy, "version", ""),
     )
     return {"vote": vote.to_dict()}
@@ -109,7 +100,7 @@ async def vote_list(call: Call) -> dict[str, Any]:
 async def decision_record(call: Call) -> dict[str, Any]:
     args = call.args
     decided_by = args["decided_by"].strip()
-    service.check_author(_caller_agent(call), call.caller.is_operator, decided_by, "decision.record")
+    service.check_author(call.agent_id, call.caller.is_operator, decided_by, "decision.record")
     decision = await service.record_decision(
         call.w,
         decision_id=record_id(args, "decision_id", clock.new_id("D")),

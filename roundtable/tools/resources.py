@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from roundtable import clock
-from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.errors import NotFound, ToolError, ValidationError
 from roundtable.services import claims as claims_service
 from roundtable.services import hashing
 from roundtable.services import symbols as symbol_index
@@ -28,18 +28,6 @@ from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, resu
 
 PATH_TYPES = ("file", "directory", "symbol")
 MAX_TEXT = 4000
-
-
-def _claimant(call: Call, key: str) -> str:
-    """The agent a claim call acts for: the `key` argument, else the caller's own agent id.
-
-    An agent caller that carries an identity (a token or a session) may not name another agent.
-    """
-    given = opt_str(call.args, key).strip()
-    own = call.caller.agent_id
-    if not call.caller.is_operator and own and given and given != own:
-        raise PermissionDenied(f"{key} {given} does not match the calling agent {own}")
-    return given or ("" if call.caller.is_operator else own)
 
 
 def _short(args: dict[str, Any], key: str) -> str:
@@ -96,7 +84,8 @@ def _prepare(root: Path, resource_type: str, path: str, symbol: str, base_hash: 
 async def claim(call: Call) -> dict[str, Any]:
     args = call.args
     runtime = call.runtime
-    agent_id = _claimant(call, "agent_id")
+    # Runtime.call has bound `agent_id` to an agent caller's own id; the operator names the claimant.
+    agent_id = opt_str(args, "agent_id").strip()
     task_id = opt_str(args, "task_id").strip()
     claim_type = opt_str(args, "claim_type").strip()
     if not agent_id:
@@ -163,14 +152,9 @@ async def claim(call: Call) -> dict[str, Any]:
 async def release(call: Call) -> dict[str, Any]:
     args = call.args
     caller = call.caller
-    actor = opt_str(args, "actor_id").strip()
-    if not caller.is_operator:
-        own = caller.agent_id
-        if own and actor and actor != own:
-            raise PermissionDenied(f"actor_id {actor} does not match the calling agent {own}")
-        actor = actor or own
-    else:
-        actor = actor or caller.actor
+    # For an agent caller Runtime.call has bound `actor_id` to its own id (another agent's claim
+    # is then refused by the transition); the operator may release any claim.
+    actor = opt_str(args, "actor_id").strip() or call.actor
     run_id = opt_str(args, "run_id").strip()
     if run_id and await call.w.scalar("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
         raise NotFound("run", run_id)

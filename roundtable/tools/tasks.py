@@ -1,4 +1,5 @@
-"""Tasks: `task.create`, `task.get`, `task.list`, `task.update_status`."""
+"""Tasks: `task.create`, `task.get`, `task.list`, `task.update_status`. Who may change which task
+(the operator any; an agent its own, or an unassigned one it takes) is decided in `services.tasks`."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ async def create(call: Call) -> dict[str, Any]:
         task_id=record_id(a, "task_id"),
         status=opt_str(a, "status", "open"),
         root=call.runtime.root,
+        actor=call.actor,
+        agent=call.agent_id,
     )
     return {"task": task_dict(task)}
 
@@ -40,7 +43,12 @@ async def list_(call: Call) -> dict[str, Any]:
 async def update_status(call: Call) -> dict[str, Any]:
     a = call.args
     task = await tasks.update_task_status(
-        call.w, a["task_id"], status=opt_str(a, "status"), assigned_agent_id=opt_str(a, "assigned_agent_id")
+        call.w,
+        a["task_id"],
+        status=opt_str(a, "status"),
+        assigned_agent_id=opt_str(a, "assigned_agent_id"),
+        actor=call.actor,
+        agent=call.agent_id,
     )
     return {"task": task_dict(task)}
 
@@ -92,7 +100,10 @@ TOOLS = [
     ),
     ToolSpec(
         name="task.update_status",
-        description="Change a task's status and/or assignee (empty values leave a field unchanged).",
+        description=(
+            "Change a task's status and/or assignee (empty values leave a field unchanged). An agent may "
+            "change a task assigned to it, or take an unassigned one by assigning it to itself."
+        ),
         input_schema=obj(
             {"task_id": _TASK_ID, "status": string("New status."), "assigned_agent_id": string("New assignee.")},
             ["task_id"],

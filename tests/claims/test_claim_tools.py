@@ -99,7 +99,7 @@ async def test_missing_file_claims_with_empty_hash(env: Env) -> None:
         (
             {"path": "src/a.py", "agent_id": "implementer-2"},
             Caller("agent", "http", agent_id="implementer-1"),
-            "does not match the calling agent",
+            "but this connection acts as implementer-1",
         ),
     ],
 )
@@ -306,21 +306,20 @@ async def test_release_rules(env: Env) -> None:
     with pytest.raises(ToolError, match="belongs to implementer-1; implementer-2 may not release it"):
         await env.runtime.call("resource.release", {"claim_id": cid}, other)
     anonymous = Caller("agent", "http")
-    with pytest.raises(ToolError, match="an anonymous caller may not release it"):
+    with pytest.raises(ToolError, match="this connection is anonymous"):
         await env.runtime.call("resource.release", {"claim_id": cid}, anonymous)
-    with pytest.raises(ToolError, match="belongs to implementer-1"):
-        await env.runtime.call("resource.release", {"claim_id": cid, "actor_id": "implementer-2"}, anonymous)
-    with pytest.raises(ToolError, match="does not match the calling agent"):
+    with pytest.raises(ToolError, match="this connection is anonymous"):
+        await env.runtime.call("resource.release", {"claim_id": cid, "actor_id": "implementer-1"}, anonymous)
+    with pytest.raises(ToolError, match="argument actor_id names 'implementer-1', but this connection acts as"):
         await env.runtime.call("resource.release", {"claim_id": cid, "actor_id": "implementer-1"}, other)
     with pytest.raises(ToolError, match="get claim C-nope: not found"):
         await env.runtime.call("resource.release", {"claim_id": "C-nope"})
     assert await env.snapshot() == before
-    # The owner (named by actor_id on a transport without identity) may release.
-    out = await env.runtime.call(
-        "resource.release", {"claim_id": cid, "actor_id": "implementer-1", "reason": "done"}, anonymous
-    )
+    # The owner (the agent its credential names) may release.
+    owner = Caller("agent", "http", agent_id="implementer-1")
+    out = await env.runtime.call("resource.release", {"claim_id": cid, "reason": "done"}, owner)
     assert out["changed"] is True and out["claim"]["status"] == "released"
-    again = await env.runtime.call("resource.release", {"claim_id": cid, "actor_id": "implementer-1"}, anonymous)
+    again = await env.runtime.call("resource.release", {"claim_id": cid}, owner)
     assert again["changed"] is False
     released = await _events(env, "claim.released")
     assert len(released) == 1 and released[0]["reason"] == "done" and released[0]["actor_id"] == "implementer-1"

@@ -54,7 +54,8 @@ async def test_agent_request_is_bound_to_revision_and_caller(rt: Runtime) -> Non
 )
 async def test_agent_cannot_decide(rt: Runtime, extra: dict[str, object]) -> None:
     pid = await _proposal(rt)
-    with pytest.raises(ToolError, match="only the operator can decide a human approval"):
+    # `decided_by: operator` from an agent is refused as an identity mismatch before anything else.
+    with pytest.raises(ToolError, match="only the operator can decide a human approval|acts as reviewer-1"):
         await rt.call("human.request_approval", {**REQUEST, "proposal_id": pid, **extra}, AGENT)
     assert await count(rt, "human_approvals") == 0
     assert await events(rt, "approval.decided") == []
@@ -70,11 +71,12 @@ async def test_agent_cannot_decide_an_existing_request(rt: Runtime) -> None:
 
 
 async def test_agent_cannot_assert_another_requester(rt: Runtime) -> None:
-    with pytest.raises(ToolError, match="requested_by does not match the caller"):
+    with pytest.raises(ToolError, match="argument requested_by names 'operator', but this connection acts as"):
         await rt.call("human.request_approval", {**REQUEST, "requested_by": "operator"}, AGENT)
-    # An agent without an identity (open HTTP, no token) may name itself; the default is "agent".
-    out = await rt.call("human.request_approval", REQUEST, ANONYMOUS_AGENT)
-    assert out["approval"]["requested_by"] == "agent"
+    # A caller without an identity (an unbound credential) may not request anything at all.
+    with pytest.raises(ToolError, match="this connection is anonymous"):
+        await rt.call("human.request_approval", {**REQUEST, "requested_by": "reviewer-1"}, ANONYMOUS_AGENT)
+    assert await count(rt, "human_approvals") == 0
 
 
 async def test_operator_decides_and_decider_is_the_operator(rt: Runtime) -> None:

@@ -131,7 +131,7 @@ async def test_manual_review_rules(rt: Runtime) -> None:
     # ... but not for another proposal, and not as someone else.
     with pytest.raises(ToolError, match="manual security review"):
         await rt.call("security.review", {"proposal_id": other, "status": "approved"}, security)
-    with pytest.raises(ToolError, match="reviewer_id does not match"):
+    with pytest.raises(ToolError, match="argument reviewer_id names 'x', but this connection acts as"):
         await rt.call("security.review", {"proposal_id": pid, "status": "approved", "reviewer_id": "x"}, security)
     # The operator may, and may replace an existing review (created_at kept).
     op = await rt.call(

@@ -18,6 +18,7 @@ import pytest
 
 from bench.ownerproc import HttpClient, SocketClient
 from roundtable.owner import Owner
+from tests.helpers import stored_auth
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +41,7 @@ async def owner(project: Path) -> AsyncIterator[Owner]:
 
 
 async def _healthy(o: Owner) -> None:
-    sock, http = SocketClient(o.socket_path or ""), HttpClient(o.http_url)
+    sock, http = SocketClient(o.socket_path or ""), HttpClient(o.http_url, stored_auth(o.root))
     await http.open()
     try:
         for client in (sock, http):
@@ -82,7 +83,7 @@ async def test_socket_write_from_a_vanishing_client_is_committed_at_most_once(ow
 
 
 async def test_http_clients_that_vanish(owner: Owner) -> None:
-    client = HttpClient(owner.http_url)
+    client = HttpClient(owner.http_url, stored_auth(owner.root))
     await client.open()
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "task_list", "arguments": {}}}
     try:

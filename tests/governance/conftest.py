@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from roundtable.runtime import Runtime
+from roundtable.services.agents import sync_agents
 from roundtable.tools.context import OPERATOR, Caller
 from tests.helpers import agent, git
 
@@ -23,9 +24,19 @@ def make_patch(path: str, old: str, new: str) -> str:
     return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{old}\n+{new}\n"
 
 
+def configure_reviewers(project: Path, count: int = 3) -> None:
+    """Configure `count` reviewers, so `reviewer-1`..`reviewer-<count>` are registered voters."""
+    path = project / ".roundtable" / "config.yaml"
+    text = path.read_text()
+    old = "  reviewers:\n    count: 1\n"
+    assert old in text
+    path.write_text(text.replace(old, f"  reviewers:\n    count: {count}\n"))
+
+
 @pytest.fixture
 def repo(project: Path) -> Path:
-    """The project as a git repository with two committed files."""
+    """The project as a git repository with two committed files, three reviewers configured."""
+    configure_reviewers(project)
     (project / "src").mkdir()
     (project / "src" / "app.py").write_text("print('v1')\n")
     (project / "README.txt").write_text("hello\n")
@@ -39,6 +50,7 @@ def repo(project: Path) -> Path:
 @pytest.fixture
 async def rt(repo: Path) -> AsyncIterator[Runtime]:
     runtime = await Runtime.open(repo)
+    await sync_agents(runtime)  # votes count only from registered agents
     try:
         yield runtime
     finally:

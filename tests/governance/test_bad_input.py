@@ -82,7 +82,7 @@ async def test_unknown_task_and_duplicate_id(flow: Flow) -> None:
 async def test_agent_cannot_propose_as_someone_else(flow: Flow) -> None:
     await flow.task()
     await flow.claim("src/app.py")
-    with pytest.raises(ToolError, match="you are reviewer-1"):
+    with pytest.raises(ToolError, match="acts as reviewer-1"):
         await flow.call(
             "proposal.create",
             {
@@ -125,7 +125,7 @@ async def test_attach_patch_rules(flow: Flow, repo: Path) -> None:
     await flow.task()
     await flow.claim("src/app.py")
     p = await flow.propose(PATCH)
-    with pytest.raises(ToolError, match="you are reviewer-1"):
+    with pytest.raises(ToolError, match="you are reviewer-1, not implementer-1"):
         await flow.call("proposal.attach_patch", {"proposal_id": p["id"], "patch": PATCH}, agent("reviewer-1"))
     with pytest.raises(ToolError, match=r"unclaimed affected resource: file:README\.txt"):
         await flow.call(

@@ -241,3 +241,65 @@ async def test_the_environment_is_minimal(kind: str, place: Place, monkeypatch: 
     assert env["HOME"] == "/tmp" and env["TMPDIR"] == "/tmp" and env["LC_ALL"] == "C.UTF-8"
     allowed = {*test_exec.SANDBOX_ENV, "HOME", "TMPDIR", "PWD"}  # bwrap sets PWD
     assert all(k in allowed or k.startswith("LC_") for k in env), sorted(env)
+
+
+async def test_an_unprivileged_user_gets_the_same_sandbox(kind: str) -> None:
+    """As root (CI), run the launcher as uid 65534: the sandbox needs no privilege."""
+    import shutil
+    import subprocess
+
+    from roundtable.sandbox.runner import BOOTSTRAP, PACKAGE_PARENT
+    from roundtable.sandbox.spec import Spec
+
+    setpriv = shutil.which("setpriv")
+    if os.getuid() != 0 or setpriv is None or not exists("/usr/bin/python3"):
+        pytest.skip("needs root, setpriv and /usr/bin/python3")
+    work = Path(tempfile.mkdtemp(prefix="rt-sandbox-nobody-"))  # pytest's own tmp is 0700
+    os.chmod(work, 0o777)
+    sandbox = await runner.choose(kind)
+    script = (
+        "import os, socket\n"
+        "print('uid', os.getuid())\n"
+        "open('inside.txt', 'w').write('x')\n"
+        "print('inside ok', os.stat('inside.txt').st_uid)\n"
+        "try:\n"
+        "    open('/etc/rt-nobody', 'w')\n"
+        "    print('WROTE /etc')\n"
+        "except OSError:\n"
+        "    print('etc denied')\n"
+        "try:\n"
+        "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+        "    print('CONNECTED')\n"
+        "except OSError:\n"
+        "    print('network denied')\n"
+    )
+    spec = Spec(
+        kind, ["/usr/bin/python3", "-c", script], str(work), max_processes=64, bwrap=sandbox.executable or "bwrap"
+    )
+    argv = [
+        setpriv,
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "/usr/bin/python3",
+        "-I",
+        "-S",
+        "-c",
+        BOOTSTRAP,
+    ]
+    argv += [PACKAGE_PARENT, spec.to_json()]
+
+    def launch() -> subprocess.CompletedProcess[str]:
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+        return subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=60)
+
+    try:
+        done = await anyio.to_thread.run_sync(launch)
+    finally:
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(work, ignore_errors=True))
+    if "No module named 'roundtable'" in done.stderr:
+        pytest.skip(f"roundtable's source ({PACKAGE_PARENT}) is not readable by uid 65534")
+    assert done.returncode == 0, done.stderr
+    assert "uid 65534" in done.stdout and "etc denied" in done.stdout and "network denied" in done.stdout
+    assert "WROTE" not in done.stdout and "CONNECTED" not in done.stdout
+    assert "inside ok" in done.stdout

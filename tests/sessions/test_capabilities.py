@@ -239,19 +239,26 @@ async def test_revoke_expiry_and_extension(runtime: Runtime) -> None:
         await tx.update("session_capabilities", {"id": b.cap.id}, {"expires_at": clock.now()})
     with pytest.raises(caps.Expired, match="capability expired or revoked"):
         await check(runtime, b.cap.id, "task.list", {})
+    # Expiry is final: the supervisor's heartbeat (extend) never revives an expired capability.
     async with runtime.db.write() as tx:
         extended = await caps.extend(tx, b.cap.id)
-    assert extended is not None and caps.is_live(extended)
-    await check(runtime, b.cap.id, "task.list", {})
-    # Never beyond max_expires_at.
+    assert extended is not None and not caps.is_live(extended)
+    with pytest.raises(caps.Expired):
+        await check(runtime, b.cap.id, "task.list", {})
+    # A live one is extended, never beyond max_expires_at.
+    c = await bind(runtime, "implementer-1", run_id, task_id)
     async with runtime.db.write() as tx:
         await tx.update(
             "session_capabilities",
-            {"id": b.cap.id},
-            {"expires_at": clock.now(), "max_expires_at": clock.format_ns(clock.now_ns() + 10**9)},
+            {"id": c.cap.id},
+            {
+                "expires_at": clock.format_ns(clock.now_ns() + 5 * 10**8),
+                "max_expires_at": clock.format_ns(clock.now_ns() + 10**9),
+            },
         )
-        capped = await caps.extend(tx, b.cap.id)
+        capped = await caps.extend(tx, c.cap.id)
     assert capped is not None and capped.expires_at == capped.max_expires_at
+    await check(runtime, c.cap.id, "task.list", {})
     async with runtime.db.write() as tx:
         assert await caps.revoke(tx, b.cap.id, "operator") is True
         assert await caps.revoke(tx, b.cap.id, "again") is False

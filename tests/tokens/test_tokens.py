@@ -12,6 +12,7 @@ import pytest
 
 from roundtable.runtime import Runtime
 from roundtable.server.guard import db_token_resolver
+from roundtable.services.agents import sync_agents
 
 pytestmark = pytest.mark.anyio
 
@@ -38,6 +39,9 @@ async def test_create_list_revoke_and_resolve(project: Path) -> None:
     runtime = await Runtime.open(project)
     try:
         resolve = db_token_resolver(runtime)
+        # An agent token resolves only while its agent is registered and enabled.
+        assert await resolve(token) is None
+        await sync_agents(runtime)
         agent = await resolve(token)
         assert agent is not None and agent.kind == "agent" and agent.agent_id == "implementer-1"
         operator = await resolve(op)

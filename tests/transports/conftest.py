@@ -19,6 +19,7 @@ from roundtable.errors import ToolError
 from roundtable.owner import Owner
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Registry, ToolSpec
+from tests.helpers import auth_headers
 
 OBJ: dict[str, Any] = {"type": "object"}
 
@@ -86,6 +87,15 @@ async def owner(project: Path, sockdir: Path) -> AsyncIterator[Owner]:
     async with Owner(project, http_address="127.0.0.1:0", socket_path=sockdir / "mcp" / "rt.sock", chair=False) as o:
         o.runtime.registry = make_registry()
         yield o
+
+
+AGENT = "implementer-1"
+
+
+@pytest.fixture
+async def auth(owner: Owner) -> dict[str, str]:
+    """`Authorization` with `implementer-1`'s credential: the HTTP endpoint is authenticated by default."""
+    return await auth_headers(owner.runtime, agent_id=AGENT)
 
 
 async def event_count(o: Owner) -> int:

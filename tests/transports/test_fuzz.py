@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from roundtable.owner import Owner
 from roundtable.scaffold import init_project
+from tests.helpers import stored_auth
 
 from .conftest import make_registry
 
@@ -192,7 +193,7 @@ HEADERS = {"accept": "application/json, text/event-stream", "content-type": "app
 )
 def test_http_bad_bodies(bg: Background, body: bytes, content_type: str, origin: str | None) -> None:
     before = bg.events()
-    headers = {**HEADERS, "content-type": content_type}
+    headers = {**HEADERS, **stored_auth(bg.owner.root), "content-type": content_type}
     if origin:
         headers["origin"] = origin
     with httpx.Client(timeout=15) as http:
@@ -204,7 +205,7 @@ def test_http_bad_bodies(bg: Background, body: bytes, content_type: str, origin:
 
 
 def test_http_bad_host_oversized_and_still_serving(bg: Background) -> None:
-    with httpx.Client(timeout=15, headers=HEADERS) as http:
+    with httpx.Client(timeout=15, headers={**HEADERS, **stored_auth(bg.owner.root)}) as http:
         assert http.post(bg.owner.http_url, content=b"{}", headers={"host": "evil.example:80"}).status_code == 421
         huge = b"[" + b"1," * (3 * 1024 * 1024) + b"1]"
         assert http.post(bg.owner.http_url, content=huge).status_code == 413

@@ -17,8 +17,9 @@ from mcp.shared.exceptions import MCPError
 from roundtable.errors import ConfigError
 from roundtable.owner import Owner
 from roundtable.tools.registry import get_registry
+from tests.helpers import sdk_http
 
-from .conftest import event_count, make_registry
+from .conftest import AGENT, event_count, make_registry
 
 pytestmark = pytest.mark.anyio
 
@@ -32,8 +33,8 @@ HEADERS = {"accept": "application/json, text/event-stream", "content-type": "app
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_sdk_client_both_eras(owner: Owner, mode: str) -> None:
-    async with Client(owner.http_url, mode=mode) as client:
+async def test_sdk_client_both_eras(owner: Owner, auth: dict[str, str], mode: str) -> None:
+    async with Client(sdk_http(owner.http_url, auth), mode=mode) as client:
         session = client.session
         tools = (await session.list_tools()).tools
         assert [t.name for t in tools] == sorted(
@@ -49,7 +50,7 @@ async def test_sdk_client_both_eras(owner: Owner, mode: str) -> None:
                 "args": {"text": "hi"},
                 "kind": "agent",
                 "transport": "http",
-                "agent_id": "",
+                "agent_id": AGENT,
             }
             assert json.loads(result.content[0].text) == result.structured_content
         bad = await session.call_tool("test_echo", {"bogus": 1})
@@ -66,20 +67,20 @@ async def test_sdk_client_both_eras(owner: Owner, mode: str) -> None:
     assert await event_count(owner) == 1
 
 
-async def test_real_registry_listing_and_dotted_style(owner: Owner) -> None:
+async def test_real_registry_listing_and_dotted_style(owner: Owner, auth: dict[str, str]) -> None:
     owner.runtime.registry = get_registry()
-    async with Client(owner.http_url, mode="legacy") as client:
+    async with Client(sdk_http(owner.http_url, auth), mode="legacy") as client:
         names = [t.name for t in (await client.session.list_tools()).tools]
     assert len(names) == len(get_registry().exposed()) == 38
     assert names == sorted(names) and all("." not in n for n in names)
     object.__setattr__(owner.runtime.config.mcp, "tool_names", "dotted")
-    async with Client(owner.http_url, mode="legacy") as client:
+    async with Client(sdk_http(owner.http_url, auth), mode="legacy") as client:
         names = [t.name for t in (await client.session.list_tools()).tools]
     assert "task.create" in names and "task_create" not in names
 
 
-async def test_stateful_session_header_and_delete(owner: Owner) -> None:
-    async with httpx.AsyncClient(headers=HEADERS) as http:
+async def test_stateful_session_header_and_delete(owner: Owner, auth: dict[str, str]) -> None:
+    async with httpx.AsyncClient(headers={**HEADERS, **auth}) as http:
         resp = await http.post(owner.http_url, json=INIT)
         assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
         sid = resp.headers["mcp-session-id"]
@@ -97,8 +98,8 @@ async def test_stateful_session_header_and_delete(owner: Owner) -> None:
         assert after.status_code == 404
 
 
-async def test_protocol_errors_stay_jsonrpc(owner: Owner) -> None:
-    async with httpx.AsyncClient(headers=HEADERS) as http:
+async def test_protocol_errors_stay_jsonrpc(owner: Owner, auth: dict[str, str]) -> None:
+    async with httpx.AsyncClient(headers={**HEADERS, **auth}) as http:
         resp = await http.post(owner.http_url, json=INIT)
         sid = resp.headers["mcp-session-id"]
         h = {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
@@ -116,10 +117,14 @@ def _sse_json(text: str) -> dict:
     return json.loads(text)
 
 
-async def test_security_checks(owner: Owner) -> None:
+async def test_security_checks(owner: Owner, auth: dict[str, str]) -> None:
     before = await event_count(owner)
     port = owner.http_address.rsplit(":", 1)[1]
     async with httpx.AsyncClient(headers=HEADERS) as http:
+        # Authenticated by default, on loopback too: no credential, no answer (DESIGN §4.23).
+        assert (await http.post(owner.http_url, json=INIT)).status_code == 401
+        assert (await http.post(owner.http_url.replace("/mcp", "/healthz"))).status_code == 200
+    async with httpx.AsyncClient(headers={**HEADERS, **auth}) as http:
         assert (await http.post(owner.http_url, json=INIT, headers={"host": "evil.example"})).status_code == 421
         assert (
             await http.post(owner.http_url, json=INIT, headers={"origin": "http://evil.example"})
@@ -153,15 +158,20 @@ async def test_bearer_token(project: Path, sockdir: Path, monkeypatch: pytest.Mo
     ) as o:
         o.runtime.registry = make_registry()
         async with httpx.AsyncClient(headers=HEADERS) as http:
-            for auth in (None, "Bearer wrong", f"bearer {token}", token):
-                h = {"authorization": auth} if auth else {}
+            for given in (None, "Bearer wrong", f"Basic {token}", token, "Bearer", f"Bearer {token} x"):
+                h = {"authorization": given} if given else {}
                 resp = await http.post(o.http_url, json=INIT, headers=h)
                 assert resp.status_code == 401 and token not in resp.text
+            # The scheme is case-insensitive (RFC 9110).
+            assert (await http.post(o.http_url, json=INIT, headers={"authorization": f"bEaReR {token}"})).status_code == 200
             assert (await http.get(o.http_url.replace("/mcp", "/healthz"))).status_code == 200
         client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
         async with Client(streamable_http_client(o.http_url, http_client=client)) as c:
             r = await c.session.call_tool("test_echo", {})
-            assert r.structured_content["kind"] == "agent"
+            # The legacy shared token names nobody: anonymous, read-only tools only.
+            assert (r.structured_content["kind"], r.structured_content["agent_id"]) == ("agent", "")
+            refused = await c.session.call_tool("test_write", {"n": 1})
+            assert refused.is_error and "anonymous" in refused.content[0].text
     assert all(token not in line for line in logs)
 
 
@@ -173,7 +183,7 @@ async def test_require_tokens_identity_from_token(project: Path, sockdir: Path) 
         async with o.runtime.db.write() as tx:
             for tid, tok, principal, agent in (
                 ("t1", "op-token", "operator", None),
-                ("t2", "ag-token", "agent", "impl-1"),
+                ("t2", "ag-token", "agent", "implementer-1"),
             ):
                 digest = hashlib.sha256(tok.encode()).hexdigest()
                 await tx.insert(
@@ -184,7 +194,7 @@ async def test_require_tokens_identity_from_token(project: Path, sockdir: Path) 
             assert (
                 await http.post(o.http_url, json=INIT, headers={"authorization": "Bearer unknown"})
             ).status_code == 401
-        for tok, kind, agent in (("op-token", "operator", ""), ("ag-token", "agent", "impl-1")):
+        for tok, kind, agent in (("op-token", "operator", ""), ("ag-token", "agent", "implementer-1")):
             client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tok}"})
             async with Client(streamable_http_client(o.http_url, http_client=client), mode="legacy") as c:
                 r = await c.session.call_tool("test_echo", {})
