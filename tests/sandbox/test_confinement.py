@@ -302,4 +302,4 @@ async def test_an_unprivileged_user_gets_the_same_sandbox(kind: str) -> None:
     assert done.returncode == 0, done.stderr
     assert "uid 65534" in done.stdout and "etc denied" in done.stdout and "network denied" in done.stdout
     assert "WROTE" not in done.stdout and "CONNECTED" not in done.stdout
-    assert "inside ok" in done.stdout
+    assert "inside ok 65534" in done.stdout
