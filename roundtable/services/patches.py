@@ -199,10 +199,9 @@ def _unquote(text: str) -> tuple[str, str]:
 
 
 def _quote(name: str) -> str:
-    """git's C-style quoting with core.quotepath=false (control characters are refused earlier)."""
-    if '"' not in name and "\\" not in name and not CONTROL.search(name):
-        return name
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A name as `git apply --summary` prints it with core.quotepath=false: quoted only when it
+    holds a control character, which the parser has refused already — so as it is."""
+    return name
 
 
 def _value_name(value: str) -> str:
@@ -685,19 +684,27 @@ async def git_cross_check(root: Path, parsed: ParsedPatch) -> None:
 
 
 def tree_problems(root: Path, parsed: ParsedPatch, allow: Allowances = NOTHING_SPECIAL) -> list[str]:
-    """Touched paths the tree holds as something other than a regular file (a symlink the policy
-    does not allow, a directory, a FIFO, a device): git would follow or refuse them. Blocking
-    (`lstat` only): call from a worker thread."""
+    """Touched paths the tree holds as something other than a regular file — a directory, a
+    FIFO, a device, or a symlink (allowed only when the policy allows symlinks *and* the patch
+    says it is one, mode 120000): git would follow or refuse them, or change a link it was not
+    told about. Blocking (`lstat` only): call from a worker thread."""
+    declared_links = {
+        path for change in parsed.changes if SYMLINK_MODE in (change.old_mode, change.new_mode) for path in change.paths
+    }
     out: list[str] = []
     for path in parsed.touched:
         try:
             st = os.lstat(root / path)
         except (FileNotFoundError, NotADirectoryError):
             continue
-        if stat.S_ISREG(st.st_mode) or (stat.S_ISLNK(st.st_mode) and allow.symlinks):
+        if stat.S_ISREG(st.st_mode):
             continue
-        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-        out.append(f"{path} is {kind} in the tree; roundtable patches only regular files")
+        if stat.S_ISLNK(st.st_mode):
+            if allow.symlinks and path in declared_links:
+                continue
+            out.append(f"{path} is a symbolic link in the tree; roundtable patches only regular files")
+        else:
+            out.append(f"{path} is not a regular file in the tree; roundtable patches only regular files")
     return out
 
 

@@ -94,3 +94,53 @@ async def ready_proposal(rt: Runtime, patch: str, paths: list[str]) -> str:
         )
     await call(rt, "test.run", {"command": "printf ok", "proposal_id": proposal_id})
     return proposal_id
+
+
+# --- issue 12: real git as the oracle, policies, gates without votes ----------------------------
+
+PERMISSIVE_PATCHES = "```yaml\npatches:\n  allow_symlinks: true\n  allow_submodules: true\n  allow_mode_changes: true\n```\n"
+NO_TESTS_GATE = "```yaml\nconsensus:\n  default:\n    tests_required: false\n```\n"
+
+
+def add_policy(root: Path, *blocks: str) -> None:
+    """Append yaml blocks to the project's policy file (they merge over what is there)."""
+    path = root / "POLICIES.ROUNDTABLE.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n" + "\n".join(blocks), encoding="utf-8")
+
+
+def git_touches(root: Path, patch: str) -> set[str] | None:
+    """What a real `git apply` changes: apply to a fresh clone of `root`'s HEAD and list every
+    path that differs (no rename detection: a rename is its two paths). None if git refuses."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rt-oracle-") as tmp:
+        clone = Path(tmp) / "clone"
+        git(root, "clone", "-q", str(root), str(clone))
+        done = subprocess.run(["git", "apply", "-"], cwd=clone, input=patch.encode(), capture_output=True)
+        if done.returncode != 0:
+            return None
+        git(clone, "add", "-A")
+        out = git(clone, "diff", "--cached", "--name-only", "--no-renames", "-z", "HEAD")
+        return {p for p in out.split("\0") if p}
+
+
+async def approve_for_apply(rt: Runtime, proposal_id: str) -> None:
+    """Gates without votes: the proposal must be high-risk (risk or path); the operator approves
+    it and the security scan reviews it."""
+    req = await rt.call(
+        "human.request_approval",
+        {"subject": "apply", "reason_md": "please", "proposal_id": proposal_id},
+        agent(AUTHOR),
+    )
+    await rt.call(
+        "human.request_approval",
+        {
+            "subject": "apply",
+            "reason_md": "please",
+            "approval_id": req["approval"]["id"],
+            "proposal_id": proposal_id,
+            "status": "approved",
+        },
+    )
+    await rt.call("security.review", {"proposal_id": proposal_id})
