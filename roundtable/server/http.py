@@ -9,9 +9,10 @@ Limits against hostile or broken clients (issue #12, finding 7), all before auth
 
 - **Connections.** At most `max_connections` open at once (bounded by the fd limit, whose soft
   value is raised to the hard one). At the cap a new connection evicts the connection that has
-  waited longest without a request in progress (fresh, keep-alive or partial headers); only when
-  every connection is busy is it answered 503 and closed. Connections serving a request (a tool
-  call, a bridge's GET stream) are never evicted.
+  waited longest without a request in progress — one that never completed a request (silent,
+  or partial headers) first, a keep-alive one only when none is left; only when every
+  connection is busy is it answered 503 and closed. Connections serving a request (a tool call,
+  a bridge's GET stream) are never evicted.
 - **Header and body deadlines.** A request's headers must arrive within `header_timeout` of the
   connection opening (or of its first byte after keep-alive), its body within `body_timeout`;
   otherwise the connection is closed. Headers are capped at `max_header_bytes`.
@@ -63,6 +64,8 @@ PROJECT_HEADER = b"roundtable-project"
 HANDSHAKE_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
 LOG_INTERVAL = 10.0
 FD_RESERVE = 256  # descriptors kept for the database, the socket, sessions and git children
+LISTEN_BACKLOG = 2048
+ACCEPT_BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,14 @@ class ConnectionStats:
     header_timeouts: int = 0
     body_timeouts: int = 0
     # Connections with no request in progress, oldest first: the ones eviction may close.
-    waiting: collections.OrderedDict[Any, None] = field(default_factory=collections.OrderedDict)
+    # `fresh` never completed a request (new, or sending headers); `idle` did (keep-alive), and
+    # is closed only when no fresh one is left, so a flood of new connections cannot push out
+    # the clients that are actually being served.
+    fresh: collections.OrderedDict[Any, None] = field(default_factory=collections.OrderedDict)
+    idle: collections.OrderedDict[Any, None] = field(default_factory=collections.OrderedDict)
+
+    def victim(self) -> Any:
+        return next(iter(self.fresh), None) or next(iter(self.idle), None)
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -195,13 +205,14 @@ class LimitedH11Protocol(H11Protocol):
 
     _refused = False
     _counted = False
+    _served = 0
     _timer: asyncio.TimerHandle | None = None
     _timer_kind = ""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         stats = self.stats
         if stats.live >= stats.max_connections:
-            victim = next(iter(stats.waiting), None)
+            victim = stats.victim()
             if victim is None:
                 self._refused = True
                 stats.refused += 1
@@ -227,6 +238,7 @@ class LimitedH11Protocol(H11Protocol):
         self._track()
 
     def on_response_complete(self) -> None:
+        self._served += 1
         super().on_response_complete()
         self._track()
 
@@ -239,7 +251,8 @@ class LimitedH11Protocol(H11Protocol):
             self.transport.close()
 
     def _untrack(self) -> None:
-        self.stats.waiting.pop(self, None)
+        self.stats.fresh.pop(self, None)
+        self.stats.idle.pop(self, None)
         self._cancel_timer()
         if self._counted:
             self._counted = False
@@ -264,15 +277,16 @@ class LimitedH11Protocol(H11Protocol):
             self._untrack()
             return
         state = self.conn.their_state
-        waiting = self.stats.waiting
+        stats = self.stats
         if state is h11.IDLE:
-            waiting.setdefault(self, None)  # keeps its place: the oldest waiter goes first
+            (stats.idle if self._served else stats.fresh).setdefault(self, None)  # oldest first
             if self.timeout_keep_alive_task is None:
                 self._arm("header", self.stats.header_timeout)  # fresh, or bytes of a next request
             else:
                 self._cancel_timer()  # plain keep-alive: uvicorn's own timer closes it
         else:
-            waiting.pop(self, None)
+            stats.fresh.pop(self, None)
+            stats.idle.pop(self, None)
             if state is h11.SEND_BODY:
                 self._arm("body", self.stats.body_timeout)
             else:
@@ -540,7 +554,7 @@ class HttpServer:
         try:
             sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
             sock.bind((self.options.host, self.options.port))
-            sock.listen(2048)
+            sock.listen(LISTEN_BACKLOG)
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
@@ -570,6 +584,10 @@ class HttpServer:
             lifespan="on",
             timeout_keep_alive=limits.keep_alive,
             timeout_graceful_shutdown=2,
+            # asyncio accepts up to `backlog` connections per loop iteration; a small batch keeps
+            # a connection flood from starving everything else on the loop (the socket, tool
+            # calls). The kernel's queue is set back to LISTEN_BACKLOG once serving (below).
+            backlog=ACCEPT_BATCH,
             h11_max_incomplete_event_size=limits.max_header_bytes,
             ssl_certfile=self.options.cert_file or None,
             ssl_keyfile=self.options.key_file or None,
@@ -587,6 +605,8 @@ class HttpServer:
                 failure = self._task.exception() if not self._task.cancelled() else None
                 raise HttpError(f"MCP HTTP server stopped: {type(failure).__name__ if failure else 'cancelled'}")
             await asyncio.sleep(0.005)
+        with contextlib.suppress(OSError):
+            sock.listen(LISTEN_BACKLOG)  # Linux updates the queue length of a listening socket
 
     @property
     def task(self) -> asyncio.Task[Any] | None:
