@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from roundtable.errors import ToolError
 from roundtable.services import git
 
@@ -120,7 +122,8 @@ async def create(root: Path, patch: str | None, *, excluded: list[str] | None = 
     if not _outside(base, root):
         await asyncio.to_thread(shutil.rmtree, base, True)
         raise ToolError("the temporary directory is inside the project; set TMPDIR to a directory outside it")
-    path = base / "worktree"
+    # A unique last component: git names the worktree's admin directory after it.
+    path = base / base.name
     scratch = Scratch(root, base, path, "")
     try:
         commit = await snapshot(root, base, excluded or [])
@@ -131,7 +134,8 @@ async def create(root: Path, patch: str | None, *, excluded: list[str] | None = 
             if not result.ok:
                 raise PatchDoesNotApply(f"the revision's patch does not apply to the current tree: {result.output}")
     except BaseException:
-        await asyncio.shield(remove(scratch))
+        with anyio.CancelScope(shield=True):
+            await remove(scratch)
         raise
     return scratch
 

@@ -160,9 +160,12 @@ def _private_paths(runtime: Runtime) -> tuple[Path | None, list[str]]:
     return socket_dir, excluded
 
 
-def _program_missing(argv: list[str]) -> str:
+def _program_missing(argv: list[str], workdir: Path) -> str:
+    """Why the program cannot start ("" when it can), seen from the worktree (blocking)."""
     if os.sep in argv[0]:
-        return "" if os.access(argv[0], os.X_OK) else f"could not start {argv[0]}: not found or not executable"
+        if os.access(workdir / argv[0], os.X_OK):
+            return ""
+        return f"could not start {argv[0]}: not found or not executable"
     found = shutil.which(argv[0], path=test_exec.child_environment().get("PATH", os.defpath))
     return "" if found else f"could not start {argv[0]}: not found on PATH"
 
@@ -268,8 +271,6 @@ async def _execute(
 ) -> test_exec.Execution:
     """Worktree, patch, command, cleanup. Setup failures (not a git repository, a patch that no
     longer applies, a program not found) are an `error` outcome with the reason, not a raise."""
-    if missing := _program_missing(argv):
-        return test_exec.Execution(test_exec.ERROR, None, "", missing)
     patch = await anyio.to_thread.run_sync(read_patch, runtime.root, proposal.revision) if proposal else None
     socket_dir, excluded = _private_paths(runtime)
     try:
@@ -277,6 +278,8 @@ async def _execute(
     except ToolError as exc:
         return test_exec.Execution(test_exec.ERROR, None, "", str(exc))
     try:
+        if missing := await anyio.to_thread.run_sync(_program_missing, argv, tree.path):
+            return test_exec.Execution(test_exec.ERROR, None, "", missing)
         spec = None
         if sandbox.usable:
             spec = sandbox_runner.build_spec(

@@ -210,6 +210,24 @@ async def test_evidence_is_about_the_revision(rt: Runtime) -> None:
     assert passing_runs([TestRun.from_row(run)], newer) == []
 
 
+async def test_concurrent_runs_get_their_own_worktrees(rt: Runtime) -> None:
+    import anyio
+
+    configure(rt, {"show": [PY, "-c", "print(open('app.py').read())"]})
+    pids = [await make_proposal(rt, add_lines_patch("app.py", [f"# variant {i}"])) for i in range(3)]
+    logs: dict[str, str] = {}
+
+    async def one(pid: str) -> None:
+        logs[pid] = (await rt.call("test.run", {"command": "show", "proposal_id": pid}, AGENT))["log"]
+
+    async with anyio.create_task_group() as tg:
+        for pid in pids:
+            tg.start_soon(one, pid)
+    for i, pid in enumerate(pids):
+        assert f"# variant {i}" in logs[pid] and all(f"# variant {j}" not in logs[pid] for j in range(3) if j != i)
+    assert scratch_dirs() == set() and len(worktrees(rt.root)) == 1
+
+
 async def test_a_revision_that_breaks_a_test_fails(rt: Runtime) -> None:
     configure(rt)
     (rt.root / "test_add.py").write_text(

@@ -116,9 +116,8 @@ async def test_a_proposal_is_tested_with_its_patch_applied(rt: Runtime, kind: st
 async def test_the_command_runs_in_a_scratch_worktree_outside_the_project(rt: Runtime) -> None:
     out = await rt.call("test.run", {"command": "where"}, AGENT)
     where = out["log"].strip()
-    assert os.path.basename(where) == "worktree" and os.path.basename(os.path.dirname(where)).startswith(
-        "roundtable-test-"
-    )
+    parent = os.path.basename(os.path.dirname(where))
+    assert parent.startswith("roundtable-test-") and os.path.basename(where) == parent
     assert not where.startswith(str(rt.root.resolve())) and not exists(where)
 
 
