@@ -57,6 +57,8 @@ def argv(spec: Spec) -> list[str]:
     hidden, kept, secret = mount_plan(spec)
     out = [spec.bwrap, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for path in hidden:
+        if path == "/tmp" and spec.tmp_bytes and spec.bwrap_size:
+            out += ["--size", str(spec.tmp_bytes)]  # files in a tmpfs are memory the limit misses
         if path != "/dev/shm":  # --dev already made a private /dev
             out += ["--tmpfs", path]
     for path in kept:

@@ -38,6 +38,7 @@ class Sandbox:
     kind: str
     reason: str = ""
     executable: str = ""
+    bwrap_size: bool = False
 
     @property
     def usable(self) -> bool:
@@ -88,6 +89,7 @@ def build_spec(
     max_processes: int = 0,
     read_paths: tuple[str, ...] = (),
     executable: str = "",
+    bwrap_size: bool = False,
 ) -> Spec:
     root_real = _real(str(root))
     secret = [os.path.join(root_real, ".roundtable")]
@@ -111,6 +113,7 @@ def build_spec(
         max_processes=max_processes,
         tmp_bytes=memory_bytes,
         bwrap=executable or "bwrap",
+        bwrap_size=bwrap_size,
     )
 
 
@@ -142,6 +145,29 @@ async def _trial(kind: str, executable: str) -> str:
         return lines[-1] if lines else f"the trial exited with status {proc.returncode}"
     finally:
         await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
+_sizes: dict[str, bool] = {}
+
+
+async def _bwrap_knows_size(executable: str) -> bool:
+    """Does this bubblewrap take `--size` for a tmpfs (0.8 and later)? Asked once."""
+    if executable not in _sizes:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                executable, "--help", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            )
+        except OSError:
+            _sizes[executable] = False
+            return False
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
+            _sizes[executable] = b"--size" in out
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            _sizes[executable] = False
+    return _sizes[executable]
 
 
 async def problem(kind: str) -> str:
@@ -176,7 +202,8 @@ async def choose(mode: str = "auto") -> Sandbox:
     for kind in kinds:
         why = await problem(kind)
         if not why:
-            executable = shutil.which("bwrap") or "" if kind == "bwrap" else ""
-            return Sandbox(kind, "; ".join(reasons), executable)
+            executable = (shutil.which("bwrap") or "") if kind == "bwrap" else ""
+            sized = kind == "bwrap" and await _bwrap_knows_size(executable)
+            return Sandbox(kind, "; ".join(reasons), executable, sized)
         reasons.append(why)
     return Sandbox(NONE, "; ".join(reasons))

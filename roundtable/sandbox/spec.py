@@ -29,8 +29,9 @@ class Spec:
     keep: list[str] = field(default_factory=list)
     memory_bytes: int = 0
     max_processes: int = 0
-    tmp_bytes: int = 0
+    tmp_bytes: int = 0  # size of the private /tmp (0: the kernel's default)
     bwrap: str = "bwrap"
+    bwrap_size: bool = False  # this bubblewrap knows `--size` (0.8 and later)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

@@ -292,6 +292,7 @@ async def _execute(
                 max_processes=tests.max_processes,
                 read_paths=tests.read_paths,
                 executable=sandbox.executable,
+                bwrap_size=sandbox.bwrap_size,
             )
         return await test_exec.execute(argv, tree.path, timeout=timeout, spec=spec)
     finally:

@@ -92,6 +92,7 @@ async def run(
         max_processes=max_processes,
         read_paths=read_paths,
         executable=sandbox.executable,
+        bwrap_size=sandbox.bwrap_size,
     )
     return await test_exec.execute(argv, place.workdir, timeout=timeout, spec=spec)
 

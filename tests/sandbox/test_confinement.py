@@ -303,3 +303,27 @@ async def test_an_unprivileged_user_gets_the_same_sandbox(kind: str) -> None:
     assert "uid 65534" in done.stdout and "etc denied" in done.stdout and "network denied" in done.stdout
     assert "WROTE" not in done.stdout and "CONNECTED" not in done.stdout
     assert "inside ok 65534" in done.stdout
+
+
+async def test_the_private_tmp_is_bounded_by_the_memory_limit(kind: str, place: Place) -> None:
+    """Files in a tmpfs are memory that RLIMIT_AS does not count: /tmp has the same bound."""
+    sandbox = await runner.choose(kind)
+    if kind == "bwrap" and not sandbox.bwrap_size:
+        pytest.skip("this bubblewrap has no --size")
+    script = (
+        "chunk = b'x' * (1 << 20)\n"
+        "written = 0\n"
+        "try:\n"
+        "    with open('/tmp/fill', 'wb') as f:\n"
+        "        for _ in range(512):\n"
+        "            f.write(chunk)\n"
+        "            f.flush()\n"
+        "            written += 1\n"
+        "    print('FILLED', written)\n"
+        "except OSError as exc:\n"
+        "    print('stopped at', written, 'MiB', exc.errno)\n"
+    )
+    out = await run(kind, place, [PY, "-c", script], memory_mb=128)
+    assert out.status == "passed", out.output
+    assert "FILLED" not in out.output and "stopped at" in out.output
+    assert int(out.output.split("stopped at")[1].split()[0]) <= 128
