@@ -75,3 +75,25 @@ async def test_tool_uses_the_proposal_patch(rt: Runtime) -> None:
     assert whole["commands"] == ["cargo test", "pytest"] and whole["proposal_id"] == ""
     with pytest.raises(ToolError, match="get proposal P-nope: not found"):
         await rt.call("test.suggest", {"proposal_id": "P-nope"}, AGENT)
+
+
+def test_allowed_commands_are_the_markers_exact_argv(tmp_path: Path) -> None:
+    """Without configured commands, `test.run` accepts what `test.suggest` lists — for a
+    proposal also what its touched files' markers imply — each as an exact argv."""
+    from roundtable.services.policy import TestsPolicy
+    from roundtable.services.test_exec import allowed_commands, resolve
+
+    _write(tmp_path, "setup.cfg", "[tool:pytest]\n")
+    _write(tmp_path, "svc/go.mod", "module example.com/svc\n")
+    root_only = allowed_commands(tmp_path, TestsPolicy())
+    assert [(c.name, c.argv) for c in root_only] == [("pytest", ("pytest",))]
+    with_touched = allowed_commands(tmp_path, TestsPolicy(), ["svc/main.go"])
+    assert [c.name for c in with_touched] == ["go -C svc test ./...", "pytest"]
+    assert resolve("go -C svc test ./...", with_touched) is not None
+    assert resolve("go -C svc test ./... -run X", with_touched) is None
+    assert resolve("go -C / test ./...", with_touched) is None
+    configured = TestsPolicy(commands=(("unit", ("python3", "-m", "pytest", "-q")),))
+    [only] = allowed_commands(tmp_path, configured, ["svc/main.go"])
+    assert only.name == "unit" and only.source == "POLICIES.ROUNDTABLE.md"
+    assert resolve("unit", [only]) is only and resolve("python3 -m pytest -q", [only]) is only
+    assert resolve("python3 -m pytest", [only]) is None
