@@ -1,9 +1,13 @@
 """`roundtable connect codex|claude|cursor` and `roundtable doctor`.
 
 `connect` writes the project-local MCP configuration a harness reads, pointing at
-`roundtable mcp stdio --root <absolute project>` with absolute paths. It never touches global
-configuration, never writes a token, and refuses to overwrite an existing file without
-`--force`. `doctor` checks what new users trip over and prints each problem with its fix.
+`roundtable mcp stdio --root <absolute project> [--agent ID]` with absolute paths. It never
+touches global configuration and never writes a secret into a harness file: with `--agent ID` it
+makes sure that agent's credential exists in `.roundtable/credentials/agents/ID.token` (0600; its
+hash in the database), and the bridge reads it from there. Without `--agent` the harness uses the
+unbound project credential: anonymous, read-only tools only. It refuses to overwrite an existing
+file without `--force`. `doctor` checks what new users trip over and prints each problem with its
+fix.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from roundtable.cli.common import fail, handle_errors, root_option
+from roundtable.cli.common import fail, handle_errors, root_option, run_async
 
 # sockaddr_un.sun_path holds 108 bytes on Linux including the terminating NUL.
 MAX_SOCKET_PATH = 107
@@ -27,25 +31,60 @@ MAX_SOCKET_PATH = 107
 @click.argument("harness", type=click.Choice(["codex", "claude", "cursor"]))
 @root_option
 @click.option("--force", is_flag=True, help="Overwrite an existing configuration file.")
+@click.option(
+    "--agent",
+    "agent_id",
+    default="",
+    help="Bind the harness to this configured agent (e.g. implementer-1); without it the harness is read-only.",
+)
 @handle_errors
-def connect(harness: str, root: Path, force: bool) -> None:
+def connect(harness: str, root: Path, force: bool, agent_id: str) -> None:
     """Write HARNESS's project-local MCP configuration for this project."""
     from roundtable.config import load_config
     from roundtable.services.adapters import connect_files
+    from roundtable.services.agents import configured_agents
 
     root = root.resolve()
-    load_config(root)  # the project must be initialised
-    files = connect_files(harness, root)
+    config = load_config(root)  # the project must be initialised
+    if agent_id:
+        known = [a.id for a in configured_agents(config)]
+        if agent_id not in known:
+            fail(f"agent {agent_id} is not configured; choose one of: {', '.join(known)}")
+    files = connect_files(harness, root, agent_id)
     for rel in files:
         if (root / rel).exists() and not force:
             fail(f"{root / rel} already exists; rerun with --force to overwrite it")
+    if agent_id:
+        path = run_async(_ensure_agent_credential(root, agent_id))
+        click.echo(f"credential for {agent_id}: {path} (0600; the harness file names the agent, never the secret)")
     for rel, text in files.items():
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         click.echo(f"wrote {target}")
         click.echo(text.rstrip("\n"))
-    click.echo(f"{harness} will start `roundtable mcp stdio --root {root}`; run `roundtable start` first.")
+    bound = f" --agent {agent_id}" if agent_id else ""
+    click.echo(f"{harness} will start `roundtable mcp stdio --root {root}{bound}`; run `roundtable start` first.")
+    if agent_id:
+        click.echo(f"{harness} acts as {agent_id}: every call it makes is recorded as agent:{agent_id}.")
+    else:
+        click.echo(
+            f"note: without --agent, {harness} is anonymous and may call read-only tools only; "
+            f"to let it act, bind it to an agent: `roundtable connect {harness} --agent implementer-1 --force`"
+        )
+
+
+async def _ensure_agent_credential(root: Path, agent_id: str) -> Path:
+    from roundtable.config import load_config
+    from roundtable.services import tokens
+    from roundtable.store.db import Database
+
+    config = load_config(root)
+    db = await Database.open(config.sqlite_path(root), readers=1)
+    try:
+        return await tokens.ensure_credential(db, root, principal=tokens.AGENT, agent_id=agent_id)
+    finally:
+        await db.close()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""`roundtable tokens create|list|revoke`: bearer tokens for the HTTP endpoint."""
+"""`roundtable tokens create|list|revoke`: bearer tokens for the HTTP endpoint (authenticated by
+default). A token is printed once; only its sha256 is stored. An agent token acts as that agent
+(only while it is registered and enabled); an operator token carries operator authority."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ async def _with_tx(root: Path, action: Any) -> Any:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def tokens() -> None:
-    """Bearer tokens for the HTTP endpoint when `mcp.require_tokens` is true (only hashes are stored)."""
+    """Bearer tokens for the HTTP endpoint (only hashes are stored; revocation is immediate)."""
 
 
 @tokens.command("create")
@@ -34,7 +36,8 @@ def tokens() -> None:
 @click.option("--operator", is_flag=True, help="Issue an operator token.")
 @handle_errors
 def create(root: Path, agent_id: str, operator: bool) -> None:
-    """Create a token and print it once (store it in the client's environment, not in files)."""
+    """Create a token and print it once (keep it in the client's secret store; harnesses on this
+    machine need none: `roundtable connect --agent ID` lets the bridge read a credential file)."""
     from roundtable.services import tokens as service
 
     if operator == bool(agent_id):
@@ -42,6 +45,16 @@ def create(root: Path, agent_id: str, operator: bool) -> None:
     principal = "operator" if operator else "agent"
     record, token = run_async(_with_tx(root, lambda tx: service.create(tx, principal=principal, agent_id=agent_id)))
     click.echo(f"created {record.id} for {principal}{' ' + agent_id if agent_id else ''}", err=True)
+    if agent_id:
+        from roundtable.config import load_config
+        from roundtable.services.agents import configured_agents
+
+        if agent_id not in {a.id for a in configured_agents(load_config(root))}:
+            click.echo(
+                f"note: {agent_id} is not a configured agent; the token is refused until an agent with that id "
+                "is registered and enabled",
+                err=True,
+            )
     click.echo(token)
 
 

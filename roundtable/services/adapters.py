@@ -159,7 +159,8 @@ def _toml_str(value: str) -> str:
 
 def _codex_toml(command: str, args: list[str], env_vars: list[str] | None = None) -> str:
     lines = [
-        "# Written by roundtable. No token here: the bridge reads ROUNDTABLE_MCP_TOKEN from its environment.",
+        "# Written by roundtable. No secret here: the bridge reads its credential from .roundtable/credentials/"
+        " (a supervised session's from its environment).",
         "[mcp_servers.roundtable]",
         f"command = {_toml_str(command)}",
         "args = [" + ", ".join(_toml_str(a) for a in args) + "]",
@@ -241,10 +242,11 @@ def resume_plan(
 CONNECT_TARGETS = ("codex", "claude", "cursor")
 
 
-def connect_files(harness: str, root: Path) -> dict[str, str]:
-    """Project-local files (relative to root) that point `harness` at this project's bridge."""
+def connect_files(harness: str, root: Path, agent_id: str = "") -> dict[str, str]:
+    """Project-local files (relative to root) that point `harness` at this project's bridge
+    (bound to `agent_id` when given: the bridge then presents that agent's credential file)."""
     root = root.resolve()
-    argv = [*roundtable_executable(), "mcp", "stdio", "--root", str(root)]
+    argv = [*roundtable_executable(), "mcp", "stdio", "--root", str(root), *(["--agent", agent_id] if agent_id else [])]
     if harness == "codex":
         return {".codex/config.toml": _codex_toml(argv[0], argv[1:])}
     if harness == "claude":
