@@ -66,8 +66,10 @@ def argv(spec: Spec) -> list[str]:
     out += ["--bind", spec.workdir, spec.workdir]
     for path in secret:
         out += ["--tmpfs", path]
+    for path in spec.mask:
+        out += ["--tmpfs", path.rstrip("/")] if path.endswith("/") else ["--ro-bind", "/dev/null", path]
     # The hidden directories are empty and read-only (only /tmp is the sandbox's to write).
-    for path in [*hidden, *secret]:
+    for path in [*hidden, *secret, *(m.rstrip("/") for m in spec.mask if m.endswith("/"))]:
         if path not in ("/tmp", "/dev/shm"):
             out += ["--remount-ro", path]
     out += ["--chdir", spec.workdir, "--", *spec.argv]

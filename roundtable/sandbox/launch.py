@@ -136,6 +136,11 @@ def run_landlock(spec: Spec) -> int:
             os.close(fd)
         for path in secret:
             namespaces.hide(path)
+        for path in spec.mask:
+            if path.endswith("/"):
+                namespaces.hide(path.rstrip("/"))
+            else:
+                namespaces.mask_file(path)
     except OSError as exc:
         raise SetupError(f"mount failed ({exc})") from None
     child = os.fork()

@@ -91,6 +91,11 @@ def hide(path: str, *, size_bytes: int = 0) -> None:
     mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, data)
 
 
+def mask_file(path: str) -> None:
+    """`/dev/null` bound over a file: it reads as empty."""
+    mount("/dev/null", path, None, MS_BIND)
+
+
 def bind_fd(fd: int, target: str, *, read_only: bool) -> None:
     """Bind the directory `fd` refers to (opened before a tmpfs hid it) onto `target`,
     creating `target`'s missing directories first."""

@@ -9,9 +9,11 @@ the launcher runs `true` in a throwaway directory with the very setup a test run
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import pwd
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -78,6 +80,40 @@ def python_paths() -> list[str]:
     return sorted(out)
 
 
+MASKED_TREES = ("/etc",)
+
+
+@functools.cache
+def root_private_paths() -> tuple[str, ...]:
+    """Under /etc: regular files others may not read and directories others may not enter
+    (marked with a trailing `/`). Masked in the sandbox when running as root, whom DAC would let
+    read them as their owner even inside a user namespace. Walked once per process."""
+    found: list[str] = []
+    for tree in MASKED_TREES:
+        for dirpath, dirnames, filenames in os.walk(tree):
+            entered: list[str] = []
+            for name in dirnames:
+                path = os.path.join(dirpath, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+                    found.append(path + "/")
+                else:
+                    entered.append(name)
+            dirnames[:] = entered
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                    found.append(path)
+    return tuple(found)
+
+
 def build_spec(
     kind: str,
     argv: list[str],
@@ -114,6 +150,7 @@ def build_spec(
         tmp_bytes=memory_bytes,
         bwrap=executable or "bwrap",
         bwrap_size=bwrap_size,
+        mask=list(root_private_paths()) if os.getuid() == 0 else [],
     )
 
 
@@ -197,6 +234,8 @@ async def choose(mode: str = "auto") -> Sandbox:
     """The sandbox for `mode` (`auto`, `bwrap`, `landlock`); kind `none` when it cannot be had."""
     if mode not in MODES:
         raise ValueError(f"sandbox must be one of {', '.join(MODES)} (got {mode!r})")
+    if os.getuid() == 0:
+        await asyncio.to_thread(root_private_paths)  # walk /etc once, off the event loop
     kinds = KINDS if mode == "auto" else (mode,)
     reasons: list[str] = []
     for kind in kinds:

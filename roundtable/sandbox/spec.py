@@ -32,6 +32,9 @@ class Spec:
     tmp_bytes: int = 0  # size of the private /tmp (0: the kernel's default)
     bwrap: str = "bwrap"
     bwrap_size: bool = False  # this bubblewrap knows `--size` (0.8 and later)
+    # System files and directories only their owner may read, masked (empty) when running as root:
+    # root inside a user namespace still owns them (`/etc/shadow`, `/etc/ssl/private`).
+    mask: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

@@ -327,3 +327,16 @@ async def test_the_private_tmp_is_bounded_by_the_memory_limit(kind: str, place: 
     assert out.status == "passed", out.output
     assert "FILLED" not in out.output and "stopped at" in out.output
     assert int(out.output.split("stopped at")[1].split()[0]) <= 128
+
+
+async def test_root_private_system_files_are_masked(kind: str, place: Place) -> None:
+    """Root inside a user namespace still owns /etc/shadow: the sandbox masks such files."""
+    if os.getuid() != 0:
+        pytest.skip("only root could read them")
+    private = [p for p in runner.root_private_paths() if not p.endswith("/")]
+    if not private:
+        pytest.skip("no root-only file under /etc")
+    out = results(await run(kind, place, probe(private[:5])))
+    for path in private[:5]:
+        got = out[f"read {path}"]
+        assert got[0] == "denied" or got[1] == "b''", (path, got)
