@@ -1,5 +1,6 @@
 """Tests and evidence: `test.suggest`, `test.run`, `test.get_result`, `test.evidence.submit`.
-Handlers bind arguments and the caller to `services.testing` / `services.test_suggest`."""
+Handlers bind arguments and the caller to `services.testing` / `services.test_suggest`; which
+commands may run and where (the revision's worktree, the sandbox) is decided in the services."""
 
 from __future__ import annotations
 
@@ -134,9 +135,11 @@ TOOLS = [
     ToolSpec(
         name="test.suggest",
         description=(
-            "Suggest test commands from the repository's own markers (pyproject.toml/pytest.ini/"
-            "setup.cfg, package.json scripts.test, go.mod, Cargo.toml, a Makefile test target), "
-            "narrowed to the languages of a proposal's touched files when proposal_id is given."
+            "List the test commands test.run accepts: those the operator configured (tests.commands "
+            "in POLICIES.ROUNDTABLE.md), else the ones the repository's own markers imply "
+            "(pyproject.toml/pytest.ini/setup.cfg, package.json scripts.test, go.mod, Cargo.toml, a "
+            "Makefile test target), narrowed to the languages of a proposal's touched files when "
+            "proposal_id is given."
         ),
         input_schema=obj(
             {"proposal_id": string("Proposal to suggest tests for."), "task_id": string("Task concerned.")}
