@@ -5,6 +5,11 @@ demo calculator, or a line to README.md elsewhere), then, through the supervisor
 scripted implementer; once it has proposed, the scripted reviewer, security and tester review
 the proposal. The patch is left waiting for the operator's approval. The console calls
 `start(owner)`, which picks the latest active run and returns the stop function.
+
+The demo project's tests already expect `mul()` (`roundtable.demo`): the tester's own report is
+only `reported` evidence, and the host-verified pass comes from the operator's `T` key, which
+runs `make test` on the proposal's revision (a scratch worktree with the patch applied) in the
+sandbox — on the base tree the same tests fail.
 """
 
 from __future__ import annotations
