@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from roundtable.owner import Owner
 
-from .conftest import event_count, make_registry
+from .conftest import AGENT, event_count, make_registry
 
 pytestmark = pytest.mark.anyio
 BRIDGE = [sys.executable, "-m", "roundtable", "mcp", "stdio"]
@@ -34,8 +34,9 @@ def sessions(o: Owner) -> int:
     return len(manager._server_instances)
 
 
-async def test_sdk_stdio_client_through_bridge(owner: Owner) -> None:
-    async with stdio_client(params(owner)) as (read, write), ClientSession(read, write) as session:
+async def test_sdk_stdio_client_through_bridge(owner: Owner, auth: dict[str, str]) -> None:
+    # `auth` gives implementer-1 its credential file; `--agent` makes the bridge present it.
+    async with stdio_client(params(owner, "--agent", AGENT)) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
         assert init.server_info.name == "roundtable"
         names = [t.name for t in (await session.list_tools()).tools]

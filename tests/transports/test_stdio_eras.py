@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from roundtable.owner import Owner
 from roundtable.server.stdio import encode_header_value
 
-from .conftest import make_registry
+from .conftest import AGENT, make_registry
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 def params(o: Owner) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "roundtable", "mcp", "stdio", "--root", str(o.root), "--url", o.http_url],
+        args=["-m", "roundtable", "mcp", "stdio", "--root", str(o.root), "--url", o.http_url, "--agent", AGENT],
     )
 
 
@@ -38,7 +38,10 @@ def sessions(o: Owner) -> int:
     ("mode", "era", "stateful"),
     [("2026-07-28", "2026-07-28", False), ("auto", "2026-07-28", False), ("legacy", "2025-11-25", True)],
 )
-async def test_sdk_client_through_bridge_in_every_mode(owner: Owner, mode: str, era: str, stateful: bool) -> None:
+async def test_sdk_client_through_bridge_in_every_mode(
+    owner: Owner, auth: dict[str, str], mode: str, era: str, stateful: bool
+) -> None:
+    """`auth` gives implementer-1 its credential file; the bridge presents it (`--agent`)."""
     owner.runtime.registry = make_registry()
     async with Client(stdio_client(params(owner)), mode=mode) as client:
         assert client.session.protocol_version == era
