@@ -199,3 +199,22 @@ def test_rate_limit_filter_writes_one_line_per_kind_per_interval() -> None:
         assert len(out.getvalue()) < 2000
     finally:
         logger.removeHandler(handler)
+
+
+async def test_a_session_belongs_to_the_principal_that_opened_it(limited: Owner) -> None:
+    from tests.helpers import auth_headers
+
+    agent = await auth_headers(limited.runtime, agent_id="implementer-1")
+    project = await auth_headers(limited.runtime)
+    url = limited.http_url
+    async with httpx.AsyncClient(headers=HEADERS, timeout=10) as client:
+        sid = (await client.post(url, json=INIT, headers=agent)).headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        h = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        stolen = await client.post(url, json=ping, headers={**h, **project})
+        assert stolen.status_code == 404 and "Session not found" in stolen.text
+        assert (await client.post(url, json=ping, headers={**h, **agent})).status_code == 200
+        # Each principal has its own quota: three sessions of the project credential evict none of the agent's.
+        for _ in range(3):
+            assert (await client.post(url, json=INIT, headers=project)).status_code == 200
+        assert (await client.post(url, json=ping, headers={**h, **agent})).status_code == 200
