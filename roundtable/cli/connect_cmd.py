@@ -176,6 +176,13 @@ def diagnose(root: Path) -> list[Finding]:
             )
     if pid or not in_use:
         found.append(Finding(True, f"HTTP address {config.mcp.http_address} is free or ours"))
+    if in_use:  # project identity: the same check the stdio bridge makes before sending a credential
+        from roundtable.cli.doctor_cmd import identity_finding
+
+        tls = bool(config.mcp.tls_cert_file and config.mcp.tls_key_file)
+        who = identity_finding(root, config.mcp.http_address, tls=tls)
+        if who is not None:
+            found.append(Finding(*who))
     for harness in CONNECT_TARGETS:
         rel = next(iter(connect_files(harness, root)))
         pointed = configured_root(harness, root)

@@ -1,0 +1,41 @@
+"""`roundtable doctor` names the project of the owner answering at this project's address (the
+bridge's identity rule), run as a child process the way a user runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from roundtable import credentials
+from roundtable.owner import Owner
+from roundtable.scaffold import init_project_async
+
+from .conftest import free_port, set_http_address
+
+pytestmark = pytest.mark.anyio
+
+
+async def _doctor(root: Path) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "roundtable", "doctor", "--root", str(root), stdout=-1, stderr=-1
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return (out + err).decode()
+
+
+async def test_doctor_tells_whose_owner_answers(tmp_path: Path, project: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    await init_project_async(other)
+    port = free_port()
+    set_http_address(project, port)
+    async with Owner(other, http_address=f"127.0.0.1:{port}", socket=False, chair=False):
+        text = await _doctor(project)
+    assert f"PROBLEM  the owner at 127.0.0.1:{port} serves project {other}" in text
+    assert "mcp.http_address" in text
+    async with Owner(project, http_address=f"127.0.0.1:{port}", socket=False, chair=False):
+        text = await _doctor(project)
+    assert f"ok       the owner at 127.0.0.1:{port} serves this project ({credentials.read_project_id(project)}" in text
