@@ -284,6 +284,7 @@ class Database:
         self._all_readers: list[aiosqlite.Connection] = []
         self._pending: set[asyncio.Future[Any]] = set()
         self._closed = False
+        self.read_only = False
 
     @classmethod
     async def open(
@@ -294,28 +295,20 @@ class Database:
         `read_only=True` opens an existing, up-to-date file through SQLite's `mode=ro` and
         creates, migrates and writes nothing: `write()` then refuses (the read-only console)."""
         path = Path(path)
+        if read_only:
+            return await cls._open_read_only(path, bus=bus, readers=readers)
         try:
             _create_private_file(path)
-        self.read_only = False
         except OSError as exc:
             raise StoreError(f"open database {path}: {exc.strerror}") from None
         writer = await _connect(path)
         try:
             await migrate(writer)
-        if read_only:
-            return await cls._open_read_only(path, bus=bus, readers=readers)
         except BaseException:
             await writer.close()
             raise
         return cls(path, writer, bus or ChangeBus(), readers)
 
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        async with self._write_lock:
-            if self._pending:
-                await asyncio.gather(*self._pending, return_exceptions=True)
     @classmethod
     async def _open_read_only(cls, path: Path, *, bus: ChangeBus | None, readers: int) -> Database:
         if not await asyncio.to_thread(path.is_file):
@@ -343,6 +336,13 @@ class Database:
         db.read_only = True
         return db
 
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        async with self._write_lock:
+            if self._pending:
+                await asyncio.gather(*self._pending, return_exceptions=True)
             for conn in self._all_readers:
                 await conn.close()
             await self._writer.close()
@@ -353,6 +353,8 @@ class Database:
         `transport` name who the transaction acts for; every event it appends records them."""
         if self._closed:
             raise StoreError("database is closed")
+        if self.read_only:
+            raise StoreError(f"read-only: {tool or 'this action'} would write to the database")
         async with self._write_lock:
             # Defensive: nothing else runs under the lock, so an open transaction here is stale.
             if self._writer.in_transaction:
@@ -365,8 +367,6 @@ class Database:
             )
             changes_before = self._writer.total_changes
             try:
-        if self.read_only:
-            raise StoreError(f"read-only: {tool or 'this action'} would write to the database")
                 await self._settle("BEGIN IMMEDIATE")
                 yield tx
             except BaseException:
