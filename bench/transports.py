@@ -5,8 +5,8 @@ Servers run as subprocesses (so their CPU time comes from their own accounting i
 protocol eras, and the stdio bridge in front of it), a bare asyncio socket echo server and a
 bare MCP SDK echo server as floors. Clients: raw asyncio for the socket, a lean httpx JSON-RPC
 client for handshake-era HTTP (so the client does not dominate), the SDK's own `Client` for
-the 2026-07-28 era, and one bridge process with concurrent requests for stdio. Also reports
-`roundtable mcp stdio` start-up (spawn → first `tools/list` answer).
+the 2026-07-28 era, and one bridge process with concurrent requests for stdio. The bridge's
+start-up (spawn → first `tools/list`, spawn → exit with no owner) is in `bench/startup.py`.
 
 Run: `.venv/bin/python -m bench.transports` (prints a table) or `run()` for rows.
 """
@@ -298,61 +298,11 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
                     await _sdk_cell(url, "bench_echo", c, owner.pid),
                     "SDK client auto mode",
                 )
-        rows.extend(await _startup(root, url))
     finally:
         for proc in (owner, floor_socket, floor_mcp):
             proc.terminate()
             proc.wait(10)
     return rows
-
-
-async def _startup(root: Path, url: str, runs: int = 7) -> list[dict[str, Any]]:
-    samples, inits = [], []
-    for _ in range(runs):
-        t = time.perf_counter()
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "roundtable",
-            "mcp",
-            "stdio",
-            "--root",
-            str(root),
-            "--url",
-            url,
-            stdin=-1,
-            stdout=-1,
-            limit=1 << 24,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        msgs = [
-            INIT,
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-        ]
-        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
-        await proc.stdout.readline()
-        inits.append((time.perf_counter() - t) * 1000)
-        await proc.stdout.readline()
-        samples.append((time.perf_counter() - t) * 1000)
-        proc.stdin.close()
-        await proc.wait()
-    return [
-        {
-            "benchmark": "transports",
-            "metric": "mcp stdio spawn -> initialize answered",
-            "value": round(statistics.median(inits), 1),
-            "unit": "ms",
-            "note": f"median of {runs}",
-        },
-        {
-            "benchmark": "transports",
-            "metric": "mcp stdio spawn -> first tools/list answered",
-            "value": round(statistics.median(samples), 1),
-            "unit": "ms",
-            "note": "target <= 250 ms",
-        },
-    ]
 
 
 def run() -> list[dict[str, Any]]:
