@@ -27,9 +27,13 @@ A crash between 2 and 4 leaves a `pending` row. `recover_interrupted`, called on
 right after it takes the owner lock, first kills a `git apply` left over from the dead owner
 (the one named in `git.pid`, if it is still that process), then compares each path's hash with
 the recorded before/after hashes: all after → complete it; all before → mark it failed
-(nothing happened); a mix of the two → restore the pre-images, verify, mark it rolled back;
-anything else (someone edited the files, a path became a directory) → leave the files alone and
-mark it `failed` with `needs_attention` and the reason. Recovery never raises: a transaction it
+(nothing happened); a mix of the two → restore the pre-images, verify, mark it rolled back.
+A path at neither state means one of two things. If the dead owner had started `git apply`
+(`git.pid` exists), it is git's own half-done work (git removes every old file before it writes
+the new ones, and it dies with the owner): every path is restored, what was there kept under
+`displaced/` in the artefact, and the transaction is rolled back. Otherwise someone edited the
+files (or a path became a directory): they are left alone and the transaction is marked
+`failed` with `needs_attention` and the reason. Recovery never raises: a transaction it
 cannot resolve, or cannot even record, is reported in its lines and the owner starts anyway;
 once marked, it no longer blocks later applies. A rollback runs the same way with an intent
 status `rolling_back`.
@@ -380,7 +384,10 @@ async def apply_proposal(
             pass
 
     try:
-        await git.apply(root, prep.parsed.text.encode("utf-8"), on_start=remember)
+        try:
+            await git.apply(root, prep.parsed.text.encode("utf-8"), on_start=remember)
+        finally:
+            _forget_git(artefact_dir)  # git has exited: from here a path at neither state is not its doing
         _crash_point("apply:files")
         after = await asyncio.to_thread(_hashes, root, list(prep.parsed.touched))
         head_after = await git.head(root)
@@ -404,19 +411,42 @@ def _safe_hashes(root: Path, paths: list[str]) -> dict[str, str]:
     return out
 
 
-def _undo(root: Path, tx: Transaction, paths: list[str]) -> list[str]:
+def _undo(root: Path, tx: Transaction, paths: list[str], *, keep: bool = False) -> list[str]:
     """Put back the pre-image of every path not at its before-hash; returns the paths that are
-    still not at their before-hash afterwards (blocking)."""
+    still not at their before-hash afterwards (blocking). With `keep`, what was at a path that
+    is at neither its before- nor its after-state is first copied to `displaced/` in the
+    artefact, so restoring never destroys someone's edit."""
     files = _files(tx)
     current = _safe_hashes(root, paths)
-    todo = [p for p in paths if current[p] != files.get(p, {}).get("before", "")]
-    if todo:
+    for rel in paths:
+        info = files.get(rel, {})
+        if current[rel] == info.get("before", ""):
+            continue
         try:
-            _restore_preimages(root, tx, todo)
+            if keep and current[rel] != info.get("after", ""):
+                _displace(root, tx, rel)
+            _restore_preimages(root, tx, [rel])
         except (OSError, ToolError) as exc:
-            log.warning("undo of transaction %s failed: %s", tx.id, exc)
+            log.warning("undo of %s in transaction %s failed: %s", rel, tx.id, exc)
     again = _safe_hashes(root, paths)
     return [p for p in paths if again[p] != files.get(p, {}).get("before", "")]
+
+
+def _displace(root: Path, tx: Transaction, rel: str) -> None:
+    """Keep a copy of what is at `rel` (a regular file's bytes or a symlink's target) in the
+    artefact's `displaced/` directory before recovery restores the path."""
+    target = root / rel
+    keep = root / (tx.rollback_patch_path or f"{ROLLBACK_DIR.as_posix()}/{tx.id}/") / "displaced" / rel
+    try:
+        st = target.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if stat.S_ISLNK(st.st_mode):
+        write_atomic_bytes(keep.with_name(keep.name + ".symlink"), os.fsencode(os.readlink(target)))
+    elif stat.S_ISREG(st.st_mode):
+        data = read_regular(target, MAX_FILE_BYTES, rel)
+        if data is not None:
+            write_atomic_bytes(keep, data, stat.S_IMODE(st.st_mode))
 
 
 async def _undo_failed_apply(runtime: Runtime, tx_id: str, proposal_id: str, reason: str, run: str) -> None:
@@ -453,6 +483,13 @@ async def _finish_failed(
         if left:
             payload["needs_attention"] = left
         await tx.append_event(run, "patch.apply_failed", payload)
+
+
+def _forget_git(artefact_dir: Path) -> None:
+    try:
+        (artefact_dir / GIT_PID_FILE).unlink()
+    except OSError:
+        pass
 
 
 def _git_token(root: Path, row: Transaction) -> str:
@@ -575,10 +612,13 @@ async def rollback_transaction(runtime: Runtime, transaction_id: str, *, reason:
 
     try:
         patch_text = await asyncio.to_thread((artefact_dir / "patch.diff").read_bytes)
+        _forget_git(artefact_dir)  # the apply's record, not this rollback's
         try:
             await git.apply(root, patch_text, reverse=True, on_start=remember)
         except ToolError:
             pass  # fall back to the byte-exact pre-images below
+        finally:
+            _forget_git(artefact_dir)
         left = await asyncio.to_thread(_undo, root, row, paths)
     except (OSError, ToolError) as exc:
         log.warning("rollback of %s failed: %s", transaction_id, exc)
@@ -639,8 +679,10 @@ async def _complete_rollback(
 # --- recovery ------------------------------------------------------------------------------
 
 
-def _classify(row: Transaction, current: dict[str, str]) -> tuple[str, str, str, list[str]]:
-    """(outcome, status, detail, paths to restore) for an interrupted transaction."""
+def _classify(row: Transaction, current: dict[str, str], *, git_ran: bool) -> tuple[str, str, str, list[str]]:
+    """(outcome, status, detail, paths to restore) for an interrupted transaction. `git_ran`:
+    the dead owner had started `git apply` (its pid is in the artefact), so a path at neither
+    state is most likely git's own half-written work, not someone's edit."""
     files = _files(row)
     paths = sorted(files)
     before = {p: files[p].get("before", "") for p in paths}
@@ -649,6 +691,14 @@ def _classify(row: Transaction, current: dict[str, str]) -> tuple[str, str, str,
     at_after = [p for p in paths if current[p] == after[p] and after[p] != before[p]]
     at_before = [p for p in paths if current[p] == before[p] and after[p] != before[p]]
     applying = row.status == "pending"
+    if foreign and git_ran:
+        todo = [p for p in paths if current[p] != before[p]]
+        shown = ", ".join(f"{p} ({_state_word(current[p])})" for p in foreign)
+        detail = (
+            f"git apply was interrupted ({shown}): restored the pre-images of {', '.join(todo)}; "
+            "copies of what was there are under displaced/ in the rollback artefact"
+        )
+        return "rolled_back", "rolled_back", detail, todo
     if foreign:
         shown = ", ".join(f"{p} ({_state_word(current[p])})" for p in foreign)
         status = "failed" if applying else "applied"
@@ -681,12 +731,13 @@ def _state_word(digest: str) -> str:
 
 async def _recover_one(runtime: Runtime, row: Transaction) -> str:
     root = runtime.root
-    killed = await asyncio.to_thread(git.kill_leftover, _git_token(root, row))
+    token = _git_token(root, row)
+    killed = await asyncio.to_thread(git.kill_leftover, token)
     paths = sorted(_files(row))
     current = await asyncio.to_thread(_safe_hashes, root, paths)
-    outcome, status, detail, restore = _classify(row, current)
+    outcome, status, detail, restore = _classify(row, current, git_ran=bool(token))
     if restore:
-        left = await asyncio.to_thread(_undo, root, row, paths)
+        left = await asyncio.to_thread(lambda: _undo(root, row, paths, keep=True))
         if left:
             outcome = "needs_attention"
             status = "failed" if row.status == "pending" else "applied"

@@ -9,14 +9,27 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.runtime import Runtime
+from roundtable.services.agents import sync_agents
 from roundtable.store.schema import TABLES
 from roundtable.tools.context import OPERATOR, Caller
-from tests.helpers import agent, git, make_git_project  # noqa: F401 (re-exported)
+from tests.helpers import agent, git
+from tests.helpers import make_git_project as _make_git_project
 
 AUTHOR = "implementer-1"
 REVIEWERS = ("reviewer-1", "reviewer-2")
 # Rows a refused call may still leave on purpose (DESIGN §4.18: a refused claim records why).
 ALLOWED_ON_REFUSAL = frozenset({"claim_contentions"})
+
+
+def make_git_project(root: Path, files: dict[str, str]) -> Path:
+    """The shared git project, with three reviewers configured: votes count only from registered
+    agents (`ready_proposal` registers them)."""
+    config = root / ".roundtable" / "config.yaml"
+    text = config.read_text(encoding="utf-8")
+    old = "  reviewers:\n    count: 1\n"
+    if old in text:
+        config.write_text(text.replace(old, "  reviewers:\n    count: 3\n"), encoding="utf-8")
+    return _make_git_project(root, files)
 
 
 async def db_fingerprint(runtime: Runtime, *, skip: frozenset[str] = ALLOWED_ON_REFUSAL) -> dict[str, str]:
@@ -61,6 +74,7 @@ def one_line_patch(path: str, old: str, new: str) -> str:
 
 async def ready_proposal(rt: Runtime, patch: str, paths: list[str]) -> str:
     """Task, write claims on `paths`, proposal, two approvals and a passing test run."""
+    await sync_agents(rt)  # the configured reviewers become registered voters
     task = await call(rt, "task.create", {"title": "Change", "body_md": "Do it."})
     task_id = task["task"]["id"]
     for path in paths:

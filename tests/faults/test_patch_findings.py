@@ -345,13 +345,14 @@ def _crash_at_intent(root: Path, proposal_id: str) -> None:
     assert proc.returncode == 86, proc.stderr.decode()[-2000:]
 
 
-async def _pending_apply(root: Path) -> tuple[str, str]:
-    """A proposal changing src/app.py, its apply interrupted after the intent: (proposal, tx)."""
+async def _pending_apply(root: Path, patch: str = APP_V2, paths: tuple[str, ...] = ("src/app.py",)) -> tuple[str, str]:
+    """A proposal changing `paths`, its apply interrupted after the intent: (proposal, tx)."""
     rt = await _open(root)
     try:
         task_id = await _task(rt)
-        await _claim(rt, task_id, "src/app.py")
-        proposal = await _propose(rt, task_id, APP_V2, risk="high")
+        for path in paths:
+            await _claim(rt, task_id, path)
+        proposal = await _propose(rt, task_id, patch, risk="high")
         await approve_for_apply(rt, proposal["id"])
     finally:
         await rt.close()
@@ -407,6 +408,29 @@ async def test_recovery_never_stops_the_owner_from_starting(repo: Path, replacem
         assert out["transaction"]["status"] == "applied"
     finally:
         await rt.close()
+
+
+async def test_recovery_restores_what_an_interrupted_git_apply_left(repo: Path) -> None:
+    """git removes every old file before writing the new ones and now dies with the owner: a
+    kill in between leaves paths at neither state. Recovery knows git had started (its pid is in
+    the artefact), restores every path and keeps a copy of what was there."""
+    proposal_id, tx_id = await _pending_apply(repo, APP_V2 + README_BYE, ("src/app.py", "README.txt"))
+    base = tree_fingerprint(repo, artefacts=False)
+    artefact = repo / ".roundtable" / "rollback" / tx_id
+    (artefact / GIT_PID_FILE).write_text("4194303:1")  # git had started; it is long gone
+    (repo / "src" / "app.py").unlink()  # removed, not yet rewritten
+    (repo / "README.txt").write_text("by")  # half written
+    lines: list[str] = []
+    async with Owner(repo, http=False, socket=False, chair=False, log=lines.append) as owner:
+        rows = await _rows(owner.runtime, "SELECT status FROM transactions")
+        state = await _rows(
+            owner.runtime, "SELECT status, transaction_state FROM proposals WHERE id = ?", (proposal_id,)
+        )
+    assert [r[0] for r in rows] == ["rolled_back"]
+    assert [tuple(r) for r in state] == [("pending", "rolled_back")], "an undone apply leaves the proposal open"
+    assert any("git apply was interrupted" in line for line in lines), lines
+    assert tree_fingerprint(repo, artefacts=False) == base
+    assert (artefact / "displaced" / "README.txt").read_text() == "by"
 
 
 async def test_recovery_kills_a_leftover_git_apply(repo: Path) -> None:
