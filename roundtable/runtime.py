@@ -21,7 +21,6 @@ Opening a runtime never recovers an interrupted apply: only an owner does, under
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,8 +69,6 @@ class Runtime:
         self.owner = False
         self._validators: dict[str, Any] = {}
         self._close_hooks: list[Callable[[], Any]] = []
-        self._db_path = Path(os.path.abspath(db.path))
-        self._db_identity = _file_identity(self._db_path)
 
     @property
     def bus(self) -> ChangeBus:
@@ -144,22 +141,12 @@ class Runtime:
 
     def database_problem(self) -> str:
         """Why the database file no longer is the one this process opened ('' while it is)."""
-        if self._db_identity is None:
-            return ""
-        path = self._db_path
-        try:
-            now = _file_identity(path, missing_ok=False)
-        except FileNotFoundError:
-            return f"the database file {path} was removed while this process had it open"
-        except OSError as exc:
-            return f"the database file {path} cannot be checked: {exc.strerror}"
-        if now != self._db_identity:
-            return f"the database file {path} was replaced while this process had it open"
-        return ""
+        return self.db.file_problem()
 
     def check_database(self) -> None:
         """Raise `StoreError` when the database file was removed or replaced: writes to the open
-        (unlinked) file would be acknowledged and then lost."""
+        (unlinked) file would be acknowledged and then lost. (`Database.write` refuses them too,
+        for writers that do not come through here.)"""
         problem = self.database_problem()
         if problem:
             raise StoreError(f"{problem}; refusing to write (restart the owner)")
@@ -249,16 +236,6 @@ def _redact_value(value: Any) -> Any:
         items = [_redact_value(v) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
-
-
-def _file_identity(path: Path, *, missing_ok: bool = True) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise
-    return (st.st_dev, st.st_ino)
 
 
 def _redacted(exc: RoundtableError) -> RoundtableError:

@@ -65,6 +65,15 @@ async def _connect(path: Path, *, create: bool = True, read_only: bool = False) 
     return conn
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of `path`, or None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _create_private_file(path: Path) -> None:
     """Create the database file with mode 0600 before SQLite does (it would use 0644)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -285,6 +294,24 @@ class Database:
         self._pending: set[asyncio.Future[Any]] = set()
         self._closed = False
         self.read_only = False
+        # The file this object opened: a write is refused once the path names another file (or
+        # none) — it would go to the unlinked file and be lost (issue 11, finding 1).
+        self._abspath = Path(os.path.abspath(path))
+        self._identity = _file_identity(self._abspath)
+
+    def file_problem(self) -> str:
+        """Why the database path no longer names the file this object opened ('' while it does)."""
+        if self._identity is None:
+            return ""
+        try:
+            now = _file_identity(self._abspath)
+        except OSError as exc:
+            return f"the database file {self._abspath} cannot be checked: {exc.strerror}"
+        if now is None:
+            return f"the database file {self._abspath} was removed while this process had it open"
+        if now != self._identity:
+            return f"the database file {self._abspath} was replaced while this process had it open"
+        return ""
 
     @classmethod
     async def open(
@@ -355,6 +382,9 @@ class Database:
             raise StoreError("database is closed")
         if self.read_only:
             raise StoreError(f"read-only: {tool or 'this action'} would write to the database")
+        problem = self.file_problem()
+        if problem:
+            raise StoreError(f"{problem}; refusing to write (restart the owner)")
         async with self._write_lock:
             # Defensive: nothing else runs under the lock, so an open transaction here is stale.
             if self._writer.in_transaction:

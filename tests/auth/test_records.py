@@ -128,6 +128,10 @@ async def test_writes_are_refused_once_the_database_file_is_gone(owner: Owner) -
     os.rename(db, f"{db}.moved")
     with pytest.raises(StoreError, match="was removed while this process had it open; refusing to write"):
         await rt.call("task.create", {"title": "lost", "body_md": "b"})
+    # Writers that do not go through Runtime.call (the Chair, the supervisor) are refused too.
+    with pytest.raises(StoreError, match="was removed while this process had it open"):
+        async with rt.db.write(tool="chair.tick") as tx:
+            await tx.append_event("", "lost.event", {})
     # Reads still answer from the open file; the watchdog stops the owner.
     assert (await rt.call("task.list", {}))["tasks"][0]["title"] == "before"
     await asyncio.wait_for(owner.failed.wait(), 10)
