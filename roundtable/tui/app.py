@@ -32,7 +32,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 
 from roundtable import clock
 from roundtable.runtime import Runtime
@@ -40,7 +40,7 @@ from roundtable.services.testing import sandbox_for
 from roundtable.store.records import HumanApproval, Proposal, Transaction
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tools.context import Caller
-from roundtable.tui import commands
+from roundtable.tui import commands, layout
 from roundtable.tui.data import Overview, SessionRow, check_database_file, load_entity, load_overview, read_diff
 from roundtable.tui.messages import DatabaseChanged, EntityLoaded, GateReport, OverviewLoaded, RefreshFailed, Selected
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
@@ -123,12 +123,16 @@ class RoundtableApp(App[None]):
         self._inspect_running = False
         self._inspect_served = 0
         self.inspections_shown = 0
+        self._zoomed = False
+        self._shown_pane = "proposals"
+        self.layout_single = False
 
     # --- layout -----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         ck = self.clock_ns
         yield ConsoleHeader(self.owner_info, read_only=self.read_only, clock_ns=ck)
+        yield Static(id="pane-bar")
         with Horizontal(id="upper"):
             with Vertical(id="left"):
                 with Horizontal(id="top-row"):
@@ -159,6 +163,70 @@ class RoundtableApp(App[None]):
         """The console's own screen: queries must not land on a modal that happens to be on top."""
         return self._main_screen if self._main_screen is not None else self.screen
 
+    # --- layout: every pane, or one at a time below 120x32 (see tui/layout.py) --------------
+
+    def _focused_pane_id(self) -> str | None:
+        node: Widget | None = self.focused
+        while node is not None:
+            if node.id in layout.PANE_IDS:
+                return node.id
+            node = node.parent if isinstance(node.parent, Widget) else None
+        return None
+
+    def apply_layout(self) -> None:
+        """Show every pane, or only the focused one (compact terminal or `z`)."""
+        screen = self._main
+        size = screen.size
+        decided = layout.decide(
+            size.width, size.height, zoomed=self._zoomed, focused=self._focused_pane_id(), last=self._shown_pane
+        )
+        self._shown_pane = decided.shown
+        self.layout_single = decided.single
+        screen.set_class(decided.single, "-single")
+        for pane_id in layout.PANE_IDS:
+            with suppress(NoMatches):
+                screen.query_one(f"#{pane_id}").set_class(pane_id == decided.shown, "-shown")
+        for container_id in layout.ALL_CONTAINERS:
+            with suppress(NoMatches):
+                screen.query_one(f"#{container_id}").set_class(decided.holds(container_id), "-holds")
+        with suppress(NoMatches):
+            screen.query_one("#pane-bar", Static).update(layout.pane_bar(decided.shown, size.width))
+        with suppress(NoMatches):
+            screen.query_one(Footer).compact = decided.single
+
+    def on_resize(self, event: Any) -> None:
+        self.call_after_refresh(self.apply_layout)
+
+    def _focus_moved(self, _focused: Widget | None) -> None:
+        if self.screen is self._main_screen:
+            self.apply_layout()
+
+    def action_focus_next(self) -> None:
+        self._cycle_panes(+1)
+
+    def action_focus_previous(self) -> None:
+        self._cycle_panes(-1)
+
+    def _cycle_panes(self, step: int) -> None:
+        """tab/shift+tab: the next pane; with one pane shown, hidden panes count too."""
+        if not self.layout_single:
+            if step > 0:
+                self.screen.focus_next()
+            else:
+                self.screen.focus_previous()
+            return
+        index = layout.PANE_IDS.index(self._shown_pane) if self._shown_pane in layout.PANE_IDS else 0
+        self.action_show_pane((index + step) % len(layout.PANE_IDS) + 1)
+
+    def action_zoom(self) -> None:
+        self._zoomed = not self._zoomed
+        self.apply_layout()
+
+    def action_show_pane(self, number: int) -> None:
+        if 1 <= number <= len(layout.PANE_IDS):
+            with suppress(NoMatches):
+                self._main.query_one(f"#{layout.PANE_IDS[number - 1]}").focus()
+
     def on_mount(self) -> None:
         self._main_screen = self.screen
         if self._overrides:
@@ -167,6 +235,8 @@ class RoundtableApp(App[None]):
         self.header.chair = self.chair
         self.header.update_view()
         self._main.query_one(ProposalsPane).focus()
+        self.watch(self.screen, "focused", self._focus_moved, init=False)
+        self.apply_layout()
         for note in self.startup_notes:
             self.notify(note, title="owner")
         self.request_refresh()
@@ -274,6 +344,8 @@ class RoundtableApp(App[None]):
     def on_selected(self, message: Selected) -> None:
         if message.inspect or (message.pane is not None and message.pane is self.focused):
             self.load_inspector(message.kind, message.entity_id)
+        if message.inspect and self.layout_single:  # one pane at a time: show what was asked for
+            self._main.query_one(Inspector).focus()
 
     def load_inspector(self, kind: str, entity_id: str) -> None:
         """Show `kind` `entity_id` in the inspector (loaded in a worker; the latest request wins)."""
@@ -413,6 +485,10 @@ class RoundtableApp(App[None]):
                 self.load_inspector(focused.kind, key)
         elif isinstance(focused, VirtualList):
             focused.action_inspect()
+        else:
+            return
+        if self.layout_single:
+            self._main.query_one(Inspector).focus()
 
     def action_filter(self) -> None:
         pane = self.focused

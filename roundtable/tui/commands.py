@@ -37,7 +37,7 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("help", "question_mark", "help", "Help", "Show every key and command.", footer=True),
+    Command("help", "question_mark", "help", "Help", "Show every key and command."),
     Command(
         "palette",
         "ctrl+p",
@@ -47,7 +47,7 @@ COMMANDS: tuple[Command, ...] = (
         bind=False,
         palette=False,
     ),
-    Command("quit", "q", "quit", "Quit", "Stop the console, the Chair and the listeners.", footer=True),
+    Command("quit", "q", "quit", "Quit", "Stop the console, the Chair and the listeners."),
     Command("next_pane", "tab", "focus_next", "Next pane", "Move focus to the next pane.", bind=False, palette=False),
     Command(
         "prev_pane",
@@ -60,7 +60,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("move", "j,k", "", "Move", "Move the selection down / up (arrows work too).", bind=False, palette=False),
     Command("inspect", "enter", "inspect", "Inspect", "Show the selected record in full in the inspector.", bind=False),
-    Command("filter", "slash", "filter", "Filter", "Filter the focused pane (empty text clears).", footer=True),
+    Command("filter", "slash", "filter", "Filter", "Filter the focused pane (empty text clears)."),
     Command("approve", "a", "approve", "Approve", "Approve the selected human approval.", mutating=True, footer=True),
     Command(
         "deny", "x", "deny", "Deny", "Deny the selected human approval (optional note).", mutating=True, footer=True
@@ -103,7 +103,6 @@ COMMANDS: tuple[Command, ...] = (
         "Launch session",
         "Launch an agent session via the supervisor (confirm).",
         mutating=True,
-        footer=True,
     ),
     Command(
         "revoke_session",
@@ -112,12 +111,29 @@ COMMANDS: tuple[Command, ...] = (
         "Revoke session",
         "Revoke the selected session and stop it (confirm).",
         mutating=True,
-        footer=True,
     ),
     Command("tick", "t", "tick", "Tick now", "Wake the Chair for a tick now.", mutating=True),
     Command("pause", "p", "pause", "Pause/resume Chair", "Pause or resume the Chair loop.", mutating=True),
     Command("refresh", "ctrl+r", "refresh", "Refresh", "Reload every pane now."),
+    Command(
+        "zoom",
+        "z",
+        "zoom",
+        "Zoom pane",
+        "Show the focused pane alone, full size (z again: every pane). Below 120x32 the console shows one pane at a time.",
+    ),
+    Command(
+        "pane",
+        "1-9",
+        "",
+        "Go to pane",
+        "Show pane N: 1 Runs, 2 Turns, 3 Proposals, 4 Sessions, 5 Approvals, "
+        "6 Transactions, 7 Claims, 8 Events, 9 Inspector.",
+        bind=False,
+        palette=False,
+    ),
 )
+PANE_COUNT = 9
 
 BY_ID = {c.id: c for c in COMMANDS}
 BY_ACTION = {c.action: c for c in COMMANDS if c.action}
@@ -125,7 +141,9 @@ BY_ACTION = {c.action: c for c in COMMANDS if c.action}
 
 def bindings() -> list[Binding]:
     """The app's BINDINGS, one per bindable command, each with the command's id."""
-    return [Binding(c.key, c.action, c.title, show=c.footer, id=c.id, priority=False) for c in COMMANDS if c.bind]
+    out = [Binding(c.key, c.action, c.title, show=c.footer, id=c.id, priority=False) for c in COMMANDS if c.bind]
+    out += [Binding(str(n), f"show_pane({n})", f"Pane {n}", show=False) for n in range(1, PANE_COUNT + 1)]
+    return out
 
 
 def keymap(overrides: Iterable[tuple[str, str]]) -> dict[str, str]:

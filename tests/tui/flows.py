@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from roundtable.chair import sync_agents
 from roundtable.runtime import Runtime
 from roundtable.tools.context import OPERATOR
 from tests.helpers import agent, git
@@ -30,7 +31,9 @@ def one_line_patch(path: str, old: str, new: str) -> str:
 async def ready_proposal(
     rt: Runtime, path: str = "src/app.py", old: str = "print('v1')", new: str = "print('v2')"
 ) -> dict[str, Any]:
-    """Task, claim, proposal, two approving votes and a passing test run; returns the proposal."""
+    """Task, claim, proposal, two approving votes and a passing test run; returns the proposal.
+    Votes count only from registered agents of a voting role: the config's agents are synced."""
+    await sync_agents(rt)
     task = await rt.call("task.create", {"title": f"Change {path}", "body_md": "Do it."}, OPERATOR)
     task_id = task["task"]["id"]
     await rt.call(
@@ -52,7 +55,7 @@ async def ready_proposal(
         agent(AUTHOR),
     )
     proposal: dict[str, Any] = created["proposal"]
-    for who in ("reviewer-1", "reviewer-2"):
+    for who in ("reviewer-1", "architect-1"):
         await rt.call(
             "vote.cast",
             {"proposal_id": proposal["id"], "agent_id": who, "vote": "approve", "reason_md": "ok"},

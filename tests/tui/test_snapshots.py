@@ -76,6 +76,41 @@ def test_main_screen(snap_compare: Any, seeded_runtime: Runtime) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 45), (220, 60)], ids=["80x24", "160x45", "220x60"])
+def test_main_screen_at_every_size(snap_compare: Any, seeded_runtime: Runtime, size: tuple[int, int]) -> None:
+    """80x24 shows one pane at a time with the pane bar; larger terminals show every pane."""
+    app = make_app(seeded_runtime)
+
+    async def ready(pilot: Pilot[None]) -> None:
+        await _ready(app)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def test_apply_dialog_at_80x24(snap_compare: Any, seeded_runtime: Runtime) -> None:
+    app = make_app(seeded_runtime)
+
+    async def ready(pilot: Pilot[None]) -> None:
+        await _ready(app)
+        assert app.overview is not None
+        app.push_screen(apply_dialog(app.overview.proposals[0].proposal, REPORT))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
+
+
+def test_help_at_80x24(snap_compare: Any, seeded_runtime: Runtime) -> None:
+    app = make_app(seeded_runtime)
+
+    async def ready(pilot: Pilot[None]) -> None:
+        await _ready(app)
+        await pilot.press("question_mark")
+        await wait_for(lambda: type(app.screen).__name__ == "HelpScreen", what="help")
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
+
+
 def test_proposal_inspector(snap_compare: Any, seeded_runtime: Runtime) -> None:
     app = make_app(seeded_runtime)
 

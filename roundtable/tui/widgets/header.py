@@ -59,20 +59,21 @@ class ConsoleHeader(Static):
         if self.read_only:
             line1.append("  READ-ONLY", style="bold magenta")
 
+        # What changes comes first, so a narrow terminal cuts the addresses, not the Chair.
         line2 = Text(" ")
-        if self.owner.http_url or self.owner.socket_path:
-            line2.append("HTTP ", style="dim")
-            line2.append(self.owner.http_url or "off")
-            line2.append("  socket ", style="dim")
-            line2.append(self.owner.socket_path or "off")
-        if self.owner.note:
-            line2.append(("  " if len(line2) > 1 else "") + self.owner.note, style="yellow")
-        line2.append("  Chair ", style="dim")
+        line2.append("Chair ", style="dim")
         line2.append_text(self._chair_text(now))
+        if self.owner.note:
+            line2.append("  " + self.owner.note, style="yellow")
         if self.overview is not None:
             line2.append(
                 f"  claims {self.overview.claims_active} active · events {self.overview.events_total:,}", style="dim"
             )
+        if self.owner.http_url or self.owner.socket_path:
+            line2.append("  HTTP ", style="dim")
+            line2.append(self.owner.http_url or "off")
+            line2.append("  socket ", style="dim")
+            line2.append(self.owner.socket_path or "off")
 
         line3 = Text(" ")
         if self.stale is not None:

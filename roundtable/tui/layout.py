@@ -1,0 +1,81 @@
+"""Which panes the console shows at a given terminal size (issue 16 item 2).
+
+At 120x32 and above every pane is on screen. Below that — a laptop's 80x24 — the console shows
+one pane at a time, full size, with a one-line pane bar naming the others (`1`-`9` jump, `tab`
+cycles). `z` zooms the focused pane the same way at any size. The app applies the decision by
+setting CSS classes (`-single` on the screen, `-shown` on the pane, `-holds` on its containers);
+this module only decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+
+COMPACT_WIDTH = 120
+COMPACT_HEIGHT = 32
+
+# Pane ids in pane-bar order; the number keys follow it.
+PANES: tuple[tuple[str, str], ...] = (
+    ("runs", "Runs"),
+    ("turns", "Turns"),
+    ("proposals", "Proposals"),
+    ("sessions", "Sessions"),
+    ("approvals", "Approvals"),
+    ("transactions", "Transactions"),
+    ("claims", "Claims"),
+    ("events", "Events"),
+    ("inspector", "Inspector"),
+)
+PANE_IDS = tuple(pane_id for pane_id, _ in PANES)
+# Containers around the panes, outermost first; each is shown in single mode only when it
+# holds the shown pane.
+CONTAINERS: dict[str, tuple[str, ...]] = {
+    "runs": ("upper", "left", "top-row"),
+    "turns": ("upper", "left", "top-row"),
+    "proposals": ("upper", "left", "mid-row", "work"),
+    "sessions": ("upper", "left", "mid-row", "work"),
+    "approvals": ("upper", "left", "mid-row", "decisions"),
+    "transactions": ("upper", "left", "mid-row", "decisions"),
+    "claims": ("bottom-row",),
+    "events": ("bottom-row",),
+    "inspector": ("upper",),
+}
+ALL_CONTAINERS = ("upper", "left", "top-row", "mid-row", "work", "decisions", "bottom-row")
+
+
+@dataclass(frozen=True)
+class Layout:
+    single: bool  # one pane at a time
+    shown: str  # the pane shown alone (meaningful when single)
+
+    def holds(self, container_id: str) -> bool:
+        return container_id in CONTAINERS.get(self.shown, ())
+
+
+def compact(width: int, height: int) -> bool:
+    return width < COMPACT_WIDTH or height < COMPACT_HEIGHT
+
+
+def decide(width: int, height: int, *, zoomed: bool, focused: str | None, last: str) -> Layout:
+    """The layout for this size; `focused` is the focused pane's id (None when focus is not on
+    a pane, e.g. in a dialog), `last` the pane shown before."""
+    shown = focused if focused in PANE_IDS else last if last in PANE_IDS else "proposals"
+    return Layout(single=zoomed or compact(width, height), shown=shown)
+
+
+def pane_bar(shown: str, width: int) -> Text:
+    """`1 Runs 2 Turns …` with the shown pane highlighted; shortened names when narrow."""
+    text = Text(" ")
+    long = sum(len(title) + 3 for _, title in PANES) <= width
+    for n, (pane_id, title) in enumerate(PANES, start=1):
+        label = title if long or pane_id == shown else title[:4]
+        style = "bold reverse" if pane_id == shown else "dim"
+        text.append(f"{n}", style="bold")
+        text.append(f" {label}", style=style)
+        text.append(" ")
+    text.append(" z zoom", style="dim")
+    text.no_wrap = True
+    text.overflow = "ellipsis"
+    return text
