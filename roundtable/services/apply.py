@@ -213,8 +213,13 @@ async def _expected_after(parsed: ParsedPatch, pre: dict[str, PreImage]) -> dict
 
         def populate() -> None:
             for rel, image in pre.items():
-                if image.exists:
-                    _put(scratch / rel, image)
+                target = scratch / rel
+                if image.link is not None:
+                    _put(target, image)
+                elif image.data is not None:  # a throwaway copy: no temporary file, no fsync
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(image.data)
+                    os.chmod(target, image.mode or 0o644)
 
         await asyncio.to_thread(populate)
         # The scratch directory is not a repository; stop git from finding one above it.

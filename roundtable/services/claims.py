@@ -324,6 +324,11 @@ async def unclaimed_resources(q: Reader | Tx, agent_id: str, resource_ids: list[
     return missing
 
 
+async def own_write_claims(q: Reader | Tx, agent_id: str, now: str) -> list[tuple[Claim, Resource]]:
+    """The agent's active, unexpired write/exclusive claims on files, directories and symbols."""
+    return await _own_write_claims(q, agent_id, now, ("file", "directory", "symbol"))
+
+
 async def _own_write_claims(
     q: Reader | Tx, agent_id: str, now: str, types: tuple[str, ...]
 ) -> list[tuple[Claim, Resource]]:
@@ -728,9 +733,10 @@ async def reconcile(
         for claim_id, base, res in candidates
         if current.get(res.id) and current[res.id] != base
     ]
-    refreshed = {rid: h for rid, h in current.items() if h}
-    if not refreshed:
-        return []
+    stored = {res.id: res.current_hash for _, _, res in candidates}
+    refreshed = {rid: h for rid, h in current.items() if h and h != stored.get(rid)}
+    if not refreshed and not stale:
+        return []  # nothing to record: no write transaction
     out: list[Claim] = []
     async with db.write(tool="claims.reconcile") as tx:
         for rid, digest in refreshed.items():

@@ -41,18 +41,16 @@ if TYPE_CHECKING:
 
 
 async def _bearing_claims(r: Reader, proposal: Proposal, parsed: ParsedPatch | None, now: str) -> list[str]:
-    """Ids of the author's live write/exclusive claims on a linked resource or covering a touched path."""
-    ids: dict[str, None] = {}
-    linked = [link.resource_id for link in await links(r, proposal.id)]
-    for claim in await claims_service.list_claims(r, now, agent_id=proposal.agent_id, status="active"):
-        if claim.claim_type in claims_service.WRITE_MODES and claim.resource_id in linked:
-            ids[claim.id] = None
-    for path in parsed.touched if parsed is not None else ():
-        ref = claims_service.ResourceRef(f"file:{path}", "file", path)
-        for claim, _res in await claims_service.live_claims_overlapping(r, ref, now):
-            if claim.agent_id == proposal.agent_id and claim.claim_type in claims_service.WRITE_MODES:
-                ids[claim.id] = None
-    return list(ids)
+    """Ids of the author's live write/exclusive claims on a linked resource or overlapping a
+    touched path (one query for the claims, the overlap decided here)."""
+    linked = {link.resource_id for link in await links(r, proposal.id)}
+    touched = [claims_service.ResourceRef(f"file:{path}", "file", path) for path in (parsed.touched if parsed else ())]
+    ids: list[str] = []
+    for claim, res in await claims_service.own_write_claims(r, proposal.agent_id, now):
+        ref = claims_service.ResourceRef.of(res)
+        if res.id in linked or any(claims_service.overlaps(ref, t) for t in touched):
+            ids.append(claim.id)
+    return ids
 
 
 async def validate(runtime: Runtime, proposal_id: str, *, actor: str) -> dict[str, Any]:
