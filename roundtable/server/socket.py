@@ -37,6 +37,8 @@ SOCKET_CALLER = Caller("operator", "socket")
 STALE_PROBE_TIMEOUT = 0.2
 _WHITESPACE = b" \t\r\n"
 _CHUNK = 64 * 1024
+# sockaddr_un.sun_path holds 108 bytes on Linux, including the terminating NUL.
+MAX_SOCKET_PATH = 107
 _MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
 
 
@@ -250,12 +252,18 @@ class SocketServer:
         self.served = 0
 
     async def start(self) -> None:
+        length = len(os.fsencode(self.path))
+        if length > MAX_SOCKET_PATH:  # bind() would fail with a bare "AF_UNIX path too long"
+            raise SocketError(
+                f'mcp socket path is {length} bytes, over the Unix limit of {MAX_SOCKET_PATH}: "{self.path}" '
+                "(set mcp.socket_path in .roundtable/config.yaml to a shorter path, e.g. /tmp/<project>.sock)"
+            )
         _prepare_directory(self.path.parent)
         _recover_stale(self.path)
         try:
             self._server = await asyncio.start_unix_server(self._accept, path=str(self.path), limit=_CHUNK)
         except OSError as exc:
-            raise SocketError(f"listen on mcp socket: {exc.strerror}") from None
+            raise SocketError(f"listen on mcp socket: {exc.strerror or exc}") from None
         try:
             info = os.lstat(self.path)
             if not stat.S_ISSOCK(info.st_mode):

@@ -71,7 +71,7 @@ async def test_task_empty_list_is_a_list(runtime: Runtime) -> None:
         ({"title": "t", "body_md": "b", "readable_paths": [""]}, "readable_paths must not contain empty entries"),
         ({"title": "t", "body_md": "b", "readable_paths": ["a\x01b"]}, "contains a control character"),
         ({"title": "t", "body_md": "b", "readable_paths": "src"}, "argument readable_paths must be an array"),
-        ({"title": "t" * 501, "body_md": "b"}, "title must be 500 characters or fewer"),
+        ({"title": "t" * 501, "body_md": "b"}, "argument title is too long: 501 characters, at most 500 allowed"),
     ],
 )
 async def test_task_create_refusals_change_nothing(runtime: Runtime, args: dict, message: str) -> None:

@@ -280,3 +280,17 @@ def test_sweep_of_every_tool_and_argument(bg: Background) -> None:
         assert reply["ok"] is False and "internal error" not in error, f"{tool} {key}: {error[:300]}"
     assert bg.fingerprint() == before
     assert time.monotonic() - started < 120
+
+
+@pytest.mark.anyio
+async def test_socket_path_over_the_unix_limit_is_a_clear_error(project: Path) -> None:
+    """bind() says only "AF_UNIX path too long" (no strerror: the owner used to print "None").
+    Under pytest-xdist a project's default socket path grows past the limit, for instance."""
+    from roundtable.server.socket import MAX_SOCKET_PATH, SocketError
+
+    deep = Path("/tmp") / ("d" * 60) / ("e" * 60) / "rt.sock"
+    assert len(str(deep)) > MAX_SOCKET_PATH
+    with pytest.raises(SocketError, match=rf"^mcp socket path is {len(str(deep))} bytes, over the Unix limit of 107"):
+        async with Owner(project, http=False, socket_path=deep, chair=False):
+            pass
+    assert not deep.parent.exists()  # refused before creating anything
