@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import posixpath
 import re
 import stat
 import tempfile
@@ -143,16 +144,22 @@ def _shown(text: str) -> str:
     return out if len(out) <= 120 else out[:117] + "..."
 
 
-def _guard(root: Path, rel: str, where: str) -> str:
-    """A repository path from a patch, checked: no control characters, inside the root, clean."""
+def _guard(root: Path | None, rel: str, where: str) -> str:
+    """A repository path from a patch, checked: no control characters, inside the root, clean.
+    Without a root (a pure reading, e.g. the security scan) only the lexical checks run."""
     if not rel:
         raise ValidationError(f"invalid patch: empty path {where}")
     if CONTROL.search(rel):
         raise ValidationError(f"patch path {_shown(rel)} contains a control character ({where})")
-    try:
-        _abs, clean = resolve_repo_path(root, rel)
-    except ToolError as exc:
-        raise ValidationError(f"patch path {_shown(rel)}: {exc}") from None
+    if root is None:
+        clean = posixpath.normpath(rel)
+        if rel.startswith("/") or clean == ".." or clean.startswith("../"):
+            raise ValidationError(f"patch path {_shown(rel)}: path is outside the repository root")
+    else:
+        try:
+            _abs, clean = resolve_repo_path(root, rel)
+        except ToolError as exc:
+            raise ValidationError(f"patch path {_shown(rel)}: {exc}") from None
     if clean != rel:
         raise ValidationError(f"patch path {_shown(rel)} is not a clean repository path (use {clean!r})")
     return rel
@@ -426,7 +433,7 @@ def _read_file(lines: list[str], i: int, *, git_style: bool) -> tuple[_Raw, int]
     return raw, _read_hunks(raw, lines, i)
 
 
-def _resolve(raw: _Raw, root: Path) -> FileChange:
+def _resolve(raw: _Raw, root: Path | None) -> FileChange:
     """Names, operation and modes of one file diff, every disagreement refused."""
     where = f"file diff at line {raw.line_no}"
     if raw.is_new and raw.is_delete:
@@ -537,8 +544,9 @@ def _special(change: FileChange, allow: Allowances) -> str:
     return ""
 
 
-def parse_patch(text: str, root: Path, allow: Allowances = NOTHING_SPECIAL) -> ParsedPatch:
-    """Parse a unified diff the way git does; every touched path goes through the path guard."""
+def parse_patch(text: str, root: Path | None, allow: Allowances = NOTHING_SPECIAL) -> ParsedPatch:
+    """Parse a unified diff the way git does; every touched path goes through the path guard
+    (`root=None`: the lexical checks only, no file system access)."""
     if not text.strip():
         raise ValidationError("patch is empty")
     if len(text.encode("utf-8")) > MAX_PATCH_BYTES:

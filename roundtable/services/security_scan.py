@@ -10,7 +10,9 @@ Differences from the reference, on purpose:
 - `info` and `low` findings inform but do not change the verdict.
 
 Pure functions: no I/O. Messages never quote the matched text, so a found secret is not
-copied into the database or an error.
+copied into the database or an error. Paths come from the git-faithful parser
+(`patches.parse_patch` without a root), so both sides of a rename or copy are scanned, and a
+symlink, submodule or mode change is a finding of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from roundtable.errors import ToolError
+from roundtable.services.patches import Allowances, parse_patch
 from roundtable.services.policy import BUILTIN_DANGEROUS
 
 SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
@@ -212,6 +215,27 @@ def verdict(findings: Iterable[Finding]) -> str:
     return APPROVED
 
 
+_EVERYTHING = Allowances(symlinks=True, submodules=True, mode_changes=True)
+
+
+def _path_findings(
+    path: str, is_sensitive: Callable[[str], bool] | None, is_high_risk: Callable[[str], bool] | None
+) -> list[Finding]:
+    out = []
+    if is_sensitive is not None and is_sensitive(path):
+        out.append(Finding("sensitive_path", "high", "Patch touches a credential or configuration location.", path))
+    if is_high_risk is not None and is_high_risk(path):
+        out.append(
+            Finding(
+                "high_risk_path",
+                "info",
+                "Path matches a high-risk policy pattern; the human approval rules apply.",
+                path,
+            )
+        )
+    return out
+
+
 def scan_patch(
     text: str,
     *,
@@ -230,25 +254,24 @@ def scan_patch(
     first_words = frozenset(name.lower().split()[0] for name in names)
     findings: list[Finding] = []
     touched: list[str] = []
+    # The paths as git reads them (both sides of a rename or copy, which unidiff does not see).
+    try:
+        parsed = parse_patch(text, None, _EVERYTHING)
+    except ToolError:
+        parsed = None
+    if parsed is not None:
+        for path in parsed.touched:
+            touched.append(path)
+            findings.extend(_path_findings(path, is_sensitive, is_high_risk))
+        for path, why in sorted(parsed.special.items()):
+            findings.append(Finding("special_file", "medium", f"Patch changes more than contents: {why}.", path))
     for patched in patch:
         paths = [
             p for p in dict.fromkeys((_strip_prefix(patched.source_file), _strip_prefix(patched.target_file))) if p
         ]
         touched.extend(p for p in paths if p not in touched)
         for path in paths:
-            if is_sensitive is not None and is_sensitive(path):
-                findings.append(
-                    Finding("sensitive_path", "high", "Patch touches a credential or configuration location.", path)
-                )
-            if is_high_risk is not None and is_high_risk(path):
-                findings.append(
-                    Finding(
-                        "high_risk_path",
-                        "info",
-                        "Path matches a high-risk policy pattern; the human approval rules apply.",
-                        path,
-                    )
-                )
+            findings.extend(_path_findings(path, is_sensitive, is_high_risk))
         path = paths[-1] if paths else patched.path
         if patched.is_binary_file:
             findings.append(

@@ -617,3 +617,16 @@ async def test_git_cross_check_refuses_a_reading_git_does_not_share(repo: Path) 
     copy_text = "diff --git a/x2.txt b/y2.txt\nsimilarity index 100%\ncopy from x2.txt\ncopy to y2.txt\n"
     with pytest.raises(ToolError, match="read its operations differently"):
         await check_patch(repo, replace(rename, text=copy_text), Allowances())
+
+
+def test_security_scan_sees_both_sides_of_a_rename_and_special_files() -> None:
+    from roundtable.services.policy import Policy
+    from roundtable.services.security_scan import scan_patch
+
+    policy = Policy()
+    renamed = scan_patch(RENAME_TO_CI, is_high_risk=policy.is_high_risk)
+    assert set(renamed.touched) == {"x2.txt", ".github/workflows/ci.yml"}
+    assert [(f.code, f.path) for f in renamed.findings] == [("high_risk_path", ".github/workflows/ci.yml")]
+    linked = scan_patch(ZERO)
+    assert [(f.code, f.severity, f.path) for f in linked.findings] == [("special_file", "medium", "zero")]
+    assert linked.status == "needs_changes"

@@ -25,6 +25,61 @@ def test_scaffold_equals_builtin_defaults() -> None:
     assert parsed.profiles == builtin.profiles
     assert parsed.high_paths == builtin.high_paths
     assert parsed.dangerous_commands == builtin.dangerous_commands
+    assert (parsed.allow_symlinks, parsed.allow_submodules, parsed.allow_mode_changes) == (False, False, False)
+    assert (builtin.allow_symlinks, builtin.allow_submodules, builtin.allow_mode_changes) == (False, False, False)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "POLICIES.ROUNDTABLE.md",
+        "AGENTS.ROUNDTABLE.md",
+        ".roundtable/config.yaml",
+        ".github/workflows/ci.yml",
+        ".github/actions/setup/action.yml",
+        ".gitlab-ci.yml",
+        ".circleci/config.yml",
+        "Jenkinsfile",
+        ".gitattributes",
+        ".gitmodules",
+        "Makefile",
+        "tools/Makefile",
+        "rules.mk",
+        "Dockerfile",
+        "Dockerfile.dev",
+        "package.json",
+        "pyproject.toml",
+        "setup.py",
+        "requirements-dev.txt",
+        "poetry.lock",
+        "uv.lock",
+        "Cargo.lock",
+        "go.sum",
+        "Gemfile.lock",
+        "build.gradle.kts",
+        "CMakeLists.txt",
+    ],
+)
+def test_governance_ci_and_build_files_are_high_risk_by_default(path: str) -> None:
+    assert Policy().is_high_risk(path)
+    assert parse_policy(SCAFFOLD.read_text()).is_high_risk(path)
+
+
+@pytest.mark.parametrize("path", ["src/app.py", "README.md", "docs/build.md", "src/setup_helpers.py"])
+def test_ordinary_files_are_not_high_risk(path: str) -> None:
+    assert not Policy().is_high_risk(path)
+
+
+def test_patches_section() -> None:
+    policy = parse_policy("```yaml\npatches:\n  allow_symlinks: true\n  allow_mode_changes: true\n```\n")
+    assert (policy.allow_symlinks, policy.allow_submodules, policy.allow_mode_changes) == (True, False, True)
+    with pytest.raises(ConfigError, match=r":3: patches\.allow_links: unknown key"):
+        parse_policy("```yaml\npatches:\n  allow_links: true\n```\n")
+    with pytest.raises(ConfigError, match=r":3: patches\.allow_symlinks: expected true or false"):
+        parse_policy("```yaml\npatches:\n  allow_symlinks: yes please\n```\n")
+    # An allowed special path is high-risk whatever its name.
+    result = Policy().evaluate("normal", ["src/link"], [], extra_high_paths=["src/link"])
+    assert result.high_risk_paths == ("src/link",) and result.needs_human
 
 
 def test_missing_file_is_builtin(tmp_path: Path) -> None:
