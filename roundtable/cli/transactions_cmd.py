@@ -3,6 +3,10 @@
 `list` reads one snapshot; `rollback` goes through `Runtime.call("patch.rollback")` as the
 operator, so it is checked and audited like any tool call: it refuses unless every touched file
 still has the hash the apply left, then restores the pre-images and records `patch.rolled_back`.
+
+A transaction that recovery or a failed apply/rollback could not settle carries the reason as
+`needs_attention` (the files were left as they were found); `list --needs-attention` shows only
+those, and the text listing prints the reason under the row.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ async def _list(root: Path, status: str) -> list[dict[str, Any]]:
         data = row.to_dict()
         meta = json.loads(row.metadata_json or "{}")
         data["files"] = meta.get("patch_files", [])
+        data["needs_attention"] = str(meta.get("needs_attention", ""))
+        data["error"] = str(meta.get("error", ""))
         out.append(data)
     return out
 
@@ -55,10 +61,13 @@ def transactions() -> None:
 @root_option
 @json_option
 @click.option("--status", default="", help="Only transactions in this status (applied, rolled_back, ...).")
+@click.option("--needs-attention", "attention", is_flag=True, help="Only transactions that need the operator.")
 @handle_errors
-def list_cmd(root: Path, as_json: bool, status: str) -> None:
+def list_cmd(root: Path, as_json: bool, status: str, attention: bool) -> None:
     """List patch transactions, oldest first."""
     rows = run_async(_list(root, status))
+    if attention:
+        rows = [row for row in rows if row["needs_attention"]]
     if as_json:
         print_json({"transactions": rows})
         return
@@ -71,6 +80,8 @@ def list_cmd(root: Path, as_json: bool, status: str) -> None:
         click.echo(
             f"{row['id']} [{row['status']}] proposal {row['proposal_id']} {when} by {row['applied_by']}: {files}"
         )
+        if row["needs_attention"]:
+            click.echo(f"    needs attention: {row['needs_attention']}")
 
 
 @transactions.command("rollback")

@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from bench.ownerproc import OwnerProcess, SocketClient
+from roundtable.cli import cli
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
@@ -390,6 +392,13 @@ async def test_recovery_never_stops_the_owner_from_starting(repo: Path, replacem
     assert [json.loads(r[0])["outcome"] for r in recovered] == ["needs_attention"]
     assert any("needs_attention" in line and tx_id in line for line in lines), lines
     assert not any("completed" in line for line in lines)
+    # The operator sees it: `roundtable transactions list --needs-attention`.
+    listed = await asyncio.to_thread(
+        CliRunner().invoke, cli, ["transactions", "list", "--needs-attention", "--root", str(repo), "--json"]
+    )
+    assert listed.exit_code == 0, listed.output
+    rows = json.loads(listed.output)["transactions"]
+    assert [r["id"] for r in rows] == [tx_id] and "src/app.py" in rows[0]["needs_attention"]
     # Files are left as they were found.
     assert _lexists(target) and not stat.S_ISREG(target.lstat().st_mode)
     # Nothing is in flight any more: a later apply is not refused as "another apply is in progress".
