@@ -639,3 +639,21 @@ def test_security_scan_sees_both_sides_of_a_rename_and_special_files() -> None:
     linked = scan_patch(ZERO)
     assert [(f.code, f.severity, f.path) for f in linked.findings] == [("special_file", "medium", "zero")]
     assert linked.status == "needs_changes"
+
+
+async def test_a_rollback_that_cannot_restore_is_flagged_not_wedged(rt: Runtime, repo: Path) -> None:
+    task_id = await _task(rt)
+    await _claim(rt, task_id, "src/app.py")
+    proposal = await _propose(rt, task_id, APP_V2, risk="high")
+    await approve_for_apply(rt, proposal["id"])
+    out = await rt.call("patch.apply", {"proposal_id": proposal["id"]})
+    tx_id = out["transaction"]["id"]
+    artefact = repo / ".roundtable" / "rollback" / tx_id
+    shutil.rmtree(artefact / "preimage")  # the artefact was damaged: nothing to restore from
+    (artefact / "patch.diff").unlink()
+    with pytest.raises(ToolError, match=r"could not restore src/app\.py; the transaction is marked needs_attention"):
+        await rt.call("patch.rollback", {"transaction_id": tx_id, "reason_md": "no"})
+    ((status, meta),) = await _rows(rt, "SELECT status, metadata_json FROM transactions WHERE id = ?", (tx_id,))
+    assert status == "applied" and "src/app.py" in json.loads(meta)["needs_attention"]
+    assert await _rows(rt, "SELECT 1 FROM transactions WHERE status IN ('pending', 'rolling_back')") == []
+    assert (repo / "src" / "app.py").read_text() == "print('v2')\n"
