@@ -296,7 +296,9 @@ class Bridge:
         self.session_id = ""
         self.protocol_version = ""
         self.modern_version = ""
-        self._verified = identity is None
+        # Until the start-up probe: no credential leaves the process (see `_headers`).
+        self._verified = False
+        self._uds = uds
         self._verify_lock = asyncio.Lock()
         self._init_message: bytes | None = None
         self._init_id: Any = None
@@ -406,7 +408,8 @@ class Bridge:
 
     def _no_owner(self) -> str:
         if self._identity is None:
-            return f"{UNAVAILABLE}: nothing answers at {self.url}"
+            where = f"the session socket {self._uds}" if self._uds else self.url
+            return f"{UNAVAILABLE}: nothing answers at {where}"
         root = self._identity.root
         return (
             f"{UNAVAILABLE}: no roundtable owner answers at {self.url} for project {root}; "

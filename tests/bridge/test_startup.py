@@ -179,3 +179,16 @@ async def test_owner_creates_a_missing_project_id(project: Path) -> None:
         assert credentials.read_project_id(project) == owner.http.project_id
     bridge_id = credentials.read_project_id(project)
     assert bridge_id is not None and bridge_id.startswith("rtp_")
+
+
+async def test_session_socket_missing_fails_fast(project: Path, tmp_path: Path) -> None:
+    sock = tmp_path / "gone.sock"
+    started = time.monotonic()
+    bridge = await Bridge.spawn("--socket", str(sock), env={**os.environ, "ROUNDTABLE_MCP_TOKEN": "rtcap_x"})
+    await bridge.send(INIT)
+    status, out, err = await bridge.close()
+    assert status == 1 and time.monotonic() - started < 3.0
+    assert err.decode().splitlines() == [
+        f"{PREFIX}coordinator endpoint unavailable: nothing answers at the session socket {sock}"
+    ]
+    assert json.loads(out)["id"] == 1 and b"rtcap_x" not in out + err
