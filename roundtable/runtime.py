@@ -256,7 +256,9 @@ def _describe(spec: ToolSpec, error: jsonschema.ValidationError) -> str:
     def plural(count: int, word: str) -> str:
         return f"{count} {word}" + ("" if count == 1 else "s")
 
-    path = ".".join(clip(str(p)) for p in error.absolute_path)
+    path = ""  # readable_paths[3], not readable_paths.3
+    for part in error.absolute_path:
+        path += f"[{part}]" if isinstance(part, int) else ("." if path else "") + clip(str(part))
     name = spec.name
     bound: Any = error.validator_value  # typed `Any | Unset`; set on every error we describe
     if error.validator == "additionalProperties":

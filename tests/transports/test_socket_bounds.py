@@ -263,7 +263,7 @@ def test_every_tool_answers_out_of_range_values(bg: Background, index: int) -> N
     error = reply["error"]
     assert "internal error" not in error, f"{label}: {error[:300]}"
     # The socket is the operator: the arguments are what is refused, by the decoder or the schema.
-    assert error.startswith(("invalid request: ", f"{tool}: argument {key} ", f"{tool}: argument {key}.")), (
+    assert error.startswith(("invalid request: ", f"{tool}: argument {key} ", f"{tool}: argument {key}[")), (
         f"{label}: {error[:300]}"
     )
     assert len(error) < 600, f"{label}: the reply echoes the value"
