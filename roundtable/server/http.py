@@ -119,6 +119,14 @@ class RateLimitFilter(logging.Filter):
         self._seen: dict[tuple[Any, ...], list[float]] = {}  # kind -> [window start, suppressed]
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # A record may meet this filter twice (on its logger, then on a handler): judge it once.
+        verdict = getattr(record, "_roundtable_rate_limit", None)
+        if verdict is None:
+            verdict = self._judge(record)
+            record._roundtable_rate_limit = verdict
+        return bool(verdict)
+
+    def _judge(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else ""
         kind = (record.name, record.levelno, str(record.msg)[:200], exc)
         now = self._clock()
@@ -567,7 +575,6 @@ class HttpServer:
                 ) from None
             raise HttpError(f"listen for MCP HTTP: {exc.strerror or exc}") from None
         self.port = sock.getsockname()[1]
-        install_log_limit()
         fd_limit = raise_fd_limit()
         limits = self.limits
         self.connections = ConnectionStats(
@@ -593,6 +600,7 @@ class HttpServer:
             ssl_keyfile=self.options.key_file or None,
             server_header=False,
         )
+        install_log_limit()  # after uvicorn.Config, which installs uvicorn's own log handlers
         try:
             self._server = _QuietServer(config)
         except Exception as exc:  # e.g. an unreadable key pair

@@ -192,3 +192,21 @@ async def test_session_socket_missing_fails_fast(project: Path, tmp_path: Path) 
         f"{PREFIX}coordinator endpoint unavailable: nothing answers at the session socket {sock}"
     ]
     assert json.loads(out)["id"] == 1 and b"rtcap_x" not in out + err
+
+
+async def test_a_flood_of_bad_requests_logs_one_line(project: Path) -> None:
+    from .conftest import OwnerChild
+
+    owner = await OwnerChild(project, free_port()).start()
+    try:
+        for _ in range(500):
+            reader, writer = await asyncio.open_connection("127.0.0.1", owner.port)
+            writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+            await reader.read()
+            writer.close()
+        await asyncio.sleep(0.5)
+    finally:
+        await owner.stop()
+    text = b"".join(owner.output).decode()
+    assert text.count("Invalid HTTP request received.") == 1, text[-3000:]
+    assert len(text) < 4096

@@ -218,3 +218,22 @@ async def test_a_session_belongs_to_the_principal_that_opened_it(limited: Owner)
         for _ in range(3):
             assert (await client.post(url, json=INIT, headers=project)).status_code == 200
         assert (await client.post(url, json=ping, headers={**h, **agent})).status_code == 200
+
+
+def test_rate_limit_filter_judges_a_record_once() -> None:
+    """On a logger and on its handler (as the owner installs it) a record passes or fails once."""
+    flt = RateLimitFilter(interval=10.0)
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(flt)
+    logger = logging.getLogger("roundtable.test.twice")
+    logger.addFilter(flt)
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        for _ in range(100):
+            logger.warning("same thing")
+        assert out.getvalue().count("same thing") == 1
+    finally:
+        logger.removeHandler(handler)
+        logger.removeFilter(flt)
