@@ -20,8 +20,9 @@ Limits against hostile or broken clients (issue #12, finding 7), all before auth
   sessions; opening one more closes that principal's least recently used idle session, or is
   refused with 503 when all are busy. A session is bound to the principal that opened it (another
   principal gets 404), and idle sessions are reaped after `session_idle_timeout`.
-- **Logging.** Repeated log records (same logger, message and exception type) are written once
-  per `LOG_INTERVAL` per kind; the next one says how many were suppressed.
+- **Logging.** Repeated log records (same logger, message and exception type) from the loggers
+  a client can make talk (asyncio, uvicorn, the MCP SDK, our transports) are written once per
+  `LOG_INTERVAL` per kind; the next one says how many were suppressed.
 
 Shutdown refuses new requests, lets in-flight POSTs finish (bounded), ends the MCP sessions so
 their GET streams close, then stops uvicorn.
@@ -146,17 +147,20 @@ class RateLimitFilter(logging.Filter):
 LOG_FILTER = RateLimitFilter()
 
 
+NOISY_LOGGERS = ("asyncio", "uvicorn", "mcp", "starlette", "roundtable.server")
+
+
 def install_log_limit(flt: RateLimitFilter = LOG_FILTER) -> None:
-    """Put the rate limit on every handler that owner-side records reach (idempotent)."""
-    handlers: list[logging.Handler] = []
-    if logging.lastResort is not None:
-        handlers.append(logging.lastResort)
-    for name in ("", "uvicorn", "uvicorn.error", "asyncio", "mcp", "roundtable"):
-        handlers.extend(logging.getLogger(name).handlers)
-    for handler in handlers:
-        if flt not in handler.filters:
-            handler.addFilter(flt)
-    for name in ("uvicorn.error", "asyncio"):  # records logged there directly, whatever the handlers
+    """Put the rate limit on the loggers a hostile client can make talk (the event loop, uvicorn,
+    the MCP SDK, our transports), each existing logger below them included (idempotent).
+
+    On the loggers, not on handlers: the owner's handlers (or a test's) stay untouched, and a
+    record is limited wherever it goes."""
+    names = set(NOISY_LOGGERS)
+    for name in list(logging.Logger.manager.loggerDict):
+        if any(name.startswith(prefix + ".") for prefix in NOISY_LOGGERS):
+            names.add(name)
+    for name in names:
         logger = logging.getLogger(name)
         if flt not in logger.filters:
             logger.addFilter(flt)
@@ -600,7 +604,7 @@ class HttpServer:
             ssl_keyfile=self.options.key_file or None,
             server_header=False,
         )
-        install_log_limit()  # after uvicorn.Config, which installs uvicorn's own log handlers
+        install_log_limit()  # after uvicorn.Config, which configures uvicorn's loggers
         try:
             self._server = _QuietServer(config)
         except Exception as exc:  # e.g. an unreadable key pair
