@@ -34,7 +34,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from roundtable import clock
+from roundtable import clock, domain
 from roundtable.runtime import Runtime
 from roundtable.services.testing import sandbox_for
 from roundtable.store.records import HumanApproval, Proposal, Transaction
@@ -43,7 +43,7 @@ from roundtable.tools.context import Caller
 from roundtable.tui import commands, layout
 from roundtable.tui.data import Overview, SessionRow, check_database_file, load_entity, load_overview, read_diff
 from roundtable.tui.messages import DatabaseChanged, EntityLoaded, GateReport, OverviewLoaded, RefreshFailed, Selected
-from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
+from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, decision_dialog, rollback_dialog
 from roundtable.tui.screens.help import HelpScreen
 from roundtable.tui.screens.launch import LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.prompt import PromptScreen
@@ -452,14 +452,16 @@ class RoundtableApp(App[None]):
     def _missing(self, what: str, pane: str) -> None:
         self.notify(f"Select {what} in the {pane} pane first.", severity="warning")
 
-    async def call_tool(self, tool: str, args: dict[str, Any], *, success: str) -> dict[str, Any] | None:
+    async def call_tool(
+        self, tool: str, args: dict[str, Any], *, success: str, title: str = ""
+    ) -> dict[str, Any] | None:
         """One audited call as the operator; errors become a notification, never a crash."""
         try:
             result = await self.runtime.call(tool, args, CONSOLE)
         except Exception as exc:
-            self.notify(_describe(exc), severity="error", title=tool, timeout=8)
+            self.notify(_describe(exc), severity="error", title=title or tool, timeout=8)
             return None
-        self.notify(success, title=tool)
+        self.notify(success, title=title or tool)
         self.request_refresh()
         return result
 
@@ -514,7 +516,14 @@ class RoundtableApp(App[None]):
         if approval is None:
             self._missing("an approval", "Approvals")
             return
-        self._decide(approval, "approved", "")
+        self._approve_flow(approval)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _approve_flow(self, approval: HumanApproval) -> None:
+        confirmed = await self.push_screen_wait(decision_dialog(approval, "approved"))
+        self._after_modal()
+        if confirmed:
+            self._decide(approval, "approved", "")
 
     def action_deny(self) -> None:
         if self._refused("deny"):
@@ -527,6 +536,10 @@ class RoundtableApp(App[None]):
 
     @work(group="dialog", exit_on_error=False)
     async def _deny_flow(self, approval: HumanApproval) -> None:
+        confirmed = await self.push_screen_wait(decision_dialog(approval, "denied"))
+        self._after_modal()
+        if not confirmed:
+            return
         note = await self.push_screen_wait(
             PromptScreen(f"Deny {approval.id}", f"{approval.subject}\nNote (optional):", placeholder="why")
         )
@@ -547,7 +560,7 @@ class RoundtableApp(App[None]):
             args["proposal_id"] = approval.proposal_id
         if note:
             args["decision_md"] = note
-        await self.call_tool("human.request_approval", args, success=f"{approval.id} {status}")
+        await self.call_tool("human.request_approval", args, success=f"{approval.id} {status}", title="approval")
 
     def action_validate(self) -> None:
         proposal = self._selected_proposal()
@@ -560,8 +573,15 @@ class RoundtableApp(App[None]):
     async def _validate(self, proposal_id: str) -> None:
         report = await self._gate_report(proposal_id)
         if report is not None:
-            verdict = "valid" if report.get("valid") else "not valid"
-            self.notify(f"{proposal_id}: {verdict}", title="patch.validate")
+            failing = _failing_gates(report)
+            if report.get("applicable") and not failing:
+                self.notify(f"{proposal_id}: every gate passes — ready to apply", title="validate")
+            else:
+                self.notify(
+                    f"{proposal_id}: not ready — {len(failing)} gate(s) failing: {', '.join(failing) or 'see the report'}",
+                    severity="warning",
+                    title="validate",
+                )
 
     async def _gate_report(self, proposal_id: str) -> dict[str, Any] | None:
         try:
@@ -641,9 +661,24 @@ class RoundtableApp(App[None]):
 
     @work(group="dialog", exit_on_error=False)
     async def _apply_flow(self, proposal: Proposal) -> None:
+        if not domain.is_open(proposal.status):
+            self.notify(f"{proposal.id} is {proposal.status}: only an open proposal can be applied.", severity="warning")
+            return
         report = await self._gate_report(proposal.id)
-        error = "" if report is not None else self.gate_reports.get(proposal.id, (None, ""))[1]
-        confirmed = await self.push_screen_wait(apply_dialog(proposal, report, error))
+        if report is None:
+            return  # _gate_report said why
+        failing = _failing_gates(report)
+        if failing or not report.get("applicable"):
+            # patch.apply re-checks every gate and would refuse: offer nothing certain to fail.
+            self.notify(
+                f"{proposal.id} cannot be applied yet — failing: {', '.join(failing) or 'see the report'} "
+                "(the Inspector shows why).",
+                severity="warning",
+                title="apply",
+                timeout=8,
+            )
+            return
+        confirmed = await self.push_screen_wait(apply_dialog(proposal, report))
         self._after_modal()
         if not confirmed:
             self.notify("Apply cancelled.")
@@ -669,6 +704,9 @@ class RoundtableApp(App[None]):
 
     @work(group="dialog", exit_on_error=False)
     async def _reject_flow(self, proposal: Proposal) -> None:
+        if not domain.is_open(proposal.status):
+            self.notify(f"{proposal.id} is {proposal.status}: only an open proposal can be rejected.", severity="warning")
+            return
         reason = await self.push_screen_wait(
             PromptScreen(f"Reject {proposal.id}", f"{proposal.title}\nReason (required):", required=True)
         )
@@ -689,6 +727,9 @@ class RoundtableApp(App[None]):
 
     @work(group="dialog", exit_on_error=False)
     async def _rollback_flow(self, tx: Transaction) -> None:
+        if tx.status != domain.TransactionStatus.APPLIED:
+            self.notify(f"{tx.id} is {tx.status}: only an applied transaction can be rolled back.", severity="warning")
+            return
         confirmed = await self.push_screen_wait(rollback_dialog(tx))
         self._after_modal()
         if confirmed:
@@ -859,3 +900,8 @@ def _unsandboxed_dialog(proposal_id: str, commands: list[str], reason: str) -> C
         ),
     )
     return ConfirmScreen(f"Run unreviewed tests of {proposal_id} unsandboxed?", body, confirm_label="Run unsandboxed")
+
+
+def _failing_gates(report: dict[str, Any]) -> list[str]:
+    """The names of the gates a report marks failing."""
+    return [str(g.get("name")) for g in report.get("gates") or [] if isinstance(g, dict) and not g.get("passed")]

@@ -52,7 +52,11 @@ async def test_approve_validate_apply_and_roll_back(rt: Runtime, project: Path) 
         await settle(app)
         await _select(app, ApprovalsPane, approval["id"])
         await pilot.press("a")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="approve confirmation")
+        assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "requested"
+        await pilot.press("y")
         await wait_for(lambda: any("approved" in n for n in notifications(app)), what="approve notice")
+        assert any(n.title == "approval" for n in app._notifications)
         assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "approved"
         assert await scalar(rt, "SELECT decided_by FROM human_approvals WHERE id = ?", (approval["id"],)) == "operator"
 
@@ -61,6 +65,7 @@ async def test_approve_validate_apply_and_roll_back(rt: Runtime, project: Path) 
         await wait_for(lambda: proposal["id"] in app.gate_reports, what="gate report")
         report, error = app.gate_reports[proposal["id"]]
         assert error == "" and report is not None and report["valid"] is True
+        await wait_for(lambda: any("ready to apply" in n for n in notifications(app)), what="ready notice")
         inspector = app.query_one(Inspector)
         await wait_for(lambda: inspector.gate is not None and inspector.entity is not None, what="inspector gates")
 
@@ -81,6 +86,13 @@ async def test_approve_validate_apply_and_roll_back(rt: Runtime, project: Path) 
         await pilot.press("y")
         await wait_for(lambda: (project / "src" / "app.py").read_text() == "print('v1')\n", what="rolled back")
         assert await scalar(rt, "SELECT status FROM transactions WHERE id = ?", (tx_id,)) == "rolled_back"
+
+        # Rolling back again is certain to fail: it is refused before any confirmation.
+        await settle(app)
+        await _select(app, TransactionsPane, tx_id)
+        await pilot.press("R")
+        await wait_for(lambda: any("only an applied transaction" in n for n in notifications(app)), what="refusal")
+        assert not isinstance(app.screen, ConfirmScreen)
 
 
 async def test_cancelled_apply_changes_nothing(rt: Runtime, project: Path) -> None:
@@ -105,6 +117,8 @@ async def test_deny_with_a_note_and_reject_with_a_reason(rt: Runtime) -> None:
         await settle(app)
         await _select(app, ApprovalsPane, approval["id"])
         await pilot.press("x")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="deny confirmation")
+        await pilot.press("y")
         await wait_for(lambda: isinstance(app.screen, PromptScreen), what="note prompt")
         await pilot.press(*"too risky", "enter")
         await wait_for(lambda: any("denied" in n for n in notifications(app)), what="deny notice")
@@ -123,7 +137,7 @@ async def test_deny_with_a_note_and_reject_with_a_reason(rt: Runtime) -> None:
         assert await scalar(rt, "SELECT status FROM proposals WHERE id = ?", (proposal["id"],)) == "rejected"
 
 
-async def test_tool_errors_become_notifications(rt: Runtime) -> None:
+async def test_actions_certain_to_fail_are_not_offered(rt: Runtime) -> None:
     proposal = await ready_proposal(rt)
     await rt.call("patch.reject", {"proposal_id": proposal["id"], "reason_md": "no"})
     app = make_app(rt)
@@ -131,17 +145,28 @@ async def test_tool_errors_become_notifications(rt: Runtime) -> None:
         await settle(app)
         await _select(app, ProposalsPane, proposal["id"])
         await pilot.press("A")
-        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="apply confirmation")
-        await pilot.press("y")
-        await wait_for(
-            lambda: any(n.title == "patch.apply" and n.severity == "error" for n in app._notifications),
-            what="apply error notice",
-        )
-        notice = next(n for n in app._notifications if n.title == "patch.apply")
-        assert "rejected" in notice.message
+        await wait_for(lambda: any("only an open proposal can be applied" in n for n in notifications(app)), what="apply")
+        await pilot.press("r")
+        await wait_for(lambda: any("only an open proposal can be rejected" in n for n in notifications(app)), what="reject")
+        assert not isinstance(app.screen, ConfirmScreen | PromptScreen)
         assert app.is_running
         assert await scalar(rt, "SELECT COUNT(*) FROM transactions") == 0
 
+
+async def test_a_proposal_with_failing_gates_is_not_offered_for_apply(rt: Runtime) -> None:
+    proposal = await ready_proposal(rt)
+    async with rt.db.write(tool="test.unvote") as tx:
+        await tx.execute("DELETE FROM votes WHERE proposal_id = ?", (proposal["id"],))
+    app = make_app(rt)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("v")
+        await wait_for(lambda: any("not ready" in n and "policy" in n for n in notifications(app)), what="verdict")
+        await pilot.press("A")
+        await wait_for(lambda: any("cannot be applied yet" in n for n in notifications(app)), what="apply refusal")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert await scalar(rt, "SELECT COUNT(*) FROM transactions") == 0
 
 async def test_read_only_refuses_every_mutating_action(rt: Runtime, project: Path) -> None:
     proposal = await ready_proposal(rt)

@@ -146,7 +146,7 @@ async def test_config_overrides_a_key_everywhere(project: Path) -> None:
             await pilot.press("a")  # the default key no longer approves
             await pilot.pause(0.2)
             assert await _status(runtime, "H-1") == "requested"
-            await pilot.press("ctrl+a")
+            await pilot.press("ctrl+a", "y")
             await wait_for(lambda: any("approved" in n for n in notifications(app)), what="approve notice")
             assert await _status(runtime, "H-1") == "approved"
     finally:

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from roundtable.store.records import Proposal, Transaction
+from roundtable.store.records import HumanApproval, Proposal, Transaction
 from roundtable.tui.widgets.gate_report import render_gate_report
 
 
@@ -77,3 +77,24 @@ def rollback_dialog(tx: Transaction) -> ConfirmScreen:
         Text("Roll back restores the files as they were before this apply, if nobody changed them since.", style="dim"),
     )
     return ConfirmScreen(f"Roll back {tx.id}?", body, confirm_label="Roll back")
+
+
+def decision_dialog(approval: HumanApproval, status: str) -> ConfirmScreen:
+    """Approve or deny: what is decided, and — when it was decided before — that this changes it."""
+    verb = "Approve" if status == "approved" else "Deny"
+    lines = [
+        Text.assemble(("Approval ", "dim"), (approval.id, "bold"), (f"  [{approval.status}]", "yellow")),
+        Text.assemble(("Subject ", "dim"), approval.subject),
+        Text.assemble(("Proposal ", "dim"), approval.proposal_id or "—", ("  revision ", "dim"), approval.revision or "—"),
+        Text.assemble(("Requested by ", "dim"), approval.requested_by or "—"),
+    ]
+    if approval.status != "requested":
+        lines += [
+            Text(""),
+            Text(
+                f"This approval was already {approval.status} by {approval.decided_by or 'someone'}; "
+                f"confirming changes the decision to {status}.",
+                style="bold yellow",
+            ),
+        ]
+    return ConfirmScreen(f"{verb} {approval.id}?", Group(*lines), confirm_label=verb)
