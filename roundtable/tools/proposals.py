@@ -125,7 +125,7 @@ TOOLS = [
         input_schema=obj(
             {
                 "task_id": string("The task this change serves."),
-                "agent_id": string("The author (your agent id)."),
+                "agent_id": string("The author (default: the agent your credential names; agents may not name another)."),
                 "title": string("Short title."),
                 "summary_md": string("What and why, in Markdown."),
                 "affected_resources": strings("Resource ids the patch touches, e.g. file:src/app.py."),
@@ -195,12 +195,13 @@ TOOLS = [
         name="vote.cast",
         description=(
             "Vote on the current revision of a proposal: approve, approve_with_notes, revise, "
-            "reject, veto or abstain. A new vote replaces your earlier vote on that revision."
+            "reject, veto or abstain. A new vote replaces your earlier vote on that revision. Only "
+            "registered reviewing agents (reviewer, architect, tester, security) vote; never the author."
         ),
         input_schema=obj(
             {
                 "proposal_id": _PROPOSAL,
-                "agent_id": string("The voter (your agent id)."),
+                "agent_id": string("The voter (default: the agent your credential names; agents may not name another)."),
                 "vote": string("approve, approve_with_notes, revise, reject, veto or abstain."),
                 "reason_md": string("Why, in Markdown."),
                 "confidence": number("0..1."),
@@ -228,7 +229,7 @@ TOOLS = [
             {
                 "decision": string("The decision."),
                 "rationale_md": string("Why, in Markdown."),
-                "decided_by": string("Who decided."),
+                "decided_by": string("Who decided (default, and the only choice for agents: the caller)."),
                 "proposal_id": _PROPOSAL,
                 "task_id": string("Task id."),
                 "decision_id": string("Explicit id (default: generated)."),

@@ -218,7 +218,7 @@ TOOLS = [
                     "Lifetime in seconds (default 900).", minimum=0, maximum=claims_service.MAX_TTL_SECONDS
                 ),
                 "rationale": string("Why you need it."),
-                "agent_id": string("The claimant (your agent id)."),
+                "agent_id": string("The claimant (default: the agent your credential names; agents may not name another)."),
                 "run_id": string("Run to record the event in."),
                 "claim_id": string("Explicit claim id (default: generated); must not exist yet."),
                 "path": string("Repository-relative path of the resource."),
@@ -265,16 +265,16 @@ TOOLS = [
     ToolSpec(
         name="resource.release",
         description=(
-            "Release a claim. Only the claim's own agent may release it — on a session that is the "
-            "session's agent, elsewhere the agent named by actor_id (or your token's agent) — or the "
-            "operator (CLI, console, local socket), who may release any claim. A claim that is no longer "
-            "active is returned unchanged (changed: false)."
+            "Release a claim. Only the claim's own agent may release it — the agent your credential "
+            "names (actor_id, if given, must be that agent) — or the operator (CLI, console, local "
+            "socket, operator token), who may release any claim. A claim that is no longer active is "
+            "returned unchanged (changed: false)."
         ),
         input_schema=obj(
             {
                 "claim_id": string("The claim to release."),
                 "run_id": string("Run to record the event in."),
-                "actor_id": string("Who releases (your agent id)."),
+                "actor_id": string("Who releases (default and only choice for agents: your own agent id)."),
                 "reason": string("Why."),
             },
             ["claim_id"],
