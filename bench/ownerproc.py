@@ -86,11 +86,15 @@ class OwnerProcess:
     @property
     def auth(self) -> dict[str, str]:
         """`Authorization` with the credential the owner keeps for `implementer-1` (written at start)."""
+        return self.auth_for("implementer-1")
+
+    def auth_for(self, agent_id: str) -> dict[str, str]:
+        """`Authorization` with the credential the owner keeps for a configured agent."""
         from roundtable.credentials import read_credential
 
-        token = read_credential(self.root, agent_id="implementer-1")
+        token = read_credential(self.root, agent_id=agent_id)
         if not token:
-            raise RuntimeError(f"no agent credential under {self.root}: has the owner started?")
+            raise RuntimeError(f"no credential for {agent_id} under {self.root}: has the owner started?")
         return {"Authorization": f"Bearer {token}"}
 
     @property
@@ -274,8 +278,10 @@ class BridgeClient:
 
     transport = "stdio"
 
-    def __init__(self, root: Path, url: str) -> None:
-        self.argv = [sys.executable, "-m", "roundtable", "mcp", "stdio", "--root", str(root), "--url", url]
+    def __init__(self, root: Path, url: str, agent_id: str = "") -> None:
+        # Bound to `agent_id` the bridge presents that agent's credential; unbound it is read-only.
+        bound = ["--agent", agent_id] if agent_id else []
+        self.argv = [sys.executable, "-m", "roundtable", "mcp", "stdio", "--root", str(root), "--url", url, *bound]
         self.ids = itertools.count(1)
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.proc: asyncio.subprocess.Process | None = None

@@ -320,16 +320,20 @@ async def _load(
     root: Path, owner: OwnerProcess, run_id: str, agents: int, seconds: float
 ) -> tuple[Ledger, list[tuple[float, int]]]:
     ledger = Ledger()
-    bridges = [BridgeClient(root, owner.url) for _ in range(BRIDGES)]
+    # Each HTTP or bridge agent presents its own credential (identity comes from the credential);
+    # at most BRIDGES agents get a bridge process of their own, the rest of that third use HTTP.
+    bridges: list[BridgeClient] = []
     clients: list[Any] = []
     for n in range(1, agents + 1):
         kind = n % 3
+        agent_id = f"implementer-{n}"
         if kind == 0:
             clients.append(SocketClient(owner.socket_path))
-        elif kind == 1:
-            clients.append(HttpClient(owner.url, owner.auth))
+        elif kind == 2 and len(bridges) < BRIDGES:
+            bridges.append(BridgeClient(root, owner.url, agent_id))
+            clients.append(bridges[-1])
         else:
-            clients.append(bridges[n % BRIDGES])
+            clients.append(HttpClient(owner.url, owner.auth_for(agent_id)))
     for client in {id(c): c for c in clients + bridges}.values():
         await client.open()
     deadline = time.monotonic() + seconds
