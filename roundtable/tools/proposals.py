@@ -65,6 +65,9 @@ async def list_(call: Call) -> dict[str, Any]:
 
 
 async def request_review(call: Call) -> dict[str, Any]:
+    if call.agent_id:  # an agent asks for reviews of its own proposal only
+        p = await service.load(call.w, call.args["proposal_id"])
+        service.check_author(call.agent_id, False, p.agent_id, "proposal.request_review")
     return await service.request_review(
         call.w,
         call.runtime.root,
@@ -186,7 +189,10 @@ TOOLS = [
     ),
     ToolSpec(
         name="proposal.request_review",
-        description="Ask reviewers (by policy role) to review a proposal; moves it to in_review.",
+        description=(
+            "Ask reviewers (by policy role) to review a proposal; moves it to in_review. Agents: only "
+            "for their own proposals."
+        ),
         input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
         output_schema={"type": "object"},
         handler=request_review,

@@ -115,6 +115,7 @@ async def test_forged_identities_are_refused_and_change_nothing(owner: Owner) ->
         ("memory_mark_stale", {"memory_id": w["memory"], "reason_md": "mine now"}, "written by implementer-2"),
         ("proposal_attach_patch", {"proposal_id": w["p2"], "patch": OTHER_PATCH}, "you are reviewer-1"),
         ("patch_apply", {"proposal_id": w["p1"]}, "reserved for the operator"),
+        ("proposal_request_review", {"proposal_id": w["p2"]}, "you are reviewer-1, not implementer-2"),
     ]
     async with client(owner, "reviewer-1") as c:
         for tool, args, message in attacks:
