@@ -183,9 +183,16 @@ async def test_opt_out_serves_anonymous_read_only_and_warns(repo: Path, sockdir:
 # --- another local user -----------------------------------------------------------------------------
 
 OTHER_UID_CLIENT = r"""
-import json, sys, urllib.request, urllib.error
-url, cred = sys.argv[1], sys.argv[2]
+import json, socket, sys, urllib.request, urllib.error
+url, cred, sock = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {}
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(b'{"tool":"task.create","args":{"title":"t","body_md":"b"}}\n')
+    out["socket"] = s.recv(4096).decode() or "closed"
+except OSError as exc:
+    out["socket"] = type(exc).__name__
 try:
     open(cred).read()
     out["read_credential"] = "ok"
@@ -236,7 +243,15 @@ async def test_another_local_user_is_refused(owner: Owner) -> None:
     cred = credentials.credential_path(owner.root, agent_id="implementer-1")
     before = await snapshot(owner.runtime)
     proc = await asyncio.create_subprocess_exec(
-        "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, str(script), owner.http_url, str(cred),
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        python,
+        str(script),
+        owner.http_url,
+        str(cred),
+        str(owner.socket_path),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -246,8 +261,9 @@ async def test_another_local_user_is_refused(owner: Owner) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     assert proc.returncode == 0, err.decode()
     seen = json.loads(out.decode().strip().splitlines()[-1])
-    # It can neither read a credential (.roundtable/ is 0700) nor call without one.
-    assert seen == {"read_credential": "PermissionError", "status": 401}
+    # It can neither read a credential (.roundtable/ is 0700), nor reach the operator's socket,
+    # nor call over HTTP without a credential.
+    assert seen == {"socket": "PermissionError", "read_credential": "PermissionError", "status": 401}
     assert await snapshot(owner.runtime) == before
 
 
