@@ -66,7 +66,7 @@ HANDSHAKE_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-
 LOG_INTERVAL = 10.0
 FD_RESERVE = 256  # descriptors kept for the database, the socket, sessions and git children
 LISTEN_BACKLOG = 2048
-ACCEPT_BATCH = 64
+ACCEPT_BATCH = 16
 
 
 @dataclass(frozen=True)
