@@ -266,13 +266,21 @@ class Owner:
         from roundtable.services.agents import configured_agents
 
         db = self.runtime.db
-        await tokens.ensure_credential(db, self.root, principal=tokens.PROJECT)
         async with db.read() as reader:
             rows = await reader.fetchall("SELECT id FROM agents WHERE is_enabled = 1")
         enabled = {str(row[0]) for row in rows}
-        for spec in configured_agents(self.runtime.config):
-            if spec.id in enabled:
-                await tokens.ensure_credential(db, self.root, principal=tokens.AGENT, agent_id=spec.id)
+        wanted = [("", tokens.PROJECT)] + [
+            (spec.id, tokens.AGENT) for spec in configured_agents(self.runtime.config) if spec.id in enabled
+        ]
+        for agent_id, principal in wanted:
+            try:
+                await tokens.ensure_credential(db, self.root, principal=principal, agent_id=agent_id)
+            except OSError as exc:  # e.g. a read-only checkout: in-process use still works
+                self.say(
+                    f"roundtable: cannot write the {agent_id or 'project'} credential under "
+                    f".roundtable/credentials/ ({exc.strerror}); harnesses cannot connect until it can"
+                )
+                return
 
     async def _watch_database(self) -> None:
         """Stop the owner when its database file is removed or replaced: writes would go to the
