@@ -264,7 +264,7 @@ def scan_patch(
             touched.append(path)
             findings.extend(_path_findings(path, is_sensitive, is_high_risk))
         for path, why in sorted(parsed.special.items()):
-            findings.append(Finding("special_file", "medium", f"Patch changes more than contents: {why}.", path))
+            findings.append(Finding("special_file", "low", f"Patch changes more than contents: {why}.", path))
     for patched in patch:
         paths = [
             p for p in dict.fromkeys((_strip_prefix(patched.source_file), _strip_prefix(patched.target_file))) if p

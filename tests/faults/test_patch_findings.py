@@ -637,8 +637,9 @@ def test_security_scan_sees_both_sides_of_a_rename_and_special_files() -> None:
     assert set(renamed.touched) == {"x2.txt", ".github/workflows/ci.yml"}
     assert [(f.code, f.path) for f in renamed.findings] == [("high_risk_path", ".github/workflows/ci.yml")]
     linked = scan_patch(ZERO)
-    assert [(f.code, f.severity, f.path) for f in linked.findings] == [("special_file", "medium", "zero")]
-    assert linked.status == "needs_changes"
+    # Informative only: the policy already makes an allowed symlink a high-risk path (a human decides).
+    assert [(f.code, f.severity, f.path) for f in linked.findings] == [("special_file", "low", "zero")]
+    assert linked.status == "approved"
 
 
 async def test_a_rollback_that_cannot_restore_is_flagged_not_wedged(rt: Runtime, repo: Path) -> None:

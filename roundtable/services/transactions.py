@@ -1,0 +1,142 @@
+"""The database side of patch transactions: the in-flight check and the final transitions.
+
+A transaction row is the intent (`pending` while applying, `rolling_back` while reverting) and
+then the outcome: `applied` (with after-hashes; the proposal `accepted`), `failed` (the apply
+did not happen or was undone; `needs_attention` in its metadata when it could not be verified),
+`rolled_back`. Each transition appends its event (`patch.applied`, `patch.apply_failed`,
+`patch.rolled_back`, `patch.rollback_failed`) in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from roundtable import clock
+from roundtable.services.artefacts import state_hash
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Proposal, Transaction
+
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
+
+
+async def in_flight(q: Reader | Tx) -> Transaction | None:
+    return await q.one(
+        Transaction,
+        "SELECT * FROM transactions WHERE status IN ('pending', 'rolling_back') ORDER BY created_at, id LIMIT 1",
+    )
+
+
+async def complete_apply(
+    tx: Tx, tx_id: str, after: dict[str, str], *, head: str, actor: str, recovered: bool = False
+) -> dict[str, Any]:
+    row = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
+    assert row is not None
+    now = clock.now()
+    meta = json.loads(row.metadata_json or "{}")
+    if recovered:
+        meta["recovered"] = "completed"
+    await tx.update(
+        "transactions",
+        {"id": tx_id},
+        {
+            "status": "applied",
+            "after_git_hash": state_hash(head, after),
+            "applied_at": now,
+            "metadata_json": json.dumps(meta, separators=(",", ":")),
+        },
+    )
+    await tx.update(
+        "proposals",
+        {"id": row.proposal_id},
+        {"status": "accepted", "transaction_state": "applied", "updated_at": now},
+    )
+    proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (row.proposal_id,))
+    assert proposal is not None
+    await tx.append_event(
+        row.run_id,
+        "patch.applied",
+        {
+            "proposal_id": row.proposal_id,
+            "transaction_id": tx_id,
+            "revision": row.revision,
+            "files": meta.get("patch_files", []),
+            "recovered": recovered,
+        },
+        actor_id=actor,
+        task_id=proposal.task_id,
+    )
+    updated = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
+    assert updated is not None
+    return {"proposal": proposal, "transaction": updated, "metadata": meta}
+
+
+async def finish_failed(runtime: Runtime, tx_id: str, proposal_id: str, reason: str, run: str, left: list[str]) -> None:
+    async with runtime.db.write(tool="patch.apply") as tx:
+        row = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
+        if row is None or row.status != "pending":
+            return
+        meta = json.loads(row.metadata_json or "{}")
+        meta["error"] = reason
+        meta["undone"] = not left
+        if left:
+            meta["needs_attention"] = f"could not restore: {', '.join(left)}"
+        await tx.update("transactions", {"id": tx_id}, {"status": "failed", "metadata_json": json.dumps(meta)})
+        await tx.update("proposals", {"id": proposal_id}, {"transaction_state": "failed", "updated_at": clock.now()})
+        payload: dict[str, Any] = {"proposal_id": proposal_id, "transaction_id": tx_id, "error": reason}
+        payload["undone"] = not left
+        if left:
+            payload["needs_attention"] = left
+        await tx.append_event(run, "patch.apply_failed", payload)
+
+
+async def complete_rollback(
+    tx: Tx, tx_id: str, *, actor: str, reason: str, now: str, recovered: bool = False, was_applied: bool = True
+) -> dict[str, Any]:
+    row = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
+    assert row is not None
+    meta = json.loads(row.metadata_json or "{}")
+    meta["rolled_back_at"] = clock.now()
+    if recovered:
+        meta["recovered"] = "rolled_back"
+    await tx.update("transactions", {"id": tx_id}, {"status": "rolled_back", "metadata_json": json.dumps(meta)})
+    changes = {"transaction_state": "rolled_back", "updated_at": clock.now()}
+    if was_applied:
+        changes["status"] = "rolled_back"
+    # An apply undone by recovery never took effect: the proposal stays open and can be retried.
+    await tx.update("proposals", {"id": row.proposal_id}, changes)
+    proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (row.proposal_id,))
+    await tx.append_event(
+        row.run_id,
+        "patch.rolled_back",
+        {"proposal_id": row.proposal_id, "transaction_id": tx_id, "reason": reason, "recovered": recovered},
+        actor_id=actor,
+        task_id=proposal.task_id if proposal else "",
+    )
+    updated = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
+    return {"transaction": updated, "proposal": proposal}
+
+
+async def rollback_failed(runtime: Runtime, tx_id: str, left: list[str], actor: str) -> None:
+    """A rollback that could not put every path back: the transaction stays `applied` (its
+    change is, at least partly, still there), flagged for the operator, and no longer blocks."""
+    async with runtime.db.write(tool="patch.rollback") as tx:
+        row = await tx.get(Transaction, tx_id)
+        meta = json.loads(row.metadata_json or "{}")
+        meta["needs_attention"] = f"rollback could not restore: {', '.join(left)}"
+        await tx.update("transactions", {"id": tx_id}, {"status": "applied", "metadata_json": json.dumps(meta)})
+        await tx.append_event(
+            row.run_id,
+            "patch.rollback_failed",
+            {"proposal_id": row.proposal_id, "transaction_id": tx_id, "needs_attention": left},
+            actor_id=actor,
+        )
+
+
+async def list_transactions(q: Reader | Tx, status: str = "") -> list[Transaction]:
+    if status:
+        return await q.all(
+            Transaction, "SELECT * FROM transactions WHERE status = ? ORDER BY created_at, id", (status,)
+        )
+    return await q.all(Transaction, "SELECT * FROM transactions ORDER BY created_at, id")
