@@ -72,6 +72,9 @@ def list_(root: Path, as_json: bool) -> None:
     if as_json:
         print_json(rows)
         return
+    if not rows:
+        click.echo("no tokens (local harnesses need none: `roundtable connect --agent ID`)")
+        return
     for row in rows:
         state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
         click.echo(f"{row['id']} {row['principal']} {row['agent_id'] or '-'} {state}")

@@ -60,3 +60,8 @@ def test_usage_errors(project: Path) -> None:
     assert missing.returncode == 1 and "not found" in missing.stderr
     bad = rt("tokens", "create", "--root", str(project), "--agent", "../x")
     assert bad.returncode == 1 and "valid --agent id" in bad.stderr
+
+
+def test_empty_list_says_so(project: Path) -> None:
+    listing = rt("tokens", "list", "--root", str(project))
+    assert listing.returncode == 0 and listing.stdout.startswith("no tokens")
