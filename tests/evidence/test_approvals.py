@@ -55,7 +55,7 @@ async def test_agent_request_is_bound_to_revision_and_caller(rt: Runtime) -> Non
 async def test_agent_cannot_decide(rt: Runtime, extra: dict[str, object]) -> None:
     pid = await _proposal(rt)
     # `decided_by: operator` from an agent is refused as an identity mismatch before anything else.
-    with pytest.raises(ToolError, match="only the operator can decide a human approval|acts as reviewer-1"):
+    with pytest.raises(ToolError, match=r"only the operator can decide a human approval|acts as reviewer-1"):
         await rt.call("human.request_approval", {**REQUEST, "proposal_id": pid, **extra}, AGENT)
     assert await count(rt, "human_approvals") == 0
     assert await events(rt, "approval.decided") == []
