@@ -658,3 +658,26 @@ async def test_a_rollback_that_cannot_restore_is_flagged_not_wedged(rt: Runtime,
     assert status == "applied" and "src/app.py" in json.loads(meta)["needs_attention"]
     assert await _rows(rt, "SELECT 1 FROM transactions WHERE status IN ('pending', 'rolling_back')") == []
     assert (repo / "src" / "app.py").read_text() == "print('v2')\n"
+
+
+async def test_validate_and_apply_refuse_a_stored_symlink_once_the_policy_no_longer_allows_it(repo: Path) -> None:
+    rt = await _open(repo, permissive=True)
+    try:
+        task_id = await _task(rt)
+        await _claim(rt, task_id, "zero")
+        proposal = await _propose(rt, task_id, ZERO)
+        await approve_for_apply(rt, proposal["id"])
+    finally:
+        await rt.close()
+    policy = repo / "POLICIES.ROUNDTABLE.md"
+    policy.write_text(policy.read_text().replace("allow_symlinks: true", "allow_symlinks: false"))
+    rt = await Runtime.open(repo)
+    try:
+        report = await rt.call("patch.validate", {"proposal_id": proposal["id"]}, agent())
+        assert report["valid"] is False and "patches.allow_symlinks" in report["patch_parse_error"]
+        with pytest.raises(ToolError, match=r"patches\.allow_symlinks"):
+            await rt.call("patch.apply", {"proposal_id": proposal["id"]})
+        assert await _rows(rt, "SELECT id FROM transactions") == []
+        assert not _lexists(repo / "zero")
+    finally:
+        await rt.close()
