@@ -72,6 +72,27 @@ def prepare(root: Path) -> None:
     init_project(root)
 
 
+DEMO_RUN = "RUN-demo"
+DEMO_GOAL = "Improve the calculator"
+
+
+def _has_run(root: Path, run_id: str) -> bool:
+    """Whether the demo's database already holds `run_id` (read-only; no database → False)."""
+    import sqlite3
+
+    path = root / ".roundtable" / "roundtable.db"
+    if not path.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is not None
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--root", type=Path, default=Path("demo"))
@@ -80,7 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     from roundtable.cli import main as cli_main
 
     if importlib.util.find_spec("roundtable.tui.app") is not None:
-        command = ["run", "--root", str(options.root), "--goal", "Improve the calculator", "--demo"]
+        # One demo run: a second `make run` resumes it instead of starting a duplicate.
+        if _has_run(options.root, DEMO_RUN):
+            command = ["run", "--root", str(options.root), "--run", DEMO_RUN, "--resume", "--demo"]
+        else:
+            command = ["run", "--root", str(options.root), "--run", DEMO_RUN, "--goal", DEMO_GOAL, "--demo"]
     elif importlib.util.find_spec("roundtable.cli.start_cmd") is not None:
         command = ["start", "--root", str(options.root)]
     else:

@@ -78,10 +78,15 @@ def _runtime_of(owner_or_runtime: Any) -> Runtime:
 async def _demo_task(runtime: Runtime) -> str:
     uses_calc = (runtime.root / "calc" / "ops.py").is_file()
     body, readable = (MUL_RECIPE, ["calc", "tests"]) if uses_calc else (README_RECIPE, ["README.md"])
+    title = "Add mul() to the calculator" if uses_calc else "Mention Roundtable in the README"
+    async with runtime.db.read() as r:
+        existing = await r.scalar("SELECT id FROM tasks WHERE title = ? ORDER BY created_at LIMIT 1", (title,))
+    if existing:  # a resumed demo continues with its task instead of starting a duplicate
+        return str(existing)
     result = await runtime.call(
         "task.create",
         {
-            "title": "Add mul() to the calculator" if uses_calc else "Mention Roundtable in the README",
+            "title": title,
             "body_md": body,
             "assigned_agent_id": "implementer-1",
             "readable_paths": readable,
@@ -91,18 +96,27 @@ async def _demo_task(runtime: Runtime) -> str:
     return str(result["task"]["id"])
 
 
-async def _play(demo: DemoAgents, run_id: str, task_id: str) -> None:
-    sup = demo.supervisor
-    launched = await sup.launch(agent_id="implementer-1", task_id=task_id, run_id=run_id, adapter="scripted")
-    impl = str(launched["session"]["id"])
-    demo.sessions.append(impl)
-    await sup.wait(impl, 600)
-    async with demo.runtime.db.read() as r:
-        proposal = await r.one(
+async def _latest_proposal(runtime: Runtime, task_id: str) -> Proposal | None:
+    async with runtime.db.read() as r:
+        return await r.one(
             Proposal,
             "SELECT * FROM proposals WHERE task_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
             (task_id,),
         )
+
+
+async def _play(demo: DemoAgents, run_id: str, task_id: str) -> None:
+    sup = demo.supervisor
+    proposal = await _latest_proposal(demo.runtime, task_id)
+    if proposal is not None:
+        # A resumed demo: the team already did its part; the proposal waits for the operator.
+        log.info("demo: proposal %s already exists (%s); no agent relaunched", proposal.id, proposal.status)
+        return
+    launched = await sup.launch(agent_id="implementer-1", task_id=task_id, run_id=run_id, adapter="scripted")
+    impl = str(launched["session"]["id"])
+    demo.sessions.append(impl)
+    await sup.wait(impl, 600)
+    proposal = await _latest_proposal(demo.runtime, task_id)
     if proposal is None:
         log.warning("demo: the implementer made no proposal")
         return

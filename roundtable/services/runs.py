@@ -73,7 +73,7 @@ async def resume_run(runtime: Runtime, run_id: str = "") -> Run:
         if run_id:
             run = await get_run(tx, run_id)
         else:
-            runs = await list_runs(tx)
+            runs = [r for r in await list_runs(tx) if r.status != "archived"]
             if not runs:
                 raise ToolError("no run available to resume")
             active = [r for r in runs if r.status == "active"]
@@ -85,12 +85,30 @@ async def resume_run(runtime: Runtime, run_id: str = "") -> Run:
 
 
 async def end_run(runtime: Runtime, run_id: str, status: str) -> Run:
-    """Set a run's final status (`completed`, `blocked`, `failed`, …) and `ended_at`."""
+    """Set a run's final status (`completed`, `blocked`, `failed`, …) and `ended_at`, with a
+    `run.ended` event. Ending an archived run is refused; ending an ended run again changes its
+    final status."""
     if not status.strip():
         raise ToolError("run status is required")
     async with runtime.db.write(tool="run.end") as tx:
-        await get_run(tx, run_id)
-        await tx.update("runs", {"id": run_id}, {"status": status, "ended_at": clock.now()})
+        run = await get_run(tx, run_id)
+        if run.status == "archived":
+            raise ToolError(f"run {run_id} is archived")
+        now = clock.now()
+        await tx.update("runs", {"id": run_id}, {"status": status, "ended_at": run.ended_at or now})
+        await tx.append_event(run_id, "run.ended", {"status": status, "previous": run.status})
+        return await get_run(tx, run_id)
+
+
+async def archive_run(runtime: Runtime, run_id: str) -> Run:
+    """Archive an ended run: hidden from the console's Runs pane and from `resume`."""
+    async with runtime.db.write(tool="run.archive") as tx:
+        run = await get_run(tx, run_id)
+        if run.status == "active":
+            raise ToolError(f"run {run_id} is active: end it first (roundtable runs end {run_id})")
+        if run.status != "archived":
+            await tx.update("runs", {"id": run_id}, {"status": "archived"})
+            await tx.append_event(run_id, "run.archived", {"previous": run.status})
         return await get_run(tx, run_id)
 
 

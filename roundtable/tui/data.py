@@ -112,7 +112,11 @@ class Overview:
 
 
 async def load_overview(reader: Reader, run_id: str, config: Config, *, limit: int = 500) -> Overview:
-    runs = await reader.all(Run, "SELECT * FROM runs ORDER BY started_at DESC, id DESC LIMIT ?", (limit,))
+    runs = await reader.all(
+        Run,
+        "SELECT * FROM runs WHERE status != 'archived' OR id = ? ORDER BY started_at DESC, id DESC LIMIT ?",
+        (run_id, limit),
+    )
     run = next((r for r in runs if r.id == run_id), None)
     if run is None and run_id:
         run = await reader.one(Run, "SELECT * FROM runs WHERE id = ?", (run_id,))
