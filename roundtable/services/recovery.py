@@ -56,6 +56,11 @@ def _classify(row: Transaction, current: dict[str, str], *, git_ran: bool) -> tu
             "copies of what was there are under displaced/ in the rollback artefact"
         )
         return "rolled_back", "rolled_back", detail, todo
+    if not foreign and paths and all(before[p] == after[p] for p in paths):
+        # Only modes change (an allowed mode change): contents cannot tell whether it happened.
+        status = "failed" if applying else "applied"
+        detail = f"the patch changes no file contents, only modes: check the modes of {', '.join(paths)}"
+        return "needs_attention", status, detail, []
     if foreign:
         shown = ", ".join(f"{p} ({_state_word(current[p])})" for p in foreign)
         status = "failed" if applying else "applied"

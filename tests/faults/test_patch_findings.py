@@ -347,9 +347,11 @@ def _crash_at_intent(root: Path, proposal_id: str) -> None:
     assert proc.returncode == 86, proc.stderr.decode()[-2000:]
 
 
-async def _pending_apply(root: Path, patch: str = APP_V2, paths: tuple[str, ...] = ("src/app.py",)) -> tuple[str, str]:
+async def _pending_apply(
+    root: Path, patch: str = APP_V2, paths: tuple[str, ...] = ("src/app.py",), *, permissive: bool = False
+) -> tuple[str, str]:
     """A proposal changing `paths`, its apply interrupted after the intent: (proposal, tx)."""
-    rt = await _open(root)
+    rt = await _open(root, permissive=permissive)
     try:
         task_id = await _task(rt)
         for path in paths:
@@ -681,3 +683,15 @@ async def test_validate_and_apply_refuse_a_stored_symlink_once_the_policy_no_lon
         assert not _lexists(repo / "zero")
     finally:
         await rt.close()
+
+
+async def test_recovery_does_not_guess_about_a_mode_only_change(repo: Path) -> None:
+    """Contents are identical before and after a mode change: recovery says it cannot tell."""
+    mode_only = "diff --git a/x2.txt b/x2.txt\nold mode 100644\nnew mode 100755\n"
+    _proposal_id, tx_id = await _pending_apply(repo, mode_only, ("x2.txt",), permissive=True)
+    lines: list[str] = []
+    async with Owner(repo, http=False, socket=False, chair=False, log=lines.append) as owner:
+        ((status,),) = await _rows(owner.runtime, "SELECT status FROM transactions WHERE id = ?", (tx_id,))
+    assert status == "failed"
+    assert any("needs_attention" in line and "only modes" in line for line in lines), lines
+    assert not any("completed" in line for line in lines)
