@@ -152,7 +152,7 @@ class PatchView:
 
 async def read_patch_view(root: Path, patch: bytes, timeout: float = GIT_TIMEOUT_S) -> PatchView:
     """How git reads a patch (names, counts, operations, modes); nothing is applied."""
-    args = ["-c", "core.quotepath=false", "apply", "--numstat", "--summary", "-z", "-"]
+    args = ["-c", "core.quotepath=false", "apply", "--whitespace=nowarn", "--numstat", "--summary", "-z", "-"]
     try:
         proc = await asyncio.create_subprocess_exec(
             "git",
