@@ -695,3 +695,24 @@ async def test_recovery_does_not_guess_about_a_mode_only_change(repo: Path) -> N
     assert status == "failed"
     assert any("needs_attention" in line and "only modes" in line for line in lines), lines
     assert not any("completed" in line for line in lines)
+
+
+def test_bounded_reads_refuse_big_and_special_files(tmp_path: Path) -> None:
+    from roundtable.services.hashing import read_regular
+
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * 20)
+    assert read_regular(big, 20) == b"x" * 20
+    with pytest.raises(ToolError, match="larger than 10 bytes"):
+        read_regular(big, 10)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="not a regular file"):
+        read_regular(fifo, 10)  # opened non-blocking: no writer needed to get here
+    assert time.monotonic() - started < 2
+    link = tmp_path / "zero"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(ToolError):
+        read_regular(link, 10)  # O_NOFOLLOW: never opened through the link
+    assert read_regular(tmp_path / "missing", 10) is None
