@@ -253,6 +253,8 @@ class RoundtableApp(App[None]):
         if self.overview is not None:
             self._main.query_one(TurnsPane).show(self.overview)
             self._main.query_one(SessionsPane).show(self.overview)  # capability countdowns
+        # Claim expiry counts down: repaint the visible lines (render only, no query).
+        self._main.query_one(ClaimsPane).refresh()
 
     # --- refresh ----------------------------------------------------------------------------
 
@@ -841,6 +843,9 @@ class RoundtableApp(App[None]):
             return
         if self.chair is None:
             self.notify("No Chair runs in this console.", severity="warning")
+            return
+        if getattr(self.chair, "paused", False):
+            self.notify("The Chair is paused: p resumes it (a tick now would do nothing).", severity="warning")
             return
         await _maybe_await(self.chair.wake())
         self.notify("Chair woken for a tick.")

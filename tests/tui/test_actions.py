@@ -214,3 +214,24 @@ async def test_run_tests_key_records_a_passing_run_for_the_revision(rt: Runtime,
         (proposal["id"],),
     )
     assert latest == "make test passed"
+
+
+async def test_tick_while_paused_says_so(rt: Runtime) -> None:
+    from roundtable.chair import ChairLoop
+
+    loop = ChairLoop(rt, interval=30.0)
+    app = make_app(rt, chair=loop)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await pilot.press("p")
+        await wait_for(lambda: loop.paused, what="paused")
+        await pilot.press("t")
+        await wait_for(lambda: any("paused: p resumes it" in n for n in notifications(app)), what="paused notice")
+        assert not loop._wake.is_set()
+        await pilot.press("p")
+        await wait_for(lambda: not loop.paused, what="resumed")
+        loop._wake.clear()
+        await pilot.press("t")
+        await wait_for(lambda: any("Chair woken" in n for n in notifications(app)), what="woken notice")
+        assert loop._wake.is_set()
+    await loop.close()

@@ -14,7 +14,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from roundtable.tui.data import Entity
+from roundtable import clock, domain
+from roundtable.tui.data import Entity, human_delta, short_time
 from roundtable.tui.widgets.gate_report import render_gate_report
 
 
@@ -51,7 +52,8 @@ class Inspector(VerticalScroll, can_focus=True):
         parts: list[RenderableType] = []
         if entity.kind == "proposal":
             parts.extend(self._proposal_parts(entity))
-        parts.append(_record_table(entity.record))
+        now = getattr(self.app, "clock_ns", clock.now_ns)()
+        parts.append(_record_table(entity.record, now))
         for name, rows in entity.related.items():
             parts.append(Text(f"\n{name} ({len(rows)})", style="bold"))
             for row in rows:
@@ -72,7 +74,11 @@ class Inspector(VerticalScroll, can_focus=True):
             Text("\ngates", style="bold underline"),
         ]
         report, error = self.gate if self.gate else (None, "")
-        parts.append(render_gate_report(report, error))
+        status = str(record.get("status") or "")
+        if report is None and not error and not domain.is_open(status):
+            parts.append(Text(f"{status}: no longer gated (an apply re-checks every gate at that moment)", style="dim"))
+        else:
+            parts.append(render_gate_report(report, error))
         parts.append(Text(f"\ndiff r{record.get('revision_number') or 0} {revision[:12]}", style="bold underline"))
         if entity.diff_note:
             parts.append(Text(entity.diff_note, style="dim"))
@@ -84,18 +90,46 @@ class Inspector(VerticalScroll, can_focus=True):
         return parts
 
 
-def _record_table(record: dict[str, Any]) -> Table:
+def _record_table(record: dict[str, Any], now_ns: int | None = None) -> Table:
+    """A record as labelled fields: `created_at` reads "created at", JSON is pretty-printed,
+    timestamps say how long ago, and empty values are a dim dash instead of `{}` or blank."""
+    now = clock.now_ns() if now_ns is None else now_ns
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in record.items():
-        if key.endswith("_json") and isinstance(value, str):
-            try:
-                value = json.dumps(json.loads(value), ensure_ascii=False)
-            except ValueError:
-                pass
-        table.add_row(key, "" if value is None else str(value))
+        table.add_row(_label(key), _value(key, value, now))
     return table
+
+
+def _label(key: str) -> str:
+    for suffix in ("_json", "_md"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    return key.replace("_", " ")
+
+
+def _value(key: str, value: Any, now_ns: int) -> RenderableType:
+    if value is None or value == "":
+        return Text("—", style="dim")
+    if key.endswith("_json") and isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return Text(value)
+        if parsed in ({}, [], None, ""):
+            return Text("—", style="dim")
+        return Text(json.dumps(parsed, indent=2, ensure_ascii=False, sort_keys=True))
+    if key.endswith("_at") and isinstance(value, str):
+        try:
+            ago = (now_ns - clock.parse(value)) / 1e9
+        except ValueError:
+            return Text(value)
+        when = human_delta(abs(ago))
+        return Text.assemble(short_time(value), (f"  ({when} ago)" if ago >= 0 else f"  (in {when})", "dim"))
+    if isinstance(value, bool):
+        return Text("yes" if value else "no")
+    return Text(str(value))
 
 
 def _short(value: Any) -> str:
