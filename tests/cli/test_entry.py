@@ -10,11 +10,12 @@ from roundtable.entry import _bridge_options
 
 
 def test_bridge_options_parse_both_spellings() -> None:
-    assert _bridge_options(["mcp", "stdio"]) == {"root": ".", "url": "", "socket": ""}
-    assert _bridge_options(["mcp", "stdio", "--root", "/p", "--url=http://127.0.0.1:1/mcp"]) == {
+    assert _bridge_options(["mcp", "stdio"]) == {"root": ".", "url": "", "socket": "", "agent": ""}
+    assert _bridge_options(["mcp", "stdio", "--root", "/p", "--url=http://127.0.0.1:1/mcp", "--agent", "a-1"]) == {
         "root": "/p",
         "url": "http://127.0.0.1:1/mcp",
         "socket": "",
+        "agent": "a-1",
     }
 
 
