@@ -46,13 +46,15 @@ def identity_finding(root: Path, address: str, *, tls: bool = False) -> tuple[bo
     health = fetch_health(address, tls=tls)
     if health is None:
         return None
-    ours = credentials.read_project_id(root)
+    from roundtable.server.stdio import Identity
+
     theirs = health.get("project_id")
     fix_address = f"stop it, or give this project another mcp.http_address in {root}/.roundtable/config.yaml"
     if not isinstance(theirs, str):
         return (False, f"something that is not a roundtable owner answers at {address}", fix_address)
     their_root = str(health.get("root") or "?")
-    same = theirs == ours if ours else os.path.realpath(their_root) == os.path.realpath(root)
+    identity = Identity(os.path.realpath(root), credentials.read_project_id(root))
+    same = identity.same_project(theirs, their_root)
     if same:
         return (True, f"the owner at {address} serves this project ({theirs}, pid {health.get('pid', '?')})", "")
     return (

@@ -183,17 +183,24 @@ class Identity:
                 f"stop whatever holds that address or set mcp.http_address in {self.root}/.roundtable/config.yaml"
             )
         theirs = str(body.get("root") or "?")
-        same = (
-            body["project_id"] == self.project_id
-            if self.project_id
-            else os.path.realpath(theirs) == os.path.realpath(self.root)
-        )
-        if not same:
+        if not self.same_project(body["project_id"], theirs):
             raise Fatal(
                 f"the owner at {url} serves project {theirs}, not {self.root}; give each project its own "
                 f"mcp.http_address in .roundtable/config.yaml (or start this project's owner: "
                 f"roundtable start --root {self.root})"
             )
+
+    def same_project(self, their_id: str, their_root: str) -> bool:
+        """The owner must state this project's id (when this side knows it), and if its root is
+        visible here it must be this very directory: a copied project carries the same id."""
+        if self.project_id is not None and their_id != self.project_id:
+            return False
+        if os.path.isdir(their_root):
+            try:
+                return os.path.samefile(their_root, self.root)
+            except OSError:
+                return False
+        return self.project_id is not None  # a root not visible here (a container): the id decides
 
 
 class StdinLines:

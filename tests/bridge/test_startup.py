@@ -210,3 +210,20 @@ async def test_a_flood_of_bad_requests_logs_one_line(project: Path) -> None:
     text = b"".join(owner.output).decode()
     assert text.count("Invalid HTTP request received.") == 1, text[-3000:]
     assert len(text) < 4096
+
+
+async def test_a_copied_project_is_another_project(tmp_path: Path, project: Path) -> None:
+    """`cp -r` carries `.roundtable/project_id` along; the owner's root still tells them apart."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    await asyncio.to_thread(shutil.copytree, project, copy)
+    assert credentials.read_project_id(copy) == credentials.read_project_id(project)
+    async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
+        bridge = await Bridge.spawn("--root", str(copy), "--url", owner.http_url)
+        await bridge.send(INIT)
+        status, _out, err = await bridge.close()
+        assert status == 1 and f"serves project {project}, not {copy}" in err.decode()
+        bridge = await Bridge.spawn("--root", str(project), "--url", owner.http_url)
+        assert "result" in await bridge.handshake()
+        assert (await bridge.close())[0] == 0
