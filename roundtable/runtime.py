@@ -51,9 +51,9 @@ _VERBATIM_ARGS = frozenset(
     {"patch", "path", "paths", "readable_paths", "affected_resources", "resource_id", "base_hash", "revision", "symbol"}
 )
 ANONYMOUS_REFUSAL = (
-    "{tool} changes state, and this connection is anonymous (an unbound credential: read-only tools "
-    "only). Bind the client to an agent identity: `roundtable connect --agent ID` for a harness, or "
-    "`roundtable tokens create --agent ID` for a bearer token."
+    "{tool} changes state, and this connection is anonymous (no credential or an unbound one, such as "
+    "the project credential: read-only tools only). Bind the client to an agent identity: "
+    "`roundtable connect --agent ID` for a harness, or `roundtable tokens create --agent ID` for a bearer token."
 )
 
 
