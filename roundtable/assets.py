@@ -99,9 +99,11 @@ edit by hand.
   (`{{"tool": ..., "args": {{...}}}}`, one call per connection), not an MCP transport.
 
 ## Security
-The HTTP endpoint listens on loopback by default. Listening elsewhere requires TLS and a bearer
-token in `ROUNDTABLE_MCP_TOKEN`. Take credentials from the environment or a trusted credential
-store; never put them in arguments, checked-in files or logs.
+Every HTTP request needs a bearer credential, on loopback too; the stdio bridge presents the one
+`roundtable connect --agent ID` set up, so harness files hold no secret. Who you are comes from
+your credential, never from arguments: `agent_id`, `actor_id`, `decided_by` and the like default
+to your own agent and are refused when they name another. An unbound credential may only read.
+Listening off loopback requires TLS. Never put credentials in arguments, checked-in files or logs.
 
 ## Mandatory Rules
 - You are working inside Roundtable; its table is the authority, not your session memory.
