@@ -112,7 +112,9 @@ async def ready_proposal(rt: Runtime, patch: str, paths: list[str]) -> str:
 
 # --- issue 12: real git as the oracle, policies, gates without votes ----------------------------
 
-PERMISSIVE_PATCHES = "```yaml\npatches:\n  allow_symlinks: true\n  allow_submodules: true\n  allow_mode_changes: true\n```\n"
+PERMISSIVE_PATCHES = (
+    "```yaml\npatches:\n  allow_symlinks: true\n  allow_submodules: true\n  allow_mode_changes: true\n```\n"
+)
 NO_TESTS_GATE = "```yaml\nconsensus:\n  default:\n    tests_required: false\n```\n"
 
 
