@@ -67,20 +67,20 @@ def _run_bridge(options: dict[str, str]) -> int:
         return 1
     url = options["url"] or ("http://localhost/mcp" if uds else config.http_url())
     if env_token:
-        token, hint = env_token, f"the token in {TOKEN_ENV}"
+        token, hint, fix = env_token, f"the token in {TOKEN_ENV}", f"unset {TOKEN_ENV} or set it to a live token"
     else:
         token = credentials.read_credential(root, agent_id=agent) or ""
         path = credentials.credential_path(root, agent_id=agent)
         who = f"agent {agent}'s credential" if agent else "the project's credential"
+        hint = f"{who} ({path}{'' if token else ', which does not exist'})"
         fix = (
-            f"roundtable connect --agent {agent} --root {root}"
+            f"roundtable connect HARNESS --agent {agent} --force --root {root}, or start the owner "
+            "(it writes the credential of every configured agent)"
             if agent
-            else f"roundtable start --root {root} (the owner creates it)"
+            else f"roundtable start --root {root} (the owner writes it)"
         )
-        state = "" if token else ", which does not exist"
-        hint = f"{who} ({path}{state}); fix: {fix}"
     identity = None if uds else Identity(root, credentials.read_project_id(root))
-    return bridge(url, token=token, uds=uds, identity=identity, credential_hint=hint)
+    return bridge(url, token=token, uds=uds, identity=identity, credential_hint=hint, credential_fix=fix)
 
 
 def main() -> None:

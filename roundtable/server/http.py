@@ -4,6 +4,9 @@ Routes: `/mcp` (the bearer guard, per-principal session caps, then the SDK's sta
 manager with SSE replies, explicit Host/Origin settings and a body limit) and `/healthz` (no
 guard; `{"status", "project_id", "root", "pid"}` so a bridge or `doctor` can tell which
 project's owner answers). Every response names the project in a `Roundtable-Project` header.
+A `/healthz` request may carry a challenge and a credential's public id; the owner then proves
+it holds that credential (`Roundtable-Proof`, an HMAC keyed by the credential's stored sha256),
+so a bridge never sends its token to a program that merely repeats the public project id.
 
 Limits against hostile or broken clients (issue #12, finding 7), all before authentication:
 
@@ -34,9 +37,12 @@ import asyncio
 import collections
 import contextlib
 import errno
+import hashlib
+import hmac
 import json
 import logging
 import os
+import re
 import resource
 import time
 from collections.abc import Callable, Generator
@@ -56,6 +62,13 @@ from roundtable.credentials import ensure_project_id
 from roundtable.errors import RoundtableError
 from roundtable.server.guard import CALLER_SCOPE_KEY, BearerGuard, HttpOptions, db_token_resolver, http_options
 from roundtable.server.mcp_adapter import build_server
+from roundtable.server.stdio import (
+    CHALLENGE_HEADER,
+    CREDENTIAL_HEADER,
+    PROOF_HEADER,
+    credential_id,
+    credential_proof,
+)
 
 __all__ = ["HttpError", "HttpLimits", "HttpServer", "http_options", "security_settings"]
 
@@ -66,6 +79,8 @@ HANDSHAKE_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-
 LOG_INTERVAL = 10.0
 FD_RESERVE = 256  # descriptors kept for the database, the socket, sessions and git children
 LISTEN_BACKLOG = 2048
+_CHALLENGE = re.compile(r"[0-9a-f]{32,128}")
+_CREDENTIAL_ID = re.compile(r"[0-9a-f]{32}")
 ACCEPT_BATCH = 16
 
 
@@ -522,7 +537,28 @@ class HttpServer:
         except Exception:
             status = "degraded"
         body = {"status": status, "project_id": self.project_id, "root": self.root, "pid": os.getpid()}
-        return Response(json.dumps(body) + "\n", media_type="application/json")
+        headers = {}
+        challenge = request.headers.get(CHALLENGE_HEADER, "")
+        wanted = request.headers.get(CREDENTIAL_HEADER, "")
+        if _CHALLENGE.fullmatch(challenge) and _CREDENTIAL_ID.fullmatch(wanted):
+            digest = await self._known_digest(wanted)
+            if digest:
+                headers[PROOF_HEADER] = credential_proof(digest, challenge, self.project_id)
+        return Response(json.dumps(body) + "\n", media_type="application/json", headers=headers)
+
+    async def _known_digest(self, wanted: str) -> str:
+        """The stored sha256 of the live credential named `wanted` (see `credential_id`), or ''."""
+        candidates = [hashlib.sha256(self.options.token.encode()).hexdigest()] if self.options.token else []
+        try:
+            async with self.runtime.db.read() as reader:
+                rows = await reader.fetchall("SELECT token_sha256 FROM access_tokens WHERE revoked_at IS NULL")
+        except Exception:
+            rows = []
+        candidates.extend(str(row[0]) for row in rows)
+        for digest in candidates:
+            if hmac.compare_digest(credential_id(digest), wanted):
+                return digest
+        return ""
 
     def stats(self) -> dict[str, Any]:
         """Connection and session counters (for tests, benchmarks and the operator)."""

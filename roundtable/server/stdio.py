@@ -37,10 +37,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
+import hmac
 import ipaddress
 import json
 import os
 import re
+import secrets
 import socket
 import sys
 import threading
@@ -142,6 +145,23 @@ def encode_header_value(value: str) -> str:
     if _HEADER_SAFE.match(value) and value == value.strip() and not _B64_SENTINEL.match(value):
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+CHALLENGE_HEADER = "roundtable-challenge"
+CREDENTIAL_HEADER = "roundtable-credential"
+PROOF_HEADER = "roundtable-proof"
+
+
+def credential_id(token_digest: str) -> str:
+    """A public name for a credential: a hash of its stored sha256 (which itself stays secret)."""
+    return hashlib.sha256(token_digest.encode("ascii")).hexdigest()[:32]
+
+
+def credential_proof(token_digest: str, challenge: str, project_id: str) -> str:
+    """What an owner answers to `challenge` when it holds the credential whose sha256 is
+    `token_digest`: only the owner's database (and the credential's holder) can compute it."""
+    message = f"{challenge}:{project_id}".encode()
+    return hmac.new(token_digest.encode("ascii"), message, hashlib.sha256).hexdigest()
 
 
 def frame(data: str) -> tuple[bytes, Any] | None:
@@ -271,6 +291,7 @@ class Bridge:
         uds: str = "",
         identity: Identity | None = None,
         credential_hint: str = "",
+        credential_fix: str = "",
         out: IO[bytes] | None = None,
         err: Callable[[str], None] | None = None,
         connect_wait: float = CONNECT_WAIT,
@@ -279,6 +300,7 @@ class Bridge:
         self.url = check_url(url, token=token, uds=uds)
         self._identity = identity
         self._credential_hint = credential_hint
+        self._credential_fix = credential_fix
         self._out = out if out is not None else sys.stdout.buffer
         self._err = err or (lambda text: print(PREFIX + text, file=sys.stderr, flush=True))
         self._connect_wait = connect_wait
@@ -287,6 +309,7 @@ class Bridge:
         # The credential goes only on requests to /mcp, after the owner proved to be this
         # project's (never on the /healthz probe that decides that).
         self._auth = {"authorization": f"Bearer {token}"} if token else {}
+        self._token_digest = hashlib.sha256(token.encode("utf-8")).hexdigest() if token else ""
         # TCP_NODELAY: without it a request's header and body writes wait on delayed ACKs (~40 ms).
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
         # Plain http needs no CA bundle; loading one costs tens of milliseconds at start-up.
@@ -381,13 +404,20 @@ class Bridge:
 
     # --- the owner ----------------------------------------------------------------------------
 
-    async def _health(self) -> Any:
-        """GET /healthz once; its JSON body (None when it is not JSON)."""
-        resp = await self.client.get(health_url(self.url), timeout=2.0)
+    async def _health(self) -> tuple[Any, str, str]:
+        """GET /healthz once, challenging the owner to prove it knows our credential; returns
+        (its JSON body or None, the challenge, the proof it gave)."""
+        headers: dict[str, str] = {}
+        challenge = ""
+        if self._token_digest and self._identity is not None:
+            challenge = secrets.token_hex(16)
+            headers = {CHALLENGE_HEADER: challenge, CREDENTIAL_HEADER: credential_id(self._token_digest)}
+        resp = await self.client.get(health_url(self.url), headers=headers, timeout=2.0)
         try:
-            return resp.json()
+            body = resp.json()
         except ValueError:
-            return None
+            body = None
+        return body, challenge, resp.headers.get(PROOF_HEADER, "")
 
     async def verify(self, wait: float | None = None) -> None:
         """Make sure the owner is up and serves this project; raises `Fatal` otherwise.
@@ -402,7 +432,7 @@ class Bridge:
             delay = 0.05
             while True:
                 try:
-                    body = await self._health()
+                    body, challenge, proof = await self._health()
                     break
                 except httpx.TransportError:
                     if self._closing or loop.time() + delay > deadline:
@@ -411,6 +441,16 @@ class Bridge:
                     delay = min(delay * 2, 0.5)
             if self._identity is not None:
                 self._identity.check(self.url, body)
+                if challenge:
+                    # The project id and root are public: a program squatting on the port can
+                    # state them. Only the real owner can answer the challenge for our credential.
+                    expected = credential_proof(self._token_digest, challenge, str(body["project_id"]))
+                    if not hmac.compare_digest(proof.encode(), expected.encode()):
+                        raise Fatal(
+                            f"the owner at {self.url} does not know {self._credential_hint or 'the credential'} "
+                            f"(revoked or replaced, or not this project's owner), so it was not sent"
+                            + (f"; fix: {self._credential_fix}" if self._credential_fix else "")
+                        )
             self._verified = True
 
     def _no_owner(self) -> str:
@@ -425,7 +465,8 @@ class Bridge:
 
     def _unauthorized(self) -> str:
         hint = self._credential_hint or "the credential"
-        return f"the owner at {self.url} refused {hint}"
+        fix = f"; fix: {self._credential_fix}" if self._credential_fix else ""
+        return f"the owner at {self.url} refused {hint}{fix}"
 
     def _headers(self, entry_modern: str = "") -> dict[str, str]:
         headers: dict[str, str] = dict(self._auth) if self._verified else {}
@@ -781,6 +822,7 @@ def main(
     uds: str = "",
     identity: Identity | None = None,
     credential_hint: str = "",
+    credential_fix: str = "",
 ) -> int:
     """Run the bridge on this process's stdin/stdout; returns the exit status."""
     try:
@@ -790,7 +832,14 @@ def main(
         return 1
 
     async def go() -> int:
-        bridge = Bridge(bridge_url, token=token, uds=uds, identity=identity, credential_hint=credential_hint)
+        bridge = Bridge(
+            bridge_url,
+            token=token,
+            uds=uds,
+            identity=identity,
+            credential_hint=credential_hint,
+            credential_fix=credential_fix,
+        )
         return await bridge.run(StdinLines(sys.stdin.fileno()))
 
     try:

@@ -93,15 +93,19 @@ async def _recording_server(body: dict[str, object]) -> tuple[asyncio.Server, li
     return server, seen
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        {"status": "ready", "project_id": "rtp_" + "0" * 32, "root": "/somewhere/else", "pid": 1},
-        {"status": "ok"},  # not a roundtable owner at all
-    ],
-)
-async def test_no_credential_reaches_a_stranger(project: Path, body: dict[str, object]) -> None:
+@pytest.mark.parametrize("who", ["another project", "not roundtable", "squatter repeating our id and root"])
+async def test_no_credential_reaches_a_stranger(project: Path, who: str) -> None:
     credentials.write_credential(project, "rt_secret_of_this_project_0123456789")
+    body: dict[str, object] = {
+        "another project": {"status": "ready", "project_id": "rtp_" + "0" * 32, "root": "/somewhere/else", "pid": 1},
+        "not roundtable": {"status": "ok"},
+        "squatter repeating our id and root": {
+            "status": "ready",
+            "project_id": credentials.read_project_id(project),
+            "root": str(project),
+            "pid": 1,
+        },
+    }[who]
     server, seen = await _recording_server(body)
     port = server.sockets[0].getsockname()[1]
     async with server:
@@ -111,7 +115,9 @@ async def test_no_credential_reaches_a_stranger(project: Path, body: dict[str, o
     assert status == 1 and len(err.splitlines()) == 1
     assert [json.loads(f)["id"] for f in out.splitlines()] in ([1, 2], [1])
     assert seen and all(head.startswith(b"GET /healthz ") for head in seen)
-    assert not any(b"authorization" in head.lower() for head in seen)
+    assert not any(b"authorization" in head.lower() or b"rt_secret" in head for head in seen)
+    if who.startswith("squatter"):
+        assert b"does not know the project's credential" in err and b"was not sent" in err
 
 
 async def test_refused_credential_names_the_file_and_the_fix(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,7 +133,7 @@ async def test_refused_credential_names_the_file_and_the_fix(project: Path, monk
     assert len(lines) == 1
     path = credentials.credential_path(project, agent_id="ghost")
     assert f"refused agent ghost's credential ({path}, which does not exist)" in lines[0]
-    assert "roundtable connect --agent ghost" in lines[0]
+    assert "fix: roundtable connect HARNESS --agent ghost --force" in lines[0]
     reply = json.loads(out.splitlines()[0])
     assert reply["id"] == 1 and "refused" in reply["error"]["message"]
 
@@ -227,3 +233,19 @@ async def test_a_copied_project_is_another_project(tmp_path: Path, project: Path
         bridge = await Bridge.spawn("--root", str(project), "--url", owner.http_url)
         assert "result" in await bridge.handshake()
         assert (await bridge.close())[0] == 0
+
+
+async def test_a_credential_the_owner_does_not_know_is_never_sent(project: Path) -> None:
+    credentials.write_credential(project, "rt_revoked_or_foreign_0123456789", agent_id="implementer-1")
+    async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
+        credentials.write_credential(project, "rt_revoked_or_foreign_0123456789", agent_id="implementer-1")
+        bridge = await Bridge.spawn("--root", str(project), "--url", owner.http_url, "--agent", "implementer-1")
+        await bridge.send(INIT)
+        status, out, err = await bridge.close()
+    assert status == 1
+    assert (
+        f"does not know agent implementer-1's credential ({credentials.credential_path(project, agent_id='implementer-1')})"
+        in err.decode()
+    )
+    assert "fix: roundtable connect HARNESS --agent implementer-1 --force" in err.decode()
+    assert json.loads(out)["id"] == 1
