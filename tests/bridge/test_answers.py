@@ -95,3 +95,37 @@ async def test_every_frame_is_one_answer_under_concurrency(project: Path) -> Non
     finally:
         await bridge.kill()
         await owner.stop()
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+
+
+def modern_call(rid: int, tool: str, arguments: dict[str, object]) -> dict[str, object]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": MODERN_META},
+    }
+
+
+async def test_modern_cancellation_closes_the_request_and_owes_no_answer(project: Path) -> None:
+    owner = await OwnerChild(project, free_port()).start()
+    bridge = await Bridge.spawn("--root", str(project))
+    try:
+        await bridge.send(modern_call(1, "table_watch", {"after_event_id": FAR, "wait_ms": 20000}))
+        await asyncio.sleep(0.5)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        await bridge.send(cancel, modern_call(2, "table_get_state", {}))
+        got = await bridge.recv(timeout=10)
+        assert got["id"] == 2 and "runs" in got["result"]["structuredContent"]
+        await _no_more_frames(bridge, 1.0)  # id 1 is never answered: the client gave it up
+        status, rest, _err = await bridge.close(timeout=30)
+        assert status == 0 and rest == b""
+    finally:
+        await bridge.kill()
+        await owner.stop()
