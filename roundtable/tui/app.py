@@ -41,8 +41,18 @@ from roundtable.store.records import HumanApproval, Proposal, Transaction
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tools.context import Caller
 from roundtable.tui import commands, layout
-from roundtable.tui.data import Overview, SessionRow, check_database_file, load_entity, load_overview, read_diff
+from roundtable.tui.data import (
+    AttentionItem,
+    Overview,
+    SessionRow,
+    attention,
+    check_database_file,
+    load_entity,
+    load_overview,
+    read_diff,
+)
 from roundtable.tui.messages import DatabaseChanged, EntityLoaded, GateReport, OverviewLoaded, RefreshFailed, Selected
+from roundtable.tui.screens.attention import AttentionScreen
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, decision_dialog, rollback_dialog
 from roundtable.tui.screens.help import HelpScreen
 from roundtable.tui.screens.launch import LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
@@ -480,6 +490,27 @@ class RoundtableApp(App[None]):
 
     def action_refresh(self) -> None:
         self.request_refresh()
+
+    def action_attention(self) -> None:
+        if isinstance(self.screen, AttentionScreen):
+            return
+        items = attention(self.overview) if self.overview is not None else []
+        self.push_screen(AttentionScreen(items), self._go_to_attention)
+
+    def _go_to_attention(self, item: AttentionItem | None) -> None:
+        self._after_modal()
+        if item is None:
+            return
+        if not item.pane:
+            self.notify(f"{item.item_id}: {item.text}", title="needs you")
+            return
+        pane = self._main.query_one(f"#{item.pane}", TablePane)
+        pane.focus()
+        for index, row_key in enumerate(pane.rows):
+            if row_key.value == item.item_id:
+                pane.move_cursor(row=index)
+                break
+        self.load_inspector(pane.kind, item.item_id)
 
     def action_inspect(self) -> None:
         focused = self.focused

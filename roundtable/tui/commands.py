@@ -116,6 +116,15 @@ COMMANDS: tuple[Command, ...] = (
     Command("pause", "p", "pause", "Pause/resume Chair", "Pause or resume the Chair loop.", mutating=True),
     Command("refresh", "ctrl+r", "refresh", "Refresh", "Reload every pane now."),
     Command(
+        "attention",
+        "exclamation_mark",
+        "attention",
+        "Needs you",
+        "List what only you can move forward (approvals, applies needing attention, blocked tasks, failed "
+        "sessions); enter goes to it. The header's ⚑ badge counts them.",
+        footer=True,
+    ),
+    Command(
         "zoom",
         "z",
         "zoom",

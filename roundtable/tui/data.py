@@ -109,6 +109,39 @@ class Overview:
     sessions: list[SessionRow] = field(default_factory=list)
     claims_active: int = 0
     events_total: int = 0
+    blocked_tasks: list[tuple[str, str]] = field(default_factory=list)  # (id, title)
+
+
+@dataclass(frozen=True)
+class AttentionItem:
+    """Something only the operator can move forward, and where to find it."""
+
+    kind: str  # approval, transaction, task, session
+    item_id: str
+    text: str
+    pane: str  # the pane that lists it ("" when no pane does)
+
+
+def attention(overview: Overview) -> list[AttentionItem]:
+    """What needs the operator, most urgent first: approvals waiting for a decision, applies that
+    need attention, blocked tasks, failed sessions."""
+    items = [
+        AttentionItem("approval", a.id, f"approval requested: {a.subject}", "approvals")
+        for a in overview.approvals
+        if a.status == "requested"
+    ]
+    items += [
+        AttentionItem("transaction", t.id, f"transaction {t.status}: proposal {t.proposal_id}", "transactions")
+        for t in overview.transactions
+        if t.status in ("failed", "pending", "needs_attention")
+    ]
+    items += [AttentionItem("task", task_id, f"task blocked: {title}", "") for task_id, title in overview.blocked_tasks]
+    items += [
+        AttentionItem("session", row.session.id, f"session failed: {row.session.agent_id} ({row.role})", "sessions")
+        for row in overview.sessions
+        if row.session.status == "failed"
+    ]
+    return items
 
 
 async def load_overview(reader: Reader, run_id: str, config: Config, *, limit: int = 500) -> Overview:
@@ -133,7 +166,15 @@ async def load_overview(reader: Reader, run_id: str, config: Config, *, limit: i
     sessions = await load_sessions(reader, limit=limit)
     claims_active = int(await reader.scalar("SELECT COUNT(*) FROM claims WHERE status = 'active'") or 0)
     events_total = int(await reader.scalar("SELECT COALESCE(MAX(id), 0) FROM events") or 0)
-    return Overview(run, runs, turns, proposals, approvals, transactions, sessions, claims_active, events_total)
+    blocked = [
+        (str(row[0]), str(row[1]))
+        for row in await reader.fetchall(
+            "SELECT id, title FROM tasks WHERE status = 'blocked' ORDER BY updated_at DESC, id LIMIT ?", (limit,)
+        )
+    ]
+    return Overview(
+        run, runs, turns, proposals, approvals, transactions, sessions, claims_active, events_total, blocked
+    )
 
 
 async def load_sessions(reader: Reader, *, limit: int = 500) -> list[SessionRow]:

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from roundtable import clock
-from roundtable.tui.data import Overview, human_delta, short_time
+from roundtable.tui.data import Overview, attention, human_delta, short_time
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,10 @@ class ConsoleHeader(Static):
         now = self.clock_ns()
         line1 = Text()
         line1.append(" roundtable ", style="bold reverse")
+        # First on the line, so no terminal is too narrow to show it.
+        needs = attention(self.overview) if self.overview is not None else []
+        if needs:
+            line1.append(f" ⚑ {len(needs)} need you (!) ", style="bold black on yellow")
         line1.append(f" {self.owner.project or 'project'} ", style="bold")
         run = self.overview.run if self.overview else None
         line1.append(" run ")

@@ -1,0 +1,40 @@
+"""The "needs you" list (`!`): everything only the operator can move forward, most urgent first;
+enter jumps to the item in its pane."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from roundtable.tui.data import AttentionItem
+
+
+class AttentionScreen(ModalScreen[AttentionItem | None]):
+    BINDINGS = [Binding("escape,q", "close", "Close")]
+
+    def __init__(self, items: list[AttentionItem]) -> None:
+        super().__init__()
+        self.items = items
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="attention-box") as box:
+            box.border_title = f"Needs you ({len(self.items)})"
+            box.border_subtitle = "enter go to · esc close"
+            if not self.items:
+                yield Static(Text("Nothing needs you right now.", style="dim"))
+                return
+            yield OptionList(
+                *[Option(Text.assemble((f"{i.kind:<12}", "bold"), i.text), id=str(n)) for n, i in enumerate(self.items)],
+                id="attention-list",
+            )
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.items[int(event.option.id or 0)])
+
+    def action_close(self) -> None:
+        self.dismiss(None)

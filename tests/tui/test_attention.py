@@ -1,0 +1,47 @@
+"""What needs the operator: the header's ⚑ badge counts it, `!` lists it most urgent first, and
+enter goes to the item in its pane."""
+
+from __future__ import annotations
+
+import pytest
+
+from roundtable import clock
+from roundtable.runtime import Runtime
+from roundtable.tui.data import attention, load_overview
+from roundtable.tui.screens.attention import AttentionScreen
+from roundtable.tui.widgets.approvals_pane import ApprovalsPane
+from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.seed import RUN_ID
+
+pytestmark = pytest.mark.anyio
+
+
+async def _block_a_task(rt: Runtime) -> None:
+    async with rt.db.write(tool="test.block") as tx:
+        await tx.insert(
+            "tasks",
+            {"id": "T-stuck", "title": "Stuck on a flaky test", "body_md": "b", "status": "blocked", "updated_at": clock.now()},
+        )
+
+
+async def test_attention_orders_what_needs_the_operator(seeded: Runtime) -> None:
+    await _block_a_task(seeded)
+    async with seeded.db.read() as r:
+        items = attention(await load_overview(r, RUN_ID, seeded.config))
+    assert [(i.kind, i.item_id) for i in items] == [("approval", "H-1"), ("task", "T-stuck")]
+    assert items[0].pane == "approvals" and items[1].pane == ""
+
+
+async def test_badge_list_and_go_to(seeded: Runtime) -> None:
+    await _block_a_task(seeded)
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        assert "⚑ 2 need you" in app.header.compose_text().plain
+        await pilot.press("exclamation_mark")
+        await wait_for(lambda: isinstance(app.screen, AttentionScreen), what="needs-you list")
+        assert [i.item_id for i in app.screen.items] == ["H-1", "T-stuck"]  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await wait_for(lambda: not isinstance(app.screen, AttentionScreen), what="list closed")
+        pane = app.query_one(ApprovalsPane)
+        assert app.focused is pane and pane.selected_key() == "H-1"
