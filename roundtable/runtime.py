@@ -116,7 +116,7 @@ class Runtime:
         """The tool named `tool` (either spelling) that has a handler, or `tool not implemented`."""
         spec = self.registry.lookup(tool) if isinstance(tool, str) else None
         if spec is None or spec.handler is None:
-            raise ToolError(f"tool not implemented: {tool}")
+            raise ToolError(f"tool not implemented: {_clip(tool)}")
         return spec
 
     def validate(self, spec: ToolSpec, args: object) -> dict[str, Any]:
@@ -130,7 +130,10 @@ class Runtime:
             cls = validator_for(spec.input_schema)
             validator = cls(spec.input_schema)
             self._validators[spec.name] = validator
-        errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.validator))
+        try:
+            errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.validator))
+        except ValueError:  # jsonschema formats the instance: an integer past Python's 4,300-digit limit
+            raise ValidationError(f"{spec.name}: an integer argument is out of range (64-bit at most)") from None
         if errors:
             raise ValidationError(_describe(spec, errors[0]))
         for key in spec.input_schema.get("required", ()):
@@ -205,7 +208,7 @@ def bind_identity(spec: ToolSpec, args: dict[str, Any], caller: Caller) -> dict[
             if (spec.name, name) not in _CHECK_ONLY:
                 out = {**out, name: own}
         elif given != own:
-            shown = given if isinstance(given, str) else type(given).__name__
+            shown = _clip(given) if isinstance(given, str) else type(given).__name__
             raise PermissionDenied(
                 f"{spec.name}: argument {name} names {shown!r}, but this connection acts as {own} "
                 f"({caller.principal}); identity comes from the credential, never from the arguments"
@@ -305,3 +308,9 @@ def _load_policy(root: Path) -> Any:
         return None  # the policy engine lands with the governance tools
     policy = importlib.import_module("roundtable.services.policy")
     return policy.load_policy(root)
+
+
+def _clip(value: object, limit: int = 64) -> str:
+    """A caller-supplied name, cut for an error message (never echo a megabyte back)."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

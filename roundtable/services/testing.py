@@ -37,7 +37,7 @@ from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.services import scratch, test_exec
 from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref, read_revision_patch
-from roundtable.services.patches import parse_patch, read_patch
+from roundtable.services.patches import allowances, parse_patch, read_patch
 from roundtable.services.policy import Policy, TestsPolicy
 from roundtable.services.redact import redact
 from roundtable.store.db import Reader, Tx
@@ -130,7 +130,7 @@ async def allowed_commands(runtime: Runtime, proposal_id: str = "") -> list[test
         if proposal.revision:
 
             def touched_files() -> list[str]:
-                return list(parse_patch(read_revision_patch(runtime.root, proposal), runtime.root).touched)
+                return list(parse_patch(read_revision_patch(runtime.root, proposal), runtime.root, allowances(runtime.policy)).touched)
 
             touched = await anyio.to_thread.run_sync(touched_files)
     return await anyio.to_thread.run_sync(test_exec.allowed_commands, runtime.root, tests, touched)

@@ -39,6 +39,7 @@ async def create(call: Call) -> dict[str, Any]:
         rollback_notes=opt_str(args, "rollback_notes"),
         status=opt_str(args, "status", "pending"),
         session_id=call.session_id,
+        policy=call.runtime.policy,
     )
 
 
@@ -53,6 +54,7 @@ async def attach_patch(call: Call) -> dict[str, Any]:
         patch=args["patch"],
         affected_resources=opt_list(args, "affected_resources"),
         actor=call.actor,
+        policy=call.runtime.policy,
     )
 
 

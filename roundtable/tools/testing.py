@@ -11,7 +11,7 @@ import anyio
 from roundtable.services import test_suggest
 from roundtable.services import testing as testing_service
 from roundtable.services.evidence import proposal_ref, read_revision_patch
-from roundtable.services.patches import parse_patch
+from roundtable.services.patches import allowances, parse_patch
 from roundtable.tools.approvals import actor_of
 from roundtable.tools.args import opt_str, record_id
 from roundtable.tools.context import Call
@@ -66,7 +66,7 @@ async def suggest(call: Call) -> dict[str, Any]:
         task_id = task_id or proposal.task_id
 
         def touched_files() -> list[str]:
-            return list(parse_patch(read_revision_patch(runtime.root, proposal), runtime.root).touched)
+            return list(parse_patch(read_revision_patch(runtime.root, proposal), runtime.root, allowances(runtime.policy)).touched)
 
         touched = await anyio.to_thread.run_sync(touched_files)
     found = await anyio.to_thread.run_sync(test_suggest.suggest, runtime.root, touched)
