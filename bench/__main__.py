@@ -1,8 +1,16 @@
 """`make bench`: run every benchmark module, print one markdown table, save JSON.
 
 Each module in `MODULES` exposes `run() -> list[dict]` whose rows carry `benchmark`, `metric`,
-`value`, `unit` and an optional `note` (targets and ratios to the floor go in the note).
-`python -m bench claims watch` runs a subset.
+`value`, `unit`, an optional `note`, and optionally `floor` (the metric of the row it is measured
+against) and `target` (`<= 2x`, `>= 50%` of the floor, or `<= 20 ms` for the value itself): see
+`bench/rows.py`. The table adds a `ratio` column (value ÷ the named floor) and a `target` column
+(met/missed); the JSON keeps every row with those fields.
+
+- `python -m bench` runs every module and saves `bench/results/latest.json`;
+- `python -m bench claims watch` runs a subset (saved as `bench/results/claims-watch.json`);
+- `python -m bench --compare OLD.json` prints the change per row between OLD.json and the latest
+  full run; with module names (`python -m bench claims --compare OLD.json`) it runs them first and
+  compares their rows; `--against NEW.json` names the newer file explicitly.
 """
 
 from __future__ import annotations
@@ -10,10 +18,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+from bench.rows import compare, evaluate, table
 
 MODULES = (
     "transports",
@@ -32,14 +44,7 @@ MODULES = (
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _format(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:,.3f}" if value < 100 else f"{value:,.0f}"
-    return str(value)
-
-
-def main(argv: list[str]) -> int:
-    selected = argv or list(MODULES)
+def _run(selected: list[str]) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for name in selected:
         module_name = f"bench.{name}"
@@ -54,17 +59,47 @@ def main(argv: list[str]) -> int:
         except Exception as exc:  # a broken benchmark must not hide the others
             rows.append({"benchmark": name, "metric": "error", "value": repr(exc), "unit": "", "note": ""})
         print(f"  {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
-    print("| benchmark | metric | value | unit | note |")
-    print("|---|---|---|---|---|")
-    for row in rows:
-        print(
-            f"| {row.get('benchmark', '')} | {row.get('metric', '')} | {_format(row.get('value', ''))} "
-            f"| {row.get('unit', '')} | {row.get('note', '')} |"
-        )
+    return evaluate(rows)
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    data = json.loads(path.read_text())
+    rows = data.get("rows", []) if isinstance(data, dict) else data
+    return evaluate(r for r in rows if isinstance(r, dict))
+
+
+def main(argv: list[str]) -> int:
+    names: list[str] = []
+    old_path: Path | None = None
+    new_path: Path | None = None
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--compare", "--against"):
+            value = next(args, None)
+            if value is None:
+                print(f"{arg} needs a JSON file", file=sys.stderr)
+                return 2
+            if arg == "--compare":
+                old_path = Path(value)
+            else:
+                new_path = Path(value)
+        else:
+            names.append(arg)
+    if old_path is not None and not names:
+        new_rows = _load(new_path or RESULTS / "latest.json")
+        print("\n".join(compare(_load(old_path), new_rows)))
+        return 0
+    rows = _run(names or list(MODULES))
+    print("\n".join(table(rows)))
     RESULTS.mkdir(exist_ok=True)
     meta = {"python": platform.python_version(), "machine": platform.machine(), "time": time.time()}
-    (RESULTS / "latest.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2, default=str))
-    print(f"\n(saved {RESULTS / 'latest.json'})", file=sys.stderr)
+    meta["load_average"] = list(os.getloadavg())
+    saved = RESULTS / ("latest.json" if not names else "-".join(names) + ".json")
+    saved.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2, default=str))
+    print(f"\n(saved {saved})", file=sys.stderr)
+    if old_path is not None:
+        print()
+        print("\n".join(compare(_load(old_path), rows)))
     return 0
 
 

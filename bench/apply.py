@@ -42,6 +42,12 @@ def _setup(root: Path) -> None:
     from roundtable.scaffold import init_project
 
     init_project(root)
+    # Two registered reviewers: votes count only from agents the configuration names.
+    config = root / ".roundtable" / "config.yaml"
+    text = config.read_text()
+    old = "  reviewers:\n    count: 1\n"
+    if old in text:
+        config.write_text(text.replace(old, "  reviewers:\n    count: 2\n"))
     src = root / "src"
     src.mkdir()
     for i in range(FILES):
@@ -65,6 +71,7 @@ def _patch(tag: int) -> str:
 
 async def _measure(root: Path) -> list[dict[str, Any]]:
     from roundtable.runtime import Runtime
+    from roundtable.services.agents import sync_agents
     from roundtable.tools.context import OPERATOR, Caller
 
     author = Caller("agent", "bench", agent_id="implementer-1")
@@ -73,6 +80,7 @@ async def _measure(root: Path) -> list[dict[str, Any]]:
     apply_ms: list[float] = []
     rollback_ms: list[float] = []
     async with await Runtime.open(root) as rt:
+        await sync_agents(rt)  # votes count only from registered agents
         task = (await rt.call("task.create", {"title": "bench", "body_md": "b"}))["task"]["id"]
         await rt.call(
             "resource.claim",
