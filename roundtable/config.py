@@ -158,8 +158,8 @@ class Config:
     tui: TuiConfig = TuiConfig()
 
     def sqlite_path(self, root: Path) -> Path:
-        """`storage.sqlite_path` is always placed under the root, even when absolute."""
-        return Path(root) / self.storage.sqlite_path.lstrip("/")
+        """`<root>/<storage.sqlite_path>`; loading has checked that it stays inside `.roundtable/`."""
+        return Path(root) / self.storage.sqlite_path
 
     def socket_path(self, root: Path) -> Path:
         p = Path(self.mcp.socket_path)
@@ -192,9 +192,60 @@ _POSITIVE_INT_KEYS = {
     ("repo", "max_read_bytes"),
     ("repo", "max_search_matches"),
 }
+# Pool sizes: (section, key) → inclusive upper bound.
+_COUNT_KEYS = {("implementers", "count"): MAX_POOL_COUNT, ("reviewers", "count"): MAX_POOL_COUNT}
+SUPPORTED_VERSION = 1
 _ROLE_SECTIONS = ("chair", "architect", "tester", "security", "memory_oracle")
 _POOL_SECTIONS = ("implementers", "reviewers")
 _AGENT_ORDER = ("chair", "architect", "implementers", "reviewers", "tester", "security", "memory_oracle")
+
+
+def address_problem(address: str) -> str:
+    """Why `address` is not `host:port`, `[v6]:port` or `:port` with a port from 0 to 65535
+    ('' when it is). The same syntax the HTTP listener accepts; checked at load so the error
+    names the file and the line instead of surfacing at `start`."""
+    text = address.strip()
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0 or not text[end + 1 :].startswith(":"):
+            return "expected [host]:port"
+        port_text = text[end + 2 :]
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep or ":" in host:
+            return "expected host:port, e.g. 127.0.0.1:7117"
+        if any(c.isspace() for c in host):
+            return "the host must not contain spaces"
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        return "the port must be a number from 0 to 65535"
+    return ""
+
+
+STATE_DIR_PREFIX = ".roundtable/"
+
+
+def sqlite_path_problem(value: str) -> str:
+    """Why `storage.sqlite_path` is refused ('' when accepted).
+
+    The database must stay inside the project's private `.roundtable/` directory, given relative
+    to the project root: it holds the hashes the credential proof is keyed by (a copy readable by
+    others lets a program pose as this project's owner to its bridges), `.roundtable/` is created
+    0700 and kept out of git, and a relative path keeps the project movable. An absolute path
+    used to be silently re-rooted (`/etc/passwd` became `<root>/etc/passwd`); now it is an error."""
+    import posixpath
+
+    text = value.strip()
+    if not text:
+        return "must not be empty"
+    if text.startswith("/") or "\\" in text:
+        return f"must be a relative path inside {STATE_DIR_PREFIX}, e.g. .roundtable/roundtable.db"
+    normal = posixpath.normpath(text)
+    if not normal.startswith(STATE_DIR_PREFIX) or ".." in normal.split("/"):
+        return f"must stay inside {STATE_DIR_PREFIX} (the project's private state directory)"
+    return ""
+
+
+_VALUE_CHECKS = {("mcp", "http_address"): address_problem, ("storage", "sqlite_path"): sqlite_path_problem}
 
 
 class _Located:
@@ -291,7 +342,15 @@ def _apply_section(cls: type, base: Any, loc: _Located, prefix: str) -> Any:
         if choices and coerced not in choices:
             raise _err(value.line, key, f"must be one of {', '.join(choices)} (got {coerced!r})")
         if (section, name) in _POSITIVE_INT_KEYS and coerced <= 0:
-            raise _err(value.line, key, "must be a positive integer")
+            raise _err(value.line, key, f"must be a positive integer (got {coerced})")
+        bound = _COUNT_KEYS.get((section, name))
+        if bound is not None and not 0 <= coerced <= bound:
+            raise _err(value.line, key, f"must be from 0 to {bound} (got {coerced})")
+        check = _VALUE_CHECKS.get((section, name))
+        if check is not None:
+            problem = check(coerced)
+            if problem:
+                raise _err(value.line, key, f"{problem} (got {coerced!r})")
         changes[name] = coerced
     return replace(base, **changes)
 
@@ -305,12 +364,7 @@ def _apply_agents(base: AgentsConfig, loc: _Located) -> tuple[AgentsConfig, dict
         if name in _ROLE_SECTIONS:
             changes[name] = _apply_section(RoleConfig, getattr(base, name), value, key)
         elif name in _POOL_SECTIONS:
-            pool = _apply_section(PoolConfig, getattr(base, name), value, key)
-            if pool.count < 0:
-                raise _err(kline, f"{key}.count", f"{key}.count must be nonnegative")
-            if pool.count > MAX_POOL_COUNT:
-                raise _err(kline, f"{key}.count", f"must be at most {MAX_POOL_COUNT}")
-            changes[name] = pool
+            changes[name] = _apply_section(PoolConfig, getattr(base, name), value, key)
         else:
             raise _unknown(kline, key, list(_AGENT_ORDER))
     return replace(base, **changes), lines
@@ -364,6 +418,12 @@ def parse_config(text: str) -> Config:
     for name, (kline, value) in root.value.items():
         if name == "version":
             changes["version"] = _coerce(int, value.value, value.line, name)
+            if changes["version"] != SUPPORTED_VERSION:
+                raise _err(
+                    value.line,
+                    name,
+                    f"this roundtable reads version {SUPPORTED_VERSION} only (got {changes['version']})",
+                )
         elif name == "project_name":
             changes["project_name"] = _coerce(str, value.value, value.line, name)
         elif name in _SECTION_TYPES:

@@ -54,13 +54,39 @@ def test_overrides_apply_and_durations_parse() -> None:
         ("mcp:\n  tool_names: camel\n", "config.yaml:2: mcp.tool_names: must be one of underscore, dotted"),
         ("storage:\n  wal: maybe\n", "config.yaml:2: storage.wal: expected a boolean, got string"),
         ("chair:\n\n  tick_interval: soon\n", "config.yaml:3: chair.tick_interval: invalid duration"),
-        ("agents:\n  implementers:\n    count: -1\n", "agents.implementers.count must be nonnegative"),
+        (
+            "agents:\n  implementers:\n    count: -1\n",
+            "config.yaml:3: agents.implementers.count: must be from 0 to 1000 (got -1)",
+        ),
         ("agents:\n  chair:\n    adapter: nope\n", 'agents.chair.adapter references unknown adapter "nope"'),
         ("mcp:\n  socket_path: [1, 2\n", "invalid YAML"),
         ("- a\n- b\n", "the top level must be a mapping"),
         ("mcp:\n  bogus: 1\n", "config.yaml:2: mcp.bogus: unknown key"),
         ("adapters:\n  codex:\n    command: ''\n", "adapters.codex.command must not be empty"),
-        ("agents:\n  reviewers:\n    count: 1001\n", "must be at most 1000"),
+        (
+            "agents:\n  reviewers:\n    count: 1001\n",
+            "config.yaml:3: agents.reviewers.count: must be from 0 to 1000 (got 1001)",
+        ),
+        ("version: 2\n", "config.yaml:1: version: this roundtable reads version 1 only (got 2)"),
+        (
+            "mcp:\n  http_address: nonsense\n",
+            "config.yaml:2: mcp.http_address: expected host:port, e.g. 127.0.0.1:7117 (got 'nonsense')",
+        ),
+        (
+            "mcp:\n\n  http_address: 127.0.0.1:99999\n",
+            "config.yaml:3: mcp.http_address: the port must be a number from 0 to 65535 (got '127.0.0.1:99999')",
+        ),
+        ("mcp:\n  http_address: '[::1:80'\n", "config.yaml:2: mcp.http_address: expected [host]:port"),
+        (
+            "storage:\n  sqlite_path: /etc/passwd\n",
+            "config.yaml:2: storage.sqlite_path: must be a relative path inside .roundtable/, e.g. .roundtable/roundtable.db (got '/etc/passwd')",
+        ),
+        (
+            "storage:\n  sqlite_path: .roundtable/../../x.db\n",
+            "config.yaml:2: storage.sqlite_path: must stay inside .roundtable/",
+        ),
+        ("storage:\n  sqlite_path: notes/x.db\n", "config.yaml:2: storage.sqlite_path: must stay inside .roundtable/"),
+        ("repo:\n  max_read_bytes: 0\n", "config.yaml:2: repo.max_read_bytes: must be a positive integer (got 0)"),
     ],
 )
 def test_errors_name_key_and_line(text: str, expected: str) -> None:
@@ -74,6 +100,20 @@ def test_missing_file_says_run_init(tmp_path: Path) -> None:
         load_config(tmp_path)
 
 
-def test_sqlite_path_always_under_root(tmp_path: Path) -> None:
-    c = parse_config("storage:\n  sqlite_path: /abs/x.db\n")
-    assert c.sqlite_path(tmp_path) == tmp_path / "abs" / "x.db"
+def test_sqlite_path_stays_in_the_private_state_directory(tmp_path: Path) -> None:
+    c = parse_config("storage:\n  sqlite_path: .roundtable/db/other.db\n")
+    assert c.sqlite_path(tmp_path) == tmp_path / ".roundtable" / "db" / "other.db"
+    for bad in ("/abs/x.db", "../x.db", ".roundtable/../x.db", "x.db"):
+        with pytest.raises(ConfigError, match=r"storage\.sqlite_path: must "):
+            parse_config(f"storage:\n  sqlite_path: {bad}\n")
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:0", "localhost:7117", "[::1]:7117", ":8080", "0.0.0.0:65535"])
+def test_http_addresses_the_listener_accepts_load(address: str) -> None:
+    assert parse_config(f"mcp:\n  http_address: '{address}'\n").mcp.http_address == address
+
+
+def test_an_error_names_its_key_once() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config("agents:\n  implementers:\n    count: -1\n")
+    assert str(info.value).count("agents.implementers.count") == 1
