@@ -137,5 +137,5 @@ def run() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    for row in run():
-        print(row)
+    for r in run():
+        print(r)

@@ -35,6 +35,11 @@ async def _measure(root: Path, label: str, reads: bool) -> list[dict[str, Any]]:
             for _ in range(3):
                 await client.call("table.get_state", {})
                 peak = max(peak, owner.rss_kib())
+            # The whole table once, page by page (what a client reading everything costs).
+            page = await client.call("table.get_state", {"limit": 1000})
+            while page["has_more"]:
+                page = await client.call("table.get_state", {"limit": 1000, "cursor": page["next_cursor"]})
+                peak = max(peak, owner.rss_kib())
             for cursor in (0, 500_000, 999_000):
                 await client.call("table.watch", {"after_event_id": cursor, "limit": 200})
             for _ in range(20):
@@ -48,7 +53,7 @@ async def _measure(root: Path, label: str, reads: bool) -> list[dict[str, Any]]:
     if reads:
         rows.append(
             _row(
-                f"owner RSS, {label}, after get_state x3 + watch + task.list",
+                f"owner RSS, {label}, after get_state x3 + every page + watch + task.list",
                 after / 1024,
                 "MiB",
                 f"peak seen {peak / 1024:.0f} MiB",

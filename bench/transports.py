@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from bench.rows import row as bench_row
 from roundtable.credentials import read_credential
 
 CONCURRENCY = (1, 10, 50)
@@ -41,6 +42,8 @@ INIT = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
 }
+SOCKET_FLOOR = "floor asyncio socket echo"
+HTTP_FLOOR = "floor MCP SDK echo, HTTP 2025-11-25"
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -199,13 +202,20 @@ class Bridge:
         return cpu
 
 
-async def _sdk_cell(url: str, tool: str, clients: int, pid: int) -> dict[str, float]:
+async def _sdk_cell(url: str, tool: str, clients: int, pid: int, auth: dict[str, str]) -> dict[str, float]:
     from contextlib import AsyncExitStack
 
+    import httpx2
     from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    def transport() -> Any:
+        # The SDK client takes a URL or a transport; the owner's endpoint needs the credential.
+        http = httpx2.AsyncClient(headers=auth, timeout=httpx2.Timeout(30.0, read=300.0))
+        return streamable_http_client(url, http_client=http)
 
     async with AsyncExitStack() as stack:
-        sessions = [await stack.enter_async_context(Client(url)) for _ in range(clients)]
+        sessions = [await stack.enter_async_context(Client(transport())) for _ in range(clients)]
 
         async def call(worker: int) -> None:
             r = await sessions[worker].session.call_tool(tool, {"n": 1})
@@ -228,21 +238,24 @@ async def _cell(pid: int, call: Callable[[int], Awaitable[None]], clients: int) 
 async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
 
-    def row(name: str, clients: int, s: dict[str, float], note: str = "") -> None:
+    def row(name: str, clients: int, s: dict[str, float], note: str = "", floor: str = "", target: str = "") -> None:
         for metric, unit, value in (
             ("p50", "ms", s["p50"]),
             ("p99", "ms", s["p99"]),
             ("throughput", "calls/s", s["rate"]),
             ("server CPU/call", "µs", s["cpu_us"]),
         ):
+            cpu = metric == "server CPU/call"
             rows.append(
-                {
-                    "benchmark": "transports",
-                    "metric": f"{name} c={clients} {metric}",
-                    "value": round(value, 3),
-                    "unit": unit,
-                    "note": note,
-                }
+                bench_row(
+                    "transports",
+                    f"{name} c={clients} {metric}",
+                    value,
+                    unit,
+                    note,
+                    floor=f"{floor} c={clients} {metric}" if floor else "",
+                    target=target if cpu else "",
+                )
             )
 
     port, floor_port = _free_port(), _free_port()
@@ -262,20 +275,27 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
                 c,
                 await _cell(floor_socket.pid, socket_client(floor_sock, "bench.echo"), c),
             )
-            row("socket (owner)", c, await _cell(owner.pid, socket_client(sock, "bench.echo"), c))
+            row("socket (owner)", c, await _cell(owner.pid, socket_client(sock, "bench.echo"), c), floor=SOCKET_FLOOR)
             row(
                 "socket (owner) task.get",
                 c,
                 await _cell(owner.pid, socket_client(sock, "task.get", task_get), c),
-                "target: <= 2x the bare socket echo",
+                floor=SOCKET_FLOOR,
+                target="<= 2x",
             )
             for name, target, pid, tool in (
-                ("floor MCP SDK echo, HTTP 2025-11-25", floor_url, floor_mcp.pid, "bench_echo"),
+                (HTTP_FLOOR, floor_url, floor_mcp.pid, "bench_echo"),
                 ("HTTP 2025-11-25 (owner)", url, owner.pid, "bench_echo"),
             ):
                 client = LegacyHttp(target, tool, c, auth=owner_auth if target == url else None)
                 await client.open()
-                row(name, c, await _cell(pid, client.call, c), "lean httpx client, stateful SSE")
+                row(
+                    name,
+                    c,
+                    await _cell(pid, client.call, c),
+                    "lean httpx client, stateful SSE",
+                    floor=HTTP_FLOOR if target == url else "",
+                )
                 await client.close()
             client = LegacyHttp(url, "task_get", c, task_get, auth=owner_auth)
             await client.open()
@@ -283,7 +303,8 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
                 "HTTP 2025-11-25 (owner) task.get",
                 c,
                 await _cell(owner.pid, client.call, c),
-                "target: server CPU <= 1.3x the bare SDK echo",
+                floor=HTTP_FLOOR,
+                target="<= 1.3x",
             )
             await client.close()
             bridge = Bridge(str(root), url, "bench_echo")
@@ -295,7 +316,7 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
                 row(
                     "HTTP 2026-07-28 (owner, SDK Client)",
                     c,
-                    await _sdk_cell(url, "bench_echo", c, owner.pid),
+                    await _sdk_cell(url, "bench_echo", c, owner.pid, owner_auth),
                     "SDK client auto mode",
                 )
     finally:

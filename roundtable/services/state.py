@@ -7,11 +7,14 @@ reads as `expired` even before the Chair's sweep has written that.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
+import sqlite3
 from typing import Any
 
 from roundtable import clock
+from roundtable.errors import ValidationError
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import (
     Agent,
@@ -55,12 +58,11 @@ def _layout(cls: type[Record]) -> tuple[tuple[str, str], ...]:
     return layout
 
 
-async def _dicts(q: Reader | Tx, cls: type[Record], sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+def _convert(layout: tuple[tuple[str, str], ...], rows: list[sqlite3.Row]) -> list[dict[str, Any]]:
     """`[cls.from_row(row).to_dict() …]` without building the records: the same dicts (NULL →
     zero value, bools as bools), several times faster on a 10,000-row snapshot."""
-    layout = _layout(cls)
     out = []
-    for row in await q.fetchall(sql, params):
+    for row in rows:
         item: dict[str, Any] = {}
         for name, kind in layout:
             value = row[name]
@@ -73,6 +75,10 @@ async def _dicts(q: Reader | Tx, cls: type[Record], sql: str, params: tuple[Any,
             item[name] = value
         out.append(item)
     return out
+
+
+async def _dicts(q: Reader | Tx, cls: type[Record], sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    return _convert(_layout(cls), await q.fetchall(sql, params))
 
 
 def _task_json(item: dict[str, Any]) -> dict[str, Any]:
@@ -94,23 +100,229 @@ def _claim_json(item: dict[str, Any], now: str) -> dict[str, Any]:
     return item
 
 
+# --- table.get_state: the lists, their orders, filters, pages ------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class StateList:
+    """One list of `table.get_state`: its table, documented order and filterable columns."""
+
+    key: str
+    cls: type[Record]
+    table: str
+    order: tuple[tuple[str, bool], ...]  # (column, descending)
+    status: bool = True  # has a status column
+    run: str = ""  # the column naming its run ("id" for runs)
+    agent: str = ""  # the column naming its agent
+
+
+LISTS: tuple[StateList, ...] = (
+    StateList("runs", Run, "runs", (("started_at", False), ("id", False)), run="id"),
+    StateList("agents", Agent, "agents", (("created_at", False), ("id", False)), agent="id"),
+    StateList(
+        "tasks", Task, "tasks", (("priority", False), ("created_at", False), ("id", False)), agent="assigned_agent_id"
+    ),
+    StateList("claims", Claim, "claims", (("created_at", False), ("id", False)), agent="agent_id"),
+    StateList("proposals", Proposal, "proposals", (("created_at", False), ("id", False)), agent="agent_id"),
+    StateList("transactions", Transaction, "transactions", (("id", False),), run="run_id"),
+    StateList("human_approvals", HumanApproval, "human_approvals", (("created_at", False), ("id", False))),
+    StateList("security_reviews", SecurityReview, "security_reviews", (("created_at", False), ("id", False))),
+    StateList("memory", MemoryEntry, "memory_entries", (("importance", True), ("created_at", False), ("id", False))),
+    StateList("decisions", Decision, "decisions", (("created_at", False), ("id", False)), status=False),
+)
+STATE_DEFAULT_LIMIT = 100
+STATE_MAX_LIMIT = 1000
+_CURSOR_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class StateQuery:
+    """What one `table.get_state` call asks for. Filters restrict every selected list; a list
+    without the filtered field (e.g. `decisions` has no status) has no rows under that filter."""
+
+    run_id: str = ""
+    status: str = ""
+    agent_id: str = ""
+    lists: tuple[str, ...] = STATE_KEYS
+    limit: int = STATE_DEFAULT_LIMIT
+    summary: bool = False
+    cursor: str = ""
+
+    def filters(self) -> list[Any]:
+        return [self.run_id, self.status, self.agent_id, list(self.lists)]
+
+
+def _where(spec: StateList, query: StateQuery, now: str) -> tuple[list[str], list[Any]] | None:
+    """The filter's conditions for one list, or None when the list cannot match it."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if query.run_id:
+        if not spec.run:
+            return None
+        clauses.append(f"{spec.run} = ?")
+        params.append(query.run_id)
+    if query.agent_id:
+        if not spec.agent:
+            return None
+        clauses.append(f"{spec.agent} = ?")
+        params.append(query.agent_id)
+    if query.status:
+        if not spec.status:
+            return None
+        if spec.key == "claims" and query.status == "expired":
+            # Read-time expiry: an active claim past its expiry reads as expired.
+            clauses.append("(status = 'expired' OR (status = 'active' AND expires_at != '' AND expires_at <= ?))")
+            params.append(now)
+        elif spec.key == "claims" and query.status == "active":
+            clauses.append("status = 'active' AND NOT (expires_at != '' AND expires_at <= ?)")
+            params.append(now)
+        else:
+            clauses.append("status = ?")
+            params.append(query.status)
+    return clauses, params
+
+
+def _after(order: tuple[tuple[str, bool], ...], key: list[Any]) -> tuple[str, list[Any]]:
+    """Rows strictly after `key` in `order` (keyset paging): an OR over the order's prefixes."""
+    terms: list[str] = []
+    params: list[Any] = []
+    for i, (column, descending) in enumerate(order):
+        equal = [f"{c} = ?" for c, _ in order[:i]]
+        terms.append("(" + " AND ".join([*equal, f"{column} {'<' if descending else '>'} ?"]) + ")")
+        params.extend([*key[:i], key[i]])
+    return "(" + " OR ".join(terms) + ")", params
+
+
+def _finish(spec: StateList, items: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
+    if spec.key == "tasks":
+        return [_task_json(t) for t in items]
+    if spec.key == "claims":
+        return [_claim_json(c, now) for c in items]
+    return items
+
+
+def _claims_by_status(conn: sqlite3.Connection, where: str, params: list[Any], now: str) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT CASE WHEN status = 'active' AND expires_at != '' AND expires_at <= ? THEN 'expired' ELSE status END"
+        f" AS s, count(*) FROM claims {where} GROUP BY s",
+        [now, *params],
+    ).fetchall()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def encode_cursor(filters: list[Any], keys: dict[str, list[Any] | None]) -> str:
+    raw = json.dumps({"v": _CURSOR_VERSION, "f": filters, "k": keys}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, filters: list[Any]) -> dict[str, list[Any] | None]:
+    """The per-list positions of a cursor this tool issued for the same filters."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        data = json.loads(raw)
+        keys = data["k"]
+        ok = data.get("v") == _CURSOR_VERSION and isinstance(keys, dict)
+    except (ValueError, TypeError, KeyError):
+        ok = False
+    if not ok:
+        raise ValidationError("table.get_state: cursor is not one this tool issued (pass next_cursor unchanged)")
+    if data.get("f") != filters:
+        raise ValidationError(
+            "table.get_state: cursor was issued for other filters (run_id, status, agent_id, lists); "
+            "pass the same filters with it"
+        )
+    for key, value in keys.items():
+        if key not in STATE_KEYS or not (value is None or isinstance(value, list)):
+            raise ValidationError("table.get_state: cursor is not one this tool issued (pass next_cursor unchanged)")
+    return keys
+
+
+def _load_page(conn: sqlite3.Connection, query: StateQuery, now: str) -> dict[str, Any]:
+    """Runs on the reader's thread (one hop): every selected list's page, totals and cursor."""
+    positions = decode_cursor(query.cursor, query.filters()) if query.cursor else None
+    out: dict[str, Any] = {key: [] for key in STATE_KEYS}
+    counts: dict[str, int] = {}
+    by_status: dict[str, dict[str, int]] = {}
+    next_keys: dict[str, list[Any] | None] = {}
+    more = False
+    for spec in LISTS:
+        if spec.key not in query.lists:
+            continue
+        found = _where(spec, query, now)
+        if found is None:
+            counts[spec.key] = 0
+            next_keys[spec.key] = None
+            continue
+        clauses, params = found
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        if query.summary:
+            if spec.key == "claims":
+                by_status[spec.key] = _claims_by_status(conn, where, params, now)
+            elif spec.status:
+                grouped = conn.execute(f"SELECT status, count(*) FROM {spec.table} {where} GROUP BY status", params)
+                by_status[spec.key] = {str(r[0]): int(r[1]) for r in grouped.fetchall()}
+            if spec.status:
+                counts[spec.key] = sum(by_status[spec.key].values())
+                continue
+        counts[spec.key] = int(conn.execute(f"SELECT count(*) FROM {spec.table} {where}", params).fetchone()[0])
+        if query.summary:
+            continue
+        page_clauses, page_params = list(clauses), list(params)
+        if positions is not None:
+            if spec.key not in positions or positions[spec.key] is None:
+                next_keys[spec.key] = None
+                continue  # this list was complete on an earlier page
+            position = positions[spec.key]
+            assert position is not None
+            if len(position) != len(spec.order):
+                raise ValidationError(
+                    "table.get_state: cursor is not one this tool issued (pass next_cursor unchanged)"
+                )
+            term, term_params = _after(spec.order, position)
+            page_clauses.append(term)
+            page_params.extend(term_params)
+        order = ", ".join(f"{c}{' DESC' if d else ''}" for c, d in spec.order)
+        page_where = ("WHERE " + " AND ".join(page_clauses)) if page_clauses else ""
+        page_rows = conn.execute(
+            f"SELECT * FROM {spec.table} {page_where} ORDER BY {order} LIMIT ?", [*page_params, query.limit + 1]
+        ).fetchall()
+        has_more = len(page_rows) > query.limit
+        page_rows = page_rows[: query.limit]
+        if has_more:
+            more = True
+            next_keys[spec.key] = [page_rows[-1][c] for c, _ in spec.order]
+        else:
+            next_keys[spec.key] = None
+        out[spec.key] = _finish(spec, _convert(_layout(spec.cls), page_rows), now)
+    out["counts"] = counts
+    out["has_more"] = more
+    out["next_cursor"] = encode_cursor(query.filters(), next_keys) if more else ""
+    out["limit"] = query.limit
+    if query.summary:
+        out["by_status"] = by_status
+    return out
+
+
+async def state_page(q: Reader | Tx, query: StateQuery) -> dict[str, Any]:
+    """One `table.get_state` answer: the first (or the cursor's next) page of every selected
+    list in one read snapshot, with each list's total under the filters. Pages of one walk are
+    separate snapshots: rows are never repeated or skipped, but rows written meanwhile may show."""
+    return await q.run(_load_page, query, clock.now())
+
+
+def _load_all(conn: sqlite3.Connection, now: str) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for spec in LISTS:
+        order = ", ".join(f"{c}{' DESC' if d else ''}" for c, d in spec.order)
+        rows = conn.execute(f"SELECT * FROM {spec.table} ORDER BY {order}").fetchall()
+        out[spec.key] = _finish(spec, _convert(_layout(spec.cls), rows), now)
+    return out
+
+
 async def load_state(q: Reader | Tx) -> dict[str, list[dict[str, Any]]]:
-    """The lists of `table.get_state` in their documented orders (the spec's nine, plus decisions)."""
-    now = clock.now()
-    tasks = await _dicts(q, Task, "SELECT * FROM tasks ORDER BY priority, created_at, id")
-    claims = await _dicts(q, Claim, "SELECT * FROM claims ORDER BY created_at, id")
-    return {
-        "runs": await _dicts(q, Run, "SELECT * FROM runs ORDER BY started_at, id"),
-        "agents": await _dicts(q, Agent, "SELECT * FROM agents ORDER BY created_at, id"),
-        "tasks": [_task_json(t) for t in tasks],
-        "claims": [_claim_json(c, now) for c in claims],
-        "proposals": await _dicts(q, Proposal, "SELECT * FROM proposals ORDER BY created_at, id"),
-        "transactions": await _dicts(q, Transaction, "SELECT * FROM transactions ORDER BY id"),
-        "human_approvals": await _dicts(q, HumanApproval, "SELECT * FROM human_approvals ORDER BY created_at, id"),
-        "security_reviews": await _dicts(q, SecurityReview, "SELECT * FROM security_reviews ORDER BY created_at, id"),
-        "memory": await _dicts(q, MemoryEntry, "SELECT * FROM memory_entries ORDER BY importance DESC, created_at, id"),
-        "decisions": await _dicts(q, Decision, "SELECT * FROM decisions ORDER BY created_at, id"),
-    }
+    """Every row of the lists of `table.get_state` in their documented orders (the spec's nine,
+    plus decisions), in one worker-thread hop: run snapshots store this."""
+    return await q.run(_load_all, clock.now())
 
 
 def normalise_limit(limit: int | None) -> int:

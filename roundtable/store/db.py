@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -33,6 +33,7 @@ from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 R = TypeVar("R", bound=Record)
+T = TypeVar("T")
 log = logging.getLogger("roundtable.store")
 Params = Sequence[Any] | dict[str, Any]
 
@@ -107,6 +108,13 @@ class _Queries:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn
 
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(connection, *args)` on the connection's worker thread: any number of statements
+        for one round trip. `fn` is synchronous code over the `sqlite3.Connection` (rows are
+        `sqlite3.Row`); it must not commit, roll back or begin — the transaction is ours."""
+        result: T = await self.conn._execute(fn, self.conn._conn, *args)
+        return result
+
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         return list(await self.conn.execute_fetchall(sql, params))
 
@@ -147,6 +155,14 @@ def _begin_and_fetch(conn: sqlite3.Connection, sql: str, params: Params) -> list
         cursor.close()
 
 
+def _begin_and_run(conn: sqlite3.Connection, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """`_begin_and_fetch` for a whole function: open the read transaction, then run `fn` in it."""
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+    conn.execute("BEGIN")
+    return fn(conn, *args)
+
+
 def _end_read(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         conn.execute("COMMIT")
@@ -169,6 +185,13 @@ class Reader(_Queries):
         self.begun = True
         rows: list[sqlite3.Row] = await self.conn._execute(_begin_and_fetch, self.conn._conn, sql, params)
         return rows
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self.begun:
+            return await super().run(fn, *args)
+        self.begun = True
+        result: T = await self.conn._execute(_begin_and_run, self.conn._conn, fn, args)
+        return result
 
 
 # Who the current task acts for, as (principal, transport): `Runtime.call` sets it around a tool's

@@ -18,7 +18,20 @@ _TURN_ARGS = frozenset({"run_id", "agent_id"})
 
 
 async def get_state(call: Call) -> dict[str, Any]:
-    return await state.load_state(call.r)
+    """One page of the table (see `state.state_page`): bounded by default, filterable, with a
+    cursor to the next page and a summary mode that returns counts only."""
+    a = call.args
+    limit = opt_int(a, "limit", 0)
+    query = state.StateQuery(
+        run_id=a.get("run_id") or "",
+        status=a.get("status") or "",
+        agent_id=a.get("agent_id") or "",
+        lists=tuple(k for k in state.STATE_KEYS if k in a["lists"]) if a.get("lists") else state.STATE_KEYS,
+        limit=min(limit, state.STATE_MAX_LIMIT) if limit > 0 else state.STATE_DEFAULT_LIMIT,
+        summary=bool(a.get("summary")),
+        cursor=a.get("cursor") or "",
+    )
+    return await state.state_page(call.r, query)
 
 
 async def watch(call: Call) -> dict[str, Any]:
@@ -68,11 +81,46 @@ TOOLS = [
     ToolSpec(
         name="table.get_state",
         description=(
-            "Read the whole coordination table in one consistent snapshot: runs, agents, tasks, "
-            "claims, proposals, transactions, human approvals, security reviews and memory."
+            "Read the coordination table in one consistent snapshot: runs, agents, tasks, claims, "
+            "proposals, transactions, human approvals, security reviews, memory and decisions. "
+            f"Each list holds at most `limit` rows (default {state.STATE_DEFAULT_LIMIT}, at most "
+            f"{state.STATE_MAX_LIMIT}); counts gives each list's total. When has_more is true, call "
+            "again with cursor = next_cursor (and the same filters) for the next page. Filters: "
+            "run_id (runs, transactions), status (lists with a status), agent_id (agents, tasks by "
+            "assignee, claims, proposals); a list without the filtered field comes back empty. "
+            "summary: true returns counts and by_status only."
         ),
-        input_schema=obj(),
-        output_schema=result({key: RECORDS for key in state.STATE_KEYS}),
+        input_schema=obj(
+            {
+                "run_id": string("Only this run and its transactions."),
+                "status": string("Only rows with this status, e.g. open, active, expired, pending."),
+                "agent_id": string("Only rows of this agent: the agent, its tasks, claims and proposals."),
+                "lists": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(state.STATE_KEYS)},
+                    "uniqueItems": True,
+                    "description": "Only these lists (the others come back empty).",
+                },
+                "limit": integer(
+                    f"Rows per list, default {state.STATE_DEFAULT_LIMIT}, at most {state.STATE_MAX_LIMIT}.",
+                    minimum=1,
+                    maximum=state.STATE_MAX_LIMIT,
+                ),
+                "cursor": string("next_cursor of the previous page, to read the next one.", maxLength=4096),
+                "summary": boolean("Counts only: every list empty, counts and by_status filled."),
+            }
+        ),
+        output_schema=result(
+            {
+                **{key: RECORDS for key in state.STATE_KEYS},
+                "counts": {"type": "object", "description": "Each selected list's total under the filters."},
+                "has_more": boolean(),
+                "next_cursor": string(),
+                "limit": integer(),
+                "by_status": {"type": "object", "description": "Summary mode: list -> status -> count."},
+            },
+            required=[*state.STATE_KEYS, "counts", "has_more", "next_cursor", "limit"],
+        ),
         handler=get_state,
         mode="read",
         read_only=True,
