@@ -1,23 +1,35 @@
 """`roundtable connect codex|claude|cursor` and `roundtable doctor`.
 
-`connect` writes the project-local MCP configuration a harness reads, pointing at
-`roundtable mcp stdio --root <absolute project> [--agent ID]` with absolute paths. It never
-touches global configuration and never writes a secret into a harness file: with `--agent ID` it
-makes sure that agent's credential exists in `.roundtable/credentials/agents/ID.token` (0600; its
-hash in the database), and the bridge reads it from there. Without `--agent` the harness uses the
-unbound project credential: anonymous, read-only tools only. It refuses to overwrite an existing
-file without `--force`. `doctor` checks what new users trip over and prints each problem with its
-fix.
+`connect` adds (or replaces) the `roundtable` entry in the project-local MCP configuration a
+harness reads — `.codex/config.toml`, `.mcp.json` or `.cursor/mcp.json` — editing the file
+structurally, so the user's other servers, settings and (TOML) comments stay. The entry runs
+`roundtable mcp stdio --root <absolute project> [--agent ID]`. No secret is ever written into a
+harness file: with `--agent ID` it makes sure that agent's credential exists in
+`.roundtable/credentials/agents/ID.token` (0600; its hash in the database) and the bridge reads
+it from there. Without `--agent` the harness uses the unbound project credential: anonymous,
+read-only tools only. Replacing an entry that differs (another agent, another project) needs
+`--force`; a file it cannot parse is never overwritten.
+
+Each harness needs one more step before it starts a project's server, and `connect` prints it:
+Codex reads a project's `.codex/config.toml` only when `~/.codex/config.toml` trusts the project
+(`--trust` adds that, the only time roundtable touches a user's global file); Claude Code keeps a
+project server pending until approved (`--approve` writes `.claude/settings.local.json`).
+
+`doctor` checks what new users trip over — including starting each configured bridge the way
+its harness would and listing the tools through it — and prints each problem with its fix.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -25,53 +37,131 @@ from roundtable.cli.common import fail, handle_errors, root_option, run_async
 
 # sockaddr_un.sun_path holds 108 bytes on Linux including the terminating NUL.
 MAX_SOCKET_PATH = 107
+HARNESS_NAMES = {"codex": "Codex", "claude": "Claude Code", "cursor": "Cursor"}
 
 
 @click.command()
 @click.argument("harness", type=click.Choice(["codex", "claude", "cursor"]))
 @root_option
-@click.option("--force", is_flag=True, help="Overwrite an existing configuration file.")
+@click.option("--force", is_flag=True, help="Replace a roundtable entry that binds another agent or project.")
 @click.option(
     "--agent",
     "agent_id",
     default="",
     help="Bind the harness to this configured agent (e.g. implementer-1); without it the harness is read-only.",
 )
+@click.option(
+    "--trust",
+    is_flag=True,
+    help="Codex: mark the project trusted in ~/.codex/config.toml (or $CODEX_HOME), so Codex reads .codex/config.toml.",
+)
+@click.option(
+    "--approve",
+    is_flag=True,
+    help="Claude Code: approve the project's roundtable server in .claude/settings.local.json.",
+)
 @handle_errors
-def connect(harness: str, root: Path, force: bool, agent_id: str) -> None:
-    """Write HARNESS's project-local MCP configuration for this project."""
+def connect(harness: str, root: Path, force: bool, agent_id: str, trust: bool, approve: bool) -> None:
+    """Add this project's roundtable server to HARNESS's project-local MCP configuration."""
     from roundtable.config import load_config
-    from roundtable.services.adapters import connect_files
+    from roundtable.services import adapters
     from roundtable.services.agents import configured_agents
 
+    if trust and harness != "codex":
+        raise click.UsageError("--trust is for codex (Codex trusts projects; other harnesses do not need it)")
+    if approve and harness != "claude":
+        raise click.UsageError("--approve is for claude (Claude Code approves project servers)")
     root = root.resolve()
     config = load_config(root)  # the project must be initialised
     if agent_id:
         known = [a.id for a in configured_agents(config)]
         if agent_id not in known:
             fail(f"agent {agent_id} is not configured; choose one of: {', '.join(known)}")
-    files = connect_files(harness, root, agent_id)
-    for rel in files:
-        if (root / rel).exists() and not force:
-            fail(f"{root / rel} already exists; rerun with --force to overwrite it")
+    edit = adapters.connect_edit(harness, root, agent_id)  # parses the existing file; writes nothing
+    if edit.action == "replaced" and not force and _binding(edit.previous or {}) != _binding_of(root, agent_id):
+        was = _describe_binding(edit.previous or {})
+        fail(
+            f"{root / edit.rel} already has a roundtable entry ({was}); rerun with --force to replace "
+            "that entry (the rest of the file is kept)"
+        )
     if agent_id:
         path = run_async(_ensure_agent_credential(root, agent_id))
         click.echo(f"credential for {agent_id}: {path} (0600; the harness file names the agent, never the secret)")
-    for rel, text in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {target}")
-        click.echo(text.rstrip("\n"))
-    bound = f" --agent {agent_id}" if agent_id else ""
-    click.echo(f"{harness} will start `roundtable mcp stdio --root {root}{bound}`; run `roundtable start` first.")
+    target = adapters.write_connect_edit(root, edit)
+    said = {
+        "created": f"created {target} with the roundtable server",
+        "added": f"added the roundtable server to {target} (its other entries are unchanged)",
+        "replaced": f"replaced the roundtable entry in {target} (was: {_describe_binding(edit.previous or {})}; "
+        "its other entries are unchanged)",
+        "unchanged": f"{target} already has this roundtable entry; nothing changed",
+    }[edit.action]
+    click.echo(said)
+    entry = adapters.connect_entry(harness, root, agent_id)
+    click.echo(f"  command: {' '.join([entry['command'], *entry['args']])}")
     if agent_id:
-        click.echo(f"{harness} acts as {agent_id}: every call it makes is recorded as agent:{agent_id}.")
+        click.echo(f"{HARNESS_NAMES[harness]} acts as {agent_id}: every call it makes is recorded as agent:{agent_id}.")
     else:
         click.echo(
             f"note: without --agent, {harness} is anonymous and may call read-only tools only; "
             f"to let it act, bind it to an agent: `roundtable connect {harness} --agent implementer-1 --force`"
         )
+    steps = _remaining_steps(harness, root, trust=trust, approve=approve)
+    steps.append(f"start the owner (the bridge relays to it): roundtable start --root {root}")
+    steps.append(f"check the whole path: roundtable doctor --root {root}")
+    click.echo("next:")
+    for number, step in enumerate(steps, 1):
+        click.echo(f"  {number}. {step}")
+
+
+def _binding(entry: dict[str, Any]) -> tuple[str, str]:
+    from roundtable.services.adapters import entry_option
+
+    return entry_option(entry, "--root"), entry_option(entry, "--agent")
+
+
+def _binding_of(root: Path, agent_id: str) -> tuple[str, str]:
+    return str(root), agent_id
+
+
+def _describe_binding(entry: dict[str, Any]) -> str:
+    where, agent = _binding(entry)
+    return f"project {where or '(none)'}, " + (f"agent {agent}" if agent else "no agent")
+
+
+def _remaining_steps(harness: str, root: Path, *, trust: bool, approve: bool) -> list[str]:
+    """Do what --trust/--approve ask; return the steps still left for the user, in order."""
+    from roundtable.services import adapters
+
+    steps: list[str] = []
+    if harness == "codex":
+        home = adapters.codex_home() / "config.toml"
+        if trust:
+            path, changed = adapters.trust_codex(root)
+            click.echo(f"{'marked' if changed else 'already marked'} {root} trusted in {path}")
+        elif adapters.codex_trusts(root):
+            click.echo(f"Codex already trusts {root} ({home})")
+        else:
+            snippet = adapters.codex_trust_snippet(root).replace("\n", "\n       ")
+            steps.append(
+                f"Codex ignores .codex/config.toml until it trusts the project: rerun with --trust, or add to "
+                f"{home}:\n       {snippet}\n     (`codex mcp list` then lists roundtable)"
+            )
+    elif harness == "claude":
+        if approve:
+            path, changed = adapters.approve_claude(root)
+            click.echo(f"{'approved' if changed else 'already approved'} the roundtable server in {path}")
+        elif adapters.claude_approval(root) == "approved":
+            click.echo(f"Claude Code already has the roundtable server approved ({root / adapters.CLAUDE_SETTINGS})")
+        else:
+            steps.append(
+                "Claude Code keeps a project server pending until it is approved: rerun with --approve (writes "
+                f'{{"enabledMcpjsonServers": ["roundtable"]}} into {root / adapters.CLAUDE_SETTINGS}), or approve '
+                "it when Claude Code asks"
+            )
+        steps.append(f"run claude from {root} itself (the approval is not found from a subdirectory)")
+    else:
+        steps.append("in Cursor, open this project and enable the roundtable server under Settings → MCP")
+    return steps
 
 
 async def _ensure_agent_credential(root: Path, agent_id: str) -> Path:
@@ -89,9 +179,12 @@ async def _ensure_agent_credential(root: Path, agent_id: str) -> Path:
 
 @dataclass(frozen=True)
 class Finding:
+    """One line of `doctor`: ok, a problem (with its fix), or a note (not a problem)."""
+
     ok: bool
     what: str
     fix: str = ""
+    note: bool = False
 
 
 def _owner_pid(root: Path) -> int:
@@ -115,7 +208,9 @@ def _owner_pid(root: Path) -> int:
 
 def _port_in_use(address: str) -> bool:
     host, _, port = address.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
+    host = host.strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
     try:
         with socket.create_connection((host, int(port)), timeout=0.5):
             return True
@@ -123,31 +218,288 @@ def _port_in_use(address: str) -> bool:
         return False
 
 
+def _git_findings(root: Path) -> list[Finding]:
+    if shutil.which("git") is None:
+        return [Finding(False, "git is not installed", "install git; patches are applied with `git apply`")]
+    inside = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, check=False
+    )
+    if inside.returncode != 0:
+        return [Finding(False, f"{root} is not a git repository", f"run `git init` in {root}")]
+    return [Finding(True, "git is installed and the project is a git repository")]
+
+
+def _policy_finding(root: Path) -> Finding:
+    from roundtable.errors import ConfigError
+    from roundtable.services.policy import POLICY_FILE, load_policy
+
+    try:
+        load_policy(root)
+    except ConfigError as exc:
+        return Finding(
+            False,
+            f"{POLICY_FILE} is invalid, so `roundtable start` refuses to run: {exc}",
+            f"fix {root / POLICY_FILE} (or restore the starter file with `roundtable init --force`)",
+        )
+    return Finding(True, f"{POLICY_FILE} is valid" if (root / POLICY_FILE).exists() else "no policy file: defaults")
+
+
+def _executable_problem(command: str) -> str:
+    """Why a harness could not start `command` ('' when it can)."""
+    if not command:
+        return "the entry names no command"
+    if os.sep in command:
+        if not os.path.exists(command):
+            return f"{command} does not exist"
+        if not os.access(command, os.X_OK) or os.path.isdir(command):
+            return f"{command} is not executable"
+        return ""
+    return "" if shutil.which(command) else f"{command} is not on PATH"
+
+
+def _credential_findings(root: Path, harness: str, agent: str, owner_running: bool, configured: set[str]) -> Finding:
+    from roundtable import credentials
+
+    try:
+        path = credentials.credential_path(root, agent_id=agent)
+    except ValueError:
+        return Finding(
+            False,
+            f"{harness}: --agent {agent!r} is not a valid agent id",
+            f"run `roundtable connect {harness} --agent implementer-1 --force`",
+        )
+    who = f"agent {agent}'s credential" if agent else "the project credential"
+    fix = (
+        f"run `roundtable connect {harness} --agent {agent} --force --root {root}`"
+        if agent
+        else f"start the owner (`roundtable start --root {root}`); it writes the project credential"
+    )
+    if not path.exists():
+        if not owner_running and (not agent or agent in configured):
+            return Finding(True, f"{harness}: {who} ({path}) is written when the owner starts", note=True)
+        if agent and agent not in configured:
+            return Finding(
+                False,
+                f"{harness}: the entry binds agent {agent}, which is not configured, and it has no credential",
+                f"bind a configured agent: `roundtable connect {harness} --agent implementer-1 --force --root {root}`",
+            )
+        return Finding(False, f"{harness}: {who} is missing ({path}); the bridge cannot authenticate", fix)
+    if not os.access(path, os.R_OK) or credentials.read_credential(root, agent_id=agent) is None:
+        return Finding(
+            False,
+            f"{harness}: {who} ({path}) is unreadable or empty; the bridge cannot authenticate",
+            f"make it readable by you (chmod 600 {path}), or {fix}",
+        )
+    return Finding(True, f"{harness}: {who} is present ({path})")
+
+
+def _harness_env(harness: str, entry: dict[str, Any]) -> dict[str, str]:
+    """The environment `harness` gives its MCP server: Codex passes a small default set plus
+    what the entry lists in `env_vars` (and `env`); Claude Code and Cursor pass their own."""
+    if harness != "codex":
+        return dict(os.environ)
+    keep = ("HOME", "PATH", "LANG", "LC_ALL", "USER", "LOGNAME", "SHELL", "TMPDIR", "TERM")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    for name in entry.get("env_vars") or []:
+        if isinstance(name, str) and name in os.environ:
+            env[name] = os.environ[name]
+    extra = entry.get("env")
+    if isinstance(extra, dict):
+        env.update({str(k): str(v) for k, v in extra.items()})
+    return env
+
+
+async def bridge_round_trip(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 30.0) -> tuple[int, str]:
+    """Start `argv` as an MCP stdio server, `initialize` and page through `tools/list`.
+    Returns (number of tools, '') or (-1, why it failed)."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as exc:
+        return -1, f"cannot start {argv[0]}: {exc.strerror}"
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    async def request(msg_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode() + b"\n"
+        )
+        await proc.stdin.drain()
+        while True:
+            line = await proc.stdout.readline()
+            if not line:
+                raise EOFError
+            msg = json.loads(line)
+            if isinstance(msg, dict) and msg.get("id") == msg_id:
+                if "error" in msg:
+                    raise RuntimeError(str(msg["error"].get("message", msg["error"])))
+                return dict(msg.get("result") or {})
+
+    async def talk() -> int:
+        assert proc.stdin is not None
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "roundtable-doctor", "version": "1"},
+        }
+        await request(1, "initialize", hello)
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        count, cursor, msg_id = 0, None, 2
+        while True:
+            page = await request(msg_id, "tools/list", {"cursor": cursor} if cursor else {})
+            count += len(page.get("tools") or [])
+            cursor = page.get("nextCursor")
+            msg_id += 1
+            if not cursor or msg_id > 100:
+                return count
+
+    try:
+        return await asyncio.wait_for(talk(), timeout), ""
+    except (EOFError, RuntimeError, ValueError, TimeoutError, ConnectionError) as exc:
+        why = f"no answer within {timeout:.0f}s" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+        if proc.returncode is None:
+            proc.kill()
+        err = (await proc.stderr.read(4096)).decode("utf-8", "replace").strip().splitlines()
+        return -1, (err[-1] if err else why)
+    finally:
+        if proc.returncode is None:
+            proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+def _harness_findings(root: Path, owner_ok: bool, owner_running: bool, configured: set[str]) -> list[Finding]:
+    from roundtable.errors import ValidationError
+    from roundtable.services import adapters
+
+    found: list[Finding] = []
+    for harness in adapters.CONNECT_TARGETS:
+        rel = adapters.CONNECT_PATHS[harness]
+        name = HARNESS_NAMES[harness]
+        try:
+            entry = adapters.configured_entry(harness, root)
+        except ValidationError as exc:
+            found.append(
+                Finding(False, f"{harness}: {exc}", f"fix {root / rel}, then run `roundtable connect {harness}`")
+            )
+            continue
+        if entry is None:
+            found.append(
+                Finding(
+                    True, f"{harness}: no roundtable entry in {rel}; `roundtable connect {harness}` adds one", note=True
+                )
+            )
+            continue
+        pointed, agent = _binding(entry)
+        reconnect = f"run `roundtable connect {harness}{' --agent ' + agent if agent else ''} --force --root {root}`"
+        if not pointed or Path(pointed).resolve() != root:
+            found.append(Finding(False, f"{harness}: {rel} points at {pointed or 'no --root'}, not {root}", reconnect))
+            continue
+        command = str(entry.get("command") or "")
+        problem = _executable_problem(command)
+        if problem:
+            found.append(Finding(False, f"{harness}: {rel} starts a missing program: {problem}", reconnect))
+            continue
+        found.append(
+            Finding(True, f"{harness}: {rel} points at this project" + (f" as {agent}" if agent else " (read-only)"))
+        )
+        found.append(_credential_findings(root, harness, agent, owner_running, configured))
+        if harness == "codex":
+            if adapters.TOKEN_ENV not in (entry.get("env_vars") or []):
+                found.append(
+                    Finding(
+                        True,
+                        f"codex: the entry does not forward {adapters.TOKEN_ENV} (env_vars); a token set in "
+                        "the environment would not reach the bridge",
+                        note=True,
+                    )
+                )
+            if adapters.codex_trusts(root):
+                found.append(Finding(True, f"codex: {adapters.codex_home() / 'config.toml'} trusts this project"))
+            else:
+                found.append(
+                    Finding(
+                        False,
+                        f"codex: {name} does not trust {root}, so it ignores {rel} (`codex mcp list` says no servers)",
+                        f'run `roundtable connect codex --trust --root {root}` (adds [projects."{root}"] '
+                        f'trust_level = "trusted" to {adapters.codex_home() / "config.toml"})',
+                    )
+                )
+        if harness == "claude":
+            approval = adapters.claude_approval(root)
+            if approval == "approved":
+                found.append(Finding(True, f"claude: the roundtable server is approved ({adapters.CLAUDE_SETTINGS})"))
+            elif approval == "disabled":
+                found.append(
+                    Finding(
+                        False,
+                        "claude: the roundtable server is disabled (disabledMcpjsonServers)",
+                        f"run `roundtable connect claude --approve --root {root}`",
+                    )
+                )
+            else:
+                found.append(
+                    Finding(
+                        False,
+                        f"claude: {name} keeps the roundtable server pending until it is approved",
+                        f"run `roundtable connect claude --approve --root {root}` (or approve it when Claude Code asks)",
+                    )
+                )
+        argv = [command, *[str(a) for a in entry.get("args") or []]]
+        if not owner_running:
+            found.append(
+                Finding(
+                    True,
+                    f"{harness}: bridge round trip not tried: no owner is running; start one with "
+                    f"`roundtable start --root {root}`",
+                    note=True,
+                )
+            )
+        elif owner_ok:
+            count, why = run_async(bridge_round_trip(argv, _harness_env(harness, entry), root))
+            if count >= 0:
+                found.append(
+                    Finding(
+                        True,
+                        f"{harness}: the bridge answered: {count} tools listed through `{' '.join(argv[:1])} {' '.join(argv[1:3])} …`",
+                    )
+                )
+            else:
+                found.append(Finding(False, f"{harness}: the bridge {name} would start failed: {why}", reconnect))
+    return found
+
+
 def diagnose(root: Path) -> list[Finding]:
+    """Every check `doctor` makes, in order."""
     from roundtable.config import load_config
     from roundtable.errors import ConfigError
-    from roundtable.services.adapters import CONNECT_TARGETS, configured_root, connect_files
+    from roundtable.services.agents import configured_agents
 
     root = root.resolve()
-    found: list[Finding] = []
-    if shutil.which("git") is None:
-        found.append(Finding(False, "git is not installed", "install git; patches are applied with `git apply`"))
-    else:
-        inside = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, check=False
-        )
-        if inside.returncode != 0:
-            found.append(Finding(False, f"{root} is not a git repository", f"run `git init` in {root}"))
-        else:
-            found.append(Finding(True, "git is installed and the project is a git repository"))
+    if not root.is_dir():
+        return [Finding(False, f"{root} is not a directory", "pass the project root with --root")]
+    found = _git_findings(root)
     try:
         config = load_config(root)
     except ConfigError as exc:
-        found.append(
-            Finding(False, f"configuration is invalid: {exc}", "fix .roundtable/config.yaml or run `roundtable init`")
+        fix = (
+            f"run `roundtable init --root {root}`"
+            if "does not exist" in str(exc)
+            else f"fix {root / '.roundtable' / 'config.yaml'} (the message names the line)"
         )
+        found.append(Finding(False, f"configuration is invalid: {exc}", fix))
         return found
     found.append(Finding(True, "configuration is valid"))
+    found.append(_policy_finding(root))
     sock = config.socket_path(root)
     length = len(os.fsencode(str(sock)))
     if length > MAX_SOCKET_PATH:
@@ -161,45 +513,41 @@ def diagnose(root: Path) -> list[Finding]:
     else:
         found.append(Finding(True, f"socket path length is fine ({length} bytes)"))
     pid = _owner_pid(root)
-    in_use = _port_in_use(config.mcp.http_address)
+    address = config.mcp.http_address
+    in_use = _port_in_use(address)
+    owner_ok = False
     if pid:
         found.append(Finding(True, f"an owner is running (pid {pid})"))
     else:
-        found.append(Finding(False, "no owner is running", f"start one with `roundtable start --root {root}`"))
+        found.append(Finding(True, f"no owner is running; start one with `roundtable start --root {root}`", note=True))
         if in_use:
             found.append(
                 Finding(
                     False,
-                    f"port {config.mcp.http_address} is used by another program",
+                    f"port {address} is used by another program",
                     "stop that program or set mcp.http_address in .roundtable/config.yaml",
                 )
             )
     if pid or not in_use:
-        found.append(Finding(True, f"HTTP address {config.mcp.http_address} is free or ours"))
+        found.append(Finding(True, f"HTTP address {address} is free or ours"))
     if in_use:  # project identity: the same check the stdio bridge makes before sending a credential
         from roundtable.cli.doctor_cmd import identity_finding
 
         tls = bool(config.mcp.tls_cert_file and config.mcp.tls_key_file)
-        who = identity_finding(root, config.mcp.http_address, tls=tls)
+        who = identity_finding(root, address, tls=tls)
         if who is not None:
             found.append(Finding(*who))
-    for harness in CONNECT_TARGETS:
-        rel = next(iter(connect_files(harness, root)))
-        pointed = configured_root(harness, root)
-        if pointed is None:
-            found.append(
-                Finding(True, f"{harness}: no project configuration ({rel}); `roundtable connect {harness}` adds one")
+            owner_ok = who[0]
+    elif pid:
+        found.append(
+            Finding(
+                False,
+                f"the owner (pid {pid}) does not answer at {address}",
+                "read its output; restart it with `roundtable start`",
             )
-        elif pointed and Path(pointed).resolve() == root:
-            found.append(Finding(True, f"{harness}: {rel} points at this project"))
-        else:
-            found.append(
-                Finding(
-                    False,
-                    f"{harness}: {rel} points at {pointed or 'no --root'}, not {root}",
-                    f"run `roundtable connect {harness} --force --root {root}`",
-                )
-            )
+        )
+    configured = {spec.id for spec in configured_agents(config)}
+    found += _harness_findings(root, owner_ok, bool(pid) or owner_ok, configured)
     return found
 
 
@@ -207,10 +555,13 @@ def diagnose(root: Path) -> list[Finding]:
 @root_option
 @handle_errors
 def doctor(root: Path) -> None:
-    """Check git, configuration, socket path, port, owner and harness configs; print fixes."""
+    """Check git, configuration, policy, socket path, port, owner, credentials and each harness's
+    configuration (starting its bridge when an owner runs); print fixes. Exit 1 only for problems."""
     problems = 0
     for finding in diagnose(root):
-        if finding.ok:
+        if finding.note:
+            click.echo(f"note     {finding.what}")
+        elif finding.ok:
             click.echo(f"ok       {finding.what}")
         else:
             problems += 1

@@ -240,42 +240,315 @@ def resume_plan(
 # --- `roundtable connect` ------------------------------------------------------------------------
 
 CONNECT_TARGETS = ("codex", "claude", "cursor")
+SERVER_NAME = "roundtable"
+TOKEN_ENV = "ROUNDTABLE_MCP_TOKEN"
+CONNECT_PATHS = {"codex": ".codex/config.toml", "claude": ".mcp.json", "cursor": ".cursor/mcp.json"}
+CLAUDE_SETTINGS = ".claude/settings.local.json"
 
 
-def connect_files(harness: str, root: Path, agent_id: str = "") -> dict[str, str]:
-    """Project-local files (relative to root) that point `harness` at this project's bridge
-    (bound to `agent_id` when given: the bridge then presents that agent's credential file)."""
+@dataclass(frozen=True)
+class ConnectEdit:
+    """What `connect` does to one harness file: its new text and how the entry changed.
+
+    `action` is `created` (no file), `added` (file without our entry), `replaced` (our entry
+    differed; `previous` holds it) or `unchanged`."""
+
+    rel: str
+    text: str
+    action: str
+    previous: dict[str, Any] | None = None
+
+
+def connect_entry(harness: str, root: Path, agent_id: str = "") -> dict[str, Any]:
+    """The `roundtable` server entry for `harness`: the bridge with absolute paths, bound to
+    `agent_id` when given (the bridge then presents that agent's credential file). Codex passes
+    no environment to servers unless listed, so its entry forwards `ROUNDTABLE_MCP_TOKEN`."""
+    if harness not in CONNECT_TARGETS:
+        raise ValidationError(f"unknown harness {harness} (choose one of: {', '.join(CONNECT_TARGETS)})")
     root = root.resolve()
     argv = [*roundtable_executable(), "mcp", "stdio", "--root", str(root), *(["--agent", agent_id] if agent_id else [])]
     if harness == "codex":
-        return {".codex/config.toml": _codex_toml(argv[0], argv[1:])}
+        return {"command": argv[0], "args": argv[1:], "env_vars": [TOKEN_ENV]}
     if harness == "claude":
-        doc = {"mcpServers": {"roundtable": {"type": "stdio", "command": argv[0], "args": argv[1:]}}}
-        return {".mcp.json": json.dumps(doc, indent=2) + "\n"}
-    if harness == "cursor":
-        doc = {"mcpServers": {"roundtable": {"command": argv[0], "args": argv[1:]}}}
-        return {".cursor/mcp.json": json.dumps(doc, indent=2) + "\n"}
-    raise ValidationError(f"unknown harness {harness} (choose one of: {', '.join(CONNECT_TARGETS)})")
+        return {"type": "stdio", "command": argv[0], "args": argv[1:]}
+    return {"command": argv[0], "args": argv[1:]}
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _plain(value: Any) -> Any:
+    """tomlkit items → plain Python values (for comparing and printing)."""
+    unwrap = getattr(value, "unwrap", None)
+    return unwrap() if callable(unwrap) else value
+
+
+def _merge_toml(path: Path, text: str | None, entry: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """`text` with `[mcp_servers.roundtable]` set to `entry`; every other table, key and comment
+    kept (tomlkit edits the document in place). Returns (new text, previous entry or None)."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        doc = tomlkit.parse(text or "")
+    except TOMLKitError as exc:
+        raise ValidationError(f"{path} is not valid TOML ({exc}); fix it, then run connect again") from None
+    servers = doc.get("mcp_servers")
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        doc["mcp_servers"] = servers
+    elif not isinstance(servers, dict):
+        raise ValidationError(f"{path}: mcp_servers is not a table; fix it, then run connect again")
+    previous = _plain(servers.get(SERVER_NAME))
+    table = tomlkit.table()
+    if previous is None and not text:
+        table.comment("written by roundtable connect; no secret here (the bridge reads .roundtable/credentials/)")
+    for key, value in entry.items():
+        table[key] = value
+    if isinstance(previous, dict):
+        for key, value in previous.items():  # keep what the user added (timeouts, enabled, ...)
+            if key not in entry:
+                table[key] = value
+    servers[SERVER_NAME] = table
+    return tomlkit.dumps(doc), previous if isinstance(previous, dict) else None
+
+
+def _merge_json(path: Path, text: str | None, entry: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """`text` with `mcpServers.roundtable` set to `entry`; other keys kept in their order."""
+    try:
+        doc = json.loads(text) if text and text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); fix it, then run connect again"
+        ) from None
+    if not isinstance(doc, dict):
+        raise ValidationError(f"{path} does not hold a JSON object; fix it, then run connect again")
+    servers = doc.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ValidationError(f"{path}: mcpServers is not an object; fix it, then run connect again")
+    previous = servers.get(SERVER_NAME)
+    merged = dict(entry)
+    if isinstance(previous, dict):
+        merged.update({k: v for k, v in previous.items() if k not in entry})
+    servers[SERVER_NAME] = merged
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n", previous if isinstance(previous, dict) else None
+
+
+def connect_edit(harness: str, root: Path, agent_id: str = "") -> ConnectEdit:
+    """How `roundtable connect` changes `harness`'s project file: only the `roundtable` entry is
+    added or replaced; the user's other servers and settings stay. Raises `ValidationError` for a
+    file it cannot parse (it is never overwritten)."""
+    entry = connect_entry(harness, root, agent_id)
+    rel = CONNECT_PATHS[harness]
+    path = root.resolve() / rel
+    text = _read_text(path)
+    merge = _merge_toml if rel.endswith(".toml") else _merge_json
+    new_text, previous = merge(path, text, entry)
+    if text is None:
+        action = "created"
+    elif previous is None:
+        action = "added"
+    elif {k: previous.get(k) for k in entry} == entry:
+        action, new_text = "unchanged", text
+    else:
+        action = "replaced"
+    return ConnectEdit(rel, new_text, action, previous)
+
+
+def connect_files(harness: str, root: Path, agent_id: str = "") -> dict[str, str]:
+    """{path relative to root: the text `connect` would leave there} for `harness`."""
+    edit = connect_edit(harness, root, agent_id)
+    return {edit.rel: edit.text}
+
+
+def configured_entry(harness: str, root: Path) -> dict[str, Any] | None:
+    """The `roundtable` entry of `harness`'s project file: None when the file or the entry is
+    absent; raises `ValidationError` when the file cannot be read or parsed."""
+    path = root / CONNECT_PATHS[harness]
+    text = _read_text(path)
+    if text is None:
+        return None
+    try:
+        if path.suffix == ".toml":
+            import tomllib
+
+            doc: Any = tomllib.loads(text)
+            entry = doc.get("mcp_servers", {}).get(SERVER_NAME)
+        else:
+            doc = json.loads(text)
+            entry = doc.get("mcpServers", {}).get(SERVER_NAME) if isinstance(doc, dict) else None
+    except (ValueError, AttributeError) as exc:
+        raise ValidationError(f"{path} cannot be parsed: {exc}") from None
+    return entry if isinstance(entry, dict) else None
+
+
+def entry_option(entry: dict[str, Any], option: str) -> str:
+    """The value after `option` (e.g. `--root`) in an entry's args ('' when absent)."""
+    args = [str(a) for a in entry.get("args", []) if isinstance(a, str | int)]
+    if option in args and args.index(option) + 1 < len(args):
+        return args[args.index(option) + 1]
+    return ""
 
 
 def configured_root(harness: str, root: Path) -> str | None:
-    """The `--root` a harness's project-local config points at, or None when absent/unreadable."""
-    rel = next(iter(connect_files(harness, root)))
-    path = root / rel
-    if not path.is_file():
-        return None
-    text = path.read_text(encoding="utf-8", errors="replace")
-    args: list[str] = []
+    """The `--root` a harness's project-local config points at, None when there is no entry,
+    '' when the entry names none or the file cannot be parsed."""
     try:
-        if rel.endswith(".toml"):
-            import tomllib
-
-            entry = tomllib.loads(text).get("mcp_servers", {}).get("roundtable", {})
-        else:
-            entry = json.loads(text).get("mcpServers", {}).get("roundtable", {})
-        args = [str(a) for a in entry.get("args", [])]
-    except (ValueError, AttributeError):
+        entry = configured_entry(harness, root)
+    except ValidationError:
         return ""
-    if "--root" in args and args.index("--root") + 1 < len(args):
-        return args[args.index("--root") + 1]
-    return ""
+    return None if entry is None else entry_option(entry, "--root")
+
+
+# --- trust and approval: the step each harness needs besides its project file ----------------
+
+
+def codex_home() -> Path:
+    """Where Codex keeps its user configuration: `$CODEX_HOME`, else `~/.codex`."""
+    import os
+
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+
+
+def codex_trusts(root: Path) -> bool:
+    """Does the user's Codex configuration mark `root` trusted? (Codex reads a project's
+    `.codex/config.toml` only then.)"""
+    import tomllib
+
+    text = _read_text(codex_home() / "config.toml")
+    if not text:
+        return False
+    try:
+        projects = tomllib.loads(text).get("projects", {})
+    except ValueError:
+        return False
+    entry = projects.get(str(root.resolve())) if isinstance(projects, dict) else None
+    return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
+
+
+def codex_trust_snippet(root: Path) -> str:
+    return f'[projects.{json.dumps(str(root.resolve()))}]\ntrust_level = "trusted"'
+
+
+def trust_codex(root: Path) -> tuple[Path, bool]:
+    """Mark `root` trusted in the user's Codex configuration, keeping everything else in the
+    file. Returns (file, whether it changed)."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    path = codex_home() / "config.toml"
+    text = _read_text(path) or ""
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ValidationError(f"{path} is not valid TOML ({exc}); fix it, then run connect again") from None
+    if codex_trusts(root):
+        return path, False
+    projects = doc.get("projects")
+    if projects is None:
+        projects = tomlkit.table(is_super_table=True)
+        doc["projects"] = projects
+    elif not isinstance(projects, dict):
+        raise ValidationError(f"{path}: projects is not a table; fix it, then run connect again")
+    key = str(root.resolve())
+    entry = projects.get(key)
+    if isinstance(entry, dict):
+        entry["trust_level"] = "trusted"
+    else:
+        table = tomlkit.table()
+        table["trust_level"] = "trusted"
+        projects[key] = table
+    _write_keeping_mode(path, tomlkit.dumps(doc))
+    return path, True
+
+
+def _claude_settings(root: Path) -> tuple[Path, dict[str, Any]]:
+    path = root.resolve() / CLAUDE_SETTINGS
+    text = _read_text(path)
+    try:
+        doc = json.loads(text) if text and text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(doc, dict):
+        raise ValidationError(f"{path} does not hold a JSON object")
+    return path, doc
+
+
+def claude_approval(root: Path) -> str:
+    """Whether Claude Code will start the project's `roundtable` server: `approved`,
+    `disabled` (listed in disabledMcpjsonServers) or `pending`. Reads the project's
+    `.claude/settings.local.json` and `.claude/settings.json` (approvals made interactively
+    live in the user's own Claude state, which `doctor` does not read)."""
+    verdict = "pending"
+    for rel in (CLAUDE_SETTINGS, ".claude/settings.json"):
+        try:
+            text = _read_text(root.resolve() / rel)
+            doc = json.loads(text) if text else {}
+        except (ValidationError, ValueError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        if SERVER_NAME in (doc.get("disabledMcpjsonServers") or []):
+            return "disabled"
+        if doc.get("enableAllProjectMcpServers") is True or SERVER_NAME in (doc.get("enabledMcpjsonServers") or []):
+            verdict = "approved"
+    return verdict
+
+
+def approve_claude(root: Path) -> tuple[Path, bool]:
+    """Approve the project's `roundtable` server for Claude Code in
+    `.claude/settings.local.json` (other settings kept; removed from a disabled list)."""
+    path, doc = _claude_settings(root)
+    enabled = doc.get("enabledMcpjsonServers")
+    disabled = doc.get("disabledMcpjsonServers")
+    if enabled is not None and not isinstance(enabled, list):
+        raise ValidationError(f"{path}: enabledMcpjsonServers is not a list")
+    changed = False
+    if isinstance(disabled, list) and SERVER_NAME in disabled:
+        doc["disabledMcpjsonServers"] = [s for s in disabled if s != SERVER_NAME]
+        changed = True
+    if SERVER_NAME not in (enabled or []):
+        doc["enabledMcpjsonServers"] = [*(enabled or []), SERVER_NAME]
+        changed = True
+    if changed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_keeping_mode(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return path, changed
+
+
+def _write_keeping_mode(path: Path, text: str, new_mode: int = 0o600) -> None:
+    """Replace `path` atomically, keeping its permission bits (`new_mode` for a new file; 0600 by
+    default: user configuration may hold the user's own secrets)."""
+    import os
+    import stat
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = new_mode
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_connect_edit(root: Path, edit: ConnectEdit) -> Path:
+    """Write `edit` (nothing for `unchanged`); returns the file's path."""
+    path = root.resolve() / edit.rel
+    if edit.action != "unchanged":
+        _write_keeping_mode(path, edit.text, new_mode=0o644)  # project files, often checked in
+    return path
