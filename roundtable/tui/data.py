@@ -9,6 +9,7 @@ position (a scrollbar drag or `end`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from typing import Any, ClassVar
 
 from roundtable import clock
 from roundtable.config import Config
-from roundtable.domain import APPROVING_VOTES, BLOCKING_VOTES, TURN_DONE_EVENTS, TurnEvent
+from roundtable.domain import APPROVING_VOTES, BLOCKING_VOTES, TURN_DONE_EVENTS, TurnEvent, is_open
 from roundtable.domain import OPEN_PROPOSAL_STATUSES as OPEN_STATUSES
 from roundtable.store.db import Reader
 from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Transaction
@@ -71,11 +72,22 @@ class ProposalRow:
     proposal: Proposal
     votes_for: int
     votes_against: int
+    # The latest `patch.validated` event's payload for an open proposal (None: never validated).
+    validation: dict[str, Any] | None = None
 
     @property
     def gate_summary(self) -> str:
+        """`ready`, `failing: a,b`, `not validated` (for this revision) or the decided status."""
         p = self.proposal
-        return f"vote:{p.vote_state} policy:{p.policy_state} human:{p.approval_state} tx:{p.transaction_state}"
+        if not is_open(p.status):
+            return p.status
+        v = self.validation
+        if v is None or v.get("revision") != p.current_revision:
+            return "not validated"
+        if v.get("applicable"):
+            return "ready"
+        failed = [str(g) for g in v.get("failed_gates") or []]
+        return "failing: " + ",".join(failed) if failed else "not ready"
 
 
 @dataclass(frozen=True)
@@ -227,17 +239,25 @@ async def load_proposals(reader: Reader, *, limit: int = 500) -> list[ProposalRo
              AND lower(v.vote) IN ({for_marks})) AS votes_for,
           (SELECT COUNT(*) FROM votes v WHERE v.proposal_id = p.id
              AND (p.current_revision IS NULL OR v.revision IS NULL OR v.revision = p.current_revision)
-             AND lower(v.vote) IN ({against_marks})) AS votes_against
+             AND lower(v.vote) IN ({against_marks})) AS votes_against,
+          CASE WHEN p.status IN ({open_marks}) THEN
+            (SELECT e.payload_json FROM events e WHERE e.type = 'patch.validated'
+               AND json_extract(e.payload_json, '$.proposal_id') = p.id ORDER BY e.id DESC LIMIT 1)
+          END AS last_validation
         FROM proposals p
         ORDER BY (p.status IN ({open_marks})) DESC, p.created_at DESC, p.id DESC
         LIMIT ?
         """,
-        (*VOTES_FOR, *VOTES_AGAINST, *OPEN_PROPOSAL_STATUSES, limit),
+        (*VOTES_FOR, *VOTES_AGAINST, *OPEN_PROPOSAL_STATUSES, *OPEN_PROPOSAL_STATUSES, limit),
     )
     out = []
     for row in rows:
         proposal = Proposal.from_row(row)
-        out.append(ProposalRow(proposal, int(row["votes_for"]), int(row["votes_against"])))
+        validation = None
+        if row["last_validation"]:
+            with contextlib.suppress(ValueError):
+                validation = json.loads(row["last_validation"])
+        out.append(ProposalRow(proposal, int(row["votes_for"]), int(row["votes_against"]), validation))
     return out
 
 

@@ -45,3 +45,30 @@ async def test_badge_list_and_go_to(seeded: Runtime) -> None:
         await wait_for(lambda: not isinstance(app.screen, AttentionScreen), what="list closed")
         pane = app.query_one(ApprovalsPane)
         assert app.focused is pane and pane.selected_key() == "H-1"
+
+
+async def test_gates_column_follows_the_last_validation(seeded: Runtime) -> None:
+    from roundtable.tui.data import load_proposals
+    from tests.tui.seed import REVISION
+
+    async with seeded.db.read() as r:
+        before = {row.proposal.id: row.gate_summary for row in await load_proposals(r)}
+    assert before == {"P-1": "not validated", "P-0": "rejected"}
+    async with seeded.db.write(tool="test.validated") as tx:
+        payload = {"proposal_id": "P-1", "revision": REVISION, "applicable": False, "failed_gates": ["policy", "tests"]}
+        await tx.append_event(RUN_ID, "patch.validated", payload)
+    async with seeded.db.read() as r:
+        after = {row.proposal.id: row.gate_summary for row in await load_proposals(r)}
+    assert after["P-1"] == "failing: policy,tests"
+
+
+async def test_help_has_a_legend_for_every_glyph(seeded: Runtime) -> None:
+    from roundtable.tui.screens.help import LEGEND, HelpScreen
+
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await pilot.press("question_mark")
+        await wait_for(lambda: isinstance(app.screen, HelpScreen), what="help")
+        glyphs = {g for g, _ in LEGEND}
+        assert {"⚑ N need you", "⚔", "✓ ready", "+N -M", "▶"} <= glyphs
