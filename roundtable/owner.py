@@ -108,6 +108,18 @@ def acquire_lock(root: Path | str) -> Iterator[Path]:
         os.close(fd)
 
 
+def _check_initialised(root: Path) -> None:
+    """Refuse a root that does not exist or was never initialised, creating nothing (taking the
+    lock would create `.roundtable/owner.lock` in a project `init` has not set up)."""
+    from roundtable.config import load_config
+    from roundtable.errors import ConfigError
+
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "does not exist"
+        raise ConfigError(f"project root {root} {what}; create a project there with `roundtable init --root {root}`")
+    load_config(root)  # a missing config says "run `roundtable init` first"
+
+
 def _optional(module: str, attr: str) -> Any:
     """`module.attr` when both exist (other areas land independently), else None."""
     try:
@@ -206,6 +218,7 @@ class Owner:
     # --- lifecycle --------------------------------------------------------------------------
 
     async def __aenter__(self) -> Owner:
+        _check_initialised(self.root)  # before the lock: a refused start leaves nothing behind
         stack = contextlib.ExitStack()
         self.lock_path = stack.enter_context(acquire_lock(self.root))
         self._lock = stack
@@ -289,7 +302,9 @@ class Owner:
             await asyncio.sleep(self.db_check_interval)
             problem = self.runtime.database_problem() if self.runtime is not None else ""
             if problem:
-                self.fatal_error = f"{problem}; the owner stops (restore the file or run `roundtable init`, then start again)"
+                self.fatal_error = (
+                    f"{problem}; the owner stops (restore the file or run `roundtable init`, then start again)"
+                )
                 log.error("%s", self.fatal_error)
                 self.say(f"roundtable: {self.fatal_error}")
                 self.failed.set()

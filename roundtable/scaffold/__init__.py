@@ -51,6 +51,30 @@ def starter_files(config: Config) -> dict[Path, str]:
     return out
 
 
+GITIGNORE_LINE = ".roundtable/"
+_IGNORED_SPELLINGS = {".roundtable", ".roundtable/", "/.roundtable", "/.roundtable/", ".roundtable/*", "/.roundtable/*"}
+
+
+def ignore_state_dir(root: Path) -> bool:
+    """Make sure `.gitignore` keeps `.roundtable/` out of git; True when a line was added.
+
+    `.gitignore` rather than `.git/info/exclude`: the directory holds the database and every
+    credential, and a committed `.gitignore` protects every clone and every collaborator's
+    `git add -A`, while `info/exclude` protects only this one checkout (and does not exist before
+    `git init`)."""
+    path = root / ".gitignore"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    if any(line.strip() in _IGNORED_SPELLINGS for line in text.splitlines()):
+        return False
+    prefix = "" if not text or text.endswith("\n") else "\n"
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(f"{prefix}# roundtable's private state: database, credentials, logs\n{GITIGNORE_LINE}\n")
+    return True
+
+
 class InitRefused(RoundtableError):
     """A starter file exists and --force was not given."""
 
@@ -68,7 +92,11 @@ async def init_project_async(root: Path, *, force: bool = False) -> list[Path]:
     if not force:
         for rel in targets:
             if (root / rel).exists() or (root / rel).is_symlink():
-                raise InitRefused(f"refusing to overwrite existing file: {rel}")
+                raise InitRefused(
+                    f"refusing to overwrite existing file: {rel}; the project is already initialised "
+                    "(rerun with --force to restore the starter files; the project id, database and "
+                    "credentials are kept)"
+                )
     ensure_private_dir(state_dir(root))
     for directory in DIRECTORIES:
         (root / directory).mkdir(parents=True, exist_ok=True)

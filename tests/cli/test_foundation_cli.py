@@ -21,7 +21,7 @@ def test_init_scaffolds_everything_and_never_overwrites(tmp_path: Path) -> None:
     root = tmp_path / "p"
     out = rt("init", "--root", str(root))
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == f"initialized roundtable in {root}"
+    assert out.stdout.splitlines()[0] == f"initialized roundtable in {root}"
     for rel in DIRECTORIES:
         assert (root / rel).is_dir()
     for rel in starter_files(Config()):
@@ -31,7 +31,8 @@ def test_init_scaffolds_everything_and_never_overwrites(tmp_path: Path) -> None:
     (root / "PROJECT.ROUNDTABLE.md").unlink()
     again = rt("init", "--root", str(root))
     assert again.returncode == 1
-    assert again.stderr.strip() == "refusing to overwrite existing file: AGENTS.ROUNDTABLE.md"
+    assert again.stderr.strip().startswith("refusing to overwrite existing file: AGENTS.ROUNDTABLE.md; ")
+    assert "rerun with --force" in again.stderr
     assert (root / "AGENTS.ROUNDTABLE.md").read_text() == "mine\n"
     assert not (root / "PROJECT.ROUNDTABLE.md").exists()  # nothing written on refusal
     forced = rt("init", "--root", str(root), "--force")
