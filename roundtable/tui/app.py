@@ -672,15 +672,21 @@ class RoundtableApp(App[None]):
                 self.notify("Tests not run.", title="test.run")
                 return
             unsandboxed = True
-        for command in commands:
-            self.notify(f"running {command}", title="test.run")
-            args: dict[str, Any] = {"command": command, "proposal_id": proposal_id}
-            if unsandboxed:
-                args["unsandboxed"] = True
-            result = await self.call_tool("test.run", args, success=f"{command}: finished")
-            if result is not None:
-                run = result.get("test_run", result)
-                self.notify(f"{command}: {run.get('status', '?')}", title="test.run")
+        try:
+            for command in commands:
+                # The header shows what runs and for how long until it ends (the progress indicator).
+                self.header.activity = (f"testing {proposal_id}: {command}", self.clock_ns())
+                self.header.update_view()
+                args: dict[str, Any] = {"command": command, "proposal_id": proposal_id}
+                if unsandboxed:
+                    args["unsandboxed"] = True
+                result = await self.call_tool("test.run", args, success=f"{command}: finished")
+                if result is not None:
+                    run = result.get("test_run", result)
+                    self.notify(f"{command}: {run.get('status', '?')}", title="test.run")
+        finally:
+            self.header.activity = None
+            self.header.update_view()
         await self._gate_report(proposal_id)
 
     def action_apply(self) -> None:

@@ -197,7 +197,7 @@ async def test_read_only_refuses_every_mutating_action(rt: Runtime, project: Pat
 
 async def test_run_tests_key_records_a_passing_run_for_the_revision(rt: Runtime, project: Path) -> None:
     run = await runs.create_run(rt, "ship v2")
-    (project / "Makefile").write_text("test:\n\tprintf ok\n")
+    (project / "Makefile").write_text("test:\n\tsleep 0.5; printf ok\n")
     proposal = await ready_proposal(rt)
     before = await scalar(rt, "SELECT count(*) FROM test_runs WHERE proposal_id = ?", (proposal["id"],))
     app = make_app(rt, run_id=run.id)
@@ -205,7 +205,10 @@ async def test_run_tests_key_records_a_passing_run_for_the_revision(rt: Runtime,
         await settle(app)
         await _select(app, ProposalsPane, proposal["id"])
         await pilot.press("T")
+        # A visible progress indicator while the tests run, gone when they end.
+        await wait_for(lambda: f"testing {proposal['id']}: make test" in app.header.compose_text().plain, what="progress")
         await wait_for(lambda: proposal["id"] in app.gate_reports, what="gate report after the tests")
+        assert "testing" not in app.header.compose_text().plain
     rows = await scalar(rt, "SELECT count(*) FROM test_runs WHERE proposal_id = ?", (proposal["id"],))
     assert rows == before + 1
     latest = await scalar(

@@ -41,6 +41,8 @@ class ConsoleHeader(Static):
         self.run_id = ""
         self.chair: Any = None
         self.stale: Staleness | None = None
+        # Long work in progress (e.g. a test run): (what, started at ns); shown on line 3.
+        self.activity: tuple[str, int] | None = None
 
     def update_view(self) -> None:
         self.update(self.compose_text())
@@ -88,6 +90,10 @@ class ConsoleHeader(Static):
             )
         else:
             line3.append("live", style="green")
+            if self.activity is not None:
+                what, since = self.activity
+                spinner = "◐◓◑◒"[int((now - since) / 250_000_000) % 4]
+                line3.append(f"  {spinner} {what} · {human_delta((now - since) / 1e9)}", style="bold yellow")
             line3.append("  ? help · ctrl+p commands · tab panes · q quit", style="dim")
         for line in (line1, line2, line3):
             line.no_wrap = True
