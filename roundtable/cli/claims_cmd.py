@@ -50,6 +50,10 @@ def list_claims(root: Path, as_json: bool, agent: str, resource: str, status: st
     if as_json:
         print_json(result)
         return
+    if not result["claims"]:
+        asked = [f"{k.removesuffix('_id')} {v}" for k, v in args.items() if v]
+        click.echo("no claims" + (f" matching {', '.join(asked)}" if asked else ""))
+        return
     for c in result["claims"]:
         click.echo(f"{c['id']} {c['agent_id']} {c['claim_type']} {c['status']} {c['resource_id']}")
 

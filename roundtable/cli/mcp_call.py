@@ -46,6 +46,22 @@ async def _direct(root: Path, tool: str, args: dict[str, Any]) -> dict[str, Any]
         await runtime.close()
 
 
+def unknown_tool_message(tool: str) -> str:
+    """The words an MCP client gets for a tool the server does not have (the MCP adapter's)."""
+    shown = tool if len(tool) <= 64 else tool[:63] + "…"
+    return f"unknown tool: {shown}"
+
+
+def _check_known(tool: str) -> None:
+    """Refuse a name no transport would call, in the words MCP uses (`unknown tool: X`),
+    before opening anything; `roundtable mcp inspect` lists the names."""
+    from roundtable.tools.registry import get_registry
+
+    spec = get_registry().lookup(tool)
+    if spec is None or spec.handler is None:
+        fail(unknown_tool_message(tool))
+
+
 @click.command()
 @root_option
 @click.option("--tool", required=True, help="Tool name (dotted or underscore).")
@@ -63,6 +79,7 @@ def call(root: Path, tool: str, args: str | None, args_file: Path | None, use_so
     if not tool.strip():
         fail("tool is required")
     arguments = _parse_args(args, args_file)
+    _check_known(tool)
     if use_socket:
         from roundtable.config import load_config
         from roundtable.server.socket_client import call_socket

@@ -60,6 +60,9 @@ def _list(root: Path, as_json: bool) -> None:
     if as_json:
         print_json({"sessions": [s.to_dict() for s in rows]})
         return
+    if not rows:
+        click.echo("no sessions (the owner launches them for a run's agents; `roundtable sessions launch` starts one)")
+        return
     for s in rows:
         click.echo(_line(s.id, s.agent_id, s.status, s.adapter, s.external_resume_command).rstrip())
 

@@ -1,7 +1,9 @@
 """`roundtable symbols --path FILE [--json]`: the declarations in one file (no project needed).
 
 The path is used as given (relative to the current directory) and printed with `/` separators;
-an unsupported extension prints nothing and exits 0; a syntax error exits 1 with the message.
+a file without declarations says so (exit 0); an unsupported language says which ones are
+supported (exit 1; `--json` still prints an empty list, exit 0); a syntax error exits 1 with the
+message.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import os
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json
+from roundtable.cli.common import fail, handle_errors, json_option, print_json
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,6 +29,14 @@ def symbols(path: str, as_json: bool) -> None:
     found = index_file(os.path.realpath(path), label)  # the user's own path: follow its symlinks
     if as_json:
         print_json({"symbols": [s.to_dict() for s in found]})
+        return
+    if not found:
+        from roundtable.services.symbols import _EXTENSIONS, detect_language
+
+        if not detect_language(label):
+            supported = ", ".join(sorted(_EXTENSIONS))
+            fail(f"no symbols: {label} is not in a supported language (supported extensions: {supported})")
+        click.echo(f"no symbols in {label}", err=True)
         return
     for s in found:
         click.echo(f"{s.kind} {s.name} {s.path} {s.start_line} {s.end_line}")

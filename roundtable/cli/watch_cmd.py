@@ -3,7 +3,7 @@
 Opens its own runtime (no listener, no Chair) and reads through the `table.watch` tool, so it
 sees exactly what an agent sees. Text output (system.md §1.9), one line per item:
 
-    WATCH run=<run_id> active_agents=<n> open_tasks=<n> active_claims=<n> suspended_claims=<n>
+    WATCH run=<run_id or (all)> active_agents=<n> open_tasks=<n> active_claims=<n> suspended_claims=<n>
     BLOCKED <task_id> <title>
     PROPOSAL <id> <status> <title>
     APPROVAL <id> <status> <subject>
@@ -31,11 +31,13 @@ from roundtable.cli.common import handle_errors, json_option, print_json, root_o
 from roundtable.config import parse_duration
 
 MAX_WAIT_MS = 30_000
+# Shown as the header's run when no --run is given; parentheses never occur in a run id.
+ALL_RUNS = "(all)"
 
 
 def projection_lines(page: dict[str, Any]) -> list[str]:
     lines = [
-        f"WATCH run={page.get('run_id', '')} active_agents={page['active_agents']} open_tasks={page['open_tasks']}"
+        f"WATCH run={page.get('run_id') or ALL_RUNS} active_agents={page['active_agents']} open_tasks={page['open_tasks']}"
         f" active_claims={page['active_claims']} suspended_claims={page['suspended_claims']}"
     ]
     lines += [f"BLOCKED {t['id']} {t['title']}" for t in page["blocked_tasks"]]
@@ -55,6 +57,13 @@ async def _watch(
     from roundtable.runtime import Runtime
 
     async with await Runtime.open(root) as runtime:
+        if run_id:
+            async with runtime.db.read() as reader:
+                known = await reader.fetchone("SELECT 1 FROM runs WHERE id = ?", (run_id,))
+            if known is None:
+                from roundtable.errors import NotFound
+
+                raise NotFound("run", run_id)  # `get run RUN-nope: not found`, as the tools say it
         args: dict[str, Any] = {"run_id": run_id, "limit": limit}
         if after is not None:
             args["after_event_id"] = after

@@ -166,7 +166,11 @@ def test_symbols_cli(tmp_path: Path) -> None:
     assert data["symbols"][1]["resource_id"] == f"symbol:{source}#A.go"
     other = tmp_path / "notes.txt"
     other.write_text("hello")
-    assert runner.invoke(cli, ["symbols", "--path", str(other)]).output == ""
+    unsupported = runner.invoke(cli, ["symbols", "--path", str(other)])
+    assert (
+        unsupported.exit_code == 1
+        and "is not in a supported language (supported extensions: .cjs" in unsupported.output
+    )
     broken = tmp_path / "bad.py"
     broken.write_text("def (:\n")
     failed = runner.invoke(cli, ["symbols", "--path", str(broken)])

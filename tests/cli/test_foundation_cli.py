@@ -76,7 +76,7 @@ def test_mcp_call_direct_errors(tmp_path: Path) -> None:
     root = tmp_path / "p"
     assert rt("init", "--root", str(root)).returncode == 0
     out = rt("mcp", "call", "--root", str(root), "--tool", "no.such", "--args", "{}")
-    assert out.returncode == 1 and out.stderr.strip() == "tool not implemented: no.such"
+    assert out.returncode == 1 and out.stderr.strip() == "unknown tool: no.such"
     out = rt("mcp", "call", "--root", str(root), "--tool", "task.list", "--args", "[1]")
     assert out.returncode == 1 and out.stderr.strip() == "args: must be a JSON object"
     out = rt("mcp", "call", "--root", str(root), "--tool", "task.list", "--args", "{bad")

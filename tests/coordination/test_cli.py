@@ -64,7 +64,7 @@ def test_watch_text_and_json(project: Path) -> None:
     code, out, err = _invoke("watch", "--root", str(project))
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("WATCH run= active_agents=8 open_tasks=2 ")
+    assert lines[0].startswith("WATCH run=(all) active_agents=8 open_tasks=2 ")
     assert "BLOCKED T-b stuck" in lines
     assert any(line.startswith("EVENT ") and "task.assigned chair-1 T-g" in line for line in lines)
     code, out, _ = _invoke("watch", "--root", str(project), "--json", "--after", "0", "--limit", "1")

@@ -102,7 +102,7 @@ def test_cli_owner_serves_refuses_second_and_stops_on_sigterm(
             text=True,
             timeout=30,
         )
-        assert call.returncode == 1 and "tool not implemented: no.such" in call.stderr
+        assert call.returncode == 1 and "unknown tool: no.such" in call.stderr
         proc.send_signal(signal.SIGTERM)
         _wait_line(proc, stopped)
         assert proc.wait(timeout=15) == 0
