@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import re
+import sqlite3
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,35 +211,55 @@ async def search_resources(q: Reader | Tx, query: str, resource_type: str = "") 
     return out
 
 
-async def live_claims_overlapping(q: Reader | Tx, ref: ResourceRef, now: str) -> list[tuple[Claim, Resource]]:
-    """Active, unexpired claims whose resource overlaps `ref` (with their resources).
+def _candidate_ranges(ref: ResourceRef) -> tuple[list[str], list[tuple[str, str]]]:
+    """Resource ids (exact, and half-open ranges) of every stored resource that can overlap `ref`.
 
-    The SQL narrows candidates by path (same id, the path's ancestors, or — for a directory —
-    anything beneath it); `overlaps` then decides exactly. Claims whose resource row is missing
-    are skipped, as in the reference.
+    Stored path resources carry canonical ids (`resource_id_for`), so each row `overlaps` could
+    accept is found through the claims' resource-id index — a claim costs the same with ten or
+    ten thousand live claims; `overlaps` still decides exactly.
     """
-    params: list[Any] = [now, ref.id]
-    clauses = ["c.resource_id = ?"]
-    if ref.type in ("file", "symbol", "directory"):
-        ancestors = _ancestors(ref.path)
-        clauses.append(f"r.path IN ({', '.join('?' for _ in ancestors)})")
-        params.extend(ancestors)
-        if ref.type == "directory":
-            if ref.path:
-                clauses.append("substr(r.path, 1, ?) = ?")
-                params.extend([len(ref.path) + 1, ref.path + "/"])
-            else:
-                clauses.append("1 = 1")
-    rows = await _rows(
-        q,
+    exact = [ref.id]
+    ranges: list[tuple[str, str]] = []
+    if ref.type not in ("file", "symbol", "directory"):
+        return exact, ranges
+    path = ref.path
+    exact.extend(resource_id_for("directory", a) for a in _ancestors(path))
+    if ref.type in ("file", "directory"):
+        exact.append(resource_id_for("file", path))
+        ranges.append((f"symbol:{path}#", f"symbol:{path}$"))  # the file's symbols ('$' follows '#')
+    if ref.type == "symbol":
+        exact.append(resource_id_for("file", path))
+        exact.append(resource_id_for("symbol", path, ref.symbol))
+    if ref.type == "directory":
+        if path:
+            for kind in ("directory", "file", "symbol"):
+                ranges.append((f"{kind}:{path}/", f"{kind}:{path}0"))  # beneath it ('0' follows '/')
+        else:
+            for kind in ("directory", "file", "symbol"):
+                ranges.append((f"{kind}:", f"{kind};"))  # the root holds every path resource
+    return exact, ranges
+
+
+def _overlap_query(ref: ResourceRef, now: str) -> tuple[str, list[Any]]:
+    exact, ranges = _candidate_ranges(ref)
+    exact = list(dict.fromkeys(exact))
+    parts = [f"SELECT rowid FROM claims WHERE resource_id IN ({', '.join('?' for _ in exact)})"]
+    params: list[Any] = list(exact)
+    for low, high in ranges:
+        parts.append("SELECT rowid FROM claims WHERE resource_id >= ? AND resource_id < ?")
+        params.extend([low, high])
+    sql = (
         "SELECT c.*, r.id AS r_id, r.type AS r_type, r.path AS r_path, r.symbol AS r_symbol, "
         "r.language AS r_language, r.start_line AS r_start_line, r.end_line AS r_end_line, "
         "r.current_hash AS r_current_hash, r.metadata_json AS r_metadata_json "
         "FROM claims c JOIN resources r ON r.id = c.resource_id "
-        f"WHERE c.status = 'active' AND c.expires_at > ? AND ({' OR '.join(clauses)}) "
-        "ORDER BY c.created_at, c.id",
-        params,
+        f"WHERE c.rowid IN ({' UNION ALL '.join(parts)}) AND +c.status = 'active' AND +c.expires_at > ? "
+        "ORDER BY c.created_at, c.id"
     )
+    return sql, [*params, now]
+
+
+def _overlapping(ref: ResourceRef, rows: list[Any]) -> list[tuple[Claim, Resource]]:
     out = []
     for row in rows:
         claim = Claim.from_row(row)
@@ -246,6 +267,17 @@ async def live_claims_overlapping(q: Reader | Tx, ref: ResourceRef, now: str) ->
         if overlaps(ref, ResourceRef.of(resource)):
             out.append((claim, resource))
     return out
+
+
+async def live_claims_overlapping(q: Reader | Tx, ref: ResourceRef, now: str) -> list[tuple[Claim, Resource]]:
+    """Active, unexpired claims whose resource overlaps `ref` (with their resources).
+
+    The SQL narrows candidates by path (same id, the path's ancestors, or — for a directory —
+    anything beneath it); `overlaps` then decides exactly. Claims whose resource row is missing
+    are skipped, as in the reference.
+    """
+    sql, params = _overlap_query(ref, now)
+    return _overlapping(ref, await _rows(q, sql, params))
 
 
 # --- coverage (used by proposals and patch validation) --------------------------------------
@@ -335,7 +367,7 @@ async def _own_write_claims(
     marks = ", ".join("?" for _ in types)
     rows = await q.fetchall(
         "SELECT c.id AS claim_id, r.* FROM claims c JOIN resources r ON r.id = c.resource_id "
-        "WHERE c.agent_id = ? AND c.status = 'active' AND c.expires_at > ? "
+        "WHERE c.agent_id = ? AND +c.status = 'active' AND +c.expires_at > ? "
         f"AND c.claim_type IN ('write', 'exclusive') AND r.type IN ({marks}) ORDER BY c.created_at, c.id",
         (agent_id, now, *types),
     )
@@ -371,7 +403,7 @@ async def readable_by_claim(q: Reader | Tx, agent_id: str, rel_path: str, now: s
     marks = ", ".join("?" for _ in ancestors)
     rows = await q.fetchall(
         "SELECT r.type, r.path FROM claims c JOIN resources r ON r.id = c.resource_id "
-        "WHERE c.agent_id = ? AND c.status = 'active' AND c.expires_at > ? "
+        "WHERE c.agent_id = ? AND +c.status = 'active' AND +c.expires_at > ? "
         f"AND r.path IN ({marks})",
         (agent_id, now, *ancestors),
     )
@@ -449,6 +481,9 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     resource and mode is extended; otherwise every overlapping live claim of another agent is
     checked against the matrix, then the resource is upserted and the claim inserted with the
     next fence, with a `claim.created` event.
+
+    Every read and write runs in ONE hop to the writer's thread (`Tx.run`): a claim is on the
+    hot path, and each hop costs more than the SQLite work of its statement (issue 19).
     """
     res = req.resource
     for value, what in (
@@ -458,33 +493,50 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
         (req.raw_path, "path"),
     ):
         check_resource_id(value or "", what=what)
-    refs = await _rows(
-        tx,
+    granted: Granted = await tx.run(_acquire_sync, tx, req, now)
+    return granted
+
+
+_SAME_CLAIM = (
+    "SELECT * FROM claims WHERE agent_id = ? AND resource_id = ? AND claim_type = ? "
+    "AND status = 'active' AND expires_at > ? ORDER BY created_at DESC, id DESC LIMIT 1"
+)
+_UPSERT_RESOURCE = (
+    "INSERT INTO resources (id, type, path, symbol, language, start_line, end_line, current_hash, "
+    "metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+    "type = excluded.type, path = excluded.path, symbol = excluded.symbol, "
+    "language = excluded.language, start_line = excluded.start_line, end_line = excluded.end_line, "
+    "current_hash = excluded.current_hash"
+)
+_NEXT_COUNTER = "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1"
+
+
+def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str) -> Granted:
+    """`acquire` on the writer's thread, inside `tx`."""
+    res = req.resource
+    refs = conn.execute(
         "SELECT (SELECT 1 FROM tasks WHERE id = ?), (SELECT 1 FROM runs WHERE id = ?), "
         "(SELECT 1 FROM claims WHERE id = ?)",
         (req.task_id, req.run_id, req.claim_id),
-    )
-    task_found, run_found, id_taken = refs[0][0], refs[0][1], refs[0][2]
+    ).fetchone()
+    task_found, run_found, id_taken = refs[0], refs[1], refs[2]
     if task_found is None:
         raise NotFound("task", req.task_id)
     if req.run_id and run_found is None:
         raise NotFound("run", req.run_id)
-    same_rows = await _rows(
-        tx,
-        "SELECT * FROM claims WHERE agent_id = ? AND resource_id = ? AND claim_type = ? "
-        "AND status = 'active' AND expires_at > ? ORDER BY created_at DESC, id DESC LIMIT 1",
-        (req.agent_id, res.id, req.claim_type, now),
-    )
-    same = Claim.from_row(same_rows[0]) if same_rows else None
+    same_row = conn.execute(_SAME_CLAIM, (req.agent_id, res.id, req.claim_type, now)).fetchone()
+    same = Claim.from_row(same_row) if same_row is not None else None
     if req.claim_id and id_taken is not None:
         if same is None or same.id != req.claim_id:
             raise ToolError(f"claim {req.claim_id} already exists; choose another claim_id or omit it")
     if same is not None:
-        return await _extend(tx, same, req, now)
+        return _extend_sync(conn, tx, same, req, now)
 
+    ref = ResourceRef.of(res)
+    sql, params = _overlap_query(ref, now)
     conflicts = [
         (claim, resource)
-        for claim, resource in await live_claims_overlapping(tx, ResourceRef.of(res), now)
+        for claim, resource in _overlapping(ref, conn.execute(sql, params).fetchall())
         if claim.agent_id != req.agent_id and modes_conflict(req.claim_type, claim.claim_type)
     ]
     if conflicts:
@@ -522,8 +574,9 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
         current_hash=req.base_hash,
         metadata_json=res.metadata_json or "{}",
     )
-    await _upsert_resource(tx, resource)
-    fence = await tx.next_counter(FENCE_COUNTER)
+    conn.execute(_UPSERT_RESOURCE, _resource_values(resource)).close()
+    conn.execute(_NEXT_COUNTER, (FENCE_COUNTER,)).close()
+    fence = int(conn.execute("SELECT value FROM counters WHERE name = ?", (FENCE_COUNTER,)).fetchone()[0])
     claim = Claim(
         id=req.claim_id or clock.new_id("C"),
         resource_id=res.id,
@@ -545,8 +598,12 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     for key in ("heartbeat_at", "workspace_id"):
         values[key] = None
     values["renewable"] = 1 if claim.renewable else 0
-    await tx.insert("claims", values)
-    await tx.append_event(
+    conn.execute(
+        f"INSERT INTO claims ({', '.join(values)}) VALUES ({', '.join('?' for _ in values)})", list(values.values())
+    ).close()
+    tx.tables.update(("resources", "counters", "claims"))
+    tx.emit(
+        conn,
         req.run_id,
         "claim.created",
         {
@@ -564,34 +621,28 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     return Granted(claim, resource, extended=False)
 
 
-async def _upsert_resource(tx: Tx, resource: Resource) -> None:
-    await tx.execute(
-        "INSERT INTO resources (id, type, path, symbol, language, start_line, end_line, current_hash, "
-        "metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-        "type = excluded.type, path = excluded.path, symbol = excluded.symbol, "
-        "language = excluded.language, start_line = excluded.start_line, end_line = excluded.end_line, "
-        "current_hash = excluded.current_hash",
-        (
-            resource.id,
-            resource.type,
-            resource.path,
-            resource.symbol,
-            resource.language,
-            resource.start_line,
-            resource.end_line,
-            resource.current_hash,
-            resource.metadata_json or "{}",
-        ),
+def _resource_values(resource: Resource) -> tuple[Any, ...]:
+    return (
+        resource.id,
+        resource.type,
+        resource.path,
+        resource.symbol,
+        resource.language,
+        resource.start_line,
+        resource.end_line,
+        resource.current_hash,
+        resource.metadata_json or "{}",
     )
-    tx.tables.add("resources")
 
 
-async def _extend(tx: Tx, claim: Claim, req: ClaimRequest, now: str) -> Granted:
+def _extend_sync(conn: sqlite3.Connection, tx: Tx, claim: Claim, req: ClaimRequest, now: str) -> Granted:
     if not claim.renewable:
         raise ToolError(f"claim {claim.id} is not renewable; release it and claim again")
     expires_at = expiry_after(now, req.ttl_seconds)
-    await tx.update("claims", {"id": claim.id}, {"expires_at": expires_at, "heartbeat_at": now})
-    await tx.append_event(
+    conn.execute("UPDATE claims SET expires_at = ?, heartbeat_at = ? WHERE id = ?", (expires_at, now, claim.id)).close()
+    tx.tables.add("claims")
+    tx.emit(
+        conn,
         req.run_id,
         "claim.extended",
         {"claim_id": claim.id, "expires_at": expires_at},
@@ -599,7 +650,10 @@ async def _extend(tx: Tx, claim: Claim, req: ClaimRequest, now: str) -> Granted:
         task_id=claim.task_id,
     )
     extended = _replace(claim, expires_at=expires_at, heartbeat_at=now)
-    return Granted(extended, await get_resource(tx, claim.resource_id), extended=True)
+    row = conn.execute("SELECT * FROM resources WHERE id = ?", (claim.resource_id,)).fetchone()
+    if row is None:
+        raise NotFound("resource", claim.resource_id)
+    return Granted(extended, Resource.from_row(row), extended=True)
 
 
 async def record_contentions(tx: Tx, rows: list[dict[str, Any]]) -> list[ClaimContention]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -147,8 +148,46 @@ async def create_task(
     if len(body_md) > MAX_BODY:
         raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
     paths = validate_readable_paths(readable_paths or [], root)
-    new_id = task_id or clock.new_id("T")
-    replaced = bool(task_id) and await tx.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) is not None
+    values = (
+        task_id or clock.new_id("T"),
+        title,
+        body_md,
+        status or "open",
+        priority or DEFAULT_PRIORITY,
+        risk or "normal",
+        assigned_agent_id or None,
+        json.dumps(paths, ensure_ascii=False),
+    )
+    # Every read and write of the call in one hop to the writer's thread (issue 19, target 2).
+    task: Task = await tx.run(_create_sync, tx, values, bool(task_id), assigned_agent_id, actor, agent)
+    tx.tables.add("tasks")
+    return task
+
+
+_UPSERT_TASK = (
+    "INSERT INTO tasks (id, title, body_md, status, priority, risk, assigned_agent_id, readable_paths_json,"
+    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT(id) DO UPDATE SET title = excluded.title, body_md = excluded.body_md,"
+    " status = excluded.status, priority = excluded.priority, risk = excluded.risk,"
+    " assigned_agent_id = excluded.assigned_agent_id, readable_paths_json = excluded.readable_paths_json,"
+    " updated_at = excluded.updated_at"
+)
+# The run events attach to, as `evidence.event_run_id` reads it.
+_EVENT_RUN = "SELECT id FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1"
+
+
+def _create_sync(
+    conn: sqlite3.Connection,
+    tx: Tx,
+    values: tuple[Any, ...],
+    given_id: bool,
+    assigned_agent_id: str,
+    actor: str,
+    agent: str,
+) -> Task:
+    """`create_task`'s reads and writes, on the writer's thread inside `tx`."""
+    task_id = values[0]
+    replaced = given_id and conn.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is not None
     if agent:
         if replaced:
             raise PermissionDenied(f"task {task_id} already exists; agents create new tasks, they never replace one")
@@ -157,30 +196,12 @@ async def create_task(
                 f"an agent may assign a new task only to itself ({agent}), not to {assigned_agent_id}"
             )
     now = clock.now()
-    await tx.execute(
-        "INSERT INTO tasks (id, title, body_md, status, priority, risk, assigned_agent_id, readable_paths_json,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT(id) DO UPDATE SET title = excluded.title, body_md = excluded.body_md,"
-        " status = excluded.status, priority = excluded.priority, risk = excluded.risk,"
-        " assigned_agent_id = excluded.assigned_agent_id, readable_paths_json = excluded.readable_paths_json,"
-        " updated_at = excluded.updated_at",
-        (
-            new_id,
-            title,
-            body_md,
-            status or "open",
-            priority or DEFAULT_PRIORITY,
-            risk or "normal",
-            assigned_agent_id or None,
-            json.dumps(paths, ensure_ascii=False),
-            now,
-            now,
-        ),
-    )
-    tx.tables.add("tasks")
-    task = await get_task(tx, new_id)
-    await tx.append_event(
-        await event_run_id(tx),
+    conn.execute(_UPSERT_TASK, (*values, now, now)).close()
+    task = Task.from_row(conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone())
+    run = conn.execute(_EVENT_RUN).fetchone()
+    tx.emit(
+        conn,
+        str(run[0]) if run and run[0] else "",
         "task.replaced" if replaced else "task.created",
         {
             "task_id": task.id,
@@ -207,9 +228,7 @@ def check_task_change(task: Task, agent: str, assigned_agent_id: str) -> None:
     if owner:
         raise PermissionDenied(f"task {task.id} is assigned to {owner}; only {owner} or the operator may change it")
     if assigned_agent_id != agent:
-        raise PermissionDenied(
-            f"task {task.id} is unassigned; take it first (assigned_agent_id {agent}) to change it"
-        )
+        raise PermissionDenied(f"task {task.id} is unassigned; take it first (assigned_agent_id {agent}) to change it")
 
 
 async def update_task_status(

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -194,6 +195,11 @@ class Reader(_Queries):
         return result
 
 
+_INSERT_EVENT = (
+    "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at, principal, transport)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
 # Who the current task acts for, as (principal, transport): `Runtime.call` sets it around a tool's
 # handler so that transactions the handler opens itself (tools that manage their own) stamp the
 # caller's principal on their events too, not `internal`.
@@ -235,6 +241,40 @@ class Tx(_Queries):
         ) as cursor:
             return cursor.rowcount
 
+    def _event(
+        self, run_id: str, type: str, payload: dict[str, Any], actor_id: str, task_id: str
+    ) -> tuple[str, tuple[Any, ...], Event]:
+        """The INSERT for one event and the `Event` it stores (its id filled in after the insert)."""
+        created_at = clock.now()
+        payload_json = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        params = (
+            run_id,
+            type,
+            actor_id or None,
+            task_id or None,
+            payload_json,
+            created_at,
+            self.principal or None,
+            self.transport or None,
+        )
+        event = Event(
+            id=0,
+            run_id=run_id,
+            type=type,
+            actor_id=actor_id,
+            task_id=task_id,
+            payload_json=payload_json,
+            created_at=created_at,
+            principal=self.principal,
+            transport=self.transport,
+        )
+        return _INSERT_EVENT, params, event
+
+    def _record(self, event: Event) -> Event:
+        self.events.append(event.to_dict())
+        self.tables.add("events")
+        return event
+
     async def append_event(
         self,
         run_id: str,
@@ -245,36 +285,29 @@ class Tx(_Queries):
         task_id: str = "",
     ) -> Event:
         """Append one event inside this transaction; it is published only if the commit succeeds."""
-        created_at = clock.now()
-        payload_json = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-        event_id = await self.execute(
-            "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at, principal, transport)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                type,
-                actor_id or None,
-                task_id or None,
-                payload_json,
-                created_at,
-                self.principal or None,
-                self.transport or None,
-            ),
-        )
-        event = Event(
-            id=event_id,
-            run_id=run_id,
-            type=type,
-            actor_id=actor_id,
-            task_id=task_id,
-            payload_json=payload_json,
-            created_at=created_at,
-            principal=self.principal,
-            transport=self.transport,
-        )
-        self.events.append(event.to_dict())
-        self.tables.add("events")
-        return event
+        sql, params, event = self._event(run_id, type, payload, actor_id, task_id)
+        event_id = await self.execute(sql, params)
+        return self._record(dataclasses.replace(event, id=event_id))
+
+    def emit(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        type: str,
+        payload: dict[str, Any],
+        *,
+        actor_id: str = "",
+        task_id: str = "",
+    ) -> Event:
+        """`append_event` for code running on the writer's thread inside `Tx.run` (synchronous):
+        the event is inserted on `conn` and published only if the commit succeeds."""
+        sql, params, event = self._event(run_id, type, payload, actor_id, task_id)
+        cursor = conn.execute(sql, params)
+        try:
+            event_id = cursor.lastrowid or 0
+        finally:
+            cursor.close()
+        return self._record(dataclasses.replace(event, id=event_id))
 
     async def next_counter(self, name: str) -> int:
         """A strictly increasing number per name (claim fencing tokens)."""
