@@ -13,7 +13,7 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
-from roundtable.assets import generated_assets, write_atomic
+from roundtable.assets import client_text, generated_assets, write_atomic
 from roundtable.config import BUILTIN_ADAPTERS, Config, default_config_yaml
 from roundtable.credentials import ensure_private_dir, ensure_project_id, state_dir
 from roundtable.errors import RoundtableError
@@ -40,7 +40,7 @@ def _template(name: str) -> str:
 def starter_files(config: Config) -> dict[Path, str]:
     """The nine starter files, in the order init writes them."""
     out: dict[Path, str] = {
-        Path("AGENTS.ROUNDTABLE.md"): _template("AGENTS.ROUNDTABLE.md"),
+        Path("AGENTS.ROUNDTABLE.md"): client_text(_template("AGENTS.ROUNDTABLE.md"), config),
         Path("PROJECT.ROUNDTABLE.md"): _template("PROJECT.ROUNDTABLE.md"),
         Path("POLICIES.ROUNDTABLE.md"): _template("POLICIES.ROUNDTABLE.md"),
         Path("TASKS.ROUNDTABLE/0001-bootstrap.md"): _template("bootstrap-task.md"),

@@ -16,6 +16,7 @@ The advertised schemas and the generated assets therefore show every bound.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -73,6 +74,7 @@ SESSION_ONLY_TOOLS: tuple[str, ...] = ("test.evidence.submit",)
 # Operator operations that go through Runtime.call (audited like any call) but are never
 # advertised over MCP: only in-process operator callers (CLI, console) may use them.
 OPERATOR_TOOLS: tuple[str, ...] = ("patch.rollback",)
+_ALL_NAMES: tuple[str, ...] = DECLARATION_ORDER + SESSION_ONLY_TOOLS + OPERATOR_TOOLS
 
 
 # --- argument bounds ------------------------------------------------------------------------
@@ -173,6 +175,10 @@ class ToolSpec:
     def advertised_name(self, style: str) -> str:
         return self.name if style == "dotted" else self.mcp_name
 
+    def description_for(self, style: str) -> str:
+        """The description with every tool named as a client of `style` sees it."""
+        return render_tool_names(self.description, style)
+
     @property
     def annotations(self) -> dict[str, bool]:
         return {
@@ -200,7 +206,13 @@ def _collect() -> dict[str, ToolSpec]:
         for spec in module.TOOLS:
             if spec.name in specs:
                 raise RuntimeError(f"tool {spec.name} declared twice")
-            specs[spec.name] = replace(spec, input_schema=bounded_schema(spec.input_schema))
+            # Descriptions name other tools the way most clients are given them (underscore, the
+            # default `mcp.tool_names`); `description_for("dotted")` gives the dotted wording.
+            specs[spec.name] = replace(
+                spec,
+                input_schema=bounded_schema(spec.input_schema),
+                description=render_tool_names(spec.description, "underscore"),
+            )
     expected = set(DECLARATION_ORDER) | set(SESSION_ONLY_TOOLS) | set(OPERATOR_TOOLS)
     if set(specs) != expected:
         missing = sorted(expected - set(specs))
@@ -239,6 +251,26 @@ class Registry:
 
 
 _REGISTRY: Registry | None = None
+_NAME_PATTERN: re.Pattern[str] | None = None
+
+
+def render_tool_names(text: str, style: str = "underscore") -> str:
+    """`text` with every tool name (either spelling, as a whole word) written the way MCP clients
+    of `style` are given it: `agent_turn_request` (underscore, the default) or
+    `agent.turn_request` (dotted). The one place texts meant for agents get their tool names —
+    descriptions, the manifest, AGENTS.ROUNDTABLE.md — so none is hand-edited per style. Event
+    types such as `agent.turn_scheduled` are not tool names and are left alone."""
+    global _NAME_PATTERN
+    if _NAME_PATTERN is None:
+        spellings = sorted({n for name in _ALL_NAMES for n in (name, name.replace(".", "_"))}, key=len, reverse=True)
+        _NAME_PATTERN = re.compile(r"(?<![\w.])(" + "|".join(re.escape(n) for n in spellings) + r")(?![\w]|\.\w)")
+    dotted = {name.replace(".", "_"): name for name in _ALL_NAMES}
+
+    def one(match: re.Match[str]) -> str:
+        name = dotted.get(match.group(1), match.group(1))
+        return name if style == "dotted" else name.replace(".", "_")
+
+    return _NAME_PATTERN.sub(one, text)
 
 
 def get_registry() -> Registry:
