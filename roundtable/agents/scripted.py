@@ -3,8 +3,11 @@
 Launched by the supervisor (adapter `scripted`) with `ROUNDTABLE_MCP_SOCKET` and
 `ROUNDTABLE_MCP_TOKEN` in the environment, an agent connects to its per-session endpoint —
 Streamable HTTP over the Unix socket, through `httpx2`'s `uds=` transport — and follows the
-agent protocol: request a turn, wait for `agent.turn_scheduled` with the `table.watch` long
-poll, start the turn, claim, read, do its role's work, complete the turn. It never names its
+agent protocol: subscribe to its run's turn queue (`roundtable://turns/{run_id}`), request a
+turn, wait for the queue's `notifications/resources/updated` and read it until the turn in
+flight is its own (re-reading every few seconds if no notification comes, so it never hangs; a
+server without subscriptions is followed with the `table.watch` long poll), start the turn,
+claim, read, do its role's work, complete the turn. It never names its
 own identity: the endpoint fills `agent_id`, `run_id`, `task_id` and the bound proposal from
 the capability.
 
@@ -26,16 +29,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import difflib
 import json
 import os
 import re
 import sys
 import time
+import warnings
 from contextlib import AsyncExitStack
 from typing import Any
 
 TURN_TIMEOUT = 60.0
+# Without a notification the turn queue is re-read this often (a missed or late push).
+NOTIFY_FALLBACK = 3.0
 _RECIPE = re.compile(r"```append[ \t]+(\S+)[ \t]*\n(.*?)```", re.S)
 
 
@@ -48,11 +55,13 @@ def emit(**fields: Any) -> None:
 
 
 class Session:
-    """One connected MCP client session plus the tool-name mapping the server advertised."""
+    """One connected MCP client session plus the tool-name mapping the server advertised, and
+    the resource updates the server pushed."""
 
-    def __init__(self, session: Any, names: dict[str, str]) -> None:
+    def __init__(self, session: Any, names: dict[str, str], updates: Updates | None = None) -> None:
         self.session = session
         self.names = names
+        self.updates = updates or Updates()
 
     async def call(self, tool: str, **args: Any) -> dict[str, Any]:
         name = self.names.get(tool, tool)
@@ -71,6 +80,34 @@ class Session:
         except CallFailed as exc:
             return True, str(exc)
         return False, json.dumps(payload)[:200]
+
+
+class Updates:
+    """`notifications/resources/updated` received, by URI (the client's message handler)."""
+
+    def __init__(self) -> None:
+        self.uris: set[str] = set()
+        self.event = asyncio.Event()
+
+    async def handler(self, message: Any) -> None:
+        if getattr(message, "method", "") == "notifications/resources/updated":
+            self.uris.add(str(message.params.uri))
+            self.event.set()
+
+    async def wait(self, uri: str, timeout: float) -> bool:
+        """Wait until `uri` was updated (True) or `timeout` passes (False); consumes the update."""
+        deadline = time.monotonic() + timeout
+        while uri not in self.uris:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.event.clear()
+            try:
+                await asyncio.wait_for(self.event.wait(), remaining)
+            except TimeoutError:
+                return False
+        self.uris.discard(uri)
+        return True
 
 
 async def connect(stack: AsyncExitStack, socket_path: str, token: str, *, direct: bool = False) -> Session:
@@ -96,10 +133,11 @@ async def connect(stack: AsyncExitStack, socket_path: str, token: str, *, direct
         argv = bridge_argv(socket_path, os.getcwd())
         # The bridge reads the token from its environment (never from argv).
         transport = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
-    client = await stack.enter_async_context(Client(transport, mode="legacy"))
+    updates = Updates()
+    client = await stack.enter_async_context(Client(transport, mode="legacy", message_handler=updates.handler))
     listed = await client.session.list_tools()
     names = {_dotted(tool.name): tool.name for tool in listed.tools}
-    return Session(client.session, names)
+    return Session(client.session, names, updates)
 
 
 def _dotted(name: str) -> str:
@@ -113,8 +151,20 @@ def _dotted(name: str) -> str:
 # --- the turn protocol ---------------------------------------------------------------------
 
 
-async def take_turn(s: Session, reason: str, timeout: float) -> int:
-    """Request a turn and wait until it is scheduled; returns the request event id (0 = none)."""
+async def take_turn(s: Session, reason: str, timeout: float, run_id: str = "") -> int:
+    """Request a turn and wait until it is scheduled; returns the request event id (0 = none).
+
+    With a run id the agent subscribes to the run's turn queue first (so no update can slip
+    between the request and the wait) and waits for its updates; otherwise, or when the server
+    refuses the subscription, it follows the event log with `table.watch`."""
+    uri = f"roundtable://turns/{run_id}" if run_id else ""
+    subscribed = False
+    if uri:
+        try:
+            await s.session.subscribe_resource(uri)
+            subscribed = True
+        except Exception as exc:  # an older server, or no stream for notifications
+            emit(step="turn_subscribe_failed", error=str(exc)[:200])
     try:
         req = await s.call("agent.turn_request", reason_md=reason)
     except CallFailed as exc:
@@ -122,8 +172,43 @@ async def take_turn(s: Session, reason: str, timeout: float) -> int:
         return 0
     request_id = int(req.get("request_event_id", 0))
     emit(step="turn_requested", request_event_id=request_id, queue_position=req.get("queue_position"))
-    cursor = 0
     deadline = time.monotonic() + timeout
+    if subscribed:
+        found = await _wait_on_queue(s, uri, request_id, deadline)
+        with contextlib.suppress(Exception):
+            await s.session.unsubscribe_resource(uri)
+    else:
+        found = await _watch_for_turn(s, request_id, deadline)
+    if not found:
+        emit(step="turn_not_scheduled", request_event_id=request_id)
+        return 0
+    await s.call("agent.turn_start", request_event_id=request_id)
+    emit(step="turn_started", request_event_id=request_id)
+    return request_id
+
+
+async def _wait_on_queue(s: Session, uri: str, request_id: int, deadline: float) -> bool:
+    """Read the turn queue after each update (or every `NOTIFY_FALLBACK` s without one) until
+    the turn in flight is `request_id`; False when it expired or the deadline passed."""
+    notified = False
+    while time.monotonic() < deadline:
+        result = await s.session.read_resource(uri)
+        queue = json.loads("".join(getattr(c, "text", "") for c in result.contents) or "{}")
+        flight = queue.get("in_flight") or {}
+        if int(flight.get("request_event_id", -1)) == request_id:
+            emit(step="turn_scheduled", request_event_id=request_id, notified=notified)
+            return True
+        mine = [t for t in queue.get("recent", []) if int(t.get("request_event_id", -1)) == request_id]
+        if mine:  # finished (expired) before it was started
+            emit(step="turn_finished_unstarted", status=mine[0].get("status"))
+            return False
+        wait = max(0.0, min(NOTIFY_FALLBACK, deadline - time.monotonic()))
+        notified = await s.updates.wait(uri, wait)
+    return False
+
+
+async def _watch_for_turn(s: Session, request_id: int, deadline: float) -> bool:
+    cursor = 0
     while time.monotonic() < deadline:
         page = await s.call("table.watch", after_event_id=cursor, limit=200, wait_ms=2000)
         for event in page.get("events", []):
@@ -131,12 +216,9 @@ async def take_turn(s: Session, reason: str, timeout: float) -> int:
             if not payload and event.get("payload_json"):
                 payload = json.loads(event["payload_json"])
             if event.get("type") == "agent.turn_scheduled" and int(payload.get("request_event_id", -1)) == request_id:
-                await s.call("agent.turn_start", request_event_id=request_id)
-                emit(step="turn_started", request_event_id=request_id)
-                return request_id
+                return True
         cursor = int(page.get("next_after_event_id", cursor))
-    emit(step="turn_not_scheduled", request_event_id=request_id)
-    return 0
+    return False
 
 
 async def end_turn(s: Session, request_id: int) -> None:
@@ -320,7 +402,9 @@ async def main_async(args: argparse.Namespace) -> int:
             pass
         for name in args.probe:
             await probe(s, name, readable)
-        request_id = await take_turn(s, f"{role} work on {proposal_id or task_id}", args.turn_timeout)
+        request_id = await take_turn(
+            s, f"{role} work on {proposal_id or task_id}", args.turn_timeout, os.environ.get("ROUNDTABLE_RUN_ID", "")
+        )
         try:
             if role == "implementer":
                 await implementer(s, task_id)
@@ -345,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turn-timeout", type=float, default=TURN_TIMEOUT)
     parser.add_argument("--revoke-timeout", type=float, default=60.0)
     args = parser.parse_args(argv)
+    # resources/subscribe is the handshake era's (2026-07-28 replaced it with subscriptions/listen);
+    # these agents speak the handshake era on purpose, like most harnesses today.
+    warnings.filterwarnings("ignore", message=r".*2026-07-28.*")
     return asyncio.run(main_async(args))
 
 

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,12 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from roundtable.errors import ToolError
+from roundtable.errors import PermissionDenied, ToolError
 from roundtable.runtime import Runtime
+from roundtable.server import mcp_adapter, prompts, resources
 from roundtable.services import capabilities
 from roundtable.services.redact import redact
+from roundtable.store.records import SessionCapability
 from roundtable.tools.context import Caller
 
 log = logging.getLogger("roundtable.server.sessions")
@@ -73,23 +75,116 @@ def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=redact(text))], is_error=True)
 
 
-def build_server(runtime: Runtime, capability_id: str) -> Server[Any]:
-    """The low-level MCP server for one capability (tools filtered by role, calls checked)."""
-    registry = runtime.registry
-    style = runtime.config.mcp.tool_names
+class SessionAccess:
+    """The principal of a session endpoint: its capability. Every call is checked by
+    `capabilities.check_call` (re-reading all state it depends on) and then dispatched through
+    `Runtime.call` with an agent caller derived from the capability; a refusal is recorded as a
+    `capability.denied` event. Resources, prompts and completion read through this too."""
 
-    async def current_cap() -> Any:
-        async with runtime.db.read() as reader:
+    def __init__(self, runtime: Runtime, capability_id: str) -> None:
+        self.runtime = runtime
+        self.capability_id = capability_id
+        self.caller = Caller("agent", "session")
+        self.bound: resources.Bound | None = None
+
+    async def current(self) -> SessionCapability | None:
+        async with self.runtime.db.read() as reader:
             return await reader.one(
                 capabilities.SessionCapability,
                 "SELECT * FROM session_capabilities WHERE id = ?",
-                (capability_id,),
+                (self.capability_id,),
             )
 
-    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        cap = await current_cap()
-        if cap is None or not capabilities.is_live(cap):
-            return types.ListToolsResult(tools=[])
+    async def _checked(self, tool: str, args: dict[str, Any]) -> capabilities.Checked:
+        spec = self.runtime.registry.lookup(tool)
+        if spec is None or spec.operator_only or not (spec.exposed or spec.session_only):
+            raise ToolError(f"unknown tool: {tool}")
+        try:
+            async with self.runtime.db.read() as reader:
+                checked = await capabilities.check_call(
+                    reader,
+                    self.runtime.root,
+                    self.capability_id,
+                    spec.name,
+                    dict(args),
+                    frozenset(spec.input_schema.get("properties", {})),
+                )
+        except capabilities.Denied as exc:
+            cap = await self.current()  # only needed to attribute the denial
+            if cap is not None:
+                await capabilities.record_denial(self.runtime.db, cap, spec.name, exc.reason_code)
+            raise
+        self._learn(checked)
+        return checked
+
+    def _learn(self, checked: capabilities.Checked) -> None:
+        cap = checked.capability
+        self.caller = Caller("agent", "session", agent_id=cap.agent_id, session_id=cap.session_id, capability=cap)
+
+    async def check(self, tool: str, args: dict[str, Any]) -> None:
+        await self._checked(tool, args)
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        checked = await self._checked(tool, args)
+        result: dict[str, Any] = await self.runtime.call(tool, checked.args, self.caller)
+        return result
+
+    async def live(self) -> bool:
+        """Whether the capability still passes every state check (steps 1-5)."""
+        return await self.tool_state() != ()
+
+    async def tool_state(self) -> Hashable:
+        """The tools this session may call now: its role's set while the capability, session,
+        run, agent and task pass the checks; () once any of them does not."""
+        try:
+            async with self.runtime.db.read() as reader:
+                checked = await capabilities.check_call(
+                    reader, self.runtime.root, self.capability_id, "table.get_state", {}, frozenset()
+                )
+        except PermissionDenied:
+            return ()
+        self._learn(checked)
+        return (checked.capability.role, capabilities.allowed_tools(checked.capability.role))
+
+    async def load_bound(self) -> resources.Bound | None:
+        cap = await self.current()
+        if cap is None:
+            return None
+        async with self.runtime.db.read() as reader:
+            raw = await reader.scalar("SELECT readable_paths_json FROM tasks WHERE id = ?", (cap.task_id,))
+        try:
+            readable = json.loads(raw or "[]")
+        except ValueError:
+            readable = []
+        paths = tuple(str(p) for p in readable if isinstance(p, str)) if isinstance(readable, list) else ()
+        self.bound = resources.Bound(
+            agent_id=cap.agent_id,
+            run_id=cap.run_id,
+            task_id=cap.task_id,
+            proposal_id=cap.proposal_id,
+            session_id=cap.session_id,
+            readable=paths,
+        )
+        self.caller = Caller("agent", "session", agent_id=cap.agent_id, session_id=cap.session_id, capability=cap)
+        return self.bound
+
+
+def build_server(runtime: Runtime, capability_id: str, *, page_size: int = mcp_adapter.PAGE_SIZE) -> Server[Any]:
+    """The low-level MCP server for one capability (tools filtered by role, calls checked;
+    resources, prompts and completion limited to what the capability may read)."""
+    registry = runtime.registry
+    style = runtime.config.mcp.tool_names
+    access = SessionAccess(runtime, capability_id)
+
+    async def bound_access(ctx: Any) -> SessionAccess:
+        if access.bound is None:
+            await access.load_bound()
+        return access
+
+    async def list_tools(ctx: Any) -> list[types.Tool]:
+        cap = await access.current()
+        if cap is None or not capabilities.is_live(cap) or await access.tool_state() == ():
+            return []
         allowed = capabilities.allowed_tools(cap.role)
         tools = []
         for spec in registry:
@@ -97,69 +192,50 @@ def build_server(runtime: Runtime, capability_id: str) -> Server[Any]:
                 continue
             if not (spec.exposed or spec.session_only):
                 continue
-            tools.append(
-                types.Tool(
-                    name=spec.advertised_name(style),
-                    description=spec.description,
-                    input_schema=capabilities.session_schema(spec.input_schema, cap),
-                    output_schema=spec.output_schema or None,
-                    annotations=types.ToolAnnotations(
-                        read_only_hint=spec.read_only,
-                        destructive_hint=spec.destructive,
-                        idempotent_hint=spec.idempotent,
-                    ),
-                )
-            )
-        return types.ListToolsResult(tools=tools)
+            tools.append(mcp_adapter.tool_model(spec, style, capabilities.session_schema(spec.input_schema, cap)))
+        return tools
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = registry.lookup(params.name)
         if spec is None or spec.operator_only or not (spec.exposed or spec.session_only):
             return _error(f"unknown tool: {params.name}")
-        args = dict(params.arguments or {})
         try:
-            async with runtime.db.read() as reader:
-                checked = await capabilities.check_call(
-                    reader,
-                    runtime.root,
-                    capability_id,
-                    spec.name,
-                    args,
-                    frozenset(spec.input_schema.get("properties", {})),
-                )
-        except capabilities.Denied as exc:
-            cap = await current_cap()  # only needed to attribute the denial
-            if cap is not None:
-                await capabilities.record_denial(runtime.db, cap, spec.name, exc.reason_code)
+            result = await access.call(spec.name, dict(params.arguments or {}))
+        except (capabilities.Denied, capabilities.Expired) as exc:
             return _error(str(exc))
-        except capabilities.Expired as exc:
-            return _error(str(exc))
-        caller = Caller(
-            "agent",
-            "session",
-            agent_id=checked.capability.agent_id,
-            session_id=checked.capability.session_id,
-            capability=checked.capability,
-        )
-        try:
-            result = await runtime.call(spec.name, checked.args, caller)
         except ToolError as exc:
             return _error(str(exc))
         except Exception:  # never let exception text reach the client
             log.exception("session call %s failed", spec.name)
             return _error(f"{spec.name} failed with an internal error; the owner's log has details")
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
-            structured_content=result,
-        )
+        return mcp_adapter.tool_result(spec.name, result)
 
-    return Server(
-        "roundtable",
+    def instructions() -> str:
+        return prompts.instructions(style, access.bound)
+
+    surface = mcp_adapter.Surface(
+        access=lambda ctx: access,
+        list_tools=list_tools,
+        call_tool=call_tool,
+        instructions=instructions,
+        style=lambda: style,
+        tool_state=access.tool_state,
+        list_changes=False,
         version="0.1.0",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        get_tool_input_schema=lambda name: s.input_schema if (s := registry.lookup(name)) else None,
     )
+    server = mcp_adapter.make_server(runtime, surface, page_size=page_size)
+    # The bound ids (run, task, proposal, readable paths) are loaded before the first request.
+    inner = server.lifespan
+
+    @contextlib.asynccontextmanager
+    async def lifespan(srv: Any) -> AsyncIterator[Any]:
+        with contextlib.suppress(Exception):
+            await bound_access(None)
+        async with inner(srv) as state:
+            yield state
+
+    server.lifespan = lifespan
+    return server
 
 
 def build_app(runtime: Runtime, capability_id: str) -> ASGIApp:
