@@ -21,7 +21,7 @@ Opening a runtime never recovers an interrupted apply: only an owner does, under
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from roundtable.bus import ChangeBus
 from roundtable.config import Config, load_config
 from roundtable.errors import PermissionDenied, RoundtableError, StoreError, ToolError, ValidationError
 from roundtable.services.redact import redact
-from roundtable.store.db import ACTING, Database
+from roundtable.store.db import ACTING, Database, Reader
 from roundtable.tools.context import OPERATOR, Call, Caller
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 
@@ -182,9 +182,15 @@ class Runtime:
                     call.tx = tx
                     return await spec.handler(call)
             if spec.mode == "read":
-                async with self.db.read() as reader:
+                handler = spec.handler
+
+                def run_on(reader: Reader) -> Awaitable[dict[str, Any]]:
                     call.reader = reader
-                    return await spec.handler(call)
+                    return handler(call)
+
+                # One hop: the handler runs on a reader's thread (the store falls back to the
+                # event loop for a handler that needs it).
+                return await self.db.read_call(run_on)
             return await spec.handler(call)
         except RoundtableError as exc:
             raise type(exc)(redact(str(exc))) if type(exc) is ToolError else _redacted(exc) from None

@@ -135,7 +135,7 @@ def overlaps(a: ResourceRef, b: ResourceRef) -> bool:
 
 async def _rows(q: Reader | Tx, sql: str, params: Any = ()) -> list[Any]:
     """All rows in one round trip to the connection's thread (claims are on the hot path)."""
-    return list(await q.conn.execute_fetchall(sql, params))
+    return await q.fetchall(sql, params)
 
 
 def _ancestors(path: str) -> list[str]:

@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -199,6 +199,71 @@ _INSERT_EVENT = (
     "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at, principal, transport)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+class _OffThread(Exception):
+    """A handler run on a reader's thread needed the event loop (it suspended, or reached for
+    the aiosqlite connection itself): `Database.read_call` then runs it the ordinary way."""
+
+
+class _NoAsyncConnection:
+    """`ThreadReader.conn`: any use means the handler wants aiosqlite, which is not here."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise _OffThread(name)
+
+
+class ThreadReader(Reader):
+    """A read transaction used ON the connection's own worker thread: its query methods are
+    coroutines that never suspend, so a read handler built only on them runs to completion with
+    one `send()` — the whole call is one hop to the reader's thread (issue 19, target 1)."""
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self.conn = _NoAsyncConnection()  # type: ignore[assignment]
+        self.raw = raw
+        self.begun = True
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        cursor = self.raw.execute(sql, params)
+        try:
+            return cursor.fetchall()
+        finally:
+            cursor.close()
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return fn(self.raw, *args)
+
+
+# What `_drive` returns when the handler must run on the event loop instead.
+_FALLBACK: Any = object()
+
+
+def _drive(raw: sqlite3.Connection, make: Callable[[Reader], Awaitable[T]]) -> T:
+    """On the reader's thread: open a snapshot, run the handler coroutine `make(reader)` to its
+    end without an event loop, and close the snapshot — all in this one hop. Returns `_FALLBACK`
+    (nothing done) when the handler needs the event loop."""
+    if raw.in_transaction:
+        raw.execute("COMMIT")
+    raw.execute("BEGIN")
+    try:
+        coro = make(ThreadReader(raw))
+        if not isinstance(coro, Coroutine):
+            return _FALLBACK  # type: ignore[no-any-return]
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        except (_OffThread, RuntimeError):
+            # RuntimeError: it looked for a running event loop (to_thread, create_task, …). A
+            # genuine RuntimeError is raised again by the ordinary run.
+            return _FALLBACK  # type: ignore[no-any-return]
+        coro.close()  # it suspended: start again on the event loop
+        return _FALLBACK  # type: ignore[no-any-return]
+    finally:
+        if raw.in_transaction:
+            raw.execute("COMMIT")
+
 
 # Who the current task acts for, as (principal, transport): `Runtime.call` sets it around a tool's
 # handler so that transactions the handler opens itself (tools that manage their own) stamp the
@@ -498,6 +563,22 @@ class Database:
                 self._pending.add(task)
                 task.add_done_callback(self._finish_end_read)
             self._readers.put_nowait(conn)
+
+    async def read_call(self, make: Callable[[Reader], Awaitable[T]]) -> T:
+        """Run a read handler in ONE hop: `make(reader)` builds the handler's coroutine, which
+        runs on a pooled reader's thread inside one snapshot (see `ThreadReader`); a handler that
+        needs the event loop is run again the ordinary way, inside `read()`."""
+        if self._closed:
+            raise StoreError("database is closed")
+        conn = await self._acquire_reader()
+        try:
+            result: T = await conn._execute(_drive, conn._conn, make)
+        finally:
+            self._readers.put_nowait(conn)
+        if result is not _FALLBACK:
+            return result
+        async with self.read() as reader:
+            return await make(reader)
 
     def _finish_end_read(self, task: asyncio.Future[Any]) -> None:
         self._pending.discard(task)
