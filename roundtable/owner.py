@@ -178,6 +178,7 @@ class Owner:
         self._lock: contextlib.ExitStack | None = None
         self._chair_task: asyncio.Task[Any] | None = None
         self._watch_task: asyncio.Task[Any] | None = None
+        self._events_task: asyncio.Task[Any] | None = None
         self.db_check_interval = DB_CHECK_INTERVAL
         self.stopped = asyncio.Event()
         # Set when the owner must stop on its own (its database file vanished); `fatal_error` says why.
@@ -264,6 +265,7 @@ class Owner:
             if self.http.options.auth == "none":
                 self.say(NO_AUTH_WARNING.format(url=self.http.url))
         self._watch_task = asyncio.create_task(self._watch_database(), name="roundtable-db-watch")
+        self._events_task = asyncio.create_task(self._log_events(), name="roundtable-event-log")
         chair_cls = _optional("roundtable.chair", "ChairLoop") if self._want_chair else None
         if chair_cls is not None:
             self.chair = self._make_chair(chair_cls)
@@ -271,6 +273,7 @@ class Owner:
         start_supervisor = _optional("roundtable.supervisor", "start_supervisor") if self._want_supervisor else None
         if start_supervisor is not None:
             self.supervisor = await start_supervisor(self.runtime)
+            self._log_launch_failures(self.supervisor)
 
     async def _ensure_credentials(self) -> None:
         """The project credential and one per configured agent, each a live token in its file
@@ -294,6 +297,44 @@ class Owner:
                     f".roundtable/credentials/ ({exc.strerror}); harnesses cannot connect until it can"
                 )
                 return
+
+    async def _log_events(self) -> None:
+        """One log line per meaningful committed event (launches, turns, applies, rollbacks),
+        from the change bus: services never log these themselves, and whatever wrote the event
+        (an agent, the Chair, the console, the CLI through the socket) it is logged here once."""
+        from roundtable.logs import EVENTS_LOGGER, describe_event
+
+        events_log = logging.getLogger(EVENTS_LOGGER)
+        with self.runtime.bus.subscribe(maxsize=4096) as changes:
+            async for change in changes:
+                for event in change.events:
+                    described = describe_event(event)
+                    if described is not None:
+                        events_log.log(*described)
+
+    def _log_launch_failures(self, supervisor: Any) -> None:
+        """Log why a launch failed (`launch codex failed: No such file or directory`): the event
+        log records only that the session failed (exit code -1), not the error text."""
+        from roundtable.logs import EVENTS_LOGGER
+
+        launch = getattr(supervisor, "launch", None)
+        if launch is None:
+            return
+        events_log = logging.getLogger(EVENTS_LOGGER)
+
+        async def logged_launch(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await launch(*args, **kwargs)
+            except RoundtableError as exc:
+                who = f"agent {kwargs.get('agent_id') or '?'}, task {kwargs.get('task_id') or '-'}"
+                text = str(exc)
+                if text.startswith("launch "):  # `launch codex failed: No such file or directory`
+                    events_log.warning("%s (%s)", text, who)
+                else:
+                    events_log.warning("launch refused (%s): %s", who, text)
+                raise
+
+        setattr(supervisor, "launch", logged_launch)  # noqa: B010 - an instance attribute, on purpose
 
     async def _watch_database(self) -> None:
         """Stop the owner when its database file is removed or replaced: writes would go to the
@@ -349,6 +390,13 @@ class Owner:
         if self.supervisor is not None:
             await self._step(self.supervisor.close(), "supervisor")
             self.supervisor = None
+        if self._events_task is not None:  # after the supervisor: its sessions' exits are logged
+            for _ in range(3):
+                await asyncio.sleep(0)  # let the event log take what the last commits published
+            self._events_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._events_task
+            self._events_task = None
         if self.runtime is not None:
             await self._step(self.runtime.close(), "runtime")
         if self._lock is not None:

@@ -72,8 +72,12 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT)
 @click.version_option(package_name="roundtable", prog_name="roundtable")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """roundtable: coordinate a team of AI coding agents on one repository."""
+    from roundtable.logs import configure
+
+    configure(ctx.invoked_subcommand)  # the one logging configuration of this process
 
 
 def main() -> None:

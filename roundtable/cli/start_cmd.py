@@ -2,7 +2,9 @@
 
 Takes the project lock, opens the runtime, recovers an interrupted apply, serves Streamable
 HTTP and the legacy socket, runs the Chair over every active run, and logs operational lines
-on stdout until SIGINT/SIGTERM (system.md §1.5, §7.6).
+on stdout until SIGINT/SIGTERM (system.md §1.5, §7.6): the ready line, then one timestamped line
+per meaningful event — session launches and failed launches, turns, applies, rollbacks — through
+`logging` (configured once at the CLI entry, `roundtable.logs`).
 """
 
 from __future__ import annotations
@@ -34,9 +36,16 @@ def start(root: Path, interval: str) -> None:
         if tick <= 0:
             fail("coordinator interval must be positive")
 
+    import logging
+
+    owner_log = logging.getLogger("roundtable.owner")
+
+    def say(line: str) -> None:
+        owner_log.info("%s", line)
+
     def ready(owner: Any) -> str:
         return (
-            f"roundtable coordinator ready; project={root} http={owner.http_url} "
+            f"roundtable coordinator ready; project={root.resolve()} http={owner.http_url} "
             f"socket={config.mcp.socket_path} interval={format_duration(tick)}"
         )
 
@@ -46,6 +55,7 @@ def start(root: Path, interval: str) -> None:
             chair=True,
             ready=ready,
             stopped_line="roundtable coordinator stopped",
+            log=say,
             chair_interval=tick if interval else None,
         )
     )
