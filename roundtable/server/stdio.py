@@ -30,6 +30,11 @@ What it guarantees:
 - **Credentials.** `Authorization: Bearer` with the project's credential (read by the caller
   from `.roundtable/credentials/`); a 401 ends the bridge with one line naming the credential
   and the fix.
+- **Pushes survive a restart.** Server-initiated messages (resource updates, log messages,
+  list changes) arrive on the GET stream and are relayed as they come. The harness's
+  `resources/subscribe` and `logging/setLevel` requests are remembered and sent again (their
+  answers swallowed) when a restarted owner gives the bridge a new session, so the harness
+  keeps receiving what it asked for.
 """
 
 from __future__ import annotations
@@ -92,6 +97,7 @@ IDEMPOTENT_METHODS = frozenset(
 )
 RETRY_WINDOW = 30.0
 CONNECT_WAIT = 0.75
+MAX_REPLAYED = 256  # subscriptions remembered for a new session
 _SEPARATORS = re.compile("[\u2028\u2029\x85]")
 _HEADER_SAFE = re.compile(r"^[\x20-\x7e]*$")
 _B64_SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
@@ -339,6 +345,8 @@ class Bridge:
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending: dict[str, _Pending] = {}
         self._read_only_tools: set[str] = set()
+        # Session state the harness set up, sent again after a re-initialisation.
+        self._replay: dict[str, bytes] = {}
         self._closing = False
         self._fatal: asyncio.Future[str] | None = None
 
@@ -577,6 +585,9 @@ class Bridge:
         if is_init:
             self._init_message, self._init_id = raw, msg_id
             self.session_id, self.protocol_version = "", ""
+            self._replay.clear()
+        elif is_request and not modern:
+            self._remember(method, msg)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._retry_window
         delay = 0.1
@@ -664,10 +675,35 @@ class Bridge:
                     note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
                     await self._post(note, self._headers(), replies.append)
                     self._start_get_stream()
+                    await self._replay_state()
             except (httpx.TransportError, _StreamBroken):
                 return False
             self._err("owner restarted; reconnected with a new session")
             return True
+
+    async def _reopen(self) -> None:
+        await self._reinitialise()
+
+    def _remember(self, method: Any, msg: dict[str, Any]) -> None:
+        """Note a request that sets up session state on the owner (subscriptions, log level)."""
+        params = msg.get("params")
+        target = params.get("uri") if isinstance(params, dict) else None
+        if method == "resources/subscribe" and isinstance(target, str):
+            if f"sub:{target}" in self._replay or len(self._replay) < MAX_REPLAYED:
+                self._replay[f"sub:{target}"] = json.dumps(msg).encode()
+        elif method == "resources/unsubscribe" and isinstance(target, str):
+            self._replay.pop(f"sub:{target}", None)
+        elif method == "logging/setLevel":
+            self._replay["level"] = json.dumps(msg).encode()
+
+    async def _replay_state(self) -> None:
+        """Send the remembered subscriptions and log level on the new session (answers dropped:
+        the harness was answered the first time)."""
+        for number, raw in enumerate(list(self._replay.values()), 1):
+            msg = json.loads(raw)
+            msg["id"] = f"roundtable-bridge-replay-{self._reinits}-{number}"
+            with contextlib.suppress(httpx.TransportError, _StreamBroken):
+                await self._post(json.dumps(msg).encode(), self._headers(), lambda data: None)
 
     def _start_get_stream(self) -> None:
         if self._get_task is not None and not self._get_task.done():
@@ -684,6 +720,13 @@ class Bridge:
                 headers = {**self._headers(), "accept": "text/event-stream"}
                 async with self.client.stream("GET", self.url, headers=headers) as resp:
                     self._check_project(resp)
+                    if resp.status_code == 404 and self._replay and not self._closing:
+                        # A restarted owner forgot the session while the harness sits waiting
+                        # for pushes (no POST would notice): open a new one now.
+                        task = asyncio.create_task(self._reopen())
+                        self._tasks.add(task)
+                        task.add_done_callback(self._tasks.discard)
+                        return
                     if resp.status_code != 200:
                         return  # 405: no stream offered; 404: the POST path re-initialises
                     delay = 0.1
