@@ -27,8 +27,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "transactions": ("roundtable.cli.transactions_cmd", "transactions", "List or roll back applied patches."),
     "sessions": ("roundtable.cli.sessions_cmd", "sessions", "List, show, launch or revoke agent sessions."),
     "resume": ("roundtable.cli.sessions_cmd", "resume", "Print the resume briefing for an agent or session."),
-    "connect": ("roundtable.cli.connect_cmd", "connect", "Write a harness's project-local MCP configuration."),
-    "doctor": ("roundtable.cli.connect_cmd", "doctor", "Check what commonly goes wrong, with fixes."),
+    "connect": (
+        "roundtable.cli.connect_cmd",
+        "connect",
+        "Add this project's server to a harness's MCP config (--trust for Codex, --approve for Claude).",
+    ),
+    "doctor": (
+        "roundtable.cli.connect_cmd",
+        "doctor",
+        "Check the setup end to end (config, policy, owner, harness configs, a bridge round trip).",
+    ),
     "tokens": ("roundtable.cli.tokens_cmd", "tokens", "Create or revoke HTTP bearer tokens."),
 }
 
