@@ -84,6 +84,10 @@ def connect(harness: str, root: Path, force: bool, agent_id: str, trust: bool, a
             f"{root / edit.rel} already has a roundtable entry ({was}); rerun with --force to replace "
             "that entry (the rest of the file is kept)"
         )
+    if trust:  # check the files the flags edit before writing anything: a refusal changes nothing
+        adapters.trust_codex(root, dry_run=True)
+    if approve:
+        adapters.approve_claude(root, dry_run=True)
     if agent_id:
         path = run_async(_ensure_agent_credential(root, agent_id))
         click.echo(f"credential for {agent_id}: {path} (0600; the harness file names the agent, never the secret)")

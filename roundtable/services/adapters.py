@@ -436,9 +436,9 @@ def codex_trust_snippet(root: Path) -> str:
     return f'[projects.{json.dumps(str(root.resolve()))}]\ntrust_level = "trusted"'
 
 
-def trust_codex(root: Path) -> tuple[Path, bool]:
+def trust_codex(root: Path, *, dry_run: bool = False) -> tuple[Path, bool]:
     """Mark `root` trusted in the user's Codex configuration, keeping everything else in the
-    file. Returns (file, whether it changed)."""
+    file. Returns (file, whether it changed — or would, with `dry_run`, which only checks)."""
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
@@ -450,6 +450,8 @@ def trust_codex(root: Path) -> tuple[Path, bool]:
         raise ValidationError(f"{path} is not valid TOML ({exc}); fix it, then run connect again") from None
     if codex_trusts(root):
         return path, False
+    if dry_run:
+        return path, True
     projects = doc.get("projects")
     if projects is None:
         projects = tomlkit.table(is_super_table=True)
@@ -482,16 +484,27 @@ def _claude_settings(root: Path) -> tuple[Path, dict[str, Any]]:
 
 def claude_approval(root: Path) -> str:
     """Whether Claude Code will start the project's `roundtable` server: `approved`,
-    `disabled` (listed in disabledMcpjsonServers) or `pending`. Reads the project's
-    `.claude/settings.local.json` and `.claude/settings.json` (approvals made interactively
-    live in the user's own Claude state, which `doctor` does not read)."""
-    verdict = "pending"
-    for rel in (CLAUDE_SETTINGS, ".claude/settings.json"):
+    `disabled` (listed in disabledMcpjsonServers) or `pending`. Reads where Claude Code keeps the
+    choice: the project's `.claude/settings.local.json` (where its own approval dialog and
+    `connect --approve` write) and `.claude/settings.json`, the user's `~/.claude/settings.json`,
+    and the older per-project entry in `~/.claude.json`."""
+    root = root.resolve()
+    documents: list[Any] = []
+    for path in (root / CLAUDE_SETTINGS, root / ".claude/settings.json", Path.home() / ".claude/settings.json"):
         try:
-            text = _read_text(root.resolve() / rel)
-            doc = json.loads(text) if text else {}
+            text = _read_text(path)
+            documents.append(json.loads(text) if text else {})
         except (ValidationError, ValueError):
             continue
+    try:
+        legacy = json.loads(_read_text(Path.home() / ".claude.json") or "{}")
+        projects = legacy.get("projects") if isinstance(legacy, dict) else None
+        if isinstance(projects, dict):
+            documents.append(projects.get(str(root)))
+    except (ValidationError, ValueError):
+        pass
+    verdict = "pending"
+    for doc in documents:
         if not isinstance(doc, dict):
             continue
         if SERVER_NAME in (doc.get("disabledMcpjsonServers") or []):
@@ -501,7 +514,7 @@ def claude_approval(root: Path) -> str:
     return verdict
 
 
-def approve_claude(root: Path) -> tuple[Path, bool]:
+def approve_claude(root: Path, *, dry_run: bool = False) -> tuple[Path, bool]:
     """Approve the project's `roundtable` server for Claude Code in
     `.claude/settings.local.json` (other settings kept; removed from a disabled list)."""
     path, doc = _claude_settings(root)
@@ -516,7 +529,7 @@ def approve_claude(root: Path) -> tuple[Path, bool]:
     if SERVER_NAME not in (enabled or []):
         doc["enabledMcpjsonServers"] = [*(enabled or []), SERVER_NAME]
         changed = True
-    if changed:
+    if changed and not dry_run:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_keeping_mode(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     return path, changed

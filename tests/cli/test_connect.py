@@ -14,8 +14,10 @@ from click.testing import CliRunner, Result
 from roundtable.cli import cli
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private HOME and Codex home: the user's own settings are never read or written."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     home = tmp_path / "codex-home"
     monkeypatch.setenv("CODEX_HOME", str(home))
     return home
@@ -144,3 +146,18 @@ def test_cursor_prints_its_remaining_step(project: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "created" in out.output and "Settings → MCP" in out.output
     assert f"roundtable start --root {project.resolve()}" in out.output
+
+
+def test_a_malformed_global_file_refuses_before_anything_is_written(project: Path, codex_home: Path) -> None:
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text("[projects\n")
+    out = connect(project, "codex", "--agent", "implementer-1", "--trust")
+    assert out.exit_code == 1 and "is not valid TOML" in out.output
+    assert not (project / ".codex").exists()
+    assert (codex_home / "config.toml").read_text() == "[projects\n"
+    settings = project / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    settings.write_text("{oops")
+    refused = connect(project, "claude", "--approve")
+    assert refused.exit_code == 1 and "is not valid JSON" in refused.output
+    assert not (project / ".mcp.json").exists() and settings.read_text() == "{oops"

@@ -24,6 +24,8 @@ from ..bridge.conftest import free_port, set_http_address
 
 @pytest.fixture(autouse=True)
 def codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private HOME and Codex home: the user's own settings are never read or written."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     home = tmp_path / "codex-home"
     monkeypatch.setenv("CODEX_HOME", str(home))
     return home
@@ -67,6 +69,21 @@ def test_codex_untrusted_and_claude_pending_are_problems(project: Path) -> None:
     assert "PROBLEM  claude: Claude Code keeps the roundtable server pending until it is approved" in text
     assert "fix: run `roundtable connect claude --approve" in text
     assert "2 problem(s) found" in text
+
+
+def test_an_approval_claude_code_keeps_elsewhere_counts(project: Path, tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    CliRunner().invoke(cli, ["connect", "claude", "--agent", "implementer-1", "--root", str(project)])
+    legacy = {"projects": {str(project.resolve()): {"enabledMcpjsonServers": ["roundtable"]}}}
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "home" / ".claude.json").write_text(json.dumps(legacy))
+    code, text = doctor(project)
+    assert code == 0 and "ok       claude: the roundtable server is approved" in text
+    user = tmp_path / "home" / ".claude" / "settings.json"
+    user.parent.mkdir()
+    user.write_text(json.dumps({"disabledMcpjsonServers": ["roundtable"]}))
+    code, text = doctor(project)
+    assert code == 1 and "PROBLEM  claude: the roundtable server is disabled" in text
 
 
 def test_a_missing_executable_is_a_problem(project: Path) -> None:
