@@ -141,7 +141,7 @@ def _remaining_steps(harness: str, root: Path, *, trust: bool, approve: bool) ->
         home = adapters.codex_home() / "config.toml"
         if trust:
             path, changed = adapters.trust_codex(root)
-            click.echo(f"{'marked' if changed else 'already marked'} {root} trusted in {path}")
+            click.echo(f"{'marked' if changed else 'already marked'} {adapters.codex_project(root)} trusted in {path}")
         elif adapters.codex_trusts(root):
             click.echo(f"Codex already trusts {root} ({home})")
         else:
@@ -434,8 +434,9 @@ def _harness_findings(root: Path, owner_ok: bool, owner_running: bool, configure
                     Finding(
                         False,
                         f"codex: {name} does not trust {root}, so it ignores {rel} (`codex mcp list` says no servers)",
-                        f'run `roundtable connect codex --trust --root {root}` (adds [projects."{root}"] '
-                        f'trust_level = "trusted" to {adapters.codex_home() / "config.toml"})',
+                        f"run `roundtable connect codex --trust --root {root}` (adds "
+                        f"{adapters.codex_trust_snippet(root).replace(chr(10), ' ')} to "
+                        f"{adapters.codex_home() / 'config.toml'})",
                     )
                 )
         if harness == "claude":

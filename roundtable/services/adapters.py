@@ -416,9 +416,26 @@ def codex_home() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
 
 
+def codex_project(root: Path) -> Path:
+    """The path Codex keys its trust on: the git repository's top level when `root` is inside
+    one (Codex trusts a repository from its root, even when started in a subdirectory), else
+    `root` itself."""
+    import subprocess
+
+    root = root.resolve()
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return root
+    top = done.stdout.strip()
+    return Path(top).resolve() if done.returncode == 0 and top else root
+
+
 def codex_trusts(root: Path) -> bool:
-    """Does the user's Codex configuration mark `root` trusted? (Codex reads a project's
-    `.codex/config.toml` only then.)"""
+    """Does the user's Codex configuration mark `root` (or its repository) trusted? Codex reads a
+    project's `.codex/config.toml` only then."""
     import tomllib
 
     text = _read_text(codex_home() / "config.toml")
@@ -428,12 +445,17 @@ def codex_trusts(root: Path) -> bool:
         projects = tomllib.loads(text).get("projects", {})
     except ValueError:
         return False
-    entry = projects.get(str(root.resolve())) if isinstance(projects, dict) else None
-    return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
+    if not isinstance(projects, dict):
+        return False
+    for key in {str(root.resolve()), str(codex_project(root))}:
+        entry = projects.get(key)
+        if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
+            return True
+    return False
 
 
 def codex_trust_snippet(root: Path) -> str:
-    return f'[projects.{json.dumps(str(root.resolve()))}]\ntrust_level = "trusted"'
+    return f'[projects.{json.dumps(str(codex_project(root)))}]\ntrust_level = "trusted"'
 
 
 def trust_codex(root: Path, *, dry_run: bool = False) -> tuple[Path, bool]:
@@ -458,7 +480,7 @@ def trust_codex(root: Path, *, dry_run: bool = False) -> tuple[Path, bool]:
         doc["projects"] = projects
     elif not isinstance(projects, dict):
         raise ValidationError(f"{path}: projects is not a table; fix it, then run connect again")
-    key = str(root.resolve())
+    key = str(codex_project(root))
     entry = projects.get(key)
     if isinstance(entry, dict):
         entry["trust_level"] = "trusted"

@@ -161,3 +161,20 @@ def test_a_malformed_global_file_refuses_before_anything_is_written(project: Pat
     refused = connect(project, "claude", "--approve")
     assert refused.exit_code == 1 and "is not valid JSON" in refused.output
     assert not (project / ".mcp.json").exists() and settings.read_text() == "{oops"
+
+
+def test_codex_trusts_the_repository_holding_a_subdirectory_project(tmp_path: Path, codex_home: Path) -> None:
+    import subprocess
+
+    from roundtable.scaffold import init_project
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    sub = repo / "services" / "api"
+    sub.mkdir(parents=True)
+    init_project(sub)
+    out = connect(sub, "codex", "--trust")
+    assert out.exit_code == 0 and f"marked {repo.resolve()} trusted" in out.output
+    doc = tomllib.loads((codex_home / "config.toml").read_text())
+    assert doc["projects"] == {str(repo.resolve()): {"trust_level": "trusted"}}
+    assert "Codex already trusts" in connect(sub, "codex").output
