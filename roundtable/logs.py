@@ -1,9 +1,9 @@
 """Logging: the one `logging.dictConfig` of the command line, and the owner's event log.
 
 `configure(command)` is called once, at the CLI entry (the `roundtable` group), before any
-subcommand runs. Long-running owners (`start`, `mcp serve`) log at INFO to stdout with a
-timestamp, so `roundtable start` prints one line per meaningful event; every other command
-logs warnings and errors only, to stderr. The interactive console adds its own file handler
+subcommand runs. `roundtable start` logs at INFO to stdout with a timestamp, one line per
+meaningful event; every other command logs warnings and errors only, to stderr (never stdout:
+`mcp stdio` writes protocol frames there, `--json` commands their JSON). The interactive console adds its own file handler
 (`.roundtable/logs/console.log`) while it owns the terminal.
 
 `describe_event` turns a committed event (as the change bus carries it) into that one line;
@@ -23,7 +23,7 @@ from typing import IO, Any
 LOGGER = "roundtable"
 EVENTS_LOGGER = "roundtable.events"
 # Subcommands that run an owner in the foreground and narrate what it does.
-OWNER_COMMANDS = frozenset({"start", "mcp"})
+OWNER_COMMANDS = frozenset({"start"})
 
 
 class CurrentStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
