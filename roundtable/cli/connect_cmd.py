@@ -480,6 +480,12 @@ def _harness_findings(root: Path, owner_ok: bool, owner_running: bool, configure
                 )
             else:
                 found.append(Finding(False, f"{harness}: the bridge {name} would start failed: {why}", reconnect))
+        else:
+            found.append(
+                Finding(
+                    True, f"{harness}: bridge round trip not tried: this project's owner does not answer", note=True
+                )
+            )
     return found
 
 
@@ -546,9 +552,10 @@ def diagnose(root: Path) -> list[Finding]:
     elif pid:
         found.append(
             Finding(
-                False,
-                f"the owner (pid {pid}) does not answer at {address}",
-                "read its output; restart it with `roundtable start`",
+                True,
+                f"the process holding the project (pid {pid}) does not answer at {address} (a headless run "
+                f"has no listeners); harnesses need `roundtable start --root {root}` or the console",
+                note=True,
             )
         )
     configured = {spec.id for spec in configured_agents(config)}
