@@ -55,7 +55,7 @@ from roundtable.tui.messages import DatabaseChanged, EntityLoaded, GateReport, O
 from roundtable.tui.screens.attention import AttentionScreen
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, decision_dialog, rollback_dialog
 from roundtable.tui.screens.help import HelpScreen
-from roundtable.tui.screens.launch import LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
+from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from roundtable.tui.widgets.claims_pane import ClaimsPane
@@ -803,6 +803,34 @@ class RoundtableApp(App[None]):
                 return LaunchRequest("", proposal.task_id, proposal.id)
         return LaunchRequest("", "")
 
+    async def _launch_choices(self) -> LaunchChoices:
+        """The Launch form's pickers: launchable configured agents, open tasks and proposals,
+        and every adapter (configured ones plus the built-in scripted one)."""
+        from roundtable.services.adapters import registry
+        from roundtable.services.agents import configured_agents
+        from roundtable.services.capabilities import role_for_agent
+
+        config = self.runtime.config
+        agents = tuple(
+            (a.id, a.role, a.adapter) for a in configured_agents(config) if role_for_agent(a.id) is not None
+        )
+        async with self.runtime.db.read() as reader:
+            tasks = await reader.fetchall(
+                "SELECT id, title FROM tasks WHERE status NOT IN ('completed', 'done', 'closed', 'cancelled',"
+                " 'canceled', 'failed') ORDER BY priority, created_at, id LIMIT 200"
+            )
+        proposals = tuple(
+            (row.proposal.id, row.proposal.title)
+            for row in (self.overview.proposals if self.overview else [])
+            if domain.is_open(row.proposal.status)
+        )
+        return LaunchChoices(
+            agents=agents,
+            tasks=tuple((str(r[0]), str(r[1])) for r in tasks),
+            proposals=proposals,
+            adapters=tuple(registry(config)),
+        )
+
     def action_launch_session(self) -> None:
         if self._refused("launch_session") or self._supervisor() is None:
             return
@@ -810,7 +838,12 @@ class RoundtableApp(App[None]):
 
     @work(group="dialog", exit_on_error=False)
     async def _launch_flow(self, initial: LaunchRequest) -> None:
-        request = await self.push_screen_wait(LaunchScreen(initial))
+        try:
+            choices = await self._launch_choices()
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title="session.launch", timeout=8)
+            return
+        request = await self.push_screen_wait(LaunchScreen(initial, choices=choices))
         confirmed = request is not None and await self.push_screen_wait(launch_dialog(request, self.run_id))
         self._after_modal()
         if request is None or not confirmed:

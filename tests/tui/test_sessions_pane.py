@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
+from textual.widgets import Select, Static
 
 from roundtable.runtime import Runtime
 from roundtable.services import runs, sessions
@@ -172,7 +172,7 @@ async def rt(project: Path) -> AsyncIterator[Runtime]:
 
 def fill(app, **values: str) -> None:  # type: ignore[no-untyped-def]
     for name, value in values.items():
-        app.screen.query_one(f"#launch-{name}", Input).value = value
+        app.screen.query_one(f"#launch-{name}", Select).value = value
 
 
 async def test_launch_and_revoke_through_the_supervisor(rt: Runtime) -> None:
@@ -191,8 +191,17 @@ async def test_launch_and_revoke_through_the_supervisor(rt: Runtime) -> None:
             # A refused launch (task not assigned to this agent): an error notice, nothing recorded.
             await pilot.press("L")
             await wait_for(lambda: isinstance(app.screen, LaunchScreen), what="launch form")
-            fill(app, agent_id="implementer-2", task_id=task_id)
-            await pilot.press("enter", "enter", "enter", "enter")  # field by field; the last submits
+            # Pickers: the agents come from the config, the tasks are the open ones.
+            form = app.screen
+            agents = [v for _label, v in form.query_one("#launch-agent_id", Select)._options if v != Select.NULL]
+            assert "implementer-1" in agents and "reviewer-1" in agents and "chair-1" not in agents
+            await pilot.click("#launch-yes")  # nothing chosen: refused, the cursor goes to the agent
+            assert "required: Agent, Task" in str(form.query_one("#launch-error", Static).render())
+            assert form.query_one("#launch-agent_id", Select).has_focus
+            fill(app, agent_id="implementer-2", task_id=task_id, adapter="scripted")
+            await pilot.pause()
+            assert form.values()["adapter"] == "scripted"  # an explicit choice is kept
+            await pilot.click("#launch-yes")
             await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="launch confirmation")
             await pilot.press("y")
             await wait_for(
@@ -205,7 +214,7 @@ async def test_launch_and_revoke_through_the_supervisor(rt: Runtime) -> None:
             # Cancelling the confirmation starts nothing.
             await pilot.press("L")
             await wait_for(lambda: isinstance(app.screen, LaunchScreen), what="launch form")
-            fill(app, agent_id="implementer-1", task_id=task_id)
+            fill(app, agent_id="implementer-1", task_id=task_id, adapter="scripted")
             await pilot.click("#launch-yes")
             await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="launch confirmation")
             await pilot.press("n")
@@ -214,8 +223,12 @@ async def test_launch_and_revoke_through_the_supervisor(rt: Runtime) -> None:
 
             await pilot.press("L")
             await wait_for(lambda: isinstance(app.screen, LaunchScreen), what="launch form")
-            assert app.screen.query_one("#launch-adapter", Input).value == "scripted"  # the default
             fill(app, agent_id="implementer-1", task_id=task_id)
+            await pilot.pause()
+            configured = rt.config.agents.implementers.adapter
+            # The adapter follows the chosen agent's configured one until the operator picks another.
+            assert app.screen.query_one("#launch-adapter", Select).value == configured
+            fill(app, adapter="scripted")
             await pilot.click("#launch-yes")
             await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="launch confirmation")
             await pilot.press("y")

@@ -6,6 +6,7 @@ then asks for confirmation with `launch_dialog`, which says what will run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rich.console import Group
@@ -14,7 +15,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Label, Select, Static
+from textual.widgets.select import NoSelection
 
 from roundtable.services.capabilities import role_for_agent
 from roundtable.store.records import AgentSession
@@ -28,55 +30,114 @@ class LaunchRequest:
     agent_id: str
     task_id: str
     proposal_id: str = ""
-    adapter: str = DEFAULT_ADAPTER
+    adapter: str = ""  # empty: the agent's configured adapter
 
 
-FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("agent_id", "Agent id", "implementer-1, reviewer-1, tester-1, security-1"),
-    ("task_id", "Task id", "T-…"),
-    ("proposal_id", "Proposal id (reviewers, testers, security)", "empty for an implementer"),
-    ("adapter", "Adapter", DEFAULT_ADAPTER),
+@dataclass(frozen=True)
+class LaunchChoices:
+    """What the pickers offer: launchable agents (id, role, configured adapter), open tasks and
+    proposals (id, title), and every adapter by name (configured ones plus `scripted`)."""
+
+    agents: tuple[tuple[str, str, str], ...] = ()
+    tasks: tuple[tuple[str, str], ...] = ()
+    proposals: tuple[tuple[str, str], ...] = ()
+    adapters: tuple[str, ...] = (DEFAULT_ADAPTER,)
+
+    def adapter_of(self, agent_id: str) -> str:
+        return next((adapter for aid, _role, adapter in self.agents if aid == agent_id), "")
+
+
+FIELDS: tuple[tuple[str, str], ...] = (
+    ("agent_id", "Agent"),
+    ("task_id", "Task"),
+    ("proposal_id", "Proposal (reviewers, testers, security)"),
+    ("adapter", "Adapter (default: the agent's configured one)"),
 )
 REQUIRED = ("agent_id", "task_id")
 
 
+def _options(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(label, value) pairs for a Select, ids first so they are never cut."""
+    return [(f"{value}  {label}"[:70], value) for value, label in pairs]
+
+
 class LaunchScreen(ModalScreen[LaunchRequest | None]):
+    """Pickers, not typed ids: agents and adapters from the config, tasks and proposals that are
+    open. Only the agent and the task are required."""
+
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, initial: LaunchRequest | None = None, *, run_note: str = "") -> None:
+    def __init__(
+        self, initial: LaunchRequest | None = None, *, choices: LaunchChoices | None = None, run_note: str = ""
+    ) -> None:
         super().__init__()
         self.initial = initial or LaunchRequest("", "")
+        self.choices = choices or LaunchChoices()
         self.run_note = run_note
+        # The adapter last filled in from the chosen agent's config; a different value is the
+        # operator's own choice and is kept when the agent changes.
+        self._auto_adapter = "" if self.initial.adapter else self.choices.adapter_of(self.initial.agent_id)
+
+    def _select(self, name: str, options: list[tuple[str, str]], value: str) -> Select[str]:
+        known = {v for _label, v in options}
+        if value and value not in known:
+            options = [*options, (value, value)]  # keep a prefilled value the pickers do not list
+        initial: str | NoSelection = value if value else Select.NULL
+        return Select(options, value=initial, allow_blank=True, id=f"launch-{name}", prompt="—")
 
     def compose(self) -> ComposeResult:
+        c = self.choices
+        initial = self.initial
+        adapter = initial.adapter or c.adapter_of(initial.agent_id)
+        pickers = {
+            "agent_id": self._select(
+                "agent_id", _options((aid, f"{role} · {ad}") for aid, role, ad in c.agents), initial.agent_id
+            ),
+            "task_id": self._select("task_id", _options(c.tasks), initial.task_id),
+            "proposal_id": self._select("proposal_id", _options(c.proposals), initial.proposal_id),
+            "adapter": self._select("adapter", [(a, a) for a in c.adapters], adapter),
+        }
         with Vertical(id="launch-box") as box:
             box.border_title = "Launch an agent session"
-            box.border_subtitle = "enter next field · esc cancel"
+            box.border_subtitle = "tab next field · esc cancel"
             if self.run_note:
                 yield Static(self.run_note, id="launch-note")
-            for name, label, placeholder in FIELDS:
+            for name, label in FIELDS:
                 yield Label(label)
-                yield Input(value=getattr(self.initial, name), placeholder=placeholder, id=f"launch-{name}")
+                yield pickers[name]
             yield Static("", id="launch-error")
             with Horizontal(id="launch-buttons"):
                 yield Button("Continue", variant="warning", id="launch-yes")
                 yield Button("Cancel", variant="primary", id="launch-no")
 
     def on_mount(self) -> None:
-        first_empty = next((n for n, _l, _p in FIELDS if not getattr(self.initial, n)), FIELDS[0][0])
-        self.query_one(f"#launch-{first_empty}", Input).focus()
+        self._focus_first_missing() or self.query_one("#launch-yes", Button).focus()
+
+    def _focus_first_missing(self) -> bool:
+        values = self.values()
+        for name in REQUIRED:
+            if not values[name]:
+                self.query_one(f"#launch-{name}", Select).focus()
+                return True
+        return False
 
     def values(self) -> dict[str, str]:
-        return {name: self.query_one(f"#launch-{name}", Input).value.strip() for name, _l, _p in FIELDS}
+        out = {}
+        for name, _label in FIELDS:
+            value = self.query_one(f"#launch-{name}", Select).value
+            out[name] = value if isinstance(value, str) else ""
+        return out
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        names = [n for n, _l, _p in FIELDS]
-        current = (event.input.id or "").removeprefix("launch-")
-        if current in names and names.index(current) < len(names) - 1:
-            self.query_one(f"#launch-{names[names.index(current) + 1]}", Input).focus()
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id != "launch-agent_id":
             return
-        self._submit()
+        current = self.values()["adapter"]
+        if current and current != self._auto_adapter:
+            return  # the operator chose an adapter: keep it
+        adapter = self.choices.adapter_of(self.values()["agent_id"])
+        if adapter:  # follow the chosen agent's configured adapter
+            self._auto_adapter = adapter
+            self.query_one("#launch-adapter", Select).value = adapter
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -87,16 +148,17 @@ class LaunchScreen(ModalScreen[LaunchRequest | None]):
 
     def _submit(self) -> None:
         values = self.values()
-        missing = [label for name, label, _p in FIELDS if name in REQUIRED and not values[name]]
+        missing = [label for name, label in FIELDS if name in REQUIRED and not values[name]]
         if missing:
             self.query_one("#launch-error", Static).update(f"[red]required: {', '.join(missing)}[/]")
+            self._focus_first_missing()  # the cursor goes where the answer is missing
             return
         self.dismiss(
             LaunchRequest(
                 agent_id=values["agent_id"],
                 task_id=values["task_id"],
                 proposal_id=values["proposal_id"],
-                adapter=values["adapter"] or DEFAULT_ADAPTER,
+                adapter=values["adapter"] or self.choices.adapter_of(values["agent_id"]) or DEFAULT_ADAPTER,
             )
         )
 

@@ -91,9 +91,9 @@ class ConsoleHeader(Static):
         else:
             line3.append("live", style="green")
             if self.activity is not None:
-                what, since = self.activity
-                spinner = "◐◓◑◒"[int((now - since) / 250_000_000) % 4]
-                line3.append(f"  {spinner} {what} · {human_delta((now - since) / 1e9)}", style="bold yellow")
+                what, started_ns = self.activity
+                spinner = "◐◓◑◒"[int((now - started_ns) / 250_000_000) % 4]
+                line3.append(f"  {spinner} {what} · {human_delta((now - started_ns) / 1e9)}", style="bold yellow")
             line3.append("  ? help · ctrl+p commands · tab panes · q quit", style="dim")
         for line in (line1, line2, line3):
             line.no_wrap = True
