@@ -40,6 +40,7 @@ MODULES = (
     "state",
     "memory",
     "writes",
+    "notify",
 )
 RESULTS = Path(__file__).resolve().parent / "results"
 
