@@ -37,7 +37,7 @@ from textual.widgets import Footer, Static
 from roundtable import clock, domain
 from roundtable.runtime import Runtime
 from roundtable.services.testing import sandbox_for
-from roundtable.store.records import HumanApproval, Proposal, Transaction
+from roundtable.store.records import HumanApproval, Proposal, Task, Transaction
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tools.context import Caller
 from roundtable.tui import commands, layout
@@ -57,6 +57,7 @@ from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, decision
 from roundtable.tui.screens.help import HelpScreen
 from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.prompt import PromptScreen
+from roundtable.tui.screens.task_form import TaskForm
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from roundtable.tui.widgets.claims_pane import ClaimsPane
 from roundtable.tui.widgets.events_pane import EventsPane
@@ -66,6 +67,7 @@ from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.runs_pane import RunsPane
 from roundtable.tui.widgets.sessions_pane import SessionsPane
 from roundtable.tui.widgets.table_pane import TablePane
+from roundtable.tui.widgets.tasks_pane import TasksPane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
 from roundtable.tui.widgets.turns_pane import TurnsPane
 from roundtable.tui.widgets.virtual_list import VirtualList
@@ -147,6 +149,7 @@ class RoundtableApp(App[None]):
             with Vertical(id="left"):
                 with Horizontal(id="top-row"):
                     yield RunsPane(id="runs", clock_ns=ck)
+                    yield TasksPane(id="tasks", clock_ns=ck)
                     yield TurnsPane(id="turns", clock_ns=ck)
                 with Horizontal(id="mid-row"):
                     with Vertical(id="work"):
@@ -701,7 +704,9 @@ class RoundtableApp(App[None]):
     @work(group="dialog", exit_on_error=False)
     async def _apply_flow(self, proposal: Proposal) -> None:
         if not domain.is_open(proposal.status):
-            self.notify(f"{proposal.id} is {proposal.status}: only an open proposal can be applied.", severity="warning")
+            self.notify(
+                f"{proposal.id} is {proposal.status}: only an open proposal can be applied.", severity="warning"
+            )
             return
         report = await self._gate_report(proposal.id)
         if report is None:
@@ -744,7 +749,9 @@ class RoundtableApp(App[None]):
     @work(group="dialog", exit_on_error=False)
     async def _reject_flow(self, proposal: Proposal) -> None:
         if not domain.is_open(proposal.status):
-            self.notify(f"{proposal.id} is {proposal.status}: only an open proposal can be rejected.", severity="warning")
+            self.notify(
+                f"{proposal.id} is {proposal.status}: only an open proposal can be rejected.", severity="warning"
+            )
             return
         reason = await self.push_screen_wait(
             PromptScreen(f"Reject {proposal.id}", f"{proposal.title}\nReason (required):", required=True)
@@ -811,9 +818,7 @@ class RoundtableApp(App[None]):
         from roundtable.services.capabilities import role_for_agent
 
         config = self.runtime.config
-        agents = tuple(
-            (a.id, a.role, a.adapter) for a in configured_agents(config) if role_for_agent(a.id) is not None
-        )
+        agents = tuple((a.id, a.role, a.adapter) for a in configured_agents(config) if role_for_agent(a.id) is not None)
         async with self.runtime.db.read() as reader:
             tasks = await reader.fetchall(
                 "SELECT id, title FROM tasks WHERE status NOT IN ('completed', 'done', 'closed', 'cancelled',"
@@ -908,6 +913,79 @@ class RoundtableApp(App[None]):
             )
         self.request_refresh()
 
+    # --- tasks ------------------------------------------------------------------------------
+
+    def _selected_task(self) -> Task | None:
+        key = self._main.query_one(TasksPane).selected_key()
+        if self.overview is None or key is None:
+            return None
+        return next((t for t in self.overview.tasks if t.id == key), None)
+
+    def action_new_task(self) -> None:
+        if not self._refused("new_task"):
+            self._new_task_flow()
+
+    @work(group="dialog", exit_on_error=False)
+    async def _new_task_flow(self) -> None:
+        draft = await self.push_screen_wait(TaskForm())
+        self._after_modal()
+        if draft is None:
+            return
+        args: dict[str, Any] = {"title": draft.title, "body_md": draft.body_md, "priority": draft.priority}
+        if draft.readable_paths:
+            args["readable_paths"] = draft.readable_paths
+        result = await self.call_tool("task.create", args, success=f"task created: {draft.title}", title="task")
+        if result is not None:
+            self._main.query_one(TasksPane).focus()
+
+    def action_block_task(self) -> None:
+        if self._refused("block_task"):
+            return
+        task = self._selected_task()
+        if task is None:
+            self._missing("a task", "Tasks")
+            return
+        if task.status in domain.TERMINAL_TASK_STATUSES or task.status == "blocked":
+            self.notify(f"{task.id} is {task.status}: only open work can be blocked.", severity="warning")
+            return
+        self._block_flow(task)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _block_flow(self, task: Task) -> None:
+        reason = await self.push_screen_wait(
+            PromptScreen(f"Block {task.id}", f"{task.title}\nWhy (required):", required=True)
+        )
+        self._after_modal()
+        if reason:
+            args = {"task_id": task.id, "status": "blocked", "reason_md": reason}
+            await self.call_tool(
+                "task.update_status",
+                _known_args("task.update_status", args),
+                success=f"{task.id} blocked",
+                title="task",
+            )
+
+    def action_cancel_task(self) -> None:
+        if self._refused("cancel_task"):
+            return
+        task = self._selected_task()
+        if task is None:
+            self._missing("a task", "Tasks")
+            return
+        if task.status in domain.TERMINAL_TASK_STATUSES:
+            self.notify(f"{task.id} is {task.status} already.", severity="warning")
+            return
+        self._cancel_task_flow(task)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _cancel_task_flow(self, task: Task) -> None:
+        body = Text.assemble(("Task ", "dim"), (task.id, "bold"), "  ", task.title, (f"  [{task.status}]", "yellow"))
+        confirmed = await self.push_screen_wait(ConfirmScreen(f"Cancel {task.id}?", body, confirm_label="Cancel task"))
+        self._after_modal()
+        if confirmed:
+            args = {"task_id": task.id, "status": "cancelled"}
+            await self.call_tool("task.update_status", args, success=f"{task.id} cancelled", title="task")
+
     async def action_tick(self) -> None:
         if self._refused("tick"):
             return
@@ -980,3 +1058,12 @@ def _unsandboxed_dialog(proposal_id: str, commands: list[str], reason: str) -> C
 def _failing_gates(report: dict[str, Any]) -> list[str]:
     """The names of the gates a report marks failing."""
     return [str(g.get("name")) for g in report.get("gates") or [] if isinstance(g, dict) and not g.get("passed")]
+
+
+def _known_args(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Only the arguments `tool` advertises (an optional reason is dropped where it has none)."""
+    from roundtable.tools.registry import get_registry
+
+    spec = get_registry().lookup(tool)
+    allowed = set(spec.input_schema.get("properties", {})) if spec is not None else set(args)
+    return {k: v for k, v in args.items() if k in allowed}

@@ -112,6 +112,18 @@ COMMANDS: tuple[Command, ...] = (
         "Revoke the selected session and stop it (confirm).",
         mutating=True,
     ),
+    Command(
+        "new_task", "n", "new_task", "New task", "Create a task (title, body, readable paths, priority).", mutating=True
+    ),
+    Command(
+        "block_task",
+        "b",
+        "block_task",
+        "Block task",
+        "Mark the selected task blocked (a reason is asked).",
+        mutating=True,
+    ),
+    Command("cancel_task", "c", "cancel_task", "Cancel task", "Cancel the selected task (confirm).", mutating=True),
     Command("tick", "t", "tick", "Tick now", "Wake the Chair for a tick now.", mutating=True),
     Command("pause", "p", "pause", "Pause/resume Chair", "Pause or resume the Chair loop.", mutating=True),
     Command("refresh", "ctrl+r", "refresh", "Refresh", "Reload every pane now."),
@@ -133,16 +145,16 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "pane",
-        "1-9",
+        "1-9, 0",
         "",
         "Go to pane",
         "Show pane N: 1 Runs, 2 Turns, 3 Proposals, 4 Sessions, 5 Approvals, "
-        "6 Transactions, 7 Claims, 8 Events, 9 Inspector.",
+        "6 Transactions, 7 Claims, 8 Events, 9 Tasks, 0 Inspector.",
         bind=False,
         palette=False,
     ),
 )
-PANE_COUNT = 9
+PANE_COUNT = 10
 
 BY_ID = {c.id: c for c in COMMANDS}
 BY_ACTION = {c.action: c for c in COMMANDS if c.action}
@@ -151,7 +163,10 @@ BY_ACTION = {c.action: c for c in COMMANDS if c.action}
 def bindings() -> list[Binding]:
     """The app's BINDINGS, one per bindable command, each with the command's id."""
     out = [Binding(c.key, c.action, c.title, show=c.footer, id=c.id, priority=False) for c in COMMANDS if c.bind]
-    out += [Binding(str(n), f"show_pane({n})", f"Pane {n}", show=False) for n in range(1, PANE_COUNT + 1)]
+    out += [
+        Binding("0" if n == 10 else str(n), f"show_pane({n})", f"Pane {n}", show=False)
+        for n in range(1, PANE_COUNT + 1)
+    ]
     return out
 
 

@@ -19,10 +19,17 @@ from typing import Any, ClassVar
 
 from roundtable import clock
 from roundtable.config import Config
-from roundtable.domain import APPROVING_VOTES, BLOCKING_VOTES, TURN_DONE_EVENTS, TurnEvent, is_open
+from roundtable.domain import (
+    APPROVING_VOTES,
+    BLOCKING_VOTES,
+    TERMINAL_TASK_STATUSES,
+    TURN_DONE_EVENTS,
+    TurnEvent,
+    is_open,
+)
 from roundtable.domain import OPEN_PROPOSAL_STATUSES as OPEN_STATUSES
 from roundtable.store.db import Reader
-from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Transaction
+from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
 
 # The proposals pane counts votes with the policy's own vocabulary (`roundtable.domain`).
 VOTES_FOR = tuple(sorted(APPROVING_VOTES))
@@ -122,6 +129,7 @@ class Overview:
     claims_active: int = 0
     events_total: int = 0
     blocked_tasks: list[tuple[str, str]] = field(default_factory=list)  # (id, title)
+    tasks: list[Task] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -184,8 +192,14 @@ async def load_overview(reader: Reader, run_id: str, config: Config, *, limit: i
             "SELECT id, title FROM tasks WHERE status = 'blocked' ORDER BY updated_at DESC, id LIMIT ?", (limit,)
         )
     ]
+    terminal = ",".join(f"'{status}'" for status in sorted(TERMINAL_TASK_STATUSES))
+    tasks = await reader.all(
+        Task,
+        f"SELECT * FROM tasks ORDER BY (status IN ({terminal})), priority, created_at DESC, id LIMIT ?",
+        (limit,),
+    )
     return Overview(
-        run, runs, turns, proposals, approvals, transactions, sessions, claims_active, events_total, blocked
+        run, runs, turns, proposals, approvals, transactions, sessions, claims_active, events_total, blocked, tasks
     )
 
 
@@ -358,6 +372,7 @@ ENTITY_TABLES = {
     "claim": ("claims", "id"),
     "event": ("events", "id"),
     "session": ("agent_sessions", "id"),
+    "task": ("tasks", "id"),
 }
 
 

@@ -26,6 +26,7 @@ PANES: tuple[tuple[str, str], ...] = (
     ("transactions", "Transactions"),
     ("claims", "Claims"),
     ("events", "Events"),
+    ("tasks", "Tasks"),
     ("inspector", "Inspector"),
 )
 PANE_IDS = tuple(pane_id for pane_id, _ in PANES)
@@ -33,6 +34,7 @@ PANE_IDS = tuple(pane_id for pane_id, _ in PANES)
 # holds the shown pane.
 CONTAINERS: dict[str, tuple[str, ...]] = {
     "runs": ("upper", "left", "top-row"),
+    "tasks": ("upper", "left", "top-row"),
     "turns": ("upper", "left", "top-row"),
     "proposals": ("upper", "left", "mid-row", "work"),
     "sessions": ("upper", "left", "mid-row", "work"),
@@ -65,6 +67,11 @@ def decide(width: int, height: int, *, zoomed: bool, focused: str | None, last: 
     return Layout(single=zoomed or compact(width, height), shown=shown)
 
 
+def pane_key(number: int) -> str:
+    """The key that shows pane `number` (1-based): 1-9, then 0 for the tenth."""
+    return "0" if number == 10 else str(number)
+
+
 def pane_bar(shown: str, width: int) -> Text:
     """`1 Runs 2 Turns …` with the shown pane highlighted; shortened names when narrow."""
     text = Text(" ")
@@ -72,7 +79,7 @@ def pane_bar(shown: str, width: int) -> Text:
     for n, (pane_id, title) in enumerate(PANES, start=1):
         label = title if long or pane_id == shown else title[:4]
         style = "bold reverse" if pane_id == shown else "dim"
-        text.append(f"{n}", style="bold")
+        text.append(f"{pane_key(n)}", style="bold")
         text.append(f" {label}", style=style)
         text.append(" ")
     text.append(" z zoom", style="dim")

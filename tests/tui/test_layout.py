@@ -31,7 +31,8 @@ def test_focus_outside_a_pane_keeps_the_last_one() -> None:
 
 def test_pane_bar_names_every_pane_and_marks_the_shown_one() -> None:
     wide = layout.pane_bar("claims", 200).plain
-    assert all(f"{n} {title}" in wide for n, (_, title) in enumerate(layout.PANES, start=1))
+    assert all(f"{layout.pane_key(n)} {title}" in wide for n, (_, title) in enumerate(layout.PANES, start=1))
+    assert "9 Tasks" in wide and "0 Inspector" in wide
     narrow = layout.pane_bar("claims", 80).plain
     assert "7 Claims" in narrow and "3 Prop " in narrow and len(narrow) <= 80
 
