@@ -6,18 +6,19 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 DEMO := demo
 
-.PHONY: run test lint bench soak clean
+.PHONY: run test lint bench soak clean constraints
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+# constraints.txt pins every package to the versions CI tested (regenerate with `make constraints`).
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -c constraints.txt -e .
 	touch $@
 
-$(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+$(DEV_STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@ $(STAMP)
 
 run: $(STAMP)
@@ -40,3 +41,6 @@ soak: $(DEV_STAMP)
 
 clean:
 	rm -rf $(VENV) $(DEMO)
+
+constraints: $(DEV_STAMP)
+	$(BIN)/pip freeze --exclude-editable | grep -v '^roundtable' > constraints.txt
