@@ -64,6 +64,52 @@ def _die_with(parent: int) -> Callable[[], None]:
     return hook
 
 
+async def exec_git(
+    cwd: Path,
+    args: list[str],
+    *,
+    stdin: bytes = b"",
+    env: dict[str, str] | None = None,
+    timeout: float = GIT_TIMEOUT_S,
+    merge_stderr: bool = False,
+    tied: bool = False,
+    on_start: Callable[[int], None] | None = None,
+) -> tuple[int, bytes, bytes]:
+    """The one way roundtable runs git: an argv (no shell), stdin fed, a timeout, and the child
+    killed (and reaped) on timeout or cancellation. Returns (exit status, stdout, stderr); with
+    `merge_stderr` stderr is folded into stdout. `tied` runs it in its own process group, killed
+    with this process; `on_start` receives its pid."""
+    extra: dict[str, object] = {}
+    if tied:
+        extra = {"preexec_fn": _die_with(os.getpid()), "process_group": 0}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "git",
+            *args,
+            cwd=str(cwd),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
+            env=env if env is not None else _env(),
+            **extra,  # type: ignore[arg-type]
+        )
+    except OSError as exc:
+        raise ToolError(f"git could not start: {exc.strerror}") from None
+    if on_start is not None:
+        on_start(proc.pid)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise ToolError(f"git {args[0]} timed out after {timeout:g}s") from None
+    except BaseException:  # cancelled: never leave the child behind
+        proc.kill()
+        await proc.wait()
+        raise
+    return (proc.returncode if proc.returncode is not None else -1), out, err or b""
+
+
 async def run_git(
     cwd: Path,
     args: list[str],
@@ -75,41 +121,14 @@ async def run_git(
     on_start: Callable[[int], None] | None = None,
 ) -> GitResult:
     """Run `git <args>` in `cwd`; combined stdout+stderr is returned (capped). `isolated` stops
-    git from discovering a repository above `cwd` (for scratch directories). `tied` runs it in
-    its own process group, killed with this process; `on_start` receives its pid."""
+    git from discovering a repository above `cwd` (for scratch directories)."""
     env = _env()
     if isolated:
         env["GIT_CEILING_DIRECTORIES"] = str(cwd.parent)
-    extra: dict[str, object] = {}
-    if tied:
-        extra = {"preexec_fn": _die_with(os.getpid()), "process_group": 0}
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
-            cwd=str(cwd),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=env,
-            **extra,  # type: ignore[arg-type]
-        )
-    except OSError as exc:
-        raise ToolError(f"git could not start: {exc.strerror}") from None
-    if on_start is not None:
-        on_start(proc.pid)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(stdin), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise ToolError(f"git {args[0]} timed out after {timeout:g}s") from None
-    except asyncio.CancelledError:
-        proc.kill()
-        await proc.wait()
-        raise
-    text = out[:OUTPUT_CAP].decode("utf-8", errors="replace").strip()
-    return GitResult(proc.returncode if proc.returncode is not None else -1, text)
+    code, out, _err = await exec_git(
+        cwd, args, stdin=stdin, env=env, timeout=timeout, merge_stderr=True, tied=tied, on_start=on_start
+    )
+    return GitResult(code, out[:OUTPUT_CAP].decode("utf-8", errors="replace").strip())
 
 
 def _apply_args(*, check: bool, reverse: bool) -> list[str]:
@@ -154,28 +173,14 @@ async def read_patch_view(root: Path, patch: bytes, timeout: float = GIT_TIMEOUT
     """How git reads a patch (names, counts, operations, modes); nothing is applied."""
     args = ["-c", "core.quotepath=false", "apply", "--whitespace=nowarn", "--numstat", "--summary", "-z", "-"]
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
-            cwd=str(root),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=_env(),
-        )
-    except OSError as exc:
-        raise ToolError(f"git could not start: {exc.strerror}") from None
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(patch), timeout)
-    except (TimeoutError, asyncio.CancelledError) as exc:
-        proc.kill()
-        await proc.wait()
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        raise ToolError(f"git apply --numstat timed out after {timeout:g}s") from None
+        code, out, err = await exec_git(root, args, stdin=patch, timeout=timeout)
+    except ToolError as exc:
+        if "timed out" in str(exc):
+            raise ToolError(f"git apply --numstat timed out after {timeout:g}s") from None
+        raise
     if len(out) > VIEW_CAP:
         raise ToolError("git's reading of the patch is too large")
-    return PatchView(proc.returncode or 0, out, err[:OUTPUT_CAP].decode("utf-8", errors="replace").strip())
+    return PatchView(code or 0, out, err[:OUTPUT_CAP].decode("utf-8", errors="replace").strip())
 
 
 def _start_time(pid: int) -> str:

@@ -51,23 +51,8 @@ class Scratch:
 
 async def _git(cwd: Path, args: list[str], *, env: dict[str, str] | None = None, stdin: bytes = b"") -> str:
     full_env = {**git._env(), **_IDENTITY, **(env or {})}
-    proc = await asyncio.create_subprocess_exec(
-        "git",
-        *_NO_HOOKS,
-        *args,
-        cwd=str(cwd),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=full_env,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), GIT_TIMEOUT_S)
-    except BaseException:
-        proc.kill()
-        await proc.wait()
-        raise
-    if proc.returncode != 0:
+    code, out, err = await git.exec_git(cwd, [*_NO_HOOKS, *args], stdin=stdin, env=full_env)
+    if code != 0:
         text = (err or out)[: git.OUTPUT_CAP].decode("utf-8", "replace").strip()
         raise ToolError(f"git {args[0]} failed: {text}")
     return out.decode("utf-8", "replace").strip()
