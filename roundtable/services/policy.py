@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+import pathspec
 import yaml
 
 from roundtable.errors import ConfigError
@@ -399,60 +399,29 @@ def _tests_section(loc: _Loc, label: str) -> TestsPolicy:
 
 
 @lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str] | None:
-    """Translate a glob: `*` and `?` stay within one path segment, `**` crosses segments."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == n:
-            out.append("(?:/.*)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        elif c == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
-            if end < 0:
-                return None  # malformed class: the pattern never matches
-            body = pattern[i + 1 : end]
-            if body[:1] in ("!", "^"):
-                body = "^" + body[1:]
-            out.append(f"(?!/)[{body.replace(chr(92), chr(92) * 2)}]")
-            i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
+def _spec(pattern: str) -> pathspec.PathSpec | None:
+    """One pattern with `.gitignore` semantics (pathspec); None when it cannot match anything."""
+    if pattern.startswith("!"):
+        return None  # a negation means nothing on its own
     try:
-        return re.compile("".join(out) + r"\Z")
-    except re.error:
+        return pathspec.GitIgnoreSpec.from_lines([pattern])
+    except Exception:  # a malformed pattern never matches
         return None
 
 
 def match_pattern(pattern: str, path: str) -> bool:
-    """Does a high-risk pattern match a repository-relative path? A pattern without `/`
-    also matches the base name at any depth (`Dockerfile`, `.env*`)."""
+    """Does a high-risk pattern match a repository-relative path? Patterns read as in
+    `.gitignore`: one without `/` matches at any depth (`Dockerfile`, `.env*`), `dir/` or
+    `dir/**` everything below `dir`, `*` stays within a segment and `**` crosses segments."""
     pattern = pattern.strip()
     if not pattern:
         return False
-    regex = _glob_regex(pattern)
-    if regex is None:
+    spec = _spec(pattern)
+    if spec is None:
         return False
-    if regex.match(path):
+    if spec.match_file(path):
         return True
-    return "/" not in pattern and bool(regex.match(posixpath.basename(path)))
+    return pattern.endswith("/**") and path == pattern[:-3].strip("/")  # the directory itself
 
 
 # --- loading -------------------------------------------------------------------------------

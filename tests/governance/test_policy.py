@@ -127,6 +127,14 @@ def test_profile_override_keeps_unset_fields() -> None:
         ("src/**/*.py", "src/a/b.py", True),
         ("[ab", "a", False),
         ("", "a", False),
+        # .gitignore semantics (pathspec): a directory pattern covers what is inside it
+        ("docs", "docs/guide/a.md", True),
+        (".github/", ".github/workflows/ci.yml", True),
+        (".github/", "src/.github/x.yml", True),
+        ("/Makefile", "sub/Makefile", False),
+        ("/Makefile", "Makefile", True),
+        ("*.lock", "a/b/poetry.lock", True),
+        ("!secret", "secret", False),
     ],
 )
 def test_match_pattern(pattern: str, path: str, hit: bool) -> None:
