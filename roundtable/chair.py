@@ -328,6 +328,16 @@ async def converge(runtime: Runtime, run_id: str) -> tuple[str, str]:
     return "active", "work_remains"
 
 
+async def end_converged(runtime: Runtime, run_id: str, status: str, reason: str, iterations: int) -> None:
+    """End a run whose work converged (`completed` or `blocked`) with its `orchestrator.<status>`
+    event — the one ending both loops share."""
+    await runs_service.end_run(runtime, run_id, status)
+    async with runtime.db.write(tool="chair.loop") as tx:
+        await tx.append_event(
+            run_id, f"orchestrator.{status}", {"iterations": iterations, "reason": reason}, actor_id=CHAIR_ID
+        )
+
+
 @dataclass
 class LoopResult:
     """How a finite run loop ended."""
@@ -391,11 +401,7 @@ async def run_loop(
         if on_tick is not None:
             on_tick(iterations, report, (status, reason))
         if status in ("completed", "blocked"):
-            await runs_service.end_run(runtime, run_id, status)
-            async with runtime.db.write(tool="chair.loop") as tx:
-                await tx.append_event(
-                    run_id, f"orchestrator.{status}", {"iterations": iterations, "reason": reason}, actor_id=CHAIR_ID
-                )
+            await end_converged(runtime, run_id, status, reason, iterations)
             return LoopResult(iterations, status, reason, reports)
         if max_iterations <= 0 or iterations < max_iterations:
             await asyncio.sleep(interval)
@@ -585,11 +591,7 @@ class ChairLoop:
         status, reason = await converge(self.runtime, run_id)
         if status not in ("completed", "blocked"):
             return False
-        await runs_service.end_run(self.runtime, run_id, status)
-        async with self.runtime.db.write(tool="chair.loop") as tx:
-            await tx.append_event(
-                run_id, f"orchestrator.{status}", {"iterations": self.state.ticks, "reason": reason}, actor_id=CHAIR_ID
-            )
+        await end_converged(self.runtime, run_id, status, reason, self.state.ticks)
         self.converged = (status, reason)
         return True
 
