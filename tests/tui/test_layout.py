@@ -84,3 +84,28 @@ async def test_zoom_at_any_size(seeded: Runtime) -> None:
         assert _visible(app) == {"sessions"}
         await pilot.press("z")
         assert _visible(app) == set(layout.PANE_IDS)
+
+
+def test_long_free_text_ends_with_an_ellipsis_and_ids_stay_whole() -> None:
+    from rich.text import Text
+
+    from roundtable.tui.widgets.table_pane import ellipsize
+
+    assert ellipsize("short", 32) == "short"
+    cut = ellipsize("A very long proposal title that goes on and on and on", 20)
+    assert isinstance(cut, Text) and cut.plain.endswith("…") and cut.cell_len == 20
+    assert ellipsize(Text("two\nlines", style="bold"), 32).plain == "two lines"
+
+
+async def test_a_long_title_does_not_push_the_author_off(seeded: Runtime) -> None:
+    from roundtable.tui.widgets.proposals_pane import ProposalsPane
+
+    async with seeded.db.write(tool="test.title") as tx:
+        await tx.execute("UPDATE proposals SET title = ? WHERE id = 'P-1'", ("Add mul() " + "and more " * 20,))
+    app = make_app(seeded)
+    async with app.run_test(size=(80, 24)):
+        await settle(app)
+        pane = app.screen.query_one(ProposalsPane)
+        title, author = pane.get_row("P-1")[0], pane.get_row("P-1")[4]
+        assert str(title).endswith("…") and len(str(title)) <= 32
+        assert str(author) == "implementer-1"

@@ -10,6 +10,7 @@ class ApprovalsPane(TablePane):
     kind = "approval"
     TITLE = "Approvals"
     COLUMNS = ("status", "subject", "proposal", "by", "asked")
+    ELASTIC = {"subject": 32}
 
     def build_rows(self, overview: Overview) -> list[Row]:
         return [

@@ -24,6 +24,7 @@ class ProposalsPane(TablePane):
     kind = "proposal"
     TITLE = "Proposals"
     COLUMNS = ("title", "status", "votes", "gates", "author", "rev")
+    ELASTIC = {"title": 32}
 
     def build_rows(self, overview: Overview) -> list[Row]:
         out: list[Row] = []

@@ -10,6 +10,7 @@ class RunsPane(TablePane):
     kind = "run"
     TITLE = "Runs"
     COLUMNS = ("", "status", "run", "started", "goal")
+    ELASTIC = {"goal": 32}
 
     def build_rows(self, overview: Overview) -> list[Row]:
         current = overview.run.id if overview.run else ""

@@ -27,6 +27,9 @@ class TablePane(DataTable[Cell]):
     kind: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
     COLUMNS: ClassVar[tuple[str, ...]] = ()
+    # Free-text columns and their widest cell: longer text ends with "…", so ids and statuses
+    # beside them stay whole on a narrow terminal (ids are never cut).
+    ELASTIC: ClassVar[dict[str, int]] = {}
 
     BINDINGS: ClassVar = [
         Binding("j", "cursor_down", "Down", show=False),
@@ -65,7 +68,7 @@ class TablePane(DataTable[Cell]):
         overview = self._last_overview
         if overview is None:
             return
-        rows = self.build_rows(overview)
+        rows = self._fit_elastic(self.build_rows(overview))
         total = len(rows)
         if self.filter_text:
             needle = self.filter_text.lower()
@@ -85,6 +88,19 @@ class TablePane(DataTable[Cell]):
                     self.move_cursor(row=index, animate=False)
                     break
         self._set_title(len(rows), total)
+
+    def _fit_elastic(self, rows: list[Row]) -> list[Row]:
+        if not self.ELASTIC:
+            return rows
+        limits = [(self.COLUMNS.index(name), width) for name, width in self.ELASTIC.items() if name in self.COLUMNS]
+        out: list[Row] = []
+        for key, cells in rows:
+            fitted = list(cells)
+            for index, width in limits:
+                if index < len(fitted):
+                    fitted[index] = ellipsize(fitted[index], width)
+            out.append((key, fitted))
+        return out
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
@@ -119,6 +135,17 @@ class TablePane(DataTable[Cell]):
         event.stop()
         if event.row_key.value is not None:
             self.post_message(Selected(self.kind, str(event.row_key.value), inspect=True, pane=self))
+
+
+def ellipsize(cell: Cell, width: int) -> Cell:
+    """`cell` cut to `width` cells with a trailing "…" when longer (one line)."""
+    text = cell if isinstance(cell, Text) else Text(str(cell))
+    plain = text.plain.replace("\n", " ")
+    if len(plain) <= width and "\n" not in text.plain:
+        return cell
+    cut = text.copy() if "\n" not in text.plain else Text(plain, style=text.style)
+    cut.truncate(width, overflow="ellipsis")
+    return cut
 
 
 def styled(text: str, style: str) -> Text:

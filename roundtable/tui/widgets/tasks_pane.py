@@ -10,6 +10,7 @@ class TasksPane(TablePane):
     kind = "task"
     TITLE = "Tasks"
     COLUMNS = ("status", "task", "title", "assignee", "pri")
+    ELASTIC = {"title": 32}
 
     def build_rows(self, overview: Overview) -> list[Row]:
         return [

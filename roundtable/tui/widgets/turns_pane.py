@@ -16,6 +16,7 @@ class TurnsPane(TablePane):
     kind = "event"  # a turn is its request event
     TITLE = "Turn queue"
     COLUMNS = ("#", "agent", "state", "expires", "age", "reason")
+    ELASTIC = {"reason": 28}
 
     def build_rows(self, overview: Overview) -> list[Row]:
         now = self.clock_ns()
