@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.streamable_http import GET_STREAM_KEY
 from mcp.shared.exceptions import MCPError
 
 from roundtable import __version__
@@ -231,7 +232,20 @@ def _mapped(what: str) -> Any:
 
 def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -> RoundtableServer:
     """A low-level MCP server serving tools, resources, prompts, completion and logging."""
-    hub = push.Hub(runtime, tool_state=surface.tool_state, list_changes=surface.list_changes)
+    holder: dict[str, Any] = {}
+
+    def stream_ready(connection: Any) -> bool | None:
+        """Whether the session's GET stream is connected (None when that cannot be told).
+
+        Reads the SDK transport's stream table (SDK 2.3 internals, as `http.SessionLimiter` does;
+        a contract test pins them)."""
+        manager = getattr(holder.get("server"), "_session_manager", None)
+        sid = getattr(connection, "session_id", None)
+        transport = getattr(manager, "_server_instances", {}).get(sid) if manager is not None and sid else None
+        streams = getattr(transport, "_request_streams", None)
+        return None if not isinstance(streams, dict) else GET_STREAM_KEY in streams
+
+    hub = push.Hub(runtime, tool_state=surface.tool_state, list_changes=surface.list_changes, stream_ready=stream_ready)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Any) -> AsyncIterator[dict[str, Any]]:
@@ -462,6 +476,7 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
     # Registered after construction: the constructor argument warns that logging is deprecated
     # from 2026-07-28; handshake-era clients (most harnesses today) still use it.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    holder["server"] = server
     return server
 
 

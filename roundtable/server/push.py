@@ -39,6 +39,9 @@ log = logging.getLogger("roundtable.server.push")
 LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 OUTBOX_MAX = 256
 SEND_TIMEOUT = 5.0
+# A client opens its GET stream just after `initialized`; a push due before it is connected is
+# held (coalescing) this long instead of being dropped by the transport.
+STREAM_WAIT = 10.0
 TICK_SECONDS = 1.0
 MAX_SUBSCRIPTIONS = 256  # per connection
 META_EVENTS = 20  # events named in one update's _meta
@@ -117,6 +120,9 @@ class Conn:
     closed: bool = False
     sent: int = 0
     dropped: int = 0
+    # Whether the standalone stream is connected (None: unknown, send at once).
+    ready: Callable[[], bool | None] | None = None
+    _gave_up: bool = False
 
     def push(self, method: str, params: dict[str, Any] | None, coalesce: Hashable | None = None) -> None:
         """Queue one notification; an update already queued for the same URI absorbs this one
@@ -148,6 +154,9 @@ class Conn:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            await self._await_stream()
+            if not self._items:
+                continue
             key = next(iter(self._items))
             method, params = self._items.pop(key)
             try:
@@ -161,6 +170,19 @@ class Conn:
             except Exception:
                 self.dropped += 1
                 log.debug("notification %s not delivered", method, exc_info=True)
+
+    async def _await_stream(self) -> None:
+        """Hold the outbox until the client's standalone stream is connected (bounded)."""
+        if self.ready is None:
+            return
+        deadline = asyncio.get_running_loop().time() + STREAM_WAIT
+        while not self.closed and self.ready() is False and not self._gave_up:
+            if asyncio.get_running_loop().time() >= deadline:
+                self._gave_up = True  # a client without a GET stream: stop waiting for it
+                return
+            await asyncio.sleep(0.02)
+        if self._gave_up and self.ready() is not False:
+            self._gave_up = False
 
     def close(self) -> None:
         self.closed = True
@@ -181,8 +203,10 @@ class Hub:
         tool_state: Callable[[], Awaitable[Hashable]] | None = None,
         list_changes: bool = True,
         tick: float = TICK_SECONDS,
+        stream_ready: Callable[[Any], bool | None] | None = None,
     ) -> None:
         self.runtime = runtime
+        self.stream_ready = stream_ready
         self.conns: dict[int, Conn] = {}
         self.tool_state = tool_state
         self.list_changes = list_changes
@@ -241,6 +265,9 @@ class Hub:
             await connection.notify(method, params)
 
         conn = Conn(key, access, outbound)
+        if self.stream_ready is not None:
+            check = self.stream_ready
+            conn.ready = lambda: check(connection)
         self.conns[key] = conn
         conn.task = asyncio.create_task(conn.drain(), name="roundtable-push-conn")
         stack = getattr(connection, "exit_stack", None)

@@ -3,8 +3,8 @@ subscriptions (the turn queue), prompts, logging, completion, instructions and p
 
 from __future__ import annotations
 
+import asyncio
 import json
-import warnings
 from dataclasses import replace
 
 import mcp_types as types
@@ -19,8 +19,10 @@ from tests.helpers import auth_headers, sdk_http
 
 from .conftest import AGENT, Inbox, World, http_client, is_update, schedule_turn
 
-pytestmark = pytest.mark.anyio
-warnings.filterwarnings("ignore", message=".*deprecated as of 2026-07-28.*")
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 async def test_capabilities_and_instructions(world: World) -> None:
@@ -260,3 +262,46 @@ async def test_parse_and_uri_round_trip() -> None:
     )
     for bad in ("roundtable://events/RUN-1?after=x", "roundtable://task/a/b", "roundtable://table/x", "http://x/y"):
         assert resources.parse(bad) is None
+
+
+async def test_update_due_before_the_get_stream_is_held_for_it(world: World) -> None:
+    """A client that subscribes before its GET stream is connected still gets the update."""
+    import httpx
+
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        **(await auth_headers(world.runtime, agent_id=AGENT)),
+    }
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    uri = f"roundtable://turns/{world.run_id}"
+    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(10.0)) as http:
+        sid = (await http.post(world.url, json=init)).headers["mcp-session-id"]
+        session = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        await http.post(world.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        sub = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": uri}}
+        assert '"result"' in (await http.post(world.url, json=sub, headers=session)).text
+        await schedule_turn(world.runtime, world.run_id)
+        await asyncio.sleep(0.3)  # the update is due now; no GET stream yet
+        async with http.stream("GET", world.url, headers={**session, "accept": "text/event-stream"}) as stream:
+            text = ""
+            async for chunk in stream.aiter_text():
+                text += chunk
+                if "notifications/resources/updated" in text:
+                    break
+        assert "agent.turn_scheduled" in text
+
+
+def test_sdk_contract_transport_internals() -> None:
+    """`stream_ready` and `http.SessionLimiter` read these SDK 2.3 internals."""
+    from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    assert GET_STREAM_KEY == "_GET_stream"
+    assert "_request_streams" in StreamableHTTPServerTransport.__init__.__code__.co_names
+    assert "_server_instances" in StreamableHTTPSessionManager.__init__.__code__.co_names
