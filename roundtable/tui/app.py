@@ -913,6 +913,82 @@ class RoundtableApp(App[None]):
             )
         self.request_refresh()
 
+    # --- runs -------------------------------------------------------------------------------
+
+    def _selected_run(self) -> str | None:
+        return self._main.query_one(RunsPane).selected_key()
+
+    def show_run(self, run_id: str) -> None:
+        """Make `run_id` the run in view: the header and the turn queue follow it."""
+        self.run_id = run_id
+        self.header.run_id = run_id
+        self.header.update_view()
+        self.request_refresh()
+
+    def action_new_run(self) -> None:
+        if not self._refused("new_run"):
+            self._new_run_flow()
+
+    @work(group="dialog", exit_on_error=False)
+    async def _new_run_flow(self) -> None:
+        goal = await self.push_screen_wait(PromptScreen("New run", "Goal (required):", required=True))
+        self._after_modal()
+        if not goal:
+            return
+        from roundtable.services import runs as runs_service
+
+        try:
+            run = await runs_service.create_run(self.runtime, goal)
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title="run", timeout=8)
+            return
+        self.show_run(run.id)
+        self.notify(f"{run.id} started; the console shows it now", title="run")
+
+    def action_view_run(self) -> None:
+        run_id = self._selected_run()
+        if run_id is None:
+            self._missing("a run", "Runs")
+            return
+        self.show_run(run_id)
+        self.notify(f"showing {run_id}", title="run")
+
+    def action_end_run(self) -> None:
+        if self._refused("end_run"):
+            return
+        run_id = self._selected_run()
+        run = next((r for r in (self.overview.runs if self.overview else []) if r.id == run_id), None)
+        if run is None:
+            self._missing("a run", "Runs")
+            return
+        if run.status != "active":
+            self.notify(f"{run.id} is {run.status}: only an active run can be ended.", severity="warning")
+            return
+        self._end_run_flow(run.id, run.goal)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _end_run_flow(self, run_id: str, goal: str) -> None:
+        body = Text.assemble(
+            ("Run ", "dim"),
+            (run_id, "bold"),
+            "  goal: ",
+            goal or "—",
+            ("\nIts status becomes completed; the Chair stops ticking it.", "dim"),
+        )
+        confirmed = await self.push_screen_wait(ConfirmScreen(f"End {run_id}?", body, confirm_label="End run"))
+        self._after_modal()
+        if not confirmed:
+            return
+        from roundtable.services import runs as runs_service
+
+        try:
+            await runs_service.end_run(self.runtime, run_id, "completed")
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title="run", timeout=8)
+            return
+        self.notify(f"{run_id} completed", title="run")
+        self.request_refresh()
+
     # --- tasks ------------------------------------------------------------------------------
 
     def _selected_task(self) -> Task | None:

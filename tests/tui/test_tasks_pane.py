@@ -69,3 +69,38 @@ async def test_create_block_and_cancel_tasks(runtime: Runtime) -> None:
         await pilot.press("c")
         await wait_for(lambda: any("cancelled already" in n for n in notifications(app)), what="refusal")
         assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_runs_from_the_console(runtime: Runtime) -> None:
+    from roundtable.services import runs
+    from roundtable.tui.widgets.runs_pane import RunsPane
+
+    first = await runs.create_run(runtime, "first goal")
+    app = make_app(runtime, run_id=first.id)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app)
+        await pilot.press("g")
+        await wait_for(lambda: isinstance(app.screen, PromptScreen), what="goal prompt")
+        await pilot.press(*"ship div", "enter")
+        await wait_for(lambda: app.run_id != first.id, what="the new run in view")
+        new_id = app.run_id
+        assert await scalar(runtime, "SELECT goal FROM runs WHERE id = ?", (new_id,)) == "ship div"
+        await settle(app)
+        assert new_id in app.header.compose_text().plain
+
+        pane = app.query_one(RunsPane)
+        pane.focus()
+        await wait_for(lambda: first.id in [r.value for r in pane.rows], what="runs listed")
+        pane.move_cursor(row=[r.value for r in pane.rows].index(first.id))
+        await pilot.press("u")
+        await wait_for(lambda: app.run_id == first.id, what="switched back")
+
+        await pilot.press("e")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="end confirmation")
+        await pilot.press("y")
+        await wait_for(lambda: any(f"{first.id} completed" in n for n in notifications(app)), what="ended")
+        assert await scalar(runtime, "SELECT status FROM runs WHERE id = ?", (first.id,)) == "completed"
+        await settle(app)
+        pane.move_cursor(row=[r.value for r in pane.rows].index(first.id))
+        await pilot.press("e")
+        await wait_for(lambda: any("only an active run can be ended" in n for n in notifications(app)), what="refusal")
