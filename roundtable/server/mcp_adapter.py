@@ -35,7 +35,7 @@ from mcp.server.streamable_http import GET_STREAM_KEY
 from mcp.shared.exceptions import MCPError
 
 from roundtable import __version__
-from roundtable.errors import NotFound, PermissionDenied, RoundtableError
+from roundtable.errors import NotFound, RoundtableError
 from roundtable.server import prompts, push, resources
 from roundtable.server.guard import CALLER_SCOPE_KEY, HTTP_CALLER
 from roundtable.server.resources import Access, Bound
@@ -211,9 +211,7 @@ def _mcp_error(exc: RoundtableError) -> MCPError:
     text = redact(str(exc))
     if isinstance(exc, NotFound):
         return MCPError(RESOURCE_NOT_FOUND, text)
-    if isinstance(exc, PermissionDenied):
-        return MCPError(types.INVALID_REQUEST, text)
-    return MCPError(types.INVALID_PARAMS, text)
+    return MCPError(types.INVALID_PARAMS, text)  # refused, or an invalid argument
 
 
 @contextlib.contextmanager

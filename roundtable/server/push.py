@@ -369,14 +369,16 @@ class Hub:
     async def _on_tick(self) -> None:
         if self.tool_state is not None:
             await self._check_tools()
-        if not any(c.subs or c.level is not None for c in self.conns.values()):
-            return
         # Events written by other processes (they never reach this process's bus).
+        wanted = any(c.subs or c.level is not None for c in self.conns.values())
         async with self.runtime.db.read() as reader:
             newest = int(await reader.scalar("SELECT COALESCE(MAX(id), 0) FROM events") or 0)
             rows = []
-            if newest > self._seen:
+            if newest > self._seen and wanted:
                 rows = await reader.fetchall("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT 500", (self._seen,))
+        if not wanted:
+            self._seen = max(self._seen, newest)  # nobody to tell: not news later either
+            return
         events = [{key: row[key] for key in row.keys()} for row in rows]
         if events or self._stamps:
             await self._on_change(events, {"events"} if events else set())

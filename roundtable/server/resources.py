@@ -269,12 +269,9 @@ async def read(runtime: Any, access: Access, text: str) -> Content:
         return Content(text, MARKDOWN, await read_doc(runtime.root, ref.ident))
     if ref.kind == "file":
         got = await access.call("repo.read_file", {"path": ref.ident})
-        mime = mimetypes.guess_type(ref.ident)[0] or "text/plain"
-        if got.get("binary"):
-            mime = "application/octet-stream"
-        return Content(
-            text, mime if mime.startswith("text/") or mime == JSON else "text/plain", str(got.get("content", ""))
-        )
+        if got.get("binary"):  # repo.read_file gives no bytes of a binary file
+            return Content(text, "application/octet-stream", "")
+        return Content(text, mimetypes.guess_type(ref.ident)[0] or "text/plain", str(got.get("content", "")))
     raise NotFound("resource", text[:200])  # pragma: no cover - parse() admits only the kinds above
 
 
