@@ -874,6 +874,21 @@ class RoundtableApp(App[None]):
             title="session.launch",
         )
         self.request_refresh()
+        if session.get("id"):
+            self.reveal("sessions", str(session["id"]))
+
+    @work(group="reveal", exit_on_error=False)
+    async def reveal(self, pane_id: str, key: str, timeout: float = 5.0) -> None:
+        """Put the cursor on `key` in a pane once a refresh lists it (a new session, task or run
+        appears where the operator can see it, not out of view)."""
+        pane = self._main.query_one(f"#{pane_id}", TablePane)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            keys = [row.value for row in pane.rows]
+            if key in keys:
+                pane.move_cursor(row=keys.index(key))
+                return
+            await asyncio.sleep(0.05)
 
     def action_revoke_session(self) -> None:
         if self._refused("revoke_session"):
@@ -1013,6 +1028,7 @@ class RoundtableApp(App[None]):
         result = await self.call_tool("task.create", args, success=f"task created: {draft.title}", title="task")
         if result is not None:
             self._main.query_one(TasksPane).focus()
+            self.reveal("tasks", str(result["task"]["id"]))
 
     def action_block_task(self) -> None:
         if self._refused("block_task"):

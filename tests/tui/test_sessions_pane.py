@@ -240,6 +240,9 @@ async def test_launch_and_revoke_through_the_supervisor(rt: Runtime) -> None:
             )
             assert launched == 1
 
+            sessions_pane = app.query_one(SessionsPane)
+            # The new session is put under the cursor, not left out of view.
+            await wait_for(lambda: sessions_pane.selected_key() == session_id, what="new session selected")
             pane = await select_session(app, session_id)  # the bus refreshed the pane
             row = cells(pane, session_id)
             assert row[1:3] == ["implementer-1", "implementer"] and row[5] == task_id
