@@ -340,7 +340,7 @@ class Hub:
         if not touched.keys:
             return
         self.dispatched += 1
-        listed = self.list_changes and any(e.get("type") in LIST_EVENTS for e in parsed)
+        listed = self.list_changes and ("runs" in tables or any(e.get("type") in LIST_EVENTS for e in parsed))
         for conn in list(self.conns.values()):
             if conn.closed:
                 continue

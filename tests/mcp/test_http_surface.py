@@ -305,3 +305,13 @@ def test_sdk_contract_transport_internals() -> None:
     assert GET_STREAM_KEY == "_GET_stream"
     assert "_request_streams" in StreamableHTTPServerTransport.__init__.__code__.co_names
     assert "_server_instances" in StreamableHTTPSessionManager.__init__.__code__.co_names
+
+
+async def test_resource_list_changed_when_a_task_appears(world: World) -> None:
+    inbox = Inbox()
+    async with http_client(world, inbox=inbox) as client:
+        await client.session.list_resources()
+        created = await world.runtime.call("task.create", {"title": "New", "body_md": "x", "readable_paths": ["src"]})
+        await inbox.wait_for(lambda i: isinstance(i, types.ResourceListChangedNotification))
+        uris = {r.uri for r in (await client.session.list_resources()).resources}
+        assert f"roundtable://task/{created['task']['id']}" in uris
