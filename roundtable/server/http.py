@@ -664,6 +664,7 @@ class HttpServer:
         if self._stopped or self._server is None or self._task is None:
             return
         self._stopped = True
+        self.mcp.hub.end_listens()  # 2026-07-28 listen streams are POSTs that never end by themselves
         guard = self._guard
         if guard is not None:
             guard.closing = True

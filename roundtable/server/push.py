@@ -281,6 +281,13 @@ class Hub:
         self.conns[conn.key] = conn
         return conn
 
+    def end_listens(self) -> None:
+        """End every `subscriptions/listen` stream gracefully (at shutdown: each handler then
+        answers its request, so no long-lived POST holds the drain)."""
+        for conn in list(self.conns.values()):
+            if conn.listen:
+                conn.close()
+
     def detach(self, key: int) -> None:
         conn = self.conns.pop(key, None)
         if conn is not None:

@@ -247,7 +247,9 @@ def build_app(runtime: Runtime, capability_id: str) -> ASGIApp:
         host="localhost",
         max_request_body_size=runtime.config.mcp.http_max_body_bytes,
     )
-    return BearerGuard(app, runtime, capability_id)
+    guard = BearerGuard(app, runtime, capability_id)
+    guard.hub = server.hub  # type: ignore[attr-defined]  # SessionEndpoint.close ends listen streams
+    return guard
 
 
 def bind_private_socket(path: Path) -> socket.socket:
@@ -281,13 +283,15 @@ class SessionEndpoint:
         self.socket_path = socket_path
         self._server: uvicorn.Server | None = None
         self._task: Any = None
+        self._app: Any = None
 
     async def start(self) -> None:
         import asyncio
 
         sock = bind_private_socket(self.socket_path)
+        self._app = build_app(self.runtime, self.capability_id)
         config = uvicorn.Config(
-            build_app(self.runtime, self.capability_id),
+            self._app,
             lifespan="on",
             log_level="warning",
             access_log=False,
@@ -307,6 +311,9 @@ class SessionEndpoint:
             raise ToolError("session endpoint did not start")
 
     async def close(self) -> None:
+        hub = getattr(self._app, "hub", None)
+        if hub is not None:
+            hub.end_listens()
         if self._server is not None:
             self._server.should_exit = True
             self._server.force_exit = False

@@ -210,3 +210,24 @@ async def test_modern_client_listens_for_the_turn(world: World) -> None:
             await schedule_turn(world.runtime, world.run_id)
             event = await anext(aiter(sub))
             assert event.uri == uri
+
+
+async def test_shutdown_ends_listen_streams_at_once(world: World) -> None:
+    """A 2026-07-28 listen stream is a POST that never ends by itself: stopping the listener
+    ends it gracefully instead of waiting out the drain timeout."""
+    import time
+
+    uri = f"roundtable://turns/{world.run_id}"
+    http = world.owner.http
+    assert http is not None
+    elapsed: list[float] = []
+    honoured: list[Any] = []
+    with contextlib.suppress(Exception):  # the client's own teardown meets a stopped server
+        async with http_client(world, mode="auto") as client:
+            async with client.listen(resource_subscriptions=[uri]) as sub:
+                honoured = list(sub.honored.resource_subscriptions or [])
+                started = time.monotonic()
+                await http.stop(drain_timeout=5.0)
+                elapsed.append(time.monotonic() - started)
+    assert honoured == [uri]
+    assert elapsed and elapsed[0] < 2.5, elapsed
