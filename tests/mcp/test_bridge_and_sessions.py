@@ -5,6 +5,7 @@ anonymous principal reads but never writes, and 2026-07-28 clients listen instea
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -231,3 +232,16 @@ async def test_shutdown_ends_listen_streams_at_once(world: World) -> None:
                 elapsed.append(time.monotonic() - started)
     assert honoured == [uri]
     assert elapsed and elapsed[0] < 2.5, elapsed
+
+
+async def test_modern_listen_through_the_stdio_bridge(world: World) -> None:
+    token = await credential(world.runtime, agent_id=AGENT)
+    argv = [sys.executable, "-m", "roundtable", "mcp", "stdio", "--root", str(world.runtime.root), "--url", world.url]
+    uri = f"roundtable://turns/{world.run_id}"
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=_bridge_env(ROUNDTABLE_MCP_TOKEN=token))
+    async with Client(params, mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        async with client.listen(resource_subscriptions=[uri]) as sub:
+            await schedule_turn(world.runtime, world.run_id)
+            event = await asyncio.wait_for(anext(aiter(sub)), 10)
+            assert event.uri == uri
