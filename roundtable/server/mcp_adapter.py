@@ -83,9 +83,6 @@ def tool_model(spec: ToolSpec, style: str, input_schema: dict[str, Any] | None =
     )
 
 
-_tool = tool_model  # the older private name
-
-
 def _caller_of(ctx: Ctx) -> Caller:
     scope = getattr(ctx.request, "scope", None)
     caller = scope.get(CALLER_SCOPE_KEY) if isinstance(scope, dict) else None
@@ -469,7 +466,7 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
         on_completion=complete,
-        get_tool_input_schema=lambda name: s.input_schema if (s := _callable_specs(runtime).get(name)) else None,
+        get_tool_input_schema=lambda name: s.input_schema if (s := runtime.registry.lookup(name)) else None,
     )
     # Registered after construction: the constructor argument warns that logging is deprecated
     # from 2026-07-28; handshake-era clients (most harnesses today) still use it.
