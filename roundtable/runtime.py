@@ -50,6 +50,10 @@ _CHECK_ONLY: frozenset[tuple[str, str]] = frozenset(
 _VERBATIM_ARGS = frozenset(
     {"patch", "path", "paths", "readable_paths", "affected_resources", "resource_id", "base_hash", "revision", "symbol"}
 )
+# Point reads that run whole on a reader's thread, one hop per call (`Database.read_call`). Reads
+# that answer whole tables stay on the event loop: built on a worker thread, a 10,000-row answer
+# left the owner's RSS ~20 MiB higher (bench/memory.py: 121 vs 101 MiB), for ~8% less CPU.
+ONE_HOP_READS = frozenset({"task.get", "resource.get", "proposal.get", "vote.list", "human.approval_status"})
 ANONYMOUS_REFUSAL = (
     "{tool} changes state, and this connection is anonymous (no credential or an unbound one, such as "
     "the project credential: read-only tools only). Bind the client to an agent identity: "
@@ -188,9 +192,12 @@ class Runtime:
                     call.reader = reader
                     return handler(call)
 
-                # One hop: the handler runs on a reader's thread (the store falls back to the
-                # event loop for a handler that needs it).
-                return await self.db.read_call(run_on)
+                if spec.name in ONE_HOP_READS:
+                    # One hop: the handler runs on a reader's thread (the store falls back to
+                    # the event loop for a handler that needs it).
+                    return await self.db.read_call(run_on)
+                async with self.db.read() as reader:
+                    return await run_on(reader)
             return await spec.handler(call)
         except RoundtableError as exc:
             raise type(exc)(redact(str(exc))) if type(exc) is ToolError else _redacted(exc) from None
