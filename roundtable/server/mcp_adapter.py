@@ -24,6 +24,7 @@ import base64
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -37,7 +38,7 @@ from mcp.shared.exceptions import MCPError
 from roundtable import __version__
 from roundtable.errors import NotFound, RoundtableError
 from roundtable.server import prompts, push, resources
-from roundtable.server.guard import CALLER_SCOPE_KEY, HTTP_CALLER
+from roundtable.server.guard import CALLER_SCOPE_KEY, HTTP_CALLER, bearer_token
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
@@ -139,13 +140,21 @@ def page(items: Sequence[T], cursor: str | None, kind: str, size: int) -> tuple[
 
 
 class HttpAccess:
-    """An HTTP principal: reads are `Runtime.call` with the caller the bearer guard resolved."""
+    """An HTTP principal: reads are `Runtime.call` with the caller the bearer guard resolved.
+
+    `live()` re-resolves the credential the connection presented (at most once a second), so a
+    revoked agent or operator token, or a disabled agent, stops receiving pushes on a GET stream
+    it opened before: the guard refuses its next request, the stream is already open."""
 
     bound: Bound | None = None
+    LIVE_CACHE_SECONDS = 1.0
 
-    def __init__(self, runtime: Any, caller: Caller) -> None:
+    def __init__(self, runtime: Any, caller: Caller, token: str = "") -> None:
         self.runtime = runtime
         self.caller = caller
+        self._token = token
+        self._checked_at = -1e9
+        self._live = True
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = await self.runtime.call(tool, args, self.caller)
@@ -156,7 +165,31 @@ class HttpAccess:
         self.runtime.validate(spec, self.runtime.authorise(spec, args, self.caller))
 
     async def live(self) -> bool:
-        return True
+        if self.caller.is_anonymous or not self._token:
+            return True  # nothing bound to revoke: anonymous reads are open to every credential
+        now = time.monotonic()
+        if now - self._checked_at < self.LIVE_CACHE_SECONDS:
+            return self._live
+        from roundtable.services import tokens
+
+        async with self.runtime.db.read() as reader:
+            found = await tokens.resolve(reader, self._token)
+        if self.caller.is_operator:
+            self._live = found is not None and found[0] == tokens.OPERATOR
+        else:
+            self._live = found == (tokens.AGENT, self.caller.agent_id)
+        self._checked_at = now
+        return self._live
+
+
+def _http_access(runtime: Any, ctx: Ctx) -> HttpAccess:
+    scope = getattr(ctx.request, "scope", None)
+    presented = bearer_token(scope) if isinstance(scope, dict) else None
+    try:
+        token = presented.decode("ascii") if presented else ""
+    except UnicodeDecodeError:
+        token = ""
+    return HttpAccess(runtime, _caller_of(ctx), token)
 
 
 @dataclass
@@ -502,7 +535,7 @@ def build_server(
         return tool_result(spec.name, result)
 
     surface = Surface(
-        access=lambda ctx: HttpAccess(runtime, _caller_of(ctx)),
+        access=lambda ctx: _http_access(runtime, ctx),
         list_tools=list_tools,
         call_tool=call_tool,
         instructions=lambda: prompts.instructions(style()),

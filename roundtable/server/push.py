@@ -360,8 +360,8 @@ class Hub:
             relist = listed and conn.resources_list
             if not (updates or lines or relist):
                 continue
-            if conn.access.bound is not None and not await self._live(conn):
-                continue
+            if not await self._live(conn):
+                continue  # revoked, expired or disabled: no more pushes
             for text, hit in updates:
                 meta = [_brief(e) for e in hit[-META_EVENTS:]]
                 params: dict[str, Any] = {"uri": text}

@@ -315,3 +315,24 @@ async def test_resource_list_changed_when_a_task_appears(world: World) -> None:
         await inbox.wait_for(lambda i: isinstance(i, types.ResourceListChangedNotification))
         uris = {r.uri for r in (await client.session.list_resources()).resources}
         assert f"roundtable://task/{created['task']['id']}" in uris
+
+
+async def test_revoked_token_stops_pushes_on_an_open_stream(world: World) -> None:
+    from roundtable.services import tokens
+
+    inbox = Inbox()
+    uri = f"roundtable://turns/{world.run_id}"
+    async with http_client(world, agent_id="implementer-2", inbox=inbox) as client:
+        await client.session.subscribe_resource(uri)
+        await schedule_turn(world.runtime, world.run_id)
+        await inbox.wait_for(is_update(uri, "agent.turn_scheduled"))
+        async with world.runtime.db.write() as tx:
+            row = await tx.fetchone(
+                "SELECT id FROM access_tokens WHERE agent_id = 'implementer-2' AND revoked_at IS NULL"
+            )
+            await tokens.revoke(tx, row["id"])
+        await asyncio.sleep(1.1)  # liveness is re-checked at most once a second
+        seen = len(inbox.updates(uri))
+        await schedule_turn(world.runtime, world.run_id, "implementer-2")
+        await asyncio.sleep(0.5)
+        assert len(inbox.updates(uri)) == seen
