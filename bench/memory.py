@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.rows import row
 from bench.state import CLAIMS, TASKS, make_project, seed
 
 EVENTS = 1_000_000
 
 
-def _row(metric: str, value: float, unit: str, note: str = "") -> dict[str, Any]:
-    return {"benchmark": "memory", "metric": metric, "value": round(value, 1), "unit": unit, "note": note}
+def _row(metric: str, value: float, unit: str, note: str = "", target: str = "") -> dict[str, Any]:
+    return row("memory", metric, round(value, 1), unit, note, target=target)
 
 
 async def _measure(root: Path, label: str, reads: bool) -> list[dict[str, Any]]:
@@ -57,6 +58,7 @@ async def _measure(root: Path, label: str, reads: bool) -> list[dict[str, Any]]:
                 after / 1024,
                 "MiB",
                 f"peak seen {peak / 1024:.0f} MiB",
+                target="<= 120 MiB" if "events" in label else "",
             )
         )
     return rows
