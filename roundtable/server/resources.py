@@ -440,8 +440,16 @@ async def path_candidates(runtime: Any, access: Access, prefix: str) -> list[str
     if directory.startswith("/") or ".." in directory.split("/"):
         return []
 
+    if directory and (
+        any(part in HIDDEN_DIRS or part in ("", ".") for part in directory.split("/")) or is_sensitive_path(directory)
+    ):
+        return []
+
     def scan() -> list[str]:
-        base = os.path.join(os.fspath(runtime.root), directory) if directory else os.fspath(runtime.root)
+        root = os.path.realpath(os.fspath(runtime.root))
+        base = os.path.realpath(os.path.join(root, directory)) if directory else root
+        if base != root and not base.startswith(root + os.sep):
+            return []  # a directory symlink leading out of the repository
         try:
             entries = list(os.scandir(base))
         except OSError:

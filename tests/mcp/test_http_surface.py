@@ -336,3 +336,17 @@ async def test_revoked_token_stops_pushes_on_an_open_stream(world: World) -> Non
         await schedule_turn(world.runtime, world.run_id, "implementer-2")
         await asyncio.sleep(0.5)
         assert len(inbox.updates(uri)) == seen
+
+
+async def test_path_completion_stays_inside_the_repository(world: World) -> None:
+    root = world.runtime.root
+    (root / "outside").symlink_to("/etc")
+    (root / ".git").mkdir(exist_ok=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    template = types.ResourceTemplateReference(uri="roundtable://file/{+path}")
+    async with http_client(world, operator=True) as client:
+        for prefix in ("outside/", "outside/pa", ".git/", ".roundtable/", "../", "src/../../"):
+            done = await client.session.complete(template, {"name": "path", "value": prefix})
+            assert done.completion.values == [], prefix
+        top = await client.session.complete(template, {"name": "path", "value": ""})
+        assert ".git/" not in top.completion.values and ".roundtable/" not in top.completion.values
