@@ -262,7 +262,7 @@ async def _sweep_claims(runtime: Runtime, run_id: str, now: str, report: TickRep
 async def _turns(runtime: Runtime, run_id: str, now: str, report: TickReport) -> None:
     chair = runtime.config.chair
     try:
-        async with runtime.db.write(tool="chair.expire_turns") as tx:
+        async with runtime.db.write(tool="chair.expire_turns", urgent=True) as tx:
             rows = await tx.fetchall("SELECT id FROM agents WHERE is_enabled = 1")
             expired = await turns_service.expire_overdue(
                 tx,
@@ -276,7 +276,7 @@ async def _turns(runtime: Runtime, run_id: str, now: str, report: TickReport) ->
     except Exception as exc:
         await _record_error(runtime, run_id, "expire_turns", "", _message(exc), report)
     try:
-        async with runtime.db.write(tool="chair.schedule") as tx:
+        async with runtime.db.write(tool="chair.schedule", urgent=True) as tx:
             report.scheduled = await turns_service.schedule_next(tx, run_id)
     except Exception as exc:
         await _record_error(runtime, run_id, "schedule_turn", "", _message(exc), report)
