@@ -1004,6 +1004,41 @@ class RoundtableApp(App[None]):
         self.notify(f"{run_id} completed", title="run")
         self.request_refresh()
 
+    def action_archive_run(self) -> None:
+        if self._refused("archive_run"):
+            return
+        run_id = self._selected_run()
+        run = next((r for r in (self.overview.runs if self.overview else []) if r.id == run_id), None)
+        if run is None:
+            self._missing("a run", "Runs")
+            return
+        if run.status == "active":
+            self.notify(f"{run.id} is active: end it first (e).", severity="warning")
+            return
+        self._archive_run_flow(run.id, run.status)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _archive_run_flow(self, run_id: str, status: str) -> None:
+        body = Text.assemble(
+            ("Run ", "dim"),
+            (run_id, "bold"),
+            (f"  [{status}]", "yellow"),
+            ("\nHidden from the Runs pane and from resume; nothing is deleted (runs list --all shows it).", "dim"),
+        )
+        confirmed = await self.push_screen_wait(ConfirmScreen(f"Archive {run_id}?", body, confirm_label="Archive"))
+        self._after_modal()
+        if not confirmed:
+            return
+        from roundtable.services import runs as runs_service
+
+        try:
+            await runs_service.archive_run(self.runtime, run_id)
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title="run", timeout=8)
+            return
+        self.notify(f"{run_id} archived", title="run")
+        self.request_refresh()
+
     # --- tasks ------------------------------------------------------------------------------
 
     def _selected_task(self) -> Task | None:

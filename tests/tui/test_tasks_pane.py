@@ -105,3 +105,11 @@ async def test_runs_from_the_console(runtime: Runtime) -> None:
         pane.move_cursor(row=[r.value for r in pane.rows].index(first.id))
         await pilot.press("e")
         await wait_for(lambda: any("only an active run can be ended" in n for n in notifications(app)), what="refusal")
+
+        # An ended run can be archived: it leaves the Runs pane (the run in view stays shown).
+        await pilot.press("E")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="archive confirmation")
+        await pilot.press("y")
+        await wait_for(lambda: any(f"{first.id} archived" in n for n in notifications(app)), what="archived")
+        assert await scalar(runtime, "SELECT status FROM runs WHERE id = ?", (first.id,)) == "archived"
+        await pilot.press("u")  # leave the archived run
