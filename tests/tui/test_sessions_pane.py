@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import Select, Static
+from textual.widgets import Button, Select, Static
 
 from roundtable.runtime import Runtime
 from roundtable.services import runs, sessions
@@ -170,6 +170,13 @@ async def rt(project: Path) -> AsyncIterator[Runtime]:
         await runtime.close()
 
 
+async def submit(pilot, app) -> None:  # type: ignore[no-untyped-def]
+    """Press the form's Continue button (a click can miss while the form re-lays out under load)."""
+    await pilot.pause()
+    app.screen.query_one("#launch-yes", Button).press()
+    await pilot.pause()
+
+
 def fill(app, **values: str) -> None:  # type: ignore[no-untyped-def]
     for name, value in values.items():
         app.screen.query_one(f"#launch-{name}", Select).value = value
@@ -195,14 +202,14 @@ async def test_launch_and_revoke_through_the_supervisor(rt: Runtime) -> None:
             form = app.screen
             agents = [v for _label, v in form.query_one("#launch-agent_id", Select)._options if v != Select.NULL]
             assert "implementer-1" in agents and "reviewer-1" in agents and "chair-1" not in agents
-            await pilot.click("#launch-yes")  # nothing chosen: refused, the cursor goes to the agent
+            await submit(pilot, app)  # nothing chosen: refused, the cursor goes to the agent
             assert "required: Agent, Task" in str(form.query_one("#launch-error", Static).render())
             assert form.query_one("#launch-agent_id", Select).has_focus
             fill(app, agent_id="implementer-2", task_id=task_id, adapter="scripted")
             await pilot.pause()
             assert form.values()["adapter"] == "scripted"  # an explicit choice is kept
-            await pilot.click("#launch-yes")
-            await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="launch confirmation")
+            await submit(pilot, app)
+            await wait_for(lambda: isinstance(app.screen, ConfirmScreen), timeout=15, what="launch confirmation")
             await pilot.press("y")
             await wait_for(
                 lambda: any(n.title == "session.launch" and n.severity == "error" for n in app._notifications),
@@ -215,8 +222,8 @@ async def test_launch_and_revoke_through_the_supervisor(rt: Runtime) -> None:
             await pilot.press("L")
             await wait_for(lambda: isinstance(app.screen, LaunchScreen), what="launch form")
             fill(app, agent_id="implementer-1", task_id=task_id, adapter="scripted")
-            await pilot.click("#launch-yes")
-            await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="launch confirmation")
+            await submit(pilot, app)
+            await wait_for(lambda: isinstance(app.screen, ConfirmScreen), timeout=15, what="launch confirmation")
             await pilot.press("n")
             await wait_for(lambda: any("Launch cancelled" in n for n in notifications(app)), what="cancel notice")
             assert await scalar(rt, "SELECT COUNT(*) FROM agent_sessions") == 0
@@ -229,8 +236,8 @@ async def test_launch_and_revoke_through_the_supervisor(rt: Runtime) -> None:
             # The adapter follows the chosen agent's configured one until the operator picks another.
             assert app.screen.query_one("#launch-adapter", Select).value == configured
             fill(app, adapter="scripted")
-            await pilot.click("#launch-yes")
-            await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="launch confirmation")
+            await submit(pilot, app)
+            await wait_for(lambda: isinstance(app.screen, ConfirmScreen), timeout=15, what="launch confirmation")
             await pilot.press("y")
             await wait_for(lambda: any(" launched: " in n for n in notifications(app)), what="launched notice")
             session_id = await scalar(rt, "SELECT id FROM agent_sessions")
