@@ -56,6 +56,7 @@ from roundtable.services.artefacts import (
     PreImage,
     crash_point,
     forget_git,
+    git_recorder,
     git_token,
     hashes,
     preimages,
@@ -256,16 +257,9 @@ async def apply_proposal(
     crash_point("apply:intent")
     artefact_dir = root / artefact
 
-    def remember(pid: int) -> None:
-        # Recovery kills this process if it outlives us (it should not: PR_SET_PDEATHSIG).
-        try:
-            (artefact_dir / GIT_PID_FILE).write_text(git.process_token(pid))
-        except OSError:
-            pass
-
     try:
         try:
-            await git.apply(root, prep.parsed.text.encode("utf-8"), on_start=remember)
+            await git.apply(root, prep.parsed.text.encode("utf-8"), on_start=git_recorder(artefact_dir))
         finally:
             forget_git(artefact_dir)  # git has exited: from here a path at neither state is not its doing
         crash_point("apply:files")

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,6 +245,20 @@ def restore_preimages(root: Path, tx: Transaction, paths: list[str]) -> None:
             put_image(target, PreImage(data, int(info.get("mode") or 0o644)))
         else:
             remove_path(target)
+
+
+def git_recorder(artefact_dir: Path) -> Callable[[int], None]:
+    """An `on_start` hook for `git.apply`: records the child (pid and start time) beside the
+    artefact, so recovery can kill it if it ever outlives the owner (PR_SET_PDEATHSIG should)."""
+    from roundtable.services import git
+
+    def remember(pid: int) -> None:
+        try:
+            (artefact_dir / GIT_PID_FILE).write_text(git.process_token(pid))
+        except OSError:
+            pass
+
+    return remember
 
 
 def forget_git(artefact_dir: Path) -> None:

@@ -20,10 +20,10 @@ from roundtable import clock
 from roundtable.errors import ToolError
 from roundtable.services import git
 from roundtable.services.artefacts import (
-    GIT_PID_FILE,
     ROLLBACK_DIR,
     crash_point,
     forget_git,
+    git_recorder,
     hashes,
     recorded_files,
     undo,
@@ -66,17 +66,11 @@ async def rollback_transaction(runtime: Runtime, transaction_id: str, *, reason:
     # If the process dies here the `rolling_back` intent stays: the next owner start finishes it.
     artefact_dir = root / (row.rollback_patch_path or f"{ROLLBACK_DIR.as_posix()}/{row.id}/")
 
-    def remember(pid: int) -> None:
-        try:
-            (artefact_dir / GIT_PID_FILE).write_text(git.process_token(pid))
-        except OSError:
-            pass
-
     try:
         patch_text = await asyncio.to_thread((artefact_dir / "patch.diff").read_bytes)
         forget_git(artefact_dir)  # the apply's record, not this rollback's
         try:
-            await git.apply(root, patch_text, reverse=True, on_start=remember)
+            await git.apply(root, patch_text, reverse=True, on_start=git_recorder(artefact_dir))
         except ToolError:
             pass  # fall back to the byte-exact pre-images below
         finally:

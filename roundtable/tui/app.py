@@ -37,7 +37,7 @@ from textual.widgets import Footer, Static
 from roundtable import clock, domain
 from roundtable.runtime import Runtime
 from roundtable.services.testing import sandbox_for
-from roundtable.store.records import HumanApproval, Proposal, Task, Transaction
+from roundtable.store.records import HumanApproval, Proposal, Run, Task, Transaction
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tools.context import Caller
 from roundtable.tui import commands, layout
@@ -933,6 +933,24 @@ class RoundtableApp(App[None]):
     def _selected_run(self) -> str | None:
         return self._main.query_one(RunsPane).selected_key()
 
+    def _selected_run_record(self) -> Run | None:
+        """The run selected in the Runs pane (a notice says so when none is)."""
+        run_id = self._selected_run()
+        run = next((r for r in (self.overview.runs if self.overview else []) if r.id == run_id), None)
+        if run is None:
+            self._missing("a run", "Runs")
+        return run
+
+    async def _change_run(self, run_id: str, change: Any, done: str) -> None:
+        """Run one runs-service change (end, archive) with the console's error handling."""
+        try:
+            await change
+        except Exception as exc:
+            self.notify(_describe(exc), severity="error", title="run", timeout=8)
+            return
+        self.notify(f"{run_id} {done}", title="run")
+        self.request_refresh()
+
     def show_run(self, run_id: str) -> None:
         """Make `run_id` the run in view: the header and the turn queue follow it."""
         self.run_id = run_id
@@ -971,10 +989,8 @@ class RoundtableApp(App[None]):
     def action_end_run(self) -> None:
         if self._refused("end_run"):
             return
-        run_id = self._selected_run()
-        run = next((r for r in (self.overview.runs if self.overview else []) if r.id == run_id), None)
+        run = self._selected_run_record()
         if run is None:
-            self._missing("a run", "Runs")
             return
         if run.status != "active":
             self.notify(f"{run.id} is {run.status}: only an active run can be ended.", severity="warning")
@@ -996,21 +1012,13 @@ class RoundtableApp(App[None]):
             return
         from roundtable.services import runs as runs_service
 
-        try:
-            await runs_service.end_run(self.runtime, run_id, "completed")
-        except Exception as exc:
-            self.notify(_describe(exc), severity="error", title="run", timeout=8)
-            return
-        self.notify(f"{run_id} completed", title="run")
-        self.request_refresh()
+        await self._change_run(run_id, runs_service.end_run(self.runtime, run_id, "completed"), "completed")
 
     def action_archive_run(self) -> None:
         if self._refused("archive_run"):
             return
-        run_id = self._selected_run()
-        run = next((r for r in (self.overview.runs if self.overview else []) if r.id == run_id), None)
+        run = self._selected_run_record()
         if run is None:
-            self._missing("a run", "Runs")
             return
         if run.status == "active":
             self.notify(f"{run.id} is active: end it first (e).", severity="warning")
@@ -1031,13 +1039,7 @@ class RoundtableApp(App[None]):
             return
         from roundtable.services import runs as runs_service
 
-        try:
-            await runs_service.archive_run(self.runtime, run_id)
-        except Exception as exc:
-            self.notify(_describe(exc), severity="error", title="run", timeout=8)
-            return
-        self.notify(f"{run_id} archived", title="run")
-        self.request_refresh()
+        await self._change_run(run_id, runs_service.archive_run(self.runtime, run_id), "archived")
 
     # --- tasks ------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from roundtable.services.policy import load_policy
 from roundtable.services.testing import passing_runs
 from roundtable.store.records import TestRun
 from roundtable.tools.context import OPERATOR
+from tests.sandbox.conftest import processes_with
 
 from .conftest import AGENT, add_lines_patch, count, events, make_proposal, session_caller
 
@@ -412,24 +413,6 @@ async def test_run_holds_no_transaction_and_cancel_leaves_nothing_behind(rt: Run
     assert [e["payload"]["status"] for e in await events(rt, "test.finished")] == ["error"]
     assert scratch_dirs() == before and len(worktrees(rt.root)) == 1
 
-
-def processes_with(marker: str) -> list[int]:
-    """Live (non-zombie) processes with `marker` in their command line."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if marker.encode() not in handle.read():
-                    continue
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(int(entry))
-    return found
 
 
 def _async(fn: Callable[[], T]) -> Callable[[], Awaitable[T]]:
