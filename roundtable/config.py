@@ -138,6 +138,29 @@ BUILTIN_ADAPTERS: dict[str, AdapterConfig] = {
 }
 
 
+AUTOPILOT_MODES = ("manual", "auto")
+
+
+@dataclass(frozen=True)
+class AutopilotConfig:
+    """How the dispatcher launches agents for the work (issue 15). `manual` never launches."""
+
+    mode: str = "manual"
+    # Concurrent supervised sessions overall, and per role.
+    max_sessions: int = 4
+    max_sessions_per_role: int = 2
+    # Launches per task or review before the task is blocked with the reason.
+    max_attempts: int = 3
+    # The first retry waits this long; each further attempt doubles it.
+    retry_backoff_seconds: float = 5.0
+    # The autopilot stops after this many failed sessions in a row.
+    max_consecutive_failures: int = 5
+    # Dispatches per run; 0 means unlimited.
+    max_iterations: int = 0
+    # The agent that turns a goal into tasks; '' = the first enabled agent with role architect.
+    planner_agent: str = ""
+
+
 @dataclass(frozen=True)
 class TuiConfig:
     """Key overrides for the console: binding id → key (e.g. `approve: ctrl+a`)."""
@@ -156,6 +179,7 @@ class Config:
     agents: AgentsConfig = AgentsConfig()
     adapters: dict[str, AdapterConfig] = field(default_factory=lambda: dict(BUILTIN_ADAPTERS))
     tui: TuiConfig = TuiConfig()
+    autopilot: AutopilotConfig = AutopilotConfig()
 
     def sqlite_path(self, root: Path) -> Path:
         """`<root>/<storage.sqlite_path>`; loading has checked that it stays inside `.roundtable/`."""
@@ -177,6 +201,7 @@ _SECTION_TYPES: dict[str, type] = {
     "mcp": McpConfig,
     "chair": ChairConfig,
     "repo": RepoConfig,
+    "autopilot": AutopilotConfig,
 }
 _DURATION_KEYS = {
     ("chair", "tick_interval"),
@@ -184,14 +209,23 @@ _DURATION_KEYS = {
     ("chair", "turn_timeout"),
     ("mcp", "socket_read_timeout"),
 }
-_CHOICES = {("mcp", "tool_names"): ("underscore", "dotted"), ("mcp", "auth"): ("token", "none")}
+_CHOICES = {
+    ("mcp", "tool_names"): ("underscore", "dotted"),
+    ("mcp", "auth"): ("token", "none"),
+    ("autopilot", "mode"): AUTOPILOT_MODES,
+}
 _POSITIVE_INT_KEYS = {
     ("mcp", "socket_max_request_bytes"),
     ("mcp", "socket_max_connections"),
     ("mcp", "http_max_body_bytes"),
     ("repo", "max_read_bytes"),
     ("repo", "max_search_matches"),
+    ("autopilot", "max_sessions"),
+    ("autopilot", "max_sessions_per_role"),
+    ("autopilot", "max_attempts"),
+    ("autopilot", "max_consecutive_failures"),
 }
+_NON_NEGATIVE_KEYS = {("autopilot", "max_iterations"), ("autopilot", "retry_backoff_seconds")}
 # Pool sizes: (section, key) → inclusive upper bound.
 _COUNT_KEYS = {("implementers", "count"): MAX_POOL_COUNT, ("reviewers", "count"): MAX_POOL_COUNT}
 SUPPORTED_VERSION = 1
@@ -343,6 +377,8 @@ def _apply_section(cls: type, base: Any, loc: _Located, prefix: str) -> Any:
             raise _err(value.line, key, f"must be one of {', '.join(choices)} (got {coerced!r})")
         if (section, name) in _POSITIVE_INT_KEYS and coerced <= 0:
             raise _err(value.line, key, f"must be a positive integer (got {coerced})")
+        if (section, name) in _NON_NEGATIVE_KEYS and coerced < 0:
+            raise _err(value.line, key, f"must not be negative (got {coerced})")
         bound = _COUNT_KEYS.get((section, name))
         if bound is not None and not 0 <= coerced <= bound:
             raise _err(value.line, key, f"must be from 0 to {bound} (got {coerced})")
@@ -510,6 +546,23 @@ def default_config_yaml(config: Config | None = None) -> str:
         "repo:",
         f"  max_read_bytes: {c.repo.max_read_bytes}",
         f"  max_search_matches: {c.repo.max_search_matches}",
+        "# The autopilot launches agents for the work: manual (the default) never launches;",
+        "# auto launches the planner, implementers, reviewers, security and the tester as needed.",
+        "autopilot:",
+        f"  mode: {c.autopilot.mode}",
+        "  # Concurrent supervised sessions overall, and per role.",
+        f"  max_sessions: {c.autopilot.max_sessions}",
+        f"  max_sessions_per_role: {c.autopilot.max_sessions_per_role}",
+        "  # Launches per task or review before the task is blocked with the reason.",
+        f"  max_attempts: {c.autopilot.max_attempts}",
+        "  # Seconds before the first retry; doubled for each further attempt.",
+        f"  retry_backoff_seconds: {c.autopilot.retry_backoff_seconds}",
+        "  # The autopilot stops after this many failed sessions in a row.",
+        f"  max_consecutive_failures: {c.autopilot.max_consecutive_failures}",
+        "  # Dispatches per run; 0 means unlimited.",
+        f"  max_iterations: {c.autopilot.max_iterations}",
+        "  # The agent that turns a goal into tasks; empty = the first enabled agent with role architect.",
+        f'  planner_agent: "{c.autopilot.planner_agent}"',
         "agents:",
     ]
     for name in _AGENT_ORDER:

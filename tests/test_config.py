@@ -117,3 +117,66 @@ def test_an_error_names_its_key_once() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config("agents:\n  implementers:\n    count: -1\n")
     assert str(info.value).count("agents.implementers.count") == 1
+
+
+def test_autopilot_defaults_and_overrides() -> None:
+    a = Config().autopilot
+    assert (a.mode, a.max_sessions, a.max_sessions_per_role, a.max_attempts) == ("manual", 4, 2, 3)
+    assert (a.retry_backoff_seconds, a.max_consecutive_failures, a.max_iterations, a.planner_agent) == (
+        5.0,
+        5,
+        0,
+        "",
+    )
+    c = parse_config(
+        "autopilot:\n  mode: auto\n  max_sessions: 8\n  max_sessions_per_role: 3\n  max_attempts: 1\n"
+        "  retry_backoff_seconds: 0\n  max_consecutive_failures: 2\n  max_iterations: 50\n"
+        "  planner_agent: architect-2\n"
+    )
+    assert c.autopilot.mode == "auto"
+    assert c.autopilot.max_sessions == 8
+    assert c.autopilot.max_sessions_per_role == 3
+    assert c.autopilot.max_attempts == 1
+    assert c.autopilot.retry_backoff_seconds == 0.0
+    assert isinstance(c.autopilot.retry_backoff_seconds, float)
+    assert c.autopilot.max_consecutive_failures == 2
+    assert c.autopilot.max_iterations == 50
+    assert c.autopilot.planner_agent == "architect-2"
+
+
+def test_starter_file_documents_the_autopilot() -> None:
+    text = default_config_yaml()
+    assert "autopilot:\n  mode: manual\n" in text
+    assert "max_consecutive_failures: 5" in text
+    assert "# Dispatches per run; 0 means unlimited." in text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("autopilot:\n  mode: yes-please\n", "config.yaml:2: autopilot.mode: must be one of manual, auto"),
+        (
+            "autopilot:\n  max_sessions: 0\n",
+            "config.yaml:2: autopilot.max_sessions: must be a positive integer (got 0)",
+        ),
+        ("autopilot:\n  max_sessions_per_role: 0\n", "autopilot.max_sessions_per_role: must be a positive integer"),
+        ("autopilot:\n  max_attempts: 0\n", "config.yaml:2: autopilot.max_attempts: must be a positive integer"),
+        ("autopilot:\n  max_consecutive_failures: 0\n", "autopilot.max_consecutive_failures: must be a positive"),
+        (
+            "autopilot:\n  max_iterations: -1\n",
+            "config.yaml:2: autopilot.max_iterations: must not be negative (got -1)",
+        ),
+        ("autopilot:\n  retry_backoff_seconds: -0.5\n", "autopilot.retry_backoff_seconds: must not be negative"),
+        (
+            "autopilot:\n  retry_backoff_seconds: soon\n",
+            "autopilot.retry_backoff_seconds: expected a number, got string",
+        ),
+        ("autopilot:\n  max_attempts: 2.5\n", "autopilot.max_attempts: expected an integer, got number"),
+        ("autopilot:\n  planner_agent: 3\n", "autopilot.planner_agent: expected a string, got integer"),
+        ("autopilot:\n  turbo: true\n", "config.yaml:2: autopilot.turbo: unknown key (allowed: max_attempts"),
+    ],
+)
+def test_autopilot_errors_name_key_and_line(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert expected in str(info.value)
