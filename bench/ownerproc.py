@@ -74,6 +74,7 @@ class OwnerProcess:
         self.root = Path(root)
         self.command = command
         self.extra_args = extra_args
+        self.entry: tuple[str, ...] = ("-m", "roundtable")  # what the interpreter runs (tests swap it)
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
         self.output: list[str] = []
@@ -110,7 +111,7 @@ class OwnerProcess:
         set_http_port(self.root, self.port)
         argv = ["mcp", "serve"] if self.command == "serve" else ["start"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "roundtable", *argv, "--root", str(self.root), *self.extra_args],
+            [sys.executable, *self.entry, *argv, "--root", str(self.root), *self.extra_args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

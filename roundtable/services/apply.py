@@ -27,7 +27,8 @@ A crash between 2 and 4 leaves a `pending` row that the next owner's start settl
 (`services.recovery`); rollback lives in `services.rollback`, the files of a transaction in
 `services.artefacts` and its database transitions in `services.transactions`. The names other
 modules used from here (`recover_interrupted`, `rollback_transaction`, `list_transactions`,
-`CRASH_ENV`, …) are still importable from this module.
+…) are still importable from this module. The fault tests stop an apply at its named steps through
+`services.failpoints`.
 """
 
 from __future__ import annotations
@@ -44,9 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.errors import NotFound, ToolError
-from roundtable.services import git
+from roundtable.services import failpoints, git
 from roundtable.services.artefacts import (
-    CRASH_ENV,
     GIT_PID_FILE,
     IN_FLIGHT,
     MAX_FILE_BYTES,
@@ -54,7 +54,6 @@ from roundtable.services.artefacts import (
     ROLLBACK_DIR,
     FileState,
     PreImage,
-    crash_point,
     forget_git,
     git_recorder,
     git_token,
@@ -66,7 +65,6 @@ from roundtable.services.artefacts import (
     undo,
     write_artefact,
 )
-from roundtable.services.evidence import event_run_id
 from roundtable.services.gates import evaluate
 from roundtable.services.patches import (
     ParsedPatch,
@@ -80,6 +78,7 @@ from roundtable.services.patches import (
 from roundtable.services.policy import Policy, ensure_policy
 from roundtable.services.recovery import recover_interrupted
 from roundtable.services.rollback import rollback_transaction
+from roundtable.services.run_scope import NO_HINT, RunHint, resolve
 from roundtable.services.transactions import complete_apply, finish_failed, in_flight, list_transactions
 from roundtable.store.records import Proposal, Transaction
 
@@ -87,7 +86,6 @@ if TYPE_CHECKING:
     from roundtable.runtime import Runtime
 
 __all__ = [
-    "CRASH_ENV",
     "GIT_PID_FILE",
     "IN_FLIGHT",
     "MAX_FILE_BYTES",
@@ -185,6 +183,7 @@ async def apply_proposal(
     run_id: str = "",
     applied_by: str = "operator",
     expected_revision: str = "",
+    runs: RunHint = NO_HINT,
 ) -> dict[str, Any]:
     """Apply the current revision of a proposal (operator only; see the module docstring)."""
     root = runtime.root
@@ -208,6 +207,9 @@ async def apply_proposal(
             )
         proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
         assert proposal is not None
+        # The transaction's run: `run_id`, else the proposal's; refused when ambiguous (run_scope).
+        hint = RunHint(named=run_id or runs.named, caller=runs.caller)
+        run = await resolve(tx, hint, owner=proposal.run_id, required="patch.apply")
         if proposal.current_revision != prep.proposal.current_revision:
             raise ToolError(
                 f"stale revision: proposal {proposal_id} changed to revision {proposal.revision_number} during apply"
@@ -223,7 +225,6 @@ async def apply_proposal(
         artefact = await asyncio.to_thread(write_artefact, root, tx_id, prep.parsed, prep.pre, prep.files)
         head = prep.head
         before_hash = state_hash(head, {p: f.before for p, f in prep.files.items()})
-        run = run_id or await event_run_id(tx)
         metadata = {
             "op": "apply",
             "revision_number": proposal.revision_number,
@@ -254,7 +255,7 @@ async def apply_proposal(
             },
         )
         await tx.update("proposals", {"id": proposal.id}, {"transaction_state": "applying", "updated_at": now})
-    crash_point("apply:intent")
+    failpoints.reached(failpoints.APPLY_INTENT)
     artefact_dir = root / artefact
 
     try:
@@ -262,7 +263,7 @@ async def apply_proposal(
             await git.apply(root, prep.parsed.text.encode("utf-8"), on_start=git_recorder(artefact_dir))
         finally:
             forget_git(artefact_dir)  # git has exited: from here a path at neither state is not its doing
-        crash_point("apply:files")
+        failpoints.reached(failpoints.APPLY_FILES)
         after = await asyncio.to_thread(hashes, root, list(prep.parsed.touched))
         head_after = await git.head(root)
         async with runtime.db.write(tool="patch.apply") as tx:

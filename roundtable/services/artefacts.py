@@ -33,18 +33,7 @@ GIT_PID_FILE = "git.pid"
 # Pre-images are held in memory while an apply is prepared: bound them.
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_PREIMAGE_BYTES = 256 * 1024 * 1024
-# Crash tests set this to a step name; the process then dies there as if killed (os._exit).
-# A name ending in `!` raises an OSError there instead (a failure after git ran).
-CRASH_ENV = "ROUNDTABLE_TEST_CRASH_AT"
 log = logging.getLogger(__name__)
-
-
-def crash_point(name: str) -> None:
-    value = os.environ.get(CRASH_ENV)
-    if value == name:
-        os._exit(86)
-    if value == name + "!":
-        raise OSError(f"injected failure at {name}")
 
 
 @dataclass(frozen=True)

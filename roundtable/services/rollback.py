@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.errors import ToolError
-from roundtable.services import git
+from roundtable.services import failpoints, git
 from roundtable.services.artefacts import (
     ROLLBACK_DIR,
-    crash_point,
     forget_git,
     git_recorder,
     hashes,
@@ -62,7 +61,7 @@ async def rollback_transaction(runtime: Runtime, transaction_id: str, *, reason:
         await tx.update(
             "transactions", {"id": transaction_id}, {"status": "rolling_back", "metadata_json": json.dumps(meta)}
         )
-    crash_point("rollback:intent")
+    failpoints.reached(failpoints.ROLLBACK_INTENT)
     # If the process dies here the `rolling_back` intent stays: the next owner start finishes it.
     artefact_dir = root / (row.rollback_patch_path or f"{ROLLBACK_DIR.as_posix()}/{row.id}/")
 

@@ -30,7 +30,9 @@ async def test_direct_mode_writer_next_to_a_loaded_owner(project: Path) -> None:
     errors: list[str] = []
     stop = time.monotonic() + SECONDS
     try:
-        clients = [SocketClient(owner.socket_path) for _ in range(4)] + [HttpClient(owner.url, owner.auth) for _ in range(4)]
+        clients = [SocketClient(owner.socket_path) for _ in range(4)] + [
+            HttpClient(owner.url, owner.auth) for _ in range(4)
+        ]
         for client in clients:
             await client.open()
 

@@ -2,7 +2,8 @@
 then a restart (an in-process `Owner`, which recovers under its lock):
 
 - mid-apply, deterministically at the two crash points the apply service offers
-  (`ROUNDTABLE_TEST_CRASH_AT`: after the intent commit, after the files were written), and
+  (a failpoint hook installed by `tests/faults/crash_entry.py`: after the intent commit, after
+  the files were written), and
   with a real SIGKILL at a random moment while a large patch is being applied;
 - mid-claim, with socket clients hammering `resource.claim`/`resource.release`.
 
@@ -29,7 +30,8 @@ import pytest
 from bench.ownerproc import CallFailed, OwnerProcess, SocketClient
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.services.apply import CRASH_ENV
+from roundtable.services import failpoints
+from tests.faults.failpoints import CRASH_EXIT, ENTRY
 from tests.faults.helpers import AUTHOR, agent, make_git_project, ready_proposal
 
 pytestmark = pytest.mark.anyio
@@ -100,16 +102,25 @@ async def _transactions(root: Path) -> dict[str, str]:
         return {str(row[0]): str(row[1]) for row in await r.fetchall("SELECT id, status FROM transactions")}
 
 
+class CrashingOwner(OwnerProcess):
+    """`roundtable mcp serve` through the test entry script: the owner dies at `point`."""
+
+    def __init__(self, root: Path, point: str) -> None:
+        super().__init__(root)
+        self.entry = (str(ENTRY), point)
+
+
 @pytest.mark.parametrize(
-    ("point", "outcome", "version"), [("apply:intent", "not_applied", 0), ("apply:files", "completed", 1)]
+    ("point", "outcome", "version"),
+    [(failpoints.APPLY_INTENT, "not_applied", 0), (failpoints.APPLY_FILES, "completed", 1)],
 )
 async def test_owner_dies_at_an_apply_crash_point(repo: Path, point: str, outcome: str, version: int) -> None:
     proposal_id = await _prepare(repo, 0)
-    owner = OwnerProcess(repo).start(env={CRASH_ENV: point})
+    owner = CrashingOwner(repo, point).start()
     try:
         with pytest.raises((ConnectionError, CallFailed, json.JSONDecodeError)):
             await SocketClient(owner.socket_path).call("patch.apply", {"proposal_id": proposal_id})
-        assert owner.proc is not None and owner.proc.wait(10) == 86
+        assert owner.proc is not None and owner.proc.wait(10) == CRASH_EXIT
     finally:
         owner.kill()
     pending = await _transactions(repo)

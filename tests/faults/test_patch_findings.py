@@ -24,7 +24,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -38,10 +37,12 @@ from roundtable.cli import cli
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
+from roundtable.services import failpoints
 from roundtable.services import git as git_service
-from roundtable.services.apply import CRASH_ENV, GIT_PID_FILE
+from roundtable.services.apply import GIT_PID_FILE
 from roundtable.services.hashing import path_hash
 from roundtable.services.patches import Allowances, check_patch, parse_patch
+from tests.faults.failpoints import CRASH_EXIT, FailAt, crash_argv
 from tests.faults.helpers import (
     AUTHOR,
     NO_TESTS_GATE,
@@ -299,7 +300,7 @@ async def test_srcdir_symlink_applies_and_rolls_back_when_allowed(repo: Path) ->
         await rt.close()
 
 
-async def test_failure_after_git_apply_is_undone_at_once(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_failure_after_git_apply_is_undone_at_once(repo: Path) -> None:
     rt = await _open(repo, permissive=True)
     try:
         task_id = await _task(rt)
@@ -308,10 +309,10 @@ async def test_failure_after_git_apply_is_undone_at_once(repo: Path, monkeypatch
         proposal = await _propose(rt, task_id, SRCDIR + APP_V2, risk="high")
         await approve_for_apply(rt, proposal["id"])
         base = tree_fingerprint(repo, artefacts=False)
-        monkeypatch.setenv(CRASH_ENV, "apply:files!")  # fails right after git apply wrote the tree
-        with pytest.raises(ToolError):
+        fail = FailAt(failpoints.APPLY_FILES)  # fails right after git apply wrote the tree
+        with failpoints.installed(fail), pytest.raises(ToolError):
             await rt.call("patch.apply", {"proposal_id": proposal["id"]})
-        monkeypatch.delenv(CRASH_ENV)
+        assert fail.fired == 1
         assert tree_fingerprint(repo, artefacts=False) == base, "the failed apply was not undone"
         assert not _lexists(repo / "srcdir")
         rows = await _rows(rt, "SELECT status, metadata_json FROM transactions")
@@ -327,24 +328,14 @@ async def test_failure_after_git_apply_is_undone_at_once(repo: Path, monkeypatch
         await rt.close()
 
 
-CRASH = """
-import asyncio, sys
-from roundtable.runtime import Runtime
-
-async def main():
-    rt = await Runtime.open(sys.argv[1])
-    await rt.call("patch.apply", {"proposal_id": sys.argv[2]})
-
-asyncio.run(main())
-"""
-
-
 def _crash_at_intent(root: Path, proposal_id: str) -> None:
-    env = {**os.environ, CRASH_ENV: "apply:intent"}
-    proc = subprocess.run(
-        [sys.executable, "-c", CRASH, str(root), proposal_id], env=env, capture_output=True, timeout=120
+    """A direct-mode `patch.apply` in a child process killed right after its intent committed."""
+    args = json.dumps({"proposal_id": proposal_id})
+    argv = crash_argv(
+        failpoints.APPLY_INTENT, "mcp", "call", "--root", str(root), "--tool", "patch.apply", "--args", args
     )
-    assert proc.returncode == 86, proc.stderr.decode()[-2000:]
+    proc = subprocess.run(argv, capture_output=True, timeout=120)
+    assert proc.returncode == CRASH_EXIT, proc.stderr.decode()[-2000:]
 
 
 async def _pending_apply(

@@ -5,9 +5,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,31 +13,20 @@ import pytest
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.services.apply import CRASH_ENV, recover_interrupted
+from roundtable.services.apply import recover_interrupted
+from tests.faults.failpoints import CRASH_EXIT, crash_argv
 from tests.governance.conftest import Flow, make_patch
 
 pytestmark = pytest.mark.anyio
 
 TWO_FILES = make_patch("src/app.py", "print('v1')", "print('v2')") + make_patch("README.txt", "hello", "bye")
 
-SCRIPT = """
-import asyncio, sys
-from roundtable.runtime import Runtime
-
-async def main():
-    rt = await Runtime.open(sys.argv[1])
-    await rt.call(sys.argv[2], {sys.argv[3]: sys.argv[4]})
-
-asyncio.run(main())
-"""
-
 
 def crash(repo: Path, point: str, tool: str, key: str, value: str) -> None:
-    env = {**os.environ, CRASH_ENV: point}
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(repo), tool, key, value], env=env, capture_output=True, timeout=60
-    )
-    assert proc.returncode == 86, proc.stderr.decode()
+    """A direct-mode `roundtable mcp call` in a child process whose failpoint hook kills it at `point`."""
+    argv = crash_argv(point, "mcp", "call", "--root", str(repo), "--tool", tool, "--args", json.dumps({key: value}))
+    proc = subprocess.run(argv, capture_output=True, timeout=60)
+    assert proc.returncode == CRASH_EXIT, proc.stderr.decode()
 
 
 async def ready_two_files(flow: Flow) -> str:
