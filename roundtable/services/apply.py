@@ -25,9 +25,9 @@ transaction is marked `failed` with the reason (`undone: true` in its metadata) 
 
 A crash between 2 and 4 leaves a `pending` row that the next owner's start settles
 (`services.recovery`); rollback lives in `services.rollback`, the files of a transaction in
-`services.artefacts` and its database transitions in `services.transactions`. The names other
-modules used from here (`recover_interrupted`, `rollback_transaction`, `list_transactions`,
-…) are still importable from this module. The fault tests stop an apply at its named steps through
+`services.artefacts` and its database transitions in `services.transactions`; the owner, the
+patch tools and the CLI still import `recover_interrupted`, `rollback_transaction` and
+`list_transactions` from here. The fault tests stop an apply at its named steps through
 `services.failpoints`.
 """
 
@@ -47,11 +47,6 @@ from roundtable import clock
 from roundtable.errors import NotFound, ToolError
 from roundtable.services import failpoints, git
 from roundtable.services.artefacts import (
-    GIT_PID_FILE,
-    IN_FLIGHT,
-    MAX_FILE_BYTES,
-    MAX_PREIMAGE_BYTES,
-    ROLLBACK_DIR,
     FileState,
     PreImage,
     forget_git,
@@ -86,13 +81,6 @@ if TYPE_CHECKING:
     from roundtable.runtime import Runtime
 
 __all__ = [
-    "GIT_PID_FILE",
-    "IN_FLIGHT",
-    "MAX_FILE_BYTES",
-    "MAX_PREIMAGE_BYTES",
-    "ROLLBACK_DIR",
-    "FileState",
-    "PreImage",
     "apply_proposal",
     "list_transactions",
     "recover_interrupted",

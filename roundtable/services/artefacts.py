@@ -28,7 +28,6 @@ from roundtable.services.patches import Allowances, ParsedPatch, file_hash, fsyn
 from roundtable.store.records import Transaction
 
 ROLLBACK_DIR = Path(".roundtable") / "rollback"
-IN_FLIGHT = ("pending", "rolling_back")
 GIT_PID_FILE = "git.pid"
 # Pre-images are held in memory while an apply is prepared: bound them.
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -39,7 +39,7 @@ from roundtable.owner import Owner
 from roundtable.runtime import Runtime
 from roundtable.services import failpoints
 from roundtable.services import git as git_service
-from roundtable.services.apply import GIT_PID_FILE
+from roundtable.services.artefacts import GIT_PID_FILE
 from roundtable.services.hashing import path_hash
 from roundtable.services.patches import Allowances, check_patch, parse_patch
 from tests.faults.failpoints import CRASH_EXIT, FailAt, crash_argv
