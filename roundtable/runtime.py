@@ -116,10 +116,12 @@ class Runtime:
 
     # --- calls ------------------------------------------------------------------------------
 
-    def resolve(self, tool: str) -> ToolSpec:
-        """The tool named `tool` (either spelling) that has a handler, or `tool not implemented`."""
+    def resolve(self, tool: str, caller: Caller = OPERATOR) -> ToolSpec:
+        """The operation named `tool` (either spelling) that has a handler and that `caller` can
+        see, or `tool not implemented` (an `internal` operation does not exist for callers
+        outside the process's own components)."""
         spec = self.registry.lookup(tool) if isinstance(tool, str) else None
-        if spec is None or spec.handler is None:
+        if spec is None or spec.handler is None or (spec.audience == "internal" and not caller.is_internal):
             raise ToolError(f"tool not implemented: {_clip(tool)}")
         return spec
 
@@ -159,9 +161,14 @@ class Runtime:
             raise StoreError(f"{problem}; refusing to write (restart the owner)")
 
     def authorise(self, spec: ToolSpec, args: object, caller: Caller) -> object:
-        """Check the caller's authority for `spec`; returns the arguments with identity bound."""
+        """Check the caller's authority for `spec` (its audience, then identity); returns the
+        arguments with identity bound."""
+        if spec.audience == "internal" and not caller.is_internal:
+            raise PermissionDenied(f"{spec.name} is run only by the owner's own components")
         if spec.operator_only and not caller.is_operator:
             raise PermissionDenied(f"{spec.name} is reserved for the operator")
+        if spec.audience == "session" and caller.capability is None and not caller.is_operator:
+            raise PermissionDenied(f"{spec.name} is available only on a capability session whose role allows it")
         if caller.is_operator or spec.read_only:
             return args
         if caller.is_anonymous:
@@ -172,7 +179,7 @@ class Runtime:
 
     async def call(self, tool: str, args: object = None, caller: Caller = OPERATOR) -> dict[str, Any]:
         """Validate and run one tool call; raises `ToolError` with a redacted message on failure."""
-        spec = self.resolve(tool)
+        spec = self.resolve(tool, caller)
         checked = self.validate(spec, self.authorise(spec, args, caller))
         if not spec.read_only:
             self.check_database()

@@ -147,20 +147,9 @@ def release(root: Path, claim_id: str | None, claim_opt: str, reason: str, actor
 @handle_errors
 def revoke(root: Path, claim_id: str | None, claim_opt: str, reason: str, actor: str, run: str) -> None:
     """Revoke a claim as the operator: prints <id> <status>."""
-    from roundtable import clock
-    from roundtable.services import claims as service
-
-    target = _target(claim_id, claim_opt)
-
-    async def work(rt: Any) -> Any:
-        async with rt.db.write(tool="claims.revoke") as tx:
-            updated, _changed = await service.transition(
-                tx, target, "revoked", clock.now(), actor_id=actor, reason=reason, run_id=run, operator=True
-            )
-        return updated
-
-    updated = run_async(_with_runtime(root, work))
-    click.echo(f"{updated.id} {updated.status}")
+    args = {"claim_id": _target(claim_id, claim_opt), "reason": reason, "actor_id": actor, "run_id": run}
+    result = run_async(_with_runtime(root, lambda rt: rt.call("claim.revoke", {k: v for k, v in args.items() if v})))
+    click.echo(f"{result['claim']['id']} {result['claim']['status']}")
 
 
 @claims.command("expire")
@@ -171,23 +160,15 @@ def revoke(root: Path, claim_id: str | None, claim_opt: str, reason: str, actor:
 def expire(root: Path, run: str, at_unix: int | None) -> None:
     """Expire every active claim whose TTL has elapsed, one claim.expired event each: prints
     <id> <status> per claim."""
-    from roundtable import clock
-    from roundtable.services import claims as service
-
-    if at_unix is None:
-        now = clock.now()
-    else:
+    args: dict[str, Any] = {"run_id": run} if run else {}
+    if at_unix is not None:
         try:
-            now = clock.format_ns(int(datetime.fromtimestamp(at_unix, tz=UTC).timestamp()) * 1_000_000_000)
+            args["at_unix_ns"] = int(datetime.fromtimestamp(at_unix, tz=UTC).timestamp()) * 1_000_000_000
         except (OverflowError, OSError, ValueError):
             raise click.BadParameter(f"{at_unix} is not a usable Unix time", param_hint="--at-unix") from None
-
-    async def work(rt: Any) -> Any:
-        async with rt.db.write(tool="claims.expire") as tx:
-            return await service.expire_due(tx, now, run_id=run)
-
-    for c in run_async(_with_runtime(root, work)):
-        click.echo(f"{c.id} {c.status}")
+    result = run_async(_with_runtime(root, lambda rt: rt.call("claim.expire_due", args)))
+    for c in result["claims"]:
+        click.echo(f"{c['id']} {c['status']}")
 
 
 @claims.command("reconcile")
@@ -201,17 +182,13 @@ def reconcile(root: Path, as_json: bool, run: str, agent: str, actor: str) -> No
     """Suspend every active write/exclusive claim whose resource changed since it was claimed
     (its base hash no longer matches), one claim.suspended event each: prints
     <id> <agent_id> <status> per claim."""
-    from roundtable.services import claims as service
-
-    async def work(rt: Any) -> Any:
-        return await service.reconcile(rt.db, rt.root, agent_id=agent, actor=actor or "system", run_id=run)
-
-    suspended = run_async(_with_runtime(root, work))
+    args = {"run_id": run, "agent_id": agent, "actor_id": actor or "system"}
+    result = run_async(_with_runtime(root, lambda rt: rt.call("claim.reconcile", {k: v for k, v in args.items() if v})))
     if as_json:
-        print_json({"claims": [c.to_dict() for c in suspended]})
+        print_json({"claims": result["claims"]})
         return
-    for c in suspended:
-        click.echo(f"{c.id} {c.agent_id} {c.status}")
+    for c in result["claims"]:
+        click.echo(f"{c['id']} {c['agent_id']} {c['status']}")
 
 
 def _target(claim_id: str | None, claim_opt: str) -> str:

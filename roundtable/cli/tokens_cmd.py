@@ -12,17 +12,12 @@ import click
 from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
 
 
-async def _with_tx(root: Path, action: Any) -> Any:
-    from roundtable.config import load_config
-    from roundtable.store.db import Database
+async def _call(root: Path, operation: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one token operation as the operator through `Runtime.call` (validated, audited)."""
+    from roundtable.runtime import Runtime
 
-    config = load_config(root)
-    db = await Database.open(config.sqlite_path(root), readers=1)
-    try:
-        async with db.write(tool="tokens") as tx:
-            return await action(tx)
-    finally:
-        await db.close()
+    async with await Runtime.open(root) as runtime:
+        return await runtime.call(operation, args)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,13 +33,13 @@ def tokens() -> None:
 def create(root: Path, agent_id: str, operator: bool) -> None:
     """Create a token and print it once (keep it in the client's secret store; harnesses on this
     machine need none: `roundtable connect --agent ID` lets the bridge read a credential file)."""
-    from roundtable.services import tokens as service
-
     if operator == bool(agent_id):
         raise click.UsageError("give exactly one of --agent ID or --operator")
     principal = "operator" if operator else "agent"
-    record, token = run_async(_with_tx(root, lambda tx: service.create(tx, principal=principal, agent_id=agent_id)))
-    click.echo(f"created {record.id} for {principal}{' ' + agent_id if agent_id else ''}", err=True)
+    args = {"principal": principal, "agent_id": agent_id} if agent_id else {"principal": principal}
+    result = run_async(_call(root, "token.create", args))
+    token = result["secret"]
+    click.echo(f"created {result['token']['id']} for {principal}{' ' + agent_id if agent_id else ''}", err=True)
     if agent_id:
         from roundtable.config import load_config
         from roundtable.services.agents import configured_agents
@@ -64,11 +59,7 @@ def create(root: Path, agent_id: str, operator: bool) -> None:
 @handle_errors
 def list_(root: Path, as_json: bool) -> None:
     """List tokens (ids, principals, state; never the token)."""
-    from roundtable.services import tokens as service
-
-    rows = [r.to_dict() for r in run_async(_with_tx(root, service.list_tokens))]
-    for row in rows:
-        row.pop("token_sha256", None)
+    rows = run_async(_call(root, "token.list", {}))["tokens"]
     if as_json:
         print_json(rows)
         return
@@ -86,7 +77,5 @@ def list_(root: Path, as_json: bool) -> None:
 @handle_errors
 def revoke(root: Path, token_id: str) -> None:
     """Revoke a token by id; the next request with it gets 401."""
-    from roundtable.services import tokens as service
-
-    record = run_async(_with_tx(root, lambda tx: service.revoke(tx, token_id)))
-    click.echo(f"revoked {record.id}")
+    result = run_async(_call(root, "token.revoke", {"token_id": token_id}))
+    click.echo(f"revoked {result['token']['id']}")

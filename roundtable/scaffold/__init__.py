@@ -8,13 +8,12 @@ kept by `init --force`), which the owner states and the stdio bridge checks.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from importlib.resources import files
 from pathlib import Path
 
 from roundtable.assets import client_text, generated_assets, write_atomic
-from roundtable.config import BUILTIN_ADAPTERS, Config, default_config_yaml
+from roundtable.config import Config, default_config_yaml
 from roundtable.credentials import ensure_private_dir, ensure_project_id, state_dir
 from roundtable.errors import RoundtableError
 
@@ -107,33 +106,15 @@ async def init_project_async(root: Path, *, force: bool = False) -> list[Path]:
     for rel, text in targets.items():
         write_atomic(root / rel, text)
         written.append(root / rel)
-    await _init_database(root, config)
+    await _init_database(root)
     return written
 
 
-async def _init_database(root: Path, config: Config) -> None:
-    from roundtable.store.db import Database
+async def _init_database(root: Path) -> None:
+    """Create and migrate the database, and record the built-in adapters through the operator
+    operation (the one write path)."""
+    from roundtable.runtime import Runtime
 
-    db = await Database.open(root / ".roundtable" / "roundtable.db")
-    try:
-        async with db.write() as tx:
-            for name, adapter in BUILTIN_ADAPTERS.items():
-                await tx.execute(
-                    "INSERT INTO adapter_capabilities (adapter, supports_resume, supports_mcp, "
-                    "supports_readonly_workspace, supports_session_capture, metadata_json) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(adapter) DO UPDATE SET "
-                    "supports_resume = excluded.supports_resume, supports_mcp = excluded.supports_mcp, "
-                    "supports_readonly_workspace = excluded.supports_readonly_workspace, "
-                    "supports_session_capture = excluded.supports_session_capture, "
-                    "metadata_json = excluded.metadata_json",
-                    (
-                        name,
-                        int(adapter.supports_resume),
-                        int(adapter.supports_mcp),
-                        int(adapter.supports_readonly_workspace),
-                        int(adapter.captures_session_id),
-                        json.dumps({"command": adapter.command, "resume_pattern": adapter.resume_pattern}),
-                    ),
-                )
-    finally:
-        await db.close()
+    async with await Runtime.open(root) as runtime:
+        await runtime.call("adapters.record", {})
+

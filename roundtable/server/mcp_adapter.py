@@ -63,7 +63,7 @@ def _callable_specs(runtime: Any) -> dict[str, ToolSpec]:
         specs[spec.name] = spec
         specs[spec.mcp_name] = spec
     for spec in runtime.registry:
-        if spec.operator_only:  # reachable by operator tokens only; runtime refuses agents
+        if spec.audience == "operator":  # reachable by operator tokens only; runtime refuses agents
             specs.setdefault(spec.name, spec)
             specs.setdefault(spec.mcp_name, spec)
     return specs

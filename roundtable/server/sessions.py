@@ -34,6 +34,7 @@ from roundtable.services import capabilities
 from roundtable.services.redact import redact
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import Caller
+from roundtable.tools.registry import SESSION_AUDIENCES
 
 log = logging.getLogger("roundtable.server.sessions")
 
@@ -97,7 +98,7 @@ class SessionAccess:
 
     async def _checked(self, tool: str, args: dict[str, Any]) -> capabilities.Checked:
         spec = self.runtime.registry.lookup(tool)
-        if spec is None or spec.operator_only or not (spec.exposed or spec.session_only):
+        if spec is None or spec.handler is None or spec.audience not in SESSION_AUDIENCES:
             raise ToolError(f"unknown tool: {tool}")
         try:
             async with self.runtime.db.read() as reader:
@@ -188,16 +189,14 @@ def build_server(runtime: Runtime, capability_id: str, *, page_size: int = mcp_a
         allowed = capabilities.allowed_tools(cap.role)
         tools = []
         for spec in registry:
-            if spec.name not in allowed or spec.handler is None or spec.operator_only:
-                continue
-            if not (spec.exposed or spec.session_only):
+            if spec.name not in allowed or spec.handler is None or spec.audience not in SESSION_AUDIENCES:
                 continue
             tools.append(mcp_adapter.tool_model(spec, style, capabilities.session_schema(spec.input_schema, cap)))
         return tools
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = registry.lookup(params.name)
-        if spec is None or spec.operator_only or not (spec.exposed or spec.session_only):
+        if spec is None or spec.handler is None or spec.audience not in SESSION_AUDIENCES:
             return _error(f"unknown tool: {params.name}")
         try:
             result = await access.call(spec.name, dict(params.arguments or {}))

@@ -17,14 +17,16 @@ if TYPE_CHECKING:
     from roundtable.runtime import Runtime
     from roundtable.store.records import SessionCapability
 
-CallerKind = Literal["operator", "agent"]
+CallerKind = Literal["operator", "agent", "internal"]
 ANONYMOUS = "anonymous"
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling. Operator authority belongs to in-process callers (CLI, console, Chair), the
-    legacy socket (same-uid peers) and HTTP with an operator token. An agent caller is bound to
+    """Who is calling. Operator authority belongs to in-process callers (CLI, console), the
+    legacy socket (same-uid peers), HTTP with an operator token, and the internal components (the
+    Chair, the session supervisor, the autopilot dispatcher: kind `internal`, the only callers of
+    `internal` operations; their principal is the component's name). An agent caller is bound to
     one agent (`agent_id`: an agent token, or a session capability whose own socket it uses); an
     agent caller without an agent id is anonymous (an unbound credential, or the explicit no-auth
     opt-out) and may call read-only tools only."""
@@ -37,7 +39,13 @@ class Caller:
 
     @property
     def is_operator(self) -> bool:
-        return self.kind == "operator"
+        """Operator authority: the operator, or an internal component acting for the table."""
+        return self.kind in ("operator", "internal")
+
+    @property
+    def is_internal(self) -> bool:
+        """An in-process component (Chair, supervisor, dispatcher)."""
+        return self.kind == "internal"
 
     @property
     def is_anonymous(self) -> bool:
@@ -46,21 +54,30 @@ class Caller:
 
     @property
     def principal(self) -> str:
-        """The authenticated principal, as events record it: `operator`, `chair`,
-        `agent:<id>` for a caller bound to one agent, `anonymous` for an unbound agent caller."""
+        """The authenticated principal, as events record it: `operator`, the internal component's
+        name (`chair`, `supervisor`, `dispatcher`), `agent:<id>` for a caller bound to one agent,
+        `anonymous` for an unbound agent caller."""
+        if self.is_internal:
+            return self.transport
         if self.is_operator:
-            return "chair" if self.transport == "chair" else "operator"
+            return "operator"
         return f"agent:{self.agent_id}" if self.agent_id else ANONYMOUS
 
     @property
     def actor(self) -> str:
-        """The name recorded as actor for this caller: its agent id, else `operator` or
-        `anonymous`."""
-        return self.agent_id or ("operator" if self.is_operator else ANONYMOUS)
+        """The name recorded as actor for this caller: its agent id, else the internal
+        component's name, `operator` or `anonymous`."""
+        if self.agent_id:
+            return self.agent_id
+        if self.is_internal:
+            return self.transport
+        return "operator" if self.is_operator else ANONYMOUS
 
 
 OPERATOR = Caller("operator", "cli")
-CHAIR = Caller("operator", "chair", agent_id="chair-1")
+CHAIR = Caller("internal", "chair", agent_id="chair-1")
+SUPERVISOR = Caller("internal", "supervisor")
+DISPATCHER = Caller("internal", "dispatcher")
 
 
 @dataclass

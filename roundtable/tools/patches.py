@@ -108,7 +108,7 @@ TOOLS = [
         handler=apply,
         mode="none",
         destructive=True,
-        operator_only=True,
+        audience="mcp-operator",
     ),
     ToolSpec(
         name="patch.reject",
@@ -125,7 +125,7 @@ TOOLS = [
         output_schema={"type": "object"},
         handler=reject,
         destructive=True,
-        operator_only=True,
+        audience="mcp-operator",
     ),
     ToolSpec(
         name="patch.rollback",
@@ -137,7 +137,6 @@ TOOLS = [
         handler=rollback,
         mode="none",
         destructive=True,
-        exposed=False,
-        operator_only=True,
+        audience="operator",
     ),
 ]

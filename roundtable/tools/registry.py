@@ -1,10 +1,13 @@
 """The tool registry: the one source of every tool's name, description, schemas and hints.
 
-Discovery (`tools/list`), the generated assets (`tools.schema.json`, the manifest, `server.json`)
-and dispatch in `Runtime.call` all read `REGISTRY`. Tools are declared in the group modules
-(`tools/table.py`, `tools/tasks.py`, …) and ordered here by the reference's declaration order.
-`repo.dependency_context` is registered but not exposed (it has no handler);
-`test.evidence.submit` exists only on tester capability sessions.
+Every operation that changes or reads the state is registered here — the MCP tools agents call
+and the operations only the operator, a capability session or an in-process component (the
+Chair, the session supervisor, the autopilot dispatcher) may run. Discovery (`tools/list`), the
+generated assets (`tools.schema.json`, the manifest, `server.json`) and dispatch in
+`Runtime.call` all read the registry, and one field of each spec, its **audience**, decides who
+may call it (see `Audience`). Operations are declared in the group modules (`tools/table.py`,
+`tools/tasks.py`, …); the MCP tools are ordered by the reference's declaration order.
+`repo.dependency_context` is registered but not advertised (it has no handler).
 
 Every input schema passes through `bounded_schema` here, the one place that bounds arguments
 (issue 12, finding 8: an integer around 10^30 reached SQLite and a 5,000-character path reached
@@ -16,6 +19,7 @@ The advertised schemas and the generated assets therefore show every bound.
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from collections.abc import Awaitable, Callable
@@ -27,9 +31,26 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Call"], Awaitable[dict[str, Any]]]
 TxMode = Literal["write", "read", "none"]
+Audience = Literal["mcp", "mcp-operator", "session", "operator", "internal"]
+"""Who may call an operation, and where it is listed:
 
-# The reference registry's declaration order (spec/tools.md §2.0), used for tools.schema.json.
-DECLARATION_ORDER: tuple[str, ...] = (
+- `mcp`: advertised over MCP (HTTP, the stdio bridge, the legacy socket); any authenticated
+  caller (an anonymous one only when the tool is read-only; identity arguments bound to the agent).
+- `mcp-operator`: advertised (the reference lists them: `patch.apply`, `patch.reject`) but only
+  callers with operator authority may run them.
+- `session`: only on a capability session whose role allows it (`test.evidence.submit`).
+- `operator`: operator authority only (CLI, console, the same-uid legacy socket, an operator
+  token), never advertised.
+- `internal`: in-process components only (the Chair, the supervisor, the dispatcher); no
+  transport can name it — to anyone else it does not exist.
+"""
+ADVERTISED: frozenset[str] = frozenset({"mcp", "mcp-operator"})
+OPERATOR_AUDIENCES: frozenset[str] = frozenset({"mcp-operator", "operator", "internal"})
+SESSION_AUDIENCES: frozenset[str] = frozenset({"mcp", "session"})  # a capability session's role filters further
+
+# The reference registry's declaration order (spec/tools.md §2.0): the order of the advertised
+# tools in `tools/list` and tools.schema.json. It decides nothing about who may call what.
+REFERENCE_ORDER: tuple[str, ...] = (
     "decision.record",
     "agent.turn_request",
     "agent.turn_start",
@@ -70,11 +91,6 @@ DECLARATION_ORDER: tuple[str, ...] = (
     "vote.cast",
     "vote.list",
 )
-SESSION_ONLY_TOOLS: tuple[str, ...] = ("test.evidence.submit",)
-# Operator operations that go through Runtime.call (audited like any call) but are never
-# advertised over MCP: only in-process operator callers (CLI, console) may use them.
-OPERATOR_TOOLS: tuple[str, ...] = ("patch.rollback",)
-_ALL_NAMES: tuple[str, ...] = DECLARATION_ORDER + SESSION_ONLY_TOOLS + OPERATOR_TOOLS
 
 
 # --- argument bounds ------------------------------------------------------------------------
@@ -150,7 +166,7 @@ def bounded_schema(schema: dict[str, Any], name: str = "") -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool. `mode` says which transaction `Runtime.call` opens around the handler:
+    """One operation. `mode` says which transaction `Runtime.call` opens around the handler:
     `write` (one BEGIN IMMEDIATE transaction, `call.tx`), `read` (one snapshot, `call.reader`)
     or `none` (the handler manages its own, for long work such as running tests or git)."""
 
@@ -163,10 +179,18 @@ class ToolSpec:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
-    exposed: bool = True
-    session_only: bool = False
+    audience: Audience = "mcp"
     allow_blank: frozenset[str] = field(default_factory=frozenset)
-    operator_only: bool = False
+
+    @property
+    def advertised(self) -> bool:
+        """Listed by MCP discovery: an `mcp`/`mcp-operator` operation with a handler."""
+        return self.audience in ADVERTISED and self.handler is not None
+
+    @property
+    def operator_only(self) -> bool:
+        """Only callers with operator authority may run it."""
+        return self.audience in OPERATOR_AUDIENCES
 
     @property
     def mcp_name(self) -> str:
@@ -188,21 +212,25 @@ class ToolSpec:
         }
 
 
-def _collect() -> dict[str, ToolSpec]:
-    from roundtable.tools import (
-        approvals,
-        memory,
-        patches,
-        proposals,
-        repo,
-        resources,
-        table,
-        tasks,
-        testing,
-    )
+# The modules under `roundtable.tools` that declare operations (each exports `TOOLS`).
+OPERATION_MODULES: tuple[str, ...] = (
+    "table",
+    "tasks",
+    "repo",
+    "resources",
+    "proposals",
+    "patches",
+    "approvals",
+    "testing",
+    "memory",
+    "operator_ops",
+)
 
+
+def _collect() -> dict[str, ToolSpec]:
     specs: dict[str, ToolSpec] = {}
-    for module in (table, tasks, repo, resources, proposals, patches, approvals, testing, memory):
+    for module_name in OPERATION_MODULES:
+        module = importlib.import_module(f"roundtable.tools.{module_name}")
         for spec in module.TOOLS:
             if spec.name in specs:
                 raise RuntimeError(f"tool {spec.name} declared twice")
@@ -213,13 +241,13 @@ def _collect() -> dict[str, ToolSpec]:
                 input_schema=bounded_schema(spec.input_schema),
                 description=render_tool_names(spec.description, "underscore"),
             )
-    expected = set(DECLARATION_ORDER) | set(SESSION_ONLY_TOOLS) | set(OPERATOR_TOOLS)
-    if set(specs) != expected:
-        missing = sorted(expected - set(specs))
-        extra = sorted(set(specs) - expected)
-        raise RuntimeError(f"registry mismatch: missing {missing}, unexpected {extra}")
-    order = {name: i for i, name in enumerate(DECLARATION_ORDER + SESSION_ONLY_TOOLS + OPERATOR_TOOLS)}
-    return dict(sorted(specs.items(), key=lambda item: order[item[0]]))
+    listed = {name for name, spec in specs.items() if spec.audience in ADVERTISED}
+    if listed != set(REFERENCE_ORDER):
+        missing = sorted(set(REFERENCE_ORDER) - listed)
+        extra = sorted(listed - set(REFERENCE_ORDER))
+        raise RuntimeError(f"MCP tools differ from the reference: missing {missing}, unexpected {extra}")
+    order = {name: i for i, name in enumerate(REFERENCE_ORDER)}
+    return dict(sorted(specs.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
 
 
 class Registry:
@@ -243,8 +271,12 @@ class Registry:
         return self._by_any_name.get(name)
 
     def exposed(self) -> list[ToolSpec]:
-        """The tools standard discovery lists (38): handlers present, not session-only."""
-        return [s for s in self._specs.values() if s.exposed and not s.session_only and s.name not in OPERATOR_TOOLS]
+        """The tools MCP discovery lists (38), in the reference's order."""
+        return [s for s in self._specs.values() if s.advertised]
+
+    def for_audience(self, *audiences: Audience) -> list[ToolSpec]:
+        """The operations of the given audiences, with handlers."""
+        return [s for s in self._specs.values() if s.audience in audiences and s.handler is not None]
 
     def names(self) -> list[str]:
         return list(self._specs)
@@ -252,6 +284,9 @@ class Registry:
 
 _REGISTRY: Registry | None = None
 _NAME_PATTERN: re.Pattern[str] | None = None
+# The names texts for agents may mention (the MCP tools and the session-only ones); `REFERENCE_ORDER`
+# plus the session tools, so rendering never needs the registry built.
+_AGENT_FACING: tuple[str, ...] = (*REFERENCE_ORDER, "test.evidence.submit", "patch.rollback")
 
 
 def render_tool_names(text: str, style: str = "underscore") -> str:
@@ -261,10 +296,11 @@ def render_tool_names(text: str, style: str = "underscore") -> str:
     descriptions, the manifest, AGENTS.ROUNDTABLE.md — so none is hand-edited per style. Event
     types such as `agent.turn_scheduled` are not tool names and are left alone."""
     global _NAME_PATTERN
+    names = _AGENT_FACING
     if _NAME_PATTERN is None:
-        spellings = sorted({n for name in _ALL_NAMES for n in (name, name.replace(".", "_"))}, key=len, reverse=True)
+        spellings = sorted({n for name in names for n in (name, name.replace(".", "_"))}, key=len, reverse=True)
         _NAME_PATTERN = re.compile(r"(?<![\w.])(" + "|".join(re.escape(n) for n in spellings) + r")(?![\w]|\.\w)")
-    dotted = {name.replace(".", "_"): name for name in _ALL_NAMES}
+    dotted = {name.replace(".", "_"): name for name in names}
 
     def one(match: re.Match[str]) -> str:
         name = dotted.get(match.group(1), match.group(1))
@@ -278,14 +314,3 @@ def get_registry() -> Registry:
     if _REGISTRY is None:
         _REGISTRY = Registry(_collect())
     return _REGISTRY
-
-
-def not_implemented(name: str) -> Handler:
-    """A placeholder handler: the call fails with `tool not implemented: NAME`."""
-
-    async def handler(call: Call) -> dict[str, Any]:
-        from roundtable.errors import ToolError
-
-        raise ToolError(f"tool not implemented: {name}")
-
-    return handler

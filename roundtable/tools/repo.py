@@ -121,6 +121,5 @@ TOOLS = [
         handler=None,
         mode="none",
         read_only=True,
-        exposed=False,
     ),
 ]

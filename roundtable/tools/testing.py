@@ -169,6 +169,6 @@ TOOLS = [
         ),
         output_schema=result({"test_run": RECORD}, required=["test_run"]),
         handler=evidence_submit,
-        session_only=True,
+        audience="session",
     ),
 ]

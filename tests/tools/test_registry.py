@@ -5,15 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from roundtable.tools.registry import DECLARATION_ORDER, get_registry
+from roundtable.tools.registry import REFERENCE_ORDER, get_registry
 
 SEED = Path(__file__).resolve().parents[3] / "shared" / "seed" / "000_08ef96d855ff20fa.txt"
 
 
-def test_registry_has_39_entries_and_38_exposed() -> None:
+def test_registry_has_39_mcp_entries_and_38_exposed() -> None:
     registry = get_registry()
-    names = [s.name for s in registry if not s.session_only and s.name != "patch.rollback"]
-    assert names == list(DECLARATION_ORDER)
+    names = [s.name for s in registry if s.audience in ("mcp", "mcp-operator")]
+    assert names == list(REFERENCE_ORDER)
     assert len(names) == 39
     exposed = [s.name for s in registry.exposed()]
     assert len(exposed) == 38
@@ -21,12 +21,24 @@ def test_registry_has_39_entries_and_38_exposed() -> None:
     assert "test.evidence.submit" not in exposed
 
 
+def test_each_operation_has_one_audience_that_decides_who_may_call_it() -> None:
+    by_name = {s.name: s for s in get_registry()}
+    assert by_name["test.evidence.submit"].audience == "session"
+    assert by_name["patch.rollback"].audience == "operator"
+    assert {by_name["patch.apply"].audience, by_name["patch.reject"].audience} == {"mcp-operator"}
+    assert by_name["patch.apply"].advertised and not by_name["patch.rollback"].advertised
+    assert by_name["patch.apply"].operator_only and not by_name["task.create"].operator_only
+    assert {"claim.revoke", "token.create", "adapters.record"} <= {s.name for s in get_registry().for_audience("operator")}
+    # Nothing but the MCP tools is advertised, and no advertised name is an operator one.
+    assert all(s.audience in ("mcp", "mcp-operator") for s in get_registry().exposed())
+
+
 def test_registry_names_equal_the_seed_table() -> None:
     if not SEED.exists():  # shared/ sits beside the repository in CI and sessions
         return
     text = SEED.read_text(encoding="utf-8")
     seed_names = set(re.findall(r"^([a-z]+\.[a-z_]+(?:\.[a-z_]+)?) \|$", text, re.M))
-    assert set(DECLARATION_ORDER) <= seed_names | {"repo.dependency_context"}
+    assert set(REFERENCE_ORDER) <= seed_names | {"repo.dependency_context"}
 
 
 def test_every_schema_is_closed_and_hinted() -> None:

@@ -1,0 +1,168 @@
+"""Operator operations: claims revoked, swept and reconciled by hand, bearer tokens, and the
+project's adapter records — what the CLI does besides calling MCP tools.
+
+They are registered operations like any tool (audience `operator`: never advertised, refused to
+agents), so the CLI's writes are validated, audited with their principal and transport, and run
+in one transaction through `Runtime.call` instead of opening the database themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roundtable import clock
+from roundtable.services import adapter_records, tokens
+from roundtable.services import claims as claims_service
+from roundtable.tools.args import opt_str
+from roundtable.tools.context import Call
+from roundtable.tools.registry import ToolSpec
+from roundtable.tools.schema import integer, obj, string
+
+
+async def claim_revoke(call: Call) -> dict[str, Any]:
+    a = call.args
+    updated, changed = await claims_service.transition(
+        call.w,
+        a["claim_id"],
+        "revoked",
+        clock.now(),
+        actor_id=opt_str(a, "actor_id", call.actor),
+        reason=opt_str(a, "reason"),
+        run_id=opt_str(a, "run_id"),
+        operator=True,
+    )
+    return {"claim": updated.to_dict(), "changed": changed}
+
+
+async def claim_expire_due(call: Call) -> dict[str, Any]:
+    a = call.args
+    at_ns = a.get("at_unix_ns")
+    now = clock.format_ns(int(at_ns)) if at_ns is not None else clock.now()
+    swept = await claims_service.expire_due(call.w, now, run_id=opt_str(a, "run_id"))
+    return {"claims": [c.to_dict() for c in swept]}
+
+
+async def claim_reconcile(call: Call) -> dict[str, Any]:
+    a = call.args
+    suspended = await claims_service.reconcile(
+        call.runtime.db,
+        call.runtime.root,
+        agent_id=opt_str(a, "agent_id"),
+        actor=opt_str(a, "actor_id", "system"),
+        run_id=opt_str(a, "run_id"),
+    )
+    return {"claims": [c.to_dict() for c in suspended]}
+
+
+async def token_create(call: Call) -> dict[str, Any]:
+    a = call.args
+    record, token = await tokens.create(call.w, principal=a["principal"], agent_id=opt_str(a, "agent_id"))
+    return {"token": record.to_dict(), "secret": token}
+
+
+async def token_list(call: Call) -> dict[str, Any]:
+    rows = [r.to_dict() for r in await tokens.list_tokens(call.r)]
+    for row in rows:
+        row.pop("token_sha256", None)
+    return {"tokens": rows}
+
+
+async def token_revoke(call: Call) -> dict[str, Any]:
+    record = await tokens.revoke(call.w, call.args["token_id"])
+    return {"token": record.to_dict()}
+
+
+async def adapters_record(call: Call) -> dict[str, Any]:
+    return {"adapters": await adapter_records.record_builtin(call.w)}
+
+
+_RUN = string("Run to record the events in.")
+_OBJECT = {"type": "object"}
+
+TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        name="claim.revoke",
+        description="Revoke any active claim (one claim.revoked event).",
+        input_schema=obj(
+            {
+                "claim_id": string("The claim."),
+                "reason": string("Why (recorded in the event)."),
+                "actor_id": string("Actor recorded in the event (default: the caller)."),
+                "run_id": _RUN,
+            },
+            ["claim_id"],
+        ),
+        output_schema=_OBJECT,
+        handler=claim_revoke,
+        destructive=True,
+        audience="operator",
+        allow_blank=frozenset({"reason"}),
+    ),
+    ToolSpec(
+        name="claim.expire_due",
+        description="Expire every active claim whose TTL has elapsed (one claim.expired event each).",
+        input_schema=obj(
+            {"run_id": _RUN, "at_unix_ns": integer("Evaluate expiry at this time (Unix ns; default now).", minimum=0)}
+        ),
+        output_schema=_OBJECT,
+        handler=claim_expire_due,
+        audience="operator",
+    ),
+    ToolSpec(
+        name="claim.reconcile",
+        description="Suspend active write/exclusive claims whose resource changed since it was claimed.",
+        input_schema=obj(
+            {
+                "run_id": _RUN,
+                "agent_id": string("Only this agent's claims."),
+                "actor_id": string("Actor recorded in the events (default system)."),
+            }
+        ),
+        output_schema=_OBJECT,
+        handler=claim_reconcile,
+        mode="none",
+        audience="operator",
+    ),
+    ToolSpec(
+        name="token.create",
+        description="Create a bearer token for the HTTP endpoint; the secret is returned once, only its hash stored.",
+        input_schema=obj(
+            {
+                "principal": string("`agent` or `operator`.", enum=["agent", "operator"]),
+                "agent_id": string("The agent an agent token acts as."),
+            },
+            ["principal"],
+        ),
+        output_schema=_OBJECT,
+        handler=token_create,
+        audience="operator",
+    ),
+    ToolSpec(
+        name="token.list",
+        description="List bearer tokens (ids, principals, state; never a secret or its hash).",
+        input_schema=obj({}),
+        output_schema=_OBJECT,
+        handler=token_list,
+        mode="read",
+        read_only=True,
+        audience="operator",
+    ),
+    ToolSpec(
+        name="token.revoke",
+        description="Revoke a bearer token; the next request with it gets 401.",
+        input_schema=obj({"token_id": string("The token id.")}, ["token_id"]),
+        output_schema=_OBJECT,
+        handler=token_revoke,
+        destructive=True,
+        audience="operator",
+    ),
+    ToolSpec(
+        name="adapters.record",
+        description="Record the built-in adapters' capabilities (resume, MCP, read-only workspace, session capture).",
+        input_schema=obj({}),
+        output_schema=_OBJECT,
+        handler=adapters_record,
+        idempotent=True,
+        audience="operator",
+    ),
+]
