@@ -8,10 +8,9 @@ They are written atomically (temporary file, then rename) by `init`, by every `r
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from roundtable.atomic import write_atomic
 from roundtable.config import Config
 from roundtable.tools.registry import Registry, get_registry, render_tool_names
 
@@ -151,23 +150,6 @@ shows each tool as `mcp__roundtable__<name>`.
 
 There is deliberately no tool that writes repository files directly.
 """
-
-
-def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write `text` to `path` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def generated_assets(config: Config) -> dict[Path, str]:

@@ -12,7 +12,8 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
-from roundtable.assets import client_text, generated_assets, write_atomic
+from roundtable.assets import client_text, generated_assets
+from roundtable.atomic import write_atomic
 from roundtable.config import Config, default_config_yaml
 from roundtable.credentials import ensure_private_dir, ensure_project_id, state_dir
 from roundtable.errors import RoundtableError

@@ -36,11 +36,11 @@ import os
 import posixpath
 import re
 import stat
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roundtable.atomic import write_atomic_bytes
 from roundtable.errors import ToolError, ValidationError
 from roundtable.services import git
 from roundtable.services.hashing import path_hash
@@ -726,27 +726,6 @@ async def check_patch(root: Path, parsed: ParsedPatch, allow: Allowances = NOTHI
 
 def patch_rel_path(sha256: str) -> str:
     return (PATCH_DIR / f"{sha256}.diff").as_posix()
-
-
-def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync: bool = True) -> None:
-    """Write `data` to `path` through a temporary file in the same directory and a rename.
-    With `sync=False` the caller makes the data durable itself (see `fsync_all`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if sync:
-                os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _fsync_path(path: Path) -> None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from roundtable import clock
-from roundtable.assets import write_atomic
+from roundtable.atomic import write_atomic
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.services import scratch, test_exec
