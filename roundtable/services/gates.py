@@ -196,18 +196,8 @@ async def evaluate(
     """Evaluate every gate for the proposal's current revision. File reads are small (one patch);
     `dry_run_error` is `None` when the caller did not run the dry run (the gate is then reported
     as not checked, and fails)."""
-    gates: list[Gate] = []
     rev_sha = proposal.current_revision
-    if proposal.status in OPEN_STATUSES:
-        gates.append(Gate("status", True, f"proposal is {proposal.status}"))
-    else:
-        gates.append(
-            Gate(
-                "status",
-                False,
-                f"proposal is {proposal.status or 'in no state'}; only pending or in_review proposals can be applied",
-            )
-        )
+    gates: list[Gate] = [status_gate(proposal)]
     revision = await q.one(
         PatchRevision,
         "SELECT * FROM patch_revisions WHERE proposal_id = ? AND number = ?",
@@ -227,31 +217,10 @@ async def evaluate(
     if parsed is not None and revision is not None:
         check = await check_claims(q, proposal.agent_id, parsed, now)
         fences = check.fences
-        recorded = json.loads(revision.claim_fences_json or "{}")
-        if check.error:
-            gates.append(Gate("claims", False, check.error))
-        else:
-            changed = sorted(cid for cid, fence in check.fences.items() if recorded.get(cid) != fence)
-            if changed:
-                gates.append(
-                    Gate(
-                        "claims",
-                        False,
-                        f"claims changed since revision {revision.number} was attached ({', '.join(changed)}); "
-                        "attach the patch again",
-                    )
-                )
-            else:
-                gates.append(Gate("claims", True, f"{len(check.fences)} claim(s) cover the patch"))
+        gates.append(claims_gate(check, json.loads(revision.claim_fences_json or "{}"), revision.number))
     else:
         gates.append(Gate("claims", False, "not checked: the patch is unavailable"))
-
-    if dry_run_error is None:
-        gates.append(Gate("dry_run", False, "not checked"))
-    elif dry_run_error:
-        gates.append(Gate("dry_run", False, dry_run_error))
-    else:
-        gates.append(Gate("dry_run", True, "git apply --check accepts the patch"))
+    gates.append(dry_run_gate(dry_run_error))
 
     votes = await current_votes(q, proposal)
     touched = list(parsed.touched) if parsed is not None else []
@@ -263,12 +232,7 @@ async def evaluate(
         (proposal.id, rev_sha),
     )
     approval = select_approval(result, approvals)
-    if result.approvable:
-        gates.append(Gate("policy", True, result.summary))
-    elif approval is not None:
-        gates.append(Gate("policy", True, f"human approval {approval.id} by {approval.decided_by}"))
-    else:
-        gates.append(Gate("policy", False, result.summary))
+    gates.append(policy_gate(result, approval))
 
     reviews = await q.all(
         SecurityReview,
@@ -276,32 +240,15 @@ async def evaluate(
         (proposal.id, rev_sha),
     )
     review = reviews[-1] if reviews else None
-    if not result.security_review_required:
-        gates.append(Gate("security", True, "no security review required"))
-    elif review is None:
-        gates.append(Gate("security", False, "security review required"))
-    elif review.status == "approved":
-        gates.append(Gate("security", True, f"security review {review.id} approved"))
-    elif review.status == "veto" and approval is not None and approval.override_policy:
-        gates.append(Gate("security", True, f"security veto overridden by approval {approval.id}"))
-    else:
-        gates.append(
-            Gate("security", False, f"security review required (latest review {review.id} is {review.status})")
-        )
+    gates.append(security_gate(result, review, approval))
 
     runs = await q.all(
         TestRun,
         "SELECT * FROM test_runs WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
         (proposal.id, rev_sha),
     )
-    gates.append(_tests_gate(result, proposal, runs))
-
-    if result.rollback_plan_required and not proposal.rollback_notes.strip():
-        gates.append(Gate("rollback_plan", False, f"rollback notes required by profile {', '.join(result.profiles)}"))
-    else:
-        gates.append(
-            Gate("rollback_plan", True, "rollback notes present" if result.rollback_plan_required else "not required")
-        )
+    gates.append(tests_gate(result, proposal, runs))
+    gates.append(rollback_plan_gate(result, proposal))
 
     return GateReport(
         proposal=proposal,
@@ -319,7 +266,78 @@ async def evaluate(
     )
 
 
-def _tests_gate(result: PolicyResult, proposal: Proposal, runs: list[TestRun]) -> Gate:
+# --- the gates, each a pure function of what `evaluate` read --------------------------------
+
+
+def status_gate(proposal: Proposal) -> Gate:
+    """Only an open proposal (`pending` or `in_review`) can be applied."""
+    if proposal.status in OPEN_STATUSES:
+        return Gate("status", True, f"proposal is {proposal.status}")
+    return Gate(
+        "status",
+        False,
+        f"proposal is {proposal.status or 'in no state'}; only pending or in_review proposals can be applied",
+    )
+
+
+def claims_gate(check: ClaimCheck, recorded: dict[str, int], revision_number: int) -> Gate:
+    """Every change is covered (`check`), by the very claims — same fencing numbers — that were
+    recorded when the revision was attached (`recorded`: claim id → fence)."""
+    if check.error:
+        return Gate("claims", False, check.error)
+    changed = sorted(cid for cid, fence in check.fences.items() if recorded.get(cid) != fence)
+    if changed:
+        return Gate(
+            "claims",
+            False,
+            f"claims changed since revision {revision_number} was attached ({', '.join(changed)}); "
+            "attach the patch again",
+        )
+    return Gate("claims", True, f"{len(check.fences)} claim(s) cover the patch")
+
+
+def dry_run_gate(dry_run_error: str | None) -> Gate:
+    """`git apply --check` accepted the patch (`""`), refused it (its error), or was not run (`None`)."""
+    if dry_run_error is None:
+        return Gate("dry_run", False, "not checked")
+    if dry_run_error:
+        return Gate("dry_run", False, dry_run_error)
+    return Gate("dry_run", True, "git apply --check accepts the patch")
+
+
+def policy_gate(result: PolicyResult, approval: HumanApproval | None) -> Gate:
+    """The votes make the proposal approvable, or a human approval (`select_approval`) stands in."""
+    if result.approvable:
+        return Gate("policy", True, result.summary)
+    if approval is not None:
+        return Gate("policy", True, f"human approval {approval.id} by {approval.decided_by}")
+    return Gate("policy", False, result.summary)
+
+
+def security_gate(result: PolicyResult, review: SecurityReview | None, approval: HumanApproval | None) -> Gate:
+    """No review required, or the latest review of this revision approves, or its veto is
+    overridden by the selected human approval."""
+    if not result.security_review_required:
+        return Gate("security", True, "no security review required")
+    if review is None:
+        return Gate("security", False, "security review required")
+    if review.status == "approved":
+        return Gate("security", True, f"security review {review.id} approved")
+    if review.status == "veto" and approval is not None and approval.override_policy:
+        return Gate("security", True, f"security veto overridden by approval {approval.id}")
+    return Gate("security", False, f"security review required (latest review {review.id} is {review.status})")
+
+
+def rollback_plan_gate(result: PolicyResult, proposal: Proposal) -> Gate:
+    """Rollback notes are present when a matching profile requires them."""
+    if result.rollback_plan_required and not proposal.rollback_notes.strip():
+        return Gate("rollback_plan", False, f"rollback notes required by profile {', '.join(result.profiles)}")
+    return Gate("rollback_plan", True, "rollback notes present" if result.rollback_plan_required else "not required")
+
+
+def tests_gate(result: PolicyResult, proposal: Proposal, runs: list[TestRun]) -> Gate:
+    """No tests required, or the latest host-executed run of this revision passed — of each
+    expected command when the proposal lists `expected_tests` (runs oldest first)."""
     if not result.tests_required:
         return Gate("tests", True, "no tests required")
     host_runs = [r for r in runs if r.status not in HOST_RUN_EXCLUDED]
