@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from roundtable import clock
 from roundtable.errors import PermissionDenied, ValidationError
-from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref
+from roundtable.services.evidence import Actor, ProposalRef, proposal_ref
+from roundtable.services.run_scope import resolve, task_run
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import HumanApproval
 
@@ -167,8 +168,9 @@ async def record_approval(tx: Tx, req: ApprovalInput, actor: Actor) -> tuple[Hum
         event_type = "approval.decided"
     else:
         event_type = "approval.updated"
+    owner = (proposal.run_id if proposal else "") or await task_run(tx, approval.task_id)
     await tx.append_event(
-        await event_run_id(tx),
+        await resolve(tx, actor.runs, owner=owner),
         event_type,
         {
             "approval_id": approval.id,

@@ -1,9 +1,10 @@
-"""What the evidence services (approvals, security reviews, test runs) share: loading the
-proposal a record concerns, the revision that record binds to, and the run its events go to.
+"""What the evidence services (approvals, security reviews, test runs) share: who acts, loading
+the proposal a record concerns, the revision that record binds to, and the run it belongs to.
 
 Every approval, review and test run that concerns a proposal records the proposal's
 `current_revision` (the sha256 of its current patch, stored at `.roundtable/patches/<sha256>.diff`) at the moment it is written, so gates can
-ignore evidence gathered for an older patch (DESIGN §4.7).
+ignore evidence gathered for an older patch (DESIGN §4.7). Its events go to the proposal's run
+(`ProposalRef.run_id`) unless the call names another (`services.run_scope`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from roundtable.errors import ToolError
 from roundtable.services.patches import read_patch
+from roundtable.services.run_scope import NO_HINT, RunHint
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Proposal
 
@@ -20,7 +22,8 @@ from roundtable.store.records import Proposal
 @dataclass(frozen=True)
 class Actor:
     """Who makes a call, as the services need it: operator authority or an agent, the name to
-    record, and for capability sessions the role and the proposal the session is bound to."""
+    record, for capability sessions the role and the proposal the session is bound to, and what
+    the caller says about the run (`runs`: the capability's run, the caller's own)."""
 
     operator: bool
     name: str
@@ -29,6 +32,7 @@ class Actor:
     session_id: str = ""
     role: str = ""
     bound_proposal_id: str = ""
+    runs: RunHint = NO_HINT
 
     @property
     def on_session(self) -> bool:
@@ -45,6 +49,7 @@ class ProposalRef:
     status: str
     risk: str
     revision: str
+    run_id: str = ""
 
 
 async def load_proposal(q: Reader | Tx, proposal_id: str) -> Proposal:
@@ -55,7 +60,7 @@ async def load_proposal(q: Reader | Tx, proposal_id: str) -> Proposal:
 
 async def proposal_ref(q: Reader | Tx, proposal_id: str) -> ProposalRef:
     p = await load_proposal(q, proposal_id)
-    return ProposalRef(p.id, p.task_id, p.agent_id, p.status, p.risk, p.current_revision)
+    return ProposalRef(p.id, p.task_id, p.agent_id, p.status, p.risk, p.current_revision, p.run_id)
 
 
 def read_revision_patch(root: Path, proposal: ProposalRef) -> str:
@@ -64,9 +69,3 @@ def read_revision_patch(root: Path, proposal: ProposalRef) -> str:
     if not proposal.revision:
         raise ToolError(f"proposal {proposal.id} has no patch revision")
     return read_patch(root, proposal.revision)
-
-
-async def event_run_id(q: Reader | Tx) -> str:
-    """The run events are attached to: the most recently started active run, else `""`."""
-    value = await q.scalar("SELECT id FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1")
-    return str(value) if value else ""

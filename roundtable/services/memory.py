@@ -8,7 +8,10 @@ Who may edit (DESIGN §4.23): an entry records its author (`author_id`). Agents 
 edit only their own; the operator edits every entry. Recording with an existing `memory_id` never
 overwrites silently: the previous version is kept in `memory_revisions` (with who replaced it)
 and the entry's `revision` goes up. Every change appends an event (`memory.recorded`,
-`memory.revised`, `memory.marked_stale`).
+`memory.revised`, `memory.marked_stale`). Entries have no run of their own: an entry about a
+proposal or a task (its `source_proposal_id`, or a scope naming one, as `summarize` filters) has
+its events filed under that object's run, else under the run of its source event, else under the
+run the call names (`services.run_scope`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import PermissionDenied, ValidationError
-from roundtable.services.evidence import event_run_id
+from roundtable.services.run_scope import NO_HINT, RunHint, object_run, resolve
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import MemoryEntry, MemoryRevision
 
@@ -47,6 +50,7 @@ async def record(
     status: str = "active",
     actor: str = "",
     agent: str = "",
+    runs: RunHint = NO_HINT,
 ) -> MemoryEntry:
     """Create an entry, or revise the one with `memory_id` (its previous version is kept).
 
@@ -59,7 +63,9 @@ async def record(
     if len(body_md) > MAX_BODY:
         raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
     who = agent or actor or "operator"
-    existing = await tx.one(MemoryEntry, "SELECT * FROM memory_entries WHERE id = ?", (memory_id,)) if memory_id else None
+    existing = (
+        await tx.one(MemoryEntry, "SELECT * FROM memory_entries WHERE id = ?", (memory_id,)) if memory_id else None
+    )
     now = clock.now()
     if existing is not None:
         check_editor(existing, agent)
@@ -80,7 +86,7 @@ async def record(
             },
         )
         entry = await get_entry(tx, existing.id)
-        await _event(tx, "memory.revised", entry, who, previous_revision=existing.revision)
+        await _event(tx, "memory.revised", entry, who, runs, previous_revision=existing.revision)
         return entry
     new_id = memory_id or clock.new_id("M")
     await tx.insert(
@@ -100,7 +106,7 @@ async def record(
         },
     )
     entry = await get_entry(tx, new_id)
-    await _event(tx, "memory.recorded", entry, who)
+    await _event(tx, "memory.recorded", entry, who, runs)
     return entry
 
 
@@ -124,9 +130,19 @@ async def _keep_revision(tx: Tx, entry: MemoryEntry, edited_by: str, now: str) -
     tx.tables.add("memory_revisions")
 
 
-async def _event(tx: Tx, kind: str, entry: MemoryEntry, actor: str, **extra: object) -> None:
+async def entry_run(tx: Tx, entry: MemoryEntry) -> str:
+    """The run of the object an entry is about: its source proposal, the proposal or task its
+    scope names, else its source event's run (`""` for none)."""
+    run = await object_run(tx, proposal_id=entry.source_proposal_id or entry.scope, task_id=entry.scope)
+    if not run and entry.source_event_id:
+        value = await tx.scalar("SELECT run_id FROM events WHERE id = ?", (entry.source_event_id,))
+        run = str(value) if value else ""
+    return run
+
+
+async def _event(tx: Tx, kind: str, entry: MemoryEntry, actor: str, runs: RunHint, **extra: object) -> None:
     await tx.append_event(
-        await event_run_id(tx),
+        await resolve(tx, runs, owner=await entry_run(tx, entry)),
         kind,
         {
             "memory_id": entry.id,
@@ -191,7 +207,9 @@ async def summarize(
     return chosen, "".join(line + "\n" for line in lines)
 
 
-async def mark_stale(tx: Tx, memory_id: str, reason_md: str, *, actor: str = "", agent: str = "") -> MemoryEntry:
+async def mark_stale(
+    tx: Tx, memory_id: str, reason_md: str, *, actor: str = "", agent: str = "", runs: RunHint = NO_HINT
+) -> MemoryEntry:
     """Mark an entry stale, appending the reason to its body (repeatable; nothing deleted; the
     previous version is kept). An agent (`agent` given) may mark only its own entries."""
     if not memory_id or not reason_md:
@@ -213,7 +231,7 @@ async def mark_stale(tx: Tx, memory_id: str, reason_md: str, *, actor: str = "",
         {"status": "stale", "body_md": body, "revision": entry.revision + 1, "updated_at": now},
     )
     updated = await get_entry(tx, memory_id)
-    await _event(tx, "memory.marked_stale", updated, who)
+    await _event(tx, "memory.marked_stale", updated, who, runs)
     return updated
 
 

@@ -10,6 +10,9 @@ kept, but gates only look at the current revision).
 State machine: `pending` → `in_review` (review requested) → `accepted` (applied) or `rejected`;
 an applied transaction that is rolled back leaves `rolled_back`. Attach, apply and reject are
 allowed only from `pending`/`in_review`.
+
+A proposal belongs to one run (`run_id`), fixed when it is created: its task's run unless the
+call names one (`services.run_scope`). Its events, and those of decisions about it, go to that run.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from typing import Any
 from roundtable import clock
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
 from roundtable.services.claims import check_resource_id, parse_resource_id, unclaimed_resources
-from roundtable.services.evidence import event_run_id
 from roundtable.services.gates import OPEN_STATUSES, check_claims, current_votes
 from roundtable.services.patches import (
     ParsedPatch,
@@ -32,6 +34,7 @@ from roundtable.services.patches import (
     store_patch,
 )
 from roundtable.services.policy import Policy, current_policy
+from roundtable.services.run_scope import NO_HINT, RunHint, object_run, resolve, task_run
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Agent, Decision, PatchRevision, Proposal, ProposalResource
 
@@ -163,6 +166,7 @@ async def create(
     status: str,
     session_id: str = "",
     policy: Policy | None = None,
+    runs: RunHint = NO_HINT,
 ) -> dict[str, Any]:
     if status not in OPEN_STATUSES:
         raise ValidationError(f"status must be one of {', '.join(OPEN_STATUSES)}")
@@ -178,10 +182,12 @@ async def create(
     now = clock.now()
     await _check_affected(tx, agent_id, affected_resources, now)
     fences = await _new_revision(tx, root, proposal_id, 1, agent_id, parsed, now)
+    run = await resolve(tx, runs, owner=await task_run(tx, task_id))
     await tx.insert(
         "proposals",
         {
             "id": proposal_id,
+            "run_id": run,
             "task_id": task_id,
             "agent_id": agent_id,
             "title": title,
@@ -201,7 +207,7 @@ async def create(
     ids = merge_resources(affected_resources, parsed.touched)
     await _link_resources(tx, proposal_id, ids)
     await tx.append_event(
-        await event_run_id(tx),
+        run,
         "proposal.created",
         {
             "proposal_id": proposal_id,
@@ -227,6 +233,7 @@ async def attach(
     affected_resources: list[str],
     actor: str,
     policy: Policy | None = None,
+    runs: RunHint = NO_HINT,
 ) -> dict[str, Any]:
     p = await load(tx, proposal_id)
     if p.status not in OPEN_STATUSES:
@@ -266,7 +273,7 @@ async def attach(
     ids = merge_resources([*existing, *affected_resources], parsed.touched)
     await _link_resources(tx, proposal_id, ids)
     await tx.append_event(
-        await event_run_id(tx),
+        await resolve(tx, runs, owner=p.run_id),
         "proposal.revised",
         {
             "proposal_id": proposal_id,
@@ -330,7 +337,9 @@ async def listing(q: Reader | Tx, task_id: str, status: str) -> list[dict[str, A
     return [proposal_dict(p) for p in await q.all(Proposal, sql + " ORDER BY created_at, id", params)]
 
 
-async def request_review(tx: Tx, root: Path, policy: Policy, proposal_id: str, actor: str) -> dict[str, Any]:
+async def request_review(
+    tx: Tx, root: Path, policy: Policy, proposal_id: str, actor: str, runs: RunHint = NO_HINT
+) -> dict[str, Any]:
     """§2.5.5: who should review (by policy role) and move `pending` → `in_review`."""
     p = await load(tx, proposal_id)
     if not p.current_revision:
@@ -352,7 +361,7 @@ async def request_review(tx: Tx, root: Path, policy: Policy, proposal_id: str, a
         now = clock.now()
         await tx.update("proposals", {"id": proposal_id}, {"status": "in_review", "updated_at": now})
         await tx.append_event(
-            await event_run_id(tx),
+            await resolve(tx, runs, owner=p.run_id),
             "proposal.review_requested",
             # `reviewers` (agent ids) and `roles` are the spec's keys (tools.md §1.10); the
             # revision says which patch the reviews are for.
@@ -387,6 +396,7 @@ async def record_decision(
     decided_by: str,
     proposal_id: str,
     task_id: str,
+    runs: RunHint = NO_HINT,
 ) -> Decision:
     if await tx.scalar("SELECT 1 FROM decisions WHERE id = ?", (decision_id,)):
         raise ToolError(f"decision {decision_id} already exists")
@@ -409,7 +419,7 @@ async def record_decision(
         },
     )
     await tx.append_event(
-        await event_run_id(tx),
+        await resolve(tx, runs, owner=await object_run(tx, proposal_id=proposal_id, task_id=task_id)),
         "decision.recorded",
         {"decision_id": decision_id, "proposal_id": proposal_id, "decision": decision},
         actor_id=decided_by,
@@ -420,7 +430,9 @@ async def record_decision(
     return row
 
 
-async def reject(tx: Tx, *, proposal_id: str, reason_md: str, decision_id: str, decided_by: str) -> dict[str, Any]:
+async def reject(
+    tx: Tx, *, proposal_id: str, reason_md: str, decision_id: str, decided_by: str, runs: RunHint = NO_HINT
+) -> dict[str, Any]:
     p = await load(tx, proposal_id)
     if p.status not in OPEN_STATUSES:
         raise ToolError(f"proposal {proposal_id} is {p.status}; only pending or in_review proposals can be rejected")
@@ -434,9 +446,10 @@ async def reject(tx: Tx, *, proposal_id: str, reason_md: str, decision_id: str, 
         decided_by=decided_by,
         proposal_id=proposal_id,
         task_id=p.task_id,
+        runs=runs,
     )
     await tx.append_event(
-        await event_run_id(tx),
+        await resolve(tx, runs, owner=p.run_id),
         "patch.rejected",
         {"proposal_id": proposal_id, "decision_id": decision.id, "revision": p.current_revision},
         actor_id=decided_by,

@@ -24,9 +24,10 @@ import anyio
 
 from roundtable import clock
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
-from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref, read_revision_patch
+from roundtable.services.evidence import Actor, ProposalRef, proposal_ref, read_revision_patch
 from roundtable.services.pathguard import is_sensitive_path
 from roundtable.services.policy import ensure_policy
+from roundtable.services.run_scope import resolve, task_run
 from roundtable.services.security_scan import (
     Finding,
     ScanResult,
@@ -152,8 +153,9 @@ async def review(runtime: Runtime, req: ReviewInput, actor: Actor) -> tuple[Secu
         else:
             await tx.update("security_reviews", {"id": review_id}, values)
         record = await get_review(tx, review_id)
+        owner = (proposal.run_id if proposal else "") or await task_run(tx, record.task_id)
         await tx.append_event(
-            await event_run_id(tx),
+            await resolve(tx, actor.runs, owner=owner),
             "security.reviewed",
             {
                 "review_id": record.id,

@@ -11,6 +11,9 @@ agent may read in a capability session. Entries are repository-relative, lexical
 and de-duplicated; credential and configuration locations are refused with an error naming the
 entry. The list is stored as `readable_paths_json` and returned on the task as the JSON array
 `readable_paths` (task records in results carry `readable_paths`, not the JSON text column).
+
+A task belongs to one run (`run_id`), fixed when it is created from what the call names, else the
+caller's run, else the one active run (`services.run_scope`); its events go to that run.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
-from roundtable.services.evidence import event_run_id
 from roundtable.services.pathguard import is_sensitive_path, resolve_repo_path
+from roundtable.services.run_scope import NO_HINT, RunHint, resolve, resolve_sync
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
@@ -138,9 +141,11 @@ async def create_task(
     root: Path | None = None,
     actor: str = "",
     agent: str = "",
+    runs: RunHint = NO_HINT,
 ) -> Task:
-    """Create a task, or (operator only) replace one with the same id (keeping its `created_at`).
-    `agent` is the acting agent ("" for operator authority); `actor` is recorded on the event."""
+    """Create a task, or (operator only) replace one with the same id (keeping its `created_at`
+    and its run). `agent` is the acting agent ("" for operator authority); `actor` is recorded on
+    the event; `runs` is what the call says about the run (`services.run_scope`)."""
     if not title or not body_md:
         raise ValidationError("title and body_md are required")
     if len(title) > MAX_TITLE:
@@ -159,21 +164,19 @@ async def create_task(
         json.dumps(paths, ensure_ascii=False),
     )
     # Every read and write of the call in one hop to the writer's thread (issue 19, target 2).
-    task: Task = await tx.run(_create_sync, tx, values, bool(task_id), assigned_agent_id, actor, agent)
+    task: Task = await tx.run(_create_sync, tx, values, bool(task_id), assigned_agent_id, actor, agent, runs)
     tx.tables.add("tasks")
     return task
 
 
 _UPSERT_TASK = (
     "INSERT INTO tasks (id, title, body_md, status, priority, risk, assigned_agent_id, readable_paths_json,"
-    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " created_at, updated_at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT(id) DO UPDATE SET title = excluded.title, body_md = excluded.body_md,"
     " status = excluded.status, priority = excluded.priority, risk = excluded.risk,"
     " assigned_agent_id = excluded.assigned_agent_id, readable_paths_json = excluded.readable_paths_json,"
     " updated_at = excluded.updated_at"
 )
-# The run events attach to, as `evidence.event_run_id` reads it.
-_EVENT_RUN = "SELECT id FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1"
 
 
 def _create_sync(
@@ -184,10 +187,12 @@ def _create_sync(
     assigned_agent_id: str,
     actor: str,
     agent: str,
+    runs: RunHint,
 ) -> Task:
     """`create_task`'s reads and writes, on the writer's thread inside `tx`."""
     task_id = values[0]
-    replaced = given_id and conn.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is not None
+    found = conn.execute("SELECT run_id FROM tasks WHERE id = ?", (task_id,)).fetchone() if given_id else None
+    replaced = found is not None
     if agent:
         if replaced:
             raise PermissionDenied(f"task {task_id} already exists; agents create new tasks, they never replace one")
@@ -195,13 +200,16 @@ def _create_sync(
             raise PermissionDenied(
                 f"an agent may assign a new task only to itself ({agent}), not to {assigned_agent_id}"
             )
+    # A replaced task keeps its run (the upsert leaves `run_id` alone) unless it had none.
+    run = resolve_sync(conn, runs, owner=str(found[0] or "") if found is not None else "")
     now = clock.now()
-    conn.execute(_UPSERT_TASK, (*values, now, now)).close()
+    conn.execute(_UPSERT_TASK, (*values, now, now, run)).close()
+    if found is not None and not found[0] and run:
+        conn.execute("UPDATE tasks SET run_id = ? WHERE id = ?", (run, task_id)).close()
     task = Task.from_row(conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone())
-    run = conn.execute(_EVENT_RUN).fetchone()
     tx.emit(
         conn,
-        str(run[0]) if run and run[0] else "",
+        run,
         "task.replaced" if replaced else "task.created",
         {
             "task_id": task.id,
@@ -232,10 +240,18 @@ def check_task_change(task: Task, agent: str, assigned_agent_id: str) -> None:
 
 
 async def update_task_status(
-    tx: Tx, task_id: str, *, status: str = "", assigned_agent_id: str = "", actor: str = "", agent: str = ""
+    tx: Tx,
+    task_id: str,
+    *,
+    status: str = "",
+    assigned_agent_id: str = "",
+    actor: str = "",
+    agent: str = "",
+    runs: RunHint = NO_HINT,
 ) -> Task:
     """Overwrite the non-empty fields and refresh `updated_at` (even when nothing changed), and
-    append `task.updated`. `agent` is the acting agent ("" for operator authority)."""
+    append `task.updated` to the task's run (unless the call names one, `services.run_scope`).
+    `agent` is the acting agent ("" for operator authority)."""
     if not task_id:
         raise ValidationError("task_id is required")
     before = await get_task(tx, task_id)
@@ -249,7 +265,7 @@ async def update_task_status(
     await tx.update("tasks", {"id": task_id}, values)
     task = await get_task(tx, task_id)
     await tx.append_event(
-        await event_run_id(tx),
+        await resolve(tx, runs, owner=task.run_id),
         "task.updated",
         {
             "task_id": task.id,

@@ -17,6 +17,9 @@ records sandbox `none`.
 
 `submit_evidence` stores a tester session's own report as status `reported` with the outcome in
 its own column: it is a claim by an agent, not host-verified, and never counts as a pass.
+
+Events of a test run (`test.started`, `test.finished`, `test.evidence_reported`) go to the run of
+its proposal, else of its task, unless the call names one (`services.run_scope`).
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ from roundtable.atomic import write_atomic
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.services import scratch, test_exec
-from roundtable.services.evidence import Actor, ProposalRef, event_run_id, proposal_ref, read_revision_patch
+from roundtable.services.evidence import Actor, ProposalRef, proposal_ref, read_revision_patch
 from roundtable.services.patches import allowances, parse_patch, read_patch
 from roundtable.services.policy import Policy, TestsPolicy
 from roundtable.services.redact import redact
+from roundtable.services.run_scope import resolve, task_run
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import TestRun
 
@@ -94,12 +98,12 @@ def log_path_for(test_run_id: str) -> str:
     return f"{TESTLOGS_DIR}/{test_run_id}.log"
 
 
-async def _finish(runtime: Runtime, test_run_id: str, values: dict[str, object], actor: Actor) -> TestRun:
+async def _finish(runtime: Runtime, test_run_id: str, values: dict[str, object], actor: Actor, run: str) -> TestRun:
     async with runtime.db.write(tool="test.run") as tx:
         await tx.update("test_runs", {"id": test_run_id}, {**values, "finished_at": clock.now()})
         record = await get_test_run(tx, test_run_id)
         await tx.append_event(
-            await event_run_id(tx),
+            run,
             "test.finished",
             {
                 "test_run_id": record.id,
@@ -194,6 +198,8 @@ async def run_test(
         if proposal is not None and not proposal.revision:
             raise ToolError(f"proposal {proposal.id} has no patch revision to test")
         task_id = req.task_id or (proposal.task_id if proposal else "")
+        owner = (proposal.run_id if proposal else "") or await task_run(tx, task_id)
+        run = await resolve(tx, actor.runs, owner=owner)
         await tx.insert(
             "test_runs",
             {
@@ -211,7 +217,7 @@ async def run_test(
             },
         )
         await tx.append_event(
-            await event_run_id(tx),
+            run,
             "test.started",
             {
                 "test_run_id": test_run_id,
@@ -236,6 +242,7 @@ async def run_test(
                 test_run_id,
                 {"status": test_exec.ERROR, "summary_md": f"Could not write the test log: {exc.strerror}."},
                 actor,
+                run,
             )
         raise ToolError(f"write test log {log_rel}: {exc.strerror}") from None
     except BaseException:
@@ -245,6 +252,7 @@ async def run_test(
                 test_run_id,
                 {"status": test_exec.ERROR, "summary_md": "Test run was cancelled before it finished."},
                 actor,
+                run,
             )
         raise
     record = await _finish(
@@ -257,6 +265,7 @@ async def run_test(
             "log_path": log_rel,
         },
         actor,
+        run,
     )
     return record, log
 
@@ -357,7 +366,7 @@ async def submit_evidence(tx: Tx, req: EvidenceInput, actor: Actor) -> TestRun:
     )
     record = await get_test_run(tx, test_run_id)
     await tx.append_event(
-        await event_run_id(tx),
+        await resolve(tx, actor.runs, owner=proposal.run_id),
         "test.evidence_reported",
         {
             "test_run_id": record.id,

@@ -9,7 +9,8 @@ bear on this proposal — on a linked resource, or covering a touched path — a
 whose resource changed since it was claimed is suspended (`claim.suspended`, reason `base hash
 changed`), reported in `stale_claims`, and makes the report invalid (`stale claim base hash:
 <resource id>`). The author's unrelated claims are left alone (the reference suspended all of
-them, silently).
+them, silently). The `patch.validated` event goes to the proposal's run unless the call names one
+(`services.run_scope`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from roundtable import clock
 from roundtable.errors import NotFound, ToolError
 from roundtable.services import claims as claims_service
 from roundtable.services import git
-from roundtable.services.evidence import event_run_id
 from roundtable.services.gates import evaluate
 from roundtable.services.patches import (
     ParsedPatch,
@@ -33,6 +33,7 @@ from roundtable.services.patches import (
 )
 from roundtable.services.policy import ensure_policy
 from roundtable.services.proposals import links, proposal_dict
+from roundtable.services.run_scope import NO_HINT, RunHint, resolve
 from roundtable.store.db import Reader
 from roundtable.store.records import Claim, Proposal
 
@@ -53,7 +54,7 @@ async def _bearing_claims(r: Reader, proposal: Proposal, parsed: ParsedPatch | N
     return ids
 
 
-async def validate(runtime: Runtime, proposal_id: str, *, actor: str) -> dict[str, Any]:
+async def validate(runtime: Runtime, proposal_id: str, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
     root = runtime.root
     policy = ensure_policy(runtime.policy)
     async with runtime.db.read() as r:
@@ -131,7 +132,7 @@ async def validate(runtime: Runtime, proposal_id: str, *, actor: str) -> dict[st
     }
     async with runtime.db.write(tool="patch.validate") as tx:
         await tx.append_event(
-            await event_run_id(tx),
+            await resolve(tx, runs, owner=current.run_id),
             "patch.validated",
             {
                 "proposal_id": proposal_id,

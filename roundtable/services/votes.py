@@ -10,7 +10,8 @@ Only agents the policy counts may vote (DESIGN §4.23): a registered, enabled ag
 a reviewing role (`VOTING_ROLES`: Reviewer, Architect, Tester, Security — the roles consensus
 profiles name). A vote naming an unknown agent (`ghost-9`), a disabled one, or an implementer is
 refused whoever sends it, and the gates count only such agents' votes (`gates.current_votes`).
-Which agent votes is the caller's principal: `Runtime.call` binds `agent_id` to it.
+Which agent votes is the caller's principal: `Runtime.call` binds `agent_id` to it. A vote's
+event goes to the proposal's run (`services.run_scope`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
-from roundtable.services.evidence import event_run_id
 from roundtable.services.gates import OPEN_STATUSES, VOTING_ROLES
 from roundtable.services.policy import VOTE_VOCABULARY
 from roundtable.services.proposals import load
+from roundtable.services.run_scope import NO_HINT, RunHint, resolve
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Vote
 
@@ -59,6 +60,7 @@ async def cast(
     vote_id: str,
     session_id: str = "",
     policy_version: str = "",
+    runs: RunHint = NO_HINT,
 ) -> Vote:
     value = normalise_vote(vote)
     if not 0.0 <= confidence <= 1.0:
@@ -102,7 +104,7 @@ async def cast(
         },
     )
     await tx.append_event(
-        await event_run_id(tx),
+        await resolve(tx, runs, owner=p.run_id),
         "vote.cast",
         {
             "proposal_id": proposal_id,

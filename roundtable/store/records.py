@@ -191,6 +191,7 @@ class Task(Record):
     readable_paths_json: str
     created_at: str
     updated_at: str
+    run_id: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,6 +285,7 @@ class Proposal(Record):
     transaction_state: str
     created_at: str
     updated_at: str
+    run_id: str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -386,7 +386,36 @@ CREATE TABLE memory_revisions (
 );
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+# Version 3: every task and proposal belongs to a run (issue 14 §1; `services.run_scope`). Rows
+# written before this version take the run their creation was filed under: a task the run of its
+# `task.created`/`task.replaced` event (else of a session capability issued for it); a proposal
+# its task's run (else the run of its own `proposal.created` event). `''` where nothing recorded one.
+_V3 = """
+ALTER TABLE tasks ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE proposals ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
+
+UPDATE tasks SET run_id = coalesce(
+  (SELECT e.run_id FROM events e
+    WHERE e.task_id = tasks.id AND e.type IN ('task.created', 'task.replaced') AND e.run_id != ''
+    ORDER BY e.id LIMIT 1),
+  (SELECT c.run_id FROM session_capabilities c
+    WHERE c.task_id = tasks.id AND c.run_id != ''
+    ORDER BY c.issued_at, c.id LIMIT 1),
+  '');
+
+UPDATE proposals SET run_id = coalesce(
+  (SELECT t.run_id FROM tasks t WHERE t.id = proposals.task_id AND t.run_id != ''),
+  (SELECT e.run_id FROM events e
+    WHERE e.type = 'proposal.created' AND e.run_id != '' AND e.task_id = proposals.task_id
+      AND json_extract(e.payload_json, '$.proposal_id') = proposals.id
+    ORDER BY e.id LIMIT 1),
+  '');
+
+CREATE INDEX idx_tasks_run ON tasks(run_id, status);
+CREATE INDEX idx_proposals_run ON proposals(run_id, status);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.

@@ -27,6 +27,7 @@ def actor_of(caller: Caller) -> Actor:
         session_id=caller.session_id or (cap.session_id if cap is not None else ""),
         role=cap.role if cap is not None else "",
         bound_proposal_id=cap.proposal_id if cap is not None else "",
+        runs=caller.run_hint,
     )
 
 

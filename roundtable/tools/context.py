@@ -8,9 +8,10 @@ argument that names who acts (`agent_id`, `actor_id`, `decided_by`, …) against
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from roundtable.services.run_scope import RunHint
 from roundtable.store.db import Reader, Tx
 
 if TYPE_CHECKING:
@@ -29,13 +30,28 @@ class Caller:
     `internal` operations; their principal is the component's name). An agent caller is bound to
     one agent (`agent_id`: an agent token, or a session capability whose own socket it uses); an
     agent caller without an agent id is anonymous (an unbound credential, or the explicit no-auth
-    opt-out) and may call read-only tools only."""
+    opt-out) and may call read-only tools only.
+
+    `run_id` is the caller's own run (the console's selected run, the Chair's ticking run): the
+    run its changes belong to when neither the arguments, a capability nor the object acted on
+    names one (`services.run_scope`). In-process callers set it with `with_run`."""
 
     kind: CallerKind
     transport: str
     agent_id: str = ""
     session_id: str = ""
     capability: SessionCapability | None = None
+    run_id: str = ""
+
+    def with_run(self, run_id: str) -> Caller:
+        """This caller acting for run `run_id` (its own run; see `services.run_scope`)."""
+        return replace(self, run_id=run_id)
+
+    @property
+    def run_hint(self) -> RunHint:
+        """What this caller says about the run of its changes: its capability's run, and its own."""
+        cap = self.capability
+        return RunHint(named=cap.run_id if cap is not None else "", caller=self.run_id)
 
     @property
     def is_operator(self) -> bool:
@@ -107,6 +123,14 @@ class Call:
     def session_id(self) -> str:
         cap = self.caller.capability
         return self.caller.session_id or (cap.session_id if cap is not None else "")
+
+    @property
+    def run_hint(self) -> RunHint:
+        """What this call says about the run of its changes: its `run_id` argument where the tool
+        has one, else the capability's run; and the caller's own run (`services.run_scope`)."""
+        hint = self.caller.run_hint
+        given = self.args.get("run_id") if isinstance(self.args, dict) else None
+        return replace(hint, named=given.strip()) if isinstance(given, str) and given.strip() else hint
 
     @property
     def w(self) -> Tx:

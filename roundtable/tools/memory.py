@@ -14,7 +14,12 @@ from roundtable.tools.schema import RECORD, RECORDS, integer, obj, result, strin
 
 async def mark_stale(call: Call) -> dict[str, Any]:
     entry = await memory.mark_stale(
-        call.w, call.args["memory_id"], call.args["reason_md"], actor=call.actor, agent=call.agent_id
+        call.w,
+        call.args["memory_id"],
+        call.args["reason_md"],
+        actor=call.actor,
+        agent=call.agent_id,
+        runs=call.run_hint,
     )
     return {"entry": entry.to_dict()}
 
@@ -45,6 +50,7 @@ async def record(call: Call) -> dict[str, Any]:
         status=opt_str(a, "status", "active"),
         actor=call.actor,
         agent=call.agent_id,
+        runs=call.run_hint,
     )
     return {"entry": entry.to_dict()}
 

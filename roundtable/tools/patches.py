@@ -18,7 +18,7 @@ from roundtable.tools.schema import obj, string
 
 
 async def validate(call: Call) -> dict[str, Any]:
-    return await validate_proposal(call.runtime, call.args["proposal_id"], actor=call.actor)
+    return await validate_proposal(call.runtime, call.args["proposal_id"], actor=call.actor, runs=call.run_hint)
 
 
 async def apply(call: Call) -> dict[str, Any]:
@@ -30,6 +30,7 @@ async def apply(call: Call) -> dict[str, Any]:
         run_id=opt_str(args, "run_id"),
         applied_by=opt_str(args, "applied_by", call.actor),
         expected_revision=opt_str(args, "revision"),
+        runs=call.run_hint,
     )
     meta = out["metadata"]
     async with call.runtime.db.read() as r:
@@ -56,6 +57,7 @@ async def reject(call: Call) -> dict[str, Any]:
         reason_md=args["reason_md"],
         decision_id=record_id(args, "decision_id", clock.new_id("D")),
         decided_by=opt_str(args, "decided_by", call.actor),
+        runs=call.run_hint,
     )
 
 

@@ -40,6 +40,7 @@ async def create(call: Call) -> dict[str, Any]:
         status=opt_str(args, "status", "pending"),
         session_id=call.session_id,
         policy=call.runtime.policy,
+        runs=call.run_hint,
     )
 
 
@@ -55,6 +56,7 @@ async def attach_patch(call: Call) -> dict[str, Any]:
         affected_resources=opt_list(args, "affected_resources"),
         actor=call.actor,
         policy=call.runtime.policy,
+        runs=call.run_hint,
     )
 
 
@@ -76,6 +78,7 @@ async def request_review(call: Call) -> dict[str, Any]:
         ensure_policy(call.runtime.policy),
         call.args["proposal_id"],
         call.actor,
+        call.run_hint,
     )
 
 
@@ -94,6 +97,7 @@ async def vote_cast(call: Call) -> dict[str, Any]:
         vote_id=record_id(args, "vote_id", clock.new_id("V")),
         session_id=call.session_id,
         policy_version=getattr(policy, "version", ""),
+        runs=call.run_hint,
     )
     return {"vote": vote.to_dict()}
 
@@ -114,6 +118,7 @@ async def decision_record(call: Call) -> dict[str, Any]:
         decided_by=decided_by,
         proposal_id=opt_str(args, "proposal_id"),
         task_id=opt_str(args, "task_id"),
+        runs=call.run_hint,
     )
     return {"decision": decision.to_dict()}
 

@@ -28,6 +28,7 @@ async def create(call: Call) -> dict[str, Any]:
         root=call.runtime.root,
         actor=call.actor,
         agent=call.agent_id,
+        runs=call.run_hint,
     )
     return {"task": task_dict(task)}
 
@@ -49,6 +50,7 @@ async def update_status(call: Call) -> dict[str, Any]:
         assigned_agent_id=opt_str(a, "assigned_agent_id"),
         actor=call.actor,
         agent=call.agent_id,
+        runs=call.run_hint,
     )
     return {"task": task_dict(task)}
 
