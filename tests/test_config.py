@@ -52,7 +52,7 @@ def test_overrides_apply_and_durations_parse() -> None:
     [
         ("foo: 1\n", "config.yaml:1: foo: unknown key"),
         ("mcp:\n  tool_names: camel\n", "config.yaml:2: mcp.tool_names: must be one of underscore, dotted"),
-        ("storage:\n  wal: maybe\n", "config.yaml:2: storage.wal: expected a boolean, got string"),
+        ("mcp:\n  require_tokens: maybe\n", "config.yaml:2: mcp.require_tokens: expected true or false, got string"),
         ("chair:\n\n  tick_interval: soon\n", "config.yaml:3: chair.tick_interval: invalid duration"),
         (
             "agents:\n  implementers:\n    count: -1\n",
@@ -180,3 +180,61 @@ def test_autopilot_errors_name_key_and_line(text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(text)
     assert expected in str(info.value)
+
+
+def test_storage_wal_from_older_files_loads_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # Nothing ever read `storage.wal` (SQLite always runs in WAL mode): an older file still
+    # loads, and the warning names the line to delete.
+    with caplog.at_level("WARNING", logger="roundtable.config"):
+        c = parse_config("project_name: Old\n\nstorage:\n  wal: false\n  sqlite_path: .roundtable/x.db\n")
+    assert c.storage.sqlite_path == ".roundtable/x.db"
+    assert not hasattr(c.storage, "wal")
+    assert "config.yaml:4: storage.wal: no longer read" in caplog.text
+    assert "storage.wal" not in default_config_yaml()
+
+
+def test_every_problem_is_reported_in_line_order() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config("repo:\n  max_read_bytes: 0\nmcp:\n  tool_names: camel\n  bogus: 1\n")
+    lines = str(info.value).splitlines()
+    assert lines[0] == "config.yaml:2: repo.max_read_bytes: must be a positive integer (got 0)"
+    assert lines[1] == "config.yaml:4: mcp.tool_names: must be one of underscore, dotted (got 'camel')"
+    assert lines[2].startswith("config.yaml:5: mcp.bogus: unknown key (allowed: auth, http_address,")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("storage: 5\n", "config.yaml:1: storage: expected a mapping, got integer"),
+        ("agents:\n  chair: [a]\n", "config.yaml:2: agents.chair: expected a mapping, got list"),
+        ("adapters:\n  mine:\n    command: x\n    resume: y\n", "config.yaml:4: adapters.mine.resume: unknown key"),
+        ("agents:\n  pilots: {}\n", "config.yaml:2: agents.pilots: unknown key (allowed: architect, chair,"),
+        (
+            "tui:\n  bindings:\n    approve: ''\n",
+            "config.yaml:3: tui.bindings.approve: expected a key name such as ctrl+a",
+        ),
+        ("project_name: null\n", "config.yaml:1: project_name: expected a string, got null"),
+        ("1: x\n", "config.yaml:1: keys must be strings (got 1)"),
+        ("agents:\n  chair:\n    adapter: nope\n", 'unknown adapter "nope" (configured: claude, codex, gemini'),
+    ],
+)
+def test_model_errors_name_key_line_and_what_is_allowed(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert expected in str(info.value)
+
+
+def test_empty_sections_and_custom_adapters_keep_defaults() -> None:
+    c = parse_config("storage:\nagents:\n  chair:\n    model: big\nadapters:\n  mine:\n")
+    assert c.storage == Config().storage
+    assert (c.agents.chair.role, c.agents.chair.adapter, c.agents.chair.model) == ("Chair", "claude", "big")
+    assert c.adapters["mine"].command == "" and c.adapters["claude"].command == "claude"
+    assert parse_config("tui:\n  bindings:\n    approve: ' ctrl+a '\n").tui.bindings == {"approve": "ctrl+a"}
+
+
+def test_starter_file_quotes_addresses_and_keeps_its_comments() -> None:
+    text = default_config_yaml()
+    assert text.startswith("# roundtable's project configuration.")
+    assert '  http_address: "127.0.0.1:7117"\n' in text
+    assert "  # underscore (task_create) suits most MCP clients" in text
+    assert "  turn_timeout: 30m\n" in text

@@ -124,7 +124,7 @@ class RoundtableApp(App[None]):
         self.stale: Staleness | None = None
         self.gate_reports: dict[str, tuple[dict[str, Any] | None, str]] = {}
         self.refreshes = 0
-        self._overrides = commands.keymap(runtime.config.tui.bindings)
+        self._overrides = commands.keymap(runtime.config.tui.bindings.items())
         self._refreshing = False
         self._dirty = False
         self._inspecting: tuple[str, str] | None = None

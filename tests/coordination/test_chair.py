@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -176,7 +175,8 @@ async def test_sync_agents_from_config(runtime: Runtime) -> None:
     # shrink the implementer pool: implementer-2 is kept but disabled; a manual disable is undone
     async with runtime.db.write() as tx:
         await tx.execute("UPDATE agents SET is_enabled = 0 WHERE id = 'reviewer-1'")
-    runtime.config = replace(runtime.config, agents=replace(runtime.config.agents, implementers=PoolConfig(1, "codex")))
+    agents = runtime.config.agents.model_copy(update={"implementers": PoolConfig(count=1, adapter="codex")})
+    runtime.config = runtime.config.model_copy(update={"agents": agents})
     await chair.sync_agents(runtime)
     ids = {a["id"]: a for a in (await runtime.call("table.get_state"))["agents"]}
     assert ids["implementer-2"]["is_enabled"] is False and ids["reviewer-1"]["is_enabled"] is True
@@ -219,7 +219,8 @@ async def test_runs_service(runtime: Runtime) -> None:
 
 
 async def test_chair_loop_wakes_on_turn_request_and_on_wake(runtime: Runtime, run_id: str) -> None:
-    runtime.config = replace(runtime.config, chair=replace(runtime.config.chair, tick_interval=30.0))
+    timings = runtime.config.chair.model_copy(update={"tick_interval": 30.0})
+    runtime.config = runtime.config.model_copy(update={"chair": timings})
     loop = chair.ChairLoop(runtime)
     task = asyncio.create_task(loop.run())
     try:

@@ -139,11 +139,10 @@ async def test_lifecycle_errors(runtime: Runtime, run_id: str) -> None:
 
 
 async def test_turn_expiry(runtime: Runtime, run_id: str) -> None:
-    from dataclasses import replace
-
     from roundtable import clock
 
-    runtime.config = replace(runtime.config, chair=replace(runtime.config.chair, turn_start_timeout=5, turn_timeout=60))
+    timings = runtime.config.chair.model_copy(update={"turn_start_timeout": 5.0, "turn_timeout": 60.0})
+    runtime.config = runtime.config.model_copy(update={"chair": timings})
     a = await _request(runtime, run_id, "implementer-1")
     b = await _request(runtime, run_id, "implementer-2")
     t0 = clock.now_ns()
