@@ -30,7 +30,6 @@ from roundtable.errors import RoundtableError, ToolError
 from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
 
-INTERNAL_CALLS = ("session.launch", "session.revoke")  # see roundtable.supervisor
 log = logging.getLogger("roundtable.server.socket")
 
 SOCKET_CALLER = Caller("operator", "socket")
@@ -369,14 +368,9 @@ class SocketServer:
     async def _dispatch(self, tool: str, args: dict[str, Any]) -> bytes:
         self.served += 1
         try:
-            if tool in INTERNAL_CALLS:
-                # Operator-only supervisor requests (`roundtable sessions launch|revoke`); never
-                # advertised and only reachable over this same-uid socket.
-                from roundtable.supervisor import handle_internal
-
-                result = await handle_internal(self.runtime, tool, args)
-            else:
-                result = await self.runtime.call(tool, args, SOCKET_CALLER)
+            # Operator operations (`roundtable sessions launch|revoke`, …) pass here like any
+            # tool: this same-uid socket carries operator authority, and the audience decides.
+            result = await self.runtime.call(tool, args, SOCKET_CALLER)
         except RoundtableError as exc:
             if not isinstance(exc, ToolError):
                 self._say(f"roundtable mcp socket: {tool or '(none)'} failed ({type(exc).__name__})")
