@@ -20,6 +20,7 @@ from roundtable.services import claims as claims_service
 from roundtable.services import hashing
 from roundtable.services import symbols as symbol_index
 from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
+from roundtable.services.run_scope import resolve, task_run
 from roundtable.store.records import Resource
 from roundtable.tools.args import opt_bool, opt_int, opt_str, record_id
 from roundtable.tools.context import Call
@@ -100,7 +101,8 @@ async def claim(call: Call) -> dict[str, Any]:
     if claim_type not in claims_service.MODES:
         raise ValidationError(f"unsupported claim type: {claim_type}")
     claim_id = record_id(args, "claim_id")
-    run_id = opt_str(args, "run_id").strip()
+    async with runtime.db.read() as r:  # the claim's events go to its task's run (run_scope)
+        run_id = await resolve(r, call.run_hint, owner=await task_run(r, task_id))
     ttl = opt_int(args, "ttl_seconds", claims_service.DEFAULT_TTL_SECONDS)
     if ttl <= 0:
         ttl = claims_service.DEFAULT_TTL_SECONDS
@@ -158,6 +160,8 @@ async def release(call: Call) -> dict[str, Any]:
     run_id = opt_str(args, "run_id").strip()
     if run_id and await call.w.scalar("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
         raise NotFound("run", run_id)
+    claimed_for = await call.w.scalar("SELECT task_id FROM claims WHERE id = ?", (opt_str(args, "claim_id").strip(),))
+    run_id = await resolve(call.w, call.run_hint, owner=await task_run(call.w, str(claimed_for or "")))
     updated, changed = await claims_service.transition(
         call.w,
         opt_str(args, "claim_id").strip(),
