@@ -20,7 +20,7 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Agent
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ async def sync_agents_tx(tx: Tx, config: Config) -> list[str]:
     return disabled
 
 
-async def sync_agents(runtime: Runtime) -> list[str]:
+async def sync_agents(runtime: Project) -> list[str]:
     """Synchronise adapter capabilities and agent rows from `runtime.config` (one transaction)."""
     async with runtime.db.write(tool="agents.sync") as tx:
         await sync_adapter_capabilities(tx, runtime.config)

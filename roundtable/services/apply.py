@@ -78,7 +78,7 @@ from roundtable.services.transactions import complete_apply, finish_failed, in_f
 from roundtable.store.records import Proposal, Transaction
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 __all__ = [
     "apply_proposal",
@@ -89,7 +89,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-def _policy(runtime: Runtime) -> Policy:
+def _policy(runtime: Project) -> Policy:
     return ensure_policy(runtime.policy)
 
 
@@ -129,7 +129,7 @@ class Prepared:
     head: str
 
 
-async def _prepare(runtime: Runtime, proposal_id: str, policy: Policy) -> Prepared:
+async def _prepare(runtime: Project, proposal_id: str, policy: Policy) -> Prepared:
     async with runtime.db.read() as r:
         proposal = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
     if proposal is None:
@@ -164,7 +164,7 @@ async def _prepare(runtime: Runtime, proposal_id: str, policy: Policy) -> Prepar
 
 
 async def apply_proposal(
-    runtime: Runtime,
+    runtime: Project,
     proposal_id: str,
     *,
     transaction_id: str = "",
@@ -262,7 +262,7 @@ async def apply_proposal(
         raise
 
 
-async def _undo_failed_apply(runtime: Runtime, tx_id: str, proposal_id: str, reason: str, run: str) -> None:
+async def _undo_failed_apply(runtime: Project, tx_id: str, proposal_id: str, reason: str, run: str) -> None:
     """An apply failed after its intent committed: restore every touched path from the
     artefact now and mark the transaction failed (never leave it pending)."""
     try:

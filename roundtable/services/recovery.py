@@ -31,7 +31,7 @@ from roundtable.services.transactions import complete_apply, complete_rollback
 from roundtable.store.records import Transaction
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def _state_word(digest: str) -> str:
     return "changed"
 
 
-async def _recover_one(runtime: Runtime, row: Transaction) -> str:
+async def _recover_one(runtime: Project, row: Transaction) -> str:
     root = runtime.root
     token = git_token(root, row)
     killed = await asyncio.to_thread(git.kill_leftover, token)
@@ -145,7 +145,7 @@ async def _recover_one(runtime: Runtime, row: Transaction) -> str:
     return f"transaction {row.id} (proposal {row.proposal_id}): {outcome} — {detail}"
 
 
-async def recover_interrupted(runtime: Runtime) -> list[str]:
+async def recover_interrupted(runtime: Project) -> list[str]:
     """Finish or undo every in-flight transaction. Call only as the owner, under the owner lock.
 
     Never raises (the owner must start whatever it finds): a transaction that cannot be
@@ -171,7 +171,7 @@ async def recover_interrupted(runtime: Runtime) -> list[str]:
     return lines
 
 
-async def _mark_unrecoverable(runtime: Runtime, row: Transaction, why: str) -> str:
+async def _mark_unrecoverable(runtime: Project, row: Transaction, why: str) -> str:
     """Last resort: record that recovery could not resolve the transaction, so it stops
     blocking later applies; the files are left as they are."""
     detail = f"recovery failed ({why}); files left as they are"

@@ -31,12 +31,12 @@ from roundtable.services.transactions import complete_rollback, in_flight, rollb
 from roundtable.store.records import Transaction
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 log = logging.getLogger(__name__)
 
 
-async def rollback_transaction(runtime: Runtime, transaction_id: str, *, reason: str, caller: str) -> dict[str, Any]:
+async def rollback_transaction(runtime: Project, transaction_id: str, *, reason: str, caller: str) -> dict[str, Any]:
     """Revert an applied transaction if every touched file still has its after-hash."""
     root = runtime.root
     now = clock.now()

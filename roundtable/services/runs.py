@@ -15,7 +15,7 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Run
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 TERMINAL_RUN_STATUSES = ("completed", "blocked", "failed")
 
@@ -30,14 +30,14 @@ async def list_runs(q: Reader | Tx) -> list[Run]:
     return await q.all(Run, "SELECT * FROM runs ORDER BY started_at, id")
 
 
-async def active_run_ids(runtime: Runtime) -> list[str]:
+async def active_run_ids(runtime: Project) -> list[str]:
     """Ids of every run whose status is exactly `active`, oldest first."""
     async with runtime.db.read() as r:
         rows = await r.fetchall("SELECT id FROM runs WHERE status = 'active' ORDER BY started_at, id")
     return [str(row[0]) for row in rows]
 
 
-async def create_run(runtime: Runtime, goal: str, *, run_id: str = "") -> Run:
+async def create_run(runtime: Project, goal: str, *, run_id: str = "") -> Run:
     """Create an `active` run (`RUN-<stamp>` unless `run_id` is given; an existing id is refused)."""
     new_id = run_id or clock.new_id("RUN")
     async with runtime.db.write(tool="run.create") as tx:
@@ -58,13 +58,13 @@ async def create_run(runtime: Runtime, goal: str, *, run_id: str = "") -> Run:
     return run
 
 
-async def latest_active_run(runtime: Runtime) -> Run | None:
+async def latest_active_run(runtime: Project) -> Run | None:
     """The most recently started run whose status is exactly `active`, if any."""
     async with runtime.db.read() as r:
         return await r.one(Run, "SELECT * FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1")
 
 
-async def resume_run(runtime: Runtime, run_id: str = "") -> Run:
+async def resume_run(runtime: Project, run_id: str = "") -> Run:
     """Reactivate `run_id`, or the latest active run, or else the latest run of any status.
 
     An `active` run with no `ended_at` is returned unchanged; otherwise it becomes `active`
@@ -84,7 +84,7 @@ async def resume_run(runtime: Runtime, run_id: str = "") -> Run:
         return await get_run(tx, run.id)
 
 
-async def end_run(runtime: Runtime, run_id: str, status: str) -> Run:
+async def end_run(runtime: Project, run_id: str, status: str) -> Run:
     """Set a run's final status (`completed`, `blocked`, `failed`, …) and `ended_at`, with a
     `run.ended` event. Ending an archived run is refused; ending an ended run again changes its
     final status."""
@@ -100,7 +100,7 @@ async def end_run(runtime: Runtime, run_id: str, status: str) -> Run:
         return await get_run(tx, run_id)
 
 
-async def archive_run(runtime: Runtime, run_id: str) -> Run:
+async def archive_run(runtime: Project, run_id: str) -> Run:
     """Archive an ended run: hidden from the console's Runs pane and from `resume`."""
     async with runtime.db.write(tool="run.archive") as tx:
         run = await get_run(tx, run_id)
@@ -112,7 +112,7 @@ async def archive_run(runtime: Runtime, run_id: str) -> Run:
         return await get_run(tx, run_id)
 
 
-async def write_snapshot(runtime: Runtime, run_id: str) -> str:
+async def write_snapshot(runtime: Project, run_id: str) -> str:
     """Store the state snapshot (the `table.get_state` lists) as a `run_snapshots` row; returns its id."""
     from roundtable.services.state import load_state
 

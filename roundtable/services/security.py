@@ -37,7 +37,7 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import SecurityReview
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 MANUAL_STATUSES: tuple[str, ...] = ("approved", "needs_changes", "veto")
 DEFAULT_REVIEWER = "security"
@@ -87,7 +87,7 @@ def _reviewer(req: ReviewInput, actor: Actor, manual: bool) -> str:
     return req.reviewer_id or (actor.name if manual else DEFAULT_REVIEWER)
 
 
-async def run_scan(runtime: Runtime, proposal: ProposalRef) -> ScanResult:
+async def run_scan(runtime: Project, proposal: ProposalRef) -> ScanResult:
     """Scan the proposal's current revision (file read and regexes in a worker thread)."""
     root = runtime.root
     policy = ensure_policy(runtime.policy)
@@ -102,7 +102,7 @@ async def run_scan(runtime: Runtime, proposal: ProposalRef) -> ScanResult:
     return await anyio.to_thread.run_sync(work)
 
 
-async def review(runtime: Runtime, req: ReviewInput, actor: Actor) -> tuple[SecurityReview, list[Finding]]:
+async def review(runtime: Project, req: ReviewInput, actor: Actor) -> tuple[SecurityReview, list[Finding]]:
     """Run the automatic scan or record a manual review; returns the review and new findings."""
     if not req.proposal_id and not req.resource_id:
         raise ValidationError("proposal_id or resource_id is required")

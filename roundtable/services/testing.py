@@ -48,7 +48,7 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import TestRun
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 TESTLOGS_DIR = ".roundtable/testlogs"
 SUMMARY_LINES = 6
@@ -98,7 +98,7 @@ def log_path_for(test_run_id: str) -> str:
     return f"{TESTLOGS_DIR}/{test_run_id}.log"
 
 
-async def _finish(runtime: Runtime, test_run_id: str, values: dict[str, object], actor: Actor, run: str) -> TestRun:
+async def _finish(runtime: Project, test_run_id: str, values: dict[str, object], actor: Actor, run: str) -> TestRun:
     async with runtime.db.write(tool="test.run") as tx:
         await tx.update("test_runs", {"id": test_run_id}, {**values, "finished_at": clock.now()})
         record = await get_test_run(tx, test_run_id)
@@ -118,12 +118,12 @@ async def _finish(runtime: Runtime, test_run_id: str, values: dict[str, object],
     return record
 
 
-def tests_policy(runtime: Runtime) -> TestsPolicy:
+def tests_policy(runtime: Project) -> TestsPolicy:
     policy = runtime.policy
     return policy.tests if isinstance(policy, Policy) else TestsPolicy()
 
 
-async def allowed_commands(runtime: Runtime, proposal_id: str = "") -> list[test_exec.Command]:
+async def allowed_commands(runtime: Project, proposal_id: str = "") -> list[test_exec.Command]:
     """The commands `test.run` accepts from agents (for a proposal: also those its touched
     files' markers imply, as `test.suggest` lists them)."""
     tests = tests_policy(runtime)
@@ -140,12 +140,12 @@ async def allowed_commands(runtime: Runtime, proposal_id: str = "") -> list[test
     return await anyio.to_thread.run_sync(test_exec.allowed_commands, runtime.root, tests, touched)
 
 
-async def sandbox_for(runtime: Runtime) -> sandbox_runner.Sandbox:
+async def sandbox_for(runtime: Project) -> sandbox_runner.Sandbox:
     """The sandbox test runs use here (probed once per process)."""
     return await sandbox_runner.choose(tests_policy(runtime).sandbox)
 
 
-def _private_paths(runtime: Runtime) -> tuple[Path | None, list[str]]:
+def _private_paths(runtime: Project) -> tuple[Path | None, list[str]]:
     """The legacy socket's directory, and the root-relative paths never snapshotted into a
     worktree besides `.roundtable/` (a database or socket configured elsewhere in the root)."""
     root = runtime.root.resolve()
@@ -175,7 +175,7 @@ def _program_missing(argv: list[str], workdir: Path) -> str:
 
 
 async def run_test(
-    runtime: Runtime, req: RunInput, actor: Actor, *, timeout: float | None = None
+    runtime: Project, req: RunInput, actor: Actor, *, timeout: float | None = None
 ) -> tuple[TestRun, str]:
     """Choose, record, build the worktree, execute in the sandbox, store the log, record the
     outcome; returns the run and its log."""
@@ -271,7 +271,7 @@ async def run_test(
 
 
 async def _execute(
-    runtime: Runtime,
+    runtime: Project,
     proposal: ProposalRef | None,
     argv: list[str],
     sandbox: sandbox_runner.Sandbox,
@@ -313,7 +313,7 @@ def _write_log(path: Path, text: str) -> None:
     write_atomic(path, text, mode=0o600)
 
 
-async def get_result(runtime: Runtime, test_run_id: str) -> tuple[TestRun, str, str]:
+async def get_result(runtime: Project, test_run_id: str) -> tuple[TestRun, str, str]:
     """The run, its log, and why the log could not be read (`""` when it could)."""
     async with runtime.db.read() as r:
         record = await get_test_run(r, test_run_id)

@@ -18,7 +18,7 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Proposal, Transaction
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 
 async def in_flight(q: Reader | Tx) -> Transaction | None:
@@ -72,7 +72,7 @@ async def complete_apply(
     return {"proposal": proposal, "transaction": updated, "metadata": meta}
 
 
-async def finish_failed(runtime: Runtime, tx_id: str, proposal_id: str, reason: str, run: str, left: list[str]) -> None:
+async def finish_failed(runtime: Project, tx_id: str, proposal_id: str, reason: str, run: str, left: list[str]) -> None:
     async with runtime.db.write(tool="patch.apply") as tx:
         row = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
         if row is None or row.status != "pending":
@@ -118,7 +118,7 @@ async def complete_rollback(
     return {"transaction": updated, "proposal": proposal}
 
 
-async def rollback_failed(runtime: Runtime, tx_id: str, left: list[str], actor: str) -> None:
+async def rollback_failed(runtime: Project, tx_id: str, left: list[str], actor: str) -> None:
     """A rollback that could not put every path back: the transaction stays `applied` (its
     change is, at least partly, still there), flagged for the operator, and no longer blocks."""
     async with runtime.db.write(tool="patch.rollback") as tx:

@@ -38,7 +38,7 @@ from roundtable.store.db import Reader
 from roundtable.store.records import Claim, Proposal
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.services.project import Project
 
 
 async def _bearing_claims(r: Reader, proposal: Proposal, parsed: ParsedPatch | None, now: str) -> list[str]:
@@ -54,7 +54,7 @@ async def _bearing_claims(r: Reader, proposal: Proposal, parsed: ParsedPatch | N
     return ids
 
 
-async def validate(runtime: Runtime, proposal_id: str, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
+async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
     root = runtime.root
     policy = ensure_policy(runtime.policy)
     async with runtime.db.read() as r:
