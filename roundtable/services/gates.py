@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roundtable.domain import OPEN_PROPOSAL_STATUSES
 from roundtable.errors import ToolError
 from roundtable.services.claims import covering_write_claims, symbol_write_claims
 from roundtable.services.patches import ParsedPatch, allowances, parse_patch, read_patch
@@ -46,7 +47,7 @@ from roundtable.store.records import (
     Vote,
 )
 
-OPEN_STATUSES = ("pending", "in_review")
+OPEN_STATUSES = tuple(sorted(OPEN_PROPOSAL_STATUSES, reverse=True))  # pending, in_review (domain)
 HOST_RUN_EXCLUDED = ("reported", "running", "queued")
 
 
