@@ -7,7 +7,8 @@ import re
 
 _PATTERNS = [
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"(?i)((?:token|secret|password|passwd|api[_-]?key)\s*[=:]\s*)[^\s'\",;]{4,}"),
+    # `key=value`, `key: value`, and quoted forms (`"token": "…"` in JSON, `'token': '…'` in a repr).
+    re.compile(r"(?i)((?:token|secret|password|passwd|api[_-]?key)[\"']?\s*[=:]\s*[\"']?)[^\s'\",;]{4,}"),
     re.compile(r"\bsk-[A-Za-z0-9_-]{16,}\b"),
     re.compile(r"\bghp_[A-Za-z0-9]{20,}\b"),
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
