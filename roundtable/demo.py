@@ -1,8 +1,11 @@
 """`make run`: prepare a demo workspace under `demo/` (once) and start the best experience.
 
-The workspace is a small git repository with a few source files, initialised for Roundtable.
-Then the operator's console (`roundtable run`) starts on it; scripted agents, when available,
-work through the MCP tools so the panes fill and a patch waits for approval.
+The workspace is a small git repository with a few source files, initialised for Roundtable,
+with every agent played by the built-in scripted agent and the autopilot on (`configure`). Then
+the operator's console (`roundtable run --autopilot --goal …`) starts on it: the planner turns the
+goal into a task, the implementer claims and proposes, the reviewer, security and the tester do
+their part, the tests run on the revision, and the patch waits in the operator's approval inbox —
+the operator only approves and applies (or rolls back).
 """
 
 from __future__ import annotations
@@ -70,6 +73,55 @@ def prepare(root: Path) -> None:
     from roundtable.scaffold import init_project
 
     init_project(root)
+    configure(root)
+
+
+SCRIPTED_AGENT = {
+    "command": f"{sys.executable} -m roundtable.agents.scripted",
+    "supports_resume": False,
+    "supports_mcp": True,
+    "supports_readonly_workspace": True,
+    "captures_session_id": False,
+}
+
+
+DEFAULT_PROFILE = "  default:\n    approvals_required: 2\n    blockers_allowed: 0\n    tests_required: true\n"
+DEMO_PROFILE = DEFAULT_PROFILE + "    required_roles:\n      - Reviewer\n      - Security\n      - Tester\n"
+
+
+def configure(root: Path, *, retry_backoff_seconds: float = 2.0) -> None:
+    """Every agent of `root`'s config played by the scripted agent, the autopilot on (auto), and
+    a policy whose every change the reviewer, security and the tester review. Idempotent; run
+    again on an older demo workspace."""
+    import yaml
+
+    policy = root / "POLICIES.ROUNDTABLE.md"
+    if policy.is_file():
+        text = policy.read_text(encoding="utf-8")
+        if DEMO_PROFILE not in text and DEFAULT_PROFILE in text:
+            policy.write_text(text.replace(DEFAULT_PROFILE, DEMO_PROFILE, 1), encoding="utf-8")
+
+    path = root / ".roundtable" / "config.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    adapters = data.setdefault("adapters", {}) or {}
+    data["adapters"] = adapters
+    wanted = dict(SCRIPTED_AGENT)
+    agents = data.get("agents") or {}
+    autopilot = data.get("autopilot") or {}
+    if (
+        adapters.get("scripted") == wanted
+        and all((entry or {}).get("adapter") == "scripted" for entry in agents.values())
+        and autopilot.get("mode") == "auto"
+    ):
+        return
+    adapters["scripted"] = wanted
+    for entry in agents.values():
+        if isinstance(entry, dict):
+            entry["adapter"] = "scripted"
+    autopilot.update({"mode": "auto", "retry_backoff_seconds": retry_backoff_seconds})
+    data["autopilot"] = autopilot
+    header = "# The demo: every agent is the built-in scripted agent; the autopilot launches them.\n"
+    path.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
 DEMO_RUN = "RUN-demo"
@@ -98,16 +150,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("demo"))
     options = parser.parse_args(argv)
     prepare(options.root)
+    configure(options.root)
     from roundtable.cli import main as cli_main
 
     if importlib.util.find_spec("roundtable.tui.app") is not None:
         # One demo run: a second `make run` resumes it instead of starting a duplicate.
         if _has_run(options.root, DEMO_RUN):
-            command = ["run", "--root", str(options.root), "--run", DEMO_RUN, "--resume", "--demo"]
+            command = ["run", "--root", str(options.root), "--run", DEMO_RUN, "--resume", "--demo", "--autopilot"]
         else:
-            command = ["run", "--root", str(options.root), "--run", DEMO_RUN, "--goal", DEMO_GOAL, "--demo"]
+            command = [
+                "run",
+                "--root",
+                str(options.root),
+                "--run",
+                DEMO_RUN,
+                "--goal",
+                DEMO_GOAL,
+                "--demo",
+                "--autopilot",
+            ]
     elif importlib.util.find_spec("roundtable.cli.start_cmd") is not None:
-        command = ["start", "--root", str(options.root)]
+        command = ["start", "--root", str(options.root), "--autopilot"]
     else:
         command = ["table", "--root", str(options.root)]
     sys.argv = ["roundtable", *command]

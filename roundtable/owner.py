@@ -14,18 +14,21 @@ import asyncio
 import contextlib
 import errno
 import fcntl
-import importlib
-import importlib.util
-import inspect
 import logging
 import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from roundtable.chair import ChairLoop
 from roundtable.credentials import ensure_private_dir
 from roundtable.errors import LockError, RoundtableError
+from roundtable.services.agents import sync_agents
+from roundtable.services.recovery import recover_interrupted
+
+if TYPE_CHECKING:
+    from roundtable.autopilot import Dispatcher
 
 log = logging.getLogger("roundtable.owner")
 
@@ -120,22 +123,6 @@ def _check_initialised(root: Path) -> None:
     load_config(root)  # a missing config says "run `roundtable init` first"
 
 
-def _optional(module: str, attr: str) -> Any:
-    """`module.attr` when both exist (other areas land independently), else None."""
-    try:
-        if importlib.util.find_spec(module) is None:
-            return None
-    except (ImportError, ValueError):
-        return None
-    return getattr(importlib.import_module(module), attr, None)
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
 class Owner:
     """The long-lived owner of one project. Use as `async with Owner(root) as owner:`.
 
@@ -156,6 +143,9 @@ class Owner:
         socket_path: Path | str | None = None,
         drain_timeout: float = DRAIN_TIMEOUT,
         chair_interval: float | None = None,
+        autopilot: bool | None = None,
+        autopilot_overrides: Any = None,
+        dispatcher_options: dict[str, Any] | None = None,
     ) -> None:
         self.root = Path(root)
         self._want_http = http
@@ -165,6 +155,13 @@ class Owner:
         # does not (DESIGN §4.16). By default it follows the Chair.
         self._want_supervisor = chair if supervisor is None else supervisor
         self.supervisor: Any = None
+        # The autopilot's dispatcher, beside the supervisor (issue 15). `autopilot` True/False
+        # forces it on or off at start; None follows `autopilot.mode` in the config.
+        self.dispatcher: Dispatcher | None = None
+        self._autopilot = autopilot
+        self._autopilot_overrides = autopilot_overrides
+        self._dispatcher_options = dict(dispatcher_options or {})
+        self._dispatch_task: asyncio.Task[Any] | None = None
         self._log = log or (lambda line: logging.getLogger("roundtable.owner").info("%s", line))
         self._http_address_override = http_address
         self._socket_path_override = Path(socket_path) if socket_path is not None else None
@@ -239,14 +236,9 @@ class Owner:
         self.runtime = await Runtime.open(self.root)
         self.runtime.owner = True
         config = self.runtime.config
-        recover = _optional("roundtable.services.apply", "recover_interrupted")
-        if recover is not None:
-            lines = await _maybe_await(recover(self.runtime))
-            for line in lines or ():
-                self.say(str(line))
-        sync_agents = _optional("roundtable.chair", "sync_agents")
-        if sync_agents is not None:
-            await _maybe_await(sync_agents(self.runtime))
+        for line in await recover_interrupted(self.runtime):
+            self.say(str(line))
+        await sync_agents(self.runtime)
         await self._ensure_credentials()
         if self._want_http:
             # Validate the HTTP options before anything listens (system.md §7.6.1 step 4).
@@ -266,14 +258,39 @@ class Owner:
                 self.say(NO_AUTH_WARNING.format(url=self.http.url))
         self._watch_task = asyncio.create_task(self._watch_database(), name="roundtable-db-watch")
         self._events_task = asyncio.create_task(self._log_events(), name="roundtable-event-log")
-        chair_cls = _optional("roundtable.chair", "ChairLoop") if self._want_chair else None
-        if chair_cls is not None:
-            self.chair = self._make_chair(chair_cls)
+        if self._want_chair:
+            self.chair = ChairLoop(self.runtime, interval=self.chair_interval)
             self._chair_task = asyncio.create_task(self._run_chair(), name="roundtable-chair")
-        start_supervisor = _optional("roundtable.supervisor", "start_supervisor") if self._want_supervisor else None
-        if start_supervisor is not None:
+        if self._want_supervisor:
+            from roundtable.supervisor import start_supervisor
+
             self.supervisor = await start_supervisor(self.runtime)
             self._log_launch_failures(self.supervisor)
+            self._start_dispatcher()
+
+    def _start_dispatcher(self) -> None:
+        """The autopilot's dispatcher beside the supervisor, on (auto) or off (manual)."""
+        from roundtable.autopilot import Dispatcher, Overrides
+
+        enabled = self._autopilot if self._autopilot is not None else self.runtime.config.autopilot.mode == "auto"
+        self.dispatcher = Dispatcher(
+            self.runtime,
+            self.supervisor,
+            enabled=enabled,
+            overrides=self._autopilot_overrides or Overrides(),
+            **self._dispatcher_options,
+        )
+        self._dispatch_task = asyncio.create_task(self._run_dispatcher(), name="roundtable-autopilot")
+
+    async def _run_dispatcher(self) -> None:
+        assert self.dispatcher is not None
+        try:
+            await self.dispatcher.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("the autopilot stopped")
+            self.say(f"roundtable: autopilot stopped ({type(exc).__name__})")
 
     async def _ensure_credentials(self) -> None:
         """The project credential and one per configured agent, each a live token in its file
@@ -351,17 +368,6 @@ class Owner:
                 self.failed.set()
                 return
 
-    def _make_chair(self, chair_cls: Any) -> Any:
-        """`ChairLoop(runtime)`, passing `--interval` when the loop accepts an `interval`."""
-        if self.chair_interval is not None:
-            try:
-                accepts = "interval" in inspect.signature(chair_cls).parameters
-            except (TypeError, ValueError):
-                accepts = False
-            if accepts:
-                return chair_cls(self.runtime, interval=self.chair_interval)
-        return chair_cls(self.runtime)
-
     async def _run_chair(self) -> None:
         try:
             await self.chair.run()
@@ -387,6 +393,13 @@ class Owner:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._chair_task), self.drain_timeout)
             self._chair_task = None
+        if self.dispatcher is not None:  # before the supervisor: no launch while it stops
+            await self._step(self.dispatcher.close(), "autopilot")
+            if self._dispatch_task is not None:
+                self._dispatch_task.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._dispatch_task
+                self._dispatch_task = None
         if self.supervisor is not None:
             await self._step(self.supervisor.close(), "supervisor")
             self.supervisor = None

@@ -152,7 +152,12 @@ async def start_demo_agents(owner_or_runtime: Any, run_id: str) -> DemoAgents:
 
 
 async def start(owner: Any) -> Any:
-    """Console hook: start the demo on the latest active run; returns the stop function."""
+    """Console hook: start the demo on the latest active run; returns the stop function. With the
+    owner's autopilot on, the dispatcher plans and launches the demo's agents: nothing to start."""
+    dispatcher = getattr(owner, "dispatcher", None)
+    if dispatcher is not None and dispatcher.enabled:
+        log.info("demo: the autopilot launches the agents")
+        return None
     runtime = _runtime_of(owner)
     async with runtime.db.read() as r:
         run = await r.one(Run, "SELECT * FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1")

@@ -17,7 +17,15 @@ Roles (from `ROUNDTABLE_AGENT_ID`):
   recipe text and proposes the diff, then asks for review;
 - reviewer: claims and reads every file the proposal touches, votes `approve`;
 - security: runs the security scan on the bound proposal, votes `approve` unless it blocks;
-- tester: claims and reads the touched files, submits reported evidence, votes `approve`.
+- tester: claims and reads the touched files, submits reported evidence, votes `approve`;
+- architect (the planner, capability role `planner`): reads its planning task (the run's goal),
+  turns it into tasks with `task.create` — each fenced `` ```append <path>`` block of the goal
+  becomes one task; without one, the built-in plan for the repository (a `mul()` for the demo
+  calculator, else a README line) — and marks its planning task completed.
+
+Relaunched with a briefing (`ROUNDTABLE_BRIEFING_FILE`: why it was launched, what failed
+before), an implementer that already has an open proposal for its task attaches its patch again
+as a new revision instead of proposing anew.
 
 `--probe NAME` (repeatable) first tries a forbidden operation and prints whether it was refused
 (`proposal.create`, `claim-write`, `read:<path>`, `agent-mismatch`); `--until-revoked` keeps
@@ -267,8 +275,35 @@ async def claim_file(s: Session, path: str, mode: str) -> None:
     emit(step="claimed", path=path, mode=mode)
 
 
+def briefing() -> str:
+    """The launch briefing the supervisor wrote for this session ('' when none)."""
+    path = os.environ.get("ROUNDTABLE_BRIEFING_FILE", "")
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+async def _own_open_proposal(s: Session, task_id: str) -> dict[str, Any] | None:
+    listed = await s.call("proposal.list", task_id=task_id)
+    mine = [
+        p
+        for p in listed.get("proposals", []) or []
+        if isinstance(p, dict)
+        and p.get("agent_id") == os.environ.get("ROUNDTABLE_AGENT_ID")
+        and p.get("status") in ("pending", "in_review")
+    ]
+    return mine[-1] if mine else None
+
+
 async def implementer(s: Session, task_id: str) -> None:
     task = _record(await s.call("task.get"), "task")
+    note = briefing()
+    if note:
+        emit(step="briefing", text=note[:500])
     body = str(task.get("body_md", ""))
     match = _RECIPE.search(body)
     if match:
@@ -282,6 +317,13 @@ async def implementer(s: Session, task_id: str) -> None:
     current = str((await s.call("repo.read_file", path=path)).get("content", ""))
     emit(step="read", path=path, bytes=len(current))
     updated = current + ("" if current.endswith("\n") or not current else "\n") + addition
+    existing = await _own_open_proposal(s, task_id)
+    if existing is not None:
+        # A relaunch for a revision: the same change, attached again (a new revision to review).
+        await s.call("proposal.attach_patch", proposal_id=existing.get("id"), patch=make_patch(path, current, updated))
+        emit(step="revised", proposal_id=existing.get("id"))
+        await s.call("proposal.request_review", proposal_id=existing.get("id"))
+        return
     proposal = _record(
         await s.call(
             "proposal.create",
@@ -348,7 +390,57 @@ async def tester(s: Session, proposal_id: str) -> None:
     emit(step="voted", vote=_record(vote, "vote").get("vote"))
 
 
-ROLES = {"implementer": implementer, "reviewer": reviewer, "security": security, "tester": tester}
+# The built-in plan when the goal carries no recipe: (title, body, readable paths) per repository.
+MUL_PLAN = (
+    "Add mul() to the calculator",
+    "Add multiplication to the calculator.\n\n```append calc/ops.py\n\n\n"
+    "def mul(a: int, b: int) -> int:\n    return a * b\n```\n",
+    ["calc", "tests"],
+)
+README_PLAN = (
+    "Mention Roundtable in the README",
+    "Note in the README that Roundtable coordinates this project.\n\n```append README.md\n\n"
+    "Changes here are proposed, reviewed and applied through Roundtable.\n```\n",
+    ["README.md"],
+)
+
+
+async def _exists(s: Session, path: str) -> bool:
+    """Whether `path` is readable here (a read claim first, as the session rules ask)."""
+    try:
+        await claim_file(s, path, "read")
+        await s.call("repo.read_file", path=path)
+    except CallFailed:
+        return False
+    return True
+
+
+async def planner(s: Session, task_id: str, request_id: int = 0) -> None:
+    task = _record(await s.call("task.get"), "task")
+    goal = str(task.get("body_md", ""))
+    plan: list[tuple[str, str, list[str]]] = []
+    for number, match in enumerate(_RECIPE.finditer(goal), 1):
+        path = match.group(1)
+        top = path.split("/", 1)[0]
+        plan.append((f"Step {number}: change {path}", match.group(0), [top]))
+    if not plan:
+        plan.append(MUL_PLAN if await _exists(s, "calc/ops.py") else README_PLAN)
+    for title, body, readable in plan:
+        created = _record(await s.call("task.create", title=title, body_md=body, readable_paths=readable), "task")
+        emit(step="task_created", task_id=created.get("id"), title=title)
+    # The turn ends before the planning task closes: a session bound to a closed task is refused.
+    await end_turn(s, request_id)
+    await s.call("task.update_status", status="completed")
+    emit(step="planned", tasks=len(plan))
+
+
+ROLES = {
+    "implementer": implementer,
+    "reviewer": reviewer,
+    "security": security,
+    "tester": tester,
+    "architect": planner,
+}
 
 
 async def probe(s: Session, name: str, readable: list[str]) -> None:
@@ -406,7 +498,10 @@ async def main_async(args: argparse.Namespace) -> int:
             s, f"{role} work on {proposal_id or task_id}", args.turn_timeout, os.environ.get("ROUNDTABLE_RUN_ID", "")
         )
         try:
-            if role == "implementer":
+            if role == "architect":
+                await planner(s, task_id, request_id)
+                request_id = 0  # the planner ended its turn itself
+            elif role == "implementer":
                 await implementer(s, task_id)
             else:
                 await ROLES[role](s, proposal_id)  # type: ignore[operator]

@@ -23,6 +23,7 @@ async def serve_forever(
     stopped_line: str,
     log: Callable[[str], None] = echo,
     chair_interval: float | None = None,
+    autopilot: bool | None = None,
 ) -> None:
     """Enter the owner, print the ready line, wait for a signal (or HTTP failure), stop cleanly."""
     from roundtable.errors import StoreError
@@ -35,7 +36,7 @@ async def serve_forever(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     failure = ""
-    async with Owner(root, chair=chair, log=log, chair_interval=chair_interval) as owner:
+    async with Owner(root, chair=chair, log=log, chair_interval=chair_interval, autopilot=autopilot) as owner:
         log(ready(owner))
         waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(owner.failed.wait())]
         http_task = owner.http.task if owner.http is not None else None

@@ -1,5 +1,10 @@
 """`roundtable run`: chair a run from the operator's console, or `--headless` for a bounded
-number of Chair ticks with no listener and no console (system.md §1.4, §7.2, §7.4)."""
+number of Chair ticks with no listener and no console (system.md §1.4, §7.2, §7.4).
+
+`--autopilot` turns the dispatcher on (issue 15): the owner launches the agents the work calls
+for; headless, the run is driven until it waits for the operator (`cli/run_autopilot.py`).
+`--max-iterations`, `--retry-backoff` and `--max-consecutive-errors` override the config's
+`autopilot` limits with it, and bound the finite Chair loop without it."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from roundtable.config import format_duration, parse_duration
 
 if TYPE_CHECKING:
     from roundtable import chair as chair_types
+    from roundtable.autopilot import Overrides
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -33,13 +39,16 @@ async def headless(
     ticks: int,
     interval: float | None,
     echo: Any = click.echo,
+    retry_backoff: float | None = None,
+    max_consecutive_errors: int | None = None,
 ) -> chair_types.LoopResult:
     """Take the owner lock (no listeners), select or create the run, tick, snapshot."""
     from roundtable import chair
     from roundtable.owner import Owner
     from roundtable.services import runs
 
-    async with Owner(root, http=False, socket=False, chair=False, log=echo) as owner:
+    # No supervisor: a headless run without --autopilot launches nothing.
+    async with Owner(root, http=False, socket=False, chair=False, supervisor=False, log=echo) as owner:
         runtime = owner.runtime  # the owner has synchronised the agents from the config
         if resume:
             run = await runs.resume_run(runtime, run_id)
@@ -54,10 +63,69 @@ async def headless(
             echo(f"tick {number}: run is {convergence[0]} ({convergence[1]})")
 
         every = interval if interval is not None else runtime.config.chair.tick_interval
-        result = await chair.run_loop(runtime, run.id, max_iterations=max(1, ticks), interval=every, on_tick=on_tick)
+        result = await chair.run_loop(
+            runtime,
+            run.id,
+            max_iterations=max(1, ticks),
+            interval=every,
+            on_tick=on_tick,
+            retry_backoff=retry_backoff if retry_backoff is not None and retry_backoff > 0 else 0.25,
+            max_consecutive_errors=max_consecutive_errors
+            if max_consecutive_errors and max_consecutive_errors > 0
+            else 5,
+        )
         snapshot = await runs.write_snapshot(runtime, run.id)
         echo(
             f"run {run.id} is {result.status} after {result.iterations} tick(s) ({result.reason}); snapshot {snapshot}"
+        )
+        return result
+
+
+async def headless_autopilot(
+    root: Path,
+    *,
+    goal: str,
+    run_id: str,
+    resume: bool,
+    ticks: int,
+    interval: float | None,
+    overrides: Overrides,
+    echo: Any = click.echo,
+    dispatcher_options: dict[str, Any] | None = None,
+) -> Any:
+    """The owner with the supervisor and the dispatcher on (no listeners), the run selected or
+    created, driven until it waits for the operator (`cli/run_autopilot.py`), then a snapshot."""
+    from roundtable.cli.run_autopilot import drive
+    from roundtable.owner import Owner
+    from roundtable.services import runs
+
+    async with Owner(
+        root,
+        http=False,
+        socket=False,
+        chair=False,
+        supervisor=True,
+        autopilot=True,
+        autopilot_overrides=overrides,
+        dispatcher_options=dispatcher_options,
+        log=echo,
+    ) as owner:
+        runtime = owner.runtime
+        if resume:
+            run = await runs.resume_run(runtime, run_id)
+            echo(f"resumed run {run.id}")
+        else:
+            run = await runs.create_run(runtime, goal, run_id=run_id)
+            echo(f"created run {run.id}" + (f" with goal: {goal}" if goal else ""))
+        assert owner.dispatcher is not None  # the owner hosts the supervisor, so the dispatcher too
+        owner.dispatcher.wake()
+        every = interval if interval is not None else runtime.config.chair.tick_interval
+        result = await drive(owner, run.id, interval=every, ticks=ticks, echo=echo)
+        snapshot = await runs.write_snapshot(runtime, run.id)
+        echo(
+            f"run {run.id} is {result.status} after {result.seconds:.1f}s on autopilot ({result.reason}"
+            + (f": {result.error}" if result.error else "")
+            + f"); snapshot {snapshot}"
         )
         return result
 
@@ -74,12 +142,32 @@ async def headless(
 )
 @click.option("--headless", is_flag=True, help="No console, no listeners: run --ticks Chair ticks and exit.")
 @click.option("--demo", is_flag=True, help="Console only: seed a demonstration run.")
-@click.option("--ticks", type=int, default=1, show_default=True, help="Headless: number of ticks (at least 1).")
+@click.option(
+    "--ticks",
+    type=int,
+    default=None,
+    help="Headless: number of Chair ticks (default 1; with --autopilot: until the table waits for the operator).",
+)
 @click.option(
     "--interval",
     callback=_duration,
     default=None,
     help=f"Headless: wait between ticks (default chair.tick_interval, {format_duration(1.0)}).",
+)
+@click.option(
+    "--autopilot",
+    is_flag=True,
+    help="Launch the agents the work calls for (the dispatcher on; default: the config's autopilot.mode).",
+)
+@click.option("--max-iterations", type=int, default=None, help="Autopilot: dispatches per run (0 = unlimited).")
+@click.option(
+    "--retry-backoff",
+    callback=_duration,
+    default=None,
+    help="Autopilot: wait before retrying a failed session (doubled per attempt), e.g. 5s.",
+)
+@click.option(
+    "--max-consecutive-errors", type=int, default=None, help="Autopilot: stop after this many failed sessions in a row."
 )
 @handle_errors
 def run(
@@ -90,8 +178,12 @@ def run(
     read_only: bool,
     headless: bool,
     demo: bool,
-    ticks: int,
+    ticks: int | None,
     interval: float | None,
+    autopilot: bool,
+    max_iterations: int | None,
+    retry_backoff: float | None,
+    max_consecutive_errors: int | None,
 ) -> None:
     """Chair a run: the operator's console with the Chair loop, or --headless ticks."""
     if run_id:
@@ -99,18 +191,71 @@ def run(
 
         if not is_valid_id(run_id):
             raise click.BadParameter("must be 1-128 letters, digits, '.', '_' or '-'", param_hint="--run")
-    if read_only and (headless or demo or goal):
-        flag = "--headless" if headless else "--demo" if demo else "--goal"
-        raise click.UsageError(f"--read-only opens an existing run and writes nothing; it cannot be combined with {flag}")
+    if read_only and (headless or demo or goal or autopilot):
+        flag = "--headless" if headless else "--demo" if demo else "--goal" if goal else "--autopilot"
+        raise click.UsageError(
+            f"--read-only opens an existing run and writes nothing; it cannot be combined with {flag}"
+        )
+    for name, value in (("--max-iterations", max_iterations), ("--max-consecutive-errors", max_consecutive_errors)):
+        if value is not None and value < 0:
+            raise click.BadParameter("must be 0 or more", param_hint=name)
+    from roundtable.autopilot import Overrides
+
+    overrides = Overrides(
+        max_iterations=max_iterations,
+        retry_backoff_seconds=retry_backoff,
+        max_consecutive_failures=max_consecutive_errors or None,
+    )
+    if headless and autopilot:
+        run_async(_autopilot_entry(root, goal, run_id, resume, ticks or 0, interval, overrides))
+        return
     if headless:
-        run_async(_headless_entry(root, goal, run_id, resume, ticks, interval))
+        count = ticks if ticks is not None else (max_iterations or 1)
+        run_async(_headless_entry(root, goal, run_id, resume, count, interval, retry_backoff, max_consecutive_errors))
         return
     from roundtable.tui.launch import run_console  # Textual loads only for the console
 
-    run_console(root=root, goal=goal, resume=resume, read_only=read_only, demo=demo, run_id=run_id)
+    run_console(
+        root=root,
+        goal=goal,
+        resume=resume,
+        read_only=read_only,
+        demo=demo,
+        run_id=run_id,
+        autopilot=True if autopilot else None,
+        autopilot_overrides=overrides,
+    )
 
 
-async def _headless_entry(root: Path, goal: str, run_id: str, resume: bool, ticks: int, interval: float | None) -> None:
-    result = await headless(root, goal=goal, run_id=run_id, resume=resume, ticks=ticks, interval=interval)
+async def _headless_entry(
+    root: Path,
+    goal: str,
+    run_id: str,
+    resume: bool,
+    ticks: int,
+    interval: float | None,
+    retry_backoff: float | None,
+    max_consecutive_errors: int | None,
+) -> None:
+    result = await headless(
+        root,
+        goal=goal,
+        run_id=run_id,
+        resume=resume,
+        ticks=ticks,
+        interval=interval,
+        retry_backoff=retry_backoff,
+        max_consecutive_errors=max_consecutive_errors,
+    )
     if result.error:
         fail(f"orchestrator stopped after {result.iterations} iterations: {result.error}")
+
+
+async def _autopilot_entry(
+    root: Path, goal: str, run_id: str, resume: bool, ticks: int, interval: float | None, overrides: Overrides
+) -> None:
+    result = await headless_autopilot(
+        root, goal=goal, run_id=run_id, resume=resume, ticks=ticks, interval=interval, overrides=overrides
+    )
+    if result.reason == "autopilot_stopped":
+        fail(f"autopilot stopped: {result.error}")

@@ -20,8 +20,13 @@ from roundtable.cli.common import fail, handle_errors, root_option, run_async
 @click.command()
 @root_option
 @click.option("--interval", default="", help="Chair tick interval (e.g. 1s, 500ms); default chair.tick_interval.")
+@click.option(
+    "--autopilot",
+    is_flag=True,
+    help="Launch the agents the work calls for (the dispatcher on; default: the config's autopilot.mode).",
+)
 @handle_errors
-def start(root: Path, interval: str) -> None:
+def start(root: Path, interval: str, autopilot: bool) -> None:
     """Run the owner in the foreground: HTTP, socket and the Chair loop."""
     from roundtable.cli.owner_run import serve_forever
     from roundtable.config import format_duration, load_config, parse_duration
@@ -47,6 +52,7 @@ def start(root: Path, interval: str) -> None:
         return (
             f"roundtable coordinator ready; project={root.resolve()} http={owner.http_url} "
             f"socket={config.mcp.socket_path} interval={format_duration(tick)}"
+            + (" autopilot=on" if owner.dispatcher is not None and owner.dispatcher.enabled else "")
         )
 
     run_async(
@@ -57,5 +63,6 @@ def start(root: Path, interval: str) -> None:
             stopped_line="roundtable coordinator stopped",
             log=say,
             chair_interval=tick if interval else None,
+            autopilot=True if autopilot else None,
         )
     )

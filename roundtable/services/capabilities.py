@@ -36,8 +36,12 @@ LIFETIME_S = 3600
 MAX_LIFETIME_S = 12 * 3600
 EXPIRED_OR_REVOKED = "capability expired or revoked"
 
-ROLES = ("implementer", "reviewer", "tester", "security")
-_FAMILY = re.compile(r"^(implementer|reviewer|tester|security)-[1-9][0-9]*$")
+ROLES = ("implementer", "reviewer", "tester", "security", "planner")
+# Roles bound to a task assigned to the agent (the others are bound to one proposal of the task).
+TASK_ROLES = frozenset({"implementer", "planner"})
+_FAMILY = re.compile(r"^(implementer|reviewer|tester|security|architect)-[1-9][0-9]*$")
+# The capability role of an agent id family where the two differ: an architect plans (issue 15).
+_FAMILY_ROLE = {"architect": "planner"}
 
 # §8.4.6, default deny. Names are canonical (dotted).
 _COMMON = frozenset(
@@ -75,12 +79,15 @@ ALLOWED: dict[str, frozenset[str]] = {
     "reviewer": _COMMON | {"vote.cast"},
     "tester": _COMMON | {"vote.cast", "test.evidence.submit"},
     "security": _COMMON | {"vote.cast", "security.review"},
+    # The planner turns a run's goal into tasks, then closes its own planning task.
+    "planner": _COMMON | {"task.create", "task.update_status"},
 }
 CLAIM_MODES: dict[str, frozenset[str]] = {
     "implementer": frozenset({"read", "write", "review", "exclusive"}),
     "reviewer": frozenset({"read", "review"}),
     "tester": frozenset({"read"}),
     "security": frozenset({"read", "review"}),
+    "planner": frozenset({"read"}),
 }
 REPO_READS = frozenset({"repo.read_file", "repo.search", "repo.symbols"})
 TERMINAL_TASK = frozenset({"completed", "done", "closed", "cancelled", "canceled", "failed"})
@@ -135,7 +142,7 @@ def looks_like_token(token: str) -> bool:
 def role_for_agent(agent_id: str) -> str | None:
     """The capability role from the agent id family (`implementer-2` → implementer), or None."""
     match = _FAMILY.match(agent_id)
-    return match.group(1) if match else None
+    return _FAMILY_ROLE.get(match.group(1), match.group(1)) if match else None
 
 
 def _add_seconds(stamp: str, seconds: int) -> str:
@@ -330,7 +337,7 @@ async def check_call(
     # 5. Task and proposal binding.
     if row["task_id"] is None or row["task_status"] in TERMINAL_TASK:
         raise Denied("task_inactive", f"task {cap.task_id} is not open")
-    if cap.role == "implementer":
+    if cap.role in TASK_ROLES:
         if row["task_assignee"] != cap.agent_id:
             raise Denied("task_reassigned", f"task {cap.task_id} is not assigned to {cap.agent_id}")
     elif (
@@ -346,13 +353,15 @@ async def check_call(
     # 7. Identity binding.
     out = dict(args)
     for name, value in bound_args(cap).items():
-        if name not in properties:
-            continue
+        if name not in properties or (tool == "task.create" and name == "task_id"):
+            continue  # a planner's new task gets its own id, never the planning task's
         given = out.get(name)
         if given is None or (isinstance(given, str) and not given.strip()):
             out[name] = value
         elif given != value:
             raise Denied("identity_mismatch", f"argument {name} does not match the session capability")
+    if tool == "task.create":
+        out.pop("task_id", None)  # new ids only: a session never names (or replaces) a task
     if tool == "resource.claim":
         out.pop("claim_id", None)  # the server generates claim ids for sessions (§8.4.5 step 7)
     # 8. Tool-specific scope.

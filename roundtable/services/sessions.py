@@ -193,3 +193,123 @@ def metadata(session: AgentSession) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class SessionExit:
+    """A supervised session ended: `exit_code` (non-zero = failed) and why it ended
+    (`process_exited`, `launch_failed`, `shutdown`)."""
+
+    session_id: str
+    exit_code: int
+    reason: str
+
+
+# --- the supervisor's bookkeeping (its internal operations, `tools/sessions_ops.py`) -------------
+
+SUPERVISOR_ACTOR = "supervisor"
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A supervised session recorded: its row, its capability and the token (never stored)."""
+
+    session: AgentSession
+    capability_id: str
+    token: str
+
+
+async def open_supervised(
+    tx: Tx,
+    draft: SessionDraft,
+    *,
+    role: str,
+    task_id: str,
+    proposal_id: str,
+    launched_by: str,
+) -> Opened:
+    """Issue the capability, record the session (`starting`) and `session.launched`, in `tx`."""
+    from roundtable.services import capabilities
+
+    token, cap = await capabilities.issue(
+        tx,
+        session_id=draft.id,
+        agent_id=draft.agent_id,
+        run_id=draft.run_id,
+        role=role,
+        task_id=task_id,
+        proposal_id=proposal_id,
+    )
+    metadata = {**(draft.metadata or {}), "capability_id": cap.id}
+    session = await register(tx, SessionDraft(**{**draft.__dict__, "metadata": metadata}))
+    await tx.append_event(
+        draft.run_id,
+        "session.launched",
+        {
+            "session_id": draft.id,
+            "agent_id": draft.agent_id,
+            "role": role,
+            "task_id": task_id,
+            "proposal_id": proposal_id,
+            "launched_by": launched_by,
+        },
+        actor_id=SUPERVISOR_ACTOR,
+        task_id=task_id,
+    )
+    return Opened(session, cap.id, token)
+
+
+async def keep_alive(tx: Tx, session_id: str, capability_id: str) -> None:
+    """A running session's heartbeat: touch the row and extend its capability."""
+    from roundtable.services import capabilities
+
+    await heartbeat(tx, session_id)
+    await capabilities.extend(tx, capability_id)
+
+
+async def revoke_capabilities(tx: Tx, session_id: str, reason: str) -> bool:
+    """Revoke every live capability of the session (`capability.revoked` once); False when
+    none was live."""
+    from roundtable.services import capabilities
+
+    session = await get(tx, session_id)
+    revoked = False
+    for cap in await capabilities.for_session(tx, session_id):
+        if await capabilities.revoke(tx, cap.id, reason):
+            revoked = True
+    if revoked:
+        await tx.append_event(
+            session.run_id,
+            "capability.revoked",
+            {"session_id": session_id, "reason": reason},
+            actor_id=SUPERVISOR_ACTOR,
+        )
+    return revoked
+
+
+async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
+    """The process ended: the session `ended` (exit 0) or `failed`, its capability revoked,
+    `session.exited` recorded."""
+    from roundtable.services import capabilities
+
+    session = await get(tx, session_id)
+    status = "ended" if exit_code == 0 else "failed"
+    ended = await end(tx, session_id, status=status)
+    revoked = False
+    for cap in await capabilities.for_session(tx, session_id):
+        if await capabilities.revoke(tx, cap.id, reason):
+            revoked = True
+    if revoked:
+        await tx.append_event(
+            session.run_id,
+            "capability.revoked",
+            {"session_id": session_id, "reason": reason},
+            actor_id=SUPERVISOR_ACTOR,
+        )
+    await tx.append_event(
+        session.run_id,
+        "session.exited",
+        {"session_id": session_id, "exit_code": exit_code, "status": status},
+        actor_id=SUPERVISOR_ACTOR,
+    )
+    return ended

@@ -30,10 +30,21 @@ def run_console(
     read_only: bool = False,
     demo: bool = False,
     run_id: str = "",
+    autopilot: bool | None = None,
+    autopilot_overrides: Any = None,
 ) -> None:
-    """Blocking entry point used by `roundtable run`."""
+    """Blocking entry point used by `roundtable run` (`autopilot` None follows the config)."""
     asyncio.run(
-        console_main(root=Path(root), goal=goal or "", resume=resume, read_only=read_only, demo=demo, run_id=run_id)
+        console_main(
+            root=Path(root),
+            goal=goal or "",
+            resume=resume,
+            read_only=read_only,
+            demo=demo,
+            run_id=run_id,
+            autopilot=autopilot,
+            autopilot_overrides=autopilot_overrides,
+        )
     )
 
 
@@ -67,7 +78,17 @@ class _Relay:
             self.lines.append(line)
 
 
-async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, demo: bool, run_id: str = "") -> int:
+async def console_main(
+    *,
+    root: Path,
+    goal: str,
+    resume: bool,
+    read_only: bool,
+    demo: bool,
+    run_id: str = "",
+    autopilot: bool | None = None,
+    autopilot_overrides: Any = None,
+) -> int:
     """Run the console; returns the app's exit status (non-zero if it crashed)."""
     from roundtable.tui.app import RoundtableApp
 
@@ -77,7 +98,15 @@ async def console_main(*, root: Path, goal: str, resume: bool, read_only: bool, 
 
     _log_to_file(root)
     relay = _Relay()
-    async with Owner(root, http=True, socket=True, chair=True, log=relay) as owner:
+    async with Owner(
+        root,
+        http=True,
+        socket=True,
+        chair=True,
+        log=relay,
+        autopilot=autopilot,
+        autopilot_overrides=autopilot_overrides,
+    ) as owner:
         runtime = owner.runtime
         run = await select_run(runtime, goal=goal, resume=resume, run_id=run_id)
         info = OwnerInfo(

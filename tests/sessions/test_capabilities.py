@@ -321,10 +321,14 @@ def test_matrix_matches_spec() -> None:
             "patch.reject",
             "decision.record",
             "human.request_approval",
-            "task.create",
-            "task.update_status",
             "memory.mark_stale",
             "repo.dependency_context",
         ):
             assert forbidden not in caps.allowed_tools(role)
+        # Only the planner (an architect, issue 15) creates tasks and closes its own planning task.
+        for planning in ("task.create", "task.update_status"):
+            assert (planning in caps.allowed_tools(role)) == (role == "planner")
     assert caps.CLAIM_MODES["tester"] == {"read"}
+    assert caps.CLAIM_MODES["planner"] == {"read"}
+    assert caps.role_for_agent("architect-1") == "planner"
+    assert {"proposal.create", "vote.cast"}.isdisjoint(caps.allowed_tools("planner"))

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from roundtable.errors import ToolError, ValidationError
+from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.runtime import Runtime
 from roundtable.services import capabilities, sessions
-from roundtable.supervisor import NOT_RUNNING, Supervisor, handle_internal, start_supervisor
+from roundtable.supervisor import NOT_RUNNING, Supervisor, start_supervisor
+from roundtable.tools.context import OPERATOR, Caller
 from tests.sessions.helpers import add_proposal, make_task
 
 pytestmark = pytest.mark.anyio
@@ -105,16 +106,24 @@ async def test_environment_is_scrubbed_and_token_redacted(
     assert json.loads(exited[0]) == {"session_id": session_id, "exit_code": 3, "status": "failed"}
 
 
-async def test_internal_calls_need_a_supervisor(runtime: Runtime) -> None:
+async def test_session_operations_need_a_supervisor(runtime: Runtime) -> None:
+    """`session.launch` / `session.revoke` are operator operations run by the hosted supervisor;
+    the supervisor's bookkeeping operations exist only for in-process components."""
     with pytest.raises(ToolError, match=NOT_RUNNING):
-        await handle_internal(runtime, "session.launch", {"agent_id": "implementer-1", "task_id": "T"})
+        await runtime.call("session.launch", {"agent_id": "implementer-1", "task_id": "T"}, OPERATOR)
     sup = await start_supervisor(runtime)
     try:
         with pytest.raises(ValidationError, match="unknown argument token"):
-            await handle_internal(runtime, "session.launch", {"agent_id": "a", "task_id": "T", "token": "x"})
-        with pytest.raises(ValidationError, match="session_id is required"):
-            await handle_internal(runtime, "session.revoke", {})
+            await runtime.call("session.launch", {"agent_id": "a", "task_id": "T", "token": "x"}, OPERATOR)
+        with pytest.raises(ValidationError, match="missing required argument session_id"):
+            await runtime.call("session.revoke", {}, OPERATOR)
+        agent = Caller("agent", "http", agent_id="implementer-1")
+        with pytest.raises(PermissionDenied, match="reserved for the operator"):
+            await runtime.call("session.revoke", {"session_id": "S"}, agent)
+        with pytest.raises(ToolError, match="tool not implemented: session.record_exit"):
+            await runtime.call("session.record_exit", {"session_id": "S", "reason": "x"}, OPERATOR)
     finally:
         await sup.close()
+    assert runtime.supervisor is None
     with pytest.raises(ToolError, match=NOT_RUNNING):
-        await handle_internal(runtime, "session.revoke", {"session_id": "S"})
+        await runtime.call("session.revoke", {"session_id": "S"}, OPERATOR)

@@ -1,0 +1,207 @@
+"""What the autopilot should launch now, read from the stored state in one snapshot (issue 15).
+
+- a run with a goal and no tasks → a planning task for the planner (`PlanNeed`);
+- a task assigned to an implementer (or a planning task assigned to the planner) on which its
+  agent has made no proposal → launch that agent for the task (`task_assigned`, `plan_goal`);
+- a review requested for a proposal's current revision → launch each reviewer, security and
+  tester the policy named that has not voted on that revision yet (`review_requested`);
+- a blocking vote, a blocking security review or a failed host test on the current revision →
+  relaunch the author with the reason (`revision_requested`, `test_failed`);
+- a current revision under review with no host test run → run the configured tests (`TestNeed`).
+
+Every `Job` has a key naming one piece of work (`task:T-1`, `review:P-1:<sha>:reviewer-1`, …):
+attempts, backoff and the block after `max_attempts` count per key.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from roundtable.domain import BLOCKING_VOTES, OPEN_PROPOSAL_STATUSES
+from roundtable.services import capabilities
+from roundtable.services.gates import HOST_RUN_EXCLUDED, current_votes
+from roundtable.services.tasks import BLOCKED_STATUSES, TERMINAL_STATUSES
+from roundtable.store.db import Reader
+from roundtable.store.records import Proposal, SecurityReview, Task, TestRun
+
+REVIEW_EVENT = "proposal.review_requested"
+BLOCKING_REVIEWS = frozenset({"veto", "needs_changes", "blocked", "rejected"})
+FAILED_TESTS = frozenset({"failed", "error", "timeout", "timed_out"})
+
+
+@dataclass(frozen=True)
+class Job:
+    """One session the autopilot wants running."""
+
+    key: str
+    reason: str  # plan_goal | task_assigned | review_requested | revision_requested | test_failed
+    run_id: str
+    agent_id: str
+    role: str
+    task_id: str
+    proposal_id: str = ""
+    detail: str = ""  # the reason in words, for the session's briefing
+
+
+@dataclass(frozen=True)
+class PlanNeed:
+    """A run with a goal and no task yet."""
+
+    run_id: str
+    goal: str
+
+
+@dataclass(frozen=True)
+class TestNeed:
+    """A revision under review without a host test run."""
+
+    __test__ = False  # not a pytest test class
+
+    key: str
+    run_id: str
+    proposal_id: str
+    task_id: str
+    revision: str
+
+
+@dataclass
+class Work:
+    plans: list[PlanNeed] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    tests: list[TestNeed] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.plans or self.jobs or self.tests)
+
+
+async def find(r: Reader, runs: list[str] | None = None) -> Work:
+    """The work the active runs (or `runs`) call for."""
+    rows = await r.fetchall("SELECT id, coalesce(goal, '') FROM runs WHERE status = 'active' ORDER BY started_at, id")
+    goals = {str(row[0]): str(row[1]) for row in rows if runs is None or str(row[0]) in runs}
+    work = Work()
+    if not goals:
+        return work
+    marks = ", ".join("?" for _ in goals)
+    counts = await r.fetchall(
+        f"SELECT run_id, count(*) FROM tasks WHERE run_id IN ({marks}) GROUP BY run_id", tuple(goals)
+    )
+    with_tasks = {str(row[0]) for row in counts if int(row[1])}
+    work.plans = [PlanNeed(run, goal) for run, goal in goals.items() if goal.strip() and run not in with_tasks]
+    await _task_jobs(r, goals, work)
+    await _proposal_jobs(r, goals, work)
+    return work
+
+
+async def _task_jobs(r: Reader, goals: dict[str, str], work: Work) -> None:
+    marks = ", ".join("?" for _ in goals)
+    tasks = await r.all(
+        Task,
+        f"SELECT * FROM tasks WHERE run_id IN ({marks}) AND coalesce(assigned_agent_id, '') != ''"
+        " ORDER BY priority, created_at, id",
+        tuple(goals),
+    )
+    for task in tasks:
+        if task.status in TERMINAL_STATUSES or task.status in BLOCKED_STATUSES:
+            continue
+        agent = task.assigned_agent_id
+        role = capabilities.role_for_agent(agent)
+        if role not in ("implementer", "planner"):
+            continue
+        made = await r.scalar("SELECT 1 FROM proposals WHERE task_id = ? AND agent_id = ? LIMIT 1", (task.id, agent))
+        if made:
+            continue
+        reason = "plan_goal" if role == "planner" else "task_assigned"
+        detail = (
+            "Turn the run's goal into tasks (task.create), then mark this planning task completed."
+            if role == "planner"
+            else f"Task {task.id} ({task.title}) is assigned to you: claim, read, propose a patch, request review."
+        )
+        work.jobs.append(Job(f"task:{task.id}", reason, _run_of(task), agent, role, task.id, detail=detail))
+
+
+def _run_of(record: Task | Proposal) -> str:
+    return str(getattr(record, "run_id", "") or "")
+
+
+async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work) -> None:
+    marks = ", ".join("?" for _ in goals)
+    statuses = ", ".join("?" for _ in OPEN_PROPOSAL_STATUSES)
+    proposals = await r.all(
+        Proposal,
+        f"SELECT * FROM proposals WHERE run_id IN ({marks}) AND status IN ({statuses}) ORDER BY created_at, id",
+        (*goals, *sorted(OPEN_PROPOSAL_STATUSES)),
+    )
+    for p in proposals:
+        rev = p.current_revision
+        if not rev:
+            continue
+        requested = await r.scalar(
+            "SELECT payload_json FROM events WHERE type = ? AND json_extract(payload_json, '$.proposal_id') = ?"
+            " AND json_extract(payload_json, '$.revision') = ? ORDER BY id DESC LIMIT 1",
+            (REVIEW_EVENT, p.id, rev),
+        )
+        if not requested:
+            continue  # the Chair requests the review first
+        votes = await current_votes(r, p)
+        why = await _blocking_reason(r, p, votes)
+        if why is not None:
+            reason, detail = why
+            if capabilities.role_for_agent(p.agent_id) == "implementer":
+                work.jobs.append(
+                    Job(f"revise:{p.id}:{rev}", reason, _run_of(p), p.agent_id, "implementer", p.task_id, detail=detail)
+                )
+            continue
+        voted = {v.agent_id for v in votes}
+        try:
+            reviewers = [str(a) for a in json.loads(requested).get("reviewers") or []]
+        except ValueError:
+            reviewers = []
+        for agent in reviewers:
+            role = capabilities.role_for_agent(agent)
+            if agent == p.agent_id or agent in voted or role not in ("reviewer", "security", "tester"):
+                continue
+            work.jobs.append(
+                Job(
+                    f"review:{p.id}:{rev}:{agent}",
+                    "review_requested",
+                    _run_of(p),
+                    agent,
+                    role,
+                    p.task_id,
+                    proposal_id=p.id,
+                    detail=f"Review proposal {p.id} (revision {rev[:12]}) as its {role}.",
+                )
+            )
+        host = await r.scalar(
+            "SELECT 1 FROM test_runs WHERE proposal_id = ? AND revision = ? AND status NOT IN (?, ?, ?) LIMIT 1",
+            (p.id, rev, *HOST_RUN_EXCLUDED),
+        )
+        if not host:
+            work.tests.append(TestNeed(f"test:{p.id}:{rev}", _run_of(p), p.id, p.task_id, rev))
+
+
+async def _blocking_reason(r: Reader, p: Proposal, votes: list) -> tuple[str, str] | None:  # type: ignore[type-arg]
+    """(reason, words) when the current revision needs another one from its author."""
+    for vote in votes:
+        if vote.vote.strip().lower() in BLOCKING_VOTES:
+            note = vote.reason_md.strip() or "(no reason given)"
+            return "revision_requested", f"{vote.agent_id} voted {vote.vote} on proposal {p.id}: {note}"
+    review = await r.one(
+        SecurityReview,
+        "SELECT * FROM security_reviews WHERE proposal_id = ? AND revision = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        (p.id, p.current_revision),
+    )
+    if review is not None and review.status in BLOCKING_REVIEWS:
+        return "revision_requested", f"security review {review.id} is {review.status}: {review.summary_md.strip()}"
+    run = await r.one(
+        TestRun,
+        "SELECT * FROM test_runs WHERE proposal_id = ? AND revision = ? AND status NOT IN (?, ?, ?)"
+        " ORDER BY created_at DESC, id DESC LIMIT 1",
+        (p.id, p.current_revision, *HOST_RUN_EXCLUDED),
+    )
+    if run is not None and run.status in FAILED_TESTS:
+        summary = (run.summary_md or "").strip() or f"exit code {run.exit_code}"
+        return "test_failed", f"test run {run.id} ({run.command}) {run.status} on proposal {p.id}: {summary}"
+    return None

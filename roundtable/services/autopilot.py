@@ -1,0 +1,111 @@
+"""The autopilot's records: its events, blocking a task with the reason, and the reads the
+dispatcher decides from (issue 15).
+
+Every write here runs inside the caller's transaction (the dispatcher reaches them through its
+internal operations, `tools/autopilot_ops.py`). Events:
+
+- `autopilot.enabled` / `autopilot.disabled` — the operator turned it on or off;
+- `autopilot.dispatched` {agent_id, role, task_id, proposal_id, reason, attempt, session_id};
+- `autopilot.session_failed` {session_id, agent_id, task_id, proposal_id, exit_code, reason,
+  attempt, next_retry_seconds};
+- `autopilot.stopped` {reason} — it stopped itself (too many consecutive failures);
+- `task.blocked` {task_id, reason} — a task the autopilot gave up on (attempts exhausted, the
+  harness is not installed); `task.get` shows the reason as `blocked_reason`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from roundtable import clock
+from roundtable.errors import NotFound, ValidationError
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Task
+
+ACTOR = "dispatcher"
+TASK_BLOCKED = "task.blocked"
+EVENT_TYPES = frozenset(
+    {
+        "autopilot.enabled",
+        "autopilot.disabled",
+        "autopilot.dispatched",
+        "autopilot.session_failed",
+        "autopilot.stopped",
+        "autopilot.tests_run",
+    }
+)
+MAX_REASON = 2000
+
+
+def clip(text: str, limit: int = MAX_REASON) -> str:
+    """A reason cut to a size an event can carry."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def record(tx: Tx, run_id: str, type: str, payload: dict[str, Any], *, actor: str, task_id: str = "") -> int:
+    """Append one autopilot event; returns its id."""
+    if type not in EVENT_TYPES:
+        raise ValidationError(f"unknown autopilot event {type} (allowed: {', '.join(sorted(EVENT_TYPES))})")
+    event = await tx.append_event(run_id, type, payload, actor_id=actor, task_id=task_id)
+    return int(event.id)
+
+
+async def block_task(tx: Tx, run_id: str, task_id: str, reason: str, *, actor: str = ACTOR) -> Task:
+    """Mark a task `blocked` with the reason (`task.blocked`); a task already terminal is refused."""
+    task = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
+    if task is None:
+        raise NotFound("task", task_id)
+    from roundtable.services.tasks import TERMINAL_STATUSES
+
+    if task.status in TERMINAL_STATUSES:
+        raise ValidationError(f"task {task_id} is {task.status}; a closed task is not blocked")
+    await tx.update("tasks", {"id": task_id}, {"status": "blocked", "updated_at": clock.now()})
+    tx.tables.add("tasks")
+    await tx.append_event(
+        run_id,
+        TASK_BLOCKED,
+        {"task_id": task_id, "reason": clip(reason), "previous_status": task.status},
+        actor_id=actor,
+        task_id=task_id,
+    )
+    blocked = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
+    assert blocked is not None
+    return blocked
+
+
+async def blocked_reason(q: Reader | Tx, task_id: str) -> str:
+    """Why the task was blocked (the latest `task.blocked` event), or ''."""
+    raw = await q.scalar(
+        "SELECT payload_json FROM events WHERE type = ? AND task_id = ? ORDER BY id DESC LIMIT 1",
+        (TASK_BLOCKED, task_id),
+    )
+    if not raw:
+        return ""
+    try:
+        return str(json.loads(raw).get("reason", ""))
+    except ValueError:
+        return ""
+
+
+@dataclass(frozen=True)
+class DispatchCount:
+    """How often the autopilot launched for one run, and for one piece of work in it."""
+
+    run_total: int
+    by_key: dict[str, int]
+
+
+async def dispatch_counts(q: Reader | Tx, run_id: str) -> DispatchCount:
+    """Dispatches recorded for `run_id` (a restarted owner keeps counting attempts from them)."""
+    rows = await q.fetchall(
+        "SELECT json_extract(payload_json, '$.key') FROM events WHERE run_id = ? AND type = 'autopilot.dispatched'",
+        (run_id,),
+    )
+    by_key: dict[str, int] = {}
+    for row in rows:
+        key = str(row[0] or "")
+        by_key[key] = by_key.get(key, 0) + 1
+    return DispatchCount(len(rows), by_key)
