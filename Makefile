@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 DEMO := demo
 
-.PHONY: run test lint bench soak clean constraints
+.PHONY: run test lint bench soak clean constraints e2e-harness
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ lint: $(DEV_STAMP)
 test: $(DEV_STAMP)
 	$(MAKE) lint
 	$(BIN)/python -m pytest
+
+# Not part of `test`: installs Claude Code and Codex from npm into a temp dir and runs a supervised
+# implementer session of each against a local stub of its model API (skips where npm is missing).
+e2e-harness: $(DEV_STAMP)
+	$(BIN)/python -m pytest -m e2e_harness tests/e2e_harness
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench

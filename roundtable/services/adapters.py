@@ -56,6 +56,9 @@ class Plan:
     metadata: dict[str, Any]
     files: dict[str, str] = field(default_factory=dict)  # path relative to the private home → text
     env: dict[str, str] = field(default_factory=dict)  # extra non-secret variables (HOME-relative dirs)
+    # Names of the owner's environment variables the harness needs (its model credentials and
+    # endpoint); the supervisor copies those that are set. Values never enter the plan.
+    inherit: tuple[str, ...] = ()
 
 
 def registry(config: Config) -> dict[str, AdapterConfig]:
@@ -110,14 +113,56 @@ def prompt_for(agent_id: str, role: str, run_id: str, task_id: str, proposal_id:
     )
 
 
-def _harness_argv(name: str, command: str, model: str, prompt: str) -> list[str]:
+# The owner's variables each harness needs to reach its model: the supervisor otherwise starts it
+# with a scrubbed environment and a private HOME, where no login the user made is found.
+HARNESS_ENV: dict[str, tuple[str, ...]] = {
+    "claude": (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
+    ),
+    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"),
+}
+
+
+def _claude_mcp_config(socket_path: str, root: str) -> str:
+    """The session's MCP configuration as the JSON string `--mcp-config` accepts (a relative
+    file name would be read from the working directory, the repository, not the private HOME)."""
+    argv = bridge_argv(socket_path, root)
+    return json.dumps({"mcpServers": {SERVER_NAME: {"type": "stdio", "command": argv[0], "args": argv[1:]}}})
+
+
+def _harness_argv(name: str, command: str, model: str, prompt: str, mcp_config: str = "") -> list[str]:
     """Adapter-specific non-interactive invocation."""
     base = shlex.split(command) or [name]
     model_args = ["--model", model] if model and model != "default" else []
     if name == "codex":
-        return [*base, "exec", "--skip-git-repo-check", *model_args, prompt]
+        # `exec` runs one turn without a terminal; the MCP server comes from the private
+        # CODEX_HOME's config.toml (user-level, so no project trust is needed).
+        return [*base, "exec", "--skip-git-repo-check", "--json", *model_args, prompt]
     if name == "claude":
-        return [*base, "-p", prompt, "--mcp-config", ".mcp.json", "--strict-mcp-config", *model_args]
+        # `-p` runs one turn without a terminal (and without the workspace trust dialog). In -p
+        # mode a tool that needs permission is refused, so the roundtable server's tools are
+        # allowed by name; the built-in tools (shell, file edits) are switched off: the session
+        # works through the capability only. stream-json + --verbose puts every tool call in the
+        # session log. `--mcp-config`, `--allowedTools` and `--tools` take lists: the prompt goes
+        # first so none of them swallows it.
+        return [
+            *base,
+            "-p",
+            prompt,
+            *(["--mcp-config", mcp_config, "--strict-mcp-config"] if mcp_config else []),
+            "--allowedTools",
+            f"mcp__{SERVER_NAME}",
+            "--tools",
+            "",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            *model_args,
+        ]
     if name == "gemini":
         return [*base, *model_args, "-p", prompt]
     if name == "opencode":
@@ -136,7 +181,7 @@ def harness_files(name: str, socket_path: str, root: str = "") -> tuple[dict[str
     argv = bridge_argv(socket_path, root)
     forwarded = ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
     if name == "codex":
-        text = _codex_toml(argv[0], argv[1:], env_vars=forwarded)
+        text = _codex_toml(argv[0], argv[1:], env_vars=forwarded, settings=codex_model_settings())
         return {".codex/config.toml": text}, {"CODEX_HOME": ".codex"}
     if name == "claude":
         servers = {"mcpServers": {"roundtable": {"type": "stdio", "command": argv[0], "args": argv[1:]}}}
@@ -157,10 +202,18 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-def _codex_toml(command: str, args: list[str], env_vars: list[str] | None = None) -> str:
+def _codex_toml(
+    command: str, args: list[str], env_vars: list[str] | None = None, settings: dict[str, Any] | None = None
+) -> str:
     lines = [
         "# Written by roundtable. No secret here: the bridge reads its credential from .roundtable/credentials/"
         " (a supervised session's from its environment).",
+    ]
+    if settings:
+        import tomlkit
+
+        lines += ["# The model settings of the operator's own Codex configuration:", tomlkit.dumps(settings).strip()]
+    lines += [
         "[mcp_servers.roundtable]",
         f"command = {_toml_str(command)}",
         "args = [" + ", ".join(_toml_str(a) for a in args) + "]",
@@ -168,6 +221,37 @@ def _codex_toml(command: str, args: list[str], env_vars: list[str] | None = None
     if env_vars:
         lines.append("env_vars = [" + ", ".join(_toml_str(v) for v in env_vars) + "]")
     return "\n".join(lines) + "\n"
+
+
+# What in the operator's Codex configuration chooses the model and where it is served. A
+# supervised session's CODEX_HOME is private and starts empty, so these are copied into it: a
+# custom provider (`model_provider = "x"` with `[model_providers.x] base_url = …`) works
+# supervised as it does by hand.
+CODEX_MODEL_KEYS = ("model", "model_provider", "model_providers", "openai_base_url")
+
+
+def codex_model_settings(home: Path | None = None) -> dict[str, Any]:
+    """The operator's Codex model settings (`CODEX_MODEL_KEYS` of `$CODEX_HOME/config.toml`);
+    empty when there is no such file or it cannot be parsed."""
+    import tomllib
+
+    try:
+        text = _read_text((home or codex_home()) / "config.toml")
+        doc = tomllib.loads(text or "")
+    except (ValidationError, ValueError):
+        return {}
+    return {key: doc[key] for key in CODEX_MODEL_KEYS if key in doc}
+
+
+def codex_provider_env(settings: dict[str, Any]) -> tuple[str, ...]:
+    """The variables the configured providers read their keys from (`env_key`)."""
+    providers = settings.get("model_providers")
+    names = []
+    for provider in providers.values() if isinstance(providers, dict) else ():
+        key = provider.get("env_key") if isinstance(provider, dict) else None
+        if isinstance(key, str) and key and key not in names:
+            names.append(key)
+    return tuple(names)
 
 
 def start_plan(
@@ -189,7 +273,8 @@ def start_plan(
     _check_required(session_id, agent_id, run_id, working_directory)
     adapter = get(config, name)
     prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id)
-    argv = _harness_argv(name, adapter.command or name, model, prompt)
+    mcp_config = _claude_mcp_config(socket_path, working_directory) if socket_path and name == "claude" else ""
+    argv = _harness_argv(name, adapter.command or name, model, prompt, mcp_config)
     files, env = harness_files(name, socket_path, working_directory) if socket_path else ({}, {})
     from roundtable.services.sessions import resume_command
 
@@ -201,6 +286,7 @@ def start_plan(
         metadata={"mode": "start", "role": role, "task_id": task_id},
         files=files,
         env=env,
+        inherit=(*HARNESS_ENV.get(name, ()), *(codex_provider_env(codex_model_settings()) if name == "codex" else ())),
     )
 
 

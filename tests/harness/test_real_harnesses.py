@@ -35,9 +35,9 @@ import pytest
 from roundtable.tools.registry import get_registry
 
 from ..bridge.conftest import free_port
+from .npm_install import install_harnesses
 
 pytestmark = pytest.mark.real_client
-PACKAGES = ("@anthropic-ai/claude-code@2.1", "@openai/codex@0.171")
 ROUNDTABLE = [sys.executable, "-m", "roundtable"]
 
 
@@ -50,26 +50,7 @@ def _only_when_selected(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(scope="module")
 def harness_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`node_modules/.bin` of a temporary install of both CLIs."""
-    if shutil.which("npm") is None or shutil.which("node") is None:
-        pytest.skip("npm/node not installed: cannot install Claude Code and Codex")
-    where = tmp_path_factory.mktemp("harnesses")
-    try:
-        done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(where), *PACKAGES],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip("npm install of Claude Code and Codex timed out (registry unreachable?)")
-    bin_dir = where / "node_modules" / ".bin"
-    if done.returncode != 0 or not (bin_dir / "claude").exists() or not (bin_dir / "codex").exists():
-        pytest.skip(f"npm install of Claude Code and Codex failed (offline?): {done.stderr[-300:]}")
-    for name in ("claude", "codex"):
-        version = subprocess.run([str(bin_dir / name), "--version"], capture_output=True, text=True, timeout=60)
-        if version.returncode != 0:
-            pytest.skip(f"{name} from npm does not run here: {version.stderr[-300:]}")
-    return bin_dir
+    return install_harnesses(tmp_path_factory.mktemp("harnesses"))
 
 
 @pytest.fixture

@@ -1,0 +1,348 @@
+"""A local stand-in for a model API that scripts a harness's tool calls.
+
+It speaks the two wires the harnesses use — Anthropic's Messages API (`POST /v1/messages`,
+streamed as server-sent events; Claude Code) and OpenAI's Responses API (`POST /v1/responses`,
+streamed as server-sent events; Codex) — and answers each request from a `Script`: a function of
+the tools the harness offered and the tool calls already made in the conversation (with their
+results). Deciding from the transcript, not from a request counter, keeps the script right when a
+harness sends side requests (titles, token counts, warm-ups): a request that offers none of the
+script's tools gets a short text answer.
+
+Only the model is stubbed: the harness, its MCP client, the bridge and the owner are real. Every
+request is kept (`StubServer.requests`) so a test can show what the harness sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from tests.bridge.conftest import free_port
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One tool call the harness made for the model, and what came back."""
+
+    tool: str  # the tool's name without the harness's prefix (`agent_turn_request`)
+    arguments: dict[str, Any]
+    result: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool: str  # unprefixed; the stub finds the harness's name for it in the offered tools
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+
+
+Step = ToolCall | Answer
+Script = Callable[[list[Exchange]], Step]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request the stub received: its kind (`messages`, `responses`, `count_tokens`, or the
+    method and path of anything else), JSON body and headers (names lower-cased)."""
+
+    kind: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+def bare(name: str) -> str:
+    """`mcp__roundtable__task_get` / `mcp__roundtable.task_get` / `task_get` → `task_get`."""
+    return name.rsplit(".", 1)[-1].rsplit("__", 1)[-1]
+
+
+def _text_of(content: Any) -> str:
+    """The text of a tool result in either wire's shapes (string, list of text parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            _text_of(part.get("text", part.get("content", ""))) for part in content if isinstance(part, dict)
+        )
+    return json.dumps(content) if content is not None else ""
+
+
+# --- the Anthropic Messages API ---------------------------------------------------------------------
+
+
+def anthropic_tools(body: dict[str, Any]) -> list[str]:
+    return [str(t.get("name", "")) for t in body.get("tools") or [] if isinstance(t, dict)]
+
+
+def anthropic_history(body: dict[str, Any]) -> list[Exchange]:
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    history: list[Exchange] = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                calls[str(block.get("id"))] = (bare(str(block.get("name", ""))), dict(block.get("input") or {}))
+            elif block.get("type") == "tool_result" and str(block.get("tool_use_id")) in calls:
+                tool, arguments = calls[str(block.get("tool_use_id"))]
+                history.append(Exchange(tool, arguments, _text_of(block.get("content")), bool(block.get("is_error"))))
+    return history
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def anthropic_stream(step: Step, offered: list[str], model: str, serial: int) -> list[str]:
+    """The server-sent events of one streamed assistant message carrying `step`."""
+    usage = {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    message: dict[str, Any] = {
+        "id": f"msg_stub_{serial}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    events = [_sse("message_start", {"type": "message_start", "message": message})]
+    if isinstance(step, ToolCall):
+        name = next((n for n in offered if bare(n) == step.tool), step.tool)
+        block = {"type": "tool_use", "id": f"toolu_stub_{serial}", "name": name, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(step.arguments)}
+        stop = "tool_use"
+    else:
+        block = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": step.text}
+        stop = "end_turn"
+    events += [
+        _sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+        ),
+        _sse("message_stop", {"type": "message_stop"}),
+    ]
+    return events
+
+
+def anthropic_message(step: Step, offered: list[str], model: str, serial: int) -> dict[str, Any]:
+    """The same message, not streamed."""
+    if isinstance(step, ToolCall):
+        name = next((n for n in offered if bare(n) == step.tool), step.tool)
+        content: list[dict[str, Any]] = [
+            {"type": "tool_use", "id": f"toolu_stub_{serial}", "name": name, "input": step.arguments}
+        ]
+        stop = "tool_use"
+    else:
+        content, stop = [{"type": "text", "text": step.text}], "end_turn"
+    return {
+        "id": f"msg_stub_{serial}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+# --- the OpenAI Responses API -----------------------------------------------------------------------
+
+
+def responses_tools(body: dict[str, Any]) -> list[str]:
+    """Function tool names; a tool inside a namespace as `namespace.name` (Codex groups each MCP
+    server's tools in a namespace `mcp__<server>`)."""
+    names: list[str] = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace":
+            for inner in tool.get("tools") or []:
+                if isinstance(inner, dict) and inner.get("name"):
+                    names.append(f"{tool.get('name')}.{inner['name']}")
+        elif tool.get("name"):
+            names.append(str(tool["name"]))
+    return names
+
+
+def responses_history(body: dict[str, Any]) -> list[Exchange]:
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    history: list[Exchange] = []
+    items = body.get("input")
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "function_call":
+            try:
+                arguments = json.loads(item.get("arguments") or "{}")
+            except ValueError:
+                arguments = {}
+            calls[str(item.get("call_id"))] = (bare(str(item.get("name", ""))), arguments)
+        elif item.get("type") == "function_call_output" and str(item.get("call_id")) in calls:
+            tool, arguments = calls[str(item.get("call_id"))]
+            output = item.get("output")
+            text = _text_of(output.get("content") if isinstance(output, dict) else output)
+            failed = isinstance(output, dict) and output.get("success") is False
+            history.append(Exchange(tool, arguments, text, failed or '"isError": true' in text))
+    return history
+
+
+def responses_stream(step: Step, offered: list[str], serial: int) -> list[str]:
+    """The server-sent events of one streamed response carrying `step`."""
+    response_id = f"resp_stub_{serial}"
+    if isinstance(step, ToolCall):
+        qualified = next((n for n in offered if bare(n) == step.tool), step.tool)
+        namespace, _, name = qualified.rpartition(".")
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "id": f"fc_stub_{serial}",
+            "call_id": f"call_stub_{serial}",
+            "name": name,
+            "arguments": json.dumps(step.arguments),
+        }
+        if namespace:
+            item["namespace"] = namespace
+    else:
+        item = {
+            "type": "message",
+            "id": f"msg_stub_{serial}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": step.text, "annotations": []}],
+        }
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 15,
+    }
+    return [
+        _sse("response.created", {"type": "response.created", "response": {"id": response_id}}),
+        _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
+        _sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        _sse(
+            "response.completed",
+            {"type": "response.completed", "response": {"id": response_id, "status": "completed", "usage": usage}},
+        ),
+    ]
+
+
+# --- the server --------------------------------------------------------------------------------------
+
+
+@dataclass
+class StubServer:
+    """The stub on a free loopback port, served by uvicorn on a thread of its own."""
+
+    script: Script
+    port: int = field(default_factory=free_port)
+    requests: list[Seen] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._serial = itertools.count(1)
+        self._lock = threading.Lock()
+        routes = [
+            Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+            Route("/v1/messages", self._messages, methods=["POST"]),
+            Route("/v1/responses", self._responses, methods=["POST"]),
+            Route("/{path:path}", self._other, methods=["GET", "POST", "HEAD", "PUT", "DELETE"]),
+        ]
+        config = uvicorn.Config(Starlette(routes=routes), host="127.0.0.1", port=self.port, log_level="warning")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="model-stub", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> StubServer:
+        self._thread.start()
+        for _ in range(200):
+            if self._server.started:
+                return self
+            threading.Event().wait(0.05)
+        raise RuntimeError("the model stub did not start")
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+    def _decide(self, history: list[Exchange], offered: list[str]) -> tuple[Step, int]:
+        with self._lock:
+            serial = next(self._serial)
+            wanted = {bare(n) for n in offered}
+            step: Step = self.script(history) if wanted else Answer("ok")
+            if isinstance(step, ToolCall) and step.tool not in wanted:
+                step = Answer(f"the harness did not offer the tool {step.tool}")
+            self.steps.append(step)
+            return step, serial
+
+    async def _body(self, request: Request, kind: str) -> dict[str, Any]:
+        body = json.loads(await request.body() or b"{}")
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        with self._lock:
+            self.requests.append(Seen(kind, dict(body), headers))
+        return dict(body)
+
+    async def _count_tokens(self, request: Request) -> Response:
+        await self._body(request, "count_tokens")
+        return JSONResponse({"input_tokens": 100})
+
+    async def _messages(self, request: Request) -> Response:
+        body = await self._body(request, "messages")
+        offered = anthropic_tools(body)
+        step, serial = self._decide(anthropic_history(body), offered)
+        model = str(body.get("model", "stub"))
+        if not body.get("stream"):
+            return JSONResponse(anthropic_message(step, offered, model, serial))
+        return _streamed(anthropic_stream(step, offered, model, serial))
+
+    async def _responses(self, request: Request) -> Response:
+        body = await self._body(request, "responses")
+        offered = responses_tools(body)
+        step, serial = self._decide(responses_history(body), offered)
+        return _streamed(responses_stream(step, offered, serial))
+
+    async def _other(self, request: Request) -> Response:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        with self._lock:
+            self.requests.append(Seen(f"{request.method} {request.url.path}", {}, headers))
+        return JSONResponse({"error": {"type": "not_found", "message": "not stubbed"}}, status_code=404)
+
+
+def _streamed(events: list[str]) -> StreamingResponse:
+    async def chunks() -> AsyncIterator[bytes]:
+        for event in events:
+            yield event.encode()
+            await asyncio.sleep(0)
+
+    return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

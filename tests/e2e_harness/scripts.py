@@ -1,0 +1,95 @@
+"""What the stubbed model does in an implementer session: the turn protocol around one change.
+
+request a turn → start it (after `table_watch` long polls while the Chair has not scheduled it) →
+claim the file for writing → propose the patch → complete the turn → a final answer. Each step is
+decided from the tool calls already made and their results, so a failed call ends the session
+with an answer that names it (the test then shows it) instead of repeating blindly.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+
+from .model_stub import Answer, Exchange, Script, Step, ToolCall
+
+# How many times the model asks again for a turn the Chair has not scheduled yet (each after a
+# `table_watch` long poll of up to 2 s).
+START_ATTEMPTS = 30
+
+
+def unified_patch(path: str, before: str, after: str) -> str:
+    """A `git apply`-able diff of one file."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    return f"diff --git a/{path} b/{path}\n" + "".join(lines)
+
+
+def request_event_id(result: str) -> int:
+    """`request_event_id` from a tool result's JSON text (0 when absent)."""
+    try:
+        value = json.loads(result)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        inner = value.get("structuredContent", value)
+        if isinstance(inner, dict) and isinstance(inner.get("request_event_id"), int):
+            return int(inner["request_event_id"])
+    found = re.search(r'"request_event_id"\s*:\s*(\d+)', result)
+    return int(found.group(1)) if found else 0
+
+
+def _ok(history: list[Exchange], tool: str) -> Exchange | None:
+    return next((e for e in history if e.tool == tool and not e.is_error), None)
+
+
+def implementer(path: str, patch: str, title: str) -> Script:
+    """The implementer's script for one change to `path`."""
+
+    def script(history: list[Exchange]) -> Step:
+        last = history[-1] if history else None
+        requested = _ok(history, "agent_turn_request")
+        if requested is None:
+            if last is not None:
+                return Answer(f"FAILED agent_turn_request: {last.result}")
+            return ToolCall("agent_turn_request", {"reason_md": f"implement: {title}"})
+        request_id = request_event_id(requested.result)
+        if _ok(history, "agent_turn_start") is None:
+            starts = sum(1 for e in history if e.tool == "agent_turn_start")
+            if starts >= START_ATTEMPTS:
+                return Answer(f"FAILED agent_turn_start: {last.result if last else ''}")
+            if last is not None and last.tool == "agent_turn_start":
+                return ToolCall("table_watch", {"after_event_id": request_id, "limit": 50, "wait_ms": 2000})
+            return ToolCall("agent_turn_start", {"request_event_id": request_id})
+        for tool, arguments in (
+            (
+                "resource_claim",
+                {
+                    "resource_type": "file",
+                    "resource_id": f"file:{path}",
+                    "path": path,
+                    "claim_type": "write",
+                    "rationale": f"editing {path} for: {title}",
+                },
+            ),
+            (
+                "proposal_create",
+                {
+                    "title": title,
+                    "summary_md": f"Change `{path}`: {title}.",
+                    "affected_resources": [f"file:{path}"],
+                    "risk": "normal",
+                    "patch": patch,
+                },
+            ),
+            ("agent_turn_complete", {"request_event_id": request_id}),
+        ):
+            if _ok(history, tool) is None:
+                if last is not None and last.tool == tool:
+                    return Answer(f"FAILED {tool}: {last.result}")
+                return ToolCall(tool, arguments)
+        return Answer("Done: claimed, proposed and completed the turn.")
+
+    return script

@@ -1,0 +1,174 @@
+"""Claude Code and Codex, installed from npm, as supervised implementer sessions (issue 15, "Real
+harnesses, for real").
+
+For each harness: the demo project with its implementers on that adapter, a real owner
+(`roundtable start`), the operator's `roundtable sessions launch`, and a local stub of the
+harness's model API that scripts the model's side (request a turn, start it, claim the file,
+propose a patch, complete the turn, answer). Everything else is real: the harness, its MCP
+client, the `roundtable mcp stdio` bridge it starts, the session's capability socket, the
+supervisor's sandbox and the owner's database, which the test then reads.
+
+How each harness reaches the stub is how an operator points it at any model endpoint:
+- Claude Code: `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY` in the owner's environment (the
+  adapter's plan names them; the supervisor copies them into the otherwise scrubbed environment).
+- Codex: a custom model provider in the operator's `~/.codex/config.toml` (`model_provider` and
+  `[model_providers.<name>]` with `base_url`, `wire_api = "responses"`, `env_key`); the adapter
+  copies those settings into the session's private CODEX_HOME and forwards the `env_key` variable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .model_stub import Answer, StubServer, ToolCall, anthropic_tools, bare, responses_tools
+from .scripts import implementer
+from .table import (
+    CHANGED,
+    PATCH,
+    TITLE,
+    Owner,
+    launch,
+    operator_env,
+    prepare_project,
+    query,
+    seed,
+    session_log,
+    wait_for_end,
+)
+
+pytestmark = pytest.mark.e2e_harness
+SESSION_TIMEOUT = 180.0
+EXPECTED_STEPS = [
+    "agent_turn_request",
+    "agent_turn_start",
+    "resource_claim",
+    "proposal_create",
+    "agent_turn_complete",
+]
+ANTHROPIC_KEY = "sk-ant-stub-e2e-harness"
+PROVIDER_KEY_VAR = "STUB_MODEL_API_KEY"
+PROVIDER_KEY = "sk-stub-e2e-harness"
+
+
+def claude_setup(home: Path, stub: StubServer) -> dict[str, str]:
+    return {"ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
+
+
+def codex_setup(home: Path, stub: StubServer) -> dict[str, str]:
+    # `stub-model` has no metadata in Codex, so Codex offers its plain tool set (each MCP server's
+    # tools as functions in a namespace `mcp__<server>`); its own models get "code mode", where
+    # MCP tools are reached through a JavaScript `exec` tool instead.
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text(
+        'model = "stub-model"\n'
+        'model_provider = "stub"\n\n'
+        "[model_providers.stub]\n"
+        'name = "model stub"\n'
+        f'base_url = "{stub.url}/v1"\n'
+        'wire_api = "responses"\n'
+        f'env_key = "{PROVIDER_KEY_VAR}"\n',
+        encoding="utf-8",
+    )
+    return {PROVIDER_KEY_VAR: PROVIDER_KEY}
+
+
+SETUPS: dict[str, Callable[[Path, StubServer], dict[str, str]]] = {"claude": claude_setup, "codex": codex_setup}
+
+
+@pytest.mark.parametrize("adapter", ["claude", "codex"])
+def test_supervised_implementer_claims_proposes_and_completes_its_turn(
+    adapter: str, tmp_path: Path, harness_bin: Path, home: Path, socket_dir: Path
+) -> None:
+    root = tmp_path / "demo"
+    prepare_project(root, socket_dir, adapter)
+    run_id, task_id = seed(root)
+    stub = StubServer(implementer(CHANGED, PATCH, TITLE)).start()
+    try:
+        env = operator_env(home, harness_bin, SETUPS[adapter](home, stub))
+        owner = Owner(root, env, tmp_path / "owner.err")
+        try:
+            session_id = launch(root, env, "implementer-1", task_id)
+            status = wait_for_end(root, session_id, SESSION_TIMEOUT)
+        finally:
+            exit_code = owner.stop()
+    finally:
+        stub.stop()
+    log = session_log(root, session_id)
+    story = f"session log:\n{log[-3000:]}\nmodel steps: {stub.steps}"
+
+    # The harness ran the whole script through the roundtable tools and exited cleanly.
+    assert status == "ended", story
+    assert exit_code == 0, (tmp_path / "owner.err").read_text()
+    calls = [step.tool for step in stub.steps if isinstance(step, ToolCall)]
+    assert [c for c in calls if c != "table_watch"][-5:] == EXPECTED_STEPS, story
+    final = stub.steps[-1]
+    assert isinstance(final, Answer) and final.text.startswith("Done"), story
+
+    # The model API saw the operator's key (forwarded by the supervisor) and the session's tools:
+    # the implementer's capability offers proposal_create and not vote_cast.
+    model_calls = [r for r in stub.requests if r.kind in ("messages", "responses")]
+    assert model_calls, [r.kind for r in stub.requests]
+    if adapter == "claude":
+        assert all(r.headers.get("x-api-key") == ANTHROPIC_KEY for r in model_calls)
+        offered = {name for r in model_calls for name in anthropic_tools(r.body)}
+        assert "mcp__roundtable__proposal_create" in offered
+    else:
+        assert all(r.headers.get("authorization") == f"Bearer {PROVIDER_KEY}" for r in model_calls)
+        offered = {name for r in model_calls for name in responses_tools(r.body)}
+        assert "mcp__roundtable.proposal_create" in offered
+    assert not [name for name in offered if bare(name) in ("vote_cast", "patch_apply", "task_create")]
+
+    # The database: the claim, the proposal with its patch revision, the completed turn.
+    (session,) = query(root, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
+    assert session["adapter"] == adapter and session["agent_id"] == "implementer-1"
+    metadata = json.loads(session["metadata_json"])
+    assert metadata["role"] == "implementer" and metadata["task_id"] == task_id
+
+    (claim,) = query(root, "SELECT * FROM claims WHERE agent_id = 'implementer-1'")
+    assert (claim["resource_id"], claim["claim_type"], claim["task_id"]) == (f"file:{CHANGED}", "write", task_id)
+
+    (proposal,) = query(root, "SELECT * FROM proposals WHERE task_id = ?", (task_id,))
+    revision = hashlib.sha256(PATCH.encode()).hexdigest()
+    assert proposal["agent_id"] == "implementer-1" and proposal["title"] == TITLE
+    assert proposal["proposer_session_id"] == session_id
+    assert (proposal["current_revision"], proposal["revision_number"]) == (revision, 1)
+    (stored,) = query(root, "SELECT * FROM patch_revisions WHERE proposal_id = ?", (proposal["id"],))
+    assert (stored["number"], stored["sha256"], stored["agent_id"]) == (1, revision, "implementer-1")
+    assert json.loads(stored["touched_files_json"]) == [CHANGED]
+    assert json.loads(stored["claim_fences_json"]) == {claim["id"]: claim["fence"]}
+    patch_file = root / stored["patch_path"]
+    assert patch_file.read_text() == PATCH
+    applies = subprocess.run(["git", "apply", "--check", str(patch_file)], cwd=root, capture_output=True, text=True)
+    assert applies.returncode == 0, applies.stderr  # a real diff of the demo project
+
+    # Every agent event came through the session's capability socket as the agent.
+    events = query(root, "SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,))
+    by_agent = [e for e in events if e["actor_id"] == "implementer-1"]
+    assert [e["type"] for e in by_agent] == [
+        "agent.turn_requested",
+        "agent.turn_started",
+        "claim.created",
+        "proposal.created",
+        "agent.turn_completed",
+    ]
+    assert {(e["principal"], e["transport"]) for e in by_agent} == {("agent:implementer-1", "session")}
+    request_id = by_agent[0]["id"]
+    assert json.loads(by_agent[-1]["payload_json"])["request_event_id"] == request_id
+    assert json.loads(by_agent[3]["payload_json"])["revision"] == revision
+    ends = [e for e in events if e["type"] == "session.exited"]
+    assert [json.loads(e["payload_json"])["exit_code"] for e in ends] == [0]
+    revoked = query(
+        root, "SELECT revoked_at, revoked_reason FROM session_capabilities WHERE session_id = ?", (session_id,)
+    )
+    assert revoked and all(r["revoked_at"] and r["revoked_reason"] == "process_exited" for r in revoked)
+
+    # The session log holds the harness's own trace of the tool calls, and never the token.
+    assert "proposal_create" in log
+    assert "rtcap_" not in log
+    assert ANTHROPIC_KEY not in log and PROVIDER_KEY not in log
