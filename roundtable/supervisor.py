@@ -17,9 +17,13 @@ The choice and the reason for passing over a stronger one are recorded in the se
 process: the capability checks on the endpoint are then the only enforcement, and the operator
 should launch only trusted harnesses.
 
-Operators reach a running supervisor through the legacy socket as the internal calls
-`session.launch` / `session.revoke` (`handle_internal`), which are not tools: they are not in the
-registry and only a process hosting a supervisor answers them.
+Operators reach a running supervisor through the operator operations `session.launch` /
+`session.revoke` (`tools/sessions_ops.py`; the CLI sends them over the legacy socket), which the
+owner hosting it provides as `runtime.supervisor`; the autopilot's dispatcher uses the same
+operations as the internal caller `dispatcher`. Every write the supervisor makes is one of its
+internal operations (`session.open`, `session.activate`, `session.keep_alive`,
+`session.revoke_capabilities`, `session.record_exit`), called as `SUPERVISOR`. Exit listeners
+(`add_exit_listener`) hear of every session that ends (the dispatcher's retries).
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ import asyncio
 import contextlib
 import logging
 import os
+import shlex
 import shutil
 import signal
 import sys
 import tempfile
-import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +47,10 @@ from roundtable.credentials import ensure_private_dir
 from roundtable.errors import ToolError, ValidationError
 from roundtable.services import adapters, capabilities, isolation, sessions
 from roundtable.services.redact import redact
+from roundtable.services.sessions import SessionExit
 from roundtable.store.records import Agent, Proposal, Run, Task
+from roundtable.tools.context import SUPERVISOR
+from roundtable.tools.sessions_ops import NOT_RUNNING
 
 if TYPE_CHECKING:
     from roundtable.runtime import Runtime
@@ -52,11 +60,9 @@ log = logging.getLogger("roundtable.supervisor")
 
 HEARTBEAT_INTERVAL = 30.0
 REVOKE_GRACE = 5.0
-NOT_RUNNING = "supervisor is not running in this process"
-INTERNAL_CALLS = ("session.launch", "session.revoke")
 ACTOR = "supervisor"
+BRIEFING_FILE = "BRIEFING.md"
 _ENV_ALLOW = ("PATH", "LANG", "TERM")
-_SUPERVISORS: weakref.WeakKeyDictionary[Any, Supervisor] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -68,6 +74,7 @@ class _Live:
     token: str
     directory: Path
     endpoint: SessionEndpoint
+    role: str = ""
     process: asyncio.subprocess.Process | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     revoked: bool = False
@@ -104,6 +111,7 @@ class Supervisor:
         self._closing = False
         self._launcher: isolation.Launcher | None = None
         self._choosing = asyncio.Lock()
+        self._listeners: list[Callable[[SessionExit], None]] = []
 
     async def launcher(self) -> isolation.Launcher:
         """The launcher for this supervisor's sessions, chosen (with short probes) on first use."""
@@ -132,14 +140,15 @@ class Supervisor:
             role = capabilities.role_for_agent(agent_id)
             if role is None:
                 raise ValidationError(
-                    f"agent {agent_id} is not of a launchable family (implementer, reviewer, tester, security)"
+                    f"agent {agent_id} is not of a launchable family"
+                    " (implementer, reviewer, tester, security, architect)"
                 )
             task = await r.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
             if task is None or task.status in capabilities.TERMINAL_TASK:
                 raise ValidationError(f"task {task_id} does not exist or is closed")
-            if role == "implementer":
+            if role in capabilities.TASK_ROLES:
                 if proposal_id:
-                    raise ValidationError("an implementer session is bound to a task, not a proposal")
+                    raise ValidationError(f"a {role} session is bound to a task, not a proposal")
                 if task.assigned_agent_id != agent_id:
                     raise ValidationError(f"task {task_id} is not assigned to {agent_id}")
             else:
@@ -164,8 +173,12 @@ class Supervisor:
         adapter: str = "",
         model: str = "",
         extra_args: tuple[str, ...] = (),
+        briefing: str = "",
+        launched_by: str = "operator",
     ) -> dict[str, Any]:
-        """Start one session; returns `{session: …}` (never the token)."""
+        """Start one session; returns `{session: …}` (never the token). `briefing` (why it is
+        launched) is written to `BRIEFING.md` in the session's home, named by
+        `ROUNDTABLE_BRIEFING_FILE`; `launched_by` is the principal that asked for it."""
         if self._closing:
             raise ToolError(NOT_RUNNING)
         run, agent, role, adapter_name = await self._validate(agent_id, task_id, proposal_id, run_id, adapter)
@@ -190,64 +203,50 @@ class Supervisor:
             model=model or agent.model,
             socket_path=str(socket_path),
         )
+        caller = SUPERVISOR.with_run(run.id)
         try:
-            async with self.runtime.db.write(tool="session.launch") as tx:
-                token, cap = await capabilities.issue(
-                    tx,
-                    session_id=session_id,
-                    agent_id=agent_id,
-                    run_id=run.id,
-                    role=role,
-                    task_id=task_id,
-                    proposal_id=proposal_id,
-                )
-                await sessions.register(
-                    tx,
-                    sessions.SessionDraft(
-                        id=session_id,
-                        agent_id=agent_id,
-                        run_id=run.id,
-                        adapter=adapter_name,
-                        working_directory=str(root),
-                        model=model or agent.model,
-                        mcp_socket=str(socket_path),
-                        status="starting",
-                        metadata={
-                            "mode": "start",
-                            "role": role,
-                            "task_id": task_id,
-                            "proposal_id": proposal_id,
-                            "capability_id": cap.id,
-                            "container_id": "",
-                            "isolation": launcher.kind,
-                            "isolation_reason": launcher.reason,
-                        },
-                    ),
-                )
-                await tx.append_event(
-                    run.id,
-                    "session.launched",
-                    {
-                        "session_id": session_id,
-                        "agent_id": agent_id,
+            opened = await self.runtime.call(
+                "session.open",
+                {
+                    "session_id": session_id,
+                    "agent_id": agent_id,
+                    "run_id": run.id,
+                    "adapter": adapter_name,
+                    "working_directory": str(root),
+                    "model": model or agent.model,
+                    "mcp_socket": str(socket_path),
+                    "role": role,
+                    "task_id": task_id,
+                    "proposal_id": proposal_id,
+                    "launched_by": launched_by,
+                    "metadata": {
+                        "mode": "start",
                         "role": role,
                         "task_id": task_id,
                         "proposal_id": proposal_id,
+                        "container_id": "",
+                        "isolation": launcher.kind,
+                        "isolation_reason": launcher.reason,
+                        "launched_by": launched_by,
                     },
-                    actor_id=ACTOR,
-                    task_id=task_id,
-                )
+                },
+                caller,
+            )
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
+        token = str(opened["token"])
         from roundtable.server.sessions import SessionEndpoint
 
-        endpoint = SessionEndpoint(self.runtime, cap.id, socket_path)
-        live = _Live(session_id, cap.id, token, directory, endpoint)
+        endpoint = SessionEndpoint(self.runtime, str(opened["capability_id"]), socket_path)
+        live = _Live(session_id, str(opened["capability_id"]), token, directory, endpoint, role=role)
         self.live[session_id] = live
         try:
             await endpoint.start()
-            for rel, text in plan.files.items():
+            files = dict(plan.files)
+            if briefing.strip():
+                files[BRIEFING_FILE] = briefing.strip() + "\n"
+            for rel, text in files.items():
                 target = home / rel
                 target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 target.write_text(text, encoding="utf-8")
@@ -257,8 +256,9 @@ class Supervisor:
             )
             # The harness's model credentials and endpoint, from the owner's environment (by name).
             env.update({name: os.environ[name] for name in plan.inherit if name in os.environ})
-            async with self.runtime.db.write(tool="session.launch") as tx:
-                await sessions.heartbeat(tx, session_id, status="active")
+            if briefing.strip():
+                env["ROUNDTABLE_BRIEFING_FILE"] = str(home / BRIEFING_FILE)
+            await self.runtime.call("session.activate", {"session_id": session_id}, caller)
             argv = launcher.wrap([*plan.argv, *extra_args], root=root, session_dir=directory, path=env["PATH"])
             live.process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -280,6 +280,33 @@ class Supervisor:
         async with self.runtime.db.read() as r:
             session = await sessions.get(r, session_id)
         return {"session": session.to_dict(), "pid": live.process.pid, "argv0": plan.argv[0]}
+
+    # --- for the dispatcher ----------------------------------------------------------------
+
+    def add_exit_listener(self, listener: Callable[[SessionExit], None]) -> None:
+        """Call `listener` (on the loop) for every session that ends, once it is recorded."""
+        self._listeners.append(listener)
+
+    def live_roles(self) -> dict[str, str]:
+        """session id → capability role of every running session."""
+        return {sid: live.role for sid, live in self.live.items()}
+
+    async def missing_harness(self, agent_id: str, adapter: str = "") -> str:
+        """Why the agent's harness cannot start here (`codex not found on PATH`), or ''."""
+        async with self.runtime.db.read() as r:
+            agent = await r.one(Agent, "SELECT * FROM agents WHERE id = ?", (agent_id,))
+        name = adapter or (agent.adapter if agent is not None else "")
+        try:
+            config = adapters.get(self.runtime.config, name)
+        except ValidationError as exc:
+            return str(exc)
+        words = shlex.split(config.command or name) if (config.command or name).strip() else []
+        if not words:
+            return f"adapter {name} has no command"
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+        if shutil.which(words[0], path=path) is None:
+            return f"{words[0]} not found on PATH (adapter {name} of {agent_id})"
+        return ""
 
     def _environment(
         self,
@@ -343,9 +370,11 @@ class Supervisor:
                 await asyncio.wait_for(live.done.wait(), self.heartbeat_interval)
                 return
             try:
-                async with self.runtime.db.write(tool="session.heartbeat") as tx:
-                    await sessions.heartbeat(tx, live.session_id)
-                    await capabilities.extend(tx, live.capability_id)
+                await self.runtime.call(
+                    "session.keep_alive",
+                    {"session_id": live.session_id, "capability_id": live.capability_id},
+                    SUPERVISOR,
+                )
             except Exception:
                 log.exception("heartbeat of session %s failed", live.session_id)
 
@@ -368,24 +397,12 @@ class Supervisor:
             # loop ends by itself once `done` is set.
             if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
                 task.cancel()
-        status = "ended" if exit_code == 0 else "failed"
         try:
-            async with self.runtime.db.write(tool="session.exit") as tx:
-                session = await sessions.get(tx, live.session_id)
-                await sessions.end(tx, live.session_id, status=status)
-                if await capabilities.revoke(tx, live.capability_id, reason):
-                    await tx.append_event(
-                        session.run_id,
-                        "capability.revoked",
-                        {"session_id": live.session_id, "reason": reason},
-                        actor_id=ACTOR,
-                    )
-                await tx.append_event(
-                    session.run_id,
-                    "session.exited",
-                    {"session_id": live.session_id, "exit_code": exit_code, "status": status},
-                    actor_id=ACTOR,
-                )
+            await self.runtime.call(
+                "session.record_exit",
+                {"session_id": live.session_id, "exit_code": exit_code, "reason": reason},
+                SUPERVISOR,
+            )
         except Exception:
             log.exception("recording the end of session %s failed", live.session_id)
         with contextlib.suppress(Exception):
@@ -393,21 +410,21 @@ class Supervisor:
         shutil.rmtree(live.directory, ignore_errors=True)
         self.live.pop(live.session_id, None)
         live.finished.set()
+        ended = SessionExit(live.session_id, exit_code, reason)
+        for listener in list(self._listeners):
+            try:
+                listener(ended)
+            except Exception:
+                log.exception("a session exit listener failed")
 
     # --- revoke and shutdown ----------------------------------------------------------------
 
     async def revoke(self, session_id: str, reason: str = "operator") -> dict[str, Any]:
         """Revoke the session's capability now; the process is stopped after a short grace."""
-        revoked = False
-        async with self.runtime.db.write(tool="session.revoke") as tx:
-            session = await sessions.get(tx, session_id)
-            for cap in await capabilities.for_session(tx, session_id):
-                if await capabilities.revoke(tx, cap.id, reason):
-                    revoked = True
-            if revoked:
-                await tx.append_event(
-                    session.run_id, "capability.revoked", {"session_id": session_id, "reason": reason}, actor_id=ACTOR
-                )
+        done = await self.runtime.call(
+            "session.revoke_capabilities", {"session_id": session_id, "reason": reason}, SUPERVISOR
+        )
+        revoked = bool(done["revoked"])
         live = self.live.get(session_id)
         if live is not None and not live.revoked:
             live.revoked = True
@@ -441,8 +458,9 @@ class Supervisor:
         self._closing = True
         for live in list(self.live.values()):
             with contextlib.suppress(Exception):
-                async with self.runtime.db.write(tool="session.revoke") as tx:
-                    await capabilities.revoke(tx, live.capability_id, "shutdown")
+                await self.runtime.call(
+                    "session.revoke_capabilities", {"session_id": live.session_id, "reason": "shutdown"}, SUPERVISOR
+                )
             self._signal(live, signal.SIGTERM)
         for live in list(self.live.values()):
             with contextlib.suppress(asyncio.TimeoutError):
@@ -450,51 +468,21 @@ class Supervisor:
             if not live.done.is_set():
                 self._signal(live, signal.SIGKILL)
                 await self._finish(live, exit_code=-9, reason="shutdown")
-        _SUPERVISORS.pop(self.runtime, None)
+        if self.runtime.supervisor is self:
+            self.runtime.supervisor = None
 
 
 # --- hosting -------------------------------------------------------------------------------------
 
 
 async def start_supervisor(runtime: Runtime, **options: Any) -> Supervisor:
-    """Create the supervisor for an owner runtime and register it for `handle_internal`; the
-    owner calls `await supervisor.close()` before closing the runtime."""
+    """Create the supervisor for an owner runtime and provide it to the session operations as
+    `runtime.supervisor`; the owner calls `await supervisor.close()` before closing the runtime."""
     supervisor = Supervisor(runtime, **options)
-    _SUPERVISORS[runtime] = supervisor
+    runtime.supervisor = supervisor
     return supervisor
 
 
 def supervisor_for(runtime: Runtime) -> Supervisor | None:
-    return _SUPERVISORS.get(runtime)
-
-
-def _arg(args: dict[str, Any], name: str, required: bool = False) -> str:
-    value = args.get(name, "")
-    if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string")
-    if required and not value.strip():
-        raise ValidationError(f"{name} is required")
-    return value.strip()
-
-
-async def handle_internal(runtime: Runtime, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """`session.launch` / `session.revoke` from the legacy socket (operator authority)."""
-    supervisor = supervisor_for(runtime)
-    if supervisor is None or supervisor._closing:
-        raise ToolError(NOT_RUNNING)
-    if tool == "session.launch":
-        allowed = {"agent_id", "task_id", "proposal_id", "run_id", "adapter", "model"}
-        unknown = sorted(set(args) - allowed)
-        if unknown:
-            raise ValidationError(f"session.launch: unknown argument {', '.join(unknown)}")
-        return await supervisor.launch(
-            agent_id=_arg(args, "agent_id", True),
-            task_id=_arg(args, "task_id", True),
-            proposal_id=_arg(args, "proposal_id"),
-            run_id=_arg(args, "run_id"),
-            adapter=_arg(args, "adapter"),
-            model=_arg(args, "model"),
-        )
-    if tool == "session.revoke":
-        return await supervisor.revoke(_arg(args, "session_id", True), _arg(args, "reason") or "operator")
-    raise ToolError(f"tool not implemented: {tool}")
+    host = runtime.supervisor
+    return host if isinstance(host, Supervisor) else None
