@@ -1,10 +1,10 @@
 """`roundtable sessions …` and `roundtable resume`: agent session records and the supervisor.
 
-`list`, `show`, `register`, `heartbeat` and `end` work on the database directly (the
-register/heartbeat/end forms exist for harnesses that report their own sessions).
-`launch` and `revoke` are requests to the running owner's supervisor, sent over the legacy
-socket as the internal calls `session.launch` / `session.revoke`; only an owner hosting a
-supervisor answers them. `resume` suspends the agent's stale claims, then prints the resume
+`list` and `show` read the database; `register`, `heartbeat` and `end` (for harnesses that
+report their own sessions) are the operator operations `session.register|heartbeat|end` run
+through `Runtime.call`. `launch` and `revoke` are requests to the running owner's supervisor,
+sent over the legacy socket as the operator operations `session.launch` / `session.revoke`; only
+an owner hosting a supervisor answers them. `resume` suspends the agent's stale claims, then prints the resume
 briefing of an agent or session.
 """
 
@@ -32,6 +32,20 @@ async def _with_db(root: Path, work: Callable[[Any, Any], Awaitable[T]]) -> T:
         return await work(db, config)
     finally:
         await db.close()
+
+
+async def _operation(root: Path, tool: str, args: dict[str, Any]) -> Any:
+    """Run one operator operation on the project (its own runtime; no owner needed)."""
+    from roundtable.runtime import Runtime
+    from roundtable.store.records import AgentSession
+    from roundtable.tools.context import OPERATOR
+
+    runtime = await Runtime.open(root)
+    try:
+        result = await runtime.call(tool, {k: v for k, v in args.items() if v != ""}, OPERATOR)
+    finally:
+        await runtime.close()
+    return AgentSession.from_row(result["session"])
 
 
 def _line(*parts: str) -> str:
@@ -158,32 +172,22 @@ def register(
     root: Path,
 ) -> None:
     """Record (or replace) a session an agent harness reports itself."""
-    from roundtable.services import sessions as svc
-
-    async def work(db: Any, config: Any) -> Any:
-        command = resume_command
-        pattern = config.adapters[adapter].resume_pattern if adapter in config.adapters else ""
-        if not command:
-            command = svc.resume_command(pattern, external_session_id)
-        async with db.write(tool="sessions.register") as tx:
-            return await svc.register(
-                tx,
-                svc.SessionDraft(
-                    id=session_id,
-                    agent_id=agent,
-                    run_id=run_id,
-                    adapter=adapter,
-                    working_directory=cwd,
-                    provider=provider,
-                    model=model,
-                    external_session_id=external_session_id,
-                    external_resume_command=command,
-                    mcp_socket=mcp_socket,
-                    status=status,
-                ),
-            )
-
-    s = run_async(_with_db(root, work))
+    if not all(v.strip() for v in (session_id, agent, run_id, adapter, cwd)):
+        fail("id, agent, run, adapter, and cwd are required")
+    args = {
+        "session_id": session_id,
+        "agent_id": agent,
+        "run_id": run_id,
+        "adapter": adapter,
+        "working_directory": cwd,
+        "provider": provider,
+        "model": model,
+        "external_session_id": external_session_id,
+        "resume_command": resume_command,
+        "mcp_socket": mcp_socket,
+        "status": status,
+    }
+    s = run_async(_operation(root, "session.register", args))
     click.echo(_line(s.id, s.agent_id, s.status, s.external_resume_command).rstrip())
 
 
@@ -195,13 +199,10 @@ def register(
 @handle_errors
 def heartbeat(session_id: str, status: str, external_session_id: str, root: Path) -> None:
     """Mark a session as seen now."""
-    from roundtable.services import sessions as svc
-
-    async def work(db: Any, _config: Any) -> Any:
-        async with db.write(tool="sessions.heartbeat") as tx:
-            return await svc.heartbeat(tx, session_id, status=status, external_session_id=external_session_id)
-
-    s = run_async(_with_db(root, work))
+    if not session_id.strip():
+        fail("session is required")
+    args = {"session_id": session_id, "status": status, "external_session_id": external_session_id}
+    s = run_async(_operation(root, "session.heartbeat", args))
     click.echo(_line(s.id, s.status, s.last_seen_at))
 
 
@@ -212,13 +213,9 @@ def heartbeat(session_id: str, status: str, external_session_id: str, root: Path
 @handle_errors
 def end(session_id: str, status: str, root: Path) -> None:
     """Mark a session ended."""
-    from roundtable.services import sessions as svc
-
-    async def work(db: Any, _config: Any) -> Any:
-        async with db.write(tool="sessions.end") as tx:
-            return await svc.end(tx, session_id, status=status)
-
-    s = run_async(_with_db(root, work))
+    if not session_id.strip():
+        fail("session is required")
+    s = run_async(_operation(root, "session.end", {"session_id": session_id, "status": status}))
     click.echo(_line(s.id, s.status, s.ended_at))
 
 
