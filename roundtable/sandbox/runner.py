@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from roundtable import proc
 from roundtable.sandbox import landlock
 from roundtable.sandbox.spec import KINDS, Spec
 
@@ -160,26 +161,21 @@ async def _trial(kind: str, executable: str) -> str:
     try:
         spec = build_spec(kind, ["true"], scratch, root=scratch / "root", executable=executable)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *launcher_argv(spec),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
+            done = await proc.run(
+                launcher_argv(spec),
                 env={"PATH": os.environ.get("PATH", os.defpath)},
-                start_new_session=True,
+                timeout=PROBE_TIMEOUT_S,
+                merge_stderr=True,
+                new_group=True,
             )
         except OSError as exc:
             return f"the launcher could not start ({exc.strerror})"
-        try:
-            out, _ = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+        if done.timed_out:
             return f"the trial timed out after {PROBE_TIMEOUT_S:g} s"
-        if proc.returncode == 0:
+        if done.code == 0:
             return ""
-        lines = out.decode("utf-8", "replace").strip().splitlines()
-        return lines[-1] if lines else f"the trial exited with status {proc.returncode}"
+        lines = done.out.decode("utf-8", "replace").strip().splitlines()
+        return lines[-1] if lines else f"the trial exited with status {done.code}"
     finally:
         await asyncio.to_thread(shutil.rmtree, scratch, True)
 
@@ -191,18 +187,9 @@ async def _bwrap_knows_size(executable: str) -> bool:
     """Does this bubblewrap take `--size` for a tmpfs (0.8 and later)? Asked once."""
     if executable not in _sizes:
         try:
-            proc = await asyncio.create_subprocess_exec(
-                executable, "--help", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
-            )
+            done = await proc.run([executable, "--help"], timeout=PROBE_TIMEOUT_S, merge_stderr=True)
+            _sizes[executable] = not done.timed_out and b"--size" in done.out
         except OSError:
-            _sizes[executable] = False
-            return False
-        try:
-            out, _ = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
-            _sizes[executable] = b"--size" in out
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
             _sizes[executable] = False
     return _sizes[executable]
 

@@ -13,7 +13,6 @@ survivor it finds there (`kill_leftover`).
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import os
 import signal
@@ -23,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from roundtable import proc
 from roundtable.errors import ToolError
 
 GIT_TIMEOUT_S = 60.0
@@ -79,35 +79,23 @@ async def exec_git(
     killed (and reaped) on timeout or cancellation. Returns (exit status, stdout, stderr); with
     `merge_stderr` stderr is folded into stdout. `tied` runs it in its own process group, killed
     with this process; `on_start` receives its pid."""
-    extra: dict[str, object] = {}
-    if tied:
-        extra = {"preexec_fn": _die_with(os.getpid()), "process_group": 0}
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
-            cwd=str(cwd),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
+        done = await proc.run(
+            ["git", *args],
+            cwd=cwd,
+            stdin=stdin,
             env=env if env is not None else _env(),
-            **extra,  # type: ignore[arg-type]
+            timeout=timeout,
+            merge_stderr=merge_stderr,
+            new_group=tied,
+            preexec_fn=_die_with(os.getpid()) if tied else None,
+            on_start=on_start,
         )
     except OSError as exc:
         raise ToolError(f"git could not start: {exc.strerror}") from None
-    if on_start is not None:
-        on_start(proc.pid)
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise ToolError(f"git {args[0]} timed out after {timeout:g}s") from None
-    except BaseException:  # cancelled: never leave the child behind
-        proc.kill()
-        await proc.wait()
-        raise
-    return (proc.returncode if proc.returncode is not None else -1), out, err or b""
+    if done.timed_out:
+        raise ToolError(f"git {args[0]} timed out after {timeout:g}s")
+    return (done.code if done.code is not None else -1), done.out, done.err
 
 
 async def run_git(

@@ -32,7 +32,6 @@ that stop by themselves once their capability is revoked.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 import shutil
@@ -40,6 +39,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from roundtable import proc
 from roundtable.errors import ValidationError
 
 ENV_VAR = "ROUNDTABLE_SESSION_ISOLATION"
@@ -127,23 +127,15 @@ def requested_mode(environ: dict[str, str] | None = None) -> str:
 async def _run(argv: list[str]) -> tuple[int, str]:
     """(exit code, first line of output) of a short probe; 127 when it cannot start."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env={"PATH": os.environ.get("PATH", os.defpath)},
+        done = await proc.run(
+            argv, env={"PATH": os.environ.get("PATH", os.defpath)}, timeout=TRIAL_TIMEOUT, merge_stderr=True
         )
     except OSError as exc:
         return 127, exc.strerror or type(exc).__name__
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), TRIAL_TIMEOUT)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
+    if done.timed_out:
         return 124, f"timed out after {TRIAL_TIMEOUT:g}s"
-    lines = out.decode("utf-8", "replace").strip().splitlines()
-    return proc.returncode or 0, lines[-1] if lines else ""
+    lines = done.out.decode("utf-8", "replace").strip().splitlines()
+    return done.code or 0, lines[-1] if lines else ""
 
 
 async def oci_reason() -> str:

@@ -19,17 +19,15 @@ marker saying how much was dropped.
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import contextlib
 import json
 import os
 import re
 import shlex
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from roundtable import proc
 from roundtable.errors import ToolError, ValidationError
 from roundtable.sandbox.runner import launcher_argv
 from roundtable.sandbox.spec import MARKER, SETUP_FAILED, Spec
@@ -40,8 +38,6 @@ SHELL_CHARACTERS: tuple[str, ...] = (";", "|", "&", ">", "<", "`", "$", "\n", "\
 DEFAULT_TIMEOUT_S = 600.0
 HEAD_BYTES = 768 * 1024
 TAIL_BYTES = 256 * 1024
-READ_CHUNK = 64 * 1024
-REAP_TIMEOUT_S = 5.0
 MAX_COMMAND_CHARS = 1_000
 _SECRET_ENV = re.compile(r"(?i)token|secret|passw|api_?key|credential|private_?key")
 
@@ -75,7 +71,7 @@ def allowed_commands(root: Path, tests: TestsPolicy, touched: list[str] | None =
     from the repository's markers (for the root, and for the touched files' directories when
     a proposal is concerned). Blocking reads: call from a worker thread."""
     if tests.commands:
-        return [Command(name, tuple(argv), POLICY_FILE) for name, argv in tests.commands]
+        return [Command(name, tuple(argv), POLICY_FILE) for name, argv in tests.commands.items()]
     found = {s.command: s for s in test_suggest.suggest(root)}
     if touched:
         found.update({s.command: s for s in test_suggest.suggest(root, touched)})
@@ -205,11 +201,6 @@ class Execution:
     note: str = ""
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def _setup_failure(output: str) -> str:
     for line in output.splitlines():
         if line.startswith(MARKER):
@@ -223,41 +214,22 @@ async def execute(
     """Run argv in `cwd` — through the sandbox launcher when `spec` is given (its argv and
     workdir are used), else directly — without a shell; never raises for the command's failure."""
     program = launcher_argv(spec) if spec is not None else argv
+    capture = OutputCapture()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *program,
-            cwd=str(cwd),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+        done = await proc.run(
+            program,
+            cwd=cwd,
             env=child_environment(sandboxed=spec is not None),
-            start_new_session=True,
+            timeout=timeout,
+            new_group=True,  # background processes the command leaves behind die with its group
+            sink=capture.add,
         )
     except OSError as exc:
         reason = exc.strerror or str(exc)
         return Execution(ERROR, None, "", f"could not start {program[0]}: {reason}")
-    capture = OutputCapture()
-
-    async def pump() -> int:
-        assert proc.stdout is not None
-        while chunk := await proc.stdout.read(READ_CHUNK):
-            capture.add(chunk)
-        return await proc.wait()
-
-    try:
-        code = await asyncio.wait_for(pump(), timeout)
-    except TimeoutError:
-        _kill_group(proc)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), REAP_TIMEOUT_S)
-        return Execution(TIMED_OUT, proc.returncode, capture.text(), f"timed out after {timeout:g} s")
-    except BaseException:
-        _kill_group(proc)  # cancelled (client gone, shutdown): leave no process behind
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(asyncio.wait_for(proc.wait(), REAP_TIMEOUT_S))
-        raise
-    # Background processes the command left behind die with its group (and its PID namespace).
-    _kill_group(proc)
+    if done.timed_out:
+        return Execution(TIMED_OUT, done.code, capture.text(), f"timed out after {timeout:g} s")
+    code = done.code
     output = capture.text()
     if spec is not None and code == SETUP_FAILED and (why := _setup_failure(output)):
         return Execution(ERROR, code, output, f"the sandbox could not be set up: {why}")

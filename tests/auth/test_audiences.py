@@ -64,8 +64,10 @@ async def test_an_agent_may_not_run_operator_operations(runtime: Runtime) -> Non
 
 
 async def test_session_operations_need_a_capability(runtime: Runtime) -> None:
-    with pytest.raises(PermissionDenied, match="only on a capability session"):
+    with pytest.raises(PermissionDenied, match="only available to capability sessions"):
         await runtime.call("test.evidence.submit", {}, agent())
+    with pytest.raises(PermissionDenied, match="only available to capability sessions"):
+        await runtime.call("test.evidence.submit", {}, OPERATOR)
 
 
 async def test_operator_tokens_are_audited_operations(runtime: Runtime) -> None:
