@@ -1,7 +1,9 @@
 """The in-process change bus: committed writes are announced here, after the commit.
 
 Subscribers are the console (refresh panes), `table.watch` (long poll with `wait_ms`) and the
-Chair (wake at once after `agent.turn_complete`). Publishing never blocks: each subscriber has a
+Chair (wake at once after `agent.turn_complete`). Commits by other processes (the CLI, another
+owner) arrive here too, as `Change(external=True)`, from the one `PRAGMA data_version` watch of
+the store (`Database.watch_commits`). Publishing never blocks: each subscriber has a
 bounded queue and a full queue drops the oldest item, since a reader only needs to know that
 something changed and re-reads the database anyway.
 """
@@ -16,11 +18,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Change:
-    """One committed write transaction: the tool (if any) and the events it appended."""
+    """One committed write transaction: the tool (if any) and the events it appended.
+    `external` marks a commit by another process (seen through `PRAGMA data_version`, see
+    `store/watch.py`): only that something changed is known, so its tool and events are empty."""
 
     tool: str = ""
     events: tuple[dict[str, Any], ...] = ()
     tables: frozenset[str] = field(default_factory=frozenset)
+    external: bool = False
 
     @property
     def event_types(self) -> set[str]:

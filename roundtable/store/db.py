@@ -34,6 +34,7 @@ from roundtable.bus import Change, ChangeBus
 from roundtable.errors import NotFound, StoreError
 from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
+from roundtable.store.watch import CommitWatch, publish_external_commits
 
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
@@ -41,6 +42,7 @@ log = logging.getLogger("roundtable.store")
 Params = Sequence[Any] | dict[str, Any]
 
 BUSY_TIMEOUT_MS = 5000
+COMMIT_POLL_S = 0.25  # how often other processes' commits are looked for (`watch_commits`)
 PRAGMAS = (
     "PRAGMA journal_mode = WAL",
     "PRAGMA synchronous = NORMAL",
@@ -461,6 +463,7 @@ class Database:
         self._pending: set[asyncio.Future[Any]] = set()
         self._closed = False
         self.read_only = False
+        self._commit_watch: asyncio.Task[None] | None = None
         # The file this object opened: a write is refused once the path names another file (or
         # none) — it would go to the unlinked file and be lost (issue 11, finding 1).
         self._abspath = Path(os.path.abspath(path))
@@ -530,10 +533,21 @@ class Database:
         db.read_only = True
         return db
 
+    def watch_commits(self, interval: float = COMMIT_POLL_S) -> None:
+        """Announce other processes' commits on the change bus (`store/watch.py`); idempotent.
+        Owners and the read-only console start it; a one-shot CLI command needs none."""
+        if self._commit_watch is None and not self._closed:
+            watcher = publish_external_commits(CommitWatch(self.path), self.bus, interval)
+            self._commit_watch = asyncio.create_task(watcher, name="roundtable-commit-watch")
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._commit_watch is not None:
+            self._commit_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StoreError, sqlite3.Error):
+                await self._commit_watch
         async with self._locked():
             if self._pending:
                 await asyncio.gather(*self._pending, return_exceptions=True)

@@ -3,17 +3,24 @@
 SQLite's `PRAGMA data_version` returns a number that changes, on one connection, whenever any
 *other* connection has committed to the database since that connection last asked. One dedicated
 read-only connection asking it is therefore a cheap (one round trip, no table read) and complete
-"has anything changed?" signal: the Chair uses it to skip cycles in which nothing happened.
+"has anything changed?" signal.
+
+`publish_external_commits` is the one place that asks: started by `Database.watch_commits`, it
+polls on an interval and publishes a `Change(external=True)` on the change bus when a commit
+happened that this process did not announce itself — so the console, `table.watch` long polls
+and the Chair learn of other processes' writes from the same bus as of their own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
 import aiosqlite
 
+from roundtable.bus import Change, ChangeBus
 from roundtable.errors import StoreError
 
 
@@ -42,3 +49,20 @@ class CommitWatch:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await conn.close()
+
+
+async def publish_external_commits(watch: CommitWatch, bus: ChangeBus, interval: float) -> None:
+    """Poll `watch` every `interval` seconds until cancelled; publish `Change(external=True)` when
+    the database changed and no in-process commit was announced meanwhile (an in-process commit
+    already woke every subscriber, and they re-read the database anyway)."""
+    await watch.changed()  # the baseline
+    seen = bus.version
+    try:
+        while True:
+            await asyncio.sleep(interval)
+            changed = await watch.changed()
+            if changed and bus.version == seen:
+                bus.publish(Change(external=True))
+            seen = bus.version
+    finally:
+        await watch.close()

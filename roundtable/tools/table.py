@@ -11,9 +11,6 @@ from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string
 
-# While a long poll waits, the database is re-checked this often: writes by other processes
-# never reach this process's change bus.
-WATCH_RECHECK_SECONDS = 0.25
 _TURN_ARGS = frozenset({"run_id", "agent_id"})
 
 
@@ -36,7 +33,8 @@ async def get_state(call: Call) -> dict[str, Any]:
 
 async def watch(call: Call) -> dict[str, Any]:
     """One read snapshot; in cursor mode with `wait_ms`, long-poll until an event is newer than
-    the cursor. No connection is held while waiting."""
+    the cursor. No connection is held while waiting: the change bus wakes the poll, for this
+    process's commits and (through the store's commit watch) for other processes' alike."""
     args = call.args
     run_id = args.get("run_id") or ""
     limit = state.normalise_limit(opt_int(args, "limit", 0))
@@ -44,6 +42,7 @@ async def watch(call: Call) -> dict[str, Any]:
     wait = opt_int(args, "wait_ms", 0) / 1000.0
     db, bus = call.runtime.db, call.runtime.bus
     if after is not None and wait > 0:
+        db.watch_commits()  # a CLI process serving this call directly has none running yet
         deadline = time.monotonic() + wait
         while True:
             version = bus.version
@@ -53,7 +52,7 @@ async def watch(call: Call) -> dict[str, Any]:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            await bus.wait_for_change(version, min(WATCH_RECHECK_SECONDS, remaining))
+            await bus.wait_for_change(version, remaining)
     async with db.read() as r:
         return await state.watch_page(r, run_id, limit, after)
 

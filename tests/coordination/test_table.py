@@ -130,7 +130,7 @@ async def test_watch_wait_times_out_with_an_empty_page(runtime: Runtime, run_id:
 
 async def test_watch_wait_sees_writes_from_another_process(project: Path, runtime: Runtime, run_id: str) -> None:
     (last,) = await _events(runtime, run_id, 1)
-    other = await Runtime.open(project)  # its own bus: only the periodic re-check can see this write
+    other = await Runtime.open(project)  # its own bus: the store's commit watch announces this write
 
     async def later() -> None:
         await asyncio.sleep(0.2)

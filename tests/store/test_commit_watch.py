@@ -1,0 +1,59 @@
+"""The store's one commit watch: another process's commit reaches this process's change bus as a
+`Change(external=True)`; this process's own commits are announced once, by the writer, not twice."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from roundtable.bus import Change
+from roundtable.store.db import Database
+
+pytestmark = pytest.mark.anyio
+
+
+async def _insert_task(db: Database, task_id: str) -> None:
+    async with db.write(tool="test") as tx:
+        await tx.insert("tasks", {"id": task_id, "title": "t", "body_md": "b"})
+
+
+async def test_another_connections_commit_is_published_as_external(tmp_path: Path) -> None:
+    path = tmp_path / "rt.db"
+    ours = await Database.open(path)
+    theirs = await Database.open(path)  # another process's writer, with its own bus
+    try:
+        ours.watch_commits(interval=0.02)
+        ours.watch_commits(interval=0.02)  # idempotent: one watch
+        with ours.bus.subscribe() as sub:
+            await asyncio.sleep(0.1)  # the baseline is taken
+            await _insert_task(theirs, "T-theirs")
+            change = await sub.get(timeout=5)
+        assert change == Change(external=True)
+    finally:
+        await theirs.close()
+        await ours.close()
+
+
+async def test_own_commits_are_not_announced_twice(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "rt.db")
+    try:
+        db.watch_commits(interval=0.02)
+        await asyncio.sleep(0.1)
+        with db.bus.subscribe() as sub:
+            await _insert_task(db, "T-1")
+            await asyncio.sleep(0.3)  # several polls
+            changes = sub.drain()
+        assert [c.external for c in changes] == [False]
+        assert changes[0].tool == "test"
+    finally:
+        await db.close()
+
+
+async def test_close_stops_the_watch(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "rt.db")
+    db.watch_commits(interval=0.02)
+    await asyncio.sleep(0.05)
+    await db.close()
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "roundtable-commit-watch" and not t.done()]
