@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from roundtable import demo
+from roundtable import clock, demo
 from roundtable.runtime import Runtime
 
 
@@ -32,13 +32,15 @@ def edit_config(root: Path, change: Any) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
-def implementers_run(root: Path, name: str, code: str) -> None:
-    """Every implementer runs adapter `name`: `python -c <code>` (a harness that fails, hangs…)."""
-    command = f"{sys.executable} -c {json.dumps(code)}"
+def implementers_run(root: Path, name: str, code: str = "", command: str = "") -> None:
+    """One implementer, running adapter `name`: `python -c <code>` (a harness that fails, hangs…)
+    or `command` as given."""
+    command = command or f"{sys.executable} -c {json.dumps(code)}"
 
     def change(data: dict[str, Any]) -> None:
         data["adapters"][name] = {"command": command, "supports_mcp": True}
         data["agents"]["implementers"]["adapter"] = name
+        data["agents"]["implementers"]["count"] = 1
 
     edit_config(root, change)
 
@@ -48,7 +50,7 @@ async def events(rt: Runtime, *types: str) -> list[dict[str, Any]]:
     marks = ", ".join("?" for _ in types)
     async with rt.db.read() as r:
         rows = await r.fetchall(
-            f"SELECT id, run_id, type, actor_id, task_id, payload_json, principal FROM events"
+            f"SELECT id, run_id, type, actor_id, task_id, payload_json, principal, created_at FROM events"
             f" WHERE type IN ({marks}) ORDER BY id",
             types,
         )
@@ -61,6 +63,7 @@ async def events(rt: Runtime, *types: str) -> list[dict[str, Any]]:
             "task_id": row[4],
             "payload": json.loads(row[5]),
             "principal": row[6],
+            "at": clock.parse(str(row[7])) / 1e9,
         }
         for row in rows
     ]

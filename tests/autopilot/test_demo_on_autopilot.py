@@ -5,8 +5,8 @@ reason. A real CLI process: owner, supervisor, scripted agent processes, SQLite.
 
 from __future__ import annotations
 
+import asyncio
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,27 +25,26 @@ pytestmark = pytest.mark.anyio
 async def test_goal_to_a_proposal_awaiting_the_operator(tmp_path: Path) -> None:
     root = await demo_project(tmp_path / "demo")
     started = time.monotonic()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "roundtable",
-            "run",
-            "--root",
-            str(root),
-            "--headless",
-            "--autopilot",
-            "--goal",
-            "Improve the calculator",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "roundtable",
+        "run",
+        "--root",
+        str(root),
+        "--headless",
+        "--autopilot",
+        "--goal",
+        "Improve the calculator",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    out, _ = await asyncio.wait_for(process.communicate(), 240)
+    stdout = out.decode()
     wall = time.monotonic() - started
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "(awaiting_operator)" in done.stdout, done.stdout
+    assert process.returncode == 0, stdout
+    assert "(awaiting_operator)" in stdout, stdout
     print(f"goal -> proposal awaiting the operator: {wall:.1f}s wall")
 
     rt = await Runtime.open(root)

@@ -1,0 +1,153 @@
+"""A failing or killed agent is retried with backoff, then its task is blocked with the reason; too
+many failures in a row stop the autopilot; a harness that is not installed blocks its task at
+once. Real owner (Chair, supervisor, dispatcher), real agent processes, real SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roundtable.owner import Owner
+from roundtable.services.autopilot import blocked_reason
+from roundtable.services.runs import create_run
+from roundtable.tools.context import OPERATOR
+from tests.autopilot.helpers import demo_project, events, implementers_run, task_status, wait_for_events
+
+pytestmark = pytest.mark.anyio
+
+FAILS = "import sys; print('boom', flush=True); sys.exit(3)"
+HANGS = "import time; print('working', flush=True); time.sleep(600)"
+
+
+@asynccontextmanager
+async def owner_with_task(root: Path, **options: Any) -> AsyncIterator[tuple[Owner, str]]:
+    """An owner with the autopilot on and one task the Chair assigns to implementer-1."""
+    async with Owner(root, http=False, socket=False, chair=True, chair_interval=0.2, **options) as owner:
+        rt = owner.runtime
+        await create_run(rt, "")
+        created = await rt.call(
+            "task.create",
+            {"title": "Add mul()", "body_md": "Add mul() to calc/ops.py.", "readable_paths": ["calc"]},
+            OPERATOR,
+        )
+        owner.dispatcher.wake()  # type: ignore[union-attr]
+        yield owner, str(created["task"]["id"])
+
+
+async def test_a_failing_agent_is_retried_with_backoff_then_blocked(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p", max_attempts=2, retry_backoff_seconds=0.5, max_consecutive_failures=5)
+    implementers_run(root, "failing", FAILS)
+    async with owner_with_task(root) as (owner, task_id):
+        rt = owner.runtime
+        blocked = await wait_for_events(rt, "task.blocked", 1)
+        dispatched = await events(rt, "autopilot.dispatched")
+        failed = await events(rt, "autopilot.session_failed")
+        assert [e["payload"]["attempt"] for e in dispatched] == [1, 2]
+        assert [(e["payload"]["attempt"], e["payload"]["exit_code"]) for e in failed] == [(1, 3), (2, 3)]
+        assert failed[0]["payload"]["next_retry_seconds"] == 0.5 and failed[1]["payload"]["next_retry_seconds"] is None
+        # The retry waited out the backoff after the first failure.
+        assert dispatched[1]["at"] - failed[0]["at"] >= 0.5
+        assert blocked[0]["payload"]["task_id"] == task_id and blocked[0]["principal"] == "dispatcher"
+        reason = blocked[0]["payload"]["reason"]
+        assert "2 attempt(s) failed for implementer-1" in reason and "exited with code 3" in reason
+        assert await task_status(rt, task_id) == "blocked"
+        async with rt.db.read() as r:
+            assert await blocked_reason(r, task_id) == reason
+        await asyncio.sleep(1.0)  # blocked stays blocked: no third launch
+        assert len(await events(rt, "autopilot.dispatched")) == 2
+        assert owner.dispatcher is not None and owner.dispatcher.status().enabled
+
+
+async def test_a_killed_agent_is_retried_then_blocked(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p", max_attempts=2, retry_backoff_seconds=0.2, max_consecutive_failures=5)
+    implementers_run(root, "hanging", HANGS)
+    async with owner_with_task(root) as (owner, task_id):
+        rt = owner.runtime
+        for attempt in (1, 2):
+            dispatched = await wait_for_events(rt, "autopilot.dispatched", attempt)
+            session_id = dispatched[-1]["payload"]["session_id"]
+            live = owner.supervisor.live[session_id]
+            assert live.process is not None  # started before the dispatch was recorded
+            os.killpg(live.process.pid, signal.SIGKILL)
+            failed = await wait_for_events(rt, "autopilot.session_failed", attempt)
+            assert failed[-1]["payload"]["session_id"] == session_id
+            assert failed[-1]["payload"]["exit_code"] == -signal.SIGKILL
+        blocked = await wait_for_events(rt, "task.blocked", 1)
+        assert f"exited with code -{int(signal.SIGKILL)}" in blocked[0]["payload"]["reason"]
+        assert await task_status(rt, task_id) == "blocked"
+        exited = await events(rt, "session.exited")
+        assert [e["payload"]["status"] for e in exited] == ["failed", "failed"]
+
+
+async def test_a_session_past_its_time_is_stopped_and_counts_as_failed(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p", max_attempts=1, retry_backoff_seconds=0.1, max_consecutive_failures=5)
+    implementers_run(root, "hanging", HANGS)
+    async with owner_with_task(root, dispatcher_options={"session_timeout": 0.5}) as (owner, task_id):
+        rt = owner.runtime
+        owner.supervisor.revoke_grace = 0.2
+        blocked = await wait_for_events(rt, "task.blocked", 1, timeout=60)
+        assert blocked[0]["payload"]["task_id"] == task_id
+        assert "ran longer than 0.5s and was stopped" in blocked[0]["payload"]["reason"]
+        revoked = await events(rt, "capability.revoked")
+        assert revoked and revoked[0]["payload"]["reason"] == "autopilot: session timed out"
+        assert revoked[0]["principal"] == "supervisor"
+
+
+async def test_consecutive_failures_stop_the_autopilot(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p", max_attempts=5, retry_backoff_seconds=0.1, max_consecutive_failures=2)
+    implementers_run(root, "failing", FAILS)
+    async with owner_with_task(root) as (owner, task_id):
+        rt = owner.runtime
+        stopped = await wait_for_events(rt, "autopilot.stopped", 1)
+        assert "2 consecutive failed sessions" in stopped[0]["payload"]["reason"]
+        dispatcher = owner.dispatcher
+        assert dispatcher is not None
+        state = dispatcher.status()
+        assert not state.enabled and state.mode == "manual" and state.consecutive_failures == 2
+        assert state.stopped_reason == stopped[0]["payload"]["reason"]
+        await asyncio.sleep(1.0)
+        assert len(await events(rt, "autopilot.dispatched")) == 2  # nothing after the stop
+        assert await task_status(rt, task_id) == "in_progress"  # not blocked: the autopilot stopped first
+        # The operator turns it back on: the stop is cleared and the work goes on.
+        await dispatcher.set_enabled(True)
+        assert dispatcher.status().stopped_reason == "" and dispatcher.status().consecutive_failures == 0
+        await wait_for_events(rt, "autopilot.dispatched", 3)
+
+
+async def test_a_harness_that_is_not_installed_blocks_its_task(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p")
+    implementers_run(root, "codex", command="codex-not-installed-here exec")
+    async with owner_with_task(root) as (owner, task_id):
+        rt = owner.runtime
+        blocked = await wait_for_events(rt, "task.blocked", 1)
+        assert blocked[0]["payload"]["reason"].startswith("codex-not-installed-here not found on PATH")
+        assert await task_status(rt, task_id) == "blocked"
+        assert not await events(rt, "session.launched")  # blocked at once, nothing launched or retried
+        assert not await events(rt, "autopilot.dispatched")
+
+
+async def test_manual_mode_launches_nothing_until_the_operator_turns_it_on(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p", mode="manual")
+    async with Owner(root, http=False, socket=False, chair=True, chair_interval=0.2) as owner:
+        rt = owner.runtime
+        dispatcher = owner.dispatcher
+        assert dispatcher is not None and not dispatcher.enabled
+        run = await create_run(rt, "Improve the calculator")
+        await asyncio.sleep(1.5)
+        assert not await events(rt, "autopilot.dispatched", "session.launched", "task.created")
+        await dispatcher.set_enabled(True)
+        enabled = await events(rt, "autopilot.enabled")
+        assert [(e["run_id"], e["principal"]) for e in enabled] == [(run.id, "operator")]
+        first = await wait_for_events(rt, "autopilot.dispatched", 1)
+        assert first[0]["payload"]["agent_id"] == "architect-1" and first[0]["payload"]["reason"] == "plan_goal"
+        await dispatcher.set_enabled(False)
+        assert not dispatcher.status().enabled
+        disabled = await events(rt, "autopilot.disabled")
+        assert [e["principal"] for e in disabled] == ["operator"]
