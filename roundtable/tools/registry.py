@@ -224,6 +224,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "testing",
     "memory",
     "operator_ops",
+    "chair_ops",
 )
 
 

@@ -1,0 +1,187 @@
+"""One Chair tick for one run, as a function of the stored state (spec/tools.md §3.14.2 with
+DESIGN §4.6, §4.9, §4.22). In order:
+
+1. expire overdue turns (`agent.turn_expired`): scheduled but not started within
+   `chair.turn_start_timeout`, started but not completed within `chair.turn_timeout`, or
+   requested by an agent that is no longer enabled; then schedule the oldest unfinished turn
+   request if no turn is in flight;
+2. assign open, unassigned tasks to the enabled implementers, least loaded first
+   (round-robin when loads are equal), each with a `task.assigned` event;
+3. request reviews for pending proposals: once per proposal revision, through the
+   `proposal.request_review` tool, then a `proposal.review_requested` event;
+4. sweep claims past `expires_at` to `expired` (one `claim.expired` event each).
+
+The spec schedules turns last; we do it first because every item is its own write transaction
+and, with many agents writing, each waits its turn for the writer: scheduling last made the
+hand-over after `agent.turn_complete` wait behind every assignment and review request (28 s
+under the soak's load instead of milliseconds). Turn scheduling depends on none of the others.
+
+The tick reads the state itself and writes only through the Chair's internal operations
+(`tools/chair_ops.py`) with `Runtime.call` as the caller `chair`. An item that fails is recorded
+as a `chair.error` event (once per item and message, so a broken proposal does not flood the log)
+and the tick goes on: one bad proposal or run never stalls the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from roundtable import clock
+from roundtable.chair.report import TickReport
+from roundtable.services.agents import enabled_with_role
+from roundtable.services.chair_steps import REVIEW_EVENT, error_text
+from roundtable.services.tasks import TERMINAL_STATUSES
+from roundtable.store.records import Proposal, Task
+from roundtable.tools.context import CHAIR
+
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
+
+log = logging.getLogger("roundtable.chair")
+
+ASSIGN_BATCH = 200
+
+
+async def chair_call(runtime: Runtime, operation: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one of the Chair's operations as the Chair, acting for the run in `args`."""
+    return await runtime.call(operation, args, CHAIR.with_run(str(args.get("run_id", ""))))
+
+
+async def record_error(runtime: Runtime, run_id: str, step: str, item: str, error: str, report: TickReport) -> None:
+    """Report a failing item, and record `chair.error` unless its latest one says the same."""
+    report.errors.append(f"{step} {item}: {error}".strip())
+    log.warning("chair tick %s: %s %s failed: %s", run_id, step, item, error)
+    try:
+        await chair_call(runtime, "chair.record_error", {"run_id": run_id, "step": step, "item": item, "error": error})
+    except Exception:  # the error event itself is best effort; the tick goes on
+        log.exception("could not record chair.error for run %s", run_id)
+
+
+async def _assign_tasks(runtime: Runtime, run_id: str, report: TickReport) -> None:
+    async with runtime.db.read() as r:
+        implementers = await enabled_with_role(r, "Implementer")
+        tasks = await r.all(
+            Task,
+            "SELECT * FROM tasks WHERE status = 'open' AND coalesce(assigned_agent_id, '') = ''"
+            " ORDER BY priority, created_at, id",
+        )
+        if not implementers or not tasks:
+            return
+        rows = await r.fetchall(
+            "SELECT assigned_agent_id, status FROM tasks WHERE coalesce(assigned_agent_id, '') != ''"
+        )
+    load = {a.id: 0 for a in implementers}
+    for row in rows:
+        agent_id, status = str(row[0]), str(row[1])
+        if agent_id in load and status not in TERMINAL_STATUSES:
+            load[agent_id] += 1
+    agents = [a.id for a in implementers]
+    failures: list[dict[str, str]] = []
+    # Many assignments share one transaction (a commit each would make a backlog of a thousand
+    # tasks take seconds); the operation gives each its own savepoint.
+    for start in range(0, len(tasks), ASSIGN_BATCH):
+        batch = [t.id for t in tasks[start : start + ASSIGN_BATCH]]
+        done = await chair_call(
+            runtime, "chair.assign_tasks", {"run_id": run_id, "task_ids": batch, "agents": agents, "load": load}
+        )
+        load = {str(k): int(v) for k, v in done["load"].items()}
+        report.assigned += done["assigned"]
+        failures += done["failures"]
+    for failure in failures:
+        await record_error(runtime, run_id, "assign_task", failure["task_id"], failure["error"], report)
+
+
+def _revision_key(proposal: Proposal) -> str:
+    return proposal.current_revision or f"r{proposal.revision_number}"
+
+
+async def _request_reviews(runtime: Runtime, run_id: str, report: TickReport) -> None:
+    async with runtime.db.read() as r:
+        proposals = await r.all(
+            Proposal, "SELECT * FROM proposals WHERE status IN ('pending', 'in_review') ORDER BY created_at, id"
+        )
+        if not proposals:
+            return
+        done_rows = await r.fetchall(
+            "SELECT json_extract(payload_json, '$.proposal_id'), json_extract(payload_json, '$.revision')"
+            " FROM events WHERE type = ?",
+            (REVIEW_EVENT,),
+        )
+    done = {(str(a), str(b)) for a, b in done_rows}
+    for proposal in proposals:
+        revision = _revision_key(proposal)
+        if (proposal.id, revision) in done:
+            continue
+        try:
+            roles, reviewers = await _review_via_tool(runtime, proposal)
+            marked = await chair_call(
+                runtime,
+                "chair.mark_in_review",
+                {
+                    "run_id": run_id,
+                    "proposal_id": proposal.id,
+                    "task_id": proposal.task_id,
+                    "revision": revision,
+                    "roles": roles,
+                    "reviewers": reviewers,
+                },
+            )
+        except Exception as exc:
+            await record_error(runtime, run_id, "request_review", proposal.id, error_text(exc), report)
+            continue
+        report.reviews_requested.append(marked["review_requested"])
+
+
+async def _review_via_tool(runtime: Runtime, proposal: Proposal) -> tuple[list[str], list[dict[str, Any]]]:
+    """Run `proposal.request_review` as the Chair: the roles and reviewers the policy requires."""
+    result = await runtime.call("proposal.request_review", {"proposal_id": proposal.id}, CHAIR)
+    roles = [str(x) for x in result.get("review_roles") or []]
+    reviewers = [dict(x) for x in result.get("reviewers") or [] if isinstance(x, dict)]
+    return roles, reviewers
+
+
+async def _sweep_claims(runtime: Runtime, run_id: str, now: str, report: TickReport) -> None:
+    try:
+        swept = await chair_call(runtime, "chair.sweep_claims", {"run_id": run_id, "now": now})
+    except Exception as exc:
+        await record_error(runtime, run_id, "sweep_claims", "", error_text(exc), report)
+        return
+    report.claims_expired += [str(c) for c in swept["expired"]]
+
+
+async def turns(runtime: Runtime, run_id: str, now: str, report: TickReport) -> None:
+    """Expire the run's overdue turns, then schedule its next one (each step isolated)."""
+    try:
+        expired = await chair_call(runtime, "chair.expire_turns", {"run_id": run_id, "now": now})
+        report.turns_expired += expired["expired"]
+    except Exception as exc:
+        await record_error(runtime, run_id, "expire_turns", "", error_text(exc), report)
+    try:
+        report.scheduled = (await chair_call(runtime, "chair.schedule_turn", {"run_id": run_id}))["scheduled"]
+    except Exception as exc:
+        await record_error(runtime, run_id, "schedule_turn", "", error_text(exc), report)
+
+
+async def tick(runtime: Runtime, run_id: str, *, now: str | None = None, shared_steps: bool = True) -> TickReport:
+    """One Chair tick for `run_id` (see the module docstring). `now` overrides the clock used
+    for claim and turn expiry. Never raises for a failing item; see `TickReport.errors`.
+
+    Task assignment and review requests look at every open task and proposal, not at one run's:
+    a cycle over many runs does them once (`shared_steps=False` for the other runs)."""
+    at = now or clock.now()
+    report = TickReport(run_id=run_id, at=at)
+    steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [("turns", lambda: turns(runtime, run_id, at, report))]
+    if shared_steps:
+        steps += [
+            ("assign_tasks", lambda: _assign_tasks(runtime, run_id, report)),
+            ("request_reviews", lambda: _request_reviews(runtime, run_id, report)),
+        ]
+    steps.append(("sweep_claims", lambda: _sweep_claims(runtime, run_id, at, report)))
+    for name, step in steps:
+        try:
+            await step()
+        except Exception as exc:  # a step's own read failed; record it and go on
+            await record_error(runtime, run_id, name, "", error_text(exc), report)
+    return report
