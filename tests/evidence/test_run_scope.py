@@ -57,6 +57,7 @@ def repo(project: Path) -> Path:
     configure_reviewers(project)
     (project / "src").mkdir()
     (project / "src" / "app.py").write_text("print('v1')\n")
+    (project / "src" / "other.py").write_text("print('v1')\n")
     (project / ".gitignore").write_text(".roundtable/\n")
     git(project, "init", "-q")
     git(project, "add", "-A")
@@ -174,8 +175,18 @@ async def test_every_event_of_a_proposal_in_run_b_is_filed_under_run_b(rt: Runti
     assert PROPOSAL_EVENTS <= {e["type"] for e in events}
     misfiled = [(e["type"], e["run_id"]) for e in events if e["run_id"] != RUN_B]
     assert misfiled == []
-    created_a = [e for e in await all_events(rt) if e["task_id"] == in_a["id"]]
-    assert [(e["type"], e["run_id"]) for e in created_a] == [("task.created", RUN_A)]
+
+    # Run A's proposal, worked on by a console that now has run B selected, stays in run A.
+    other = Flow(rt, task_id=in_a["id"])
+    await other.claim("src/other.py")
+    in_a_pid = (await other.propose(make_patch("src/other.py", "print('v1')", "print('a')")))["id"]
+    await rt.call("vote.cast", {"proposal_id": in_a_pid, "vote": "approve", "reason_md": "ok"}, agent(REVIEWERS[0]))
+    await rt.call("patch.validate", {"proposal_id": in_a_pid}, CONSOLE.with_run(RUN_B))
+    events_a = [e for e in await all_events(rt) if about(e, in_a_pid, in_a["id"])]
+    assert {"task.created", "claim.created", "proposal.created", "vote.cast", "patch.validated"} <= {
+        e["type"] for e in events_a
+    }
+    assert {e["run_id"] for e in events_a} == {RUN_A}
 
 
 async def test_a_capability_files_under_its_run_whatever_the_caller_or_the_latest_run(rt: Runtime) -> None:
