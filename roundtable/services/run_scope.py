@@ -16,8 +16,9 @@ The run is never guessed from "the latest active run". It comes, first match win
 Otherwise — no run is active, or several are and nothing names one — the change is filed under
 `""`, the unscoped run (`table.watch` with `run_id ""` lists it with every other run); the rule
 is the same for every operation, so where an event goes never depends on which run started last.
-One operation refuses instead, because its record must belong to a run: `patch.apply` (the
-transaction row carries the run) says which runs are active and asks for `run_id`.
+One operation refuses the ambiguous case (several active runs) instead, because its record must
+belong to a run: `patch.apply` (the transaction row carries the run) names the active runs and
+asks for `run_id`; with no active run at all it files under `""` like everything else.
 
 `RunHint` is what a call says (1-2 as `named`, 4 as `caller`); the object's run (3) is read by
 the service that loads the object, and `resolve`/`resolve_sync` apply the order.

@@ -16,6 +16,7 @@ from roundtable import clock
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
 from roundtable.services.agents import sync_agents
+from roundtable.services.run_scope import RunHint, choose
 from roundtable.services.runs import create_run
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import OPERATOR, Caller
@@ -272,3 +273,25 @@ async def test_the_voters_run_never_labels_a_vote(rt: Runtime) -> None:
     voter = agent(REVIEWERS[0]).with_run(RUN_A)
     await rt.call("vote.cast", {"proposal_id": pid, "vote": "approve", "reason_md": "ok"}, voter)
     assert [e["run_id"] for e in await all_events(rt) if e["type"] == "vote.cast"] == [RUN_B]
+
+
+@pytest.mark.parametrize(
+    ("hint", "owner", "active", "expected"),
+    [
+        (RunHint(named="N", caller="C"), "O", ["X", "Y"], "N"),  # arguments / capability first
+        (RunHint(caller="C"), "O", ["X", "Y"], "O"),  # then the object acted on
+        (RunHint(caller="C"), "", ["X", "Y"], "C"),  # then the caller's own run
+        (RunHint(), "", ["X"], "X"),  # then the one active run
+        (RunHint(), "", [], ""),  # no active run: unscoped
+        (RunHint(), "", ["X", "Y"], ""),  # several and nothing naming one: unscoped
+    ],
+)
+def test_choose_order(hint: RunHint, owner: str, active: list[str], expected: str) -> None:
+    assert choose(hint, owner, active) == expected
+
+
+def test_choose_refuses_ambiguity_only_where_required() -> None:
+    with pytest.raises(ToolError, match=r"^patch.apply: 2 runs are active \(X, Y\)"):
+        choose(RunHint(), "", ["X", "Y"], required="patch.apply")
+    assert choose(RunHint(), "", [], required="patch.apply") == ""
+    assert choose(RunHint(caller="C"), "", ["X", "Y"], required="patch.apply") == "C"
