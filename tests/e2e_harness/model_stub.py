@@ -180,7 +180,11 @@ def responses_tools(body: dict[str, Any]) -> list[str]:
     """Function tool names; a tool inside a namespace as `namespace.name` (Codex groups each MCP
     server's tools in a namespace `mcp__<server>`)."""
     names: list[str] = []
-    for tool in body.get("tools") or []:
+    tools = list(body.get("tools") or [])
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "additional_tools":
+            tools += list(item.get("tools") or [])
+    for tool in tools:
         if not isinstance(tool, dict):
             continue
         if tool.get("type") == "namespace":
@@ -211,16 +215,56 @@ def responses_history(body: dict[str, Any]) -> list[Exchange]:
             text = _text_of(output.get("content") if isinstance(output, dict) else output)
             failed = isinstance(output, dict) and output.get("success") is False
             history.append(Exchange(tool, arguments, text, failed or '"isError": true' in text))
+        elif item.get("type") == "custom_tool_call" and CODE_MARK in str(item.get("input", "")):
+            marked = str(item["input"]).split(CODE_MARK, 1)[1].split("\n", 1)[0]
+            call = json.loads(marked)
+            calls[str(item.get("call_id"))] = (str(call["tool"]), dict(call["arguments"]))
+        elif item.get("type") == "custom_tool_call_output" and str(item.get("call_id")) in calls:
+            tool, arguments = calls[str(item.get("call_id"))]
+            text = _text_of(item.get("output"))
+            history.append(Exchange(tool, arguments, text, '"isError":true' in text or NO_TOOL in text))
     return history
+
+
+# Code mode (Codex with its own models): MCP tools are not offered as functions but reached from
+# JavaScript run by the `exec` tool (`tools.mcp__<server>__<tool>(args)`; `ALL_TOOLS` lists them).
+# The stub writes that script, marking its first line with the call it stands for.
+CODE_MARK = "// stub-call "
+NO_TOOL = "stub: no such tool"
+
+
+def exec_script(step: ToolCall) -> str:
+    """JavaScript for Codex's `exec` tool making `step`'s call and printing its result."""
+    mark = json.dumps({"tool": step.tool, "arguments": step.arguments})
+    return (
+        f"{CODE_MARK}{mark}\n"
+        f"const wanted = {json.dumps(step.tool)};\n"
+        "const found = ALL_TOOLS.map((t) => t.name).find((n) => n === wanted || n.endsWith('__' + wanted));\n"
+        f"if (!found) {{ text({json.dumps(NO_TOOL)} + ': ' + wanted + ' in ' + ALL_TOOLS.map((t) => t.name).join(',')); exit(); }}\n"
+        f"const result = await tools[found]({json.dumps(step.arguments)});\n"
+        "text(JSON.stringify(result));\n"
+    )
 
 
 def responses_stream(step: Step, offered: list[str], serial: int) -> list[str]:
     """The server-sent events of one streamed response carrying `step`."""
     response_id = f"resp_stub_{serial}"
-    if isinstance(step, ToolCall):
+    code = next((n for n in offered if bare(n) == "exec"), "")
+    if isinstance(step, ToolCall) and code and not any(bare(n) == step.tool for n in offered):
+        namespace, _, name = code.rpartition(".")
+        item: dict[str, Any] = {
+            "type": "custom_tool_call",
+            "id": f"ctc_stub_{serial}",
+            "call_id": f"call_stub_{serial}",
+            "name": name,
+            "input": exec_script(step),
+        }
+        if namespace:
+            item["namespace"] = namespace
+    elif isinstance(step, ToolCall):
         qualified = next((n for n in offered if bare(n) == step.tool), step.tool)
         namespace, _, name = qualified.rpartition(".")
-        item: dict[str, Any] = {
+        item = {
             "type": "function_call",
             "id": f"fc_stub_{serial}",
             "call_id": f"call_stub_{serial}",
@@ -301,7 +345,7 @@ class StubServer:
             serial = next(self._serial)
             wanted = {bare(n) for n in offered}
             step: Step = self.script(history) if wanted else Answer("ok")
-            if isinstance(step, ToolCall) and step.tool not in wanted:
+            if isinstance(step, ToolCall) and step.tool not in wanted and "exec" not in wanted:
                 step = Answer(f"the harness did not offer the tool {step.tool}")
             self.steps.append(step)
             return step, serial

@@ -14,6 +14,8 @@ How each harness reaches the stub is how an operator points it at any model endp
 - Codex: a custom model provider in the operator's `~/.codex/config.toml` (`model_provider` and
   `[model_providers.<name>]` with `base_url`, `wire_api = "responses"`, `env_key`); the adapter
   copies those settings into the session's private CODEX_HOME and forwards the `env_key` variable.
+  Codex runs twice: with a model it has no metadata for (MCP tools offered as functions) and with
+  its default model ("code mode": MCP tools reached from JavaScript through its `exec` tool).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import hashlib
 import json
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -60,14 +63,11 @@ def claude_setup(home: Path, stub: StubServer) -> dict[str, str]:
     return {"ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
 
 
-def codex_setup(home: Path, stub: StubServer) -> dict[str, str]:
-    # `stub-model` has no metadata in Codex, so Codex offers its plain tool set (each MCP server's
-    # tools as functions in a namespace `mcp__<server>`); its own models get "code mode", where
-    # MCP tools are reached through a JavaScript `exec` tool instead.
+def codex_provider(home: Path, stub: StubServer, model: str = "") -> dict[str, str]:
+    """The operator's Codex configuration: a custom model provider served by the stub."""
     (home / ".codex").mkdir()
     (home / ".codex" / "config.toml").write_text(
-        'model = "stub-model"\n'
-        'model_provider = "stub"\n\n'
+        (f'model = "{model}"\n' if model else "") + 'model_provider = "stub"\n\n'
         "[model_providers.stub]\n"
         'name = "model stub"\n'
         f'base_url = "{stub.url}/v1"\n'
@@ -78,19 +78,47 @@ def codex_setup(home: Path, stub: StubServer) -> dict[str, str]:
     return {PROVIDER_KEY_VAR: PROVIDER_KEY}
 
 
-SETUPS: dict[str, Callable[[Path, StubServer], dict[str, str]]] = {"claude": claude_setup, "codex": codex_setup}
+def codex_plain_setup(home: Path, stub: StubServer) -> dict[str, str]:
+    # A model Codex has no metadata for gets the plain tool set: each MCP server's tools are
+    # functions in a namespace `mcp__<server>`.
+    return codex_provider(home, stub, "stub-model")
 
 
-@pytest.mark.parametrize("adapter", ["claude", "codex"])
+def codex_code_mode_setup(home: Path, stub: StubServer) -> dict[str, str]:
+    # Codex's own default model gets "code mode": MCP tools are not offered as functions but
+    # reached from JavaScript run by the `exec` tool (the stub writes that script).
+    return codex_provider(home, stub)
+
+
+@dataclass(frozen=True)
+class Case:
+    adapter: str
+    setup: Callable[[Path, StubServer], dict[str, str]]
+    key_header: tuple[str, str]  # the header carrying the operator's key, and its value
+    direct: str  # how proposal_create is offered directly ("" when only through `exec`)
+
+
+CASES = {
+    "claude": Case("claude", claude_setup, ("x-api-key", ANTHROPIC_KEY), "mcp__roundtable__proposal_create"),
+    "codex": Case(
+        "codex", codex_plain_setup, ("authorization", f"Bearer {PROVIDER_KEY}"), "mcp__roundtable.proposal_create"
+    ),
+    "codex-code-mode": Case("codex", codex_code_mode_setup, ("authorization", f"Bearer {PROVIDER_KEY}"), ""),
+}
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
 def test_supervised_implementer_claims_proposes_and_completes_its_turn(
-    adapter: str, tmp_path: Path, harness_bin: Path, home: Path, socket_dir: Path
+    case_id: str, tmp_path: Path, harness_bin: Path, home: Path, socket_dir: Path
 ) -> None:
+    case = CASES[case_id]
+    adapter = case.adapter
     root = tmp_path / "demo"
     prepare_project(root, socket_dir, adapter)
     run_id, task_id = seed(root)
     stub = StubServer(implementer(CHANGED, PATCH, TITLE)).start()
     try:
-        env = operator_env(home, harness_bin, SETUPS[adapter](home, stub))
+        env = operator_env(home, harness_bin, case.setup(home, stub))
         owner = Owner(root, env, tmp_path / "owner.err")
         try:
             session_id = launch(root, env, "implementer-1", task_id)
@@ -114,14 +142,14 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
     # the implementer's capability offers proposal_create and not vote_cast.
     model_calls = [r for r in stub.requests if r.kind in ("messages", "responses")]
     assert model_calls, [r.kind for r in stub.requests]
-    if adapter == "claude":
-        assert all(r.headers.get("x-api-key") == ANTHROPIC_KEY for r in model_calls)
-        offered = {name for r in model_calls for name in anthropic_tools(r.body)}
-        assert "mcp__roundtable__proposal_create" in offered
+    header, value = case.key_header
+    assert all(r.headers.get(header) == value for r in model_calls)
+    tools_of = anthropic_tools if adapter == "claude" else responses_tools
+    offered = {name for r in model_calls for name in tools_of(r.body)}
+    if case.direct:
+        assert case.direct in offered
     else:
-        assert all(r.headers.get("authorization") == f"Bearer {PROVIDER_KEY}" for r in model_calls)
-        offered = {name for r in model_calls for name in responses_tools(r.body)}
-        assert "mcp__roundtable.proposal_create" in offered
+        assert "functions.exec" in offered and not [n for n in offered if n.startswith("mcp__")]
     assert not [name for name in offered if bare(name) in ("vote_cast", "patch_apply", "task_create")]
 
     # The database: the claim, the proposal with its patch revision, the completed turn.
