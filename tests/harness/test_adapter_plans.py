@@ -1,0 +1,89 @@
+"""What the e2e-harness tier found each real harness needs, as the adapters plan it (fast: no
+harness is run; `make e2e-harness` runs them).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from roundtable.config import Config
+from roundtable.services import adapters
+
+
+def plan(name: str, model: str = "") -> adapters.Plan:
+    return adapters.start_plan(
+        Config(),
+        name,
+        session_id="S",
+        agent_id="implementer-1",
+        run_id="R",
+        working_directory="/w",
+        role="implementer",
+        task_id="T",
+        model=model,
+        socket_path="/tmp/rt-x/s.sock",
+    )
+
+
+@pytest.fixture
+def codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    return home
+
+
+def test_claude_gets_the_session_bridge_inline_its_tools_allowed_and_no_builtin_tools(codex_home: Path) -> None:
+    argv = plan("claude", model="sonnet").argv
+    assert argv[:3] == ["claude", "-p", argv[2]] and argv[2].startswith("You are implementer-1")
+    config = json.loads(argv[argv.index("--mcp-config") + 1])  # not a file name: cwd is the repository
+    assert config["mcpServers"]["roundtable"]["args"][-4:] == ["--root", "/w", "--socket", "/tmp/rt-x/s.sock"]
+    assert "--strict-mcp-config" in argv
+    assert argv[argv.index("--allowedTools") + 1] == "mcp__roundtable"
+    assert argv[argv.index("--tools") + 1] == ""
+    assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
+    assert argv[-2:] == ["--model", "sonnet"]
+    assert "rtcap_" not in " ".join(argv)
+
+
+def test_claude_inherits_its_model_key_and_endpoint_by_name(codex_home: Path) -> None:
+    inherit = plan("claude").inherit
+    assert {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"} <= set(inherit)
+    assert not [name for name in inherit if name.startswith("ROUNDTABLE_")]
+
+
+def test_codex_without_operator_settings_writes_only_the_mcp_server(codex_home: Path) -> None:
+    p = plan("codex")
+    assert p.argv[:4] == ["codex", "exec", "--skip-git-repo-check", "--json"]
+    doc = tomllib.loads(p.files[".codex/config.toml"])
+    assert set(doc) == {"mcp_servers"}
+    assert doc["mcp_servers"]["roundtable"]["env_vars"] == ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
+    assert p.inherit == ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL")
+
+
+def test_codex_carries_the_operators_model_provider_and_its_key_variable(codex_home: Path) -> None:
+    (codex_home / "config.toml").write_text(
+        'model = "m1"\nmodel_provider = "mine"\napproval_policy = "never"\n\n'
+        '[model_providers.mine]\nname = "mine"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'wire_api = "responses"\nenv_key = "MINE_KEY"\n\n'
+        '[mcp_servers.other]\ncommand = "other"\n\n[projects."/w"]\ntrust_level = "trusted"\n',
+        encoding="utf-8",
+    )
+    p = plan("codex")
+    doc = tomllib.loads(p.files[".codex/config.toml"])
+    assert doc["model"] == "m1" and doc["model_provider"] == "mine"
+    assert doc["model_providers"]["mine"]["base_url"] == "http://127.0.0.1:9/v1"
+    # Only the model settings: not the operator's other servers, trust or policies.
+    assert set(doc) == {"model", "model_provider", "model_providers", "mcp_servers"}
+    assert set(doc["mcp_servers"]) == {"roundtable"}
+    assert "MINE_KEY" in p.inherit
+
+
+def test_codex_ignores_an_unreadable_operator_config(codex_home: Path) -> None:
+    (codex_home / "config.toml").write_text("model = [unclosed\n", encoding="utf-8")
+    doc = tomllib.loads(plan("codex").files[".codex/config.toml"])
+    assert set(doc) == {"mcp_servers"}
