@@ -28,6 +28,7 @@ from pydantic_core import ErrorDetails
 from roundtable.errors import ConfigError
 
 Path = tuple[str | int, ...]
+KEY_PART = "[key]"  # pydantic's location part for a problem with a mapping's key, not its value
 
 
 @dataclass
@@ -62,8 +63,14 @@ class Located:
 
 def dotted(loc: Iterable[str | int]) -> str:
     """The key as users write it: `agents.chair.adapter` (list positions are left out; the line
-    points at the entry)."""
-    return ".".join(str(part) for part in loc if isinstance(part, str))
+    points at the entry; a key with spaces or dots is quoted: `tests.commands[' unit']`)."""
+    out = ""
+    for part in loc:
+        if not isinstance(part, str) or part == KEY_PART:
+            continue
+        plain = bool(part) and part.isprintable() and not any(c.isspace() or c in ".[]'\"" for c in part)
+        out += (f".{part}" if out else part) if plain else f"[{part!r}]"
+    return out
 
 
 def load_yaml(text: str, label: str, *, first_line: int = 1) -> Located:
@@ -199,7 +206,7 @@ def describe(error: ErrorDetails, located: Located, model: type[BaseModel]) -> t
         line = located.line(loc, of_key=True)
     else:
         problem = _problem(error, annotation_at(model, loc), value)
-        line = located.line(loc)
+        line = located.line(loc, of_key=loc[-1:] == (KEY_PART,))
     where = f"{located.label}:{line}" if line else located.label
     key = dotted(loc)
     return line, f"{where}: {key}: {problem}" if key else f"{where}: {problem}"

@@ -92,7 +92,7 @@ def test_allowed_commands_are_the_markers_exact_argv(tmp_path: Path) -> None:
     assert resolve("go -C svc test ./...", with_touched) is not None
     assert resolve("go -C svc test ./... -run X", with_touched) is None
     assert resolve("go -C / test ./...", with_touched) is None
-    configured = TestsPolicy(commands=(("unit", ("python3", "-m", "pytest", "-q")),))
+    configured = TestsPolicy(commands={"unit": ("python3", "-m", "pytest", "-q")})
     [only] = allowed_commands(tmp_path, configured, ["svc/main.go"])
     assert only.name == "unit" and only.source == "POLICIES.ROUNDTABLE.md"
     assert resolve("unit", [only]) is only and resolve("python3 -m pytest -q", [only]) is only

@@ -96,7 +96,7 @@ def test_missing_file_is_builtin(tmp_path: Path) -> None:
         ("```yaml\nconsensus:\n  default:\n    tests_required: 1\n```\n", "expected true or false"),
         ("```yaml\nconsensus:\n  default:\n    approval_required: 1\n```\n", "unknown key"),
         ("```yaml\nrisk:\n  high_paths:\n    - ok\n    - 3\n```\n", r":5: risk\.high_paths: list entries"),
-        ("```yaml\nconsensus: [1]\n```\n", "consensus must be a map"),
+        ("```yaml\nconsensus: [1]\n```\n", r":2: consensus: expected a mapping, got list"),
         ("intro\n```yaml\nconsensus:\n  default: {\n```\n", ":3|:4|:5"),
         ("```yaml\nconsensus:\n", "unterminated yaml fence"),
     ],
@@ -135,6 +135,35 @@ def test_profile_override_keeps_unset_fields() -> None:
         ("/Makefile", "Makefile", True),
         ("*.lock", "a/b/poetry.lock", True),
         ("!secret", "secret", False),
+        # a slash inside anchors the pattern at the root; without one it matches at any depth
+        ("a/b.txt", "a/b.txt", True),
+        ("a/b.txt", "x/a/b.txt", False),
+        ("auth/**", "src/auth/x", False),
+        ("infra/**", "infrastructure/x", False),
+        ("docs/*.md", "docs/a.md", True),
+        ("docs/*.md", "docs/x/a.md", False),
+        ("*", "a/b", True),
+        # ** spans zero or more directories
+        ("a/**/b", "a/b", True),
+        ("a/**/b", "a/x/y/b", True),
+        ("**/foo", "foo", True),
+        ("**/foo", "x/y/foo", True),
+        ("**", "anything/here", True),
+        # character classes, one-character wildcards, escapes, case
+        ("file[0-9].txt", "file7.txt", True),
+        ("file[0-9].txt", "filex.txt", False),
+        ("?.md", "a.md", True),
+        ("?.md", "ab.md", False),
+        ("\\*star", "*star", True),
+        ("\\*star", "xstar", False),
+        ("*.PY", "a.py", False),
+        # a trailing slash names a directory: what is inside, never a file of that name
+        ("build/", "build/x", True),
+        ("build/", "build", False),
+        # surrounding spaces are ignored; a leading # is a comment in .gitignore (escape it)
+        ("  Makefile  ", "Makefile", True),
+        ("#notes", "#notes", False),
+        ("\\#notes", "#notes", True),
     ],
 )
 def test_match_pattern(pattern: str, path: str, hit: bool) -> None:
@@ -156,3 +185,95 @@ def test_evaluate() -> None:
     assert r.rollback_plan_required and "Architect" in r.required_roles
     r = policy.evaluate("critical", ["src/a.py"], [V("r1", "approve"), V("r2", "approve")])
     assert r.summary == "human approval required for high-risk proposal" and not r.approvable
+
+
+@pytest.mark.parametrize(
+    ("path", "hit"),
+    [
+        (".env", True),
+        ("services/api/.env.local", True),
+        ("auth/login.py", True),
+        ("infra/main.tf", True),
+        ("migrations/0001.sql", True),
+        ("web/package.json", True),
+        ("svc/go.mod", True),
+        (".github/CODEOWNERS", True),
+        (".roundtable/config.yaml", True),
+        ("deploy/docker-compose.prod.yml", True),
+        ("ci/azure-pipelines.yml", True),
+        ("gems/x.gemspec", True),
+        ("src/auth.py", False),
+        ("docs/infra.md", False),
+        ("src/environment.py", False),
+        ("lib/Makefile.py", False),
+        ("notes/requirements.md", False),
+    ],
+)
+def test_builtin_high_paths(path: str, hit: bool) -> None:
+    assert Policy().is_high_risk(path) is hit
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # the line counts from the top of the Markdown file, through every block
+        (
+            "# P\n\ntext\n```yaml\nrisk:\n  high_path: []\n```\n",
+            r"^POLICIES\.ROUNDTABLE\.md:6: risk\.high_path: unknown key \(allowed: high_paths\)$",
+        ),
+        (
+            "```yaml\nrisk: {}\n```\n\n```yaml\nconsensus:\n  default:\n    blockers_allowed: -1\n```\n",
+            r"^POLICIES\.ROUNDTABLE\.md:8: consensus\.default\.blockers_allowed: must be at least 0 \(got -1\)$",
+        ),
+        (
+            "```yaml\nconcensus: {}\n```\n",
+            r":2: concensus: unknown key \(allowed: commands, consensus, patches, risk, tests\)",
+        ),
+        ("```yaml\ncommands:\n  allowed: [ls]\n```\n", r":3: commands\.allowed: unknown key \(allowed: dangerous\)"),
+        (
+            "```yaml\ntests:\n  sandbox: docker\n```\n",
+            r":3: tests\.sandbox: must be one of auto, bwrap, landlock \(got 'docker'\)",
+        ),
+        (
+            "```yaml\ntests:\n  timeout_seconds: 0\n```\n",
+            r":3: tests\.timeout_seconds: expected seconds in \(0, 86400\], got 0",
+        ),
+        ("```yaml\ntests:\n  memory_mb: 8\n```\n", r":3: tests\.memory_mb: must be at least 16 \(got 8\)"),
+        (
+            "```yaml\ntests:\n  read_paths:\n    - /opt\n    - lib\n```\n",
+            r":5: tests\.read_paths: 'lib' is not an absolute path",
+        ),
+        (
+            "```yaml\ntests:\n  commands:\n    ' unit': [pytest]\n```\n",
+            r":4: tests\.commands\[' unit'\]: command names must be non-empty",
+        ),
+        (
+            "```yaml\ntests:\n  commands:\n    unit: []\n```\n",
+            r":4: tests\.commands\.unit: expected a non-empty list of arguments",
+        ),
+        (
+            "```yaml\ntests:\n  commands:\n    unit: pytest\n```\n",
+            r":4: tests\.commands\.unit: expected a list, got string",
+        ),
+        ("```yaml\n- a\n```\n", r":2: a yaml block must be a map"),
+    ],
+)
+def test_policy_errors_name_file_line_key_and_what_is_allowed(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_policy(text)
+
+
+def test_later_blocks_override_earlier_ones_and_empty_lists_keep_the_defaults() -> None:
+    policy = parse_policy(
+        "```yaml\nconsensus:\n  default:\n    approvals_required: 3\nrisk:\n  high_paths: [a/**]\n```\n"
+        "```yaml\nconsensus:\n  default:\n    blockers_allowed: 1\n  custom:\n    tests_required: true\n"
+        "commands:\n  dangerous: []\n```\n"
+    )
+    default = policy.profiles["default"]
+    assert (default.approvals_required, default.blockers_allowed, default.tests_required) == (3, 1, True)
+    assert policy.profiles["custom"].tests_required and policy.profiles["custom"].approvals_required == 0
+    assert policy.high_paths == ("a/**",)
+    assert policy.dangerous_commands == Policy().dangerous_commands
+    tests = parse_policy("```yaml\ntests:\n  commands:\n    unit: [python3, -m, pytest]\n```\n").tests
+    assert tests.commands == {"unit": ("python3", "-m", "pytest")}
+    assert tests.to_dict()["commands"] == {"unit": ["python3", "-m", "pytest"]}
