@@ -80,10 +80,11 @@ async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunH
             dry_run = problems[0] if problems else await git.apply_check(root, parsed.text.encode("utf-8"))
     async with runtime.db.read() as r:
         bearing = await _bearing_claims(r, proposal, parsed, clock.now())
+        run = await resolve(r, runs, owner=proposal.run_id) if bearing else ""
     stale: list[Claim] = []
     if bearing:
         stale = await claims_service.reconcile(
-            runtime.db, root, agent_id=proposal.agent_id, actor=actor or "patch.validate", claim_ids=bearing
+            runtime.db, root, agent_id=proposal.agent_id, actor=actor or "patch.validate", claim_ids=bearing, run_id=run
         )
     stale_error = f"stale claim base hash: {stale[0].resource_id}" if stale else ""
     async with runtime.db.read() as r:

@@ -275,6 +275,18 @@ async def test_the_voters_run_never_labels_a_vote(rt: Runtime) -> None:
     assert [e["run_id"] for e in await all_events(rt) if e["type"] == "vote.cast"] == [RUN_B]
 
 
+async def test_claims_validation_suspends_are_filed_under_the_proposals_run(rt: Runtime, repo: Path) -> None:
+    await two_runs(rt, latest=RUN_A)
+    flow = Flow(rt, task_id=await task_in(rt, RUN_B))
+    await flow.claim("src/app.py")
+    pid = (await flow.propose(FIRST))["id"]
+    (repo / "src" / "app.py").write_text("print('changed under the claim')\n")
+    report = await rt.call("patch.validate", {"proposal_id": pid}, CONSOLE.with_run(RUN_A))
+    assert report["claim_error"] == "stale claim base hash: file:src/app.py"
+    suspended = [e["run_id"] for e in await all_events(rt) if e["type"] == "claim.suspended"]
+    assert suspended == [RUN_B]
+
+
 @pytest.mark.parametrize(
     ("hint", "owner", "active", "expected"),
     [
