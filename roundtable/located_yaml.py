@@ -130,7 +130,7 @@ def merge(base: Located | None, extra: Located) -> Located:
         return extra
     lines = dict(base.lines)
     for path in extra.lines:
-        if path and not _is_map(extra.data, path):
+        if path and not _merges(extra.data, path):
             # A replaced value: its old entries (a longer list, say) must not keep their lines.
             for old in [p for p in lines if p[: len(path)] == path]:
                 del lines[old]
@@ -139,10 +139,11 @@ def merge(base: Located | None, extra: Located) -> Located:
     return Located(extra.label, overlay(base.data, extra.data), lines)
 
 
-def _is_map(data: Any, path: Path) -> bool:
+def _merges(data: Any, path: Path) -> bool:
+    """Does the value at `path` merge into what was there (a map, or an empty section)?"""
     for part in path:
         data = data[part]
-    return isinstance(data, dict)
+    return data is None or isinstance(data, dict)
 
 
 def overlay(base: Any, extra: Any) -> Any:

@@ -65,8 +65,6 @@ def problem(text: str, *, first_line: int = 1) -> str:
         ("name: null\n", "f.yaml:1: name: expected a string, got null"),
         ("named:\n  Big: {}\n", "f.yaml:2: named.Big: names must be lower case"),
         ("named:\n  'a b': {size: 1}\n", "f.yaml:2: named['a b'].size: must be even (got 1)"),
-        # a block of a Markdown file: lines count from the file's top
-        ("leaf:\n  size: 5\n", "f.yaml:2: leaf.size: must be even (got 5)"),
     ],
 )
 def test_errors_map_to_file_line_and_key(text: str, expected: str) -> None:
@@ -153,3 +151,10 @@ def test_a_location_the_file_does_not_hold_falls_back_to_its_nearest_part() -> N
     assert located.where(("agents", "chair", "adapter")) == "config.yaml:4"
     assert located.where(("adapters", "codex", "command")) == "config.yaml:2"
     assert Located("config.yaml").where(("x",)) == "config.yaml"
+
+
+def test_an_empty_section_in_a_later_block_keeps_the_earlier_lines() -> None:
+    first = load_yaml("leaf:\n  size: 3\n", "f.md", first_line=2)
+    merged = merge(first, load_yaml("leaf:\n", "f.md", first_line=20))
+    assert merged.data == {"leaf": {"size": 3}}
+    assert merged.line(("leaf", "size")) == 3
