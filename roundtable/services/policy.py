@@ -34,22 +34,6 @@ from roundtable.services.policy_file import (
     read_policy_file,
 )
 
-__all__ = [
-    "BUILTIN_DANGEROUS",
-    "BUILTIN_HIGH_PATHS",
-    "BUILTIN_PROFILES",
-    "POLICY_FILE",
-    "Policy",
-    "PolicyResult",
-    "Profile",
-    "TestsPolicy",
-    "current_policy",
-    "ensure_policy",
-    "load_policy",
-    "match_pattern",
-    "parse_policy",
-]
-
 # The vote vocabulary is `domain.Vote`'s; a veto is handled on its own, so it is not "blocking" here.
 APPROVING_VOTES = tuple(v.value for v in Vote if approving(v))
 BLOCKING_VOTES = (Vote.REVISE.value, Vote.REJECT.value)
