@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable.services import tasks
+from roundtable.services.autopilot import blocked_reason
 from roundtable.services.tasks import task_dict
 from roundtable.tools.args import opt_int, opt_list, opt_str, record_id
 from roundtable.tools.context import Call
@@ -34,7 +35,10 @@ async def create(call: Call) -> dict[str, Any]:
 
 
 async def get(call: Call) -> dict[str, Any]:
-    return {"task": task_dict(await tasks.get_task(call.r, call.args["task_id"]))}
+    task = task_dict(await tasks.get_task(call.r, call.args["task_id"]))
+    if task["status"] == "blocked":  # why (the autopilot gave up on it, issue 15), when recorded
+        task["blocked_reason"] = await blocked_reason(call.r, task["id"])
+    return {"task": task}
 
 
 async def list_(call: Call) -> dict[str, Any]:

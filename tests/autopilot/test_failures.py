@@ -60,6 +60,8 @@ async def test_a_failing_agent_is_retried_with_backoff_then_blocked(tmp_path: Pa
         assert await task_status(rt, task_id) == "blocked"
         async with rt.db.read() as r:
             assert await blocked_reason(r, task_id) == reason
+        got = await rt.call("task.get", {"task_id": task_id}, OPERATOR)
+        assert got["task"]["status"] == "blocked" and got["task"]["blocked_reason"] == reason
         await asyncio.sleep(1.0)  # blocked stays blocked: no third launch
         assert len(await events(rt, "autopilot.dispatched")) == 2
         assert owner.dispatcher is not None and owner.dispatcher.status().enabled
