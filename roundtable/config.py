@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     AfterValidator,
+    AllowInfNan,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -185,7 +186,8 @@ def _key_name(value: object) -> str:
     return value.strip()
 
 
-Number = Annotated[float, Strict()]  # an integer or a decimal number, never a string or a boolean
+# An integer or a decimal number: never a string, a boolean, .inf or .nan.
+Number = Annotated[float, Strict(), AllowInfNan(False)]
 PositiveInt = Annotated[StrictInt, _check(_positive)]
 NonNegativeInt = Annotated[StrictInt, _check(_not_negative)]
 NonNegativeNumber = Annotated[Number, _check(_not_negative)]

@@ -171,6 +171,10 @@ def test_starter_file_documents_the_autopilot() -> None:
             "autopilot:\n  retry_backoff_seconds: soon\n",
             "autopilot.retry_backoff_seconds: expected a number, got string",
         ),
+        (
+            "autopilot:\n  retry_backoff_seconds: .nan\n",
+            "autopilot.retry_backoff_seconds: input should be a finite number",
+        ),
         ("autopilot:\n  max_attempts: 2.5\n", "autopilot.max_attempts: expected an integer, got number"),
         ("autopilot:\n  planner_agent: 3\n", "autopilot.planner_agent: expected a string, got integer"),
         ("autopilot:\n  turbo: true\n", "config.yaml:2: autopilot.turbo: unknown key (allowed: max_attempts"),
