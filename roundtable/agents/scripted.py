@@ -15,7 +15,8 @@ Roles (from `ROUNDTABLE_AGENT_ID`):
 - implementer: claims the file named by the task's recipe (a fenced block opened with
   `` ```append <path>`` in the task body; else the first readable file), reads it, appends the
   recipe text and proposes the diff, then asks for review;
-- reviewer: claims and reads every file the proposal touches, votes `approve`;
+- reviewer: claims and reads every file the proposal touches, votes `approve` (`--vote revise`:
+  asks for a revision, with a reason);
 - security: runs the security scan on the bound proposal, votes `approve` unless it blocks;
 - tester: claims and reads the touched files, submits reported evidence, votes `approve`;
 - architect (the planner, capability role `planner`): reads its planning task (the run's goal),
@@ -361,9 +362,13 @@ async def read_proposal(s: Session, proposal_id: str, mode: str) -> None:
         emit(step="read", path=path, bytes=len(str(content)))
 
 
-async def reviewer(s: Session, proposal_id: str) -> None:
+REVISE_REASON = "Scripted review: please add a docstring to the new function."
+
+
+async def reviewer(s: Session, proposal_id: str, verdict: str = "approve") -> None:
     await read_proposal(s, proposal_id, "review")
-    vote = await s.call("vote.cast", vote="approve", reason_md="Scripted review: the change is small and clear.")
+    reason = REVISE_REASON if verdict == "revise" else "Scripted review: the change is small and clear."
+    vote = await s.call("vote.cast", vote=verdict, reason_md=reason)
     emit(step="voted", vote=_record(vote, "vote").get("vote"))
 
 
@@ -503,6 +508,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 request_id = 0  # the planner ended its turn itself
             elif role == "implementer":
                 await implementer(s, task_id)
+            elif role == "reviewer":
+                await reviewer(s, proposal_id, args.vote)
             else:
                 await ROLES[role](s, proposal_id)  # type: ignore[operator]
         except CallFailed as exc:
@@ -522,6 +529,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--until-revoked", action="store_true", help="after the work, call until refused")
     parser.add_argument("--direct", action="store_true", help="talk to the socket without the stdio bridge")
     parser.add_argument("--turn-timeout", type=float, default=TURN_TIMEOUT)
+    parser.add_argument("--vote", choices=("approve", "revise"), default="approve", help="a reviewer's vote")
+    # What an adapter of another name adds to the command line (the scripted agent follows its script).
+    parser.add_argument("--prompt", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--model", default="", help=argparse.SUPPRESS)
     parser.add_argument("--revoke-timeout", type=float, default=60.0)
     args = parser.parse_args(argv)
     # resources/subscribe is the handshake era's (2026-07-28 replaced it with subscriptions/listen);

@@ -242,11 +242,20 @@ class Dispatcher:
             work = await find(r)
         if work.plans and any(n.run_id not in self._planned for n in work.plans):
             return False
+        s = self.settings()
         for job in work.jobs:
             state = self._attempts.get(job.key)
-            if state is None or not state.blocked:
-                return False
+            if state is not None and state.blocked:
+                continue
+            if self.limit_reached(job.run_id, s):
+                continue
+            return False
         return all(t.key in self._attempts for t in work.tests)
+
+    def limit_reached(self, run_id: str, s: Settings | None = None) -> bool:
+        """The run has had its `max_iterations` dispatches."""
+        limit = (s or self.settings()).max_iterations
+        return bool(limit) and self._run_counts.get(run_id, 0) >= limit
 
     async def _load_counts(self, work: Work) -> None:
         """Attempts already recorded for these runs (a restarted owner keeps counting)."""
@@ -330,7 +339,7 @@ class Dispatcher:
         if len(roles) >= s.max_sessions or sum(1 for r in roles.values() if r == job.role) >= s.max_sessions_per_role:
             report.waiting += 1
             return
-        if s.max_iterations and self._run_counts.get(job.run_id, 0) >= s.max_iterations:
+        if self.limit_reached(job.run_id, s):
             report.waiting += 1
             return
         await self._launch(job, state, s, report)

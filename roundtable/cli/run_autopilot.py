@@ -89,7 +89,12 @@ async def drive(
                 return AutopilotResult("active", "iteration_limit", time.monotonic() - started)
             quiet = quiet + 1 if await dispatcher.idle() else 0
             if quiet >= QUIET_CHECKS:
-                reason = "awaiting_operator" if await _open_proposals(runtime, run_id) else "idle"
+                if await _open_proposals(runtime, run_id):
+                    reason = "awaiting_operator"
+                elif dispatcher.limit_reached(run_id):
+                    reason = "iteration_limit"
+                else:
+                    reason = "idle"
                 return AutopilotResult("active", reason, time.monotonic() - started)
     finally:
         for task in (chair_task, printer):
