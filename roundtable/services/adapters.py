@@ -123,7 +123,10 @@ HARNESS_ENV: dict[str, tuple[str, ...]] = {
         "ANTHROPIC_MODEL",
         "ANTHROPIC_SMALL_FAST_MODEL",
     ),
-    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"),
+    # `codex exec` with the built-in OpenAI provider sends CODEX_API_KEY (not OPENAI_API_KEY) and
+    # ignores OPENAI_BASE_URL (measured with 0.171); another endpoint is a model provider in the
+    # operator's config (see `codex_model_settings`), whose `env_key` is inherited too.
+    "codex": ("CODEX_API_KEY",),
 }
 
 

@@ -62,7 +62,7 @@ def test_codex_without_operator_settings_writes_only_the_mcp_server(codex_home: 
     doc = tomllib.loads(p.files[".codex/config.toml"])
     assert set(doc) == {"mcp_servers"}
     assert doc["mcp_servers"]["roundtable"]["env_vars"] == ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
-    assert p.inherit == ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL")
+    assert p.inherit == ("CODEX_API_KEY",)
 
 
 def test_codex_carries_the_operators_model_provider_and_its_key_variable(codex_home: Path) -> None:
