@@ -1,0 +1,92 @@
+"""The autopilot's limits: concurrent sessions (`max_sessions`), dispatches per run
+(`--max-iterations`), and the flags `run` accepts. Real owner, supervisor, scripted agents, SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from roundtable.autopilot import Overrides
+from roundtable.cli import cli as cli_main
+from roundtable.cli.run_cmd import headless_autopilot
+from roundtable.runtime import Runtime
+from tests.autopilot.helpers import demo_project, events
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_one_session_at_a_time_still_reaches_the_operator(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p", max_sessions=1)
+    lines: list[str] = []
+    result = await headless_autopilot(
+        root,
+        goal="Improve the calculator",
+        run_id="",
+        resume=False,
+        ticks=0,
+        interval=0.2,
+        overrides=Overrides(),
+        echo=lines.append,
+    )
+    assert result.reason == "awaiting_operator", lines
+    rt = await Runtime.open(root)
+    try:
+        launched = await events(rt, "session.launched")
+        exited = await events(rt, "session.exited")
+    finally:
+        await rt.close()
+    assert len(launched) == 5 == len(exited)  # planner, implementer, reviewer, security, tester
+    ends = {e["payload"]["session_id"]: e["id"] for e in exited}
+    for before, after in itertools.pairwise(launched):
+        # The next session is launched only once the one before has exited.
+        assert ends[before["payload"]["session_id"]] < after["id"]
+
+
+async def test_max_iterations_bounds_the_dispatches_of_a_run(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "roundtable",
+        "run",
+        "--root",
+        str(root),
+        "--headless",
+        "--autopilot",
+        "--goal",
+        "Improve the calculator",
+        "--max-iterations",
+        "1",
+        "--retry-backoff",
+        "100ms",
+        "--max-consecutive-errors",
+        "3",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=dict(os.environ),
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 120)
+    text = out.decode()
+    assert process.returncode == 0, text
+    assert "(iteration_limit)" in text and "dispatched architect-1" in text and "implementer-1" not in text
+    rt = await Runtime.open(root)
+    try:
+        dispatched = await events(rt, "autopilot.dispatched")
+    finally:
+        await rt.close()
+    assert [e["payload"]["agent_id"] for e in dispatched] == ["architect-1"]
+
+
+def test_read_only_never_dispatches() -> None:
+    result = CliRunner().invoke(cli_main, ["run", "--read-only", "--autopilot"])
+    assert result.exit_code == 2 and "cannot be combined with --autopilot" in result.output
+    bad = CliRunner().invoke(cli_main, ["run", "--headless", "--autopilot", "--max-iterations", "-1"])
+    assert bad.exit_code == 2 and "--max-iterations" in bad.output
+    started = CliRunner().invoke(cli_main, ["start", "--help"])
+    assert started.exit_code == 0 and "--autopilot" in started.output
