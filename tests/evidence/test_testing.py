@@ -372,9 +372,9 @@ async def test_evidence_refusals(rt: Runtime) -> None:
     pid = await make_proposal(rt, add_lines_patch("app.py", ["# x"]))
     other = await make_proposal(rt, add_lines_patch("app.py", ["# y"]))
     args = {"proposal_id": pid, "command": "pytest", "outcome": "passed", "summary_md": "ok"}
-    with pytest.raises(ToolError, match="only available to (tester )?capability sessions"):
+    with pytest.raises(ToolError, match=r"only available to (tester )?capability sessions"):
         await rt.call("test.evidence.submit", args, AGENT)
-    with pytest.raises(ToolError, match="only available to (tester )?capability sessions"):
+    with pytest.raises(ToolError, match=r"only available to (tester )?capability sessions"):
         await rt.call("test.evidence.submit", args, OPERATOR)
     with pytest.raises(ToolError, match="not permitted for role reviewer"):
         await rt.call("test.evidence.submit", args, session_caller("reviewer", "reviewer-1", pid))
