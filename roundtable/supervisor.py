@@ -468,7 +468,7 @@ class Supervisor:
             if not live.done.is_set():
                 self._signal(live, signal.SIGKILL)
                 await self._finish(live, exit_code=-9, reason="shutdown")
-        if self.runtime.supervisor is self:
+        if getattr(self.runtime, "supervisor", None) is self:
             self.runtime.supervisor = None
 
 
@@ -484,5 +484,5 @@ async def start_supervisor(runtime: Runtime, **options: Any) -> Supervisor:
 
 
 def supervisor_for(runtime: Runtime) -> Supervisor | None:
-    host = runtime.supervisor
+    host = getattr(runtime, "supervisor", None)  # a runtime without an owner has none
     return host if isinstance(host, Supervisor) else None
