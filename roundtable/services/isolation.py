@@ -64,13 +64,21 @@ class Launcher:
         """
         if self.kind != "bwrap":
             return list(argv)
-        if not argv or shutil.which(argv[0], path=path) is None:
+        found = shutil.which(argv[0], path=path) if argv else None
+        if found is None:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0] if argv else "")
-        return [*bwrap_prefix(self.executable, root=root, session_dir=session_dir), *argv]
+        # A harness installed below /tmp (npm into a temp prefix, as CI does) would vanish under
+        # the private /tmp: its install directory and the PATH entries there are bound again.
+        extra = [found, os.path.realpath(found), *path.split(os.pathsep)]
+        return [*bwrap_prefix(self.executable, root=root, session_dir=session_dir, also_keep=extra), *argv]
 
 
-def bwrap_prefix(executable: str, *, root: Path, session_dir: Path) -> list[str]:
-    """bwrap's options up to and including `--`; mount operations apply in this order."""
+def bwrap_prefix(
+    executable: str, *, root: Path, session_dir: Path, also_keep: list[str] | tuple[str, ...] = ()
+) -> list[str]:
+    """bwrap's options up to and including `--`; mount operations apply in this order.
+    `also_keep` names paths (the program, PATH entries) whose install directories below /tmp
+    stay visible read-only."""
     root, session_dir = root.resolve(), session_dir.resolve()
     out = [
         executable,
@@ -83,7 +91,7 @@ def bwrap_prefix(executable: str, *, root: Path, session_dir: Path) -> list[str]
         "--tmpfs", "/tmp",
         "--ro-bind", str(root), str(root),
     ]  # fmt: skip
-    for kept in _software_below_tmp():
+    for kept in _software_below_tmp(also_keep):
         out += ["--ro-bind", kept, kept]
     state = root / ".roundtable"
     if state.is_dir():
@@ -96,13 +104,20 @@ def bwrap_prefix(executable: str, *, root: Path, session_dir: Path) -> list[str]
     return out
 
 
-def _software_below_tmp() -> list[str]:
+def _software_below_tmp(programs: list[str] | tuple[str, ...] = ()) -> list[str]:
     """Directories the agent needs (this Python, its packages, roundtable's own source for an
-    editable install) that live below `/tmp` and would vanish under the private `/tmp`: they
-    are bound again read-only. A checkout or virtualenv in /tmp is common in CI."""
+    editable install, the harness's install directory and PATH entries) that live below `/tmp`
+    and would vanish under the private `/tmp`: they are bound again read-only. A checkout, a
+    virtualenv or an npm prefix in /tmp is common in CI. A program's install directory is the
+    top directory below /tmp that holds it (an npm prefix: `node_modules/.bin/…` links into it)."""
     candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(sys.executable)]
     candidates += [p for p in sys.path if p]
     candidates.append(str(Path(__file__).resolve().parents[2]))
+    for program in programs:
+        real = os.path.realpath(program) if program else ""
+        parts = Path(real).parts
+        if len(parts) > 2 and parts[:2] == ("/", "tmp"):
+            candidates.append(str(Path(*parts[:3])))
     below: list[str] = []
     for candidate in candidates:
         real = os.path.realpath(candidate)

@@ -257,3 +257,35 @@ async def test_missing_program_under_bwrap_fails_the_launch(
         [session] = await sessions.list_sessions(r)
     assert session.status == "failed"
     assert session_dirs(tmp_path) == []
+
+
+@needs_bwrap
+def test_a_harness_installed_below_tmp_runs_under_bwrap(tmp_path: Path) -> None:
+    """An npm prefix in /tmp (CI's habit) stays visible inside the private /tmp, read-only; the
+    rest of /tmp (here a sibling secret) does not."""
+    import subprocess
+    import tempfile
+
+    prefix = Path(tempfile.mkdtemp(prefix="rt-npm-", dir="/tmp"))
+    secret = Path(tempfile.mkdtemp(prefix="rt-other-", dir="/tmp")) / "secret.txt"
+    try:
+        (prefix / "lib").mkdir()
+        (prefix / "lib" / "cli.sh").write_text(f"#!/bin/sh\ntest -e {secret} && echo SEEN; echo harness-ran\n")
+        (prefix / "lib" / "cli.sh").chmod(0o755)
+        (prefix / "bin").mkdir()
+        (prefix / "bin" / "harness").symlink_to(prefix / "lib" / "cli.sh")
+        secret.write_text("x")
+        launcher = isolation.Launcher("bwrap", "", shutil.which("bwrap") or "bwrap")
+        session_dir = tmp_path / "session"
+        session_dir.mkdir()
+        path = f"{prefix / 'bin'}:/usr/bin:/bin"
+        argv = launcher.wrap(["harness"], root=tmp_path, session_dir=session_dir, path=path)
+        assert ["--ro-bind", str(prefix), str(prefix)] == argv[
+            argv.index(str(prefix)) - 1 : argv.index(str(prefix)) + 2
+        ]
+        done = subprocess.run(argv, env={"PATH": path}, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["harness-ran"]
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+        shutil.rmtree(secret.parent, ignore_errors=True)
