@@ -75,6 +75,7 @@ class _Live:
     directory: Path
     endpoint: SessionEndpoint
     role: str = ""
+    work: tuple[str, str, str] = ("", "", "")  # agent, task, proposal
     process: asyncio.subprocess.Process | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     revoked: bool = False
@@ -239,7 +240,15 @@ class Supervisor:
         from roundtable.server.sessions import SessionEndpoint
 
         endpoint = SessionEndpoint(self.runtime, str(opened["capability_id"]), socket_path)
-        live = _Live(session_id, str(opened["capability_id"]), token, directory, endpoint, role=role)
+        live = _Live(
+            session_id,
+            str(opened["capability_id"]),
+            token,
+            directory,
+            endpoint,
+            role=role,
+            work=(agent_id, task_id, proposal_id),
+        )
         self.live[session_id] = live
         try:
             await endpoint.start()
@@ -290,6 +299,10 @@ class Supervisor:
     def live_roles(self) -> dict[str, str]:
         """session id → capability role of every running session."""
         return {sid: live.role for sid, live in self.live.items()}
+
+    def running(self, agent_id: str, task_id: str, proposal_id: str = "") -> bool:
+        """A session of this agent for this task (and proposal) is running, whoever launched it."""
+        return any(live.work == (agent_id, task_id, proposal_id) for live in self.live.values())
 
     async def missing_harness(self, agent_id: str, adapter: str = "") -> str:
         """Why the agent's harness cannot start here (`codex not found on PATH`), or ''."""

@@ -60,6 +60,10 @@ class SessionHost(Protocol):
         """session id → capability role of every running session."""
         ...
 
+    def running(self, agent_id: str, task_id: str, proposal_id: str = "") -> bool:
+        """A session of this agent for this work is running (an operator's launch included)."""
+        ...
+
     async def missing_harness(self, agent_id: str, adapter: str = "") -> str:
         """Why the agent's harness cannot start here (`codex not found on PATH`), or ''."""
         ...
@@ -321,6 +325,8 @@ class Dispatcher:
     async def _consider(self, job: Job, s: Settings, report: PassReport) -> None:
         if any(d.job.key == job.key for d in self._sessions.values()):
             return
+        if self.host.running(job.agent_id, job.task_id, job.proposal_id):
+            return  # the operator launched it by hand: not twice
         state = self._attempts.setdefault(job.key, _Attempts())
         if state.blocked:
             return
