@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +19,19 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A fresh project root with `roundtable init` applied."""
-    root = tmp_path / "project"
+def short_tmp() -> Iterator[Path]:
+    """A fresh directory with a short path under /tmp, removed afterwards. A Unix socket path
+    holds at most 107 bytes: under pytest-xdist `tmp_path` gains a `popen-gwN/` level, which
+    pushes a project's `.roundtable/mcp/roundtable.sock` past it for long test names."""
+    path = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def project(short_tmp: Path) -> Path:
+    """A fresh project root with `roundtable init` applied (in `short_tmp`, so its sockets fit)."""
+    root = short_tmp / "project"
     root.mkdir()
     init_project(root)
     return root
