@@ -70,7 +70,11 @@ async def _settled(app: Any, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lists = list(app.query(VirtualList))
-        if app.refreshes and lists and all(v.loaded and not v._pending and (v._pages or not v.total) for v in lists):
+        if (
+            app.overview is not None
+            and lists
+            and all(v.loaded and not v._pending and (v._pages or not v.total) for v in lists)
+        ):
             return
         await asyncio.sleep(0.002)
     raise TimeoutError("console did not settle")

@@ -86,3 +86,33 @@ class TurnEvent(StrEnum):
 TURN_EVENTS: tuple[str, ...] = tuple(TurnEvent)
 TURN_DONE_EVENTS: frozenset[str] = frozenset({TurnEvent.COMPLETED, TurnEvent.EXPIRED})
 """A turn request is outstanding until one of these names it."""
+
+
+class ApprovalStatus(StrEnum):
+    REQUESTED = "requested"
+    APPROVED = "approved"
+    DENIED = "denied"
+    REJECTED = "rejected"
+    CHANGES_REQUESTED = "changes_requested"
+    DEFERRED = "deferred"
+
+
+class SessionStatus(StrEnum):
+    STARTING = "starting"
+    ACTIVE = "active"
+    ENDED = "ended"  # the process exited 0
+    FAILED = "failed"  # it exited non-zero (or was killed)
+
+
+class TaskStatus(StrEnum):
+    OPEN = "open"
+    IN_PROGRESS = "in_progress"
+    BLOCKED = "blocked"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+class ClaimStatus(StrEnum):
+    ACTIVE = "active"
+    RELEASED = "released"
+    EXPIRED = "expired"

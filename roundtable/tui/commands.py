@@ -7,7 +7,7 @@ screen always show the key that really works.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
+
+from roundtable.tui import layout
 
 if TYPE_CHECKING:
     from roundtable.tui.app import RoundtableApp
@@ -31,6 +33,9 @@ class Command:
     title: str
     help: str
     mutating: bool = False
+    # A mutating command a read-only console still runs, so that it can say why it does nothing
+    # (the others are hidden and inert there).
+    refused_aloud: bool = False
     bind: bool = True
     palette: bool = True
     footer: bool = False
@@ -135,8 +140,26 @@ COMMANDS: tuple[Command, ...] = (
         "Archive the selected ended run: hidden from the Runs pane and from resume, nothing deleted (confirm).",
         mutating=True,
     ),
+    Command(
+        "session_log",
+        "l",
+        "session_log",
+        "Session log",
+        "Show the redacted log of the selected session, or of the selected agent's latest session; "
+        "it follows new lines (esc closes).",
+    ),
     Command("tick", "t", "tick", "Tick now", "Wake the Chair for a tick now.", mutating=True),
     Command("pause", "p", "pause", "Pause/resume Chair", "Pause or resume the Chair loop.", mutating=True),
+    Command(
+        "autopilot",
+        "P",
+        "autopilot",
+        "Autopilot on/off",
+        "Switch the autopilot: on, the owner launches the agents the Chair's decisions call for; off, "
+        "nothing is launched without you. The header badge shows AUTO, MANUAL or STOPPED: reason.",
+        mutating=True,
+        refused_aloud=True,
+    ),
     Command("refresh", "ctrl+r", "refresh", "Refresh", "Reload every pane now."),
     Command(
         "attention",
@@ -156,16 +179,15 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "pane",
-        "1-9, 0",
+        "1-9, 0, i",
         "",
         "Go to pane",
         "Show pane N: 1 Runs, 2 Turns, 3 Proposals, 4 Sessions, 5 Approvals, "
-        "6 Transactions, 7 Claims, 8 Events, 9 Tasks, 0 Inspector.",
+        "6 Transactions, 7 Claims, 8 Events, 9 Tasks, 0 Agents, i Inspector.",
         bind=False,
         palette=False,
     ),
 )
-PANE_COUNT = 10
 
 BY_ID = {c.id: c for c in COMMANDS}
 BY_ACTION = {c.action: c for c in COMMANDS if c.action}
@@ -175,15 +197,15 @@ def bindings() -> list[Binding]:
     """The app's BINDINGS, one per bindable command, each with the command's id."""
     out = [Binding(c.key, c.action, c.title, show=c.footer, id=c.id, priority=False) for c in COMMANDS if c.bind]
     out += [
-        Binding("0" if n == 10 else str(n), f"show_pane({n})", f"Pane {n}", show=False)
-        for n in range(1, PANE_COUNT + 1)
+        Binding(layout.pane_key(n), f"show_pane({n})", f"Pane {n}", show=False) for n in range(1, len(layout.PANES) + 1)
     ]
     return out
 
 
-def keymap(overrides: Iterable[tuple[str, str]]) -> dict[str, str]:
+def keymap(overrides: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
     """Config overrides (id, key) for known ids; unknown ids are ignored with no effect."""
-    return {bid: key for bid, key in overrides if bid in BY_ID and BY_ID[bid].bind}
+    pairs = overrides.items() if isinstance(overrides, Mapping) else overrides
+    return {bid: key for bid, key in pairs if bid in BY_ID and BY_ID[bid].bind}
 
 
 def display_key(app: RoundtableApp, command: Command) -> str:

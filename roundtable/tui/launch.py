@@ -1,7 +1,8 @@
 """`roundtable run` (interactive): take ownership of the project, select or create the run, and
 run the console on the same event loop as the Chair and the HTTP and socket listeners.
 
-Order: the owner (lock, runtime, interrupted-apply recovery, agents, listeners, Chair) starts
+Order: the owner (lock, runtime, interrupted-apply recovery, agents, listeners, Chair and the
+autopilot's dispatcher) starts
 first; then the run is created or resumed; then the app runs until the operator quits; leaving
 the owner context stops the listeners and the Chair, closes the runtime and releases the lock.
 `--read-only` takes no owner at all: it opens the database `mode=ro` and shows the existing run.
@@ -114,7 +115,7 @@ async def console_main(
             http_url=owner.http_url or "",
             socket_path=str(owner.socket_path or ""),
         )
-        app = RoundtableApp(runtime, run_id=run, chair=owner.chair, owner_info=info)
+        app = RoundtableApp(runtime, run_id=run, chair=owner.chair, dispatcher=owner.dispatcher, owner_info=info)
         await _run_app(app, relay, demo, owner)
     return int(app.return_code or 0)
 

@@ -1,8 +1,8 @@
 """Which panes the console shows at a given terminal size (issue 16 item 2).
 
 At 120x32 and above every pane is on screen. Below that — a laptop's 80x24 — the console shows
-one pane at a time, full size, with a one-line pane bar naming the others (`1`-`9` jump, `tab`
-cycles). `z` zooms the focused pane the same way at any size. The app applies the decision by
+one pane at a time, full size, with a one-line pane bar naming the others (`1`-`9`, `0`, `i` jump,
+`tab` cycles). `z` zooms the focused pane the same way at any size. The app applies the decision by
 setting CSS classes (`-single` on the screen, `-shown` on the pane, `-holds` on its containers);
 this module only decides.
 """
@@ -27,6 +27,7 @@ PANES: tuple[tuple[str, str], ...] = (
     ("claims", "Claims"),
     ("events", "Events"),
     ("tasks", "Tasks"),
+    ("agents", "Agents"),
     ("inspector", "Inspector"),
 )
 PANE_IDS = tuple(pane_id for pane_id, _ in PANES)
@@ -42,6 +43,7 @@ CONTAINERS: dict[str, tuple[str, ...]] = {
     "transactions": ("upper", "left", "mid-row", "decisions"),
     "claims": ("bottom-row",),
     "events": ("bottom-row",),
+    "agents": ("bottom-row",),
     "inspector": ("upper",),
 }
 ALL_CONTAINERS = ("upper", "left", "top-row", "mid-row", "work", "decisions", "bottom-row")
@@ -67,22 +69,34 @@ def decide(width: int, height: int, *, zoomed: bool, focused: str | None, last: 
     return Layout(single=zoomed or compact(width, height), shown=shown)
 
 
+PANE_KEYS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "0", "i")
+
+
 def pane_key(number: int) -> str:
-    """The key that shows pane `number` (1-based): 1-9, then 0 for the tenth."""
-    return "0" if number == 10 else str(number)
+    """The key that shows pane `number` (1-based): 1-9, 0 for the tenth, i for the Inspector."""
+    return PANE_KEYS[number - 1]
 
 
 def pane_bar(shown: str, width: int) -> Text:
-    """`1 Runs 2 Turns …` with the shown pane highlighted; shortened names when narrow."""
+    """`1 Runs 2 Turns …` with the shown pane highlighted; names shortened (the shown one kept
+    whole), then the zoom hint dropped, until the bar fits `width`."""
+    for cut, hint in ((0, True), (5, True), (4, True), (4, False), (3, False)):
+        text = _bar(shown, cut, hint)
+        if text.cell_len <= width:
+            return text
+    return text
+
+
+def _bar(shown: str, cut: int, hint: bool) -> Text:
     text = Text(" ")
-    long = sum(len(title) + 3 for _, title in PANES) <= width
     for n, (pane_id, title) in enumerate(PANES, start=1):
-        label = title if long or pane_id == shown else title[:4]
+        label = title if not cut or pane_id == shown else title[:cut]
         style = "bold reverse" if pane_id == shown else "dim"
         text.append(f"{pane_key(n)}", style="bold")
         text.append(f" {label}", style=style)
         text.append(" ")
-    text.append(" z zoom", style="dim")
+    if hint:
+        text.append(" z zoom", style="dim")
     text.no_wrap = True
     text.overflow = "ellipsis"
     return text

@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.message import Message
 
-from roundtable.tui.data import Entity, Overview
+from roundtable.tui.models import Overview
 
 
 class DatabaseChanged(Message):
@@ -44,7 +44,7 @@ class RefreshFailed(Message):
 
 
 class Selected(Message):
-    """A pane's cursor moved to a record (`kind` is a key of `data.ENTITY_TABLES`)."""
+    """A pane's cursor moved to a record (`kind` is a key of `entity.ENTITY_TABLES`)."""
 
     def __init__(self, kind: str, entity_id: str, *, inspect: bool = False, pane: Any = None) -> None:
         super().__init__()
@@ -52,17 +52,6 @@ class Selected(Message):
         self.kind = kind
         self.entity_id = entity_id
         self.inspect = inspect
-
-
-class EntityLoaded(Message):
-    """The inspector's record (and diff, for a proposal) finished loading."""
-
-    def __init__(self, entity: Entity | None, kind: str, entity_id: str, *, seq: int = 0) -> None:
-        super().__init__()
-        self.seq = seq
-        self.entity = entity
-        self.kind = kind
-        self.entity_id = entity_id
 
 
 class GateReport(Message):

@@ -14,7 +14,7 @@ from roundtable.agents.demo import _demo_task
 from roundtable.cli import cli
 from roundtable.runtime import Runtime
 from roundtable.services import runs
-from roundtable.tui.data import load_overview
+from roundtable.tui.overview import load_overview
 
 pytestmark = pytest.mark.anyio
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from roundtable import domain
+from roundtable.domain import TURN_DONE_EVENTS as TURN_DONE_TYPES
 from roundtable.runtime import Runtime
 from roundtable.services import policy
-from roundtable.tui.data import TURN_DONE_TYPES, load_proposals
+from roundtable.tui.overview import load_proposals
 from tests.tui.seed import REVISION, seed
 
 pytestmark = pytest.mark.anyio

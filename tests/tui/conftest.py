@@ -55,23 +55,24 @@ def make_app(runtime: Runtime, **kwargs: Any) -> RoundtableApp:
     return RoundtableApp(runtime, **options)
 
 
-async def settle(app: RoundtableApp, *, refreshes: int = 1, timeout: float = 5.0) -> None:
-    """Wait until `refreshes` overviews have landed and every virtual list has its pages."""
+async def settle(app: RoundtableApp, *, timeout: float = 5.0) -> None:
+    """Wait until an overview is on screen, no refresh or inspection is running or due, every
+    table has rebuilt and every virtual list has its pages."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lists = list(app.query(VirtualList))
         tables = list(app.query(TablePane))
         if (
-            app.refreshes >= refreshes
-            and not app._refreshing
-            and app.inspector_idle
+            app.overview is not None
+            and app.refresher.idle
+            and app.inspections.idle
             and all(v.loaded and not v._pending for v in lists)
             and not any(t.rebuild_pending or t._require_update_dimensions for t in tables)
         ):
             await asyncio.sleep(0.05)
             return
         await asyncio.sleep(0.02)
-    raise AssertionError(f"console did not settle (refreshes={app.refreshes})")
+    raise AssertionError("console did not settle")
 
 
 async def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.runtime import Runtime
+from roundtable.services import sessions
+from roundtable.services.agents import sync_agents
 
 FROZEN_NS = clock.parse("2026-01-15T09:30:00Z")
 RUN_ID = "RUN-demo"
@@ -37,6 +39,7 @@ def frozen_clock() -> int:
 
 
 async def seed(runtime: Runtime, *, claims: int = 4, events: int = 8) -> None:
+    await sync_agents(runtime)  # the configured agents, as an owner registers them
     root = runtime.root
     patches = root / ".roundtable" / "patches"
     patches.mkdir(parents=True, exist_ok=True)
@@ -234,6 +237,64 @@ async def seed(runtime: Runtime, *, claims: int = 4, events: int = 8) -> None:
                 at(-30),
             ),
         )
+
+
+LIVE_SESSION = "S-live"
+FAILED_SESSION = "S-failed"
+LOG_LINES = (
+    "[scripted] implementer-1 starting on T-1",
+    "[scripted] resource.claim file:calc/ops.py -> granted (fence 2)",
+    "[scripted] token ROUNDTABLE_MCP_TOKEN=[REDACTED]",
+    "[scripted] proposal.attach_patch P-1 (revision 2)",
+)
+
+
+async def seed_live_session(runtime: Runtime) -> None:
+    """implementer-1 at work: a live session with a capability for T-1, a log, and a claim it
+    just took; tester-1 with one failed session."""
+    async with runtime.db.write() as tx:
+        for sid, agent, status in ((LIVE_SESSION, "implementer-1", "active"), (FAILED_SESSION, "tester-1", "active")):
+            draft = sessions.SessionDraft(
+                id=sid, agent_id=agent, run_id=RUN_ID, adapter="scripted", working_directory="/w", status=status
+            )
+            await sessions.register(tx, draft)
+        await sessions.end(tx, FAILED_SESSION, status="failed")
+        for sid, started, seen, ended in ((LIVE_SESSION, -240, -5, None), (FAILED_SESSION, -900, -880, at(-880))):
+            values = {"started_at": at(started), "last_seen_at": at(seen), "ended_at": ended}
+            await tx.update("agent_sessions", {"id": sid}, values)
+        await tx.insert(
+            "session_capabilities",
+            {
+                "id": "CAP-live",
+                "token_sha256": "e" * 64,
+                "session_id": LIVE_SESSION,
+                "agent_id": "implementer-1",
+                "run_id": RUN_ID,
+                "role": "implementer",
+                "task_id": "T-1",
+                "issued_at": at(-240),
+                "expires_at": at(600),
+                "max_expires_at": at(3600),
+                "created_at": at(-240),
+            },
+        )
+        await tx.execute(
+            "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at, principal, transport)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                RUN_ID,
+                "claim.granted",
+                "implementer-1",
+                "T-1",
+                json.dumps({"claim_id": "C-000001"}),
+                at(-42),
+                "agent:implementer-1",
+                "session",
+            ),
+        )
+    log = runtime.root / ".roundtable" / "logs" / "sessions" / f"{LIVE_SESSION}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("".join(line + "\n" for line in LOG_LINES), encoding="utf-8")
 
 
 async def bulk(runtime: Runtime, *, claims: int = 0, events: int = 0, batch: int = 20000) -> None:

@@ -145,9 +145,13 @@ async def test_actions_certain_to_fail_are_not_offered(rt: Runtime) -> None:
         await settle(app)
         await _select(app, ProposalsPane, proposal["id"])
         await pilot.press("A")
-        await wait_for(lambda: any("only an open proposal can be applied" in n for n in notifications(app)), what="apply")
+        await wait_for(
+            lambda: any("only an open proposal can be applied" in n for n in notifications(app)), what="apply"
+        )
         await pilot.press("r")
-        await wait_for(lambda: any("only an open proposal can be rejected" in n for n in notifications(app)), what="reject")
+        await wait_for(
+            lambda: any("only an open proposal can be rejected" in n for n in notifications(app)), what="reject"
+        )
         assert not isinstance(app.screen, ConfirmScreen | PromptScreen)
         assert app.is_running
         assert await scalar(rt, "SELECT COUNT(*) FROM transactions") == 0
@@ -167,6 +171,7 @@ async def test_a_proposal_with_failing_gates_is_not_offered_for_apply(rt: Runtim
         await wait_for(lambda: any("cannot be applied yet" in n for n in notifications(app)), what="apply refusal")
         assert not isinstance(app.screen, ConfirmScreen)
         assert await scalar(rt, "SELECT COUNT(*) FROM transactions") == 0
+
 
 async def test_read_only_refuses_every_mutating_action(rt: Runtime, project: Path) -> None:
     proposal = await ready_proposal(rt)
@@ -190,7 +195,7 @@ async def test_read_only_refuses_every_mutating_action(rt: Runtime, project: Pat
         # the mutating keys are not offered in the footer
         offered = {active.binding.action for active in app.active_bindings.values()}
         assert offered, "the console offers its read-only keys"
-        assert not offered & {c.action for c in commands.COMMANDS if c.mutating}
+        assert not offered & {c.action for c in commands.COMMANDS if c.mutating and not c.refused_aloud}
         assert {"help", "refresh", "filter"} <= offered
         assert "READ-ONLY" in str(app.header.compose_text())
 
@@ -206,7 +211,9 @@ async def test_run_tests_key_records_a_passing_run_for_the_revision(rt: Runtime,
         await _select(app, ProposalsPane, proposal["id"])
         await pilot.press("T")
         # A visible progress indicator while the tests run, gone when they end.
-        await wait_for(lambda: f"testing {proposal['id']}: make test" in app.header.compose_text().plain, what="progress")
+        await wait_for(
+            lambda: f"testing {proposal['id']}: make test" in app.header.compose_text().plain, what="progress"
+        )
         await wait_for(lambda: proposal["id"] in app.gate_reports, what="gate report after the tests")
         assert "testing" not in app.header.compose_text().plain
     rows = await scalar(rt, "SELECT count(*) FROM test_runs WHERE proposal_id = ?", (proposal["id"],))

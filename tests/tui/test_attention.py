@@ -7,7 +7,8 @@ import pytest
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.tui.data import attention, load_overview
+from roundtable.tui.models import attention
+from roundtable.tui.overview import load_overview
 from roundtable.tui.screens.attention import AttentionScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from tests.tui.conftest import make_app, settle, wait_for
@@ -20,7 +21,13 @@ async def _block_a_task(rt: Runtime) -> None:
     async with rt.db.write(tool="test.block") as tx:
         await tx.insert(
             "tasks",
-            {"id": "T-stuck", "title": "Stuck on a flaky test", "body_md": "b", "status": "blocked", "updated_at": clock.now()},
+            {
+                "id": "T-stuck",
+                "title": "Stuck on a flaky test",
+                "body_md": "b",
+                "status": "blocked",
+                "updated_at": clock.now(),
+            },
         )
 
 
@@ -29,7 +36,7 @@ async def test_attention_orders_what_needs_the_operator(seeded: Runtime) -> None
     async with seeded.db.read() as r:
         items = attention(await load_overview(r, RUN_ID, seeded.config))
     assert [(i.kind, i.item_id) for i in items] == [("approval", "H-1"), ("task", "T-stuck")]
-    assert items[0].pane == "approvals" and items[1].pane == ""
+    assert items[0].pane == "approvals" and items[1].pane == "tasks"
 
 
 async def test_badge_list_and_go_to(seeded: Runtime) -> None:
@@ -48,7 +55,7 @@ async def test_badge_list_and_go_to(seeded: Runtime) -> None:
 
 
 async def test_gates_column_follows_the_last_validation(seeded: Runtime) -> None:
-    from roundtable.tui.data import load_proposals
+    from roundtable.tui.overview import load_proposals
     from tests.tui.seed import REVISION
 
     async with seeded.db.read() as r:

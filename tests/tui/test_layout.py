@@ -7,6 +7,7 @@ import pytest
 
 from roundtable.runtime import Runtime
 from roundtable.tui import layout
+from roundtable.tui.widgets.agents_pane import AgentsPane
 from roundtable.tui.widgets.claims_pane import ClaimsPane
 from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
@@ -32,7 +33,7 @@ def test_focus_outside_a_pane_keeps_the_last_one() -> None:
 def test_pane_bar_names_every_pane_and_marks_the_shown_one() -> None:
     wide = layout.pane_bar("claims", 200).plain
     assert all(f"{layout.pane_key(n)} {title}" in wide for n, (_, title) in enumerate(layout.PANES, start=1))
-    assert "9 Tasks" in wide and "0 Inspector" in wide
+    assert "9 Tasks" in wide and "0 Agents" in wide and "i Inspector" in wide
     narrow = layout.pane_bar("claims", 80).plain
     assert "7 Claims" in narrow and "3 Prop " in narrow and len(narrow) <= 80
 
@@ -61,6 +62,10 @@ async def test_at_80x24_one_pane_at_a_time(seeded: Runtime) -> None:
         assert isinstance(app.focused, Inspector)
         await pilot.press("3")
         assert _visible(app) == {"proposals"}
+        await pilot.press("0")
+        assert _visible(app) == {"agents"} and isinstance(app.focused, AgentsPane)
+        await pilot.press("i")
+        assert _visible(app) == {"inspector"} and isinstance(app.focused, Inspector)
 
 
 async def test_growing_the_terminal_shows_every_pane_again(seeded: Runtime) -> None:

@@ -78,12 +78,12 @@ async def test_stale_marker_appears_and_clears(seeded: Runtime) -> None:
 
 
 async def _quiet(app, quiet: float = 0.4, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    """Wait until no refresh has happened for `quiet` seconds."""
+    """Wait until no new overview has landed for `quiet` seconds (each refresh puts a new one)."""
     deadline = time.monotonic() + timeout
-    seen, since = app.refreshes, time.monotonic()
+    seen, since = app.overview, time.monotonic()
     while time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-        if app.refreshes != seen:
-            seen, since = app.refreshes, time.monotonic()
-        elif time.monotonic() - since >= quiet and not app._refreshing:
+        if app.overview is not seen:
+            seen, since = app.overview, time.monotonic()
+        elif time.monotonic() - since >= quiet and app.refresher.idle:
             return

@@ -12,6 +12,7 @@ from roundtable.runtime import Runtime
 from roundtable.tui.commands import BY_ID, display_key
 from roundtable.tui.screens.help import HelpScreen
 from roundtable.tui.screens.prompt import PromptScreen
+from roundtable.tui.widgets.agents_pane import AgentsPane
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from roundtable.tui.widgets.claims_pane import ClaimsPane
 from roundtable.tui.widgets.events_pane import EventsPane
@@ -66,6 +67,8 @@ async def test_keys_move_focus_and_selection(seeded: Runtime) -> None:
         assert isinstance(app.focused, TransactionsPane)
         await pilot.press("tab")
         assert isinstance(app.focused, Inspector)
+        await pilot.press("tab")
+        assert isinstance(app.focused, AgentsPane)  # the bottom row, left to right
         await pilot.press("tab")
         claims = app.query_one(ClaimsPane)
         assert app.focused is claims

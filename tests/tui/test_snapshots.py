@@ -1,5 +1,6 @@
 """Snapshots (pytest-textual-snapshot) of the main screen, the proposal inspector, the apply
-confirmation and the help screen, from a seeded database at 140x40 with a frozen clock.
+confirmation, the help screen, the Agents pane with a live session and the session log viewer,
+from a seeded database with a frozen clock.
 
 snap_compare runs the app on its own event loop, so these tests are synchronous: the runtime
 is opened and seeded on a short-lived loop first (aiosqlite connections are loop-independent).
@@ -15,15 +16,19 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Log
 
+from roundtable.autopilot import Dispatcher
 from roundtable.runtime import Runtime
 from roundtable.store.records import Proposal
+from roundtable.supervisor import Supervisor
 from roundtable.tui.messages import GateReport
 from roundtable.tui.screens.confirm import apply_dialog
+from roundtable.tui.screens.session_log import SessionLogScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from roundtable.tui.widgets.inspector import Inspector
 from tests.tui.conftest import make_app, settle, wait_for
-from tests.tui.seed import REVISION, seed
+from tests.tui.seed import LOG_LINES, REVISION, seed, seed_live_session
 
 SIZE = (140, 40)
 
@@ -85,6 +90,42 @@ def test_main_screen_at_every_size(snap_compare: Any, seeded_runtime: Runtime, s
         await _ready(app)
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.fixture
+def live_runtime(seeded_runtime: Runtime) -> Runtime:
+    """implementer-1 at work in a live session (with a log), tester-1 with a failed one."""
+    asyncio.run(seed_live_session(seeded_runtime))
+    return seeded_runtime
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)], ids=["160x45", "80x24"])
+def test_agents_pane_with_a_live_session(snap_compare: Any, live_runtime: Runtime, size: tuple[int, int]) -> None:
+    """The Agents pane beside Claims and Events at 160x45 (reached by 0 at 80x24), with the
+    autopilot badge of a real dispatcher switched on."""
+    dispatcher = Dispatcher(live_runtime, Supervisor(live_runtime), enabled=True)
+    app = make_app(live_runtime, dispatcher=dispatcher)
+
+    async def ready(pilot: Pilot[None]) -> None:
+        await _ready(app)
+        await pilot.press("0")
+        await settle(app)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def test_session_log_viewer_at_80x24(snap_compare: Any, live_runtime: Runtime) -> None:
+    app = make_app(live_runtime)
+
+    async def ready(pilot: Pilot[None]) -> None:
+        await _ready(app)
+        await pilot.press("0", "l")
+        await wait_for(lambda: isinstance(app.screen, SessionLogScreen), what="log viewer")
+        log = app.screen.query_one(Log)
+        await wait_for(lambda: len(log.lines) == len(LOG_LINES), what="log lines")
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
 
 
 def test_apply_dialog_at_80x24(snap_compare: Any, seeded_runtime: Runtime) -> None:

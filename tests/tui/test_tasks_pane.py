@@ -46,7 +46,10 @@ async def test_create_block_and_cancel_tasks(runtime: Runtime) -> None:
         await wait_for(lambda: any("task created" in n for n in notifications(app)), what="created")
         task_id = await scalar(runtime, "SELECT id FROM tasks WHERE title = 'Add div()'")
         await wait_for(lambda: app.query_one(TasksPane).selected_key() == task_id, what="new task selected")
-        assert await scalar(runtime, "SELECT readable_paths_json FROM tasks WHERE id = ?", (task_id,)) == '["calc", "tests"]'
+        assert (
+            await scalar(runtime, "SELECT readable_paths_json FROM tasks WHERE id = ?", (task_id,))
+            == '["calc", "tests"]'
+        )
         assert await scalar(runtime, "SELECT priority FROM tasks WHERE id = ?", (task_id,)) == 5
         assert await scalar(runtime, "SELECT COUNT(*) FROM events WHERE type = 'task.created'") == 1
 

@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from roundtable.tui.data import AttentionItem
+from roundtable.tui.models import AttentionItem
 
 
 class AttentionScreen(ModalScreen[AttentionItem | None]):
@@ -29,7 +29,10 @@ class AttentionScreen(ModalScreen[AttentionItem | None]):
                 yield Static(Text("Nothing needs you right now.", style="dim"))
                 return
             yield OptionList(
-                *[Option(Text.assemble((f"{i.kind:<12}", "bold"), i.text), id=str(n)) for n, i in enumerate(self.items)],
+                *[
+                    Option(Text.assemble((f"{i.kind:<12}", "bold"), i.text), id=str(n))
+                    for n, i in enumerate(self.items)
+                ],
                 id="attention-list",
             )
 

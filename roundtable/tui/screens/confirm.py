@@ -12,6 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from roundtable.domain import ApprovalStatus
 from roundtable.store.records import HumanApproval, Proposal, Transaction
 from roundtable.tui.widgets.gate_report import render_gate_report
 
@@ -81,14 +82,16 @@ def rollback_dialog(tx: Transaction) -> ConfirmScreen:
 
 def decision_dialog(approval: HumanApproval, status: str) -> ConfirmScreen:
     """Approve or deny: what is decided, and — when it was decided before — that this changes it."""
-    verb = "Approve" if status == "approved" else "Deny"
+    verb = "Approve" if status == ApprovalStatus.APPROVED else "Deny"
     lines = [
         Text.assemble(("Approval ", "dim"), (approval.id, "bold"), (f"  [{approval.status}]", "yellow")),
         Text.assemble(("Subject ", "dim"), approval.subject),
-        Text.assemble(("Proposal ", "dim"), approval.proposal_id or "—", ("  revision ", "dim"), approval.revision or "—"),
+        Text.assemble(
+            ("Proposal ", "dim"), approval.proposal_id or "—", ("  revision ", "dim"), approval.revision or "—"
+        ),
         Text.assemble(("Requested by ", "dim"), approval.requested_by or "—"),
     ]
-    if approval.status != "requested":
+    if approval.status != ApprovalStatus.REQUESTED:
         lines += [
             Text(""),
             Text(

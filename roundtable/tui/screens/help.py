@@ -26,14 +26,25 @@ LEGEND: tuple[tuple[str, str], ...] = (
     ("▶", "Runs: the run in view"),
     ("# / state", "Turn queue: FIFO position; requested → scheduled → started, then done or expired"),
     ("⚠ expires", "Turn queue: a scheduled turn not started in time (chair.turn_start_timeout) expires"),
-    ("+N -M", "Proposals: votes on the current revision for (approve, approve_with_notes) / against (revise, reject, veto)"),
+    (
+        "+N -M",
+        "Proposals: votes on the current revision for (approve, approve_with_notes) / against (revise, reject, veto)",
+    ),
     ("✓ ready", "Proposals gates: the last validation of this revision passed every gate"),
     ("✗ a,b", "Proposals gates: the gates that failed at the last validation (v for reasons)"),
     ("… press v", "Proposals gates: this revision was not validated yet"),
     ("r2 1a2b3c4d", "Proposals rev: revision number and the start of its sha256"),
     ("⚔", "Claims: the resource is contended (another agent wanted it)"),
     ("expires", "Claims / Sessions: time left before the claim or the capability lapses"),
-    ("1 Runs … 9 Insp", "pane bar (terminals below 120x32): the pane shown; 1-9 jump, tab cycles"),
+    ("session / turn", "Agents: its current (else latest) session's state; its turn: requested, scheduled, started"),
+    ("✗", "Agents: how many of its sessions failed (l shows a session's log)"),
+    ("42s vote.cast", "Agents: the last thing it recorded, and how long ago"),
+    (
+        "AUTO / MANUAL",
+        "header: the autopilot launches agents for the work (AUTO) or waits for you (MANUAL); P switches",
+    ),
+    ("STOPPED: why", "header: the autopilot stopped itself (too many failures in a row); P turns it back on"),
+    ("1 Runs … i Insp", "pane bar (terminals below 120x32): the pane shown; 1-9, 0, i jump, tab cycles"),
 )
 
 

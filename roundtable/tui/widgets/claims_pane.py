@@ -6,11 +6,13 @@ from typing import Any
 
 from rich.text import Text
 
-from roundtable.tui.data import ClaimLine, ClaimsSource, human_delta, seconds_until
+from roundtable.tui.sources import ClaimLine, ClaimsSource
+from roundtable.tui.timefmt import human_delta, seconds_until
 from roundtable.tui.widgets.virtual_list import VirtualList
 
 
 class ClaimsPane(VirtualList):
+    CLOCKED = True
     kind = "claim"
     TITLE = "Claims"
 

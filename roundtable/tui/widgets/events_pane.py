@@ -7,7 +7,8 @@ from typing import Any
 
 from rich.text import Text
 
-from roundtable.tui.data import EventLine, EventsSource, short_time
+from roundtable.tui.sources import EventLine, EventsSource
+from roundtable.tui.timefmt import short_time
 from roundtable.tui.widgets.virtual_list import VirtualList
 
 

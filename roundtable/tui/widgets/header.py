@@ -1,4 +1,5 @@
-"""The console's header: project, run, listeners, the Chair's state and the stale marker."""
+"""The console's header: project, run, the autopilot badge, listeners, the Chair's state and the
+stale marker."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from rich.text import Text
 from textual.widgets import Static
 
 from roundtable import clock
-from roundtable.tui.data import Overview, attention, human_delta, short_time
+from roundtable.autopilot import Dispatcher
+from roundtable.tui.autopilot import badge
+from roundtable.tui.models import Overview, attention
+from roundtable.tui.timefmt import human_delta, short_time
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,7 @@ class OwnerInfo:
     project: str = ""
     http_url: str = ""
     socket_path: str = ""
-    note: str = ""  # e.g. "listeners off: owner not available"
+    note: str = ""  # e.g. "read-only: no Chair, no listeners, nothing is written"
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class ConsoleHeader(Static):
         self.overview: Overview | None = None
         self.run_id = ""
         self.chair: Any = None
+        self.dispatcher: Dispatcher | None = None
         self.stale: Staleness | None = None
         # Long work in progress (e.g. a test run): (what, started at ns); shown on line 3.
         self.activity: tuple[str, int] | None = None
@@ -55,6 +60,11 @@ class ConsoleHeader(Static):
         needs = attention(self.overview) if self.overview is not None else []
         if needs:
             line1.append(f" ⚑ {len(needs)} need you (!) ", style="bold black on yellow")
+        autopilot = self.dispatcher.status() if self.dispatcher is not None else None
+        if autopilot is not None:
+            label, style = badge(autopilot)
+            line1.append(" ")
+            line1.append(f" {label} ", style=style)
         line1.append(f" {self.owner.project or 'project'} ", style="bold")
         run = self.overview.run if self.overview else None
         line1.append(" run ")
@@ -69,6 +79,12 @@ class ConsoleHeader(Static):
         line2 = Text(" ")
         line2.append("Chair ", style="dim")
         line2.append_text(self._chair_text(now))
+        if autopilot is not None:
+            line2.append("  Autopilot ", style="dim")
+            sessions = autopilot.active_sessions
+            line2.append(f"{sessions} session{'s' if sessions != 1 else ''}")
+            if autopilot.consecutive_failures:
+                line2.append(f" · {autopilot.consecutive_failures} failed in a row", style="red")
         if self.owner.note:
             line2.append("  " + self.owner.note, style="yellow")
         if self.overview is not None:

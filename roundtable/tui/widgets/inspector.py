@@ -15,7 +15,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from roundtable import clock, domain
-from roundtable.tui.data import Entity, human_delta, short_time
+from roundtable.tui.entity import Entity
+from roundtable.tui.timefmt import human_delta, short_time
 from roundtable.tui.widgets.gate_report import render_gate_report
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from roundtable.tui.data import Overview, short_time
+from roundtable.tui.models import Overview
+from roundtable.tui.timefmt import short_time
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from roundtable.tui.data import Overview, SessionRow, human_delta, seconds_until, short_time
+from roundtable.tui.models import Overview, SessionRow
+from roundtable.tui.timefmt import human_delta, seconds_until, short_time
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 # A live capability with less than this left is flagged (the supervisor extends it on heartbeat).
@@ -17,6 +18,7 @@ WARN_SECONDS = 60.0
 
 
 class SessionsPane(TablePane):
+    CLOCKED = True
     kind = "session"
     TITLE = "Sessions"
     COLUMNS = ("status", "agent", "role", "capability", "seen", "task", "proposal", "adapter", "started", "session")

@@ -14,8 +14,8 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from roundtable import clock
-from roundtable.tui.data import Overview
 from roundtable.tui.messages import Selected
+from roundtable.tui.models import Overview
 
 Cell = str | Text
 Row = tuple[str, Sequence[Cell]]
@@ -30,6 +30,8 @@ class TablePane(DataTable[Cell]):
     # Free-text columns and their widest cell: longer text ends with "…", so ids and statuses
     # beside them stay whole on a narrow terminal (ids are never cut).
     ELASTIC: ClassVar[dict[str, int]] = {}
+    # Cells that show ages or countdowns: rebuilt every second by the console's clock.
+    CLOCKED: ClassVar[bool] = False
 
     BINDINGS: ClassVar = [
         Binding("j", "cursor_down", "Down", show=False),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from roundtable.tui.data import Overview
+from roundtable.tui.models import Overview
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 

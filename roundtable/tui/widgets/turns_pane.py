@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from roundtable import clock
-from roundtable.tui.data import Overview, human_delta
+from roundtable.tui.models import Overview
+from roundtable.tui.timefmt import human_delta, stamp_ns
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 # A turn is flagged when less than this share of its window is left (or under 30 s).
@@ -13,6 +13,7 @@ WARN_SECONDS = 30.0
 
 
 class TurnsPane(TablePane):
+    CLOCKED = True
     kind = "event"  # a turn is its request event
     TITLE = "Turn queue"
     COLUMNS = ("#", "agent", "state", "expires", "age", "reason")
@@ -22,7 +23,7 @@ class TurnsPane(TablePane):
         now = self.clock_ns()
         out: list[Row] = []
         for t in overview.turns:
-            age = human_delta((now - _ns(t.requested_at)) / 1e9)
+            age = human_delta((now - stamp_ns(t.requested_at)) / 1e9)
             if t.expires_at_ns:
                 left = (t.expires_at_ns - now) / 1e9
                 style = "bold red" if left <= WARN_SECONDS else ""
@@ -33,10 +34,3 @@ class TurnsPane(TablePane):
                 expires = Text("—", style="dim")
             out.append((str(t.request_id), (str(t.position), t.agent_id, status_cell(t.state), expires, age, t.reason)))
         return out
-
-
-def _ns(stamp: str) -> int:
-    try:
-        return clock.parse(stamp)
-    except ValueError:
-        return 0

@@ -26,8 +26,9 @@ from textual.strip import Strip
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.tui.data import VirtualSource, check_database_file
+from roundtable.tui.dbfile import check_database_file
 from roundtable.tui.messages import RefreshFailed, Selected
+from roundtable.tui.sources import VirtualSource
 
 PAGE = 100
 CACHE_PAGES = 24
@@ -38,6 +39,8 @@ class VirtualList(ScrollView, can_focus=True):
 
     kind: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
+    # Lines that show countdowns: repainted (not re-read) every second by the console's clock.
+    CLOCKED: ClassVar[bool] = False
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "virtual-list--header",

@@ -1,0 +1,168 @@
+"""The console's shared core: the state every part of the app reads (runtime, overview, the
+main screen) and the helpers every operator flow uses — one guard for "is something suitable
+selected", one audited tool call, one way to report an error.
+
+Read-only refusals are not here: `RoundtableApp.check_action` hides and disables every mutating
+command of the registry (keys, palette and footer alike), so no flow runs in a read-only console.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import suppress
+from functools import wraps
+from typing import Any, TypeVar
+
+from textual import work
+from textual.app import App, ScreenStackError
+from textual.css.query import NoMatches
+from textual.screen import Screen
+
+from roundtable import clock
+from roundtable.autopilot import Dispatcher
+from roundtable.runtime import Runtime
+from roundtable.tools.context import Caller
+from roundtable.tui.models import Overview
+from roundtable.tui.widgets.header import ConsoleHeader, OwnerInfo
+from roundtable.tui.widgets.table_pane import TablePane
+
+CONSOLE = Caller("operator", "tui")
+OPERATOR_NAME = "operator"
+
+T = TypeVar("T")
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as one line for a notification."""
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def while_mounted(handler: Callable[..., None]) -> Callable[..., None]:
+    """Skip a UI update that arrives while the console is tearing its widgets down."""
+
+    @wraps(handler)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        with suppress(NoMatches, ScreenStackError):
+            handler(*args, **kwargs)
+
+    return wrapper
+
+
+class ConsoleBase(App[None]):
+    """State and helpers shared by the console's mixins (see `tui/app.py` for the whole)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        run_id: str = "",
+        chair: Any = None,
+        dispatcher: Dispatcher | None = None,
+        owner_info: OwnerInfo | None = None,
+        read_only: bool = False,
+        clock_ns: Callable[[], int] = clock.now_ns,
+    ) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.run_id = run_id
+        self.chair = chair
+        self.dispatcher = dispatcher
+        self.owner_info = owner_info or OwnerInfo(project=runtime.config.project_name)
+        self.read_only = read_only
+        self.clock_ns = clock_ns
+        self.overview: Overview | None = None
+        self.layout_single = False  # one pane at a time (see tui/panes.py)
+        self._main_screen: Screen[Any] | None = None
+
+    # --- where things are ---------------------------------------------------------------------
+
+    @property
+    def _main(self) -> Screen[Any]:
+        """The console's own screen: queries must not land on a modal that happens to be on top."""
+        return self._main_screen if self._main_screen is not None else self.screen
+
+    @property
+    def header(self) -> ConsoleHeader:
+        return self._main.query_one(ConsoleHeader)
+
+    def request_refresh(self) -> None:
+        """Reload the overview (the live mixin implements it)."""
+        raise NotImplementedError
+
+    def load_inspector(self, kind: str, entity_id: str) -> None:
+        """Show a record in the inspector (live mixin)."""
+        raise NotImplementedError
+
+    def forget_gates(self, proposal_id: str) -> None:
+        """Drop a proposal's gate report after it was decided (live mixin)."""
+        raise NotImplementedError
+
+    def _after_modal(self) -> None:
+        """A dialog closed: catch up on refreshes held back while it was open (live mixin)."""
+
+    @work(group="reveal", exit_on_error=False)
+    async def reveal(self, pane_id: str, key: str, timeout: float = 5.0) -> None:
+        """Put the cursor on `key` in a pane once a refresh lists it (a new session, task or run
+        appears where the operator can see it, not out of view)."""
+        pane = self._main.query_one(f"#{pane_id}", TablePane)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            keys = [row.value for row in pane.rows]
+            if key in keys:
+                pane.move_cursor(row=keys.index(key))
+                return
+            await asyncio.sleep(0.05)
+
+    # --- the one guard every operator flow uses ---------------------------------------------
+
+    def selected(self, pane_type: type[TablePane], items: Iterable[T], key_of: Callable[[T], str]) -> T | None:
+        """The record under the cursor of the pane of `pane_type`, looked up in `items`."""
+        key = self._main.query_one(pane_type).selected_key()
+        if key is None:
+            return None
+        return next((item for item in items if key_of(item) == key), None)
+
+    def target(
+        self,
+        item: T | None,
+        *,
+        what: str,
+        pane: str,
+        refuse: Callable[[T], str] | None = None,
+    ) -> T | None:
+        """`item` if the flow may go on with it; else say why (nothing selected, or `refuse`'s
+        reason, e.g. a decided proposal) and return None."""
+        if item is None:
+            self.notify(f"Select {what} in the {pane} pane first.", severity="warning")
+            return None
+        reason = refuse(item) if refuse is not None else ""
+        if reason:
+            self.notify(reason, severity="warning")
+            return None
+        return item
+
+    # --- calls --------------------------------------------------------------------------------
+
+    async def call_tool(
+        self, tool: str, args: dict[str, Any], *, success: str, title: str = ""
+    ) -> dict[str, Any] | None:
+        """One audited call as the operator; errors become a notification, never a crash."""
+        try:
+            result = await self.runtime.call(tool, args, CONSOLE)
+        except Exception as exc:
+            self.notify(describe(exc), severity="error", title=title or tool, timeout=8)
+            return None
+        self.notify(success, title=title or tool)
+        self.request_refresh()
+        return result
+
+    async def attempt(self, work: Awaitable[Any], *, title: str) -> tuple[bool, Any]:
+        """Await a service call that is not a tool (runs, the supervisor, the dispatcher):
+        (True, its result), or (False, None) after an error notification."""
+        try:
+            return True, await work
+        except Exception as exc:
+            self.notify(describe(exc), severity="error", title=title, timeout=8)
+            return False, None

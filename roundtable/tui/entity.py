@@ -1,0 +1,122 @@
+"""The inspector's read: one record in full, its related rows and, for a proposal, its diff
+(found the way the patch service stores it: `.roundtable/patches/<sha256>.diff`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roundtable.services.patches import patch_rel_path
+from roundtable.store.db import Reader
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One record in full, plus what the inspector shows beside it."""
+
+    kind: str
+    id: str
+    record: dict[str, Any]
+    related: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    diff_text: str = ""
+    diff_note: str = ""
+
+
+ENTITY_TABLES = {
+    "run": ("runs", "id"),
+    "proposal": ("proposals", "id"),
+    "approval": ("human_approvals", "id"),
+    "transaction": ("transactions", "id"),
+    "claim": ("claims", "id"),
+    "event": ("events", "id"),
+    "session": ("agent_sessions", "id"),
+    "task": ("tasks", "id"),
+    "agent": ("agents", "id"),
+}
+
+
+async def load_entity(reader: Reader, kind: str, entity_id: str) -> Entity | None:
+    table, key = ENTITY_TABLES[kind]
+    row = await reader.fetchone(f"SELECT * FROM {table} WHERE {key} = ?", (entity_id,))
+    if row is None:
+        return None
+    record = {k: row[k] for k in row.keys()}
+    related: dict[str, list[dict[str, Any]]] = {}
+    if kind == "proposal":
+        for name, sql in (
+            (
+                "revisions",
+                "SELECT number, sha256, agent_id, created_at FROM patch_revisions WHERE proposal_id = ? ORDER BY number",
+            ),
+            (
+                "votes",
+                "SELECT agent_id, vote, revision, reason_md, created_at FROM votes WHERE proposal_id = ? ORDER BY created_at, id",
+            ),
+            (
+                "approvals",
+                "SELECT id, status, revision, decided_by FROM human_approvals WHERE proposal_id = ? ORDER BY created_at, id",
+            ),
+            (
+                "transactions",
+                "SELECT id, status, revision, applied_at FROM transactions WHERE proposal_id = ? ORDER BY created_at, id",
+            ),
+        ):
+            related[name] = [
+                dict(zip(r.keys(), tuple(r), strict=True)) for r in await reader.fetchall(sql, (entity_id,))
+            ]
+    elif kind == "claim":
+        related["contentions"] = [
+            dict(zip(r.keys(), tuple(r), strict=True))
+            for r in await reader.fetchall(
+                "SELECT id, claimant_id, status, reason, created_at FROM claim_contentions "
+                "WHERE resource_id = ? ORDER BY created_at DESC LIMIT 20",
+                (record.get("resource_id"),),
+            )
+        ]
+    elif kind == "session":
+        # Never the token hash: the inspector shows what the capability allows and until when.
+        related["capabilities"] = [
+            dict(zip(r.keys(), tuple(r), strict=True))
+            for r in await reader.fetchall(
+                "SELECT id, role, task_id, proposal_id, issued_at, expires_at, revoked_at, revoked_reason "
+                "FROM session_capabilities WHERE session_id = ? ORDER BY issued_at, id",
+                (entity_id,),
+            )
+        ]
+    elif kind == "agent":
+        related["sessions"] = [
+            dict(zip(r.keys(), tuple(r), strict=True))
+            for r in await reader.fetchall(
+                "SELECT id, status, adapter, started_at, ended_at FROM agent_sessions WHERE agent_id = ? "
+                "ORDER BY started_at DESC, id DESC LIMIT 10",
+                (entity_id,),
+            )
+        ]
+    return Entity(kind, str(entity_id), record, related)
+
+
+def patch_file(root: Path, record: dict[str, Any]) -> Path | None:
+    """The stored diff of a proposal's current revision (`patches/<sha256>.diff`), else its patch_path."""
+    revision = str(record.get("current_revision") or "")
+    if revision and all(c in "0123456789abcdef" for c in revision.lower()):
+        path = root / patch_rel_path(revision)
+        if path.exists():
+            return path
+    patch_path = str(record.get("patch_path") or "")
+    if patch_path:
+        candidate = (root / patch_path).resolve()
+        if candidate.is_relative_to(root.resolve()) and candidate.is_file():
+            return candidate
+    return None
+
+
+def read_diff(root: Path, record: dict[str, Any], limit: int = 512 * 1024) -> tuple[str, str]:
+    """(diff text, note) for a proposal record; blocking, so call it in a thread."""
+    path = patch_file(root, record)
+    if path is None:
+        return "", "no patch attached" if not record.get("current_revision") else "patch file not found"
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    note = f"showing the first {limit // 1024} KiB" if len(data) > limit else ""
+    return data[:limit].decode("utf-8", errors="replace"), note

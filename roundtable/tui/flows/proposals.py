@@ -1,0 +1,247 @@
+"""Proposals and their transactions: `v` validates (every gate), `T` runs the tests as evidence
+for the current revision, `A` applies after confirming the revision and gates, `r` rejects with
+a reason, `R` rolls an applied transaction back. A and r and R refuse at once what is certain to
+fail (a decided proposal, failing gates, a transaction that is not applied)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+from textual import work
+
+from roundtable import domain
+from roundtable.domain import TransactionStatus
+from roundtable.services.testing import sandbox_for
+from roundtable.store.records import Proposal, Transaction
+from roundtable.tui.base import CONSOLE, OPERATOR_NAME, ConsoleBase, describe
+from roundtable.tui.messages import GateReport
+from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
+from roundtable.tui.screens.prompt import PromptScreen
+from roundtable.tui.widgets.proposals_pane import ProposalsPane
+from roundtable.tui.widgets.transactions_pane import TransactionsPane
+
+
+def _only_open(verb: str) -> Any:
+    def refuse(proposal: Proposal) -> str:
+        if domain.is_open(proposal.status):
+            return ""
+        return f"{proposal.id} is {proposal.status}: only an open proposal can be {verb}."
+
+    return refuse
+
+
+def _only_applied(tx: Transaction) -> str:
+    if tx.status == TransactionStatus.APPLIED:
+        return ""
+    return f"{tx.id} is {tx.status}: only an applied transaction can be rolled back."
+
+
+def failing_gates(report: dict[str, Any]) -> list[str]:
+    """The names of the gates a report marks failing."""
+    return [str(g.get("name")) for g in report.get("gates") or [] if isinstance(g, dict) and not g.get("passed")]
+
+
+class ProposalFlows(ConsoleBase):
+    def selected_proposal(self) -> Proposal | None:
+        rows = self.overview.proposals if self.overview else []
+        row = self.selected(ProposalsPane, rows, lambda r: r.proposal.id)
+        return row.proposal if row is not None else None
+
+    def _selected_transaction(self) -> Transaction | None:
+        """On the Proposals pane: the selected proposal's applied transaction; else the
+        Transactions pane's selection."""
+        transactions = self.overview.transactions if self.overview else []
+        if isinstance(self.focused, ProposalsPane):
+            proposal = self.selected_proposal()
+            if proposal is not None:
+                return next(
+                    (t for t in transactions if t.proposal_id == proposal.id and t.status == TransactionStatus.APPLIED),
+                    None,
+                )
+        return self.selected(TransactionsPane, transactions, lambda t: t.id)
+
+    def _proposal_target(self, refuse: Any = None) -> Proposal | None:
+        return self.target(self.selected_proposal(), what="a proposal", pane="Proposals", refuse=refuse)
+
+    # --- gates ------------------------------------------------------------------------------
+
+    def action_validate(self) -> None:
+        proposal = self._proposal_target()
+        if proposal is not None:
+            self._validate(proposal.id)
+
+    @work(group="actions", exit_on_error=False)
+    async def _validate(self, proposal_id: str) -> None:
+        report = await self.gate_report(proposal_id)
+        if report is None:
+            return
+        failing = failing_gates(report)
+        if report.get("applicable") and not failing:
+            self.notify(f"{proposal_id}: every gate passes — ready to apply", title="validate")
+        else:
+            self.notify(
+                f"{proposal_id}: not ready — {len(failing)} gate(s) failing: {', '.join(failing) or 'see the report'}",
+                severity="warning",
+                title="validate",
+            )
+
+    async def gate_report(self, proposal_id: str) -> dict[str, Any] | None:
+        try:
+            report = await self.runtime.call("patch.validate", {"proposal_id": proposal_id}, CONSOLE)
+        except Exception as exc:
+            self.post_message(GateReport(proposal_id, None, describe(exc)))
+            self.notify(describe(exc), severity="error", title="patch.validate", timeout=8)
+            return None
+        self.post_message(GateReport(proposal_id, report))
+        self.load_inspector("proposal", proposal_id)
+        return report
+
+    # --- tests ------------------------------------------------------------------------------
+
+    def action_run_tests(self) -> None:
+        proposal = self._proposal_target()
+        if proposal is not None:
+            self._run_tests(proposal.id)
+
+    @work(group="tests", exclusive=True, exit_on_error=False)
+    async def _run_tests(self, proposal_id: str) -> None:
+        """`tests_required` is met only by a passing run the host executed on the current revision:
+        run the proposal's expected tests that are among the allowed commands (else every allowed
+        command) on a scratch worktree of the revision, in the sandbox. Agent-written expected
+        tests that are not allowed are skipped, never run. Where no sandbox works here, the tests
+        run only after the operator confirms that unreviewed code will run unsandboxed."""
+        try:
+            proposal = (await self.runtime.call("proposal.get", {"proposal_id": proposal_id}, CONSOLE))["proposal"]
+            suggested = await self.runtime.call("test.suggest", {"proposal_id": proposal_id}, CONSOLE)
+            sandbox = await sandbox_for(self.runtime)
+        except Exception as exc:
+            self.notify(describe(exc), severity="error", title="test.suggest", timeout=8)
+            return
+        allowed = [str(c) for c in suggested.get("commands") or []]
+        expected = [str(c) for c in proposal.get("expected_tests") or []]
+        skipped = [c for c in expected if c not in allowed]
+        if skipped:
+            self.notify(
+                f"Skipped expected tests that are not configured commands: {', '.join(skipped)}",
+                severity="warning",
+                title="test.run",
+                timeout=8,
+            )
+        commands = [c for c in expected if c in allowed] or allowed
+        if not commands:
+            self.notify("No test command found for this proposal.", severity="warning", title="test.run")
+            return
+        unsandboxed = False
+        if not sandbox.usable:
+            confirmed = await self.push_screen_wait(unsandboxed_dialog(proposal_id, commands, sandbox.reason))
+            self._after_modal()
+            if not confirmed:
+                self.notify("Tests not run.", title="test.run")
+                return
+            unsandboxed = True
+        try:
+            for command in commands:
+                # The header shows what runs and for how long until it ends (the progress indicator).
+                self.header.activity = (f"testing {proposal_id}: {command}", self.clock_ns())
+                self.header.update_view()
+                args: dict[str, Any] = {"command": command, "proposal_id": proposal_id}
+                if unsandboxed:
+                    args["unsandboxed"] = True
+                result = await self.call_tool("test.run", args, success=f"{command}: finished")
+                if result is not None:
+                    run = result.get("test_run", result)
+                    self.notify(f"{command}: {run.get('status', '?')}", title="test.run")
+        finally:
+            self.header.activity = None
+            self.header.update_view()
+        await self.gate_report(proposal_id)
+
+    # --- decisions --------------------------------------------------------------------------
+
+    def action_apply(self) -> None:
+        proposal = self._proposal_target(_only_open("applied"))
+        if proposal is not None:
+            self._apply_flow(proposal)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _apply_flow(self, proposal: Proposal) -> None:
+        report = await self.gate_report(proposal.id)
+        if report is None:
+            return  # gate_report said why
+        failing = failing_gates(report)
+        if failing or not report.get("applicable"):
+            # patch.apply re-checks every gate and would refuse: offer nothing certain to fail.
+            self.notify(
+                f"{proposal.id} cannot be applied yet — failing: {', '.join(failing) or 'see the report'} "
+                "(the Inspector shows why).",
+                severity="warning",
+                title="apply",
+                timeout=8,
+            )
+            return
+        confirmed = await self.push_screen_wait(apply_dialog(proposal, report))
+        self._after_modal()
+        if not confirmed:
+            self.notify("Apply cancelled.")
+            return
+        # Bind the apply to the revision the operator just saw: it is refused if it changed since.
+        revision = str(report.get("revision") or proposal.current_revision or "")
+        args = {"proposal_id": proposal.id, "applied_by": OPERATOR_NAME}
+        if revision:
+            args["revision"] = revision
+        if self.run_id:
+            args["run_id"] = self.run_id
+        if await self.call_tool("patch.apply", args, success=f"{proposal.id} applied") is not None:
+            self.forget_gates(proposal.id)
+
+    def action_reject(self) -> None:
+        proposal = self._proposal_target(_only_open("rejected"))
+        if proposal is not None:
+            self._reject_flow(proposal)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _reject_flow(self, proposal: Proposal) -> None:
+        reason = await self.push_screen_wait(
+            PromptScreen(f"Reject {proposal.id}", f"{proposal.title}\nReason (required):", required=True)
+        )
+        self._after_modal()
+        if reason:
+            args = {"proposal_id": proposal.id, "reason_md": reason, "decided_by": OPERATOR_NAME}
+            if await self.call_tool("patch.reject", args, success=f"{proposal.id} rejected") is not None:
+                self.forget_gates(proposal.id)
+
+    def action_rollback(self) -> None:
+        tx = self.target(self._selected_transaction(), what="a transaction", pane="Transactions", refuse=_only_applied)
+        if tx is not None:
+            self._rollback_flow(tx)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _rollback_flow(self, tx: Transaction) -> None:
+        confirmed = await self.push_screen_wait(rollback_dialog(tx))
+        self._after_modal()
+        if confirmed:
+            args = {"transaction_id": tx.id, "reason_md": "rolled back from the console"}
+            if await self.call_tool("patch.rollback", args, success=f"{tx.id} rolled back") is not None:
+                self.forget_gates(tx.proposal_id)
+
+
+def unsandboxed_dialog(proposal_id: str, commands: list[str], reason: str) -> ConfirmScreen:
+    """The `T` key's confirmation where no sandbox works: the revision's code is unreviewed and
+    would run with the operator's full rights."""
+    body = Group(
+        Text.assemble(("Proposal ", "dim"), (proposal_id, "bold")),
+        Text.assemble(("Commands ", "dim"), ", ".join(commands)),
+        Text(""),
+        Text("No sandbox works on this machine:", style="bold red"),
+        Text(reason or "(no reason given)"),
+        Text(""),
+        Text(
+            "The proposal's code is unreviewed. Its tests would run UNSANDBOXED, as you: with your "
+            "network, your home directory and this project's .roundtable/ (database, credentials) "
+            "within reach. Install bubblewrap to run them in a sandbox instead.",
+            style="yellow",
+        ),
+    )
+    return ConfirmScreen(f"Run unreviewed tests of {proposal_id} unsandboxed?", body, confirm_label="Run unsandboxed")

@@ -1,0 +1,107 @@
+"""Runs: `g` starts a run with a goal and shows it, `u` shows the run selected in the Runs pane,
+`e` ends an active run, `E` archives an ended one (hidden, nothing deleted). Runs change through
+the runs service (as the CLI's `runs` commands do), each after a confirmation."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+from rich.text import Text
+from textual import work
+
+from roundtable.domain import RunStatus
+from roundtable.services import runs as runs_service
+from roundtable.store.records import Run
+from roundtable.tui.base import ConsoleBase
+from roundtable.tui.screens.confirm import ConfirmScreen
+from roundtable.tui.screens.prompt import PromptScreen
+from roundtable.tui.widgets.runs_pane import RunsPane
+
+
+def _endable(run: Run) -> str:
+    if run.status == RunStatus.ACTIVE:
+        return ""
+    return f"{run.id} is {run.status}: only an active run can be ended."
+
+
+def _archivable(run: Run) -> str:
+    return f"{run.id} is active: end it first (e)." if run.status == RunStatus.ACTIVE else ""
+
+
+class RunFlows(ConsoleBase):
+    def _selected_run(self, refuse: Any = None) -> Run | None:
+        runs = self.overview.runs if self.overview else []
+        return self.target(self.selected(RunsPane, runs, lambda r: r.id), what="a run", pane="Runs", refuse=refuse)
+
+    async def _change_run(self, run_id: str, change: Awaitable[Any], done: str) -> None:
+        """Run one runs-service change (end, archive) with the console's error handling."""
+        ok, _ = await self.attempt(change, title="run")
+        if ok:
+            self.notify(f"{run_id} {done}", title="run")
+            self.request_refresh()
+
+    def show_run(self, run_id: str) -> None:
+        """Make `run_id` the run in view: the header and the turn queue follow it."""
+        self.run_id = run_id
+        self.header.run_id = run_id
+        self.header.update_view()
+        self.request_refresh()
+
+    def action_new_run(self) -> None:
+        self._new_run_flow()
+
+    @work(group="dialog", exit_on_error=False)
+    async def _new_run_flow(self) -> None:
+        goal = await self.push_screen_wait(PromptScreen("New run", "Goal (required):", required=True))
+        self._after_modal()
+        if not goal:
+            return
+        ok, run = await self.attempt(runs_service.create_run(self.runtime, goal), title="run")
+        if ok:
+            self.show_run(run.id)
+            self.notify(f"{run.id} started; the console shows it now", title="run")
+
+    def action_view_run(self) -> None:
+        run = self._selected_run()
+        if run is not None:
+            self.show_run(run.id)
+            self.notify(f"showing {run.id}", title="run")
+
+    def action_end_run(self) -> None:
+        run = self._selected_run(_endable)
+        if run is not None:
+            self._end_run_flow(run)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _end_run_flow(self, run: Run) -> None:
+        body = Text.assemble(
+            ("Run ", "dim"),
+            (run.id, "bold"),
+            "  goal: ",
+            run.goal or "—",
+            ("\nIts status becomes completed; the Chair stops ticking it.", "dim"),
+        )
+        confirmed = await self.push_screen_wait(ConfirmScreen(f"End {run.id}?", body, confirm_label="End run"))
+        self._after_modal()
+        if confirmed:
+            change = runs_service.end_run(self.runtime, run.id, RunStatus.COMPLETED.value)
+            await self._change_run(run.id, change, RunStatus.COMPLETED.value)
+
+    def action_archive_run(self) -> None:
+        run = self._selected_run(_archivable)
+        if run is not None:
+            self._archive_run_flow(run)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _archive_run_flow(self, run: Run) -> None:
+        body = Text.assemble(
+            ("Run ", "dim"),
+            (run.id, "bold"),
+            (f"  [{run.status}]", "yellow"),
+            ("\nHidden from the Runs pane and from resume; nothing is deleted (runs list --all shows it).", "dim"),
+        )
+        confirmed = await self.push_screen_wait(ConfirmScreen(f"Archive {run.id}?", body, confirm_label="Archive"))
+        self._after_modal()
+        if confirmed:
+            await self._change_run(run.id, runs_service.archive_run(self.runtime, run.id), "archived")

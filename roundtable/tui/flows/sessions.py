@@ -1,0 +1,171 @@
+"""Agent sessions: `L` launches one through the supervisor (a form, then a confirmation), `K`
+revokes the selected one, `l` opens the redacted log of the selected session (Sessions pane) or
+of the selected agent's latest session (Agents pane).
+
+Sessions are started and revoked by the supervisor (not a tool): it writes its own audit events
+(`session.launched`, `capability.revoked`), and the change bus refreshes the panes.
+"""
+
+from __future__ import annotations
+
+from textual import work
+
+from roundtable import domain
+from roundtable.services.adapters import registry
+from roundtable.services.agents import configured_agents
+from roundtable.services.capabilities import role_for_agent
+from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
+from roundtable.tui.base import ConsoleBase
+from roundtable.tui.models import AgentRow, SessionRow, open_task
+from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
+from roundtable.tui.screens.session_log import SessionLogScreen
+from roundtable.tui.widgets.agents_pane import AgentsPane
+from roundtable.tui.widgets.proposals_pane import ProposalsPane
+from roundtable.tui.widgets.sessions_pane import SessionsPane
+
+
+def _revocable(row: SessionRow) -> str:
+    if not row.live and (row.capability_revoked_at or not row.capability_expires_at):
+        return f"{row.session.id} has ended and holds no live capability."
+    return ""
+
+
+class SessionFlows(ConsoleBase):
+    def _selected_session(self) -> SessionRow | None:
+        rows = self.overview.sessions if self.overview else []
+        return self.selected(SessionsPane, rows, lambda r: r.session.id)
+
+    def _selected_agent(self) -> AgentRow | None:
+        rows = self.overview.agents if self.overview else []
+        return self.selected(AgentsPane, rows, lambda r: r.agent_id)
+
+    def _supervisor(self) -> Supervisor | None:
+        supervisor = supervisor_for(self.runtime)
+        if supervisor is None:
+            self.notify(
+                f"{NOT_RUNNING}: start the console with `roundtable run` (or use `roundtable start`).",
+                severity="warning",
+                title="sessions",
+                timeout=8,
+            )
+        return supervisor
+
+    # --- launch -----------------------------------------------------------------------------
+
+    def _launch_initial(self) -> LaunchRequest:
+        """Prefill from what the operator is looking at: a session (launch it again), an agent
+        (its task) or a proposal."""
+        focused = self.focused
+        if isinstance(focused, SessionsPane):
+            row = self._selected_session()
+            if row is not None:
+                return LaunchRequest(row.session.agent_id, row.task_id, row.proposal_id, row.session.adapter)
+        if isinstance(focused, AgentsPane):
+            agent = self._selected_agent()
+            if agent is not None:
+                return LaunchRequest(agent.agent_id, agent.task_id)
+        if isinstance(focused, ProposalsPane):
+            key = focused.selected_key()
+            rows = self.overview.proposals if self.overview else []
+            proposal = next((r.proposal for r in rows if r.proposal.id == key), None)
+            if proposal is not None:
+                return LaunchRequest("", proposal.task_id, proposal.id)
+        return LaunchRequest("", "")
+
+    def _launch_choices(self) -> LaunchChoices:
+        """The Launch form's pickers: launchable configured agents, open tasks and proposals,
+        and every adapter (configured ones plus the built-in scripted one)."""
+        config = self.runtime.config
+        agents = tuple((a.id, a.role, a.adapter) for a in configured_agents(config) if role_for_agent(a.id) is not None)
+        overview = self.overview
+        tasks = tuple((t.id, t.title) for t in (overview.tasks if overview else []) if open_task(t))
+        proposals = tuple(
+            (row.proposal.id, row.proposal.title)
+            for row in (overview.proposals if overview else [])
+            if domain.is_open(row.proposal.status)
+        )
+        return LaunchChoices(agents=agents, tasks=tasks, proposals=proposals, adapters=tuple(registry(config)))
+
+    def action_launch_session(self) -> None:
+        if self._supervisor() is not None:
+            self._launch_flow(self._launch_initial())
+
+    @work(group="dialog", exit_on_error=False)
+    async def _launch_flow(self, initial: LaunchRequest) -> None:
+        request = await self.push_screen_wait(LaunchScreen(initial, choices=self._launch_choices()))
+        confirmed = request is not None and await self.push_screen_wait(launch_dialog(request, self.run_id))
+        self._after_modal()
+        if request is None or not confirmed:
+            self.notify("Launch cancelled.")
+            return
+        supervisor = self._supervisor()
+        if supervisor is None:
+            return
+        ok, result = await self.attempt(
+            supervisor.launch(
+                agent_id=request.agent_id,
+                task_id=request.task_id,
+                proposal_id=request.proposal_id,
+                run_id=self.run_id,
+                adapter=request.adapter,
+            ),
+            title="session.launch",
+        )
+        if not ok:
+            return
+        session = result.get("session", {})
+        self.notify(
+            f"{session.get('id', '?')} launched: {request.agent_id} via {request.adapter} (pid {result.get('pid')})",
+            title="session.launch",
+        )
+        self.request_refresh()
+        if session.get("id"):
+            self.reveal("sessions", str(session["id"]))
+
+    # --- revoke -----------------------------------------------------------------------------
+
+    def action_revoke_session(self) -> None:
+        row = self.target(self._selected_session(), what="a session", pane="Sessions", refuse=_revocable)
+        if row is not None and self._supervisor() is not None:
+            self._revoke_flow(row)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _revoke_flow(self, row: SessionRow) -> None:
+        confirmed = await self.push_screen_wait(revoke_dialog(row.session, row.role, row.task_id, row.proposal_id))
+        self._after_modal()
+        if not confirmed:
+            self.notify("Revoke cancelled.")
+            return
+        supervisor = self._supervisor()
+        if supervisor is None:
+            return
+        ok, result = await self.attempt(supervisor.revoke(row.session.id, "operator"), title="session.revoke")
+        if not ok:
+            return
+        if result.get("revoked"):
+            stopping = "; stopping its process" if result.get("running") else ""
+            self.notify(f"{row.session.id} revoked{stopping}", title="session.revoke")
+        else:
+            self.notify(
+                f"{row.session.id} had no live capability to revoke.", severity="warning", title="session.revoke"
+            )
+        self.request_refresh()
+
+    # --- the log viewer ---------------------------------------------------------------------
+
+    def action_session_log(self) -> None:
+        """`l`: the selected session's log, or the selected agent's latest session's log."""
+        if isinstance(self.focused, AgentsPane):
+            agent = self.target(self._selected_agent(), what="an agent", pane="Agents")
+            if agent is None:
+                return
+            if agent.session is None:
+                self.notify(f"{agent.agent_id} has no session yet: no log to show.", severity="warning")
+                return
+            row = agent.session
+        else:
+            found = self.target(self._selected_session(), what="a session (or an agent)", pane="Sessions")
+            if found is None:
+                return
+            row = found
+        self.push_screen(SessionLogScreen(self.runtime.root, row.session), lambda _r: self._after_modal())

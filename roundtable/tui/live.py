@@ -1,0 +1,197 @@
+"""Keeping the console current: the change bus and `watchfiles` announce commits, a refresh
+reads one `Overview`, the inspector loads one record; both reads go through a `Coalescer`, so a
+burst of notices becomes one more read, never a queue. While a dialog is open refreshes wait and
+catch up when it closes. A failed read keeps the panes' data and marks the header stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from textual import work
+
+from roundtable.tui.base import ConsoleBase, describe, while_mounted
+from roundtable.tui.dbfile import check_database_file
+from roundtable.tui.entity import Entity, load_entity, read_diff
+from roundtable.tui.messages import DatabaseChanged, GateReport, OverviewLoaded, RefreshFailed, Selected
+from roundtable.tui.overview import ActivityLog, load_overview
+from roundtable.tui.scheduler import Coalescer
+from roundtable.tui.widgets.header import Staleness
+from roundtable.tui.widgets.inspector import Inspector
+from roundtable.tui.widgets.table_pane import TablePane
+from roundtable.tui.widgets.virtual_list import VirtualList
+
+
+class LiveMixin(ConsoleBase):
+    """Refresh, inspection, staleness and the 1 s repaint of relative times."""
+
+    def _setup_live(self, *, watch_files: bool, live_clock: bool) -> None:
+        self.watch_files = watch_files
+        self.live_clock = live_clock
+        self.stale: Staleness | None = None
+        self.gate_reports: dict[str, tuple[dict[str, Any] | None, str]] = {}
+        self._held = False  # a refresh came due while a dialog was open
+        self._stop_watch = asyncio.Event()
+        self._activity = ActivityLog()
+        self.refresher: Coalescer[None] = Coalescer(self._load_overview, self._refresh_worker)
+        self.inspections: Coalescer[tuple[str, str]] = Coalescer(self._load_entity, self._inspect_worker)
+
+    def start_live(self) -> None:
+        self.request_refresh()
+        self._watch_bus()
+        if self.watch_files:
+            self._watch_files()
+        if self.live_clock:
+            # Re-renders relative times (ages, countdowns, the Chair's next tick); reads nothing.
+            self.set_interval(1.0, self._tick_clock)
+
+    @while_mounted
+    def _tick_clock(self) -> None:
+        self.header.update_view()
+        if self.overview is not None:
+            for pane in self._main.query(TablePane):
+                if pane.CLOCKED:  # ages and countdowns
+                    pane.show(self.overview)
+        for vlist in self._main.query(VirtualList):
+            if vlist.CLOCKED:
+                vlist.refresh()  # claim expiry counts down: repaint the visible lines, no query
+
+    # --- notices of change ------------------------------------------------------------------
+
+    @work(group="bus", exit_on_error=False)
+    async def _watch_bus(self) -> None:
+        with self.runtime.bus.subscribe() as sub:
+            while True:
+                await sub.get()
+                self.post_message(DatabaseChanged("bus"))
+
+    @work(group="files", exit_on_error=False)
+    async def _watch_files(self) -> None:
+        """Writes by other processes touch the database file or its WAL; nothing else tells us."""
+        from watchfiles import awatch
+
+        db_path = Path(self.runtime.db.path)
+        names = {db_path.name, f"{db_path.name}-wal"}
+        async for _changes in awatch(
+            db_path.parent,
+            watch_filter=lambda _change, path: Path(path).name in names,
+            debounce=120,
+            step=20,
+            recursive=False,
+            rust_timeout=500,
+            stop_event=self._stop_watch,
+        ):
+            self.post_message(DatabaseChanged("files"))
+
+    def on_database_changed(self, message: DatabaseChanged) -> None:
+        if len(self.screen_stack) > 1:
+            self._held = True  # paused while a modal is open; caught up when it closes
+            return
+        self.request_refresh()
+
+    def _after_modal(self) -> None:
+        if self._held and len(self.screen_stack) <= 1:
+            self._held = False
+            self.request_refresh()
+
+    # --- the refresh ------------------------------------------------------------------------
+
+    def request_refresh(self) -> None:
+        """Start a refresh, or mark one due if a refresh is running (a burst becomes one more)."""
+        self.refresher.request(None)
+
+    @work(exclusive=True, group="refresh", exit_on_error=False)
+    async def _refresh_worker(self) -> None:
+        await self.refresher.run()
+
+    async def _load_overview(self, _: None) -> None:
+        try:
+            check_database_file(Path(self.runtime.db.path))
+            async with self.runtime.db.read() as reader:
+                overview = await load_overview(reader, self.run_id, self.runtime.config, activity=self._activity)
+        except Exception as exc:
+            self.post_message(RefreshFailed(describe(exc)))
+        else:
+            self.post_message(OverviewLoaded(overview))
+
+    @while_mounted
+    def on_overview_loaded(self, message: OverviewLoaded) -> None:
+        self.overview = message.overview
+        self.stale = None
+        self.header.stale = None
+        self.header.overview = message.overview
+        self.header.update_view()
+        for pane in self._main.query(TablePane):
+            pane.show(message.overview)
+        for vlist in self._main.query(VirtualList):
+            vlist.reload()
+        if self.inspections.latest is not None:
+            self.load_inspector(*self.inspections.latest)
+
+    @while_mounted
+    def on_refresh_failed(self, message: RefreshFailed) -> None:
+        if self.stale is None:
+            self.stale = Staleness(self.clock_ns(), message.reason)
+        else:
+            self.stale = replace(self.stale, reason=message.reason)
+        self.header.stale = self.stale
+        self.header.update_view()
+
+    # --- the inspector ----------------------------------------------------------------------
+
+    @while_mounted
+    def on_selected(self, message: Selected) -> None:
+        if message.inspect or (message.pane is not None and message.pane is self.focused):
+            self.load_inspector(message.kind, message.entity_id)
+        if message.inspect and self.layout_single:  # one pane at a time: show what was asked for
+            self._main.query_one(Inspector).focus()
+
+    def load_inspector(self, kind: str, entity_id: str) -> None:
+        """Show `kind` `entity_id` in the inspector (loaded in a worker; the latest request wins)."""
+        self.inspections.request((kind, entity_id))
+
+    @property
+    def inspecting(self) -> tuple[str, str] | None:
+        return self.inspections.latest
+
+    @work(exclusive=True, group="inspect", exit_on_error=False)
+    async def _inspect_worker(self) -> None:
+        await self.inspections.run()
+
+    async def _load_entity(self, request: tuple[str, str]) -> None:
+        kind, entity_id = request
+        entity: Entity | None
+        try:
+            check_database_file(Path(self.runtime.db.path))
+            async with self.runtime.db.read() as reader:
+                entity = await load_entity(reader, kind, entity_id)
+            if entity is not None and kind == "proposal":
+                text, note = await asyncio.to_thread(read_diff, self.runtime.root, entity.record)
+                entity = replace(entity, diff_text=text, diff_note=note)
+        except Exception as exc:
+            self.post_message(RefreshFailed(describe(exc)))
+            return
+        if self.inspections.superseded:
+            return  # a newer request is waiting: show that one instead
+        self._show_entity(entity, kind, entity_id)
+
+    @while_mounted
+    def _show_entity(self, entity: Entity | None, kind: str, entity_id: str) -> None:
+        inspector = self._main.query_one(Inspector)
+        inspector.gate = self.gate_reports.get(entity_id) if kind == "proposal" else None
+        inspector.show_entity(entity, kind, entity_id)
+
+    @while_mounted
+    def on_gate_report(self, message: GateReport) -> None:
+        self.gate_reports[message.proposal_id] = (message.report, message.error)
+        if self.inspecting == ("proposal", message.proposal_id):
+            self._main.query_one(Inspector).show_gates(message.report, message.error)
+
+    def forget_gates(self, proposal_id: str) -> None:
+        """A report from before an apply/reject/rollback no longer describes the proposal."""
+        self.gate_reports.pop(proposal_id, None)
+        if self.inspecting == ("proposal", proposal_id):
+            self._main.query_one(Inspector).show_gates(None, "")

@@ -1,0 +1,165 @@
+"""What the console shows, as plain records: one row type per short pane, the `Overview` that a
+refresh reads in one snapshot, and the attention list derived from it.
+
+Statuses are compared through `roundtable.domain` (the one vocabulary), never spelled here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from roundtable.domain import (
+    BLOCKED_TASK_STATUSES,
+    TERMINAL_TASK_STATUSES,
+    ApprovalStatus,
+    SessionStatus,
+    TransactionStatus,
+    is_open,
+)
+from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    """One outstanding turn request (services.turns' `Turn`), as the Turns pane shows it."""
+
+    position: int
+    request_id: int
+    agent_id: str
+    reason: str
+    state: str  # requested | scheduled | started
+    requested_at: str
+    state_at: str
+    expires_at_ns: int  # 0 when the turn has no deadline yet
+
+
+@dataclass(frozen=True)
+class ProposalRow:
+    proposal: Proposal
+    votes_for: int
+    votes_against: int
+    # The latest `patch.validated` event's payload for an open proposal (None: never validated).
+    validation: dict[str, Any] | None = None
+
+    @property
+    def gate_summary(self) -> str:
+        """`ready`, `failing: a,b`, `not validated` (for this revision) or the decided status."""
+        p = self.proposal
+        if not is_open(p.status):
+            return p.status
+        v = self.validation
+        if v is None or v.get("revision") != p.current_revision:
+            return "not validated"
+        if v.get("applicable"):
+            return "ready"
+        failed = [str(g) for g in v.get("failed_gates") or []]
+        return "failing: " + ",".join(failed) if failed else "not ready"
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """An agent session with its binding (role, task, proposal) and its latest capability's
+    lifetime. The capability's token hash is never read: the console has no use for it."""
+
+    session: AgentSession
+    role: str
+    task_id: str
+    proposal_id: str
+    capability_expires_at: str
+    capability_revoked_at: str
+    capability_revoked_reason: str
+
+    @property
+    def live(self) -> bool:
+        return not self.session.ended_at
+
+
+@dataclass(frozen=True)
+class Activity:
+    """The newest event an agent recorded (what its last state-changing tool call did)."""
+
+    event_type: str
+    at: str
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    """Who is doing what: one registered agent, its current (else latest) session, the task it
+    works on, its place in the turn queue, its last recorded action and its failed sessions."""
+
+    agent_id: str
+    role: str
+    enabled: bool
+    session: SessionRow | None
+    task_id: str
+    turn: str  # requested | scheduled | started, "" when it has no outstanding turn
+    activity: Activity | None
+    failures: int
+
+    @property
+    def session_state(self) -> str:
+        if self.session is None:
+            return "idle" if self.enabled else "disabled"
+        return self.session.session.status
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Everything the header and the short panes show, read in one snapshot."""
+
+    run: Run | None
+    runs: list[Run] = field(default_factory=list)
+    turns: list[TurnRow] = field(default_factory=list)
+    proposals: list[ProposalRow] = field(default_factory=list)
+    approvals: list[HumanApproval] = field(default_factory=list)
+    transactions: list[Transaction] = field(default_factory=list)
+    sessions: list[SessionRow] = field(default_factory=list)
+    claims_active: int = 0
+    events_total: int = 0
+    blocked_tasks: list[tuple[str, str]] = field(default_factory=list)  # (id, title)
+    tasks: list[Task] = field(default_factory=list)
+    agents: list[AgentRow] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AttentionItem:
+    """Something only the operator can move forward, and where to find it."""
+
+    kind: str  # approval, transaction, task, session
+    item_id: str
+    text: str
+    pane: str  # the pane that lists it ("" when no pane does)
+
+
+# A transaction waiting on the operator: an apply that failed, or one interrupted mid-way.
+TRANSACTIONS_NEEDING_ATTENTION = frozenset({TransactionStatus.FAILED, TransactionStatus.PENDING})
+
+
+def attention(overview: Overview) -> list[AttentionItem]:
+    """What needs the operator, most urgent first: approvals waiting for a decision, applies that
+    need attention, blocked tasks, failed sessions."""
+    items = [
+        AttentionItem("approval", a.id, f"approval requested: {a.subject}", "approvals")
+        for a in overview.approvals
+        if a.status == ApprovalStatus.REQUESTED
+    ]
+    items += [
+        AttentionItem("transaction", t.id, f"transaction {t.status}: proposal {t.proposal_id}", "transactions")
+        for t in overview.transactions
+        if t.status in TRANSACTIONS_NEEDING_ATTENTION
+    ]
+    items += [
+        AttentionItem("task", task_id, f"task blocked: {title}", "tasks") for task_id, title in overview.blocked_tasks
+    ]
+    items += [
+        AttentionItem("session", row.session.id, f"session failed: {row.session.agent_id} ({row.role})", "sessions")
+        for row in overview.sessions
+        if row.session.status == SessionStatus.FAILED
+    ]
+    return items
+
+
+def open_task(task: Task) -> bool:
+    """Work not finished: neither terminal nor blocked (the Launch form and Agents pane offer it)."""
+    return task.status not in TERMINAL_TASK_STATUSES and task.status not in BLOCKED_TASK_STATUSES

@@ -1,0 +1,50 @@
+"""The console's compact times: `HH:MM:SS`, `3m04s`, and seconds until a stamp."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from roundtable import clock
+
+
+def stamp_ns(stamp: str) -> int:
+    """Nanoseconds of an RFC 3339 stamp; 0 when empty or unreadable."""
+    try:
+        return clock.parse(stamp)
+    except ValueError:
+        return 0
+
+
+def short_time(stamp: str) -> str:
+    """`HH:MM:SS` of an RFC 3339 stamp (the console's compact time)."""
+    if "T" in stamp and len(stamp) >= 19:
+        return stamp[11:19]
+    return stamp
+
+
+def human_delta(seconds: float) -> str:
+    """`12s`, `3m04s`, `2h05m`, `3d04h` (negative values get a leading `-`)."""
+    sign = "-" if seconds < 0 else ""
+    s = int(abs(seconds))
+    if s < 60:
+        return f"{sign}{s}s"
+    if s < 3600:
+        return f"{sign}{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{sign}{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{sign}{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def seconds_until(stamp: str, now_ns: int) -> float | None:
+    ns = stamp_ns(stamp)
+    return None if ns == 0 else (ns - now_ns) / 1e9
+
+
+def ago(stamp: str, now_ns: int) -> str:
+    """`12s ago` for a past stamp, `—` when there is none."""
+    ns = stamp_ns(stamp)
+    return "—" if ns == 0 else f"{human_delta(max(now_ns - ns, 0) / 1e9)} ago"
+
+
+def join_nonempty(parts: Sequence[str], sep: str = " · ") -> str:
+    return sep.join(p for p in parts if p)
