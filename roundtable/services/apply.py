@@ -25,10 +25,8 @@ transaction is marked `failed` with the reason (`undone: true` in its metadata) 
 
 A crash between 2 and 4 leaves a `pending` row that the next owner's start settles
 (`services.recovery`); rollback lives in `services.rollback`, the files of a transaction in
-`services.artefacts` and its database transitions in `services.transactions`; the owner, the
-patch tools and the CLI still import `recover_interrupted`, `rollback_transaction` and
-`list_transactions` from here. The fault tests stop an apply at its named steps through
-`services.failpoints`.
+`services.artefacts` and its database transitions in `services.transactions`. The fault tests
+stop an apply at its named steps through `services.failpoints`.
 """
 
 from __future__ import annotations
@@ -71,21 +69,14 @@ from roundtable.services.patches import (
     tree_problems,
 )
 from roundtable.services.policy import Policy, ensure_policy
-from roundtable.services.recovery import recover_interrupted
-from roundtable.services.rollback import rollback_transaction
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve
-from roundtable.services.transactions import complete_apply, finish_failed, in_flight, list_transactions
+from roundtable.services.transactions import complete_apply, finish_failed, in_flight
 from roundtable.store.records import Proposal, Transaction
 
 if TYPE_CHECKING:
     from roundtable.services.project import Project
 
-__all__ = [
-    "apply_proposal",
-    "list_transactions",
-    "recover_interrupted",
-    "rollback_transaction",
-]
+__all__ = ["apply_proposal"]
 log = logging.getLogger(__name__)
 
 

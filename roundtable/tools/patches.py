@@ -1,6 +1,6 @@
 """The patch pipeline: `patch.validate`, `patch.apply`, `patch.reject`, and the operator's
-unexposed `patch.rollback`. The work lives in `services.validate`, `services.apply` and
-`services.proposals`; apply and rollback manage their own transactions (mode `none`)."""
+unexposed `patch.rollback`. The work lives in `services.validate`, `services.apply`,
+`services.rollback` and `services.proposals`; apply and rollback manage their own transactions (mode `none`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from roundtable import clock
 from roundtable.services import apply as apply_service
 from roundtable.services import proposals as proposals_service
+from roundtable.services import rollback as rollback_service
 from roundtable.services.validate import validate as validate_proposal
 from roundtable.store.records import HumanApproval, SecurityReview
 from roundtable.tools.args import opt_str, record_id
@@ -63,7 +64,7 @@ async def reject(call: Call) -> dict[str, Any]:
 
 async def rollback(call: Call) -> dict[str, Any]:
     args = call.args
-    out = await apply_service.rollback_transaction(
+    out = await rollback_service.rollback_transaction(
         call.runtime,
         args["transaction_id"],
         reason=opt_str(args, "reason_md", "operator rollback"),
