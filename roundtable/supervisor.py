@@ -203,6 +203,7 @@ class Supervisor:
             proposal_id=proposal_id,
             model=model or agent.model,
             socket_path=str(socket_path),
+            briefing=briefing,
         )
         caller = SUPERVISOR.with_run(run.id)
         try:

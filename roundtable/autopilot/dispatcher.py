@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from roundtable.autopilot.settings import Overrides, Settings, settings
 from roundtable.autopilot.work import Job, PlanNeed, TestNeed, Work, find
-from roundtable.errors import RoundtableError
+from roundtable.errors import RoundtableError, ValidationError
 from roundtable.services.sessions import SessionExit
 from roundtable.tools.context import DISPATCHER, OPERATOR, Caller
 
@@ -365,6 +365,10 @@ class Dispatcher:
             state.last_error = str(exc)
             state.retry_at = time.monotonic() + s.backoff(state.count)
             await self._record(job.run_id, "autopilot.dispatched", _dispatched(job, state.count, "", str(exc)), job)
+            if isinstance(exc, ValidationError):
+                # Refused before anything started (the work changed under us): an attempt, but
+                # not a failed session — it never counts towards stopping the autopilot.
+                return
             await self._failed(job, "", -1, str(exc), state, s)
             return
         session_id = str(launched["session"]["id"])

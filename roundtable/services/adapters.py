@@ -102,15 +102,17 @@ def _check_required(session_id: str, agent_id: str, run_id: str, cwd: str) -> No
         raise ValidationError("session_id, agent_id, run_id, and working_directory are required")
 
 
-def prompt_for(agent_id: str, role: str, run_id: str, task_id: str, proposal_id: str) -> str:
-    """The standing instruction given to a launched harness (no secrets in it)."""
+def prompt_for(agent_id: str, role: str, run_id: str, task_id: str, proposal_id: str, briefing: str = "") -> str:
+    """The standing instruction given to a launched harness (no secrets in it), with the
+    briefing — why it was launched (the autopilot's reason) — when there is one."""
     target = f"task {task_id}" + (f", proposal {proposal_id}" if proposal_id else "")
-    return (
+    prompt = (
         f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
         "Use only the roundtable MCP tools. Request a turn with agent_turn_request, wait for "
         "agent.turn_scheduled with table_watch (wait_ms), call agent_turn_start, claim what you "
         "read, do your role's work, then agent_turn_complete."
     )
+    return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
 
 
 # The owner's variables each harness needs to reach its model: the supervisor otherwise starts it
@@ -271,11 +273,12 @@ def start_plan(
     model: str = "",
     socket_path: str = "",
     external_session_id: str = "",
+    briefing: str = "",
 ) -> Plan:
     """The plan to start a fresh session of adapter `name`."""
     _check_required(session_id, agent_id, run_id, working_directory)
     adapter = get(config, name)
-    prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id)
+    prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id, briefing)
     mcp_config = _claude_mcp_config(socket_path, working_directory) if socket_path and name == "claude" else ""
     argv = _harness_argv(name, adapter.command or name, model, prompt, mcp_config)
     files, env = harness_files(name, socket_path, working_directory) if socket_path else ({}, {})
