@@ -285,7 +285,7 @@ class Dispatcher:
             self._planned.add(need.run_id)
             await self._record(
                 need.run_id,
-                "autopilot.stopped",
+                "autopilot.skipped",
                 {"reason": "no enabled planner agent (autopilot.planner_agent or an architect) for the goal"},
             )
             return

@@ -9,6 +9,8 @@ internal operations, `tools/autopilot_ops.py`). Events:
 - `autopilot.session_failed` {session_id, agent_id, task_id, proposal_id, exit_code, reason,
   attempt, next_retry_seconds};
 - `autopilot.stopped` {reason} — it stopped itself (too many consecutive failures);
+- `autopilot.skipped` {reason} — work it cannot do (a goal but no planner agent);
+- `autopilot.tests_run` {proposal_id, revision, runs} — the host tests it ran on a revision;
 - `task.blocked` {task_id, reason} — a task the autopilot gave up on (attempts exhausted, the
   harness is not installed); `task.get` shows the reason as `blocked_reason`.
 """
@@ -33,6 +35,7 @@ EVENT_TYPES = frozenset(
         "autopilot.dispatched",
         "autopilot.session_failed",
         "autopilot.stopped",
+        "autopilot.skipped",
         "autopilot.tests_run",
     }
 )

@@ -153,3 +153,15 @@ async def test_manual_mode_launches_nothing_until_the_operator_turns_it_on(tmp_p
         assert not dispatcher.status().enabled
         disabled = await events(rt, "autopilot.disabled")
         assert [e["principal"] for e in disabled] == ["operator"]
+
+
+async def test_a_goal_without_a_planner_is_recorded_not_guessed(tmp_path: Path) -> None:
+    root = await demo_project(tmp_path / "p", planner_agent="architect-9")  # no such agent
+    async with Owner(root, http=False, socket=False, chair=True, chair_interval=0.2) as owner:
+        rt = owner.runtime
+        run = await create_run(rt, "Improve the calculator")
+        skipped = await wait_for_events(rt, "autopilot.skipped", 1)
+        assert skipped[0]["run_id"] == run.id and "no enabled planner agent" in skipped[0]["payload"]["reason"]
+        await asyncio.sleep(0.5)
+        assert not await events(rt, "task.created", "autopilot.dispatched")
+        assert len(await events(rt, "autopilot.skipped")) == 1  # once, not every pass
