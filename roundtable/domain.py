@@ -67,6 +67,7 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     BLOCKED = "blocked"
     FAILED = "failed"
+    ARCHIVED = "archived"  # an ended run hidden from the console and from resume
 
 
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({RunStatus.COMPLETED, RunStatus.BLOCKED, RunStatus.FAILED})
@@ -116,3 +117,7 @@ class ClaimStatus(StrEnum):
     ACTIVE = "active"
     RELEASED = "released"
     EXPIRED = "expired"
+
+
+class ContentionStatus(StrEnum):
+    OPEN = "open"  # a refused claim's contention nobody has resolved yet

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roundtable.domain import BLOCKED_TASK_STATUSES
+from roundtable.services.autopilot import blocked_reason
 from roundtable.services.patches import patch_rel_path
 from roundtable.store.db import Reader
 
@@ -84,6 +86,9 @@ async def load_entity(reader: Reader, kind: str, entity_id: str) -> Entity | Non
                 (entity_id,),
             )
         ]
+    elif kind == "task" and record.get("status") in BLOCKED_TASK_STATUSES:
+        reason = await blocked_reason(reader, str(entity_id))
+        related["blocked"] = [{"reason": reason}] if reason else []
     elif kind == "agent":
         related["sessions"] = [
             dict(zip(r.keys(), tuple(r), strict=True))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from roundtable.domain import RunStatus
 from roundtable.runtime import Runtime
 from roundtable.services import runs
 from roundtable.tui.widgets.header import OwnerInfo
@@ -149,7 +150,7 @@ async def existing_run(runtime: Runtime, run_id: str = "") -> str:
                 raise NotFound("run", run_id)
             return str(row[0])
         row = await reader.fetchone(
-            "SELECT id FROM runs ORDER BY status = 'active' DESC, started_at DESC, id DESC LIMIT 1"
+            "SELECT id FROM runs ORDER BY status = ? DESC, started_at DESC, id DESC LIMIT 1", (RunStatus.ACTIVE.value,)
         )
     return str(row[0]) if row is not None else ""
 

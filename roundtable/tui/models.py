@@ -120,6 +120,7 @@ class Overview:
     blocked_tasks: list[tuple[str, str]] = field(default_factory=list)  # (id, title)
     tasks: list[Task] = field(default_factory=list)
     agents: list[AgentRow] = field(default_factory=list)
+    blocked_reasons: dict[str, str] = field(default_factory=dict)  # task id -> why it is blocked
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ def attention(overview: Overview) -> list[AttentionItem]:
         if t.status in TRANSACTIONS_NEEDING_ATTENTION
     ]
     items += [
-        AttentionItem("task", task_id, f"task blocked: {title}", "tasks") for task_id, title in overview.blocked_tasks
+        AttentionItem("task", task_id, _blocked_text(title, overview.blocked_reasons.get(task_id, "")), "tasks")
+        for task_id, title in overview.blocked_tasks
     ]
     items += [
         AttentionItem("session", row.session.id, f"session failed: {row.session.agent_id} ({row.role})", "sessions")
@@ -158,6 +160,10 @@ def attention(overview: Overview) -> list[AttentionItem]:
         if row.session.status == SessionStatus.FAILED
     ]
     return items
+
+
+def _blocked_text(title: str, reason: str) -> str:
+    return f"task blocked: {title} — {reason}" if reason else f"task blocked: {title}"
 
 
 def open_task(task: Task) -> bool:

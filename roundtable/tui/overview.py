@@ -21,10 +21,12 @@ from roundtable.domain import (
     TERMINAL_TASK_STATUSES,
     ApprovalStatus,
     ClaimStatus,
+    RunStatus,
     SessionStatus,
     TaskStatus,
 )
 from roundtable.services import turns as turn_queue
+from roundtable.services.autopilot import blocked_reason
 from roundtable.store.db import Reader
 from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
 from roundtable.tui.models import Activity, AgentRow, Overview, ProposalRow, SessionRow, TurnRow, open_task
@@ -33,6 +35,7 @@ from roundtable.tui.timefmt import stamp_ns
 # The first refresh looks this many events back for the agents' last actions; later refreshes
 # read only what was appended since (events are append-only).
 ACTIVITY_LOOKBACK = 20_000
+BLOCKED_REASONS = 50  # the reasons of at most this many blocked tasks are read per refresh
 
 
 @dataclass
@@ -64,8 +67,8 @@ async def load_overview(
 ) -> Overview:
     runs = await reader.all(
         Run,
-        "SELECT * FROM runs WHERE status != 'archived' OR id = ? ORDER BY started_at DESC, id DESC LIMIT ?",
-        (run_id, limit),
+        "SELECT * FROM runs WHERE status != ? OR id = ? ORDER BY started_at DESC, id DESC LIMIT ?",
+        (RunStatus.ARCHIVED.value, run_id, limit),
     )
     run = next((r for r in runs if r.id == run_id), None)
     if run is None and run_id:
@@ -92,6 +95,8 @@ async def load_overview(
             (TaskStatus.BLOCKED.value, limit),
         )
     ]
+    # Why each blocked task is blocked (the autopilot records it when it gives up on a task).
+    reasons = {task_id: await blocked_reason(reader, task_id) for task_id, _title in blocked[:BLOCKED_REASONS]}
     terminal = sorted(TERMINAL_TASK_STATUSES)
     tasks = await reader.all(
         Task,
@@ -113,6 +118,7 @@ async def load_overview(
         blocked,
         tasks,
         agents,
+        {task_id: reason for task_id, reason in reasons.items() if reason},
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from roundtable.domain import ClaimStatus, ContentionStatus
 from roundtable.store.db import Reader
 
 
@@ -116,9 +117,10 @@ class ClaimsSource(VirtualSource):
     table = "claims"
     select = (
         "SELECT t.id, t.resource_id, t.agent_id, t.claim_type, t.status, t.expires_at, t.fence, "
-        "(EXISTS (SELECT 1 FROM claim_contentions cc WHERE cc.resource_id = t.resource_id AND cc.status = 'open') "
-        " OR (t.status = 'active' AND (SELECT COUNT(*) FROM claims c2 WHERE c2.resource_id = t.resource_id "
-        "     AND c2.status = 'active') > 1)) AS contended "
+        "(EXISTS (SELECT 1 FROM claim_contentions cc WHERE cc.resource_id = t.resource_id "
+        f"  AND cc.status = '{ContentionStatus.OPEN.value}') "
+        f" OR (t.status = '{ClaimStatus.ACTIVE.value}' AND (SELECT COUNT(*) FROM claims c2 "
+        f"     WHERE c2.resource_id = t.resource_id AND c2.status = '{ClaimStatus.ACTIVE.value}') > 1)) AS contended "
         "FROM claims t"
     )
     filter_columns = ("t.resource_id", "t.agent_id", "t.status", "t.claim_type", "t.id")

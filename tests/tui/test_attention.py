@@ -11,6 +11,8 @@ from roundtable.tui.models import attention
 from roundtable.tui.overview import load_overview
 from roundtable.tui.screens.attention import AttentionScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
+from roundtable.tui.widgets.inspector import Inspector
+from roundtable.tui.widgets.tasks_pane import TasksPane
 from tests.tui.conftest import make_app, settle, wait_for
 from tests.tui.seed import RUN_ID
 
@@ -37,6 +39,27 @@ async def test_attention_orders_what_needs_the_operator(seeded: Runtime) -> None
         items = attention(await load_overview(r, RUN_ID, seeded.config))
     assert [(i.kind, i.item_id) for i in items] == [("approval", "H-1"), ("task", "T-stuck")]
     assert items[0].pane == "approvals" and items[1].pane == "tasks"
+
+
+async def test_a_blocked_task_says_why_when_the_autopilot_gave_up(seeded: Runtime) -> None:
+    await _block_a_task(seeded)
+    reason = "implementer-1 failed 3 times (exit 1)"
+    async with seeded.db.write() as tx:
+        await tx.append_event(RUN_ID, "task.blocked", {"task_id": "T-stuck", "reason": reason}, task_id="T-stuck")
+    async with seeded.db.read() as r:
+        overview = await load_overview(r, RUN_ID, seeded.config)
+    assert [i.text for i in attention(overview) if i.kind == "task"] == [
+        f"task blocked: Stuck on a flaky test — {reason}"
+    ]
+    app = make_app(seeded)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app)
+        row = [str(c) for c in app.query_one(TasksPane).get_row("T-stuck")]
+        assert row[2].startswith("Stuck on a flaky test — ")  # the title column ends with "…"
+        await pilot.press("9", "enter")
+        inspector = app.query_one(Inspector)
+        await wait_for(lambda: inspector.entity is not None and inspector.entity.id == "T-stuck", what="inspected")
+        assert inspector.entity is not None and inspector.entity.related["blocked"] == [{"reason": reason}]
 
 
 async def test_badge_list_and_go_to(seeded: Runtime) -> None:

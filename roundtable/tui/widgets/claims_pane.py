@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
+from roundtable.domain import ClaimStatus
 from roundtable.tui.sources import ClaimLine, ClaimsSource
 from roundtable.tui.timefmt import human_delta, seconds_until
 from roundtable.tui.widgets.virtual_list import VirtualList
@@ -24,7 +25,7 @@ class ClaimsPane(VirtualList):
 
     def format(self, row: ClaimLine, width: int) -> Text:
         left = seconds_until(row.expires_at, self.clock_ns())
-        if row.status != "active":
+        if row.status != ClaimStatus.ACTIVE:
             expires = Text("—", style="dim")
         elif left is None:
             expires = Text("?")
@@ -34,7 +35,7 @@ class ClaimsPane(VirtualList):
             expires = Text(human_delta(left), style="yellow" if left < 60 else "")
         mark = Text("⚔ ", style="bold red") if row.contended else Text("  ")
         resource = Text(f"{_fit(row.resource_id, 26)} ", style="bold red" if row.contended else "")
-        status_style = "green" if row.status == "active" else "dim"
+        status_style = "green" if row.status == ClaimStatus.ACTIVE else "dim"
         return (
             mark
             + resource

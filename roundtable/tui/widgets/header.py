@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from roundtable import clock
 from roundtable.autopilot import Dispatcher
+from roundtable.domain import RunStatus
 from roundtable.tui.autopilot import badge
 from roundtable.tui.models import Overview, attention
 from roundtable.tui.timefmt import human_delta, short_time
@@ -70,7 +71,7 @@ class ConsoleHeader(Static):
         line1.append(" run ")
         line1.append(run.id if run else (self.run_id or "none"), style="bold cyan")
         if run:
-            line1.append(f" [{run.status}]", style="green" if run.status == "active" else "yellow")
+            line1.append(f" [{run.status}]", style="green" if run.status == RunStatus.ACTIVE else "yellow")
             line1.append(f"  goal: {run.goal or 'not set'}")
         if self.read_only:
             line1.append("  READ-ONLY", style="bold magenta")

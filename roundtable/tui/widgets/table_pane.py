@@ -14,6 +14,14 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from roundtable import clock
+from roundtable.domain import (
+    ApprovalStatus,
+    ProposalStatus,
+    RunStatus,
+    SessionStatus,
+    TaskStatus,
+    TransactionStatus,
+)
 from roundtable.tui.messages import Selected
 from roundtable.tui.models import Overview
 
@@ -154,24 +162,25 @@ def styled(text: str, style: str) -> Text:
     return Text(text, style=style)
 
 
-STATUS_STYLES = {
-    "active": "green",
-    "requested": "bold yellow",
-    "approved": "green",
-    "denied": "red",
-    "pending": "yellow",
-    "in_review": "cyan",
-    "accepted": "green",
-    "applied": "green",
-    "rejected": "red",
-    "failed": "bold red",
-    "rolled_back": "magenta",
-    "completed": "green",
-    "blocked": "red",
-    "scheduled": "cyan",
+# One colour per status word, whichever record it belongs to (StrEnum members are their words).
+STATUS_STYLES: dict[str, str] = {
+    RunStatus.ACTIVE: "green",  # also a session's and a claim's
+    ApprovalStatus.REQUESTED: "bold yellow",  # also a turn's
+    ApprovalStatus.APPROVED: "green",
+    ApprovalStatus.DENIED: "red",
+    ProposalStatus.PENDING: "yellow",  # also a transaction's
+    ProposalStatus.IN_REVIEW: "cyan",
+    ProposalStatus.ACCEPTED: "green",
+    TransactionStatus.APPLIED: "green",
+    ProposalStatus.REJECTED: "red",
+    TransactionStatus.FAILED: "bold red",  # also a session's and a run's
+    TransactionStatus.ROLLED_BACK: "magenta",
+    RunStatus.COMPLETED: "green",  # also a task's
+    TaskStatus.BLOCKED: "red",
+    "scheduled": "cyan",  # a turn's (services.turns.Turn.status)
     "started": "bold green",
-    "starting": "yellow",
-    "ended": "dim",
+    SessionStatus.STARTING: "yellow",
+    SessionStatus.ENDED: "dim",
 }
 
 
