@@ -1,242 +1,172 @@
-"""HTTP listener options and the pure-ASGI bearer guard in front of `/mcp`.
+"""Who is calling an HTTP endpoint: Starlette's authentication middleware with two backends.
 
-`http_options` validates the listener before anything binds (system.md §6.3.1): an address
-that splits into host and port, TLS certificate and key together, and — off loopback — TLS
-plus token authentication.
+Both endpoints read the credential the same way, in one place (`bearer_credential`): the
+`Authorization` header's scheme is matched case-insensitively (RFC 7235 §2.1, RFC 9110 §11.1:
+`Bearer`, `bearer`, `bEaReR`), followed by one credential without spaces. A missing header and a
+malformed one are told apart (only a missing one may be anonymous). The credential is resolved
+on every request — re-read from the database, so revoking it refuses the very next request —
+and never echoed or logged.
 
-`BearerGuard` runs before the MCP app reads a body and decides who the caller is (DESIGN §4.23).
-Authenticated by default: loopback TCP is reachable by every local uid, so with `mcp.auth: token`
-(the default) a request without a valid `Authorization: Bearer <token>` gets 401, on every bind.
-A presented token is resolved on every request — re-read from `access_tokens`, so revoking it
-refuses the very next request — into the principal it belongs to:
-- an operator token → the operator;
-- an agent token → that agent, only while the agent is registered and enabled;
-- an unbound credential (the project credential, the legacy shared `ROUNDTABLE_MCP_TOKEN`) →
-  anonymous, which `Runtime.call` limits to read-only tools;
-- a session capability (`rtcap_…`) → 401: it is valid only on its own session socket.
-`mcp.auth: none` is the explicit opt-out: a request without a token is anonymous (read-only).
-The scheme is matched case-insensitively, secrets are compared in constant time (the database
-holds only sha256 digests) and a token is never echoed or logged. The guard also counts
-in-flight POSTs so shutdown can drain them.
+- `TokenBackend` guards `/mcp` of the shared endpoint (DESIGN §4.23). With `mcp.auth: token`
+  (the default, on every bind: loopback TCP is reachable by every local uid) a request without
+  a valid credential gets 401. A credential resolves to the principal it belongs to: an operator
+  token → the operator; an agent token → that agent, while the agent is registered and enabled;
+  an unbound credential (the project credential, the legacy shared `ROUNDTABLE_MCP_TOKEN`,
+  compared in constant time) → anonymous, which `Runtime.call` limits to read-only tools; a
+  session capability (`rtcap_…`) → 401, it is valid only on its own session socket.
+  `mcp.auth: none` is the explicit opt-out: a request without a header is anonymous.
+- `CapabilityBackend` guards every path of one session's endpoint: only that session's
+  capability gets through (the token's hash names the capability, in any state: an expired or
+  revoked one is refused call by call, with its own message, by `capabilities.check_call`).
+
+A refusal is answered by the backend's `on_error` with the endpoint's 401 text; an accepted
+request carries a `Principal` as `scope["user"]`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import hmac
-import ipaddress
-import os
+import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, BaseUser
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
+from starlette.responses import PlainTextResponse, Response
+from starlette.types import ASGIApp, Scope
 
-from roundtable.config import Config
-from roundtable.errors import ConfigError
+from roundtable.services import capabilities
 from roundtable.tools.context import Caller
 
-TOKEN_ENV = "ROUNDTABLE_MCP_TOKEN"
+log = logging.getLogger("roundtable.server.guard")
+
 CAPABILITY_PREFIX = "rtcap_"
 # An HTTP caller bound to no agent: `Runtime.call` lets it call read-only tools only.
 HTTP_CALLER = Caller("agent", "http")
-CALLER_SCOPE_KEY = "roundtable.caller"
-
-
-def is_loopback_host(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """`host:port` / `[v6]:port` / `:port` → (host, port); ConfigError otherwise."""
-    text = address.strip()
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0 or not text[end + 1 :].startswith(":"):
-            raise ConfigError(f"invalid MCP HTTP address: {address!r} (expected [host]:port)")
-        host, port_text = text[1:end], text[end + 2 :]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep or ":" in host:
-            raise ConfigError(f"invalid MCP HTTP address: {address!r} (expected host:port)")
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(f"invalid MCP HTTP address: {address!r} (bad port)")
-    return host, int(port_text)
-
-
-@dataclass(frozen=True)
-class HttpOptions:
-    host: str
-    port: int
-    loopback: bool
-    cert_file: str
-    key_file: str
-    token: str
-    max_body_bytes: int
-    tool_names: str
-    require_tokens: bool
-    auth: str = "token"
-
-    @property
-    def tls(self) -> bool:
-        return bool(self.cert_file and self.key_file)
-
-    def __repr__(self) -> str:  # never show the token
-        return f"HttpOptions(host={self.host!r}, port={self.port}, tls={self.tls}, token={'set' if self.token else 'unset'})"
-
-
-def http_options(root: Path, config: Config, *, address: str | None = None) -> HttpOptions:
-    """Validated listener options (the token comes from the environment only)."""
-    mcp = config.mcp
-    host, port = split_address(address if address is not None else mcp.http_address)
-    cert = mcp.tls_cert_file.strip()
-    key = mcp.tls_key_file.strip()
-    if bool(cert) != bool(key):
-        raise ConfigError("MCP HTTP TLS certificate and key must be configured together")
-    cert_path = str(_rooted(root, cert)) if cert else ""
-    key_path = str(_rooted(root, key)) if key else ""
-    token = os.environ.get(TOKEN_ENV, "")
-    loopback = bool(host) and is_loopback_host(host)
-    authenticated = mcp.auth == "token" or mcp.require_tokens or bool(token)
-    if not loopback and not (cert and key and authenticated):
-        raise ConfigError("non-loopback MCP HTTP requires TLS certificate/key and bearer token")
-    for path in (cert_path, key_path):
-        if path and not os.path.isfile(path):
-            raise ConfigError(f"load MCP HTTP TLS certificate and key: {path} does not exist")
-    return HttpOptions(
-        host=host or "0.0.0.0",
-        port=port,
-        loopback=loopback,
-        cert_file=cert_path,
-        key_file=key_path,
-        token=token,
-        max_body_bytes=mcp.http_max_body_bytes,
-        tool_names=mcp.tool_names,
-        require_tokens=authenticated,
-        auth="token" if authenticated else "none",
-    )
-
-
-def _rooted(root: Path, value: str) -> Path:
-    path = Path(value)
-    return path if path.is_absolute() else Path(root) / path
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-TokenResolver = Callable[[str], Awaitable[Caller | None]]
-
-
-async def _plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = (text + "\n").encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                *(headers or []),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
+SESSION_CALLER = Caller("agent", "session")
 UNAUTHORIZED = (
     "unauthorized: this endpoint needs a bearer credential (Authorization: Bearer <token>); "
     "harnesses get one through `roundtable connect --agent ID` (the bridge reads it from .roundtable/), "
     "other clients from `roundtable tokens create --agent ID`"
 )
+SESSION_UNAUTHORIZED = "unauthorized"
+
+TokenResolver = Callable[[str], Awaitable[Caller | None]]
 
 
-class BearerGuard:
-    """ASGI middleware for `/mcp`: bearer check, caller identity, in-flight accounting."""
+def bearer_credential(header: str | None) -> str | None:
+    """The credential of an `Authorization` header value: None without the header, "" when it
+    is not a well-formed bearer credential (another scheme, no credential, or a credential with
+    spaces). The scheme is case-insensitive; spaces around the credential are ignored."""
+    if header is None:
+        return None
+    scheme, _, rest = header.strip().partition(" ")
+    token = rest.strip()
+    if scheme.lower() != "bearer" or not token or " " in token or "\t" in token:
+        return ""
+    return token
+
+
+class Principal(BaseUser):
+    """An authenticated request's caller (`scope["user"]`) and the credential it presented."""
+
+    def __init__(self, caller: Caller, credential: str = "") -> None:
+        self.caller = caller
+        self.credential = credential
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def display_name(self) -> str:
+        return self.caller.principal
+
+
+def caller_of(scope: Scope | None, default: Caller = HTTP_CALLER) -> Caller:
+    """The caller the authentication middleware put on a request's scope."""
+    user = scope.get("user") if isinstance(scope, dict) else None
+    return user.caller if isinstance(user, Principal) else default
+
+
+def credential_of(scope: Scope | None) -> str:
+    """The credential an authenticated request presented ('' for none)."""
+    user = scope.get("user") if isinstance(scope, dict) else None
+    return user.credential if isinstance(user, Principal) else ""
+
+
+class TokenBackend(AuthenticationBackend):
+    """The shared endpoint's backend: bearer tokens on `path`; other paths are open."""
 
     def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        token: str = "",
-        require_tokens: bool = True,
-        resolve: TokenResolver | None = None,
-        path: str = "/mcp",
+        self, resolve: TokenResolver | None, *, token: str = "", require_tokens: bool = True, path: str = "/mcp"
     ) -> None:
-        self.app = app
+        self._resolve = resolve
         self._token = token.encode("utf-8")
         # Without a credential a request is refused unless the operator opted out (`mcp.auth: none`
         # and no shared token configured).
         self._require = require_tokens or bool(token)
-        self._resolve = resolve
         self._path = path
-        self.closing = False
-        self.inflight = 0
-        self.idle = asyncio.Event()
-        self.idle.set()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("type") != "http" or scope.get("path") != self._path:
-            await self.app(scope, receive, send)
-            return
-        if self.closing:
-            await _plain(send, 503, "MCP HTTP listener is shutting down")
-            return
-        caller = await self._authorise(scope)
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        if conn.scope.get("path") != self._path:
+            return None
+        caller, credential = await self.identify(conn.headers.get("authorization"))
         if caller is None:
-            await _plain(send, 401, UNAUTHORIZED, [(b"www-authenticate", b'Bearer realm="roundtable"')])
-            return
-        scope[CALLER_SCOPE_KEY] = caller
-        counted = scope.get("method") == "POST"
-        if counted:
-            self.inflight += 1
-            self.idle.clear()
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            if counted:
-                self.inflight -= 1
-                if self.inflight == 0:
-                    self.idle.set()
+            raise AuthenticationError(UNAUTHORIZED)
+        return AuthCredentials(["mcp"]), Principal(caller, credential)
 
-    async def _authorise(self, scope: Scope) -> Caller | None:
-        presented = bearer_token(scope)
+    async def identify(self, header: str | None) -> tuple[Caller | None, str]:
+        """The caller an `Authorization` header value names (None: refuse) and its credential."""
+        presented = bearer_credential(header)
         if presented is None:
-            return None if self._require else HTTP_CALLER
+            return (None if self._require else HTTP_CALLER), ""
         if not presented:
-            return None  # a malformed Authorization header is never anonymous
-        if self._token and hmac.compare_digest(presented, self._token):
-            return HTTP_CALLER  # the legacy shared token names nobody: anonymous
-        if self._resolve is None:
-            return None
-        try:
-            text = presented.decode("ascii")
-        except UnicodeDecodeError:
-            return None
-        if text.startswith(CAPABILITY_PREFIX):
-            return None  # a session capability is valid only on its own session socket
-        return await self._resolve(text)
+            return None, ""  # a malformed Authorization header is never anonymous
+        if self._token and hmac.compare_digest(presented.encode("latin-1"), self._token):
+            return HTTP_CALLER, ""  # the legacy shared token names nobody: anonymous
+        if self._resolve is None or not presented.isascii() or presented.startswith(CAPABILITY_PREFIX):
+            return None, ""  # a session capability is valid only on its own session socket
+        return await self._resolve(presented), presented
+
+    @staticmethod
+    def on_error(conn: HTTPConnection, exc: Exception) -> Response:
+        return PlainTextResponse(
+            UNAUTHORIZED + "\n", status_code=401, headers={"www-authenticate": 'Bearer realm="roundtable"'}
+        )
 
 
-def bearer_token(scope: Scope) -> bytes | None:
-    """The credential of the `Authorization` header: None without the header, b"" when the
-    header is not a well-formed bearer credential. The scheme is case-insensitive (RFC 9110)."""
-    for name, value in scope.get("headers", ()):
-        if name == b"authorization":
-            scheme, _, rest = bytes(value).strip().partition(b" ")
-            token = rest.strip()
-            if scheme.lower() != b"bearer" or not token or b" " in token:
-                return b""
-            return token
-    return None
+class CapabilityBackend(AuthenticationBackend):
+    """A session endpoint's backend: only its own capability's token, on every path."""
+
+    def __init__(self, runtime: Any, capability_id: str) -> None:
+        self.runtime = runtime
+        self.capability_id = capability_id
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        if not await self.accepts(conn.headers.get("authorization")):
+            raise AuthenticationError(SESSION_UNAUTHORIZED)
+        return AuthCredentials(["mcp"]), Principal(SESSION_CALLER)
+
+    async def accepts(self, header: str | None) -> bool:
+        """Whether an `Authorization` header value carries this session's capability."""
+        token = bearer_credential(header)
+        if not token:
+            return False
+        async with self.runtime.db.read() as reader:
+            cap = await capabilities.lookup(reader, token)
+        return cap is not None and cap.id == self.capability_id
+
+    @staticmethod
+    def on_error(conn: HTTPConnection, exc: Exception) -> Response:
+        log.info("session endpoint refused a request: unauthorized")
+        return PlainTextResponse(SESSION_UNAUTHORIZED, status_code=401)
+
+
+def authenticated(app: ASGIApp, backend: TokenBackend | CapabilityBackend) -> ASGIApp:
+    """`app` behind Starlette's authentication middleware with `backend` and its 401 answer."""
+    return AuthenticationMiddleware(app, backend=backend, on_error=backend.on_error)
 
 
 def db_token_resolver(runtime: Any) -> TokenResolver:

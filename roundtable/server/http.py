@@ -1,8 +1,9 @@
 """Standard MCP over Streamable HTTP: uvicorn as a task on the owner's loop.
 
-Routes: `/mcp` (the bearer guard, per-principal session caps, then the SDK's stateful session
-manager with SSE replies, explicit Host/Origin settings and a body limit) and `/healthz` (no
-guard; `{"status", "project_id", "root", "pid"}` so a bridge or `doctor` can tell which
+Routes: `/mcp` (Starlette's authentication middleware with `guard.TokenBackend`, per-principal
+session caps, then the one MCP server of `mcp_adapter.build_server` in the SDK's stateful
+session manager with SSE replies, explicit Host/Origin settings and a body limit) and `/healthz`
+(no credential; `{"status", "project_id", "root", "pid"}` so a bridge or `doctor` can tell which
 project's owner answers). Every response names the project in a `Roundtable-Project` header.
 A `/healthz` request may carry a challenge and a credential's public id; the owner then proves
 it holds that credential (`Roundtable-Proof`, an HMAC keyed by the credential's stored sha256),
@@ -27,8 +28,8 @@ Limits against hostile or broken clients (issue #12, finding 7), all before auth
   a client can make talk (asyncio, uvicorn, the MCP SDK, our transports) are written once per
   `LOG_INTERVAL` per kind; the next one says how many were suppressed.
 
-Shutdown refuses new requests, lets in-flight POSTs finish (bounded), ends the MCP sessions so
-their GET streams close, then stops uvicorn.
+Shutdown refuses new requests (503), lets in-flight POSTs finish (bounded), ends the MCP
+sessions so their GET streams close, then stops the embedded uvicorn (`server.embedded`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import os
 import re
 import resource
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,8 +61,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from roundtable.credentials import ensure_project_id
 from roundtable.errors import RoundtableError
-from roundtable.server.guard import CALLER_SCOPE_KEY, BearerGuard, HttpOptions, db_token_resolver, http_options
-from roundtable.server.mcp_adapter import build_server
+from roundtable.server import sdk
+from roundtable.server.embedded import Embedded, EmbeddedStartError
+from roundtable.server.guard import TokenBackend, authenticated, caller_of, db_token_resolver
+from roundtable.server.mcp_adapter import build_server, session_manager
+from roundtable.server.options import HttpOptions, http_options
 from roundtable.server.stdio import (
     CHALLENGE_HEADER,
     CREDENTIAL_HEADER,
@@ -367,7 +371,7 @@ class SessionLimiter:
         self.refused = 0
 
     def _live(self, sid: str) -> Any:
-        transport = self.manager._server_instances.get(sid)
+        transport = sdk.session_transports(self.manager).get(sid)
         return None if transport is None or transport.is_terminated else transport
 
     def _prune(self, principal: str) -> collections.OrderedDict[str, None]:
@@ -384,8 +388,7 @@ class SessionLimiter:
         if scope.get("type") != "http" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
-        caller = scope.get(CALLER_SCOPE_KEY)
-        principal = str(getattr(caller, "principal", "anonymous"))
+        principal = caller_of(scope).principal
         sid = _header(scope, b"mcp-session-id")
         version = _header(scope, b"mcp-protocol-version")
         if sid is not None:
@@ -424,7 +427,7 @@ class SessionLimiter:
         """Close the least recently used session with nothing in flight; False if none."""
         for sid in list(mine):
             transport = self._live(sid)
-            if transport is not None and getattr(transport, "_requests_in_flight", 1) == 0:
+            if transport is not None and sdk.requests_in_flight(transport) == 0:
                 del mine[sid]
                 self.owner_of.pop(sid, None)
                 self.evicted += 1
@@ -452,6 +455,38 @@ class ProjectHeader:
             await send(message)
 
         await self.app(scope, receive, stamped)
+
+
+class Drain:
+    """ASGI layer in front of `/mcp`: refuses requests once shutdown began (503) and counts the
+    POSTs in flight, so shutdown can let them finish."""
+
+    def __init__(self, app: ASGIApp, path: str = "/mcp") -> None:
+        self.app = app
+        self.path = path
+        self.closing = False
+        self.inflight = 0
+        self.idle = asyncio.Event()
+        self.idle.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http" or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+        if self.closing:
+            await Response("MCP HTTP listener is shutting down\n", 503, media_type="text/plain")(scope, receive, send)
+            return
+        counted = scope.get("method") == "POST"
+        if counted:
+            self.inflight += 1
+            self.idle.clear()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            if counted:
+                self.inflight -= 1
+                if self.inflight == 0:
+                    self.idle.set()
 
 
 def raise_fd_limit() -> int:
@@ -483,14 +518,6 @@ async def describe_holder(host: str, port: int) -> str:
     return ""
 
 
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: the owner decides when to stop."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
-
-
 class HttpServer:
     """The MCP HTTP endpoint of one owner."""
 
@@ -512,10 +539,9 @@ class HttpServer:
         # and `doctor` can refuse an owner of another project before sending a credential.
         self.root = os.path.realpath(runtime.root)
         self.project_id = ensure_project_id(self.root)
-        self.mcp = build_server(runtime, tool_names=lambda: runtime.config.mcp.tool_names)
-        self._server: _QuietServer | None = None
-        self._task: asyncio.Task[Any] | None = None
-        self._guard: BearerGuard | None = None
+        self.mcp = build_server(runtime)
+        self._embedded: Embedded | None = None
+        self._drain: Drain | None = None
         self.sessions: SessionLimiter | None = None
         self.connections: ConnectionStats | None = None
         self.port = options.port
@@ -562,13 +588,17 @@ class HttpServer:
 
     def stats(self) -> dict[str, Any]:
         """Connection and session counters (for tests, benchmarks and the operator)."""
-        manager = getattr(self.mcp, "_session_manager", None)
         out: dict[str, Any] = dict(self.connections.as_dict()) if self.connections else {}
-        out["sessions"] = len(getattr(manager, "_server_instances", {}))
+        out["sessions"] = len(self.open_sessions())
         if self.sessions is not None:
             out["sessions_evicted"] = self.sessions.evicted
             out["sessions_refused"] = self.sessions.refused
         return out
+
+    def open_sessions(self) -> dict[str, Any]:
+        """The open MCP sessions (stateful, handshake era) by session id."""
+        manager = session_manager(self.mcp)
+        return sdk.session_transports(manager) if manager is not None else {}
 
     def _build_app(self, port: int) -> Any:
         app = self.mcp.streamable_http_app(
@@ -582,14 +612,12 @@ class HttpServer:
             max_sessions=self.limits.max_sessions,
             custom_starlette_routes=[Route("/healthz", self._healthz, methods=["GET", "HEAD", "POST"])],
         )
-        self.sessions = SessionLimiter(app, self.mcp._session_manager, per_principal=self.limits.sessions_per_principal)
-        self._guard = BearerGuard(
-            self.sessions,
-            token=self.options.token,
-            require_tokens=self.options.require_tokens,
-            resolve=db_token_resolver(self.runtime),
+        self.sessions = SessionLimiter(app, self.mcp.session_manager, per_principal=self.limits.sessions_per_principal)
+        backend = TokenBackend(
+            db_token_resolver(self.runtime), token=self.options.token, require_tokens=self.options.require_tokens
         )
-        return ProjectHeader(self._guard, self.project_id)
+        self._drain = Drain(authenticated(self.sessions, backend))
+        return ProjectHeader(self._drain, self.project_id)
 
     async def start(self) -> None:
         """Bind (port 0 → an ephemeral port) and serve until `stop()`."""
@@ -641,53 +669,35 @@ class HttpServer:
             server_header=False,
         )
         install_log_limit()  # after uvicorn.Config, which configures uvicorn's loggers
+        self._embedded = Embedded(config, name="roundtable-http")
         try:
-            self._server = _QuietServer(config)
-        except Exception as exc:  # e.g. an unreadable key pair
-            sock.close()
-            raise HttpError(f"load MCP HTTP TLS certificate and key: {type(exc).__name__}") from None
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="roundtable-http")
-        while not self._server.started:
-            if self._task.done():
-                sock.close()
-                failure = self._task.exception() if not self._task.cancelled() else None
-                raise HttpError(f"MCP HTTP server stopped: {type(failure).__name__ if failure else 'cancelled'}")
-            await asyncio.sleep(0.005)
+            await self._embedded.start([sock])
+        except EmbeddedStartError as exc:
+            if exc.stage == "load":  # e.g. an unreadable key pair
+                raise HttpError(f"load MCP HTTP TLS certificate and key: {exc.reason}") from None
+            raise HttpError(f"MCP HTTP server stopped: {exc.reason}") from None
         with contextlib.suppress(OSError):
             sock.listen(LISTEN_BACKLOG)  # Linux updates the queue length of a listening socket
 
     @property
     def task(self) -> asyncio.Task[Any] | None:
-        return self._task
+        return self._embedded.task if self._embedded is not None else None
 
     async def stop(self, drain_timeout: float = 5.0) -> None:
-        if self._stopped or self._server is None or self._task is None:
+        if self._stopped or self._embedded is None or self._embedded.task is None:
             return
         self._stopped = True
         self.mcp.hub.end_listens()  # 2026-07-28 listen streams are POSTs that never end by themselves
-        guard = self._guard
-        if guard is not None:
-            guard.closing = True
+        drain = self._drain
+        if drain is not None:
+            drain.closing = True
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(guard.idle.wait(), drain_timeout)
+                await asyncio.wait_for(drain.idle.wait(), drain_timeout)
         await self._end_sessions()
-        self._server.should_exit = True
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), drain_timeout)
-        except TimeoutError:
-            self._server.force_exit = True
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
-        except Exception:
-            log.exception("HTTP server stopped with an error")
+        await self._embedded.stop(drain_timeout)
 
     async def _end_sessions(self) -> None:
         """Terminate every MCP session so open GET streams end now, not at the grace deadline."""
-        manager = getattr(self.mcp, "_session_manager", None)
-        instances = getattr(manager, "_server_instances", None)
-        if not isinstance(instances, dict):
-            return
-        for transport in list(instances.values()):
+        for transport in list(self.open_sessions().values()):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(transport.terminate(), 1.0)

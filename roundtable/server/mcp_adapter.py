@@ -1,14 +1,17 @@
-"""The MCP SDK's low-level `Server` bound to `Runtime.call` (the module that speaks MCP types).
+"""The one MCP server builder: the SDK's low-level `Server` bound to `Runtime.call`.
 
-`build_server` is the HTTP endpoint's server; `make_server` builds one for any `Surface` (the
-session endpoints bring their own tool listing, calls and principal). Both serve:
+`build_server(runtime, principals)` builds the server of both HTTP endpoints; `Principals` is
+what differs between them — who the caller of a request is and which tools it is shown:
+`TokenPrincipals` for the shared endpoint (the caller the bearer token resolved to, every
+advertised tool) and `sessions.CapabilityPrincipal` for a capability session (the session's
+agent, its role's tools with the identity arguments it gets for free). Both serve:
 
-- **tools**: `tools/list` from the registry (names in the configured style, description, input
-  and output schemas, annotations), paginated by an opaque cursor; `tools/call` accepts both
-  spellings. A tool failure is a result with `is_error=True` and the (redacted) message; an
-  unknown tool is a JSON-RPC invalid-params error; any other exception is logged and answered
-  with a generic text — the SDK would otherwise send the exception text to handshake-era
-  clients (notes §2.4).
+- **tools**: `tools/list` (names in the configured style, description, input and output
+  schemas, annotations), paginated by an opaque cursor; `tools/call` accepts both spellings and
+  runs through the principal's `Access` (`Runtime.call`, which has already redacted every error
+  text). A tool failure is a result with `is_error=True`; an unknown tool is a JSON-RPC
+  invalid-params error; anything else is logged and answered with a generic text — the SDK would
+  otherwise send the exception text to handshake-era clients (notes §2.4).
 - **resources** (`server/resources.py`): list, templates, read — every read is the read tool's
   result for the same principal — and `resources/subscribe` with pushes from `server/push.py`;
   2026-07-28 clients use `subscriptions/listen` instead.
@@ -16,29 +19,29 @@ session endpoints bring their own tool listing, calls and principal). Both serve
 - **completion** of prompt and resource-template arguments: only ids the caller may read.
 - **logging**: `logging/setLevel` (handshake era) opts a connection in to `notifications/message`.
 - **instructions** in the `initialize` result: the workflow, tool names as listed.
+
+The server's version is the installed package's (`importlib.metadata`).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import importlib.metadata
 import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.streamable_http import GET_STREAM_KEY
 from mcp.shared.exceptions import MCPError
 
-from roundtable import __version__
 from roundtable.errors import NotFound, RoundtableError
-from roundtable.server import prompts, push, resources
-from roundtable.server.guard import CALLER_SCOPE_KEY, HTTP_CALLER, bearer_token
+from roundtable.server import prompts, push, resources, sdk
+from roundtable.server.guard import caller_of, credential_of
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
@@ -51,22 +54,22 @@ INTERNAL_ERROR_TEXT = "internal error; the owner's log has details"
 PAGE_SIZE = 100  # items per tools/list, resources/list, … page
 RESOURCE_NOT_FOUND = -32002  # MCP's code for an unknown resource
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
+# What a caller of the shared endpoint may name: the advertised tools, and the operator
+# operations an operator token may run (`Runtime.call` refuses them to agents).
+HTTP_AUDIENCES = frozenset({"mcp", "mcp-operator", "operator"})
 
 Ctx = ServerRequestContext[Any, Any]
 T = TypeVar("T")
 
 
-def _callable_specs(runtime: Any) -> dict[str, ToolSpec]:
-    """Every tool an MCP caller may name, by both spellings."""
-    specs: dict[str, ToolSpec] = {}
-    for spec in runtime.registry.exposed():
-        specs[spec.name] = spec
-        specs[spec.mcp_name] = spec
-    for spec in runtime.registry:
-        if spec.audience == "operator":  # reachable by operator tokens only; runtime refuses agents
-            specs.setdefault(spec.name, spec)
-            specs.setdefault(spec.mcp_name, spec)
-    return specs
+def server_version() -> str:
+    """The installed roundtable's version (the package metadata), as `serverInfo` states it."""
+    try:
+        return importlib.metadata.version("roundtable")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+        from roundtable import __version__
+
+        return __version__
 
 
 def tool_model(spec: ToolSpec, style: str, input_schema: dict[str, Any] | None = None) -> types.Tool:
@@ -84,12 +87,6 @@ def tool_model(spec: ToolSpec, style: str, input_schema: dict[str, Any] | None =
     )
 
 
-def _caller_of(ctx: Ctx) -> Caller:
-    scope = getattr(ctx.request, "scope", None)
-    caller = scope.get(CALLER_SCOPE_KEY) if isinstance(scope, dict) else None
-    return caller if isinstance(caller, Caller) else HTTP_CALLER
-
-
 def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -101,14 +98,6 @@ def tool_result(spec_name: str, result: dict[str, Any]) -> types.CallToolResult:
         log.error("encode %s result failed: %s", spec_name, type(exc).__name__)
         return _error_result(f"encode tool result: {type(exc).__name__}")
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=result)
-
-
-def connection_of(ctx: Ctx) -> Any:
-    """The SDK connection a request arrived on (its standalone channel carries pushes).
-
-    `ServerRequestContext` does not expose it in SDK 2.3; `ServerSession` keeps it as
-    `_connection` (a contract test pins this)."""
-    return getattr(ctx.session, "_connection", None)
 
 
 # --- pagination -----------------------------------------------------------------------------
@@ -139,8 +128,46 @@ def page(items: Sequence[T], cursor: str | None, kind: str, size: int) -> tuple[
 # --- principals ------------------------------------------------------------------------------
 
 
+class Principals(Protocol):
+    """Who calls an endpoint and which tools it is shown: what `build_server` is parameterised by."""
+
+    @property
+    def list_changes(self) -> bool:
+        """Whether `notifications/resources/list_changed` is offered."""
+        ...
+
+    @property
+    def bound(self) -> Bound | None:
+        """What the caller is bound to (a capability session's ids), for the instructions."""
+        ...
+
+    @property
+    def tool_state(self) -> Callable[[], Awaitable[Hashable]] | None:
+        """The tool set the principal may call now (a change pushes `tools/list_changed`), or
+        None when it never changes for a connection."""
+        ...
+
+    def access(self, ctx: Ctx) -> Access:
+        """The principal of one request (tool calls, resources, prompts, completion, pushes)."""
+        ...
+
+    async def tools(self, ctx: Ctx) -> list[tuple[ToolSpec, dict[str, Any]]]:
+        """The tools `tools/list` shows this request's caller, each with its input schema as the
+        caller sees it."""
+        ...
+
+    def nameable(self, name: str) -> ToolSpec | None:
+        """The tool a `tools/call` may name (either spelling); None: an unknown tool."""
+        ...
+
+    async def prepare(self) -> None:
+        """Run once before the first request (the server's lifespan)."""
+        ...
+
+
 class HttpAccess:
-    """An HTTP principal: reads are `Runtime.call` with the caller the bearer guard resolved.
+    """A shared-endpoint principal: calls are `Runtime.call` with the caller the bearer token
+    resolved to.
 
     `live()` re-resolves the credential the connection presented (at most once a second), so a
     revoked agent or operator token, or a disabled agent, stops receiving pushes on a GET stream
@@ -161,7 +188,7 @@ class HttpAccess:
         return result
 
     async def check(self, tool: str, args: dict[str, Any]) -> None:
-        spec = self.runtime.resolve(tool)
+        spec = self.runtime.resolve(tool, self.caller)
         self.runtime.validate(spec, self.runtime.authorise(spec, args, self.caller))
 
     async def live(self) -> bool:
@@ -182,42 +209,49 @@ class HttpAccess:
         return self._live
 
 
-def _http_access(runtime: Any, ctx: Ctx) -> HttpAccess:
-    scope = getattr(ctx.request, "scope", None)
-    presented = bearer_token(scope) if isinstance(scope, dict) else None
-    try:
-        token = presented.decode("ascii") if presented else ""
-    except UnicodeDecodeError:
-        token = ""
-    return HttpAccess(runtime, _caller_of(ctx), token)
+class TokenPrincipals:
+    """The shared endpoint: the caller is whoever the request's bearer credential names (put on
+    the scope by `guard.TokenBackend`); every caller is shown every advertised tool."""
 
+    list_changes = True
+    tool_state = None
+    bound = None
 
-@dataclass
-class Surface:
-    """What differs between the HTTP endpoint and a session endpoint."""
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
 
-    access: Callable[[Ctx], Access]
-    list_tools: Callable[[Ctx], Awaitable[list[types.Tool]]]
-    call_tool: Callable[[Ctx, types.CallToolRequestParams], Awaitable[types.CallToolResult]]
-    instructions: Callable[[], str]
-    style: Callable[[], str]
-    tool_state: Callable[[], Awaitable[Hashable]] | None = None
-    list_changes: bool = True
-    version: str = __version__
+    def access(self, ctx: Ctx) -> HttpAccess:
+        scope = getattr(ctx.request, "scope", None)
+        return HttpAccess(self.runtime, caller_of(scope), credential_of(scope))
+
+    async def tools(self, ctx: Ctx) -> list[tuple[ToolSpec, dict[str, Any]]]:
+        return [(spec, spec.input_schema) for spec in self.runtime.registry.exposed()]
+
+    def nameable(self, name: str) -> ToolSpec | None:
+        spec = self.runtime.registry.lookup(name)
+        if spec is None or spec.handler is None or spec.audience not in HTTP_AUDIENCES:
+            return None
+        return spec  # type: ignore[no-any-return]
+
+    async def prepare(self) -> None:
+        return None
 
 
 class RoundtableServer(Server[Any]):
     """The SDK server with instructions computed when a client initializes (the tool-name style
     is configuration) and list-changed capabilities advertised."""
 
-    def __init__(self, *args: Any, surface: Surface, hub: push.Hub, **kwargs: Any) -> None:
-        self.surface = surface
+    def __init__(
+        self, *args: Any, principals: Principals, style: Callable[[], str], hub: push.Hub, **kwargs: Any
+    ) -> None:
+        self.principals = principals
+        self.style = style
         self.hub = hub
         super().__init__(*args, **kwargs)
 
     @property  # type: ignore[override]
     def instructions(self) -> str | None:
-        return self.surface.instructions()
+        return prompts.instructions(self.style(), self.principals.bound)
 
     @instructions.setter
     def instructions(self, value: str | None) -> None:
@@ -231,13 +265,16 @@ class RoundtableServer(Server[Any]):
     ) -> Any:
         options = notification_options or NotificationOptions(
             prompts_changed=False,
-            resources_changed=self.surface.list_changes,
-            tools_changed=self.surface.tool_state is not None,
+            resources_changed=self.principals.list_changes,
+            tools_changed=self.principals.tool_state is not None,
         )
         return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 def _mcp_error(exc: RoundtableError) -> MCPError:
+    """A JSON-RPC error for a refused resource, prompt or completion request. Its text may come
+    from elsewhere than `Runtime.call` (a URI the resource layer refused, an authority check),
+    so it passes the redactor here."""
     text = redact(str(exc))
     if isinstance(exc, NotFound):
         return MCPError(RESOURCE_NOT_FOUND, text)
@@ -258,25 +295,51 @@ def _mapped(what: str) -> Any:
         raise MCPError(types.INTERNAL_ERROR, INTERNAL_ERROR_TEXT) from None
 
 
-def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -> RoundtableServer:
-    """A low-level MCP server serving tools, resources, prompts, completion and logging."""
+def session_manager(server: Server[Any] | None) -> Any:
+    """The server's Streamable HTTP session manager, or None before its app was built."""
+    try:
+        return server.session_manager if server is not None else None
+    except RuntimeError:
+        return None
+
+
+def build_server(
+    runtime: Any,
+    principals: Principals | None = None,
+    *,
+    tool_names: str | Callable[[], str] | None = None,
+    page_size: int = PAGE_SIZE,
+) -> RoundtableServer:
+    """The MCP server of one endpoint: tools, resources, prompts, completion and logging for the
+    callers `principals` describes (default: the shared endpoint's `TokenPrincipals`). Tool
+    names follow `tool_names` (default: the configuration's `mcp.tool_names`, read per request
+    so a reload takes effect)."""
+    callers: Principals = principals if principals is not None else TokenPrincipals(runtime)
+
+    def style() -> str:
+        if tool_names is None:
+            return str(runtime.config.mcp.tool_names)
+        return tool_names() if callable(tool_names) else tool_names
+
     holder: dict[str, Any] = {}
 
     def stream_ready(connection: Any) -> bool | None:
-        """Whether the session's GET stream is connected (None when that cannot be told).
-
-        Reads the SDK transport's stream table (SDK 2.3 internals, as `http.SessionLimiter` does;
-        a contract test pins them)."""
-        manager = getattr(holder.get("server"), "_session_manager", None)
+        """Whether the session's GET stream is connected (None when that cannot be told)."""
         sid = getattr(connection, "session_id", None)
-        transport = getattr(manager, "_server_instances", {}).get(sid) if manager is not None and sid else None
-        streams = getattr(transport, "_request_streams", None)
-        return None if not isinstance(streams, dict) else GET_STREAM_KEY in streams
+        manager = session_manager(holder.get("server"))
+        if manager is None or not sid:
+            return None
+        transport = sdk.session_transports(manager).get(sid)
+        return None if transport is None else sdk.get_stream_open(transport)
 
-    hub = push.Hub(runtime, tool_state=surface.tool_state, list_changes=surface.list_changes, stream_ready=stream_ready)
+    hub = push.Hub(runtime, tool_state=callers.tool_state, list_changes=callers.list_changes, stream_ready=stream_ready)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Any) -> AsyncIterator[dict[str, Any]]:
+        try:
+            await callers.prepare()
+        except Exception:  # served without the bound ids in the instructions
+            log.exception("preparing the MCP endpoint failed")
         await hub.start()
         try:
             yield {}
@@ -284,29 +347,43 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
             await hub.stop()
 
     def attach(ctx: Ctx, access: Access) -> push.Conn | None:
-        return hub.attach(connection_of(ctx), access)
+        return hub.attach(sdk.connection_of(ctx), access)
 
     # -- tools --
 
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         with _mapped("tools/list"):
-            tools = await surface.list_tools(ctx)
-            conn = attach(ctx, surface.access(ctx)) if surface.tool_state is not None else None
+            chosen_style = style()
+            listed = sorted(
+                (tool_model(spec, chosen_style, schema) for spec, schema in await callers.tools(ctx)),
+                key=lambda tool: tool.name,
+            )
+            conn = attach(ctx, callers.access(ctx)) if callers.tool_state is not None else None
             if conn is not None:
                 conn.tools = True
-        chosen, cursor = page(tools, params.cursor if params else None, "tools", page_size)
+        chosen, cursor = page(listed, params.cursor if params else None, "tools", page_size)
         return types.ListToolsResult(tools=chosen, next_cursor=cursor)
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await surface.call_tool(ctx, params)
+        spec = callers.nameable(params.name)
+        if spec is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
+        try:
+            result = await callers.access(ctx).call(spec.name, dict(params.arguments or {}))
+        except RoundtableError as exc:  # Runtime.call (or the capability check) redacted it
+            return _error_result(str(exc))
+        except Exception:
+            log.exception("tools/call %s failed", spec.name)
+            return _error_result(f"{spec.name} failed with an internal error; the owner's log has details")
+        return tool_result(spec.name, result)
 
     # -- resources --
 
     async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         with _mapped("resources/list"):
-            access = surface.access(ctx)
+            access = callers.access(ctx)
             listed = await resources.listing(runtime, access)
-            if surface.list_changes:
+            if callers.list_changes:
                 conn = attach(ctx, access)
                 if conn is not None:
                     conn.resources_list = True
@@ -339,7 +416,7 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
 
     async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         with _mapped("resources/read"):
-            content = await resources.read(runtime, surface.access(ctx), params.uri)
+            content = await resources.read(runtime, callers.access(ctx), params.uri)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=content.uri, mime_type=content.mime_type, text=content.text)]
         )
@@ -354,7 +431,7 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
 
     async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         with _mapped("resources/subscribe"):
-            access = surface.access(ctx)
+            access = callers.access(ctx)
             ref = await authorised_ref(access, params.uri)
             conn = attach(ctx, access)
             if conn is None:
@@ -363,7 +440,7 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
         return types.EmptyResult()
 
     async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        conn = hub.conns.get(id(connection_of(ctx)))
+        conn = hub.conns.get(id(sdk.connection_of(ctx)))
         if conn is not None:
             hub.unsubscribe(conn, params.uri)
         return types.EmptyResult()
@@ -374,14 +451,14 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
         if subscription_id is None:
             raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
         wanted = params.notifications
-        access = surface.access(ctx)
+        access = callers.access(ctx)
         allowed: dict[str, resources.Ref] = {}
         for text in list(wanted.resource_subscriptions or [])[: push.MAX_SUBSCRIPTIONS]:
             with contextlib.suppress(RoundtableError):
                 allowed[text] = await authorised_ref(access, text)
         honoured = types.SubscriptionFilter(
-            tools_list_changed=True if wanted.tools_list_changed and surface.tool_state is not None else None,
-            resources_list_changed=True if wanted.resources_list_changed and surface.list_changes else None,
+            tools_list_changed=True if wanted.tools_list_changed and callers.tool_state is not None else None,
+            resources_list_changed=True if wanted.resources_list_changed and callers.list_changes else None,
             resource_subscriptions=list(allowed) or None,
         )
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
@@ -443,7 +520,7 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
             if params.name not in prompts.BY_NAME:
                 raise MCPError(types.INVALID_PARAMS, f"unknown prompt: {params.name[:100]}")
             description, text = await prompts.render(
-                runtime, surface.access(ctx), params.name, dict(params.arguments or {}), surface.style()
+                runtime, callers.access(ctx), params.name, dict(params.arguments or {}), style()
             )
         return types.GetPromptResult(
             description=description,
@@ -459,7 +536,7 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
         context = dict(params.context.arguments or {}) if params.context else {}
         values: list[str] = []
         with _mapped("completion/complete"):
-            access = surface.access(ctx)
+            access = callers.access(ctx)
             if isinstance(ref, types.PromptReference):
                 spec = prompts.BY_NAME.get(ref.name)
                 if spec is not None and argument in {a.name for a in spec.arguments}:
@@ -477,16 +554,17 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
     # -- logging --
 
     async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        conn = attach(ctx, surface.access(ctx))
+        conn = attach(ctx, callers.access(ctx))
         if conn is not None:
             hub.set_level(conn, params.level)
         return types.EmptyResult()
 
     server = RoundtableServer(
         SERVER_NAME,
-        version=surface.version,
+        version=server_version(),
         lifespan=lifespan,
-        surface=surface,
+        principals=callers,
+        style=style,
         hub=hub,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -506,39 +584,3 @@ def make_server(runtime: Any, surface: Surface, *, page_size: int = PAGE_SIZE) -
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     holder["server"] = server
     return server
-
-
-def build_server(
-    runtime: Any, *, tool_names: str | Callable[[], str] = "underscore", page_size: int = PAGE_SIZE
-) -> RoundtableServer:
-    """The HTTP endpoint's server: the registry's tools, any authenticated principal."""
-
-    def style() -> str:
-        return tool_names() if callable(tool_names) else tool_names
-
-    async def list_tools(ctx: Ctx) -> list[types.Tool]:
-        chosen = style()
-        exposed = sorted(runtime.registry.exposed(), key=lambda s: s.advertised_name(chosen))
-        return [tool_model(spec, chosen) for spec in exposed]
-
-    async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        spec = _callable_specs(runtime).get(params.name)
-        if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
-        try:
-            result = await runtime.call(spec.name, params.arguments or {}, _caller_of(ctx))
-        except RoundtableError as exc:
-            return _error_result(redact(str(exc)))
-        except Exception as exc:
-            log.exception("tools/call %s failed", spec.name)
-            return _error_result(f"{spec.name} failed ({type(exc).__name__}); {INTERNAL_ERROR_TEXT}")
-        return tool_result(spec.name, result)
-
-    surface = Surface(
-        access=lambda ctx: _http_access(runtime, ctx),
-        list_tools=list_tools,
-        call_tool=call_tool,
-        instructions=lambda: prompts.instructions(style()),
-        style=style,
-    )
-    return make_server(runtime, surface, page_size=page_size)

@@ -2,12 +2,14 @@
 
 One endpoint serves one supervised session. Every HTTP request must carry
 `Authorization: Bearer <capability>` whose hash belongs to this session's capability, else
-`401 unauthorized` (the token is never logged). On `tools/list` and `tools/call` the capability
-and all state it depends on are re-read from the database (`capabilities.check_call`): a
-known-but-expired or revoked token lists no tools and every call answers
-`capability expired or revoked`; other refusals are tool errors plus a `capability.denied`
-event. Calls that pass are dispatched through `runtime.call` with an agent caller derived from
-the capability, never from headers or arguments.
+`401 unauthorized` (`guard.CapabilityBackend`; the token is never logged). The MCP server is
+the one `mcp_adapter.build_server`, with `CapabilityPrincipal`: on `tools/list` and
+`tools/call` the capability and all state it depends on are re-read from the database
+(`capabilities.check_call`): a known-but-expired or revoked token lists no tools and every call
+answers `capability expired or revoked`; other refusals are tool errors plus a
+`capability.denied` event. Calls that pass are dispatched through `runtime.call` with an agent
+caller derived from the capability, never from headers or arguments. uvicorn runs embedded
+(`server.embedded`) on a socket bound 0600 in a 0700 directory.
 """
 
 from __future__ import annotations
@@ -17,76 +19,76 @@ import json
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Hashable, Iterator
+from collections.abc import AsyncIterator, Hashable
 from pathlib import Path
 from typing import Any
 
-import mcp_types as types
 import uvicorn
-from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from roundtable.errors import PermissionDenied, ToolError
 from roundtable.runtime import Runtime
-from roundtable.server import mcp_adapter, prompts, resources
+from roundtable.server import mcp_adapter, resources
+from roundtable.server.embedded import Embedded, EmbeddedStartError
+from roundtable.server.guard import CapabilityBackend, authenticated
 from roundtable.services import capabilities
 from roundtable.services.redact import redact
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import Caller
-from roundtable.tools.registry import SESSION_AUDIENCES
+from roundtable.tools.registry import SESSION_AUDIENCES, ToolSpec
 
 log = logging.getLogger("roundtable.server.sessions")
 
-
-class BearerGuard:
-    """Pure-ASGI guard: only this session's capability token gets through (401 otherwise)."""
-
-    def __init__(self, app: ASGIApp, runtime: Runtime, capability_id: str) -> None:
-        self.app = app
-        self.runtime = runtime
-        self.capability_id = capability_id
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        header = b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                header = value
-                break
-        token = ""
-        text = header.decode("latin-1")
-        if text[:7].lower() == "bearer ":
-            token = text[7:].strip()
-        cap = None
-        if token:
-            async with self.runtime.db.read() as reader:
-                cap = await capabilities.lookup(reader, token)
-        if cap is None or cap.id != self.capability_id:
-            log.info("session endpoint refused a request: unauthorized")
-            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
-            await send({"type": "http.response.body", "body": b"unauthorized"})
-            return
-        await self.app(scope, receive, send)
+START_TIMEOUT = 10.0  # seconds for the endpoint to listen
+STOP_TIMEOUT = 5.0  # seconds for it to finish (uvicorn's own graceful shutdown is 2 s)
 
 
-def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=redact(text))], is_error=True)
+class CapabilityPrincipal:
+    """The principal of a session endpoint — its capability — as `mcp_adapter.Principals` (which
+    tools it is shown) and as `resources.Access` (every request's principal). Every call is
+    checked by `capabilities.check_call` (re-reading all state it depends on) and then
+    dispatched through `Runtime.call` with an agent caller derived from the capability; a
+    refusal is recorded as a `capability.denied` event. Resources, prompts and completion read
+    through this too."""
 
-
-class SessionAccess:
-    """The principal of a session endpoint: its capability. Every call is checked by
-    `capabilities.check_call` (re-reading all state it depends on) and then dispatched through
-    `Runtime.call` with an agent caller derived from the capability; a refusal is recorded as a
-    `capability.denied` event. Resources, prompts and completion read through this too."""
+    list_changes = False
 
     def __init__(self, runtime: Runtime, capability_id: str) -> None:
         self.runtime = runtime
         self.capability_id = capability_id
         self.caller = Caller("agent", "session")
         self.bound: resources.Bound | None = None
+
+    # -- mcp_adapter.Principals --
+
+    def access(self, ctx: Any) -> CapabilityPrincipal:
+        return self
+
+    async def tools(self, ctx: Any) -> list[tuple[ToolSpec, dict[str, Any]]]:
+        cap = await self.current()
+        if cap is None or not capabilities.is_live(cap) or await self.tool_state() == ():
+            return []
+        allowed = capabilities.allowed_tools(cap.role)
+        return [
+            (spec, capabilities.session_schema(spec.input_schema, cap))
+            for spec in self.runtime.registry
+            if spec.name in allowed and self._nameable(spec)
+        ]
+
+    def nameable(self, name: str) -> ToolSpec | None:
+        spec = self.runtime.registry.lookup(name)
+        return spec if spec is not None and self._nameable(spec) else None
+
+    @staticmethod
+    def _nameable(spec: ToolSpec) -> bool:
+        return spec.handler is not None and spec.audience in SESSION_AUDIENCES
+
+    async def prepare(self) -> None:
+        """The bound ids (run, task, proposal, readable paths), loaded before the first request."""
+        await self.load_bound()
+
+    # -- resources.Access --
 
     async def current(self) -> SessionCapability | None:
         async with self.runtime.db.read() as reader:
@@ -97,8 +99,8 @@ class SessionAccess:
             )
 
     async def _checked(self, tool: str, args: dict[str, Any]) -> capabilities.Checked:
-        spec = self.runtime.registry.lookup(tool)
-        if spec is None or spec.handler is None or spec.audience not in SESSION_AUDIENCES:
+        spec = self.nameable(tool)
+        if spec is None:
             raise ToolError(f"unknown tool: {tool}")
         try:
             async with self.runtime.db.read() as reader:
@@ -114,6 +116,10 @@ class SessionAccess:
             cap = await self.current()  # only needed to attribute the denial
             if cap is not None:
                 await capabilities.record_denial(self.runtime.db, cap, spec.name, exc.reason_code)
+            # The check names the refused path or id as given: not from Runtime.call, so redacted here.
+            text = redact(str(exc))
+            if text != str(exc):
+                raise capabilities.Denied(exc.reason_code, text) from None
             raise
         self._learn(checked)
         return checked
@@ -170,85 +176,12 @@ class SessionAccess:
         return self.bound
 
 
-def build_server(runtime: Runtime, capability_id: str, *, page_size: int = mcp_adapter.PAGE_SIZE) -> Server[Any]:
-    """The low-level MCP server for one capability (tools filtered by role, calls checked;
-    resources, prompts and completion limited to what the capability may read)."""
-    registry = runtime.registry
-    style = runtime.config.mcp.tool_names
-    access = SessionAccess(runtime, capability_id)
-
-    async def bound_access(ctx: Any) -> SessionAccess:
-        if access.bound is None:
-            await access.load_bound()
-        return access
-
-    async def list_tools(ctx: Any) -> list[types.Tool]:
-        cap = await access.current()
-        if cap is None or not capabilities.is_live(cap) or await access.tool_state() == ():
-            return []
-        allowed = capabilities.allowed_tools(cap.role)
-        tools = []
-        for spec in registry:
-            if spec.name not in allowed or spec.handler is None or spec.audience not in SESSION_AUDIENCES:
-                continue
-            tools.append(mcp_adapter.tool_model(spec, style, capabilities.session_schema(spec.input_schema, cap)))
-        return tools
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        spec = registry.lookup(params.name)
-        if spec is None or spec.handler is None or spec.audience not in SESSION_AUDIENCES:
-            return _error(f"unknown tool: {params.name}")
-        try:
-            result = await access.call(spec.name, dict(params.arguments or {}))
-        except (capabilities.Denied, capabilities.Expired) as exc:
-            return _error(str(exc))
-        except ToolError as exc:
-            return _error(str(exc))
-        except Exception:  # never let exception text reach the client
-            log.exception("session call %s failed", spec.name)
-            return _error(f"{spec.name} failed with an internal error; the owner's log has details")
-        return mcp_adapter.tool_result(spec.name, result)
-
-    def instructions() -> str:
-        return prompts.instructions(style, access.bound)
-
-    surface = mcp_adapter.Surface(
-        access=lambda ctx: access,
-        list_tools=list_tools,
-        call_tool=call_tool,
-        instructions=instructions,
-        style=lambda: style,
-        tool_state=access.tool_state,
-        list_changes=False,
-        version="0.1.0",
-    )
-    server = mcp_adapter.make_server(runtime, surface, page_size=page_size)
-    # The bound ids (run, task, proposal, readable paths) are loaded before the first request.
-    inner = server.lifespan
-
-    @contextlib.asynccontextmanager
-    async def lifespan(srv: Any) -> AsyncIterator[Any]:
-        with contextlib.suppress(Exception):
-            await bound_access(None)
-        async with inner(srv) as state:
-            yield state
-
-    server.lifespan = lifespan
-    return server
-
-
-def build_app(runtime: Runtime, capability_id: str) -> ASGIApp:
-    server = build_server(runtime, capability_id)
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        # Not network-reachable: the socket's directory is 0700, so no Host/Origin checks.
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        host="localhost",
-        max_request_body_size=runtime.config.mcp.http_max_body_bytes,
-    )
-    guard = BearerGuard(app, runtime, capability_id)
-    guard.hub = server.hub  # type: ignore[attr-defined]  # SessionEndpoint.close ends listen streams
-    return guard
+def build_server(
+    runtime: Runtime, capability_id: str, *, page_size: int = mcp_adapter.PAGE_SIZE
+) -> mcp_adapter.RoundtableServer:
+    """The MCP server for one capability (tools filtered by role, calls checked; resources,
+    prompts and completion limited to what the capability may read)."""
+    return mcp_adapter.build_server(runtime, CapabilityPrincipal(runtime, capability_id), page_size=page_size)
 
 
 def bind_private_socket(path: Path) -> socket.socket:
@@ -265,14 +198,6 @@ def bind_private_socket(path: Path) -> socket.socket:
     return sock
 
 
-class _EmbeddedServer(uvicorn.Server):
-    """uvicorn inside the owner: the owner handles signals, not each session endpoint."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class SessionEndpoint:
     """A running per-session endpoint; `await endpoint.close()` stops it and removes the socket."""
 
@@ -280,45 +205,43 @@ class SessionEndpoint:
         self.runtime = runtime
         self.capability_id = capability_id
         self.socket_path = socket_path
-        self._server: uvicorn.Server | None = None
-        self._task: Any = None
-        self._app: Any = None
+        self.server: mcp_adapter.RoundtableServer | None = None
+        self._embedded: Embedded | None = None
+
+    def build_app(self) -> ASGIApp:
+        """The endpoint's ASGI app: the capability check, then the MCP server at `/mcp`."""
+        self.server = build_server(self.runtime, self.capability_id)
+        app = self.server.streamable_http_app(
+            streamable_http_path="/mcp",
+            # Not network-reachable: the socket's directory is 0700, so no Host/Origin checks.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            host="localhost",
+            max_request_body_size=self.runtime.config.mcp.http_max_body_bytes,
+        )
+        return authenticated(app, CapabilityBackend(self.runtime, self.capability_id))
 
     async def start(self) -> None:
-        import asyncio
-
         sock = bind_private_socket(self.socket_path)
-        self._app = build_app(self.runtime, self.capability_id)
         config = uvicorn.Config(
-            self._app,
+            self.build_app(),
             lifespan="on",
             log_level="warning",
             access_log=False,
             timeout_graceful_shutdown=2,
         )
-        self._server = _EmbeddedServer(config)
-        self._task = asyncio.create_task(
-            self._server.serve(sockets=[sock]), name=f"session-endpoint:{self.socket_path}"
-        )
-        for _ in range(200):
-            if self._server.started or self._task.done():
-                break
-            await asyncio.sleep(0.01)
-        if self._task.done():
-            self._task.result()  # raise the start-up failure
-        if not self._server.started:
-            raise ToolError("session endpoint did not start")
+        self._embedded = Embedded(config, name=f"session-endpoint:{self.socket_path}")
+        try:
+            await self._embedded.start([sock], timeout=START_TIMEOUT)
+        except EmbeddedStartError as exc:
+            with contextlib.suppress(FileNotFoundError):
+                self.socket_path.unlink()
+            raise ToolError(f"session endpoint did not start ({exc.reason})") from None
 
     async def close(self) -> None:
-        hub = getattr(self._app, "hub", None)
-        if hub is not None:
-            hub.end_listens()
-        if self._server is not None:
-            self._server.should_exit = True
-            self._server.force_exit = False
-        if self._task is not None:
-            with contextlib.suppress(Exception):
-                await self._task
+        if self.server is not None:
+            self.server.hub.end_listens()  # 2026-07-28 listen streams are POSTs that never end by themselves
+        if self._embedded is not None:
+            await self._embedded.stop(STOP_TIMEOUT)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
 

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.errors import RoundtableError, ToolError
-from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
 
 log = logging.getLogger("roundtable.server.socket")
@@ -374,7 +373,7 @@ class SocketServer:
         except RoundtableError as exc:
             if not isinstance(exc, ToolError):
                 self._say(f"roundtable mcp socket: {tool or '(none)'} failed ({type(exc).__name__})")
-            return encode_response(False, error=redact(str(exc)))
+            return encode_response(False, error=str(exc))  # Runtime.call has redacted it
         except Exception as exc:
             log.exception("socket call %s failed", tool)
             self._say(f"roundtable mcp socket: {tool or '(none)'} failed ({type(exc).__name__})")

@@ -245,3 +245,27 @@ async def test_modern_listen_through_the_stdio_bridge(world: World) -> None:
             await schedule_turn(world.runtime, world.run_id)
             event = await asyncio.wait_for(anext(aiter(sub)), 10)
             assert event.uri == uri
+
+
+async def test_both_endpoints_are_one_server(world: World) -> None:
+    """The shared endpoint and a session endpoint are built by the one builder: the same name and
+    the installed package's version, and the same answer to a tool nobody may call there."""
+    import importlib.metadata
+
+    version = importlib.metadata.version("roundtable")
+    async with http_client(world) as shared, session_endpoint(world, AGENT, world.task_id) as (b, sock):
+        async with Client(_direct(sock, b.token), mode="legacy") as session:
+            for client in (shared, session):
+                assert client.server_info is not None
+                assert (client.server_info.name, client.server_info.version) == ("roundtable", version)
+            errors = []
+            for client in (shared, session):
+                with pytest.raises(MCPError) as info:
+                    await client.session.call_tool("no_such_tool", {})
+                errors.append((info.value.error.code, str(info.value)))
+            assert errors[0] == errors[1] == (types.INVALID_PARAMS, "unknown tool: no_such_tool")
+            # An operator operation is no session's tool at all; over HTTP an agent is refused it.
+            with pytest.raises(MCPError, match="unknown tool: patch_rollback"):
+                await session.session.call_tool("patch_rollback", {"proposal_id": world.proposal_id})
+            refused = await shared.session.call_tool("patch_rollback", {"proposal_id": world.proposal_id})
+            assert refused.is_error and "operator" in refused.content[0].text

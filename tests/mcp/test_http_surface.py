@@ -249,7 +249,7 @@ async def test_paginated_tools_list_over_the_wire(world: World, monkeypatch: pyt
 
 
 def test_sdk_contract_connection_attribute() -> None:
-    """`connection_of` relies on `ServerSession._connection` (SDK 2.3)."""
+    """`sdk.connection_of` relies on `ServerSession._connection` (SDK 2.3)."""
     assert "_connection" in ServerSession.__init__.__code__.co_names
 
 
@@ -298,13 +298,28 @@ async def test_update_due_before_the_get_stream_is_held_for_it(world: World) -> 
 
 
 def test_sdk_contract_transport_internals() -> None:
-    """`stream_ready` and `http.SessionLimiter` read these SDK 2.3 internals."""
+    """`roundtable.server.sdk` reads these SDK 2.3 internals (pushes held for the GET stream,
+    sessions per principal, idle-session eviction, shutdown)."""
     from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     assert GET_STREAM_KEY == "_GET_stream"
     assert "_request_streams" in StreamableHTTPServerTransport.__init__.__code__.co_names
+    assert "_requests_in_flight" in StreamableHTTPServerTransport.__init__.__code__.co_names
     assert "_server_instances" in StreamableHTTPSessionManager.__init__.__code__.co_names
+
+
+def test_sdk_internals_are_read_in_one_module() -> None:
+    """No server module but `server/sdk.py` names an SDK private attribute."""
+    import pathlib
+    import re
+
+    import roundtable.server
+
+    private = re.compile(r"\b_(connection|server_instances|request_streams|requests_in_flight|session_manager)\b")
+    for path in pathlib.Path(roundtable.server.__file__).parent.glob("*.py"):
+        if path.name != "sdk.py":
+            assert not private.search(path.read_text()), path.name
 
 
 async def test_resource_list_changed_when_a_task_appears(world: World) -> None:

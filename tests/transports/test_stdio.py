@@ -30,8 +30,7 @@ def params(o: Owner, *extra: str) -> StdioServerParameters:
 
 
 def sessions(o: Owner) -> int:
-    manager = o.http.mcp._session_manager
-    return len(manager._server_instances)
+    return len(o.http.open_sessions())
 
 
 async def test_sdk_stdio_client_through_bridge(owner: Owner, auth: dict[str, str]) -> None:

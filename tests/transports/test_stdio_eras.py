@@ -31,7 +31,7 @@ def params(o: Owner) -> StdioServerParameters:
 
 
 def sessions(o: Owner) -> int:
-    return len(o.http.mcp._session_manager._server_instances)
+    return len(o.http.open_sessions())
 
 
 @pytest.mark.parametrize(
