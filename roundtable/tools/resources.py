@@ -15,9 +15,9 @@ from typing import Any
 import anyio
 
 from roundtable import clock
-from roundtable.errors import NotFound, ToolError, ValidationError
+from roundtable.errors import NotFound, ValidationError
+from roundtable.services import claim_grant, hashing
 from roundtable.services import claims as claims_service
-from roundtable.services import hashing
 from roundtable.services import symbols as symbol_index
 from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
 from roundtable.services.run_scope import resolve, task_run
@@ -136,14 +136,7 @@ async def claim(call: Call) -> dict[str, Any]:
         resume_policy=resume_policy,
         raw_path=opt_str(args, "path"),
     )
-    try:
-        async with runtime.db.write(tool=call.tool) as tx:
-            granted = await claims_service.acquire(tx, request, clock.now())
-    except claims_service.ClaimConflict as conflict:
-        # The grant rolled back; the contention is recorded on its own (DESIGN §4.18).
-        async with runtime.db.write(tool=call.tool) as tx:
-            await claims_service.record_contentions(tx, conflict.contentions)
-        raise ToolError(str(conflict)) from None
+    granted = await claim_grant.grant(runtime.db, request, label=call.tool)
     return {
         "claim": granted.claim.to_dict(),
         "resource": granted.resource.to_dict(),
