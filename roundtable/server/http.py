@@ -358,7 +358,7 @@ async def _json_error(send: Send, status: int, message: str, code: int = -32600)
 
 
 class SessionLimiter:
-    """ASGI layer between the guard and the SDK: sessions per principal, bound to it."""
+    """ASGI layer between authentication and the SDK: sessions per principal, bound to it."""
 
     def __init__(self, app: ASGIApp, manager: Any, *, per_principal: int, path: str = "/mcp") -> None:
         self.app = app

@@ -45,7 +45,7 @@ from roundtable.server.guard import caller_of, credential_of
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
-from roundtable.tools.registry import ToolSpec
+from roundtable.tools.registry import ADVERTISED, ToolSpec
 
 log = logging.getLogger("roundtable.server.mcp")
 
@@ -56,7 +56,7 @@ RESOURCE_NOT_FOUND = -32002  # MCP's code for an unknown resource
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
 # What a caller of the shared endpoint may name: the advertised tools, and the operator
 # operations an operator token may run (`Runtime.call` refuses them to agents).
-HTTP_AUDIENCES = frozenset({"mcp", "mcp-operator", "operator"})
+HTTP_AUDIENCES = ADVERTISED | {"operator"}
 
 Ctx = ServerRequestContext[Any, Any]
 T = TypeVar("T")
@@ -171,7 +171,7 @@ class HttpAccess:
 
     `live()` re-resolves the credential the connection presented (at most once a second), so a
     revoked agent or operator token, or a disabled agent, stops receiving pushes on a GET stream
-    it opened before: the guard refuses its next request, the stream is already open."""
+    it opened before: authentication refuses its next request, the stream is already open."""
 
     bound: Bound | None = None
     LIVE_CACHE_SECONDS = 1.0
