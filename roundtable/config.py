@@ -34,14 +34,13 @@ from pydantic import (
     model_validator,
 )
 
+from roundtable.endpoint import CONFIG_RELATIVE_PATH, DEFAULT_HTTP_ADDRESS, address_problem, http_url
 from roundtable.errors import ConfigError
 from roundtable.located_yaml import Located, load_yaml, overlay, validation_error
 
-CONFIG_RELATIVE_PATH = Path(".roundtable") / "config.yaml"
 CONFIG_LABEL = "config.yaml"
 MAX_POOL_COUNT = 1000
 SUPPORTED_VERSION = 1
-STATE_DIR_PREFIX = ".roundtable/"
 AUTOPILOT_MODES = ("manual", "auto")
 # Keys older files may hold that nothing reads any more: accepted with a warning naming the line.
 DEPRECATED_KEYS = {
@@ -92,27 +91,6 @@ def format_duration(seconds: float) -> str:
     if seconds >= 1 and float(seconds).is_integer():
         return f"{int(seconds)}s"
     return f"{round(seconds * 1000)}ms"
-
-
-def address_problem(address: str) -> str:
-    """Why `address` is not `host:port`, `[v6]:port` or `:port` with a port from 0 to 65535
-    ('' when it is). The same syntax the HTTP listener accepts; checked at load so the error
-    names the file and the line instead of surfacing at `start`."""
-    text = address.strip()
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0 or not text[end + 1 :].startswith(":"):
-            return "expected [host]:port"
-        port_text = text[end + 2 :]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep or ":" in host:
-            return "expected host:port, e.g. 127.0.0.1:7117"
-        if any(c.isspace() for c in host):
-            return "the host must not contain spaces"
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        return "the port must be a number from 0 to 65535"
-    return ""
 
 
 STATE_DIR_PREFIX = ".roundtable/"
@@ -215,7 +193,7 @@ class StorageConfig(Section):
 class McpConfig(Section):
     transport: StrictStr = "unix"
     socket_path: StrictStr = ".roundtable/mcp/roundtable.sock"
-    http_address: Annotated[StrictStr, _check(_address)] = "127.0.0.1:7117"
+    http_address: Annotated[StrictStr, _check(_address)] = DEFAULT_HTTP_ADDRESS
     tls_cert_file: StrictStr = ""
     tls_key_file: StrictStr = ""
     tool_names: Literal["underscore", "dotted"] = "underscore"
@@ -340,8 +318,7 @@ class Config(Section):
         return p if p.is_absolute() else Path(root) / p
 
     def http_url(self) -> str:
-        scheme = "https" if self.mcp.tls_cert_file and self.mcp.tls_key_file else "http"
-        return f"{scheme}://{self.mcp.http_address}/mcp"
+        return http_url(self.mcp.http_address, self.mcp.tls_cert_file, self.mcp.tls_key_file)
 
 
 _AGENT_ORDER = ("chair", "architect", "implementers", "reviewers", "tester", "security", "memory_oracle")

@@ -53,19 +53,19 @@ def _run_bridge(options: dict[str, str]) -> int:
         return bridge("http://localhost/mcp", token=env_token, uds=uds)
 
     from roundtable import credentials
-    from roundtable.config import load_config
+    from roundtable.endpoint import bridge_url
     from roundtable.errors import RoundtableError
 
     root = os.path.realpath(os.path.abspath(options["root"]))
     agent = options["agent"]
     try:
-        config = load_config(root)  # required even with --url (system.md §6.4.1)
+        configured_url = bridge_url(root)  # the config is required even with --url (system.md §6.4.1)
         if agent:
             credentials.credential_path(root, agent_id=agent)  # validates the id
     except (RoundtableError, ValueError) as exc:
         print(PREFIX + str(exc), file=sys.stderr)
         return 1
-    url = options["url"] or ("http://localhost/mcp" if uds else config.http_url())
+    url = options["url"] or ("http://localhost/mcp" if uds else configured_url)
     if env_token:
         token, hint, fix = env_token, f"the token in {TOKEN_ENV}", f"unset {TOKEN_ENV} or set it to a live token"
     else:

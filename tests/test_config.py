@@ -242,3 +242,64 @@ def test_starter_file_quotes_addresses_and_keeps_its_comments() -> None:
     assert '  http_address: "127.0.0.1:7117"\n' in text
     assert "  # underscore (task_create) suits most MCP clients" in text
     assert "  turn_timeout: 30m\n" in text
+
+
+def _project(tmp_path: Path, text: str | None) -> Path:
+    state = tmp_path / ".roundtable"
+    state.mkdir(exist_ok=True)
+    if text is not None:
+        (state / "config.yaml").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [
+        (default_config_yaml(), "http://127.0.0.1:7117/mcp"),
+        ("", "http://127.0.0.1:7117/mcp"),
+        ("mcp:\n  http_address: '[::1]:9000'\n", "http://[::1]:9000/mcp"),
+        (
+            "mcp:\n  http_address: 0.0.0.0:8443\n  tls_cert_file: c.pem\n  tls_key_file: k.pem\n",
+            "https://0.0.0.0:8443/mcp",
+        ),
+        # the bridge reads only its keys: the owner refuses the rest of an invalid file itself
+        ("chair:\n  tick_interval: soon\n", "http://127.0.0.1:7117/mcp"),
+    ],
+)
+def test_the_bridge_reads_the_owner_url(tmp_path: Path, text: str, url: str) -> None:
+    from roundtable.endpoint import bridge_url
+
+    assert bridge_url(_project(tmp_path, text)) == url
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (None, "roundtable init"),
+        ("mcp:\n  http_address: nonsense\n", "config.yaml:2: mcp.http_address: expected host:port"),
+        ("mcp:\n  http_address: 7117\n", "config.yaml:2: mcp.http_address: expected a string, got integer"),
+        ("mcp: [1\n", "invalid YAML"),
+        ("mcp: on\n", "config.yaml:1: mcp: expected a mapping, got boolean"),
+    ],
+)
+def test_the_bridge_reports_what_load_config_reports(tmp_path: Path, text: str | None, expected: str) -> None:
+    from roundtable.endpoint import bridge_url
+
+    with pytest.raises(ConfigError) as info:
+        bridge_url(_project(tmp_path, text))
+    assert expected in str(info.value)
+
+
+def test_the_bridge_fast_path_imports_no_pydantic(tmp_path: Path) -> None:
+    # The bridge starts for every agent session (budget ~250 ms); pydantic and the models cost
+    # more than half of that, so a valid file is read without them.
+    import subprocess
+    import sys
+
+    root = _project(tmp_path, default_config_yaml())
+    code = (
+        "import sys; from roundtable.endpoint import bridge_url; "
+        f"print(bridge_url({str(root)!r}), 'pydantic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["http://127.0.0.1:7117/mcp", "False"]
