@@ -103,6 +103,16 @@ EVENT_LINES: dict[str, tuple[int, str]] = {
     "patch.rollback_failed": (logging.ERROR, "rollback of transaction {transaction_id} failed: {error}"),
     "transaction.recovered": (logging.WARNING, "recovered interrupted transaction {transaction_id}: {outcome}"),
     "config.reloaded": (logging.INFO, "configuration reloaded"),
+    # The autopilot (issue 15): whom it launched and why, what failed, what it gave up on.
+    "autopilot.dispatched": (
+        logging.INFO,
+        "autopilot launched {agent_id} for task {task_id} ({reason}, attempt {attempt}) as session {session_id}",
+    ),
+    "autopilot.session_failed": (logging.WARNING, "autopilot: {agent_id} failed on task {task_id}: {reason}"),
+    "autopilot.stopped": (logging.ERROR, "autopilot stopped: {reason}"),
+    "autopilot.enabled": (logging.INFO, "autopilot turned on by {principal}"),
+    "autopilot.disabled": (logging.INFO, "autopilot turned off by {principal}"),
+    "task.blocked": (logging.WARNING, "task {task_id} blocked: {reason}"),
 }
 
 
