@@ -130,6 +130,8 @@ class Dispatcher:
         self._failures = 0
         self._attempts: dict[str, _Attempts] = {}
         self._sessions: dict[str, _Dispatch] = {}
+        # Sessions that ended before their launch returned (a process that dies at once).
+        self._early_exits: dict[str, SessionExit] = {}
         self._background: dict[str, asyncio.Task[None]] = {}
         self._planned: set[str] = set()
         self._run_counts: dict[str, int] = {}
@@ -375,10 +377,19 @@ class Dispatcher:
         self._sessions[session_id] = _Dispatch(job, state.count, time.monotonic())
         await self._record(job.run_id, "autopilot.dispatched", _dispatched(job, state.count, session_id, ""), job)
         report.dispatched.append(job)
+        early = self._early_exits.pop(session_id, None)
+        if early is not None:
+            self._on_exit(early)
 
     def _on_exit(self, done: SessionExit) -> None:
+        if self._closing:
+            return
         dispatch = self._sessions.pop(done.session_id, None)
-        if dispatch is None or self._closing:
+        if dispatch is None:
+            if self._lock.locked():  # perhaps ours, its launch not returned yet: `_launch` picks it up
+                self._early_exits[done.session_id] = done
+                while len(self._early_exits) > 64:  # an operator's sessions are never claimed
+                    self._early_exits.pop(next(iter(self._early_exits)))
             return
         task = asyncio.get_running_loop().create_task(self._after_exit(dispatch, done))
         self._background[f"exit:{done.session_id}"] = task  # kept until recorded (busy while it is)

@@ -165,3 +165,16 @@ async def test_a_goal_without_a_planner_is_recorded_not_guessed(tmp_path: Path) 
         await asyncio.sleep(0.5)
         assert not await events(rt, "task.created", "autopilot.dispatched")
         assert len(await events(rt, "autopilot.skipped")) == 1  # once, not every pass
+
+
+async def test_an_agent_that_dies_at_once_is_still_retried_then_blocked(tmp_path: Path) -> None:
+    """A process that exits before its launch has returned is not lost (no session left 'running')."""
+    root = await demo_project(tmp_path / "p", max_attempts=2, retry_backoff_seconds=0.1, max_consecutive_failures=5)
+    implementers_run(root, "instant", command="false")
+    async with owner_with_task(root) as (owner, task_id):
+        rt = owner.runtime
+        blocked = await wait_for_events(rt, "task.blocked", 1, timeout=60)
+        assert blocked[0]["payload"]["task_id"] == task_id
+        assert "exited with code 1" in blocked[0]["payload"]["reason"]
+        assert [e["payload"]["attempt"] for e in await events(rt, "autopilot.session_failed")] == [1, 2]
+        assert owner.dispatcher is not None and not owner.dispatcher.busy
