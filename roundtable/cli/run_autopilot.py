@@ -6,8 +6,8 @@ The owner hosts the supervisor and the dispatcher (no listeners); the Chair loop
 agents the state calls for. The loop ends when nothing runs and nothing is left to launch for a
 few consecutive checks (`awaiting_operator` when a proposal is open, else `idle`), when the run
 converges (`completed` / `blocked`), when the dispatcher stops itself (`autopilot_stopped`), or
-after `--ticks` Chair cycles when given. Each dispatch, session end and block is echoed as it
-is committed.
+after `--ticks` Chair cycles when given. Each dispatch, new task, proposal, vote and test result
+is echoed as it is committed; failures and blocks are the owner log's warnings.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ class AutopilotResult:
 
 
 def describe(event: dict[str, Any]) -> str | None:
-    """One line for an event worth showing during a headless autopilot run."""
+    """One line for an event worth showing during a headless autopilot run. Failures, blocks and
+    the autopilot's stop are warnings the owner's event log already prints (`roundtable.logs`)."""
     kind = str(event.get("type", ""))
     p = event.get("payload")
     if not isinstance(p, dict):
@@ -44,15 +45,9 @@ def describe(event: dict[str, Any]) -> str | None:
         target = p.get("proposal_id") or p.get("task_id")
         failed = f" — launch failed: {p['error']}" if p.get("error") else ""
         return f"dispatched {p.get('agent_id')} for {target} ({p.get('reason')}, attempt {p.get('attempt')}){failed}"
-    if kind == "autopilot.session_failed":
-        return f"session of {p.get('agent_id')} failed: {p.get('reason')} (attempt {p.get('attempt')})"
-    if kind == "autopilot.stopped":
-        return f"autopilot stopped: {p.get('reason')}"
     if kind == "autopilot.tests_run":
         runs = ", ".join(f"{r.get('command')}: {r.get('status')}" for r in p.get("runs") or []) or "none"
         return f"tests on {p.get('proposal_id')}: {runs}"
-    if kind == "task.blocked":
-        return f"task {p.get('task_id')} blocked: {p.get('reason')}"
     if kind == "task.created":
         return f"task {p.get('task_id')} created: {p.get('title')}"
     if kind == "proposal.created":

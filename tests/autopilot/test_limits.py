@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -90,3 +91,31 @@ def test_read_only_never_dispatches() -> None:
     assert bad.exit_code == 2 and "--max-iterations" in bad.output
     started = CliRunner().invoke(cli_main, ["start", "--help"])
     assert started.exit_code == 0 and "--autopilot" in started.output
+
+
+async def test_headless_autopilot_with_real_harnesses_missing_says_why(project: Path) -> None:
+    """The default config names real harnesses (claude, codex, gemini): where they are not
+    installed, the planning task is blocked with the reason and the run ends blocked, at once."""
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin"}
+    if shutil.which("claude", path=env["PATH"]):
+        pytest.skip("claude is installed here")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "roundtable",
+        "run",
+        "--root",
+        str(project),
+        "--headless",
+        "--autopilot",
+        "--goal",
+        "Do something",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    text = out.decode()
+    assert process.returncode == 0, text
+    assert "blocked: claude not found on PATH (adapter claude of architect-1)" in text
+    assert "(all_remaining_tasks_blocked)" in text
