@@ -228,7 +228,7 @@ class Dispatcher:
             s = self.settings()
             await self._stop_overdue(s)
             async with self.runtime.db.read() as r:
-                work = await find(r)
+                work = await find(r, root=self.runtime.root, policy=self.runtime.policy)
             await self._load_counts(work)
             for need in work.plans:
                 await self._plan(need, s, report)
@@ -245,7 +245,7 @@ class Dispatcher:
         if self.busy:
             return False
         async with self.runtime.db.read() as r:
-            work = await find(r)
+            work = await find(r, root=self.runtime.root, policy=self.runtime.policy)
         if work.plans and any(n.run_id not in self._planned for n in work.plans):
             return False
         s = self.settings()

@@ -4,7 +4,9 @@
 - a task assigned to an implementer (or a planning task assigned to the planner) on which its
   agent has made no proposal → launch that agent for the task (`task_assigned`, `plan_goal`);
 - a review requested for a proposal's current revision → launch each reviewer, security and
-  tester the policy named that has not voted on that revision yet (`review_requested`);
+  tester the policy named that has not voted on that revision yet (`review_requested`) — plus
+  security when the policy requires a security review, and further enabled voters (reviewers,
+  then security, then the tester) until the revision can reach the approvals the policy requires;
 - a blocking vote, a blocking security review or a failed host test on the current revision →
   relaunch the author with the reason (`revision_requested`, `test_failed`);
 - a current revision under review with no host test run → run the configured tests (`TestNeed`).
@@ -17,15 +19,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from roundtable.domain import BLOCKING_VOTES, OPEN_PROPOSAL_STATUSES
+from roundtable.errors import RoundtableError
 from roundtable.services import capabilities
 from roundtable.services.gates import HOST_RUN_EXCLUDED, current_votes
+from roundtable.services.patches import allowances, parse_patch, read_patch
 from roundtable.services.tasks import BLOCKED_STATUSES, TERMINAL_STATUSES
 from roundtable.store.db import Reader
 from roundtable.store.records import Proposal, SecurityReview, Task, TestRun
 
 REVIEW_EVENT = "proposal.review_requested"
+VOTER_ROLES = ("reviewer", "security", "tester")  # the order further voters are added in
 BLOCKING_REVIEWS = frozenset({"veto", "needs_changes", "blocked", "rejected"})
 FAILED_TESTS = frozenset({"failed", "error", "timeout", "timed_out"})
 
@@ -76,8 +83,9 @@ class Work:
         return not (self.plans or self.jobs or self.tests)
 
 
-async def find(r: Reader, runs: list[str] | None = None) -> Work:
-    """The work the active runs (or `runs`) call for."""
+async def find(r: Reader, runs: list[str] | None = None, *, root: Path | None = None, policy: Any = None) -> Work:
+    """The work the active runs (or `runs`) call for. With `root` and `policy`, reviews are
+    completed to what the policy requires (see the module docstring)."""
     rows = await r.fetchall("SELECT id, coalesce(goal, '') FROM runs WHERE status = 'active' ORDER BY started_at, id")
     goals = {str(row[0]): str(row[1]) for row in rows if runs is None or str(row[0]) in runs}
     work = Work()
@@ -90,7 +98,7 @@ async def find(r: Reader, runs: list[str] | None = None) -> Work:
     with_tasks = {str(row[0]) for row in counts if int(row[1])}
     work.plans = [PlanNeed(run, goal) for run, goal in goals.items() if goal.strip() and run not in with_tasks]
     await _task_jobs(r, goals, work)
-    await _proposal_jobs(r, goals, work)
+    await _proposal_jobs(r, goals, work, root, policy)
     return work
 
 
@@ -125,7 +133,7 @@ def _run_of(record: Task | Proposal) -> str:
     return str(getattr(record, "run_id", "") or "")
 
 
-async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work) -> None:
+async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work, root: Path | None, policy: Any) -> None:
     marks = ", ".join("?" for _ in goals)
     statuses = ", ".join("?" for _ in OPEN_PROPOSAL_STATUSES)
     proposals = await r.all(
@@ -158,6 +166,8 @@ async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work) -> None:
             reviewers = [str(a) for a in json.loads(requested).get("reviewers") or []]
         except ValueError:
             reviewers = []
+        if root is not None and policy is not None:
+            reviewers = await _with_required_voters(r, root, policy, p, votes, reviewers)
         for agent in reviewers:
             role = capabilities.role_for_agent(agent)
             if agent == p.agent_id or agent in voted or role not in ("reviewer", "security", "tester"):
@@ -205,3 +215,49 @@ async def _blocking_reason(r: Reader, p: Proposal, votes: list) -> tuple[str, st
         summary = (run.summary_md or "").strip() or f"exit code {run.exit_code}"
         return "test_failed", f"test run {run.id} ({run.command}) {run.status} on proposal {p.id}: {summary}"
     return None
+
+
+_TOUCHED: dict[tuple[str, str, int], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _touched(root: Path, sha: str, policy: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(touched paths, special high-risk paths) of a stored revision; content-addressed, so cached
+    (per policy object: a reloaded policy parses again)."""
+    key = (str(root), sha, id(policy))
+    found = _TOUCHED.get(key)
+    if found is None:
+        parsed = parse_patch(read_patch(root, sha), root, allowances(policy))
+        found = (tuple(parsed.touched), tuple(parsed.special))
+        if len(_TOUCHED) >= 256:
+            _TOUCHED.pop(next(iter(_TOUCHED)))
+        _TOUCHED[key] = found
+    return found
+
+
+async def _with_required_voters(
+    r: Reader,
+    root: Path,
+    policy: Any,
+    p: Proposal,
+    votes: list,
+    reviewers: list[str],  # type: ignore[type-arg]
+) -> list[str]:
+    """`reviewers` plus security when the policy requires a security review, plus further enabled
+    voters until the approvals it requires can be reached (never the author)."""
+    try:
+        touched, special = _touched(root, p.current_revision, policy)
+        result = policy.evaluate(p.risk, list(touched), votes, extra_high_paths=list(special))
+    except (RoundtableError, OSError):
+        return reviewers
+    rows = await r.fetchall("SELECT id FROM agents WHERE is_enabled = 1 ORDER BY created_at, id")
+    pool = [str(row[0]) for row in rows if str(row[0]) != p.agent_id]
+    out = list(reviewers)
+    if result.security_review_required:
+        out += [a for a in pool if capabilities.role_for_agent(a) == "security" and a not in out][:1]
+    for role in VOTER_ROLES:
+        for agent in pool:
+            if sum(1 for a in out if capabilities.role_for_agent(a) in VOTER_ROLES) >= result.approvals_required:
+                return out
+            if capabilities.role_for_agent(agent) == role and agent not in out:
+                out.append(agent)
+    return out

@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from roundtable import clock, demo
 from roundtable.autopilot import Overrides
 from roundtable.cli import cli as cli_main
 from roundtable.cli.run_cmd import headless_autopilot
 from roundtable.runtime import Runtime
+from roundtable.services import gates
+from roundtable.store.records import Proposal
 from tests.autopilot.helpers import demo_project, events
 
 pytestmark = pytest.mark.anyio
@@ -119,3 +122,36 @@ async def test_headless_autopilot_with_real_harnesses_missing_says_why(project: 
     assert process.returncode == 0, text
     assert "blocked: claude not found on PATH (adapter claude of architect-1)" in text
     assert "(all_remaining_tasks_blocked)" in text
+
+
+async def test_reviews_are_completed_to_the_approvals_the_policy_requires(tmp_path: Path) -> None:
+    """The starter policy asks for 2 approvals and names only the Reviewer role (one reviewer by
+    default): the dispatcher adds the next voter (security) so the revision can be approved."""
+    root = await demo_project(tmp_path / "p")
+    policy = root / "POLICIES.ROUNDTABLE.md"
+    policy.write_text(policy.read_text().replace(demo.DEMO_PROFILE, demo.DEFAULT_PROFILE), encoding="utf-8")
+    lines: list[str] = []
+    result = await headless_autopilot(
+        root,
+        goal="Improve the calculator",
+        run_id="",
+        resume=False,
+        ticks=0,
+        interval=0.2,
+        overrides=Overrides(),
+        echo=lines.append,
+    )
+    assert result.reason == "awaiting_operator", lines
+    rt = await Runtime.open(root)
+    try:
+        requested = await events(rt, "proposal.review_requested")
+        reviews = [e for e in await events(rt, "autopilot.dispatched") if e["payload"]["reason"] == "review_requested"]
+        async with rt.db.read() as r:
+            proposal = await r.one(Proposal, "SELECT * FROM proposals")
+            assert proposal is not None
+            report = await gates.evaluate(r, root, rt.policy, proposal, clock.now(), dry_run_error="")
+    finally:
+        await rt.close()
+    assert requested[0]["payload"]["reviewers"] == ["reviewer-1"]  # all the policy named
+    assert sorted(e["payload"]["agent_id"] for e in reviews) == ["reviewer-1", "security-1"]
+    assert report.ok, report.error
