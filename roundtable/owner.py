@@ -235,6 +235,7 @@ class Owner:
 
         self.runtime = await Runtime.open(self.root)
         self.runtime.owner = True
+        self.runtime.db.watch_commits()  # other processes' commits reach the change bus too
         config = self.runtime.config
         for line in await recover_interrupted(self.runtime):
             self.say(str(line))

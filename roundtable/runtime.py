@@ -31,10 +31,12 @@ from jsonschema.validators import validator_for
 from roundtable.bus import ChangeBus
 from roundtable.config import Config, load_config
 from roundtable.errors import PermissionDenied, RoundtableError, StoreError, ToolError, ValidationError
+from roundtable.services.policy import Policy, load_policy
 from roundtable.services.redact import redact
 from roundtable.store.db import ACTING, Database, Reader
 from roundtable.tools.context import OPERATOR, Call, Caller
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
+from roundtable.tools.sessions_ops import SessionControl
 
 log = logging.getLogger("roundtable.runtime")
 
@@ -69,8 +71,10 @@ class Runtime:
         self.config = config
         self.db = db
         self.registry = registry
-        self.policy: Any = None
+        self.policy: Policy | None = None
         self.owner = False
+        # The session supervisor, provided by the owner that hosts one (`tools/sessions_ops.py`).
+        self.supervisor: SessionControl | None = None
         self._validators: dict[str, Any] = {}
         self._close_hooks: list[Callable[[], Any]] = []
 
@@ -87,7 +91,7 @@ class Runtime:
         db = await Database.open(config.sqlite_path(root), bus=bus, read_only=read_only)
         runtime = cls(root, config, db, get_registry())
         try:
-            runtime.policy = _load_policy(root)
+            runtime.policy = load_policy(root)
         except BaseException:
             await db.close()
             raise
@@ -167,8 +171,8 @@ class Runtime:
             raise PermissionDenied(f"{spec.name} is run only by the owner's own components")
         if spec.operator_only and not caller.is_operator:
             raise PermissionDenied(f"{spec.name} is reserved for the operator")
-        if spec.audience == "session" and caller.capability is None and not caller.is_operator:
-            raise PermissionDenied(f"{spec.name} is available only on a capability session whose role allows it")
+        if spec.audience == "session" and caller.capability is None:
+            raise PermissionDenied(f"{spec.name} is only available to capability sessions whose role allows it")
         if caller.is_operator or spec.read_only:
             return args
         if caller.is_anonymous:
@@ -317,17 +321,6 @@ def _describe(spec: ToolSpec, error: jsonschema.ValidationError) -> str:
     if error.validator == "minItems":
         return f"{name}: argument {path} needs at least {plural(int(bound), 'item')}"
     return f"{name}: argument {path or '(root)'} is invalid: {clip(str(error.message), 200)}"
-
-
-def _load_policy(root: Path) -> Any:
-    """Load POLICIES.ROUNDTABLE.md through the policy service, when it is available."""
-    import importlib
-    import importlib.util
-
-    if importlib.util.find_spec("roundtable.services.policy") is None:
-        return None  # the policy engine lands with the governance tools
-    policy = importlib.import_module("roundtable.services.policy")
-    return policy.load_policy(root)
 
 
 def _clip(value: object, limit: int = 64) -> str:

@@ -224,6 +224,8 @@ OPERATION_MODULES: tuple[str, ...] = (
     "testing",
     "memory",
     "operator_ops",
+    "sessions_ops",
+    "autopilot_ops",
     "chair_ops",
 )
 
