@@ -134,11 +134,12 @@ async def _request_reviews(runtime: Runtime, run_id: str, report: TickReport) ->
         report.reviews_requested.append(marked["review_requested"])
 
 
-async def _review_via_tool(runtime: Runtime, proposal: Proposal) -> tuple[list[str], list[dict[str, Any]]]:
-    """Run `proposal.request_review` as the Chair: the roles and reviewers the policy requires."""
+async def _review_via_tool(runtime: Runtime, proposal: Proposal) -> tuple[list[str], list[str]]:
+    """Run `proposal.request_review` as the Chair: the roles the policy requires and the agents
+    asked (ids, the spec's `reviewers` key, as in the tool's own event)."""
     result = await runtime.call("proposal.request_review", {"proposal_id": proposal.id}, CHAIR)
     roles = [str(x) for x in result.get("review_roles") or []]
-    reviewers = [dict(x) for x in result.get("reviewers") or [] if isinstance(x, dict)]
+    reviewers = [str(x["agent_id"]) for x in result.get("reviewers") or [] if isinstance(x, dict) and x.get("agent_id")]
     return roles, reviewers
 
 

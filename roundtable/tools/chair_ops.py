@@ -149,7 +149,7 @@ TOOLS: list[ToolSpec] = [
                 "task_id": string("Its task."),
                 "revision": string("The revision reviewed (its sha256, or r<number> before any patch)."),
                 "roles": strings("The roles the policy asks to review."),
-                "reviewers": {"type": "array", "items": _OBJECT, "description": "The reviewers asked."},
+                "reviewers": strings("The reviewers asked (agent ids)."),
             },
             ["run_id", "proposal_id", "revision"],
         ),

@@ -25,7 +25,7 @@ from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.runtime import Runtime
 from roundtable.scaffold import init_project
 from roundtable.store.schema import TABLES
-from roundtable.tools.context import Caller
+from roundtable.tools.context import CHAIR, Caller
 from roundtable.tools.registry import get_registry
 
 # Tools that run external programs or wait on purpose are exercised by their own tests.
@@ -239,8 +239,10 @@ def test_out_of_range_arguments_are_validation_errors(spec: Any, fuzz_root: Path
         args = {**_base(spec), key: value}
         before = await _fingerprint(runtime)
         label = f"{spec.name} {key}={_short(value)} as {'operator' if as_operator else 'agent'}"
+        # An internal operation exists only for the owner's components: validate it as one.
+        caller = CHAIR if spec.audience == "internal" else Caller("operator", "cli") if as_operator else AGENT
         try:
-            await runtime.call(spec.name, args, Caller("operator", "cli") if as_operator else AGENT)
+            await runtime.call(spec.name, args, caller)
         except ToolError as exc:
             error = exc
         else:
