@@ -93,6 +93,7 @@ class AgentRow:
     enabled: bool
     session: SessionRow | None
     task_id: str
+    task_title: str  # "" when the task is not among the listed ones
     turn: str  # requested | scheduled | started, "" when it has no outstanding turn
     activity: Activity | None
     failures: int

@@ -272,6 +272,7 @@ async def load_agents(
     for task in tasks:
         if task.assigned_agent_id and open_task(task):
             working.setdefault(task.assigned_agent_id, task.id)
+    titles = {task.id: task.title for task in tasks}
     turn_state: dict[str, str] = {}
     for turn in turns:
         turn_state.setdefault(turn.agent_id, turn.state)
@@ -280,13 +281,15 @@ async def load_agents(
         agent_id = str(agent["id"])
         session = current.get(agent_id)
         live_task = session.task_id if session is not None and session.live else ""
+        task_id = live_task or working.get(agent_id, "")
         out.append(
             AgentRow(
                 agent_id=agent_id,
                 role=str(agent["role"] or ""),
                 enabled=bool(agent["is_enabled"]),
                 session=session,
-                task_id=live_task or working.get(agent_id, ""),
+                task_id=task_id,
+                task_title=titles.get(task_id, ""),
                 turn=turn_state.get(agent_id, ""),
                 activity=activity.get(agent_id),
                 failures=failures.get(agent_id, 0),

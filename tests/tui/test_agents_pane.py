@@ -55,7 +55,7 @@ async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: R
             "implementer-1",
             "Implementer",
             "active",
-            "T-1",
+            "Add mul()",  # the task it works on, by title
             "scheduled",
             "0",
             "  42s claim.granted",

@@ -1,5 +1,5 @@
 """Agents: who is doing what — each registered agent with its role, its current (else latest)
-session's state, the task it works on, its place in the turn queue, how many of its sessions
+session's state, the task it works on (its title), its place in the turn queue, how many of its sessions
 failed (✗) and the last thing it recorded, with how long ago. `l` opens the agent's latest session log, `L`
 launches it (prefilled with its task)."""
 
@@ -22,7 +22,7 @@ class AgentsPane(TablePane):
     TITLE = "Agents"
     COLUMNS = ("agent", "role", "session", "task", "turn", "✗", "last action")
     # Ids and states stay whole; the role and the last action's event type give way.
-    ELASTIC: ClassVar[dict[str, int]] = {"role": 11, "task": 10, "last action": 22}
+    ELASTIC: ClassVar[dict[str, int]] = {"role": 11, "task": 14, "last action": 22}
     CLOCKED = True  # "12s ago" ages every second
 
     def build_rows(self, overview: Overview) -> list[Row]:
@@ -39,7 +39,7 @@ class AgentsPane(TablePane):
             agent.agent_id,
             agent.role or "—",
             session,
-            agent.task_id or "—",
+            agent.task_title or agent.task_id or "—",
             status_cell(agent.turn) if agent.turn else Text("—", style="dim"),
             Text(str(agent.failures), style="bold red") if agent.failures else Text("0", style="dim"),
             last_action_cell(agent, now_ns),
