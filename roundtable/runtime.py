@@ -182,16 +182,18 @@ class Runtime:
         return bind_identity(spec, args, caller)
 
     async def call(self, tool: str, args: object = None, caller: Caller = OPERATOR) -> dict[str, Any]:
-        """Validate and run one tool call; raises `ToolError` with a redacted message on failure."""
-        spec = self.resolve(tool, caller)
-        checked = self.validate(spec, self.authorise(spec, args, caller))
-        if not spec.read_only:
-            self.check_database()
-            checked = redact_args(checked)
-        call = Call(runtime=self, tool=spec.name, args=checked, caller=caller)
-        assert spec.handler is not None
+        """Validate and run one tool call; raises `ToolError` with a redacted message on failure
+        (every failure: refusals by lookup, authority and validation too)."""
+        spec: ToolSpec | None = None
         acting = ACTING.set((caller.principal, caller.transport))
         try:
+            spec = self.resolve(tool, caller)
+            checked = self.validate(spec, self.authorise(spec, args, caller))
+            if not spec.read_only:
+                self.check_database()
+                checked = redact_args(checked)
+            call = Call(runtime=self, tool=spec.name, args=checked, caller=caller)
+            assert spec.handler is not None
             if spec.mode == "write":
                 async with self.db.write(tool=spec.name, principal=caller.principal, transport=caller.transport) as tx:
                     call.tx = tx
@@ -213,8 +215,9 @@ class Runtime:
         except RoundtableError as exc:
             raise type(exc)(redact(str(exc))) if type(exc) is ToolError else _redacted(exc) from None
         except Exception:
-            log.exception("tool %s failed", spec.name)
-            raise ToolError(f"{spec.name} failed with an internal error; the owner's log has details") from None
+            name = spec.name if spec is not None else _clip(tool)
+            log.exception("tool %s failed", name)
+            raise ToolError(f"{name} failed with an internal error; the owner's log has details") from None
         finally:
             ACTING.reset(acting)
 

@@ -166,7 +166,8 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 
 def _prepare_directory(directory: Path) -> None:
-    """Create the socket directory 0700; tighten one we own; refuse one we do not."""
+    """Create the socket directory 0700; tighten one we own; refuse one we do not; leave a
+    shared sticky directory (`/tmp`) alone."""
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = os.lstat(directory)
@@ -174,6 +175,11 @@ def _prepare_directory(directory: Path) -> None:
         raise SocketError(f"create mcp socket directory: {exc.strerror}") from None
     if not stat.S_ISDIR(info.st_mode):
         raise SocketError(f'mcp socket directory is not a directory: "{directory}"')
+    if info.st_mode & stat.S_ISVTX:
+        # A shared sticky directory such as /tmp is never tightened (as root that would lock
+        # every other user out of /tmp): the socket itself is made 0600 and peers are checked
+        # by uid on every connection.
+        return
     if info.st_uid != os.geteuid():
         raise SocketError(f'mcp socket directory is owned by another user: "{directory}"')
     if stat.S_IMODE(info.st_mode) != 0o700:

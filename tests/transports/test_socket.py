@@ -175,6 +175,17 @@ async def test_existing_directory_is_tightened(project: Path, sockdir: Path) -> 
         assert stat.S_IMODE(os.lstat(d).st_mode) == 0o700
 
 
+async def test_a_shared_sticky_directory_is_left_alone(project: Path, sockdir: Path) -> None:
+    """A socket straight in a /tmp-like directory (1777) must not tighten it: as root that
+    would lock every other user out of /tmp. The socket itself is 0600."""
+    shared = sockdir / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    async with Owner(project, http=False, chair=False, socket_path=shared / "s.sock"):
+        assert stat.S_IMODE(os.lstat(shared).st_mode) == 0o1777
+        assert stat.S_IMODE(os.lstat(shared / "s.sock").st_mode) == 0o600
+
+
 async def test_start_refuses_non_socket_and_live_socket_removes_stale(project: Path, sockdir: Path, runtime) -> None:  # type: ignore[no-untyped-def]
     plain = sockdir / "plain"
     plain.write_text("precious")
