@@ -9,13 +9,14 @@ argument that names who acts (`agent_id`, `actor_id`, `decided_by`, …) against
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from roundtable.services.project import Project
 from roundtable.services.run_scope import RunHint
 from roundtable.store.db import Reader, Tx
 
 if TYPE_CHECKING:
-    from roundtable.runtime import Runtime
+    from roundtable.bus import ChangeBus
     from roundtable.store.records import SessionCapability
 
 CallerKind = Literal["operator", "agent", "internal"]
@@ -96,11 +97,20 @@ SUPERVISOR = Caller("internal", "supervisor")
 DISPATCHER = Caller("internal", "dispatcher")
 
 
+class Host(Project, Protocol):
+    """What a handler may use of the runtime running it: the project (root, database,
+    configuration, policy) and the change bus. Anything a layer above provides (the session
+    supervisor) is read from it by name (`tools/sessions_ops.py`), never imported."""
+
+    @property
+    def bus(self) -> ChangeBus: ...
+
+
 @dataclass
 class Call:
     """One tool call in progress. `tx` is set for write-mode tools, `reader` for read-mode ones."""
 
-    runtime: Runtime
+    runtime: Host
     tool: str
     args: dict[str, Any]
     caller: Caller
