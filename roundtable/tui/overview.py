@@ -32,9 +32,9 @@ from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run,
 from roundtable.tui.models import Activity, AgentRow, Overview, ProposalRow, SessionRow, TurnRow, open_task
 from roundtable.tui.timefmt import stamp_ns
 
-# The first refresh looks this many events back for the agents' last actions; later refreshes
-# read only what was appended since (events are append-only).
-ACTIVITY_LOOKBACK = 20_000
+# The agents' last actions come from at most this many newest events: the first refresh reads
+# that far back, later ones only what was appended since (events are append-only).
+ACTIVITY_LOOKBACK = 5_000
 BLOCKED_REASONS = 50  # the reasons of at most this many blocked tasks are read per refresh
 
 
@@ -42,23 +42,23 @@ BLOCKED_REASONS = 50  # the reasons of at most this many blocked tasks are read 
 class ActivityLog:
     """Each actor's newest event, kept up to date incrementally across refreshes."""
 
-    after: int = -1  # the last event id read; -1 before the first read
+    after: int = 0  # the last event id read
     latest: dict[str, Activity] = field(default_factory=dict)
 
     async def update(self, reader: Reader) -> dict[str, Activity]:
-        if self.after < 0:
-            top = int(await reader.scalar("SELECT COALESCE(MAX(id), 0) FROM events") or 0)
-            self.after = max(top - ACTIVITY_LOOKBACK, 0)
+        top = int(await reader.scalar("SELECT COALESCE(MAX(id), 0) FROM events") or 0)
+        # Never more than the last ACTIVITY_LOOKBACK events, however many arrived since.
+        self.after = max(self.after, top - ACTIVITY_LOOKBACK, 0)
         rows = await reader.fetchall(
-            "SELECT id, actor_id, principal, type, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?",
-            (self.after, ACTIVITY_LOOKBACK),
+            "SELECT id, actor_id, principal, type, created_at FROM events WHERE id > ? AND id <= ? ORDER BY id",
+            (self.after, top),
         )
         for row in rows:
             principal = str(row["principal"] or "")
             actor = principal.removeprefix("agent:") if principal.startswith("agent:") else str(row["actor_id"] or "")
             if actor:
                 self.latest[actor] = Activity(str(row["type"]), str(row["created_at"]))
-            self.after = int(row["id"])
+        self.after = top
         return self.latest
 
 

@@ -13,12 +13,15 @@ from roundtable.autopilot import Dispatcher, DispatcherStatus
 from roundtable.runtime import Runtime
 from roundtable.services import sessions
 from roundtable.supervisor import start_supervisor
+from roundtable.tui import overview
 from roundtable.tui.autopilot import badge
 from roundtable.tui.flows.chair import NO_DISPATCHER, READ_ONLY_AUTOPILOT
+from roundtable.tui.overview import ActivityLog
 from roundtable.tui.screens.session_log import SessionLogScreen
 from roundtable.tui.session_log import log_path, read_chunk
 from roundtable.tui.widgets.agents_pane import AgentsPane
 from roundtable.tui.widgets.inspector import Inspector
+from roundtable.tui.widgets.sessions_pane import SessionsPane
 from tests.tui.conftest import make_app, notifications, settle, wait_for
 from tests.tui.flows import scalar
 from tests.tui.seed import FAILED_SESSION, LIVE_SESSION, LOG_LINES, RUN_ID, at, seed_live_session
@@ -206,3 +209,43 @@ async def test_autopilot_refused_read_only_and_without_a_dispatcher(seeded: Runt
         await pilot.press("P")
         await wait_for(lambda: NO_DISPATCHER in notifications(app), what="no-dispatcher notice")
     assert await scalar(seeded, "SELECT COUNT(*) FROM events WHERE type LIKE 'autopilot.%'") == 0
+
+
+async def test_activity_log_reads_only_new_events_and_never_too_many(
+    seeded: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = ActivityLog()
+    async with seeded.db.read() as r:
+        latest = await log.update(r)
+    assert latest["implementer-1"].event_type == "agent.turn_requested"
+    first = log.after
+    async with seeded.db.write() as tx:
+        await tx.execute(
+            "INSERT INTO events (run_id, type, actor_id, payload_json, principal) VALUES (?, ?, ?, ?, ?)",
+            (RUN_ID, "proposal.created", "", "{}", "agent:implementer-2"),  # the principal names the agent
+        )
+    async with seeded.db.read() as r:
+        latest = await log.update(r)
+    assert log.after == first + 1 and latest["implementer-2"].event_type == "proposal.created"
+
+    monkeypatch.setattr(overview, "ACTIVITY_LOOKBACK", 2)
+    fresh = ActivityLog()
+    async with seeded.db.read() as r:
+        latest = await fresh.update(r)
+    assert set(latest) == {"reviewer-1", "implementer-2"}  # only the last two events were read
+
+
+async def test_l_on_the_sessions_pane_opens_that_sessions_log(seeded: Runtime) -> None:
+    await seed_live_session(seeded)
+    app = make_app(seeded)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app)
+        pane = app.query_one(SessionsPane)
+        pane.focus()
+        await wait_for(lambda: pane.row_count == 2, what="sessions listed")
+        assert pane.selected_key() == LIVE_SESSION
+        await pilot.press("l")
+        await wait_for(lambda: isinstance(app.screen, SessionLogScreen), what="log viewer")
+        assert isinstance(app.screen, SessionLogScreen) and app.screen.session.id == LIVE_SESSION
+        log = app.screen.query_one(Log)
+        await wait_for(lambda: len(log.lines) == len(LOG_LINES), what="the log's lines")

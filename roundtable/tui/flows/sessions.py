@@ -11,12 +11,13 @@ from __future__ import annotations
 from textual import work
 
 from roundtable import domain
+from roundtable.domain import TERMINAL_TASK_STATUSES
 from roundtable.services.adapters import registry
 from roundtable.services.agents import configured_agents
 from roundtable.services.capabilities import role_for_agent
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tui.base import ConsoleBase
-from roundtable.tui.models import AgentRow, SessionRow, open_task
+from roundtable.tui.models import AgentRow, SessionRow
 from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.session_log import SessionLogScreen
 from roundtable.tui.widgets.agents_pane import AgentsPane
@@ -78,7 +79,10 @@ class SessionFlows(ConsoleBase):
         config = self.runtime.config
         agents = tuple((a.id, a.role, a.adapter) for a in configured_agents(config) if role_for_agent(a.id) is not None)
         overview = self.overview
-        tasks = tuple((t.id, t.title) for t in (overview.tasks if overview else []) if open_task(t))
+        # Blocked tasks too: relaunching an agent on one is how the operator retries it.
+        tasks = tuple(
+            (t.id, t.title) for t in (overview.tasks if overview else []) if t.status not in TERMINAL_TASK_STATUSES
+        )
         proposals = tuple(
             (row.proposal.id, row.proposal.title)
             for row in (overview.proposals if overview else [])
