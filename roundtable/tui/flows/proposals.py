@@ -5,6 +5,7 @@ fail (a decided proposal, failing gates, a transaction that is not applied)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Group
@@ -23,7 +24,7 @@ from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
 
 
-def _only_open(verb: str) -> Any:
+def _only_open(verb: str) -> Callable[[Proposal], str]:
     def refuse(proposal: Proposal) -> str:
         if domain.is_open(proposal.status):
             return ""
@@ -62,7 +63,7 @@ class ProposalFlows(ConsoleBase):
                 )
         return self.selected(TransactionsPane, transactions, lambda t: t.id)
 
-    def _proposal_target(self, refuse: Any = None) -> Proposal | None:
+    def _proposal_target(self, refuse: Callable[[Proposal], str] | None = None) -> Proposal | None:
         return self.target(self.selected_proposal(), what="a proposal", pane="Proposals", refuse=refuse)
 
     # --- gates ------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ the runs service (as the CLI's `runs` commands do), each after a confirmation.""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rich.text import Text
@@ -30,7 +30,7 @@ def _archivable(run: Run) -> str:
 
 
 class RunFlows(ConsoleBase):
-    def _selected_run(self, refuse: Any = None) -> Run | None:
+    def _selected_run(self, refuse: Callable[[Run], str] | None = None) -> Run | None:
         runs = self.overview.runs if self.overview else []
         return self.target(self.selected(RunsPane, runs, lambda r: r.id), what="a run", pane="Runs", refuse=refuse)
 

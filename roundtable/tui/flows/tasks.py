@@ -3,6 +3,7 @@ with a reason, `c` cancels it after a confirmation — each an audited call as t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -36,7 +37,7 @@ def known_args(tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 class TaskFlows(ConsoleBase):
-    def _selected_task(self, refuse: Any) -> Task | None:
+    def _selected_task(self, refuse: Callable[[Task], str]) -> Task | None:
         tasks = self.overview.tasks if self.overview else []
         return self.target(self.selected(TasksPane, tasks, lambda t: t.id), what="a task", pane="Tasks", refuse=refuse)
 

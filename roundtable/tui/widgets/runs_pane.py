@@ -10,12 +10,12 @@ from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 class RunsPane(TablePane):
     kind = "run"
     TITLE = "Runs"
-    COLUMNS = ("", "status", "run", "started", "goal")
+    COLUMNS = ("", "run", "status", "started", "goal")  # the id first: a narrow pane cuts the goal
     ELASTIC = {"goal": 32}
 
     def build_rows(self, overview: Overview) -> list[Row]:
         current = overview.run.id if overview.run else ""
         return [
-            (r.id, ("▶" if r.id == current else "", status_cell(r.status), r.id, short_time(r.started_at), r.goal))
+            (r.id, ("▶" if r.id == current else "", r.id, status_cell(r.status), short_time(r.started_at), r.goal))
             for r in overview.runs
         ]
