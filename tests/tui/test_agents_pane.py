@@ -15,7 +15,7 @@ from roundtable.services import sessions
 from roundtable.supervisor import start_supervisor
 from roundtable.tui import overview
 from roundtable.tui.autopilot import badge
-from roundtable.tui.flows.chair import NO_DISPATCHER, READ_ONLY_AUTOPILOT
+from roundtable.tui.flows.chair import NO_CHAIR, NO_DISPATCHER, READ_ONLY_AUTOPILOT
 from roundtable.tui.overview import ActivityLog
 from roundtable.tui.screens.session_log import SessionLogScreen
 from roundtable.tui.session_log import log_path, read_chunk
@@ -195,7 +195,7 @@ def test_badge_labels(status: DispatcherStatus, label: str) -> None:
     assert badge(status)[0] == label
 
 
-async def test_autopilot_refused_read_only_and_without_a_dispatcher(seeded: Runtime, dispatcher: Dispatcher) -> None:
+async def test_autopilot_refused_read_only_and_without_an_owner(seeded: Runtime, dispatcher: Dispatcher) -> None:
     app = make_app(seeded, dispatcher=dispatcher, read_only=True)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app)
@@ -208,6 +208,9 @@ async def test_autopilot_refused_read_only_and_without_a_dispatcher(seeded: Runt
         assert "MANUAL" not in app.header.compose_text().plain  # no dispatcher, no badge
         await pilot.press("P")
         await wait_for(lambda: NO_DISPATCHER in notifications(app), what="no-dispatcher notice")
+        # an app built on a bare runtime (no owner) has no Chair either: t and p say so
+        await pilot.press("t", "p")
+        await wait_for(lambda: notifications(app).count(NO_CHAIR) == 2, what="no-Chair notices")
     assert await scalar(seeded, "SELECT COUNT(*) FROM events WHERE type LIKE 'autopilot.%'") == 0
 
 
