@@ -94,7 +94,7 @@ async def _measure(root: Path) -> list[dict[str, Any]]:
         await _fill(runtime, CLAIMS, EVENTS)
         rows.append(_row("seed database", time.perf_counter() - started, "s", note))
 
-        cold = RoundtableApp(runtime, run_id="RUN-bench", watch_files=False, live_clock=False)
+        cold = RoundtableApp(runtime, run_id="RUN-bench", watch_commits=False, live_clock=False)
         started = time.perf_counter()
         async with cold.run_test(size=SIZE):
             await _settled(cold)
@@ -107,7 +107,7 @@ async def _measure(root: Path) -> list[dict[str, Any]]:
                 )
             )
 
-        app = RoundtableApp(runtime, run_id="RUN-bench", watch_files=False, live_clock=False)
+        app = RoundtableApp(runtime, run_id="RUN-bench", watch_commits=False, live_clock=False)
         started = time.perf_counter()
         async with app.run_test(size=SIZE) as pilot:
             await _settled(app)

@@ -537,7 +537,7 @@ class Database:
         """Announce other processes' commits on the change bus (`store/watch.py`); idempotent.
         Owners and the read-only console start it; a one-shot CLI command needs none."""
         if self._commit_watch is None and not self._closed:
-            watcher = publish_external_commits(CommitWatch(self.path), self.bus, interval)
+            watcher = publish_external_commits(CommitWatch(self.path), self.bus, interval, self.file_problem)
             self._commit_watch = asyncio.create_task(watcher, name="roundtable-commit-watch")
 
     async def close(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -51,18 +52,23 @@ class CommitWatch:
             await conn.close()
 
 
-async def publish_external_commits(watch: CommitWatch, bus: ChangeBus, interval: float) -> None:
+async def publish_external_commits(
+    watch: CommitWatch, bus: ChangeBus, interval: float, problem: Callable[[], str] = lambda: ""
+) -> None:
     """Poll `watch` every `interval` seconds until cancelled; publish `Change(external=True)` when
     the database changed and no in-process commit was announced meanwhile (an in-process commit
-    already woke every subscriber, and they re-read the database anyway)."""
+    already woke every subscriber, and they re-read the database anyway) — and when `problem()`
+    (the database file removed or replaced, see `Database.file_problem`) appears or clears, so
+    readers notice a database that is no longer there."""
     await watch.changed()  # the baseline
-    seen = bus.version
+    seen, trouble = bus.version, problem()
     try:
         while True:
             await asyncio.sleep(interval)
             changed = await watch.changed()
-            if changed and bus.version == seen:
+            now = problem()
+            if (changed and bus.version == seen) or now != trouble:
                 bus.publish(Change(external=True))
-            seen = bus.version
+            seen, trouble = bus.version, now
     finally:
         await watch.close()

@@ -3,9 +3,9 @@
 The app reads the database directly (one read snapshot per refresh, keyed pages for long
 lists) and changes it only through `Runtime.call` with the operator as caller, exactly like an
 agent's call, so every action is validated, transactional and audited. It refreshes when the
-change bus announces a commit in this process and when `watchfiles` sees the database files
-change (writes by other processes); bursts coalesce into one refresh, and there is no timer
-that polls the database.
+change bus announces a commit — this process's, or another process's seen by the store's one
+commit watch (`Database.watch_commits`, `PRAGMA data_version`); bursts coalesce into one
+refresh, and the console itself runs no timer that polls the database.
 
 The app is assembled from parts with one job each: `live.py` (refresh, inspector, staleness),
 `panes.py` (layout and navigation) and the operator flows in `flows/`; `base.py` holds what they
@@ -50,7 +50,7 @@ from roundtable.tui.widgets.turns_pane import TurnsPane
 
 
 class RoundtableApp(LiveMixin, PanesMixin, ApprovalFlows, ProposalFlows, SessionFlows, RunFlows, TaskFlows, ChairFlows):
-    """The console. `clock_ns` is injectable so snapshots are stable; `watch_files=False` and
+    """The console. `clock_ns` is injectable so snapshots are stable; `watch_commits=False` and
     `live_clock=False` keep tests deterministic. `dispatcher` is the owner's autopilot (None
     when the owner hosts none)."""
 
@@ -70,7 +70,7 @@ class RoundtableApp(LiveMixin, PanesMixin, ApprovalFlows, ProposalFlows, Session
         owner_info: OwnerInfo | None = None,
         read_only: bool = False,
         clock_ns: Callable[[], int] = clock.now_ns,
-        watch_files: bool = True,
+        watch_commits: bool = True,
         live_clock: bool = True,
     ) -> None:
         super().__init__(
@@ -84,7 +84,7 @@ class RoundtableApp(LiveMixin, PanesMixin, ApprovalFlows, ProposalFlows, Session
         )
         self._overrides = commands.keymap(runtime.config.tui.bindings)
         self.startup_notes: list[str] = []
-        self._setup_live(watch_files=watch_files, live_clock=live_clock)
+        self._setup_live(watch_commits=watch_commits, live_clock=live_clock)
         self._setup_panes()
 
     def compose(self) -> ComposeResult:
@@ -140,5 +140,4 @@ class RoundtableApp(LiveMixin, PanesMixin, ApprovalFlows, ProposalFlows, Session
         return True
 
     async def action_quit(self) -> None:
-        self._stop_watch.set()
         self.exit()

@@ -145,12 +145,18 @@ class ConsoleBase(App[None]):
 
     # --- calls --------------------------------------------------------------------------------
 
+    @property
+    def caller(self) -> Caller:
+        """The console as a caller: the operator, acting for the console's run (the run its
+        changes belong to when nothing else names one — `services.run_scope`)."""
+        return CONSOLE.with_run(self.run_id)
+
     async def call_tool(
         self, tool: str, args: dict[str, Any], *, success: str, title: str = ""
     ) -> dict[str, Any] | None:
         """One audited call as the operator; errors become a notification, never a crash."""
         try:
-            result = await self.runtime.call(tool, args, CONSOLE)
+            result = await self.runtime.call(tool, args, self.caller)
         except Exception as exc:
             self.notify(describe(exc), severity="error", title=title or tool, timeout=8)
             return None

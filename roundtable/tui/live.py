@@ -1,4 +1,5 @@
-"""Keeping the console current: the change bus and `watchfiles` announce commits, a refresh
+"""Keeping the console current: the change bus announces commits — this process's, and other
+processes' through the store's one commit watch (`Database.watch_commits`) —, a refresh
 reads one `Overview`, the inspector loads one record; both reads go through a `Coalescer`, so a
 burst of notices becomes one more read, never a queue. While a dialog is open refreshes wait and
 catch up when it closes. A failed read keeps the panes' data and marks the header stale.
@@ -28,22 +29,21 @@ from roundtable.tui.widgets.virtual_list import VirtualList
 class LiveMixin(ConsoleBase):
     """Refresh, inspection, staleness and the 1 s repaint of relative times."""
 
-    def _setup_live(self, *, watch_files: bool, live_clock: bool) -> None:
-        self.watch_files = watch_files
+    def _setup_live(self, *, watch_commits: bool, live_clock: bool) -> None:
+        self.watch_commits = watch_commits
         self.live_clock = live_clock
         self.stale: Staleness | None = None
         self.gate_reports: dict[str, tuple[dict[str, Any] | None, str]] = {}
         self._held = False  # a refresh came due while a dialog was open
-        self._stop_watch = asyncio.Event()
         self._activity = ActivityLog()
         self.refresher: Coalescer[None] = Coalescer(self._load_overview, self._refresh_worker)
         self.inspections: Coalescer[tuple[str, str]] = Coalescer(self._load_entity, self._inspect_worker)
 
     def start_live(self) -> None:
         self.request_refresh()
+        if self.watch_commits:
+            self.runtime.db.watch_commits()  # other processes' commits reach the bus too
         self._watch_bus()
-        if self.watch_files:
-            self._watch_files()
         if self.live_clock:
             # Re-renders relative times (ages, countdowns, the Chair's next tick); reads nothing.
             self.set_interval(1.0, self._tick_clock)
@@ -67,24 +67,6 @@ class LiveMixin(ConsoleBase):
             while True:
                 await sub.get()
                 self.post_message(DatabaseChanged("bus"))
-
-    @work(group="files", exit_on_error=False)
-    async def _watch_files(self) -> None:
-        """Writes by other processes touch the database file or its WAL; nothing else tells us."""
-        from watchfiles import awatch
-
-        db_path = Path(self.runtime.db.path)
-        names = {db_path.name, f"{db_path.name}-wal"}
-        async for _changes in awatch(
-            db_path.parent,
-            watch_filter=lambda _change, path: Path(path).name in names,
-            debounce=120,
-            step=20,
-            recursive=False,
-            rust_timeout=500,
-            stop_event=self._stop_watch,
-        ):
-            self.post_message(DatabaseChanged("files"))
 
     def on_database_changed(self, message: DatabaseChanged) -> None:
         if len(self.screen_stack) > 1:

@@ -57,3 +57,20 @@ async def test_close_stops_the_watch(tmp_path: Path) -> None:
     await asyncio.sleep(0.05)
     await db.close()
     assert not [t for t in asyncio.all_tasks() if t.get_name() == "roundtable-commit-watch" and not t.done()]
+
+
+async def test_a_database_file_that_disappears_and_returns_is_announced(tmp_path: Path) -> None:
+    path = tmp_path / "rt.db"
+    db = await Database.open(path)
+    try:
+        db.watch_commits(interval=0.02)
+        await asyncio.sleep(0.1)
+        with db.bus.subscribe() as sub:
+            path.rename(tmp_path / "moved.db")
+            gone = await sub.get(timeout=5)
+            (tmp_path / "moved.db").rename(path)
+            back = await sub.get(timeout=5)
+        assert gone == back == Change(external=True)
+        assert db.file_problem() == ""
+    finally:
+        await db.close()

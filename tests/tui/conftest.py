@@ -45,7 +45,7 @@ def make_app(runtime: Runtime, **kwargs: Any) -> RoundtableApp:
     options: dict[str, Any] = {
         "run_id": RUN_ID,
         "clock_ns": frozen_clock,
-        "watch_files": False,
+        "watch_commits": False,
         "live_clock": False,
         "owner_info": OwnerInfo(
             project="Roundtable", http_url="http://127.0.0.1:7117/mcp", socket_path=".roundtable/mcp/roundtable.sock"

@@ -1,5 +1,5 @@
 """Pilot: the console follows writes from this process (change bus) and from other processes
-(watchfiles on the database files), and shows a stale marker while the database is unreadable."""
+(the store's commit watch on PRAGMA data_version), and shows a stale marker while the database is unreadable."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ async def test_in_process_commit_refreshes_through_the_bus(seeded: Runtime) -> N
 
 
 async def test_write_by_another_process_appears_within_a_second(seeded: Runtime) -> None:
-    app = make_app(seeded, watch_files=True)
+    app = make_app(seeded, watch_commits=True)
     async with app.run_test(size=(140, 40)):
         await settle(app)
         await wait_for(lambda: bool(app.workers), what="watchers started")
@@ -50,7 +50,7 @@ async def test_write_by_another_process_appears_within_a_second(seeded: Runtime)
 
 
 async def test_stale_marker_appears_and_clears(seeded: Runtime) -> None:
-    app = make_app(seeded, watch_files=True)
+    app = make_app(seeded, watch_commits=True)
     db_path = seeded.db.path
     moved = db_path.with_name("moved.db")
     async with app.run_test(size=(140, 40)) as pilot:

@@ -7,7 +7,7 @@ import inspect
 from typing import Any
 
 from roundtable.tui.autopilot import badge
-from roundtable.tui.base import CONSOLE, ConsoleBase
+from roundtable.tui.base import ConsoleBase
 
 NO_CHAIR = "No Chair runs in this console."
 NO_DISPATCHER = "No autopilot in this console: the owner hosts no dispatcher."
@@ -50,7 +50,7 @@ class ChairFlows(ConsoleBase):
             self.notify(NO_DISPATCHER, severity="warning", title="autopilot")
             return
         on = not dispatcher.enabled
-        ok, _ = await self.attempt(dispatcher.set_enabled(on, CONSOLE), title="autopilot")
+        ok, _ = await self.attempt(dispatcher.set_enabled(on, self.caller), title="autopilot")
         self.header.update_view()
         if ok:
             label, _style = badge(dispatcher.status())

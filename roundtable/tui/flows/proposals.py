@@ -16,7 +16,7 @@ from roundtable import domain
 from roundtable.domain import TransactionStatus
 from roundtable.services.testing import sandbox_for
 from roundtable.store.records import Proposal, Transaction
-from roundtable.tui.base import CONSOLE, OPERATOR_NAME, ConsoleBase, describe
+from roundtable.tui.base import OPERATOR_NAME, ConsoleBase, describe
 from roundtable.tui.messages import GateReport
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
 from roundtable.tui.screens.prompt import PromptScreen
@@ -90,7 +90,7 @@ class ProposalFlows(ConsoleBase):
 
     async def gate_report(self, proposal_id: str) -> dict[str, Any] | None:
         try:
-            report = await self.runtime.call("patch.validate", {"proposal_id": proposal_id}, CONSOLE)
+            report = await self.runtime.call("patch.validate", {"proposal_id": proposal_id}, self.caller)
         except Exception as exc:
             self.post_message(GateReport(proposal_id, None, describe(exc)))
             self.notify(describe(exc), severity="error", title="patch.validate", timeout=8)
@@ -114,8 +114,8 @@ class ProposalFlows(ConsoleBase):
         tests that are not allowed are skipped, never run. Where no sandbox works here, the tests
         run only after the operator confirms that unreviewed code will run unsandboxed."""
         try:
-            proposal = (await self.runtime.call("proposal.get", {"proposal_id": proposal_id}, CONSOLE))["proposal"]
-            suggested = await self.runtime.call("test.suggest", {"proposal_id": proposal_id}, CONSOLE)
+            proposal = (await self.runtime.call("proposal.get", {"proposal_id": proposal_id}, self.caller))["proposal"]
+            suggested = await self.runtime.call("test.suggest", {"proposal_id": proposal_id}, self.caller)
             sandbox = await sandbox_for(self.runtime)
         except Exception as exc:
             self.notify(describe(exc), severity="error", title="test.suggest", timeout=8)
