@@ -22,7 +22,6 @@ from roundtable.chair.report import TickReport
 from roundtable.chair.tick import tick, turns
 from roundtable.services import runs as runs_service
 from roundtable.services.chair_steps import error_text
-from roundtable.store.watch import CommitWatch
 
 if TYPE_CHECKING:
     from roundtable.bus import Subscription
@@ -59,7 +58,8 @@ class ChairLoop:
     tick. A run whose tick raises backs off (1 s doubling to 30 s) without delaying the others.
 
     A cycle costs what changed: when nothing was committed since the last full cycle (by anyone:
-    `PRAGMA data_version`, see `store/watch.py`) the cycle skips the ticks, except for a full
+    the change bus counts this process's commits and, through the store's `PRAGMA data_version`
+    watch, other processes'; see `store/watch.py`) the cycle skips the ticks, except for a full
     sweep every `SWEEP_TICKS` periods (clamped to 1-10 s) that catches what only time changes —
     turn deadlines and claim TTLs.
     """
@@ -79,7 +79,8 @@ class ChairLoop:
         self._backoff: dict[str, tuple[float, float]] = {}  # run_id -> (delay, retry_at monotonic)
         self._active_runs = 0
         self._cycle_failed = False
-        self._commits = CommitWatch(runtime.db.path)
+        self._seen_version = -1
+        runtime.db.watch_commits()  # other processes' commits reach the bus too
         self._next_sweep = 0.0
         self.skipped_cycles = 0
 
@@ -110,11 +111,11 @@ class ChairLoop:
 
     async def cycle(self) -> list[TickReport]:
         """One period of the loop: a full `tick_all()` if anything was committed since the last
-        one or a sweep is due, else nothing (an idle cycle reads one pragma)."""
-        try:
-            changed = await self._commits.changed()
-        except Exception:
-            changed = True  # cannot tell: do the work
+        one or a sweep is due, else nothing. "Committed" is the change bus's count, which the
+        store's one commit watch (`Database.watch_commits`) also bumps for other processes'
+        writes: an idle cycle reads nothing at all."""
+        version = self.runtime.bus.version
+        changed, self._seen_version = version != self._seen_version, version
         if not changed and time.monotonic() < self._next_sweep:
             self.skipped_cycles += 1
             self.state.ticks += 1
@@ -125,7 +126,7 @@ class ChairLoop:
         return reports
 
     async def close(self) -> None:
-        await self._commits.close()
+        """Nothing to release (the commit watch belongs to the store)."""
 
     async def tick_all(self) -> list[TickReport]:
         """One full cycle: tick every active run that is not backing off."""

@@ -283,11 +283,14 @@ async def test_a_loop_cycle_costs_what_changed(runtime: Runtime, run_id: str, pr
         assert await loop.cycle() == []
         assert loop.skipped_cycles == before + 1
         # A task created through a separate runtime (its own connections), like another process.
+        version = runtime.bus.version
         other = await Runtime.open(project)
         try:
             await _task(other, "T-elsewhere")
         finally:
             await other.close()
+        # The store's commit watch announces it on this process's bus within a poll or two.
+        assert await runtime.bus.wait_for_change(version, 5.0)
         reports = await loop.cycle()
         assert [a for r in reports for a in r.assigned] == [{"task_id": "T-elsewhere", "agent_id": "implementer-1"}]
         await loop.cycle()
