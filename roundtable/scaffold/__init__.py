@@ -118,4 +118,3 @@ async def _init_database(root: Path) -> None:
 
     async with await Runtime.open(root) as runtime:
         await runtime.call("adapters.record", {})
-

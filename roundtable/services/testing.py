@@ -134,7 +134,11 @@ async def allowed_commands(runtime: Project, proposal_id: str = "") -> list[test
         if proposal.revision:
 
             def touched_files() -> list[str]:
-                return list(parse_patch(read_revision_patch(runtime.root, proposal), runtime.root, allowances(runtime.policy)).touched)
+                return list(
+                    parse_patch(
+                        read_revision_patch(runtime.root, proposal), runtime.root, allowances(runtime.policy)
+                    ).touched
+                )
 
             touched = await anyio.to_thread.run_sync(touched_files)
     return await anyio.to_thread.run_sync(test_exec.allowed_commands, runtime.root, tests, touched)

@@ -131,7 +131,5 @@ async def ensure_credential(db: Database, root: Path, *, principal: str, agent_i
                 return path
     async with db.write(tool="tokens.ensure") as tx:
         _record, token = await create(tx, principal=principal, agent_id=bound)
-    await anyio.to_thread.run_sync(
-        lambda: credentials.write_credential(root, token, agent_id=bound, operator=operator)
-    )
+    await anyio.to_thread.run_sync(lambda: credentials.write_credential(root, token, agent_id=bound, operator=operator))
     return path

@@ -135,7 +135,9 @@ TOOLS = [
         input_schema=obj(
             {
                 "task_id": string("The task this change serves."),
-                "agent_id": string("The author (default: the agent your credential names; agents may not name another)."),
+                "agent_id": string(
+                    "The author (default: the agent your credential names; agents may not name another)."
+                ),
                 "title": string("Short title."),
                 "summary_md": string("What and why, in Markdown."),
                 "affected_resources": strings("Resource ids the patch touches, e.g. file:src/app.py."),
@@ -214,7 +216,9 @@ TOOLS = [
         input_schema=obj(
             {
                 "proposal_id": _PROPOSAL,
-                "agent_id": string("The voter (default: the agent your credential names; agents may not name another)."),
+                "agent_id": string(
+                    "The voter (default: the agent your credential names; agents may not name another)."
+                ),
                 "vote": string("approve, approve_with_notes, revise, reject, veto or abstain."),
                 "reason_md": string("Why, in Markdown."),
                 "confidence": number("0..1."),

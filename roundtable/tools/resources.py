@@ -215,7 +215,9 @@ TOOLS = [
                     "Lifetime in seconds (default 900).", minimum=0, maximum=claims_service.MAX_TTL_SECONDS
                 ),
                 "rationale": string("Why you need it."),
-                "agent_id": string("The claimant (default: the agent your credential names; agents may not name another)."),
+                "agent_id": string(
+                    "The claimant (default: the agent your credential names; agents may not name another)."
+                ),
                 "run_id": string("Run to record the event in."),
                 "claim_id": string("Explicit claim id (default: generated); must not exist yet."),
                 "path": string("Repository-relative path of the resource."),

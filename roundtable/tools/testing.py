@@ -66,7 +66,11 @@ async def suggest(call: Call) -> dict[str, Any]:
         task_id = task_id or proposal.task_id
 
         def touched_files() -> list[str]:
-            return list(parse_patch(read_revision_patch(runtime.root, proposal), runtime.root, allowances(runtime.policy)).touched)
+            return list(
+                parse_patch(
+                    read_revision_patch(runtime.root, proposal), runtime.root, allowances(runtime.policy)
+                ).touched
+            )
 
         touched = await anyio.to_thread.run_sync(touched_files)
     found = await anyio.to_thread.run_sync(test_suggest.suggest, runtime.root, touched)

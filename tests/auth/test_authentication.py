@@ -93,9 +93,7 @@ async def test_owner_start_keeps_credentials_and_replaces_revoked_ones(repo: Pat
     assert first and second and first != second
 
 
-async def test_project_credential_and_shared_token_are_anonymous(
-    owner: Owner, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_project_credential_and_shared_token_are_anonymous(owner: Owner, monkeypatch: pytest.MonkeyPatch) -> None:
     before = await snapshot(owner.runtime)
     token = credentials.read_credential(owner.root)
     assert token
@@ -119,7 +117,9 @@ async def test_capability_token_is_refused_on_the_shared_endpoint(owner: Owner) 
 
         await sessions.register(
             tx,
-            sessions.SessionDraft(id="S-1", agent_id="implementer-1", run_id=run.id, adapter="scripted", working_directory="/w"),
+            sessions.SessionDraft(
+                id="S-1", agent_id="implementer-1", run_id=run.id, adapter="scripted", working_directory="/w"
+            ),
         )
         cap_token, _cap = await capabilities.issue(
             tx, session_id="S-1", agent_id="implementer-1", run_id=run.id, role="implementer", task_id=task["id"]

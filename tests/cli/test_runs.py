@@ -49,7 +49,9 @@ async def test_list_end_and_archive(project: Path) -> None:
     rt = await Runtime.open(project)
     try:
         async with rt.db.read() as r:
-            types = [row[0] for row in await r.fetchall("SELECT type FROM events WHERE run_id = ? ORDER BY id", (old.id,))]
+            types = [
+                row[0] for row in await r.fetchall("SELECT type FROM events WHERE run_id = ? ORDER BY id", (old.id,))
+            ]
             overview = await load_overview(r, "RUN-new", rt.config)
         assert types == ["run.ended", "run.archived"]
         assert [run.id for run in overview.runs] == ["RUN-new"]  # archived runs leave the console

@@ -50,7 +50,13 @@ async def test_proposals_pane_counts_notes_and_revise(runtime: Runtime) -> None:
         for i, vote in enumerate(("approve_with_notes", "revise", "approve", "abstain")):
             await tx.insert(
                 "votes",
-                {"id": f"V-x{i}", "proposal_id": "P-1", "agent_id": f"reviewer-{i + 1}", "vote": vote, "revision": REVISION},
+                {
+                    "id": f"V-x{i}",
+                    "proposal_id": "P-1",
+                    "agent_id": f"reviewer-{i + 1}",
+                    "vote": vote,
+                    "revision": REVISION,
+                },
             )
     async with runtime.db.read() as reader:
         rows = {row.proposal.id: row for row in await load_proposals(reader)}

@@ -414,7 +414,6 @@ async def test_run_holds_no_transaction_and_cancel_leaves_nothing_behind(rt: Run
     assert scratch_dirs() == before and len(worktrees(rt.root)) == 1
 
 
-
 def _async(fn: Callable[[], T]) -> Callable[[], Awaitable[T]]:
     async def wrapper() -> T:
         return fn()

@@ -120,7 +120,7 @@ async def test_session_operations_need_a_supervisor(runtime: Runtime) -> None:
         agent = Caller("agent", "http", agent_id="implementer-1")
         with pytest.raises(PermissionDenied, match="reserved for the operator"):
             await runtime.call("session.revoke", {"session_id": "S"}, agent)
-        with pytest.raises(ToolError, match="tool not implemented: session.record_exit"):
+        with pytest.raises(ToolError, match=r"tool not implemented: session\.record_exit"):
             await runtime.call("session.record_exit", {"session_id": "S", "reason": "x"}, OPERATOR)
     finally:
         await sup.close()

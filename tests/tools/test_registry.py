@@ -28,7 +28,9 @@ def test_each_operation_has_one_audience_that_decides_who_may_call_it() -> None:
     assert {by_name["patch.apply"].audience, by_name["patch.reject"].audience} == {"mcp-operator"}
     assert by_name["patch.apply"].advertised and not by_name["patch.rollback"].advertised
     assert by_name["patch.apply"].operator_only and not by_name["task.create"].operator_only
-    assert {"claim.revoke", "token.create", "adapters.record"} <= {s.name for s in get_registry().for_audience("operator")}
+    assert {"claim.revoke", "token.create", "adapters.record"} <= {
+        s.name for s in get_registry().for_audience("operator")
+    }
     # Nothing but the MCP tools is advertised, and no advertised name is an operator one.
     assert all(s.audience in ("mcp", "mcp-operator") for s in get_registry().exposed())
 

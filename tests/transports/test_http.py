@@ -163,7 +163,9 @@ async def test_bearer_token(project: Path, sockdir: Path, monkeypatch: pytest.Mo
                 resp = await http.post(o.http_url, json=INIT, headers=h)
                 assert resp.status_code == 401 and token not in resp.text
             # The scheme is case-insensitive (RFC 9110).
-            assert (await http.post(o.http_url, json=INIT, headers={"authorization": f"bEaReR {token}"})).status_code == 200
+            assert (
+                await http.post(o.http_url, json=INIT, headers={"authorization": f"bEaReR {token}"})
+            ).status_code == 200
             assert (await http.get(o.http_url.replace("/mcp", "/healthz"))).status_code == 200
         client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
         async with Client(streamable_http_client(o.http_url, http_client=client)) as c:
