@@ -31,7 +31,8 @@ from jsonschema.validators import validator_for
 from roundtable.bus import ChangeBus
 from roundtable.config import Config, load_config
 from roundtable.errors import PermissionDenied, RoundtableError, StoreError, ToolError, ValidationError
-from roundtable.services.policy import Policy, load_policy
+from roundtable.services.policy import Policy
+from roundtable.services.policy_watch import LivePolicy
 from roundtable.services.redact import redact
 from roundtable.store.db import ACTING, Database, Reader
 from roundtable.tools.context import OPERATOR, Call, Caller
@@ -71,7 +72,7 @@ class Runtime:
         self.config = config
         self.db = db
         self.registry = registry
-        self.policy: Policy | None = None
+        self._policy: LivePolicy | None = None
         self.owner = False
         # The session supervisor, provided by the owner that hosts one (`tools/sessions_ops.py`).
         self.supervisor: SessionControl | None = None
@@ -82,6 +83,19 @@ class Runtime:
     def bus(self) -> ChangeBus:
         return self.db.bus
 
+    @property
+    def policy(self) -> Policy | None:
+        """`POLICIES.ROUNDTABLE.md` as it is now: a valid edit applies from the next call, an
+        invalid one is logged and ignored (`services/policy_watch.py`)."""
+        return self._policy.current() if self._policy is not None else None
+
+    @policy.setter
+    def policy(self, value: Policy) -> None:
+        if self._policy is None:
+            self._policy = LivePolicy(self.root, value)
+        else:
+            self._policy.replace(value)
+
     @classmethod
     async def open(cls, root: Path | str, *, bus: ChangeBus | None = None, read_only: bool = False) -> Runtime:
         """Load the config, open and migrate the database, load the policy. `read_only=True`
@@ -91,7 +105,7 @@ class Runtime:
         db = await Database.open(config.sqlite_path(root), bus=bus, read_only=read_only)
         runtime = cls(root, config, db, get_registry())
         try:
-            runtime.policy = load_policy(root)
+            runtime._policy = LivePolicy.load(root)
         except BaseException:
             await db.close()
             raise
