@@ -59,3 +59,17 @@ def test_both_spellings_resolve() -> None:
     assert registry.lookup("task.create") is registry.lookup("task_create")
     assert registry.lookup("test_evidence_submit") is registry.lookup("test.evidence.submit")
     assert registry.lookup("Task.Create") is None
+
+
+def test_the_session_role_matrix_names_only_operations_a_session_may_reach() -> None:
+    """The audience says who may call an operation at all; a capability session's role then
+    narrows the `mcp`/`session` operations (services.capabilities.ALLOWED, spec §8.4.6). The two
+    must agree: a role never lists an operator or internal operation, and every session
+    operation is granted to some role."""
+    from roundtable.services.capabilities import ALLOWED
+    from roundtable.tools.registry import SESSION_AUDIENCES
+
+    by_name = {s.name: s for s in get_registry()}
+    granted = set().union(*ALLOWED.values())
+    assert all(by_name[name].audience in SESSION_AUDIENCES for name in granted)
+    assert {s.name for s in get_registry() if s.audience == "session"} <= granted
