@@ -35,8 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from roundtable import clock
 from roundtable.autopilot.settings import Overrides, Settings, settings
-from roundtable.autopilot.work import Job, PlanNeed, TestNeed, Work, find
+from roundtable.autopilot.work import Job, PlanNeed, ReadyNeed, TestNeed, Work, find, ready_for_operator
 from roundtable.errors import RoundtableError, ValidationError
 from roundtable.services.sessions import SessionExit
 from roundtable.tools.context import DISPATCHER, OPERATOR, Caller
@@ -105,6 +106,7 @@ class PassReport:
     blocked: list[tuple[str, str]] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)
     waiting: int = 0  # work held back by backoff or limits
+    awaiting: list[str] = field(default_factory=list)  # proposals put in the operator's inbox
 
 
 class Dispatcher:
@@ -134,6 +136,7 @@ class Dispatcher:
         self._early_exits: dict[str, SessionExit] = {}
         self._background: dict[str, asyncio.Task[None]] = {}
         self._planned: set[str] = set()
+        self._ask_failed: set[tuple[str, str]] = set()  # (proposal, revision) whose approval request failed
         self._run_counts: dict[str, int] = {}
         self._loaded_runs: set[str] = set()
         self._wake = asyncio.Event()
@@ -238,7 +241,28 @@ class Dispatcher:
                 await self._consider(job, s, report)
             for test in work.tests:
                 self._start_tests(test, report)
+            async with self.runtime.db.read() as r:
+                ready = await ready_for_operator(r, self.runtime.root, self.runtime.policy, clock.now(), work)
+            for waiting in ready:
+                if (waiting.proposal_id, waiting.revision) not in self._ask_failed:
+                    await self._ask_operator(waiting, report)
             return report
+
+    async def _ask_operator(self, need: ReadyNeed, report: PassReport) -> None:
+        """Put a revision that waits only for the operator in the approval inbox."""
+        args = {
+            "subject": f"Apply {need.proposal_id}: {need.title}"[:500],
+            "reason_md": f"Revision {need.revision[:12]} passed every gate but yours — {need.summary}. "
+            "Approve, then apply it (console: `a`, then `A` on the proposal).",
+            "proposal_id": need.proposal_id,
+        }
+        try:
+            await self.runtime.call("human.request_approval", args, DISPATCHER.with_run(need.run_id))
+        except RoundtableError as exc:
+            log.warning("autopilot could not ask for the approval of %s: %s", need.proposal_id, exc)
+            self._ask_failed.add((need.proposal_id, need.revision))  # not again for this revision
+            return
+        report.awaiting.append(need.proposal_id)
 
     async def idle(self) -> bool:
         """Nothing running and nothing left to launch (backoff counts as something left)."""
@@ -246,6 +270,9 @@ class Dispatcher:
             return False
         async with self.runtime.db.read() as r:
             work = await find(r, root=self.runtime.root, policy=self.runtime.policy)
+            ready = await ready_for_operator(r, self.runtime.root, self.runtime.policy, clock.now(), work)
+            if self._enabled and any((n.proposal_id, n.revision) not in self._ask_failed for n in ready):
+                return False  # an approval request is still to be made
         if work.plans and any(n.run_id not in self._planned for n in work.plans):
             return False
         s = self.settings()

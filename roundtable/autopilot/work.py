@@ -9,7 +9,9 @@
   then security, then the tester) until the revision can reach the approvals the policy requires;
 - a blocking vote, a blocking security review or a failed host test on the current revision →
   relaunch the author with the reason (`revision_requested`, `test_failed`);
-- a current revision under review with no host test run → run the configured tests (`TestNeed`).
+- a current revision under review with no host test run → run the configured tests (`TestNeed`);
+- a current revision that waits only for the operator (every gate passes but the dry run and the
+  human approval) → ask for the operator's approval (`ReadyNeed`), so it lands in the inbox.
 
 Every `Job` has a key naming one piece of work (`task:T-1`, `review:P-1:<sha>:reviewer-1`, …):
 attempts, backoff and the block after `max_attempts` count per key.
@@ -25,7 +27,7 @@ from typing import Any
 from roundtable.domain import BLOCKING_VOTES, OPEN_PROPOSAL_STATUSES
 from roundtable.errors import RoundtableError
 from roundtable.services import capabilities
-from roundtable.services.gates import HOST_RUN_EXCLUDED, current_votes
+from roundtable.services.gates import HOST_RUN_EXCLUDED, current_votes, evaluate
 from roundtable.services.patches import allowances, parse_patch, read_patch
 from roundtable.services.tasks import BLOCKED_STATUSES, TERMINAL_STATUSES
 from roundtable.store.db import Reader
@@ -260,4 +262,60 @@ async def _with_required_voters(
                 return out
             if capabilities.role_for_agent(agent) == role and agent not in out:
                 out.append(agent)
+    return out
+
+
+@dataclass(frozen=True)
+class ReadyNeed:
+    """A revision every gate but the operator's own passes: votes, security review, tests,
+    claims, rollback plan. It goes to the operator's approval inbox (`human.request_approval`)."""
+
+    run_id: str
+    proposal_id: str
+    revision: str
+    title: str
+    summary: str
+
+
+# The gates only the operator's act settles: the dry run runs at apply time, and a policy that
+# requires a human approval is met by the approval this asks for.
+OPERATOR_GATES = frozenset({"dry_run", "policy"})
+
+
+async def ready_for_operator(r: Reader, root: Path, policy: Any, now: str, work: Work) -> list[ReadyNeed]:
+    """Open proposals of the active runs whose current revision waits only for the operator and
+    has no approval request yet — none while the autopilot still has work for them."""
+    pending = {j.proposal_id for j in work.jobs if j.proposal_id} | {t.proposal_id for t in work.tests}
+    rows = await r.fetchall("SELECT id FROM runs WHERE status = 'active'")
+    runs = [str(row[0]) for row in rows]
+    if not runs:
+        return []
+    marks = ", ".join("?" for _ in runs)
+    statuses = ", ".join("?" for _ in OPEN_PROPOSAL_STATUSES)
+    proposals = await r.all(
+        Proposal,
+        f"SELECT * FROM proposals WHERE run_id IN ({marks}) AND status IN ({statuses}) ORDER BY created_at, id",
+        (*runs, *sorted(OPEN_PROPOSAL_STATUSES)),
+    )
+    out: list[ReadyNeed] = []
+    for p in proposals:
+        rev = p.current_revision
+        if not rev or p.id in pending:
+            continue
+        asked = await r.scalar(
+            "SELECT 1 FROM human_approvals WHERE proposal_id = ? AND revision = ? LIMIT 1", (p.id, rev)
+        )
+        if asked:
+            continue
+        report = await evaluate(r, root, policy, p, now)
+        failing = {g.name for g in report.failures()}
+        result = report.policy
+        if not failing <= OPERATOR_GATES or result is None:
+            continue
+        votes_met = result.approvals >= result.approvals_required and result.blockers <= result.blockers_allowed
+        if "policy" in failing and not (result.needs_human and votes_met):
+            continue  # votes are missing or blocking: not the operator's turn yet
+        passed = [g for g in report.gates if g.passed and g.name not in OPERATOR_GATES]
+        summary = "; ".join(f"{g.name}: {g.reason}" for g in passed)
+        out.append(ReadyNeed(_run_of(p), p.id, rev, p.title, summary))
     return out

@@ -54,6 +54,8 @@ def describe(event: dict[str, Any]) -> str | None:
         return f"proposal {p.get('proposal_id')} created"
     if kind == "vote.cast":
         return f"{event.get('actor_id')} voted {p.get('vote')} on {p.get('proposal_id')}"
+    if kind == "approval.requested" and p.get("requested_by") == "dispatcher":
+        return f"approval {p.get('approval_id')} requested from the operator for {p.get('proposal_id')}"
     return None
 
 

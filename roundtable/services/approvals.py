@@ -68,8 +68,9 @@ def _check_authority(req: ApprovalInput, actor: Actor, existing: HumanApproval |
             "only the operator can decide a human approval (status, decided_by, decision_md, "
             "override_policy); agents may only request one"
         )
-    if req.decides and actor.transport == "chair":
-        raise PermissionDenied("human approvals are decided by the human operator, not the Chair")
+    if req.decides and (actor.internal or actor.transport == "chair"):
+        who = "the Chair" if actor.transport == "chair" else f"the {actor.name}"
+        raise PermissionDenied(f"human approvals are decided by the human operator, not {who}")
     if actor.operator or existing is None:
         return
     if existing.status != REQUESTED:

@@ -33,6 +33,7 @@ class Actor:
     role: str = ""
     bound_proposal_id: str = ""
     runs: RunHint = NO_HINT
+    internal: bool = False  # an owner component (Chair, supervisor, dispatcher), never a human
 
     @property
     def on_session(self) -> bool:

@@ -21,6 +21,7 @@ def actor_of(caller: Caller) -> Actor:
     cap = caller.capability
     return Actor(
         operator=caller.is_operator,
+        internal=caller.is_internal,
         name=caller.actor,
         agent_id=caller.agent_id,
         transport=caller.transport,

@@ -84,5 +84,11 @@ async def test_goal_to_a_proposal_awaiting_the_operator(tmp_path: Path) -> None:
         assert by_name["tests"].passed and any(t.status == "passed" for t in report.test_runs)  # host test evidence
         assert report.ok, report.error  # only the operator's approval and apply remain
         assert not await events(rt, "patch.applied")
+        # It waits in the operator's approval inbox, asked for by the dispatcher, bound to the revision.
+        async with rt.db.read() as r:
+            asked = await r.fetchall("SELECT proposal_id, revision, status, requested_by FROM human_approvals")
+        assert [tuple(row) for row in asked] == [(proposal.id, proposal.current_revision, "requested", "dispatcher")]
+        (requested,) = await events(rt, "approval.requested")
+        assert requested["principal"] == "dispatcher" and requested["run_id"] == proposal.run_id
     finally:
         await rt.close()

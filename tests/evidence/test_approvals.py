@@ -9,7 +9,7 @@ from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
 from roundtable.services.approvals import select_approval
 from roundtable.store.records import HumanApproval
-from roundtable.tools.context import CHAIR, OPERATOR, Caller
+from roundtable.tools.context import CHAIR, DISPATCHER, OPERATOR, SUPERVISOR, Caller
 
 from .conftest import AGENT, ANONYMOUS_AGENT, AUTHOR, add_lines_patch, count, events, make_proposal
 
@@ -134,6 +134,16 @@ async def test_nobody_records_a_decision_in_the_authors_name(rt: Runtime) -> Non
 async def test_chair_cannot_decide(rt: Runtime) -> None:
     with pytest.raises(ToolError, match="not the Chair"):
         await rt.call("human.request_approval", {**REQUEST, "status": "approved"}, CHAIR)
+
+
+@pytest.mark.parametrize("component", [SUPERVISOR, DISPATCHER])
+async def test_no_owner_component_can_decide(rt: Runtime, component: Caller) -> None:
+    """The autopilot may ask for the operator's approval, never give it."""
+    with pytest.raises(ToolError, match=f"not the {component.transport}"):
+        await rt.call("human.request_approval", {**REQUEST, "status": "approved"}, component)
+    assert await count(rt, "human_approvals") == 0
+    asked = await rt.call("human.request_approval", REQUEST, DISPATCHER)
+    assert asked["approval"]["status"] == "requested" and asked["approval"]["requested_by"] == "dispatcher"
 
 
 async def test_bad_input_is_refused(rt: Runtime) -> None:
