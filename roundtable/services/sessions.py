@@ -290,22 +290,11 @@ async def revoke_capabilities(tx: Tx, session_id: str, reason: str) -> bool:
 async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
     """The process ended: the session `ended` (exit 0) or `failed`, its capability revoked,
     `session.exited` recorded."""
-    from roundtable.services import capabilities
 
     session = await get(tx, session_id)
     status = "ended" if exit_code == 0 else "failed"
     ended = await end(tx, session_id, status=status)
-    revoked = False
-    for cap in await capabilities.for_session(tx, session_id):
-        if await capabilities.revoke(tx, cap.id, reason):
-            revoked = True
-    if revoked:
-        await tx.append_event(
-            session.run_id,
-            "capability.revoked",
-            {"session_id": session_id, "reason": reason},
-            actor_id=SUPERVISOR_ACTOR,
-        )
+    await revoke_capabilities(tx, session_id, reason)
     await tx.append_event(
         session.run_id,
         "session.exited",

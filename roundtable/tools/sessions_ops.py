@@ -84,21 +84,29 @@ async def register(call: Call) -> dict[str, Any]:
         command = sessions.resume_command(adapter.resume_pattern, opt_str(a, "external_session_id"))
     session = await sessions.register(
         call.w,
-        sessions.SessionDraft(
-            id=a["session_id"],
-            agent_id=a["agent_id"],
-            run_id=a["run_id"],
-            adapter=a["adapter"],
-            working_directory=a["working_directory"],
+        _draft(
+            a,
             provider=opt_str(a, "provider"),
-            model=opt_str(a, "model"),
             external_session_id=opt_str(a, "external_session_id"),
             external_resume_command=command,
-            mcp_socket=opt_str(a, "mcp_socket"),
             status=opt_str(a, "status", "active"),
         ),
     )
     return {"session": session.to_dict()}
+
+
+def _draft(a: dict[str, Any], **more: Any) -> sessions.SessionDraft:
+    """A session record from the arguments both `session.register` and `session.open` take."""
+    return sessions.SessionDraft(
+        id=a["session_id"],
+        agent_id=a["agent_id"],
+        run_id=a["run_id"],
+        adapter=a["adapter"],
+        working_directory=a["working_directory"],
+        model=opt_str(a, "model"),
+        mcp_socket=opt_str(a, "mcp_socket"),
+        **more,
+    )
 
 
 async def heartbeat(call: Call) -> dict[str, Any]:
@@ -121,17 +129,7 @@ async def open_(call: Call) -> dict[str, Any]:
     a = call.args
     opened = await sessions.open_supervised(
         call.w,
-        sessions.SessionDraft(
-            id=a["session_id"],
-            agent_id=a["agent_id"],
-            run_id=a["run_id"],
-            adapter=a["adapter"],
-            working_directory=a["working_directory"],
-            model=opt_str(a, "model"),
-            mcp_socket=opt_str(a, "mcp_socket"),
-            status="starting",
-            metadata=dict(a.get("metadata") or {}),
-        ),
+        _draft(a, status="starting", metadata=dict(a.get("metadata") or {})),
         role=a["role"],
         task_id=a["task_id"],
         proposal_id=opt_str(a, "proposal_id"),
