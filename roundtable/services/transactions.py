@@ -13,9 +13,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
+from roundtable.domain import OPEN_PROPOSAL_STATUSES, TERMINAL_TASK_STATUSES, TaskStatus
 from roundtable.services.artefacts import state_hash
+from roundtable.services.run_scope import RunHint
+from roundtable.services.tasks import update_task_status
 from roundtable.store.db import Reader, Tx
-from roundtable.store.records import Proposal, Transaction
+from roundtable.store.records import Claim, Proposal, Task, Transaction
 
 if TYPE_CHECKING:
     from roundtable.services.project import Project
@@ -67,9 +70,44 @@ async def complete_apply(
         actor_id=actor,
         task_id=proposal.task_id,
     )
+    await _settle_work(tx, proposal, tx_id, list(meta.get("claim_fences") or {}), actor=actor, now=now)
     updated = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
     assert updated is not None
     return {"proposal": proposal, "transaction": updated, "metadata": meta}
+
+
+async def _settle_work(tx: Tx, proposal: Proposal, tx_id: str, claim_ids: list[str], *, actor: str, now: str) -> None:
+    """After an apply: the claims that covered the patch are released (`claim.released`, reason
+    `applied in TX-…`), and the task is `completed` once none of its proposals is still open —
+    the work is done and its resources are free for the next task."""
+    from roundtable.services import claims
+
+    for claim_id in claim_ids:
+        claim = await tx.one(Claim, "SELECT * FROM claims WHERE id = ?", (claim_id,))
+        if claim is None or claim.status != "active":
+            continue
+        await claims.transition(
+            tx,
+            claim_id,
+            "released",
+            now,
+            actor_id=actor,
+            reason=f"applied in {tx_id}",
+            run_id=proposal.run_id,
+            operator=True,
+        )
+    task = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (proposal.task_id,))
+    if task is None or task.status in TERMINAL_TASK_STATUSES:
+        return
+    statuses = ", ".join("?" for _ in OPEN_PROPOSAL_STATUSES)
+    still_open = await tx.scalar(
+        f"SELECT 1 FROM proposals WHERE task_id = ? AND id != ? AND status IN ({statuses}) LIMIT 1",
+        (task.id, proposal.id, *sorted(OPEN_PROPOSAL_STATUSES)),
+    )
+    if not still_open:
+        await update_task_status(
+            tx, task.id, status=TaskStatus.COMPLETED, actor=actor, runs=RunHint(named=proposal.run_id)
+        )
 
 
 async def finish_failed(runtime: Project, tx_id: str, proposal_id: str, reason: str, run: str, left: list[str]) -> None:
@@ -107,6 +145,13 @@ async def complete_rollback(
     # An apply undone by recovery never took effect: the proposal stays open and can be retried.
     await tx.update("proposals", {"id": row.proposal_id}, changes)
     proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (row.proposal_id,))
+    if was_applied and proposal is not None:
+        # The change is gone again: a task its apply completed is open work once more.
+        task = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (proposal.task_id,))
+        if task is not None and task.status == TaskStatus.COMPLETED:
+            await update_task_status(
+                tx, task.id, status=TaskStatus.IN_PROGRESS, actor=actor, runs=RunHint(named=row.run_id)
+            )
     await tx.append_event(
         row.run_id,
         "patch.rolled_back",
