@@ -23,12 +23,18 @@ CONVERGED = ("completed", "blocked")
 
 
 async def converge(runtime: Runtime, run_id: str) -> tuple[str, str]:
-    """The run status convergence asks for, and why (spec/tools.md §3.14.3)."""
+    """The run status convergence asks for, and why (spec/tools.md §3.14.3), from the run's own
+    tasks and proposals and those of no run — another run's work never holds this one open."""
     async with runtime.db.read() as r:
         if await turns_service.has_outstanding(r, run_id):
             return "active", "pending_agent_turn"
-        task_statuses = [str(row[0]) for row in await r.fetchall("SELECT status FROM tasks")]
-        proposal_statuses = [str(row[0]) for row in await r.fetchall("SELECT status FROM proposals")]
+        # The run's own work, and work that belongs to no run (tasks carry their run: run_scope).
+        task_statuses = [
+            str(row[0]) for row in await r.fetchall("SELECT status FROM tasks WHERE run_id IN (?, '')", (run_id,))
+        ]
+        proposal_statuses = [
+            str(row[0]) for row in await r.fetchall("SELECT status FROM proposals WHERE run_id IN (?, '')", (run_id,))
+        ]
     if not task_statuses and not proposal_statuses:
         return "active", "awaiting_initial_work"
     active = any(s not in BLOCKED_STATUSES and s not in TERMINAL_STATUSES for s in task_statuses) or any(

@@ -65,7 +65,8 @@ async def _assign_tasks(runtime: Runtime, run_id: str, report: TickReport) -> No
         tasks = await r.all(
             Task,
             "SELECT * FROM tasks WHERE status = 'open' AND coalesce(assigned_agent_id, '') = ''"
-            " ORDER BY priority, created_at, id",
+            " AND run_id IN (?, '') ORDER BY priority, created_at, id",
+            (run_id,),  # the run's own tasks and those of no run; agents' load counts every run
         )
         if not implementers or not tasks:
             return
