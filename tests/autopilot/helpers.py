@@ -84,3 +84,23 @@ async def wait_for_events(rt: Runtime, kind: str, count: int, timeout: float = 1
 async def task_status(rt: Runtime, task_id: str) -> str:
     async with rt.db.read() as r:
         return str(await r.scalar("SELECT status FROM tasks WHERE id = ?", (task_id,)))
+
+
+async def to_the_operator(root: Path) -> tuple[Any, list[str]]:
+    """`run --headless --autopilot --goal "Improve the calculator"` in-process: (its result, the
+    lines it printed)."""
+    from roundtable.autopilot import Overrides
+    from roundtable.cli.run_cmd import headless_autopilot
+
+    lines: list[str] = []
+    result = await headless_autopilot(
+        root,
+        goal="Improve the calculator",
+        run_id="",
+        resume=False,
+        ticks=0,
+        interval=0.2,
+        overrides=Overrides(),
+        echo=lines.append,
+    )
+    return result, lines

@@ -14,30 +14,18 @@ import pytest
 from click.testing import CliRunner
 
 from roundtable import clock, demo
-from roundtable.autopilot import Overrides
 from roundtable.cli import cli as cli_main
-from roundtable.cli.run_cmd import headless_autopilot
 from roundtable.runtime import Runtime
 from roundtable.services import gates
 from roundtable.store.records import Proposal
-from tests.autopilot.helpers import demo_project, events
+from tests.autopilot.helpers import demo_project, events, to_the_operator
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_one_session_at_a_time_still_reaches_the_operator(tmp_path: Path) -> None:
     root = await demo_project(tmp_path / "p", max_sessions=1)
-    lines: list[str] = []
-    result = await headless_autopilot(
-        root,
-        goal="Improve the calculator",
-        run_id="",
-        resume=False,
-        ticks=0,
-        interval=0.2,
-        overrides=Overrides(),
-        echo=lines.append,
-    )
+    result, lines = await to_the_operator(root)
     assert result.reason == "awaiting_operator", lines
     rt = await Runtime.open(root)
     try:
@@ -130,17 +118,7 @@ async def test_reviews_are_completed_to_the_approvals_the_policy_requires(tmp_pa
     root = await demo_project(tmp_path / "p")
     policy = root / "POLICIES.ROUNDTABLE.md"
     policy.write_text(policy.read_text().replace(demo.DEMO_PROFILE, demo.DEFAULT_PROFILE), encoding="utf-8")
-    lines: list[str] = []
-    result = await headless_autopilot(
-        root,
-        goal="Improve the calculator",
-        run_id="",
-        resume=False,
-        ticks=0,
-        interval=0.2,
-        overrides=Overrides(),
-        echo=lines.append,
-    )
+    result, lines = await to_the_operator(root)
     assert result.reason == "awaiting_operator", lines
     rt = await Runtime.open(root)
     try:
