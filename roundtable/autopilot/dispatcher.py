@@ -136,7 +136,10 @@ class Dispatcher:
         self._early_exits: dict[str, SessionExit] = {}
         self._background: dict[str, asyncio.Task[None]] = {}
         self._planned: set[str] = set()
-        self._ask_failed: set[tuple[str, str]] = set()  # (proposal, revision) whose approval request failed
+        self._ask_failed: set[tuple[str, str]] = set()
+        self._ready_cache: tuple[int, list[ReadyNeed]] | None = (
+            None  # (bus version, what was ready)  # (proposal, revision) whose approval request failed
+        )
         self._run_counts: dict[str, int] = {}
         self._loaded_runs: set[str] = set()
         self._wake = asyncio.Event()
@@ -242,11 +245,20 @@ class Dispatcher:
             for test in work.tests:
                 self._start_tests(test, report)
             async with self.runtime.db.read() as r:
-                ready = await ready_for_operator(r, self.runtime.root, self.runtime.policy, clock.now(), work)
+                ready = await self._ready(r, work)
             for waiting in ready:
                 if (waiting.proposal_id, waiting.revision) not in self._ask_failed:
                     await self._ask_operator(waiting, report)
             return report
+
+    async def _ready(self, r: Any, work: Work) -> list[ReadyNeed]:
+        """`ready_for_operator`, evaluated again only after a commit: it runs every gate of each
+        open proposal, and passes come every second while nothing changes."""
+        version = self.runtime.bus.version
+        if self._ready_cache is None or self._ready_cache[0] != version:
+            found = await ready_for_operator(r, self.runtime.root, self.runtime.policy, clock.now(), work)
+            self._ready_cache = (version, found)
+        return self._ready_cache[1]
 
     async def _ask_operator(self, need: ReadyNeed, report: PassReport) -> None:
         """Put a revision that waits only for the operator in the approval inbox."""
@@ -270,7 +282,7 @@ class Dispatcher:
             return False
         async with self.runtime.db.read() as r:
             work = await find(r, root=self.runtime.root, policy=self.runtime.policy)
-            ready = await ready_for_operator(r, self.runtime.root, self.runtime.policy, clock.now(), work)
+            ready = await self._ready(r, work)
             if self._enabled and any((n.proposal_id, n.revision) not in self._ask_failed for n in ready):
                 return False  # an approval request is still to be made
         if work.plans and any(n.run_id not in self._planned for n in work.plans):

@@ -164,6 +164,17 @@ async def record_exit(call: Call) -> dict[str, Any]:
 
 _SESSION = string("The session id.")
 
+# The arguments of a session record, shared by `session.register` and `session.open` (`_draft`).
+_RECORD_ARGS = {
+    "session_id": _SESSION,
+    "agent_id": string("Agent."),
+    "run_id": string("Run."),
+    "adapter": string("Adapter."),
+    "working_directory": string("Working directory."),
+    "model": string("Model."),
+    "mcp_socket": string("MCP socket path."),
+}
+
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="session.launch",
@@ -200,16 +211,10 @@ TOOLS: list[ToolSpec] = [
         description="Record (or replace) a session an agent harness reports itself.",
         input_schema=obj(
             {
-                "session_id": _SESSION,
-                "agent_id": string("Agent."),
-                "run_id": string("Run."),
-                "adapter": string("Adapter."),
-                "working_directory": string("Working directory."),
+                **_RECORD_ARGS,
                 "provider": string("Provider."),
-                "model": string("Model."),
                 "external_session_id": string("The harness's own session id."),
                 "resume_command": string("How to resume it (default: from the adapter's pattern)."),
-                "mcp_socket": string("MCP socket path."),
                 "status": string("Status (default active)."),
             },
             ["session_id", "agent_id", "run_id", "adapter", "working_directory"],
@@ -242,13 +247,7 @@ TOOLS: list[ToolSpec] = [
         description="Supervisor: issue the capability, record the session and session.launched.",
         input_schema=obj(
             {
-                "session_id": _SESSION,
-                "agent_id": string("Agent."),
-                "run_id": string("Run."),
-                "adapter": string("Adapter."),
-                "working_directory": string("Working directory."),
-                "model": string("Model."),
-                "mcp_socket": string("Session socket."),
+                **_RECORD_ARGS,
                 "role": string("Capability role."),
                 "task_id": string("Task."),
                 "proposal_id": string("Proposal."),
