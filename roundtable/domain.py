@@ -37,6 +37,15 @@ def blocking(vote: str) -> bool:
     return vote.strip().lower() in BLOCKING_VOTES
 
 
+class Risk(StrEnum):
+    """How risky an author says a change is; `high` and `critical` need a human's approval."""
+
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
 class ProposalStatus(StrEnum):
     PENDING = "pending"
     IN_REVIEW = "in_review"

@@ -149,6 +149,7 @@ class Runtime:
             args = {}
         if not isinstance(args, dict):
             raise ValidationError(f"{spec.name}: arguments must be a JSON object")
+        args = normalise_words(spec, args)
         validator = self._validators.get(spec.name)
         if validator is None:
             cls = validator_for(spec.input_schema)
@@ -254,6 +255,24 @@ def bind_identity(spec: ToolSpec, args: dict[str, Any], caller: Caller) -> dict[
                 f"{spec.name}: argument {name} names {shown!r}, but this connection acts as {own} "
                 f"({caller.principal}); identity comes from the credential, never from the arguments"
             )
+    return out
+
+
+def normalise_words(spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
+    """Enumerated words (`risk`, `vote`, a status) are read case-insensitively, as the services
+    always have (`High` is `high`); an optional one left blank counts as absent."""
+    properties = spec.input_schema.get("properties", {})
+    required = spec.input_schema.get("required", ())
+    out = args
+    for key, value in args.items():
+        choices = properties.get(key, {}).get("enum") if isinstance(properties.get(key), dict) else None
+        if not choices or not isinstance(value, str) or value in choices:
+            continue
+        word = value.strip().lower()
+        if word in choices:
+            out = {**out, key: word}
+        elif not word and key not in required:
+            out = {k: v for k, v in out.items() if k != key}
     return out
 
 

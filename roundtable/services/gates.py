@@ -34,7 +34,7 @@ from typing import Any
 
 from roundtable.domain import OPEN_PROPOSAL_STATUSES
 from roundtable.errors import ToolError
-from roundtable.services.claims import covering_write_claims, symbol_write_claims
+from roundtable.services.claims import covering_write_claims, expired_note, symbol_write_claims
 from roundtable.services.patches import ParsedPatch, allowances, parse_patch, read_patch
 from roundtable.services.policy import Policy, PolicyResult
 from roundtable.store.db import Reader, Tx
@@ -88,7 +88,8 @@ async def check_claims(q: Reader | Tx, author: str, parsed: ParsedPatch, now: st
         symbols = await symbol_write_claims(q, author, path, now)
         spans = [(r.start_line, r.end_line, c) for c, r in symbols if r.start_line > 0 and r.end_line >= r.start_line]
         if not spans:
-            out.error = f"unclaimed affected resource: file:{path}"
+            note = await expired_note(q, author, f"file:{path}", now)
+            out.error = f"unclaimed affected resource: file:{path}{note}"
             return out
         for start, end in parsed.ranges.get(path, ()):
             hits = [c for s, e, c in spans if start <= e and s <= end]

@@ -23,7 +23,7 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
-from roundtable.services.claims import check_resource_id, parse_resource_id, unclaimed_resources
+from roundtable.services.claims import check_resource_id, expired_note, parse_resource_id, unclaimed_resources
 from roundtable.services.gates import OPEN_STATUSES, check_claims, current_votes
 from roundtable.services.patches import (
     ParsedPatch,
@@ -122,7 +122,8 @@ async def _check_affected(tx: Tx, author: str, explicit: list[str], now: str) ->
         check_resource_id(rid)
     missing = await unclaimed_resources(tx, author, ids, now)
     if missing:
-        raise ToolError(f"unclaimed affected resource: {missing[0]}")
+        note = await expired_note(tx, author, missing[0], now)
+        raise ToolError(f"unclaimed affected resource: {missing[0]}{note}")
 
 
 async def _new_revision(

@@ -10,10 +10,13 @@
 - `read_file`: refuses files over the size cap (with a message naming the cap and its config
   key); reports binary files (a NUL byte in the first 8 KiB, or not UTF-8) as `binary: true`
   with empty content instead of dumping them.
+- `read_file` also cuts a line range (`start_line`/`end_line`, 1-based and inclusive) and
+  numbers the lines it returns; a cut answer says how many lines the file has, so an agent
+  reads only the part it needs and writes no hunk header by counting.
 - `search`: case-insensitive literal substring, one match per line, over the guarded walk
   (every hit is a path the guard accepts), skipping binary files, files over the read cap and
   anything that is not a regular file (they could not be read either); stops at the match cap
-  and says it did (`truncated`).
+  and says it did (`truncated`). `context_lines` adds the lines around each match.
 
 All are blocking: the tools run them in a worker thread.
 """
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roundtable.errors import ToolError
+from roundtable.errors import ToolError, ValidationError
 from roundtable.services.pathguard import resolve_repo_path, walk_repo_files
 
 BINARY_SNIFF_BYTES = 8192
@@ -127,13 +130,60 @@ def read_regular_bytes(
     return data
 
 
-def read_file(root: Path, path: str, max_bytes: int) -> dict[str, Any]:
-    """`{path, content, binary, size}` for one repository file (path repository-relative)."""
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` as an editor counts them (a final newline ends the last line, it
+    does not start another)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def number_lines(lines: list[str], first: int) -> str:
+    """`lines` as `<number>\t<text>` rows, the first numbered `first`."""
+    return "".join(f"{first + i}\t{line}\n" for i, line in enumerate(lines))
+
+
+def read_file(
+    root: Path,
+    path: str,
+    max_bytes: int,
+    *,
+    start_line: int = 0,
+    end_line: int = 0,
+    numbered: bool = False,
+) -> dict[str, Any]:
+    """`{path, content, binary, size}` for one repository file (path repository-relative).
+
+    `start_line`/`end_line` (1-based, inclusive; 0 = from the start / to the end) cut a range,
+    and the answer then also carries `start_line`, `end_line` and `total_lines`; `numbered`
+    prefixes every returned line with its number and a tab."""
     absolute, rel = resolve_repo_path(root, path)
-    data = read_regular_bytes(absolute, rel, max_bytes, hint="; use repo.search to find the lines you need")
+    data = read_regular_bytes(absolute, rel, max_bytes, hint="; read a range with start_line/end_line")
     if is_binary(data):
         return {"path": rel, "binary": True, "size": len(data), "content": ""}
-    return {"path": rel, "binary": False, "size": len(data), "content": data.decode("utf-8")}
+    text = data.decode("utf-8")
+    out: dict[str, Any] = {"path": rel, "binary": False, "size": len(data), "content": text}
+    if not (start_line or end_line or numbered):
+        return out
+    lines = split_lines(text)
+    total = len(lines)
+    if end_line and start_line and end_line < start_line:
+        raise ValidationError(f"repo.read_file: end_line {end_line} is before start_line {start_line}")
+    first = max(start_line, 1)
+    if first > max(total, 1):
+        raise ValidationError(f"repo.read_file: start_line {start_line} is past the end of {rel} ({total} lines)")
+    last = min(end_line, total) if end_line else total
+    chosen = lines[first - 1 : last]
+    if numbered:
+        out["content"] = number_lines(chosen, first)
+    else:
+        body = "\n".join(chosen)
+        ends = last < total or text.endswith("\n")
+        out["content"] = body + "\n" if chosen and ends else body
+    if start_line or end_line:
+        out.update({"start_line": first, "end_line": last, "total_lines": total})
+    return out
 
 
 @dataclass(frozen=True)
@@ -150,9 +200,11 @@ def search(
     path: str = "",
     max_matches: int,
     max_file_bytes: int,
+    context_lines: int = 0,
 ) -> SearchResult:
     """Find `query` (literal, case-insensitive) line by line; `path` narrows the search to one
-    file or one directory subtree (guarded)."""
+    file or one directory subtree (guarded). `context_lines` adds up to that many lines before
+    (`before`) and after (`after`) each match."""
     needle = query.lower()
     if not needle:
         raise ToolError("query is required")
@@ -172,11 +224,16 @@ def search(
         if data is None:
             continue
         searched += 1
-        for number, line in enumerate(data.split("\n"), start=1):
+        lines = split_lines(data)
+        for number, line in enumerate(lines, start=1):
             if needle in line.lower():
                 if len(matches) >= max_matches:
                     return SearchResult(matches, True, searched)
-                matches.append({"path": rel, "line": number, "content": line})
+                match: dict[str, Any] = {"path": rel, "line": number, "content": line}
+                if context_lines > 0:
+                    match["before"] = lines[max(0, number - 1 - context_lines) : number - 1]
+                    match["after"] = lines[number : number + context_lines]
+                matches.append(match)
     return SearchResult(matches, False, searched)
 
 

@@ -22,6 +22,7 @@ from roundtable import clock
 from roundtable.domain import CHAIR_ID, TURN_EVENTS, TurnEvent
 from roundtable.errors import ToolError, ValidationError
 from roundtable.services.agents import get_agent
+from roundtable.services.run_scope import active_runs
 from roundtable.services.runs import get_run
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Event
@@ -149,11 +150,31 @@ def outstanding(turns: dict[int, Turn]) -> dict[str, Turn]:
     return dict(sorted(out.items(), key=lambda item: item[1].request_event_id))
 
 
+async def _require(tx: Tx, tool: str, run_id: str, agent_id: str, **more: str) -> None:
+    """Refuse a turn call that lacks a field, naming exactly the missing ones; a missing
+    `run_id` also says which runs are active — or that, with none, turns are not needed."""
+    missing = [name for name, value in (("run_id", run_id), ("agent_id", agent_id), *more.items()) if not value]
+    if not missing:
+        return
+    text = f"{tool}: missing {' and '.join(missing)}"
+    if "run_id" in missing:
+        active = await active_runs(tx)
+        if not active:
+            text += (
+                "; no run is active, and turns are needed only inside an active run: "
+                "without one, work directly (claim, propose, review)"
+            )
+        elif len(active) == 1:
+            text += f"; the active run is {active[0]}: pass run_id {active[0]}"
+        else:
+            text += f"; name one of the active runs: {', '.join(active)}"
+    raise ValidationError(text)
+
+
 async def request_turn(tx: Tx, run_id: str, agent_id: str, reason_md: str) -> dict[str, Any]:
     """`agent.turn_request`: queue a request (or return the agent's outstanding one)."""
     reason = reason_md.strip()
-    if not run_id or not agent_id or not reason:
-        raise ValidationError("run_id, agent_id, and reason_md are required")
+    await _require(tx, "agent.turn_request", run_id, agent_id, reason_md=reason)
     if len(reason) > MAX_REASON:
         raise ValidationError(f"reason_md must be {MAX_REASON} characters or fewer")
     run = await get_run(tx, run_id)
@@ -185,8 +206,9 @@ async def request_turn(tx: Tx, run_id: str, agent_id: str, reason_md: str) -> di
 
 
 async def _lifecycle(tx: Tx, run_id: str, agent_id: str, request_id: int, event_type: str) -> dict[str, Any]:
-    if not run_id or not agent_id or request_id <= 0:
-        raise ValidationError("run_id, agent_id, and positive request_event_id are required")
+    if request_id <= 0:
+        raise ValidationError("request_event_id must be a positive number (the one agent.turn_request returned)")
+    await _require(tx, "agent.turn_start" if event_type == STARTED else "agent.turn_complete", run_id, agent_id)
     run = await get_run(tx, run_id)
     if run.status != "active":
         raise ToolError(f"run {run_id} is {run.status} and cannot accept turn lifecycle events")

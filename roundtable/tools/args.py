@@ -42,3 +42,12 @@ def record_id(args: dict[str, Any], key: str, default: str = "") -> str:
     if not is_valid_id(value):
         raise ValidationError(f"{key} must be 1-128 letters, digits, '.', '_' or '-' and must not start with '.'")
     return value
+
+
+def identity(args: dict[str, Any], key: str, tool: str) -> str:
+    """An identity argument (`agent_id`, `decided_by`): `Runtime.call` fills it from an agent's
+    credential, so only a caller without one (the operator) can leave it out — and must not."""
+    value = opt_str(args, key).strip()
+    if not value:
+        raise ValidationError(f"{tool}: missing {key} (an agent's credential fills it; the operator must name one)")
+    return value

@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import ProposalStatus, Risk, Vote
 from roundtable.services import proposals as service
 from roundtable.services import votes as votes_service
+from roundtable.services.gates import OPEN_STATUSES
 from roundtable.services.policy import ensure_policy
-from roundtable.tools.args import opt_float, opt_list, opt_str, record_id
+from roundtable.tools.args import identity, opt_float, opt_list, opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, number, obj, result, string, strings
@@ -21,7 +23,7 @@ from roundtable.tools.schema import RECORD, RECORDS, number, obj, result, string
 
 async def create(call: Call) -> dict[str, Any]:
     args = call.args
-    agent_id = args["agent_id"].strip()
+    agent_id = identity(args, "agent_id", "proposal.create")
     service.check_author(call.agent_id, call.caller.is_operator, agent_id, "proposal.create")
     return await service.create(
         call.w,
@@ -84,7 +86,7 @@ async def request_review(call: Call) -> dict[str, Any]:
 
 async def vote_cast(call: Call) -> dict[str, Any]:
     args = call.args
-    agent_id = args["agent_id"].strip()
+    agent_id = identity(args, "agent_id", "vote.cast")
     service.check_author(call.agent_id, call.caller.is_operator, agent_id, "vote.cast")
     policy = call.runtime.policy
     vote = await votes_service.cast(
@@ -108,7 +110,7 @@ async def vote_list(call: Call) -> dict[str, Any]:
 
 async def decision_record(call: Call) -> dict[str, Any]:
     args = call.args
-    decided_by = args["decided_by"].strip()
+    decided_by = identity(args, "decided_by", "decision.record")
     service.check_author(call.agent_id, call.caller.is_operator, decided_by, "decision.record")
     decision = await service.record_decision(
         call.w,
@@ -141,14 +143,14 @@ TOOLS = [
                 "title": string("Short title."),
                 "summary_md": string("What and why, in Markdown."),
                 "affected_resources": strings("Resource ids the patch touches, e.g. file:src/app.py."),
-                "risk": string("normal, high or critical."),
+                "risk": string("high and critical need a human's approval.", enum=list(Risk)),
                 "patch": string("Unified diff (git format, a/ and b/ prefixes)."),
                 "expected_tests": strings("Test commands that should pass."),
                 "rollback_notes": string("How to undo the change."),
                 "proposal_id": string("Explicit id (default: generated)."),
-                "status": string("Initial status (default pending)."),
+                "status": string("Initial status (default pending).", enum=list(OPEN_STATUSES)),
             },
-            ["task_id", "agent_id", "title", "summary_md", "affected_resources", "risk", "patch"],
+            ["task_id", "title", "summary_md", "affected_resources", "risk", "patch"],
         ),
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
         handler=create,
@@ -189,7 +191,7 @@ TOOLS = [
     ToolSpec(
         name="proposal.list",
         description="List proposals, optionally by task_id and/or status.",
-        input_schema=obj({"task_id": string("Exact task id."), "status": string("Exact status.")}),
+        input_schema=obj({"task_id": string("Exact task id."), "status": string(enum=list(ProposalStatus))}),
         output_schema=result({"proposals": RECORDS}),
         handler=list_,
         mode="read",
@@ -219,12 +221,12 @@ TOOLS = [
                 "agent_id": string(
                     "The voter (default: the agent your credential names; agents may not name another)."
                 ),
-                "vote": string("approve, approve_with_notes, revise, reject, veto or abstain."),
+                "vote": string(enum=list(Vote)),
                 "reason_md": string("Why, in Markdown."),
-                "confidence": number("0..1."),
+                "confidence": number("How sure you are.", minimum=0, maximum=1),
                 "vote_id": string("Explicit id (default: generated)."),
             },
-            ["proposal_id", "agent_id", "vote", "reason_md"],
+            ["proposal_id", "vote", "reason_md"],
         ),
         output_schema=result({"vote": RECORD}, required=["vote"]),
         handler=vote_cast,
@@ -251,7 +253,7 @@ TOOLS = [
                 "task_id": string("Task id."),
                 "decision_id": string("Explicit id (default: generated)."),
             },
-            ["decision", "rationale_md", "decided_by"],
+            ["decision", "rationale_md"],
         ),
         output_schema=result({"decision": RECORD}, required=["decision"]),
         handler=decision_record,

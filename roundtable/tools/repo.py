@@ -11,7 +11,7 @@ from roundtable.errors import ValidationError
 from roundtable.services import repo as repo_service
 from roundtable.services import symbols as symbol_index
 from roundtable.services.pathguard import resolve_repo_path
-from roundtable.tools.args import opt_str
+from roundtable.tools.args import opt_bool, opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORDS, boolean, integer, obj, result, string
@@ -21,8 +21,16 @@ _PATH = string("Repository-relative path.")
 
 async def read_file(call: Call) -> dict[str, Any]:
     runtime = call.runtime
+    args = call.args
     return await anyio.to_thread.run_sync(
-        repo_service.read_file, runtime.root, call.args["path"], runtime.config.repo.max_read_bytes
+        lambda: repo_service.read_file(
+            runtime.root,
+            args["path"],
+            runtime.config.repo.max_read_bytes,
+            start_line=opt_int(args, "start_line", 0),
+            end_line=opt_int(args, "end_line", 0),
+            numbered=opt_bool(args, "numbered", False),
+        )
     )
 
 
@@ -35,6 +43,7 @@ async def search(call: Call) -> dict[str, Any]:
             path=opt_str(call.args, "path"),
             max_matches=runtime.config.repo.max_search_matches,
             max_file_bytes=runtime.config.repo.max_read_bytes,
+            context_lines=opt_int(call.args, "context_lines", 0),
         )
     )
     return {"matches": found.matches, "truncated": found.truncated}
@@ -65,14 +74,30 @@ TOOLS = [
     ToolSpec(
         name="repo.read_file",
         description=(
-            "Read one repository file as UTF-8 text. Binary files (a NUL byte in the first 8 KiB, or not "
-            "UTF-8) come back as binary: true with empty content; files over repo.max_read_bytes are "
-            "refused. Paths outside the root, through symlinks leading out, or inside .git/ or "
-            ".roundtable/ are refused."
+            "Read one repository file as UTF-8 text, whole or a line range (start_line/end_line, "
+            "1-based, inclusive; the answer then gives total_lines). numbered: true prefixes each line "
+            "with its number and a tab. Binary files come back as binary: true with empty content; "
+            "files over repo.max_read_bytes, paths outside the root or in .git/ or .roundtable/ are refused."
         ),
-        input_schema=obj({"path": _PATH}, ["path"]),
+        input_schema=obj(
+            {
+                "path": _PATH,
+                "start_line": integer("First line to return (1-based).", minimum=1),
+                "end_line": integer("Last line to return (inclusive).", minimum=1),
+                "numbered": boolean("Prefix each line with its number and a tab."),
+            },
+            ["path"],
+        ),
         output_schema=result(
-            {"path": string(), "content": string(), "binary": boolean(), "size": integer()},
+            {
+                "path": string(),
+                "content": string(),
+                "binary": boolean(),
+                "size": integer(),
+                "start_line": integer(),
+                "end_line": integer(),
+                "total_lines": integer(),
+            },
             required=["path", "content"],
         ),
         handler=read_file,
@@ -84,11 +109,18 @@ TOOLS = [
         name="repo.search",
         description=(
             "Case-insensitive literal search of repository text files, one match per line "
-            "({path, line, content}). path narrows it to one file or directory. Skips .git/, .roundtable/, "
-            "binary files, files over repo.max_read_bytes and symlinks leading out of the root; at most "
+            "({path, line, content}, line 1-based; with context_lines also before/after). path narrows "
+            "it to a file or directory. Skips .git/, .roundtable/ and binary files; at most "
             "repo.max_search_matches matches (truncated: true when more exist)."
         ),
-        input_schema=obj({"query": string("Text to find (literal, case-insensitive)."), "path": _PATH}, ["query"]),
+        input_schema=obj(
+            {
+                "query": string("Text to find (literal, case-insensitive)."),
+                "path": _PATH,
+                "context_lines": integer("Lines of context before and after each match.", minimum=0, maximum=20),
+            },
+            ["query"],
+        ),
         output_schema=result({"matches": RECORDS, "truncated": boolean()}, required=["matches"]),
         handler=search,
         mode="none",

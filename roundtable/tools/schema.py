@@ -30,8 +30,12 @@ def integer(description: str = "", *, minimum: int | None = None, maximum: int |
     return out
 
 
-def number(description: str = "") -> Schema:
+def number(description: str = "", *, minimum: float | None = None, maximum: float | None = None) -> Schema:
     out: Schema = {"type": "number"}
+    if minimum is not None:
+        out["minimum"] = minimum
+    if maximum is not None:
+        out["maximum"] = maximum
     if description:
         out["description"] = description
     return out

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from roundtable.services import state, turns
-from roundtable.tools.args import opt_int
+from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string
@@ -59,21 +59,21 @@ async def watch(call: Call) -> dict[str, Any]:
 
 async def turn_request(call: Call) -> dict[str, Any]:
     a = call.args
-    return await turns.request_turn(call.w, a["run_id"], a["agent_id"], a["reason_md"])
+    return await turns.request_turn(call.w, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["reason_md"])
 
 
 async def turn_start(call: Call) -> dict[str, Any]:
     a = call.args
-    return await turns.start_turn(call.w, a["run_id"], a["agent_id"], a["request_event_id"])
+    return await turns.start_turn(call.w, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["request_event_id"])
 
 
 async def turn_complete(call: Call) -> dict[str, Any]:
     a = call.args
-    return await turns.complete_turn(call.w, a["run_id"], a["agent_id"], a["request_event_id"])
+    return await turns.complete_turn(call.w, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["request_event_id"])
 
 
 _RUN = string("Run id, e.g. RUN-20260115T093012.123456789.")
-_AGENT = string("Your agent id, e.g. implementer-1.")
+_AGENT = string("Your agent id (default: the one your credential names).")
 _REQUEST = integer("The request_event_id returned by agent.turn_request.", minimum=1)
 
 TOOLS = [
@@ -164,13 +164,14 @@ TOOLS = [
     ToolSpec(
         name="agent.turn_request",
         description=(
-            "Ask the Chair for a turn when you have something time-sensitive to do. Requests are "
-            "served first come, first served; one outstanding request per agent per run (a repeat "
-            "returns the existing one with duplicate: true). Then watch for agent.turn_scheduled."
+            "Ask the Chair for a turn in an active run when you have something time-sensitive to do "
+            "(without an active run turns are not needed). First come, first served; one outstanding "
+            "request per agent per run (a repeat returns it with duplicate: true). Then watch for "
+            "agent.turn_scheduled."
         ),
         input_schema=obj(
             {"run_id": _RUN, "agent_id": _AGENT, "reason_md": string("Why you need a turn (1-1000 characters).")},
-            ["run_id", "agent_id", "reason_md"],
+            ["run_id", "reason_md"],
         ),
         output_schema=result(
             {
@@ -189,7 +190,7 @@ TOOLS = [
         description="Acknowledge that your scheduled turn has started (only after agent.turn_scheduled names your request).",
         input_schema=obj(
             {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
-            ["run_id", "agent_id", "request_event_id"],
+            ["run_id", "request_event_id"],
         ),
         output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
         handler=turn_start,
@@ -200,7 +201,7 @@ TOOLS = [
         description="Finish your turn so the Chair can schedule the next request in the queue.",
         input_schema=obj(
             {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
-            ["run_id", "agent_id", "request_event_id"],
+            ["run_id", "request_event_id"],
         ),
         output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
         handler=turn_complete,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from roundtable.domain import Risk
 from roundtable.services import tasks
 from roundtable.services.autopilot import blocked_reason
 from roundtable.services.tasks import task_dict
@@ -73,7 +74,7 @@ TOOLS = [
                 "title": string("Short title."),
                 "body_md": string("What to do, in Markdown."),
                 "priority": integer("Lower runs first; default 100."),
-                "risk": string("normal (default), high or critical."),
+                "risk": string("Default normal; high and critical need a human's approval.", enum=list(Risk)),
                 "assigned_agent_id": string("Agent to assign, if any."),
                 "readable_paths": strings("Repository-relative paths the assignee may read."),
                 "task_id": string("Explicit id (default: generated)."),

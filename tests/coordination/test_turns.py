@@ -12,6 +12,7 @@ from roundtable import chair
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
 from roundtable.services import runs
+from tests.helpers import agent
 
 pytestmark = pytest.mark.anyio
 
@@ -66,9 +67,12 @@ async def test_request_validation_messages(runtime: Runtime, run_id: str) -> Non
     cases = [
         (
             {"run_id": run_id, "agent_id": "implementer-1", "reason_md": "   "},
-            "run_id, agent_id, and reason_md are required",
+            "agent.turn_request: missing reason_md",
         ),
-        ({"run_id": "", "agent_id": "implementer-1", "reason_md": "x"}, "run_id, agent_id, and reason_md are required"),
+        (
+            {"run_id": "", "agent_id": "implementer-1", "reason_md": "x"},
+            f"agent.turn_request: missing run_id; the active run is {run_id}: pass run_id {run_id}",
+        ),
         (
             {"run_id": run_id, "agent_id": "implementer-1", "reason_md": "x" * 1001},
             "reason_md must be 1000 characters or fewer",
@@ -117,9 +121,7 @@ async def test_lifecycle_errors(runtime: Runtime, run_id: str) -> None:
     await fails("agent.turn_complete", args, "turn request has not started")
     await fails("agent.turn_start", {**args, "agent_id": "implementer-2"}, "turn request not found for this agent")
     await fails("agent.turn_start", {**args, "request_event_id": rid + 100}, "turn request not found for this agent")
-    await fails(
-        "agent.turn_start", {**args, "agent_id": ""}, "run_id, agent_id, and positive request_event_id are required"
-    )
+    await fails("agent.turn_start", {**args, "agent_id": ""}, "agent.turn_start: missing agent_id")
     await fails(
         "agent.turn_start",
         {**args, "request_event_id": 0},
@@ -206,3 +208,20 @@ async def test_concurrent_requests_from_two_runtimes_keep_one_each(project: Path
     assert sum(1 for r in results if not r["duplicate"]) == 2
     async with await Runtime.open(project) as rt:
         assert await _count_events(rt, "agent.turn_requested") == 2
+
+
+async def test_a_turn_without_a_run_says_turns_are_not_needed(runtime: Runtime, run_id: str) -> None:
+    """The agent gave agent_id and reason_md but no run: the answer names run_id alone and, with no
+    active run, says turns are not needed; with several it names them."""
+    await runs.end_run(runtime, run_id, "completed")
+    with pytest.raises(ToolError) as exc:
+        await runtime.call("agent.turn_request", {"run_id": "", "agent_id": "implementer-1", "reason_md": "x"})
+    assert str(exc.value).startswith("agent.turn_request: missing run_id; no run is active")
+    assert "turns are needed only inside an active run" in str(exc.value)
+    first = await runs.create_run(runtime, "one")
+    second = await runs.create_run(runtime, "two")
+    with pytest.raises(ToolError) as exc:
+        await runtime.call("agent.turn_request", {"run_id": "", "reason_md": ""}, agent("implementer-1"))
+    assert str(exc.value) == (
+        f"agent.turn_request: missing run_id and reason_md; name one of the active runs: {first.id}, {second.id}"
+    )

@@ -112,7 +112,7 @@ async def test_vote_errors(flow: Flow) -> None:
         ({"proposal_id": p["id"], "agent_id": AUTHOR, "vote": "approve", "reason_md": "x"}, "cannot vote"),
         (
             {"proposal_id": p["id"], "agent_id": "r", "vote": "approve", "reason_md": "x", "confidence": 2},
-            "between 0 and 1",
+            "argument confidence must be at most 1",
         ),
     ]
     for args, message in cases:

@@ -44,6 +44,7 @@ from roundtable.services.claims.model import (
 )
 from roundtable.services.claims.queries import (
     covering_write_claims,
+    expired_note,
     get_claim,
     get_resource,
     list_claims,
@@ -73,6 +74,7 @@ __all__ = [
     "covering_write_claims",
     "effective",
     "expire_due",
+    "expired_note",
     "expiry_after",
     "get_claim",
     "get_resource",

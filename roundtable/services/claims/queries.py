@@ -221,6 +221,20 @@ async def unclaimed_resources(q: Reader | Tx, agent_id: str, resource_ids: list[
     return missing
 
 
+async def expired_note(q: Reader | Tx, agent_id: str, resource_id: str, now: str) -> str:
+    """For a refusal over an unclaimed resource: `"; your write claim C-… on it expired at T —
+    claim it again …"` when the agent's newest write claim on it ran out, else `""`."""
+    row = await q.fetchone(
+        "SELECT id, expires_at FROM claims WHERE agent_id = ? AND resource_id = ? "
+        "AND claim_type IN ('write', 'exclusive') AND status IN ('active', 'expired') AND expires_at <= ? "
+        "ORDER BY expires_at DESC, id DESC LIMIT 1",
+        (agent_id, resource_id, now),
+    )
+    if row is None:
+        return ""
+    return f"; your claim {row[0]} on it expired at {row[1]} — claim it again (resource_claim) and repeat this call"
+
+
 async def own_write_claims(q: Reader | Tx, agent_id: str, now: str) -> list[tuple[Claim, Resource]]:
     """The agent's active, unexpired write/exclusive claims on files, directories and symbols."""
     return await _own_write_claims(q, agent_id, now, ("file", "directory", "symbol"))
