@@ -34,6 +34,7 @@ from roundtable.server.embedded import Embedded, EmbeddedStartError
 from roundtable.server.guard import CapabilityBackend, authenticated
 from roundtable.services import capabilities
 from roundtable.services.redact import redact
+from roundtable.store.db import ACTING
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import Caller
 from roundtable.tools.registry import SESSION_AUDIENCES, ToolSpec
@@ -230,12 +231,17 @@ class SessionEndpoint:
             timeout_graceful_shutdown=2,
         )
         self._embedded = Embedded(config, name=f"session-endpoint:{self.socket_path}")
+        # The server's task must not inherit who started it (a launch over the legacy socket runs
+        # as the operator): everything the endpoint writes acts for the session.
+        acting = ACTING.set(("", ""))
         try:
             await self._embedded.start([sock], timeout=START_TIMEOUT)
         except EmbeddedStartError as exc:
             with contextlib.suppress(FileNotFoundError):
                 self.socket_path.unlink()
             raise ToolError(f"session endpoint did not start ({exc.reason})") from None
+        finally:
+            ACTING.reset(acting)
 
     async def close(self) -> None:
         if self.server is not None:

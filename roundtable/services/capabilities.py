@@ -502,8 +502,10 @@ def _check_claim(cap: SessionCapability, args: dict[str, Any], readable: list[st
 
 
 async def record_denial(db: Database, cap: SessionCapability, tool: str, reason_code: str) -> None:
-    """Append `capability.denied` in its own transaction; never the arguments or the token."""
-    async with db.write(tool="capability.denied") as tx:
+    """Append `capability.denied` in its own transaction; never the arguments or the token. The
+    event is the session's: its agent is the principal and `session` the transport, whatever task
+    started the endpoint (a launch over the legacy socket would otherwise lend it `operator`)."""
+    async with db.write(tool="capability.denied", principal=f"agent:{cap.agent_id}", transport="session") as tx:
         await tx.append_event(
             cap.run_id,
             "capability.denied",

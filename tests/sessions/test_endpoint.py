@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from roundtable.runtime import Runtime
 from roundtable.server.sessions import SessionEndpoint
 from roundtable.services import capabilities, sessions
+from roundtable.store.db import ACTING
 from tests.sessions.helpers import Bound, add_proposal, bind, make_task
 
 pytestmark = pytest.mark.anyio
@@ -108,3 +109,21 @@ async def test_ended_session_is_refused(runtime: Runtime) -> None:
             await sessions.end(tx, b.session_id)
         res = await s.call_tool("table_get_state", {})
         assert res.is_error and text_of(res) == "session is not active"
+
+
+async def test_denials_are_recorded_as_the_sessions_agent_whoever_launched_it(runtime: Runtime) -> None:
+    """A launch over the legacy socket runs as the operator; the endpoint it starts must not
+    lend that authority to the session's records: a denial names the agent and the session."""
+    run_id, task_id = await make_task(runtime)
+    pid = await add_proposal(runtime, task_id)
+    b = await bind(runtime, "reviewer-1", run_id, task_id, pid)
+    launched_by = ACTING.set(("operator", "socket"))
+    try:
+        async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
+            denied = await s.call_tool("proposal_create", {"task_id": task_id})
+            assert denied.is_error
+    finally:
+        ACTING.reset(launched_by)
+    async with runtime.db.read() as r:
+        rows = await r.fetchall("SELECT principal, transport, actor_id FROM events WHERE type = 'capability.denied'")
+    assert [tuple(row) for row in rows] == [("agent:reviewer-1", "session", "reviewer-1")]
