@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from roundtable.domain import Vote, approving
 from roundtable.errors import ConfigError
 from roundtable.services.policy_file import (
+    ALWAYS_HIGH_PATHS,
     BUILTIN_DANGEROUS,
     BUILTIN_HIGH_PATHS,
     BUILTIN_PROFILES,
@@ -99,7 +100,12 @@ class Policy(BaseModel):
         return self.profiles.get(name) or Profile(name=name)
 
     def is_high_risk(self, rel_path: str) -> bool:
-        return any(match_pattern(p, rel_path) for p in self.high_paths)
+        """Whether a change to `rel_path` needs a human: it matches `ALWAYS_HIGH_PATHS` (the rules
+        and the files that decide what a test command does) or the policy's `risk.high_paths`,
+        case-insensitively (`makefile` is as high-risk as `Makefile`)."""
+        return any(match_pattern(p, rel_path) for p in ALWAYS_HIGH_PATHS) or any(
+            match_pattern(p, rel_path) for p in self.high_paths
+        )
 
     def detect_profiles(self, paths: Iterable[str]) -> list[str]:
         """Profiles implied by the touched paths (§3.7.3), sorted."""
@@ -209,8 +215,11 @@ def _spec(pattern: str) -> pathspec.PathSpec | None:
 def match_pattern(pattern: str, path: str) -> bool:
     """Does a high-risk pattern match a repository-relative path? Patterns read as in
     `.gitignore`: one without `/` matches at any depth (`Dockerfile`, `.env*`), `dir/` or
-    `dir/**` everything below `dir`, `*` stays within a segment and `**` crosses segments."""
-    pattern = pattern.strip()
+    `dir/**` everything below `dir`, `*` stays within a segment and `**` crosses segments.
+    Case does not count: tools read `makefile` as readily as `Makefile`, and a checkout on a
+    case-insensitive file system makes `policies.roundtable.md` the rules file itself."""
+    pattern = pattern.strip().lower()
+    path = path.lower()
     if not pattern:
         return False
     spec = _spec(pattern)

@@ -245,6 +245,78 @@ BUILTIN_HIGH_PATHS: tuple[str, ...] = (
     "justfile",
     "Taskfile.yml",
 )
+# High-risk whatever `risk.high_paths` says: that list adds paths, it never removes these. The
+# rules themselves, and every file that changes what a configured test command does — a proposal
+# that edits one can turn the tests gate green without fixing anything (a lowercase `makefile`
+# that GNU make reads before `Makefile`, a `conftest.py` that skips every test, a `.pth` file
+# that runs at interpreter start-up). Patterns match case-insensitively, like every high path.
+GOVERNANCE_PATHS: tuple[str, ...] = (
+    "POLICIES.ROUNDTABLE.md",
+    "AGENTS.ROUNDTABLE.md",
+    "PROJECT.ROUNDTABLE.md",
+    ".roundtable/**",
+)
+TEST_CONFIG_PATHS: tuple[str, ...] = (
+    # make (GNUmakefile, makefile, Makefile: one pattern each, matched case-insensitively)
+    "GNUmakefile",
+    "makefile",
+    "*.mk",
+    "justfile",
+    "Taskfile.yml",
+    "Taskfile.yaml",
+    # Python: pytest, tox, nox, setuptools, coverage, and what the interpreter runs at start-up
+    "conftest.py",
+    "pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    "setup.py",
+    "pyproject.toml",
+    "noxfile.py",
+    ".coveragerc",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    # JavaScript: package scripts, package-manager settings, test runners and the transforms they load
+    "package.json",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
+    "deno.json",
+    "deno.jsonc",
+    "bunfig.toml",
+    "jest.config.*",
+    "vitest.config.*",
+    "vitest.workspace.*",
+    "vite.config.*",
+    ".mocharc*",
+    "karma.conf.*",
+    "ava.config.*",
+    "playwright.config.*",
+    "cypress.config.*",
+    "babel.config.*",
+    ".babelrc*",
+    # PHP, Ruby, Rust, Go, the JVM, C and C++
+    "phpunit.xml*",
+    "composer.json",
+    "Rakefile",
+    "Gemfile",
+    ".rspec*",
+    "Cargo.toml",
+    "build.rs",
+    ".cargo/**",
+    "go.mod",
+    "go.work",
+    "pom.xml",
+    "build.gradle*",
+    "settings.gradle*",
+    "gradlew",
+    "CMakeLists.txt",
+    "*.cmake",
+    "meson.build",
+)
+ALWAYS_HIGH_PATHS: tuple[str, ...] = GOVERNANCE_PATHS + TEST_CONFIG_PATHS
 BUILTIN_DANGEROUS: tuple[str, ...] = (
     "rm",
     "chmod",

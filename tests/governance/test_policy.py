@@ -156,7 +156,8 @@ def test_profile_override_keeps_unset_fields() -> None:
         ("?.md", "ab.md", False),
         ("\\*star", "*star", True),
         ("\\*star", "xstar", False),
-        ("*.PY", "a.py", False),
+        ("*.PY", "a.py", True),  # case does not count (makefile is Makefile to make)
+        ("Makefile", "sub/makefile", True),
         # a trailing slash names a directory: what is inside, never a file of that name
         ("build/", "build/x", True),
         ("build/", "build", False),
