@@ -111,6 +111,17 @@ def acquire_lock(root: Path | str) -> Iterator[Path]:
         os.close(fd)
 
 
+async def select_run(runtime: Any, *, goal: str, resume: bool, run_id: str = "") -> dict[str, Any]:
+    """Resume (`run_id`, else the latest active run) or create a run through the operator
+    operations `run.resume` / `run.create`; returns the run's record."""
+    if resume:
+        result = await runtime.call("run.resume", {"run_id": run_id} if run_id else {})
+    else:
+        args = {k: v for k, v in (("goal", goal), ("run_id", run_id)) if v}
+        result = await runtime.call("run.create", args)
+    return dict(result["run"])
+
+
 def _check_initialised(root: Path) -> None:
     """Refuse a root that does not exist or was never initialised, creating nothing (taking the
     lock would create `.roundtable/owner.lock` in a project `init` has not set up)."""

@@ -93,6 +93,15 @@ def socket_base() -> Path:
     return Path(tempfile.gettempdir())
 
 
+def _no_active_run(run_id: str, run: Run | None) -> str:
+    """Why a launch has no run to belong to, and how to get one."""
+    if not run_id:
+        return "no run is active; create one with `roundtable runs create --goal TEXT` (or `g` in the console)"
+    if run is None:
+        return f"run {run_id} does not exist; create one with `roundtable runs create --goal TEXT`"
+    return f"run {run_id} is {run.status}, not active; resume it with `roundtable runs resume {run_id}`"
+
+
 class Supervisor:
     """Launches and tracks agent sessions for one owner runtime."""
 
@@ -134,7 +143,7 @@ class Supervisor:
                     Run, "SELECT * FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1"
                 )
             if run is None or run.status != "active":
-                raise ValidationError(f"run {run_id or '(latest)'} is not active")
+                raise ValidationError(_no_active_run(run_id, run))
             agent = await r.one(Agent, "SELECT * FROM agents WHERE id = ?", (agent_id,))
             if agent is None or not agent.is_enabled:
                 raise ValidationError(f"agent {agent_id} is not an enabled agent")

@@ -138,14 +138,12 @@ class ChairLoop:
             raise
         self._cycle_failed = False
         self._active_runs = len(run_ids)
-        shared_done = False
         for run_id in run_ids:
             delay_until = self._backoff.get(run_id)
             if delay_until and delay_until[1] > time.monotonic():
                 continue
             try:
-                report = await tick(self.runtime, run_id, shared_steps=not shared_done)
-                shared_done = True
+                report = await tick(self.runtime, run_id)  # each run assigns and reviews its own work
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -101,7 +101,10 @@ def _revision_key(proposal: Proposal) -> str:
 async def _request_reviews(runtime: Runtime, run_id: str, report: TickReport) -> None:
     async with runtime.db.read() as r:
         proposals = await r.all(
-            Proposal, "SELECT * FROM proposals WHERE status IN ('pending', 'in_review') ORDER BY created_at, id"
+            Proposal,
+            "SELECT * FROM proposals WHERE status IN ('pending', 'in_review') AND run_id IN (?, '')"
+            " ORDER BY created_at, id",
+            (run_id,),  # the run's own proposals and those of no run
         )
         if not proposals:
             return
@@ -170,8 +173,8 @@ async def tick(runtime: Runtime, run_id: str, *, now: str | None = None, shared_
     """One Chair tick for `run_id` (see the module docstring). `now` overrides the clock used
     for claim and turn expiry. Never raises for a failing item; see `TickReport.errors`.
 
-    Task assignment and review requests look at every open task and proposal, not at one run's:
-    a cycle over many runs does them once (`shared_steps=False` for the other runs)."""
+    Task assignment and review requests look at the run's own tasks and proposals and at those
+    of no run (which the first run to tick takes); `shared_steps=False` leaves them out."""
     at = now or clock.now()
     report = TickReport(run_id=run_id, at=at)
     steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [("turns", lambda: turns(runtime, run_id, at, report))]

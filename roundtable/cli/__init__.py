@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("roundtable.cli.run_cmd", "run", "Chair a run from the operator's console (or --headless)."),
     "start": ("roundtable.cli.start_cmd", "start", "Run the long-lived owner: HTTP, socket, Chair, supervisor."),
     "table": ("roundtable.cli.table_cmd", "table", "Print a compact summary of the coordination table."),
-    "runs": ("roundtable.cli.runs_cmd", "runs", "List runs, end one, or archive an ended one."),
+    "runs": ("roundtable.cli.runs_cmd", "runs", "List runs, create one, resume, end or archive one."),
     "watch": ("roundtable.cli.watch_cmd", "watch", "Print events (follow with --follow)."),
     "claims": ("roundtable.cli.claims_cmd", "claims", "List, release or expire claims."),
     "symbols": ("roundtable.cli.symbols_cmd", "symbols", "List the symbols declared in one file."),

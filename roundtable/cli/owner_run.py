@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import click
@@ -24,8 +24,11 @@ async def serve_forever(
     log: Callable[[str], None] = echo,
     chair_interval: float | None = None,
     autopilot: bool | None = None,
+    http_address: str | None = None,
+    after_ready: Callable[[object], Awaitable[None]] | None = None,
 ) -> None:
-    """Enter the owner, print the ready line, wait for a signal (or HTTP failure), stop cleanly."""
+    """Enter the owner, print the ready line, run `after_ready` (e.g. create the run of
+    `start --goal`), wait for a signal (or HTTP failure), stop cleanly."""
     from roundtable.errors import StoreError
     from roundtable.owner import Owner
     from roundtable.server.http import HttpError
@@ -36,8 +39,12 @@ async def serve_forever(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     failure = ""
-    async with Owner(root, chair=chair, log=log, chair_interval=chair_interval, autopilot=autopilot) as owner:
+    async with Owner(
+        root, chair=chair, log=log, chair_interval=chair_interval, autopilot=autopilot, http_address=http_address
+    ) as owner:
         log(ready(owner))
+        if after_ready is not None:
+            await after_ready(owner)
         waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(owner.failed.wait())]
         http_task = owner.http.task if owner.http is not None else None
         if http_task is not None:

@@ -44,18 +44,18 @@ async def headless(
 ) -> chair_types.LoopResult:
     """Take the owner lock (no listeners), select or create the run, tick, snapshot."""
     from roundtable import chair
-    from roundtable.owner import Owner
+    from roundtable.owner import Owner, select_run
     from roundtable.services import runs
+    from roundtable.store.records import Run
 
     # No supervisor: a headless run without --autopilot launches nothing.
     async with Owner(root, http=False, socket=False, chair=False, supervisor=False, log=echo) as owner:
         runtime = owner.runtime  # the owner has synchronised the agents from the config
-        if resume:
-            run = await runs.resume_run(runtime, run_id)
-            echo(f"resumed run {run.id}")
-        else:
-            run = await runs.create_run(runtime, goal, run_id=run_id)
-            echo(f"created run {run.id}")
+        run = Run.from_row(await select_run(runtime, goal=goal, resume=resume, run_id=run_id))
+        echo(
+            (f"resumed run {run.id}" if resume else f"created run {run.id}")
+            + (f" with goal: {goal}" if goal and not resume else "")
+        )
 
         def on_tick(number: int, report: chair.TickReport, convergence: tuple[str, str]) -> None:
             for line in report.lines():
@@ -96,8 +96,9 @@ async def headless_autopilot(
     """The owner with the supervisor and the dispatcher on (no listeners), the run selected or
     created, driven until it waits for the operator (`cli/run_autopilot.py`), then a snapshot."""
     from roundtable.cli.run_autopilot import drive
-    from roundtable.owner import Owner
+    from roundtable.owner import Owner, select_run
     from roundtable.services import runs
+    from roundtable.store.records import Run
 
     async with Owner(
         root,
@@ -111,12 +112,11 @@ async def headless_autopilot(
         log=echo,
     ) as owner:
         runtime = owner.runtime
-        if resume:
-            run = await runs.resume_run(runtime, run_id)
-            echo(f"resumed run {run.id}")
-        else:
-            run = await runs.create_run(runtime, goal, run_id=run_id)
-            echo(f"created run {run.id}" + (f" with goal: {goal}" if goal else ""))
+        run = Run.from_row(await select_run(runtime, goal=goal, resume=resume, run_id=run_id))
+        echo(
+            (f"resumed run {run.id}" if resume else f"created run {run.id}")
+            + (f" with goal: {goal}" if goal and not resume else "")
+        )
         assert owner.dispatcher is not None  # the owner hosts the supervisor, so the dispatcher too
         owner.dispatcher.wake()
         every = interval if interval is not None else runtime.config.chair.tick_interval

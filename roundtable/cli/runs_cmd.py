@@ -1,9 +1,12 @@
-"""`roundtable runs list|end|archive`: see the runs and close the ones that are done.
+"""`roundtable runs list|create|resume|end|archive`: see the runs, start one, close the ones that are done.
 
-A run stays `active` until its work converges or the operator ends it; `end` sets a final status
-(`completed`, `blocked` or `failed`) and `ended_at`, with a `run.ended` event, so the Chair stops
-ticking it. `archive` hides an ended run from the console's Runs pane and from `resume` (status
-`archived`); nothing is deleted.
+`create --goal TEXT` starts an `active` run; a running owner (`roundtable start`, the console)
+notices the commit and its Chair and autopilot take the run up, so a new goal never needs the
+owner stopped. A run stays `active` until its work converges or the operator ends it; `end` sets
+a final status (`completed`, `blocked` or `failed`) and `ended_at`, with a `run.ended` event, so
+the Chair stops ticking it. `archive` hides an ended run from the console's Runs pane and from
+`resume` (status `archived`); nothing is deleted. Every change is the operator operation
+`run.create|resume|end|archive` through `Runtime.call`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 import click
 
-from roundtable.cli.common import fail, handle_errors, json_option, print_json, root_option, run_async
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
 
 END_STATUSES = ("completed", "blocked", "failed")
 
@@ -31,21 +34,26 @@ async def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:
     return [run.to_dict() for run in runs if include_archived or run.status != "archived"]
 
 
-async def _end(root: Path, run_id: str, status: str, archive: bool) -> dict[str, Any]:
+async def call_run_operation(root: Path, operation: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one `run.*` operation as the operator (the project's own runtime; with or without a
+    running owner, which picks the change up from the commit). Returns the run's record."""
     from roundtable.runtime import Runtime
-    from roundtable.services import runs
 
-    runtime = await Runtime.open(root)
-    try:
-        run = await (runs.archive_run(runtime, run_id) if archive else runs.end_run(runtime, run_id, status))
-    finally:
-        await runtime.close()
-    return run.to_dict()
+    async with await Runtime.open(root) as runtime:
+        result = await runtime.call(operation, {k: v for k, v in args.items() if v != ""})
+    return dict(result["run"])
+
+
+def _say(row: dict[str, Any], as_json: bool, line: str) -> None:
+    if as_json:
+        print_json({"run": row})
+    else:
+        click.echo(line)
 
 
 @click.group()
 def runs() -> None:
-    """List runs, end one, or archive an ended one."""
+    """List runs, create one, resume, end or archive one."""
 
 
 @runs.command("list")
@@ -60,31 +68,56 @@ def list_(root: Path, as_json: bool, include_archived: bool) -> None:
         print_json({"runs": rows})
         return
     if not rows:
-        click.echo("no runs yet (roundtable run --goal TEXT starts one)")
+        click.echo("no runs yet (roundtable runs create --goal TEXT starts one)")
         return
     for row in rows:
         ended = f"  ended {row['ended_at']}" if row["ended_at"] else ""
         click.echo(f"{row['id']}  [{row['status']}]  started {row['started_at']}{ended}  goal: {row['goal'] or '-'}")
 
 
+@runs.command("create")
+@root_option
+@json_option
+@click.option("--goal", required=True, help="What the run is for (the planner turns it into tasks).")
+@click.option("--run", "run_id", default="", help="Id of the new run (default RUN-<time>).")
+@handle_errors
+def create(root: Path, as_json: bool, goal: str, run_id: str) -> None:
+    """Start an active run; a running owner's Chair and autopilot take it up."""
+    if not goal.strip():
+        raise click.BadParameter("must not be blank", param_hint="--goal")
+    row = run_async(call_run_operation(root, "run.create", {"goal": goal, "run_id": run_id}))
+    _say(row, as_json, f"created run {row['id']} (goal: {row['goal']})")
+
+
+@runs.command("resume")
+@root_option
+@json_option
+@click.argument("run_id", required=False, default="")
+@handle_errors
+def resume(root: Path, as_json: bool, run_id: str) -> None:
+    """Make a run active again (default: the latest active run, else the latest run)."""
+    row = run_async(call_run_operation(root, "run.resume", {"run_id": run_id}))
+    _say(row, as_json, f"{row['id']} is {row['status']}")
+
+
 @runs.command("end")
 @root_option
+@json_option
 @click.argument("run_id")
 @click.option("--status", type=click.Choice(END_STATUSES), default="completed", show_default=True)
 @handle_errors
-def end(root: Path, run_id: str, status: str) -> None:
+def end(root: Path, as_json: bool, run_id: str, status: str) -> None:
     """End an active run with a final status; the Chair stops ticking it."""
-    row = run_async(_end(root, run_id, status, archive=False))
-    click.echo(f"{row['id']} is {row['status']}")
+    row = run_async(call_run_operation(root, "run.end", {"run_id": run_id, "status": status}))
+    _say(row, as_json, f"{row['id']} is {row['status']}")
 
 
 @runs.command("archive")
 @root_option
+@json_option
 @click.argument("run_id")
 @handle_errors
-def archive(root: Path, run_id: str) -> None:
+def archive(root: Path, as_json: bool, run_id: str) -> None:
     """Hide an ended run from the console and from resume (nothing is deleted)."""
-    row = run_async(_end(root, run_id, "", archive=True))
-    if row["status"] != "archived":  # pragma: no cover - archive_run raises instead
-        fail(f"{run_id} was not archived")
-    click.echo(f"{row['id']} is archived")
+    row = run_async(call_run_operation(root, "run.archive", {"run_id": run_id}))
+    _say(row, as_json, f"{row['id']} is archived")

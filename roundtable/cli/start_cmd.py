@@ -25,8 +25,9 @@ from roundtable.cli.common import fail, handle_errors, root_option, run_async
     is_flag=True,
     help="Launch the agents the work calls for (the dispatcher on; default: the config's autopilot.mode).",
 )
+@click.option("--goal", default="", help="Create an active run with this goal once the owner is ready.")
 @handle_errors
-def start(root: Path, interval: str, autopilot: bool) -> None:
+def start(root: Path, interval: str, autopilot: bool, goal: str) -> None:
     """Run the owner in the foreground: HTTP, socket and the Chair loop."""
     from roundtable.cli.owner_run import serve_forever
     from roundtable.config import format_duration, load_config, parse_duration
@@ -55,6 +56,12 @@ def start(root: Path, interval: str, autopilot: bool) -> None:
             + (" autopilot=on" if owner.dispatcher is not None and owner.dispatcher.enabled else "")
         )
 
+    async def create_run(owner: Any) -> None:
+        from roundtable.owner import select_run
+
+        run = await select_run(owner.runtime, goal=goal, resume=False)
+        say(f"created run {run['id']} with goal: {run['goal']}")
+
     run_async(
         serve_forever(
             root,
@@ -64,5 +71,6 @@ def start(root: Path, interval: str, autopilot: bool) -> None:
             log=say,
             chair_interval=tick if interval else None,
             autopilot=True if autopilot else None,
+            after_ready=create_run if goal.strip() else None,
         )
     )

@@ -1,7 +1,9 @@
 """Runs: create, select, resume and end the run records the Chair ticks.
 
-Runs are created only by `roundtable run` (never by a tool). Each function opens its own write
-transaction, so callers need nothing but the runtime.
+`create`, `resume`, `end` and `archive` work inside the caller's transaction: they are the
+operator operations `run.create|resume|end|archive` (`tools/runs_ops.py`), which the CLI, the
+console, `start --goal` and an operator token over MCP call through `Runtime.call`. The
+`*_run(project, …)` forms open their own write transaction (the Chair's ending, tests).
 """
 
 from __future__ import annotations
@@ -37,25 +39,31 @@ async def active_run_ids(runtime: Project) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-async def create_run(runtime: Project, goal: str, *, run_id: str = "") -> Run:
-    """Create an `active` run (`RUN-<stamp>` unless `run_id` is given; an existing id is refused)."""
+async def create(tx: Tx, goal: str, *, run_id: str = "", actor: str = "") -> Run:
+    """Create an `active` run (`RUN-<stamp>` unless `run_id` is given; an existing id is
+    refused), with a `run.created` event."""
     new_id = run_id or clock.new_id("RUN")
+    if await tx.scalar("SELECT 1 FROM runs WHERE id = ?", (new_id,)):
+        raise ToolError(f"run {new_id} already exists; use --resume (roundtable runs resume {new_id})")
+    await tx.insert(
+        "runs",
+        {
+            "id": new_id,
+            "goal": goal or None,
+            "status": "active",
+            "started_at": clock.now(),
+            "ended_at": None,
+            "metadata_json": "{}",
+        },
+    )
+    await tx.append_event(new_id, "run.created", {"goal": goal}, actor_id=actor)
+    return await get_run(tx, new_id)
+
+
+async def create_run(runtime: Project, goal: str, *, run_id: str = "") -> Run:
+    """`create` in its own write transaction."""
     async with runtime.db.write(tool="run.create") as tx:
-        if await tx.scalar("SELECT 1 FROM runs WHERE id = ?", (new_id,)):
-            raise ToolError(f"run {new_id} already exists; use --resume")
-        await tx.insert(
-            "runs",
-            {
-                "id": new_id,
-                "goal": goal or None,
-                "status": "active",
-                "started_at": clock.now(),
-                "ended_at": None,
-                "metadata_json": "{}",
-            },
-        )
-        run = await get_run(tx, new_id)
-    return run
+        return await create(tx, goal, run_id=run_id)
 
 
 async def latest_active_run(runtime: Project) -> Run | None:
@@ -64,52 +72,70 @@ async def latest_active_run(runtime: Project) -> Run | None:
         return await r.one(Run, "SELECT * FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1")
 
 
-async def resume_run(runtime: Project, run_id: str = "") -> Run:
+async def resume(tx: Tx, run_id: str = "", *, actor: str = "") -> Run:
     """Reactivate `run_id`, or the latest active run, or else the latest run of any status.
 
     An `active` run with no `ended_at` is returned unchanged; otherwise it becomes `active`
-    again with `ended_at` cleared (goal and metadata are kept)."""
+    again with `ended_at` cleared (goal and metadata are kept) and a `run.resumed` event."""
+    if run_id:
+        run = await get_run(tx, run_id)
+        if run.status == "archived":
+            raise ToolError(f"run {run_id} is archived")
+    else:
+        runs = [r for r in await list_runs(tx) if r.status != "archived"]
+        if not runs:
+            raise ToolError("no run available to resume (create one: roundtable runs create --goal TEXT)")
+        active = [r for r in runs if r.status == "active"]
+        run = active[-1] if active else runs[-1]
+    if run.status == "active" and not run.ended_at:
+        return run
+    await tx.update("runs", {"id": run.id}, {"status": "active", "ended_at": None})
+    await tx.append_event(run.id, "run.resumed", {"previous": run.status}, actor_id=actor)
+    return await get_run(tx, run.id)
+
+
+async def resume_run(runtime: Project, run_id: str = "") -> Run:
+    """`resume` in its own write transaction."""
     async with runtime.db.write(tool="run.resume") as tx:
-        if run_id:
-            run = await get_run(tx, run_id)
-        else:
-            runs = [r for r in await list_runs(tx) if r.status != "archived"]
-            if not runs:
-                raise ToolError("no run available to resume")
-            active = [r for r in runs if r.status == "active"]
-            run = active[-1] if active else runs[-1]
-        if run.status == "active" and not run.ended_at:
-            return run
-        await tx.update("runs", {"id": run.id}, {"status": "active", "ended_at": None})
-        return await get_run(tx, run.id)
+        return await resume(tx, run_id)
 
 
-async def end_run(runtime: Project, run_id: str, status: str) -> Run:
+async def end(tx: Tx, run_id: str, status: str, *, actor: str = "") -> Run:
     """Set a run's final status (`completed`, `blocked`, `failed`, …) and `ended_at`, with a
     `run.ended` event. Ending an archived run is refused; ending an ended run again changes its
     final status."""
     if not status.strip():
         raise ToolError("run status is required")
+    run = await get_run(tx, run_id)
+    if run.status == "archived":
+        raise ToolError(f"run {run_id} is archived")
+    now = clock.now()
+    await tx.update("runs", {"id": run_id}, {"status": status, "ended_at": run.ended_at or now})
+    await tx.append_event(run_id, "run.ended", {"status": status, "previous": run.status}, actor_id=actor)
+    return await get_run(tx, run_id)
+
+
+async def end_run(runtime: Project, run_id: str, status: str) -> Run:
+    """`end` in its own write transaction."""
     async with runtime.db.write(tool="run.end") as tx:
-        run = await get_run(tx, run_id)
-        if run.status == "archived":
-            raise ToolError(f"run {run_id} is archived")
-        now = clock.now()
-        await tx.update("runs", {"id": run_id}, {"status": status, "ended_at": run.ended_at or now})
-        await tx.append_event(run_id, "run.ended", {"status": status, "previous": run.status})
-        return await get_run(tx, run_id)
+        return await end(tx, run_id, status)
+
+
+async def archive(tx: Tx, run_id: str, *, actor: str = "") -> Run:
+    """Archive an ended run: hidden from the console's Runs pane and from `resume`."""
+    run = await get_run(tx, run_id)
+    if run.status == "active":
+        raise ToolError(f"run {run_id} is active: end it first (roundtable runs end {run_id})")
+    if run.status != "archived":
+        await tx.update("runs", {"id": run_id}, {"status": "archived"})
+        await tx.append_event(run_id, "run.archived", {"previous": run.status}, actor_id=actor)
+    return await get_run(tx, run_id)
 
 
 async def archive_run(runtime: Project, run_id: str) -> Run:
-    """Archive an ended run: hidden from the console's Runs pane and from `resume`."""
+    """`archive` in its own write transaction."""
     async with runtime.db.write(tool="run.archive") as tx:
-        run = await get_run(tx, run_id)
-        if run.status == "active":
-            raise ToolError(f"run {run_id} is active: end it first (roundtable runs end {run_id})")
-        if run.status != "archived":
-            await tx.update("runs", {"id": run_id}, {"status": "archived"})
-            await tx.append_event(run_id, "run.archived", {"previous": run.status})
-        return await get_run(tx, run_id)
+        return await archive(tx, run_id)
 
 
 async def write_snapshot(runtime: Project, run_id: str) -> str:

@@ -227,6 +227,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "sessions_ops",
     "autopilot_ops",
     "chair_ops",
+    "runs_ops",
 )
 
 

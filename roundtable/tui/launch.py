@@ -18,7 +18,6 @@ from typing import Any
 
 from roundtable.domain import RunStatus
 from roundtable.runtime import Runtime
-from roundtable.services import runs
 from roundtable.tui.widgets.header import OwnerInfo
 
 log = logging.getLogger("roundtable.tui")
@@ -186,6 +185,9 @@ async def _start_demo(owner: Any, relay: _Relay) -> Callable[[], Any] | None:
 
 
 async def select_run(runtime: Runtime, *, goal: str, resume: bool, run_id: str = "") -> str:
-    """Resume (the given, else the latest active run) or create a run; returns its id."""
-    run = await runs.resume_run(runtime, run_id) if resume else await runs.create_run(runtime, goal, run_id=run_id)
-    return str(run.id)
+    """Resume (the given, else the latest active run) or create a run (the operations
+    `run.resume` / `run.create`); returns its id."""
+    from roundtable.owner import select_run as select
+
+    run = await select(runtime, goal=goal, resume=resume, run_id=run_id)
+    return str(run["id"])

@@ -119,3 +119,26 @@ async def test_cli_revoke_is_an_operation_with_principal_and_transport(owner: Ow
         row = await r.fetchone("SELECT principal, transport, payload_json FROM events WHERE type = 'claim.revoked'")
     assert row is not None and (row["principal"], row["transport"]) == ("operator", "cli")
     assert json.loads(row["payload_json"])["claim_id"] == claim_id
+
+
+async def test_an_operator_token_creates_and_ends_runs_over_mcp(owner: Owner) -> None:
+    from mcp import Client
+
+    from tests.helpers import sdk_http
+
+    assert owner.runtime is not None
+    secret = (await owner.runtime.call("token.create", {"principal": "operator"}))["secret"]
+    operator = Client(sdk_http(owner.http_url, {"Authorization": f"Bearer {secret}"}), mode="legacy")
+    async with operator as c:
+        made = await c.call_tool("run_create", {"goal": "from MCP", "run_id": "RUN-mcp"})
+        assert not made.is_error, made.content
+        ended = await c.call_tool("run.end", {"run_id": "RUN-mcp", "status": "blocked"})
+        assert not ended.is_error, ended.content
+    async with client(owner, "implementer-1") as c:
+        refused = await c.call_tool("run_create", {"goal": "not mine"})
+        assert refused.is_error and "reserved for the operator" in str(refused.content)
+    async with owner.runtime.db.read() as r:
+        rows = await r.fetchall("SELECT type, principal, transport FROM events WHERE run_id = 'RUN-mcp' ORDER BY id")
+        status = await r.scalar("SELECT status FROM runs WHERE id = 'RUN-mcp'")
+    assert status == "blocked" and [row[0] for row in rows] == ["run.created", "run.ended"]
+    assert {row[1] for row in rows} == {"operator"} and {row[2] for row in rows} != {"cli"}

@@ -24,6 +24,31 @@ async def _invoke(*args: str) -> Result:
     return await anyio.to_thread.run_sync(lambda: runner.invoke(cli, list(args)))
 
 
+async def test_create_and_resume_from_the_cli(project: Path) -> None:
+    blank = await _invoke("runs", "create", "--goal", " ", "--root", str(project))
+    assert blank.exit_code == 2 and "must not be blank" in blank.output
+    made = await _invoke("runs", "create", "--goal", "Ship it", "--run", "RUN-cli", "--root", str(project))
+    assert made.exit_code == 0 and "created run RUN-cli (goal: Ship it)" in made.output
+    again = await _invoke("runs", "create", "--goal", "Ship it", "--run", "RUN-cli", "--root", str(project))
+    assert again.exit_code == 1 and "RUN-cli already exists" in again.output
+    assert (await _invoke("runs", "end", "RUN-cli", "--root", str(project))).exit_code == 0
+    resumed = await _invoke("runs", "resume", "RUN-cli", "--json", "--root", str(project))
+    assert resumed.exit_code == 0 and '"status": "active"' in resumed.output
+    rt = await Runtime.open(project)
+    try:
+        async with rt.db.read() as r:
+            rows = await r.fetchall(
+                "SELECT type, principal, transport FROM events WHERE run_id = 'RUN-cli' ORDER BY id"
+            )
+    finally:
+        await rt.close()
+    assert [tuple(row) for row in rows] == [
+        ("run.created", "operator", "cli"),
+        ("run.ended", "operator", "cli"),
+        ("run.resumed", "operator", "cli"),
+    ]
+
+
 async def test_list_end_and_archive(project: Path) -> None:
     empty = await _invoke("runs", "list", "--root", str(project))
     assert empty.exit_code == 0 and "no runs yet" in empty.output
@@ -53,7 +78,7 @@ async def test_list_end_and_archive(project: Path) -> None:
                 row[0] for row in await r.fetchall("SELECT type FROM events WHERE run_id = ? ORDER BY id", (old.id,))
             ]
             overview = await load_overview(r, "RUN-new", rt.config)
-        assert types == ["run.ended", "run.archived"]
+        assert types == ["run.created", "run.ended", "run.archived"]
         assert [run.id for run in overview.runs] == ["RUN-new"]  # archived runs leave the console
         await runs.end_run(rt, "RUN-new", "completed")
         resumed = await runs.resume_run(rt)

@@ -36,7 +36,7 @@ async def test_launch_is_validated(runtime: Runtime, tmp_path: Path) -> None:
             "adapter generic does not support MCP",
         ),
         ({"agent_id": "implementer-1", "task_id": task_id, "adapter": "nope"}, "unknown adapter nope"),
-        ({"agent_id": "implementer-1", "task_id": task_id, "run_id": "RUN-x"}, "run RUN-x is not active"),
+        ({"agent_id": "implementer-1", "task_id": task_id, "run_id": "RUN-x"}, "run RUN-x does not exist; create one"),
     ]
     for args, text in cases:
         with pytest.raises(ValidationError, match=text):

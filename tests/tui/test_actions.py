@@ -245,3 +245,17 @@ async def test_tick_while_paused_says_so(rt: Runtime) -> None:
         await wait_for(lambda: any("Chair woken" in n for n in notifications(app)), what="woken notice")
         assert loop._wake.is_set()
     await loop.close()
+
+
+async def test_a_new_run_is_the_run_create_operation(rt: Runtime) -> None:
+    app = make_app(rt)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        app.action_new_run()
+        await wait_for(lambda: isinstance(app.screen, PromptScreen), what="goal prompt")
+        await pilot.press(*"ship v3", "enter")
+        await wait_for(lambda: any("run started" in n for n in notifications(app)), what="new run notice")
+        row = await scalar(rt, "SELECT id FROM runs WHERE goal = 'ship v3' AND status = 'active'")
+        assert row and app.run_id == row
+        by = await scalar(rt, "SELECT principal || '/' || transport FROM events WHERE type = 'run.created'")
+        assert by == "operator/tui"

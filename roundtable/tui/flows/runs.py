@@ -1,17 +1,16 @@
 """Runs: `g` starts a run with a goal and shows it, `u` shows the run selected in the Runs pane,
 `e` ends an active run, `E` archives an ended one (hidden, nothing deleted). Runs change through
-the runs service (as the CLI's `runs` commands do), each after a confirmation."""
+the operator operations `run.create|end|archive` (as the CLI's `runs` commands do), each after a
+confirmation; the owner's Chair and autopilot take a new run up like any other."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import work
 
 from roundtable.domain import RunStatus
-from roundtable.services import runs as runs_service
 from roundtable.store.records import Run
 from roundtable.tui.base import ConsoleBase
 from roundtable.tui.screens.confirm import ConfirmScreen
@@ -34,12 +33,9 @@ class RunFlows(ConsoleBase):
         runs = self.overview.runs if self.overview else []
         return self.target(self.selected(RunsPane, runs, lambda r: r.id), what="a run", pane="Runs", refuse=refuse)
 
-    async def _change_run(self, run_id: str, change: Awaitable[Any], done: str) -> None:
-        """Run one runs-service change (end, archive) with the console's error handling."""
-        ok, _ = await self.attempt(change, title="run")
-        if ok:
-            self.notify(f"{run_id} {done}", title="run")
-            self.request_refresh()
+    async def _change_run(self, run_id: str, operation: str, args: dict[str, str], done: str) -> None:
+        """Run one run operation (end, archive) with the console's error handling."""
+        await self.call_tool(operation, {"run_id": run_id, **args}, success=f"{run_id} {done}", title="run")
 
     def show_run(self, run_id: str) -> None:
         """Make `run_id` the run in view: the header and the turn queue follow it."""
@@ -57,10 +53,11 @@ class RunFlows(ConsoleBase):
         self._after_modal()
         if not goal:
             return
-        ok, run = await self.attempt(runs_service.create_run(self.runtime, goal), title="run")
-        if ok:
-            self.show_run(run.id)
-            self.notify(f"{run.id} started; the console shows it now", title="run")
+        result = await self.call_tool(
+            "run.create", {"goal": goal}, success="run started; the console shows it now", title="run"
+        )
+        if result is not None:
+            self.show_run(str(result["run"]["id"]))
 
     def action_view_run(self) -> None:
         run = self._selected_run()
@@ -85,8 +82,8 @@ class RunFlows(ConsoleBase):
         confirmed = await self.push_screen_wait(ConfirmScreen(f"End {run.id}?", body, confirm_label="End run"))
         self._after_modal()
         if confirmed:
-            change = runs_service.end_run(self.runtime, run.id, RunStatus.COMPLETED.value)
-            await self._change_run(run.id, change, RunStatus.COMPLETED.value)
+            status = RunStatus.COMPLETED.value
+            await self._change_run(run.id, "run.end", {"status": status}, status)
 
     def action_archive_run(self) -> None:
         run = self._selected_run(_archivable)
@@ -104,4 +101,4 @@ class RunFlows(ConsoleBase):
         confirmed = await self.push_screen_wait(ConfirmScreen(f"Archive {run.id}?", body, confirm_label="Archive"))
         self._after_modal()
         if confirmed:
-            await self._change_run(run.id, runs_service.archive_run(self.runtime, run.id), "archived")
+            await self._change_run(run.id, "run.archive", {}, "archived")
