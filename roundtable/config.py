@@ -291,6 +291,13 @@ BUILTIN_ADAPTERS: dict[str, AdapterConfig] = {
 }
 
 
+class WorkspacesConfig(Section):
+    """Where agents' workspaces (git worktrees) live: never inside the project."""
+
+    # '' = $XDG_STATE_HOME/roundtable/workspaces (~/.local/state/roundtable/workspaces).
+    dir: StrictStr = ""
+
+
 class TuiConfig(Section):
     """Key overrides for the console: binding id → key (e.g. `approve: ctrl+a`)."""
 
@@ -307,6 +314,7 @@ class Config(Section):
     autopilot: AutopilotConfig = AutopilotConfig()
     agents: AgentsConfig = AgentsConfig()
     adapters: dict[str, AdapterConfig] = Field(default_factory=lambda: dict(BUILTIN_ADAPTERS))
+    workspaces: WorkspacesConfig = WorkspacesConfig()
     tui: TuiConfig = TuiConfig()
 
     def sqlite_path(self, root: Path) -> Path:
@@ -414,6 +422,7 @@ STARTER_COMMENTS: dict[tuple[str, ...], str] = {
     ("autopilot", "planner_agent"): "The agent that turns a goal into tasks; empty: the first enabled architect.",
     ("agents",): "Who sits at the table: single roles, and pools of implementers and reviewers (0 to 1000).",
     ("adapters",): "How each agent program is started; a new name starts from empty values.",
+    ("workspaces", "dir"): "Agents' git worktrees, outside the project; empty: ~/.local/state/roundtable/workspaces.",
     ("tui", "bindings"): "Console key overrides: command id: key, e.g. approve: ctrl+a",
 }
 _KEY_LINE = re.compile(r"^( *)([A-Za-z_][\w-]*):(?: |$)")

@@ -122,6 +122,12 @@ class TaskStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+class WorkspaceState(StrEnum):
+    ACTIVE = "active"  # made, or synced onto a new base: work not yet proposed
+    PROPOSED = "proposed"  # its diff is a revision of its proposal (edits since may follow)
+    REMOVED = "removed"  # the directory is gone; the row stays
+
+
 class ClaimStatus(StrEnum):
     ACTIVE = "active"
     RELEASED = "released"

@@ -75,7 +75,7 @@ _COMMON = frozenset(
     }
 )
 ALLOWED: dict[str, frozenset[str]] = {
-    "implementer": _COMMON | {"proposal.create", "proposal.attach_patch"},
+    "implementer": _COMMON | {"proposal.create", "proposal.attach_patch", "workspace.propose", "workspace.sync"},
     "reviewer": _COMMON | {"vote.cast"},
     "tester": _COMMON | {"vote.cast", "test.evidence.submit"},
     "security": _COMMON | {"vote.cast", "security.review"},

@@ -93,6 +93,9 @@ class Policy(BaseModel):
     allow_symlinks: bool = False
     allow_submodules: bool = False
     allow_mode_changes: bool = False
+    # `claims.auto_on_propose` and `workspaces.keep_days` (see `services.workspaces`).
+    auto_claim_on_propose: bool = True
+    workspace_keep_days: int = 0
     source: str = "built-in"
     version: str = "built-in"
 
@@ -244,6 +247,8 @@ def parse_policy(text: str, label: str = POLICY_FILE) -> Policy:
         allow_symlinks=file.patches.allow_symlinks,
         allow_submodules=file.patches.allow_submodules,
         allow_mode_changes=file.patches.allow_mode_changes,
+        auto_claim_on_propose=file.claims.auto_on_propose,
+        workspace_keep_days=file.workspaces.keep_days,
         source=label,
         version=hashlib.sha256(text.encode()).hexdigest(),
     )

@@ -352,6 +352,19 @@ class PatchRules(Rules):
     allow_mode_changes: StrictBool = False
 
 
+class ClaimRules(Rules):
+    """How claims are taken beyond `resource_claim`."""
+
+    # `workspace_propose` claims (write) the touched paths nobody else holds on the author's behalf.
+    auto_on_propose: StrictBool = True
+
+
+class WorkspaceRules(Rules):
+    """How long a workspace outlives its task (0: removed once the task completes or is cancelled)."""
+
+    keep_days: Count = 0
+
+
 class PolicyFile(Rules):
     """Everything the fenced blocks may say, over the built-in defaults."""
 
@@ -362,6 +375,8 @@ class PolicyFile(Rules):
     commands: CommandRules = CommandRules()
     tests: TestsPolicy = Field(default_factory=TestsPolicy)
     patches: PatchRules = PatchRules()
+    claims: ClaimRules = ClaimRules()
+    workspaces: WorkspaceRules = WorkspaceRules()
 
     def profiles(self) -> dict[str, Profile]:
         return {name: Profile(name=name, **rules.model_dump()) for name, rules in self.consensus.items()}

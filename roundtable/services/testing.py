@@ -149,7 +149,7 @@ async def sandbox_for(runtime: Project) -> sandbox_runner.Sandbox:
     return await sandbox_runner.choose(tests_policy(runtime).sandbox)
 
 
-def _private_paths(runtime: Project) -> tuple[Path | None, list[str]]:
+def private_paths(runtime: Project) -> tuple[Path | None, list[str]]:
     """The legacy socket's directory, and the root-relative paths never snapshotted into a
     worktree besides `.roundtable/` (a database or socket configured elsewhere in the root)."""
     root = runtime.root.resolve()
@@ -285,7 +285,7 @@ async def _execute(
     """Worktree, patch, command, cleanup. Setup failures (not a git repository, a patch that no
     longer applies, a program not found) are an `error` outcome with the reason, not a raise."""
     patch = await anyio.to_thread.run_sync(read_patch, runtime.root, proposal.revision) if proposal else None
-    socket_dir, excluded = _private_paths(runtime)
+    socket_dir, excluded = private_paths(runtime)
     try:
         tree = await scratch.create(runtime.root, patch, excluded=excluded)
     except ToolError as exc:

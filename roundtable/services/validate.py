@@ -9,7 +9,12 @@ bear on this proposal — on a linked resource, or covering a touched path — a
 whose resource changed since it was claimed is suspended (`claim.suspended`, reason `base hash
 changed`), reported in `stale_claims`, and makes the report invalid (`stale claim base hash:
 <resource id>`). The author's unrelated claims are left alone (the reference suspended all of
-them, silently). The `patch.validated` event goes to the proposal's run unless the call names one
+them, silently).
+
+Stale base: a proposal made from a workspace records the workspace's base tree
+(`base_revision`); a touched path whose content in the working tree is no longer the base's is
+listed in `stale_base` and makes the report invalid (`base_error`) until the author brings the
+workspace onto the new tree (`workspace.sync`) and proposes again. The `patch.validated` event goes to the proposal's run unless the call names one
 (`services.run_scope`).
 """
 
@@ -21,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.errors import NotFound, ToolError
 from roundtable.services import claims as claims_service
-from roundtable.services import git
+from roundtable.services import git, workspaces
 from roundtable.services.gates import evaluate
 from roundtable.services.patches import (
     ParsedPatch,
@@ -78,6 +83,15 @@ async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunH
         if parsed is not None:
             problems = await asyncio.to_thread(tree_problems, root, parsed, allow)
             dry_run = problems[0] if problems else await git.apply_check(root, parsed.text.encode("utf-8"))
+    stale_base: list[str] = []
+    if parsed is not None and proposal.base_revision:
+        stale_base = await workspaces.stale_paths(root, proposal.base_revision, parsed.touched)
+    base_error = (
+        f"stale base: {stale_base[0]} changed in the tree since the workspace's base; workspace_sync "
+        "brings the workspace onto the new tree, then propose again"
+        if stale_base
+        else ""
+    )
     async with runtime.db.read() as r:
         bearing = await _bearing_claims(r, proposal, parsed, clock.now())
         run = await resolve(r, runs, owner=proposal.run_id) if bearing else ""
@@ -99,7 +113,7 @@ async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunH
     tests = report.gate("tests")
     coverage_error = "" if claims is None or claims.passed else claims.reason
     claim_error = stale_error or coverage_error
-    valid = patch_exists and parsed is not None and not claim_error and dry_run == ""
+    valid = patch_exists and parsed is not None and not claim_error and dry_run == "" and not base_error
     result = report.policy
     out: dict[str, Any] = {
         "proposal": proposal_dict(current),
@@ -115,6 +129,8 @@ async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunH
         "resource_coverage": not coverage_error,
         "resource_error": coverage_error,
         "temp_apply_error": dry_run or "",
+        "stale_base": stale_base,
+        "base_error": base_error,
         "policy": result.to_dict() if result else None,
         "votes": [v.to_dict() for v in report.votes],
         "human_approvals": [a.to_dict() for a in report.approvals],

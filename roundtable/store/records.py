@@ -63,6 +63,7 @@ RECORD_KINDS: dict[str, str] = {
     "test_runs": "test run",
     "memory_entries": "memory entry",
     "access_tokens": "access token",
+    "workspaces": "workspace",
 }
 
 
@@ -492,6 +493,29 @@ class AccessToken(Record):
     revoked_at: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Workspace(Record):
+    """One agent's git worktree for one task (`services.workspaces`)."""
+
+    table: ClassVar[str] = "workspaces"
+
+    id: str
+    agent_id: str
+    task_id: str
+    run_id: str
+    proposal_id: str
+    base_commit: str
+    base_tree: str
+    path: str
+    gitdir: str
+    state: str
+    conflicts_json: str
+    created_at: str
+    updated_at: str
+    remove_after: str
+    removed_at: str
+
+
 ALL_RECORDS: tuple[type[Record], ...] = (
     Run,
     Event,
@@ -518,4 +542,5 @@ ALL_RECORDS: tuple[type[Record], ...] = (
     SessionCapability,
     AccessToken,
     MemoryRevision,
+    Workspace,
 )

@@ -415,7 +415,33 @@ CREATE INDEX idx_tasks_run ON tasks(run_id, status);
 CREATE INDEX idx_proposals_run ON proposals(run_id, status);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+# Version 4: workspaces — one git worktree per agent and task, outside the project, made from the
+# same snapshot a test run uses. `base_commit` is the snapshot commit checked out, `base_tree` its
+# tree; `gitdir` is the worktree's administrative directory inside the project's repository (the
+# workspace's own `.git` file must keep pointing there). One live workspace per agent and task.
+_V4 = f"""
+CREATE TABLE workspaces (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  run_id TEXT NOT NULL DEFAULT '',
+  proposal_id TEXT NOT NULL DEFAULT '',
+  base_commit TEXT NOT NULL,
+  base_tree TEXT NOT NULL,
+  path TEXT NOT NULL,
+  gitdir TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'active',
+  conflicts_json TEXT NOT NULL DEFAULT '[]',
+  created_at TEXT NOT NULL DEFAULT {NOW},
+  updated_at TEXT,
+  remove_after TEXT,
+  removed_at TEXT
+);
+CREATE UNIQUE INDEX idx_workspaces_live ON workspaces(agent_id, task_id) WHERE state != 'removed';
+CREATE INDEX idx_workspaces_task ON workspaces(task_id, state);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.
@@ -445,4 +471,5 @@ TABLES = (
     "session_capabilities",
     "access_tokens",
     "memory_revisions",
+    "workspaces",
 )

@@ -90,6 +90,8 @@ REFERENCE_ORDER: tuple[str, ...] = (
     "test.suggest",
     "vote.cast",
     "vote.list",
+    "workspace.propose",
+    "workspace.sync",
 )
 
 
@@ -228,6 +230,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "autopilot_ops",
     "chair_ops",
     "runs_ops",
+    "workspaces",
 )
 
 
@@ -275,7 +278,7 @@ class Registry:
         return self._by_any_name.get(name)
 
     def exposed(self) -> list[ToolSpec]:
-        """The tools MCP discovery lists (38), in the reference's order."""
+        """The tools MCP discovery lists (40), in the reference's order."""
         return [s for s in self._specs.values() if s.advertised]
 
     def for_audience(self, *audiences: Audience) -> list[ToolSpec]:

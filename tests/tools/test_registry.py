@@ -10,13 +10,13 @@ from roundtable.tools.registry import REFERENCE_ORDER, get_registry
 SEED = Path(__file__).resolve().parents[3] / "shared" / "seed" / "000_08ef96d855ff20fa.txt"
 
 
-def test_registry_has_39_mcp_entries_and_38_exposed() -> None:
+def test_registry_has_41_mcp_entries_and_40_exposed() -> None:
     registry = get_registry()
     names = [s.name for s in registry if s.audience in ("mcp", "mcp-operator")]
     assert names == list(REFERENCE_ORDER)
-    assert len(names) == 39
+    assert len(names) == 41
     exposed = [s.name for s in registry.exposed()]
-    assert len(exposed) == 38
+    assert len(exposed) == 40
     assert "repo.dependency_context" not in exposed
     assert "test.evidence.submit" not in exposed
 

@@ -71,7 +71,7 @@ async def test_real_registry_listing_and_dotted_style(owner: Owner, auth: dict[s
     owner.runtime.registry = get_registry()
     async with Client(sdk_http(owner.http_url, auth), mode="legacy") as client:
         names = [t.name for t in (await client.session.list_tools()).tools]
-    assert len(names) == len(get_registry().exposed()) == 38
+    assert len(names) == len(get_registry().exposed()) == 40
     assert names == sorted(names) and all("." not in n for n in names)
     object.__setattr__(owner.runtime.config.mcp, "tool_names", "dotted")
     async with Client(sdk_http(owner.http_url, auth), mode="legacy") as client:

@@ -1,0 +1,185 @@
+"""Git on a workspace an agent controlled, without running anything the agent wrote.
+
+A workspace is a git worktree whose files an agent edited freely: everything in it is hostile.
+Every git command here therefore
+
+- names the repository explicitly (`GIT_DIR` = the worktree's administrative directory inside
+  the project's repository, recorded when the worktree was made; `GIT_WORK_TREE` = the
+  workspace), so the workspace's own `.git` — which the agent could replace by a file pointing
+  elsewhere or a directory with its own config — is never read; `verify` checks that it still
+  points where roundtable made it before anything else runs;
+- runs without hooks (`core.hooksPath=/dev/null`), without a file-system monitor
+  (`core.fsmonitor=false`), without the system configuration (`GIT_CONFIG_NOSYSTEM`), with no
+  external diff or text conversion (`--no-ext-diff --no-textconv`), and with every filter driver
+  the repository's configuration defines switched off, so a `.gitattributes` the agent wrote
+  cannot select one (`neutral_config`);
+- reads the workspace through a private temporary index, never the worktree's own.
+
+`scan` walks the workspace first (no symlink followed) and refuses what must never reach git's
+reading: a nested repository, roundtable's private `.roundtable/`, a file larger than the patch
+limit, a FIFO, socket or device — each only where git would see it (not ignored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from roundtable.errors import ToolError, ValidationError
+from roundtable.services import git
+from roundtable.services.patches import MAX_PATCH_BYTES
+
+_BASE_CONFIG = [
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.untrackedCache=false",
+    "-c", "diff.external=",
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+    "-c", "diff.renames=false",
+]  # fmt: skip
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "roundtable",
+    "GIT_AUTHOR_EMAIL": "roundtable@localhost",
+    "GIT_COMMITTER_NAME": "roundtable",
+    "GIT_COMMITTER_EMAIL": "roundtable@localhost",
+}
+DIFF_ARGS = [
+    "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames", "--submodule=short",
+    "--src-prefix=a/", "--dst-prefix=b/",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One workspace as git is asked about it."""
+
+    root: Path  # the project (its repository holds the worktree's administrative directory)
+    path: Path  # the workspace
+    gitdir: Path  # the worktree's administrative directory
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**git._env(), **IDENTITY, "GIT_CONFIG_NOSYSTEM": "1", **(extra or {})}
+    return env
+
+
+async def _run(cwd: Path, args: list[str], env: dict[str, str], *, ok: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
+    code, out, err = await git.exec_git(cwd, args, env=env)
+    if code not in ok:
+        text = (err or out)[: git.OUTPUT_CAP].decode("utf-8", "replace").strip()
+        raise ToolError(f"git {args[-1] if args and args[0] == '-c' else args[0]} failed: {text}")
+    return code, out
+
+
+async def repo_git(root: Path, args: list[str], *, env: dict[str, str] | None = None) -> str:
+    """git in the project's own repository (trusted), hooks and monitor off."""
+    _code, out = await _run(root, [*_BASE_CONFIG, *args], _env(env))
+    return out.decode("utf-8", "replace").strip()
+
+
+async def neutral_config(root: Path) -> list[str]:
+    """`-c` options switching off every filter driver the repository's configuration defines
+    (a workspace's `.gitattributes` may name any of them)."""
+    code, out = await _run(root, [*_BASE_CONFIG, "config", "-z", "--get-regexp", r"^filter\."], _env(), ok=(0, 1))
+    names: set[str] = set()
+    for entry in out.decode("utf-8", "replace").split("\0"):
+        key = entry.split("\n", 1)[0]
+        if key.startswith("filter.") and key.count(".") >= 2:
+            names.add(key[len("filter.") : key.rindex(".")])
+    out_args: list[str] = []
+    for name in sorted(names):
+        for field in ("clean", "smudge", "process"):
+            out_args += ["-c", f"filter.{name}.{field}="]
+        out_args += ["-c", f"filter.{name}.required=false"]
+    return out_args if code == 0 else []
+
+
+async def tree_git(tree: Tree, args: list[str], *, index: Path, ok: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
+    """git on the workspace through `index`; the workspace's `.git` is never consulted."""
+    env = _env({"GIT_DIR": str(tree.gitdir), "GIT_WORK_TREE": str(tree.path), "GIT_INDEX_FILE": str(index)})
+    neutral = await neutral_config(tree.root)
+    return await _run(tree.path, [*_BASE_CONFIG, *neutral, *args], env, ok=ok)
+
+
+def verify(tree: Tree) -> None:
+    """The workspace is a directory whose `.git` is the file roundtable's `git worktree add`
+    wrote, pointing at the recorded administrative directory, which points back. Blocking."""
+    try:
+        st = os.lstat(tree.path)
+    except OSError:
+        raise ValidationError(f"workspace {tree.path} no longer exists") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ValidationError(f"workspace {tree.path} is not a directory")
+    dotgit = tree.path / ".git"
+    try:
+        st = os.lstat(dotgit)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValidationError("the workspace's .git is no longer the file roundtable made (refused)")
+        text = dotgit.read_text(encoding="utf-8", errors="replace")
+        back = (tree.gitdir / "gitdir").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        raise ValidationError("the workspace's .git is missing or unreadable (refused)") from None
+    if text.strip() != f"gitdir: {tree.gitdir}" or Path(back.strip()) != dotgit:
+        raise ValidationError("the workspace's .git no longer points at its worktree record (refused)")
+
+
+def _walk(path: Path) -> list[tuple[str, str]]:
+    """(relative path, problem) for everything in the workspace git must not read."""
+    found: list[tuple[str, str]] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(path / rel_dir if rel_dir else path))
+        except OSError as exc:
+            found.append((rel_dir or ".", f"cannot be read ({exc.strerror})"))
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not rel_dir and entry.name == ".git":
+                continue  # checked by `verify`
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not rel_dir and entry.name == ".roundtable":
+                found.append((rel, "is roundtable's private state and never part of a workspace"))
+            elif entry.name == ".git":
+                found.append((rel_dir, "is a nested git repository (its .git is not proposed)"))
+            elif stat.S_ISDIR(st.st_mode):
+                stack.append(rel)
+            elif stat.S_ISREG(st.st_mode):
+                if st.st_size > MAX_PATCH_BYTES:
+                    found.append((rel, f"is larger than {MAX_PATCH_BYTES // (1024 * 1024)} MiB"))
+            elif not stat.S_ISLNK(st.st_mode):
+                found.append((rel, "is not a regular file (a FIFO, socket or device)"))
+    return found
+
+
+async def scan(tree: Tree, index: Path) -> None:
+    """Refuse the first problem `_walk` finds that git would see (not ignored; `.roundtable/`
+    is refused even when ignored)."""
+    problems = await asyncio.to_thread(_walk, tree.path)
+    if not problems:
+        return
+    candidates = [rel for rel, why in problems if not why.startswith("is roundtable's")]
+    ignored = set(await _ignored(tree, index, candidates)) if candidates else set()
+    for rel, why in problems:
+        if why.startswith("is roundtable's") or rel not in ignored:
+            shown = repr(rel)[1:-1] if rel != "." else "the workspace"
+            raise ValidationError(f"workspace refused: {shown} {why}")
+
+
+async def _ignored(tree: Tree, index: Path, paths: list[str]) -> list[str]:
+    """Which of `paths` the workspace's ignore rules exclude."""
+    env = _env({"GIT_DIR": str(tree.gitdir), "GIT_WORK_TREE": str(tree.path), "GIT_INDEX_FILE": str(index)})
+    code, out, _err = await git.exec_git(
+        tree.path, [*_BASE_CONFIG, "check-ignore", "-z", "--stdin"], env=env, stdin="\0".join(paths).encode() + b"\0"
+    )
+    if code not in (0, 1):
+        return []
+    return [p for p in out.decode("utf-8", "replace").split("\0") if p]

@@ -1,0 +1,202 @@
+"""Workspaces: made from the test snapshot outside the project, proposed as git reads them,
+revised in place, synced onto a moved tree, removed when the task ends."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from roundtable.errors import ToolError
+from roundtable.services.patches import read_patch
+from roundtable.tools.context import OPERATOR
+from tests.helpers import AUTHOR, agent, git
+from tests.workspaces.conftest import OTHER, Work
+
+pytestmark = pytest.mark.anyio
+
+
+def real(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def exists(path: str) -> bool:
+    return os.path.lexists(path)
+
+
+def workspace_diff(path: Path, base: str) -> str:
+    """`git diff` of the workspace against its base, as a user would run it there."""
+    git(path, "add", "-A")
+    return git(path, "diff", "--cached", "--no-renames", base)
+
+
+async def test_a_workspace_is_the_test_snapshot_outside_the_project(work: Work, repo: Path, ws_dir: Path) -> None:
+    assert str(work.path.parent) == real(ws_dir)
+    assert not str(work.path).startswith(real(repo))
+    assert (work.path / "src" / "app.py").read_text() == "print('v1')\n"
+    assert (work.path / "README.txt").read_text() == "hello\nuncommitted\n"  # uncommitted change
+    assert (work.path / "notes.md").read_text() == "untracked\n"  # untracked, not ignored
+    assert not (work.path / "debug.log").exists()  # ignored
+    assert not (work.path / ".roundtable").exists()
+    again = await work.rt.call("workspace.create", {"agent_id": AUTHOR, "task_id": work.task_id}, OPERATOR)
+    assert again["created"] is False and again["workspace"]["id"] == work.workspace_id
+    listed = await work.rt.call("workspace.list", {"diffstat": True}, OPERATOR)
+    [row] = listed["workspaces"]
+    assert row["agent_id"] == AUTHOR and row["state"] == "active" and row["diffstat"]["files"] == 0
+
+
+async def test_workspace_inside_the_project_is_refused(rt, repo: Path) -> None:  # type: ignore[no-untyped-def]
+    from roundtable.services.workspaces import base_dir
+
+    config = rt.config.model_copy(
+        update={"workspaces": rt.config.workspaces.model_copy(update={"dir": str(repo / "ws")})}
+    )
+    with pytest.raises(ToolError, match="inside the project"):
+        base_dir(config, repo)
+
+
+async def test_propose_creates_then_revises_from_the_same_workspace(work: Work, repo: Path) -> None:
+    real_before = (repo / "src" / "app.py").read_text()
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    (work.path / "new.txt").write_text("fresh\n")
+    async with work.rt.db.read() as r:
+        base = await r.scalar("SELECT base_commit FROM workspaces")
+    out = await work.propose()
+    proposal = out["proposal"]
+    assert proposal["revision_number"] == 1 and proposal["workspace_id"] == work.workspace_id
+    assert read_patch(repo, proposal["current_revision"]) == workspace_diff(work.path, base)
+    assert out["diffstat"]["added"] == 2 and out["diffstat"]["deleted"] == 1
+    assert sorted(f["path"] for f in out["diffstat"]["files"]) == ["new.txt", "src/app.py"]
+    assert len(out["claimed"]) == 2  # claimed on the author's behalf (claims.auto_on_propose)
+    assert (repo / "src" / "app.py").read_text() == real_before  # the real tree is untouched
+    assert not (repo / "new.txt").exists()
+    # The next session finds the previous revision in place and revises it.
+    (work.path / "src" / "app.py").write_text("print('v3')\n")
+    again = await work.propose()
+    assert again["proposal"]["id"] == proposal["id"] and again["proposal"]["revision_number"] == 2
+    assert read_patch(repo, again["proposal"]["current_revision"]) == workspace_diff(work.path, base)
+    assert again["claimed"] == []
+
+
+async def test_propose_without_changes_or_title_is_refused(work: Work) -> None:
+    with pytest.raises(ToolError, match="no changes"):
+        await work.propose()
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    with pytest.raises(ToolError, match="title and summary_md are required"):
+        await work.call("workspace.propose", {"task_id": work.task_id})
+
+
+async def test_another_agent_cannot_propose_or_name_the_author(work: Work) -> None:
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    with pytest.raises(ToolError, match="identity comes from the credential"):
+        await work.call("workspace.propose", {"task_id": work.task_id, "agent_id": AUTHOR}, who=OTHER)
+    with pytest.raises(ToolError, match="not found"):
+        await work.call("workspace.propose", {"task_id": work.task_id, "title": "t", "summary_md": "s"}, who=OTHER)
+
+
+def _symlink(ws: Path) -> str:
+    (ws / "passwd").symlink_to("/etc/passwd")
+    return "symbolic link"
+
+
+def _dotgit(ws: Path) -> str:
+    (ws / ".git").unlink()
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    return r"\.git"
+
+
+def _roundtable(ws: Path) -> str:
+    (ws / ".roundtable").mkdir()
+    (ws / ".roundtable" / "config.yaml").write_text("x: 1\n")
+    return "private state"
+
+
+def _huge(ws: Path) -> str:
+    with open(ws / "big.bin", "wb") as handle:
+        handle.truncate(100 * 1024 * 1024)
+    return "larger than"
+
+
+def _control(ws: Path) -> str:
+    (ws / "evil\x01name.txt").write_text("x\n")
+    return "control character"
+
+
+def _mode(ws: Path) -> str:
+    (ws / "src" / "app.py").chmod(0o755)
+    return "mode"
+
+
+def _nested(ws: Path) -> str:
+    (ws / "vendor").mkdir()
+    subprocess.run(["git", "init", "-q", str(ws / "vendor")], check=True)
+    (ws / "vendor" / "x.txt").write_text("x\n")
+    return "nested git repository"
+
+
+@pytest.mark.parametrize("hostile", [_symlink, _dotgit, _roundtable, _huge, _control, _mode, _nested])
+async def test_hostile_workspace_is_refused_and_nothing_recorded(work: Work, hostile) -> None:  # type: ignore[no-untyped-def]
+    (work.path / "src" / "app.py").write_text("print('v2')\n")  # an honest change beside it
+    reason = hostile(work.path)
+    before = await work.counts()
+    with pytest.raises(ToolError, match=reason):
+        await work.propose()
+    assert await work.counts() == before
+    assert not exists("/tmp/pwned")
+
+
+async def test_a_path_another_agent_holds_is_refused_and_nothing_recorded(work: Work) -> None:
+    await work.call(
+        "resource.claim",
+        {"resource_type": "file", "claim_type": "write", "task_id": work.task_id, "path": "README.txt"},
+        who=OTHER,
+    )
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    (work.path / "README.txt").write_text("mine\n")
+    before = await work.counts()
+    with pytest.raises(ToolError, match=f"held by agent {OTHER}"):
+        await work.propose()
+    assert await work.counts() == before
+
+
+async def test_sync_merges_a_moved_tree_and_reports_conflicts(work: Work, repo: Path) -> None:
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    # The tree moves under the workspace: one change elsewhere, one on the same line.
+    (repo / "notes.md").write_text("untracked\nmoved\n")
+    out = await work.call("workspace.sync", {"task_id": work.task_id})
+    assert out["changed"] is True and out["conflicts"] == []
+    assert (work.path / "notes.md").read_text() == "untracked\nmoved\n"
+    assert (work.path / "src" / "app.py").read_text() == "print('v2')\n"
+    proposed = await work.propose()
+    assert proposed["diffstat"]["files"] == [{"path": "src/app.py", "added": 1, "deleted": 1}]
+    (repo / "src" / "app.py").write_text("print('theirs')\n")
+    validated = await work.rt.call("patch.validate", {"proposal_id": proposed["proposal"]["id"]}, OPERATOR)
+    assert validated["stale_base"] == ["src/app.py"] and not validated["valid"]
+    assert "stale base: src/app.py" in validated["base_error"]
+    out = await work.call("workspace.sync", {"task_id": work.task_id})
+    assert out["conflicts"] == ["src/app.py"]
+    assert "<<<<<<<" in (work.path / "src" / "app.py").read_text()
+    with pytest.raises(ToolError, match="conflict marker"):
+        await work.propose()
+    (work.path / "src" / "app.py").write_text("print('both')\n")
+    revised = await work.propose()
+    assert revised["proposal"]["revision_number"] == 2
+    validated = await work.rt.call("patch.validate", {"proposal_id": proposed["proposal"]["id"]}, OPERATOR)
+    assert validated["stale_base"] == []
+
+
+async def test_workspaces_of_ended_tasks_are_swept(work: Work, repo: Path) -> None:
+    await work.rt.call("task.update_status", {"task_id": work.task_id, "status": "completed"}, OPERATOR)
+    from roundtable.tools.context import CHAIR
+
+    out = await work.rt.call("workspace.sweep", {}, CHAIR)
+    assert out["removed"] == [work.workspace_id]
+    assert not work.path.exists()
+    assert str(work.path) not in git(repo, "worktree", "list")
+    listed = await work.rt.call("workspace.list", {"all": True}, OPERATOR)
+    assert [w["state"] for w in listed["workspaces"]] == ["removed"]
+    with pytest.raises(ToolError):
+        await work.rt.call("workspace.sweep", {}, agent(AUTHOR))
