@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from roundtable.domain import Risk
 from roundtable.errors import ValidationError
 from roundtable.services import workspaces as service
 from roundtable.tools.args import opt_bool, opt_str
@@ -114,7 +115,7 @@ TOOLS = [
                 "agent_id": _AGENT,
                 "title": string("Short title (a new proposal only)."),
                 "summary_md": string("What and why, in Markdown (a new proposal only)."),
-                "risk": string("normal, high or critical (a new proposal only)."),
+                "risk": string("A new proposal only; high and critical need a human's approval.", enum=list(Risk)),
             },
             ["task_id"],
         ),
