@@ -228,10 +228,8 @@ async def _role(runtime: Any, access: resources.Access, spec: PromptSpec, args: 
         if task.get("body_md"):
             facts.append(str(task["body_md"]).strip()[:4000])
     if proposal_id:
-        got = await access.call("proposal.get", {"proposal_id": proposal_id})
+        got = await access.call("proposal.get", {"proposal_id": proposal_id})  # refused out of a session's scope
         proposal = got.get("proposal") or {}
-        if bound is not None and proposal.get("task_id") != bound.task_id:
-            raise PermissionDenied(f"proposal {proposal_id} belongs to another task than this session's")
         facts.append(
             f"Proposal {proposal_id}: {proposal.get('title', '')} (status {proposal.get('status', '?')}, "
             f"revision {proposal.get('revision_number', proposal.get('current_revision', '?'))}, task "

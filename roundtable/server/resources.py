@@ -37,6 +37,7 @@ from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationE
 from roundtable.services import turns as turn_service
 from roundtable.services.pathguard import HIDDEN_DIRS, is_sensitive_path
 from roundtable.services.runs import get_run
+from roundtable.services.session_scope import Scope, where
 from roundtable.tools.context import Caller
 
 SCHEME = "roundtable"
@@ -51,16 +52,9 @@ TASK_DONE = ("completed", "done", "closed", "cancelled", "canceled", "failed")
 PROPOSAL_DONE = ("accepted", "rejected", "rolled_back")
 
 
-@dataclass(frozen=True)
-class Bound:
-    """What a capability session is bound to (None for HTTP principals)."""
-
-    agent_id: str
-    run_id: str
-    task_id: str
-    proposal_id: str
-    session_id: str
-    readable: tuple[str, ...] = ()
+# What a capability session is bound to and may read (None for HTTP principals): the one scope
+# rule its tools apply too (`services.session_scope`).
+Bound = Scope
 
 
 class Access(Protocol):
@@ -258,13 +252,8 @@ async def read(runtime: Any, access: Access, text: str) -> Content:
         return Content(text, JSON, _json(await turn_queue(runtime, ref.ident)))
     if ref.kind == "task":
         return Content(text, JSON, _json(await access.call("task.get", {"task_id": ref.ident})))
-    if ref.kind == "proposal":
-        got = await access.call("proposal.get", {"proposal_id": ref.ident})
-        proposal = got.get("proposal") if isinstance(got, dict) else None
-        bound = access.bound
-        if bound is not None and isinstance(proposal, dict) and proposal.get("task_id") != bound.task_id:
-            raise PermissionDenied(f"proposal {ref.ident} belongs to another task than this session's")
-        return Content(text, JSON, _json(got))
+    if ref.kind == "proposal":  # a session's scope is the tool's to apply (another task's is refused)
+        return Content(text, JSON, _json(await access.call("proposal.get", {"proposal_id": ref.ident})))
     if ref.kind == "doc":
         return Content(text, MARKDOWN, await read_doc(runtime.root, ref.ident))
     if ref.kind == "file":
@@ -359,12 +348,19 @@ async def listing(runtime: Any, access: Access) -> list[Listed]:
                 PROPOSAL_DONE,
             )
         else:
-            runs = await reader.fetchall("SELECT id, goal FROM runs WHERE id = ?", (bound.run_id,))
-            tasks = await reader.fetchall("SELECT id, title FROM tasks WHERE id = ?", (bound.task_id,))
-            proposals = await reader.fetchall(
-                f"SELECT id, title FROM proposals WHERE task_id = ? AND status NOT IN ({_marks(PROPOSAL_DONE)})"
+            run_sql, run_params = where(bound, "runs")
+            runs = await reader.fetchall(f"SELECT id, goal FROM runs WHERE {run_sql}", run_params)
+            task_sql, task_params = where(bound, "tasks")
+            tasks = await reader.fetchall(
+                f"SELECT id, title FROM tasks WHERE {task_sql} AND status NOT IN ({_marks(TASK_DONE)})"
                 " ORDER BY created_at, id",
-                (bound.task_id, *PROPOSAL_DONE),
+                (*task_params, *TASK_DONE),
+            )
+            proposal_sql, proposal_params = where(bound, "proposals")
+            proposals = await reader.fetchall(
+                f"SELECT id, title FROM proposals WHERE {proposal_sql} AND status NOT IN ({_marks(PROPOSAL_DONE)})"
+                " ORDER BY created_at, id",
+                (*proposal_params, *PROPOSAL_DONE),
             )
     for row in runs:
         goal = str(row["goal"] or "")[:200]
@@ -407,10 +403,8 @@ async def candidates(runtime: Any, access: Access, argument: str, context: dict[
         return await _ids(runtime, "SELECT id FROM tasks ORDER BY created_at DESC, id")
     if argument == "proposal_id":
         if bound is not None:
-            ids = await _ids(
-                runtime, "SELECT id FROM proposals WHERE task_id = ? ORDER BY created_at DESC", (bound.task_id,)
-            )
-            return ids
+            sql, params = where(bound, "proposals")
+            return await _ids(runtime, f"SELECT id FROM proposals WHERE {sql} ORDER BY created_at DESC, id", params)
         return await _ids(runtime, "SELECT id FROM proposals ORDER BY created_at DESC, id")
     if argument == "agent_id":
         if bound is not None:
@@ -470,14 +464,12 @@ async def path_candidates(runtime: Any, access: Access, prefix: str) -> list[str
 
     paths = await anyio.to_thread.run_sync(scan)
     if bound is not None:
-        readable = [r.strip("/") for r in bound.readable if r.strip("/")]
+        scope = bound
+        readable = [r.strip("/") for r in scope.readable if r.strip("/")]
 
-        def visible(path: str) -> bool:
+        def visible(path: str) -> bool:  # a readable file, or a directory on the way to one
             bare = path.rstrip("/")
-            return any(
-                bare == r or bare.startswith(r + "/") or (path.endswith("/") and r.startswith(bare + "/"))
-                for r in readable
-            )
+            return scope.sees_path(bare) or (path.endswith("/") and any(r.startswith(bare + "/") for r in readable))
 
         paths = [p for p in paths if visible(p)]
     return paths

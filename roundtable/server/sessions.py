@@ -165,14 +165,7 @@ class CapabilityPrincipal:
         except ValueError:
             readable = []
         paths = tuple(str(p) for p in readable if isinstance(p, str)) if isinstance(readable, list) else ()
-        self.bound = resources.Bound(
-            agent_id=cap.agent_id,
-            run_id=cap.run_id,
-            task_id=cap.task_id,
-            proposal_id=cap.proposal_id,
-            session_id=cap.session_id,
-            readable=paths,
-        )
+        self.bound = resources.Bound.of(cap, paths)
         self.caller = Caller("agent", "session", agent_id=cap.agent_id, session_id=cap.session_id, capability=cap)
         return self.bound
 

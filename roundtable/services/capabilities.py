@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import posixpath
 import re
 import secrets
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ import anyio
 from roundtable import clock
 from roundtable.errors import PermissionDenied
 from roundtable.services.claims import parse_resource_id
-from roundtable.services.pathguard import is_sensitive_path
+from roundtable.services.session_scope import OutOfScope, Scope, check_read, clean_path, in_readable, within
 from roundtable.store.db import Database, Reader, Tx
 from roundtable.store.records import AgentSession, Claim, Proposal, SessionCapability, Task
 
@@ -105,6 +104,10 @@ _IDENTITY_ARGS = (
     "requested_by",
 )
 _ACTOR_ARGS = frozenset({"actor_id", "decided_by", "reviewer_id", "requested_by"})
+# Identity-named arguments that are not identity for one tool: a planner's new task gets its own
+# id, never the planning task's; `table.get_state` filters by run and agent within the session's
+# scope (binding them filtered every list without those columns to nothing).
+_FILTER_ARGS = frozenset({("task.create", "task_id"), ("table.get_state", "run_id"), ("table.get_state", "agent_id")})
 
 
 class Denied(PermissionDenied):
@@ -353,8 +356,8 @@ async def check_call(
     # 7. Identity binding.
     out = dict(args)
     for name, value in bound_args(cap).items():
-        if name not in properties or (tool == "task.create" and name == "task_id"):
-            continue  # a planner's new task gets its own id, never the planning task's
+        if name not in properties or (tool, name) in _FILTER_ARGS:
+            continue
         given = out.get(name)
         if given is None or (isinstance(given, str) and not given.strip()):
             out[name] = value
@@ -364,8 +367,12 @@ async def check_call(
         out.pop("task_id", None)  # new ids only: a session never names (or replaces) a task
     if tool == "resource.claim":
         out.pop("claim_id", None)  # the server generates claim ids for sessions (§8.4.5 step 7)
-    # 8. Tool-specific scope.
+    # 8. Scope: records of another task, then tool-specific checks.
     readable = _readable_paths(task)
+    try:
+        await check_read(reader, Scope.of(cap, readable), tool, out)
+    except OutOfScope as exc:
+        raise Denied(exc.reason_code, str(exc)) from None
     if tool in REPO_READS:
         out = await _check_repo_read(reader, root, cap, tool, out, readable, now)
     elif tool == "resource.claim":
@@ -389,27 +396,6 @@ def _readable_paths(task: Task) -> list[str]:
     except ValueError:
         return []
     return [str(p) for p in value if isinstance(p, str) and p] if isinstance(value, list) else []
-
-
-def clean_path(raw: str) -> str | None:
-    """Repository-relative lexical clean; None when absolute, escaping or malformed."""
-    text = raw.replace("\\", "/")
-    if not text or text.startswith("/") or any(ord(ch) < 32 for ch in text):
-        return None
-    cleaned = posixpath.normpath(text)
-    if cleaned == ".":
-        return ""
-    if cleaned == ".." or cleaned.startswith("../"):
-        return None
-    return cleaned
-
-
-def within(path: str, base: str) -> bool:
-    return path == base or path.startswith(base.rstrip("/") + "/")
-
-
-def in_readable(path: str, readable: list[str]) -> bool:
-    return bool(path) and not is_sensitive_path(path) and any(within(path, clean_path(r) or "\0") for r in readable)
 
 
 def _claim_path(resource_id: str, path: str) -> tuple[str, str]:

@@ -35,6 +35,8 @@ from roundtable.services.patches import (
 )
 from roundtable.services.policy import Policy, current_policy
 from roundtable.services.run_scope import NO_HINT, RunHint, object_run, resolve, task_run
+from roundtable.services.session_scope import Scope
+from roundtable.services.session_scope import where as scope_where
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Agent, Decision, PatchRevision, Proposal, ProposalResource
 
@@ -323,10 +325,16 @@ async def detail(q: Reader | Tx, root: Path, policy: Policy | None, proposal_id:
     return out
 
 
-async def listing(q: Reader | Tx, task_id: str, status: str) -> list[dict[str, Any]]:
+async def listing(q: Reader | Tx, task_id: str, status: str, scope: Scope | None = None) -> list[dict[str, Any]]:
+    """Proposals in creation order, filtered by task and status; only those `scope` may read
+    when one is given (a session's)."""
     sql = "SELECT * FROM proposals"
     where: list[str] = []
-    params: list[str] = []
+    params: list[Any] = []
+    scoped, scoped_params = scope_where(scope, "proposals")
+    if scoped:
+        where.append(scoped)
+        params.extend(scoped_params)
     if task_id:
         where.append("task_id = ?")
         params.append(task_id)

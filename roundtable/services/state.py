@@ -15,6 +15,7 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import ValidationError
+from roundtable.services.session_scope import Scope, where
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import (
     Agent,
@@ -147,6 +148,7 @@ class StateQuery:
     limit: int = STATE_DEFAULT_LIMIT
     summary: bool = False
     cursor: str = ""
+    scope: Scope | None = None  # a capability session's: every list holds only what it may read
 
     def filters(self) -> list[Any]:
         return [self.run_id, self.status, self.agent_id, list(self.lists)]
@@ -156,6 +158,10 @@ def _where(spec: StateList, query: StateQuery, now: str) -> tuple[list[str], lis
     """The filter's conditions for one list, or None when the list cannot match it."""
     clauses: list[str] = []
     params: list[Any] = []
+    scoped, scoped_params = where(query.scope, spec.table)
+    if scoped:
+        clauses.append(scoped)
+        params.extend(scoped_params)
     if query.run_id:
         if not spec.run:
             return None
@@ -341,8 +347,18 @@ async def newest_event_after(q: Reader | Tx, run_id: str, after: int) -> bool:
     return bool(rows)
 
 
-async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None) -> dict[str, Any]:
-    """One `table.watch` result. `after=None` is snapshot mode (the newest `limit` events)."""
+def _and(scope: Scope | None, table: str, base: str = "") -> tuple[str, tuple[Any, ...]]:
+    """`base` (a condition or "") joined with `scope`'s condition on `table`, as `WHERE …`."""
+    scoped, params = where(scope, table)
+    terms = [t for t in (base, scoped) if t]
+    return ("WHERE " + " AND ".join(terms) if terms else ""), params
+
+
+async def watch_page(
+    q: Reader | Tx, run_id: str, limit: int, after: int | None, scope: Scope | None = None
+) -> dict[str, Any]:
+    """One `table.watch` result. `after=None` is snapshot mode (the newest `limit` events).
+    `scope` (a capability session's) limits the lists and counts to what it may read."""
     run_filter = "WHERE run_id = ?" if run_id else ""
     params: tuple[Any, ...] = (run_id,) if run_id else ()
     if after is None:
@@ -359,22 +375,26 @@ async def watch_page(q: Reader | Tx, run_id: str, limit: int, after: int | None)
         events = events[:limit]
         next_after = events[-1]["id"] if events else after
     now = clock.now()
-    transactions = await _dicts(q, Transaction, "SELECT * FROM transactions ORDER BY id DESC LIMIT ?", (limit,))
+    w, p = _and(scope, "transactions")
+    transactions = await _dicts(q, Transaction, f"SELECT * FROM transactions {w} ORDER BY id DESC LIMIT ?", (*p, limit))
     transactions.reverse()
-    blocked = await _dicts(q, Task, "SELECT * FROM tasks WHERE status = 'blocked' ORDER BY priority, created_at, id")
-    pending = await _dicts(
-        q, Proposal, "SELECT * FROM proposals WHERE status IN ('pending', 'in_review') ORDER BY created_at, id"
-    )
-    approvals = await _dicts(
-        q, HumanApproval, "SELECT * FROM human_approvals WHERE status = 'requested' ORDER BY created_at, id"
-    )
+    w, p = _and(scope, "tasks", "status = 'blocked'")
+    blocked = await _dicts(q, Task, f"SELECT * FROM tasks {w} ORDER BY priority, created_at, id", p)
+    w, p = _and(scope, "proposals", "status IN ('pending', 'in_review')")
+    pending = await _dicts(q, Proposal, f"SELECT * FROM proposals {w} ORDER BY created_at, id", p)
+    w, p = _and(scope, "human_approvals", "status = 'requested'")
+    approvals = await _dicts(q, HumanApproval, f"SELECT * FROM human_approvals {w} ORDER BY created_at, id", p)
+    active_w, active_p = _and(scope, "claims", "status = 'active' AND expires_at > ?")
+    suspended_w, suspended_p = _and(scope, "claims", "status = 'suspended'")
+    open_w, open_p = _and(scope, "tasks", "status IN ('open', 'in_progress', 'blocked')")
+    agents_w, agents_p = _and(scope, "agents", "is_enabled = 1")
     (counts,) = await q.fetchall(
         "SELECT"
-        " (SELECT count(*) FROM claims WHERE status = 'active' AND expires_at > ?),"
-        " (SELECT count(*) FROM claims WHERE status = 'suspended'),"
-        " (SELECT count(*) FROM tasks WHERE status IN ('open', 'in_progress', 'blocked')),"
-        " (SELECT count(*) FROM agents WHERE is_enabled = 1)",
-        (now,),
+        f" (SELECT count(*) FROM claims {active_w}),"
+        f" (SELECT count(*) FROM claims {suspended_w}),"
+        f" (SELECT count(*) FROM tasks {open_w}),"
+        f" (SELECT count(*) FROM agents {agents_w})",
+        (now, *active_p, *suspended_p, *open_p, *agents_p),
     )
     return {
         "run_id": run_id,

@@ -28,6 +28,7 @@ from roundtable import clock
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services.pathguard import is_sensitive_path, resolve_repo_path
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, resolve_sync
+from roundtable.services.session_scope import Scope, where
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
@@ -123,8 +124,11 @@ async def get_task(q: Reader | Tx, task_id: str) -> Task:
     return task
 
 
-async def list_tasks(q: Reader | Tx) -> list[Task]:
-    return await q.all(Task, "SELECT * FROM tasks ORDER BY priority, created_at, id")
+async def list_tasks(q: Reader | Tx, scope: Scope | None = None) -> list[Task]:
+    """Every task in order; only those `scope` may read when one is given (a session's)."""
+    condition, params = where(scope, "tasks")
+    filtered = f"WHERE {condition} " if condition else ""
+    return await q.all(Task, f"SELECT * FROM tasks {filtered}ORDER BY priority, created_at, id", params)
 
 
 async def create_task(

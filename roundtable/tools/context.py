@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from roundtable.services.project import Project
 from roundtable.services.run_scope import RunHint
+from roundtable.services.session_scope import Scope
 from roundtable.store.db import Reader, Tx
 
 if TYPE_CHECKING:
@@ -133,6 +134,13 @@ class Call:
     def session_id(self) -> str:
         cap = self.caller.capability
         return self.caller.session_id or (cap.session_id if cap is not None else "")
+
+    @property
+    def scope(self) -> Scope | None:
+        """What a capability session may read (`services.session_scope`); None for every other
+        caller. List reads pass it on so that a session's lists hold only its own work."""
+        cap = self.caller.capability
+        return Scope.of(cap) if cap is not None and not self.caller.is_operator else None
 
     @property
     def run_hint(self) -> RunHint:

@@ -67,7 +67,8 @@ async def get(call: Call) -> dict[str, Any]:
 
 
 async def list_(call: Call) -> dict[str, Any]:
-    return {"proposals": await service.listing(call.r, opt_str(call.args, "task_id"), opt_str(call.args, "status"))}
+    args = call.args
+    return {"proposals": await service.listing(call.r, opt_str(args, "task_id"), opt_str(args, "status"), call.scope)}
 
 
 async def request_review(call: Call) -> dict[str, Any]:

@@ -27,6 +27,7 @@ async def get_state(call: Call) -> dict[str, Any]:
         limit=min(limit, state.STATE_MAX_LIMIT) if limit > 0 else state.STATE_DEFAULT_LIMIT,
         summary=bool(a.get("summary")),
         cursor=a.get("cursor") or "",
+        scope=call.scope,
     )
     return await state.state_page(call.r, query)
 
@@ -36,7 +37,8 @@ async def watch(call: Call) -> dict[str, Any]:
     the cursor. No connection is held while waiting: the change bus wakes the poll, for this
     process's commits and (through the store's commit watch) for other processes' alike."""
     args = call.args
-    run_id = args.get("run_id") or ""
+    scope = call.scope
+    run_id = args.get("run_id") or (scope.run_id if scope is not None else "")
     limit = state.normalise_limit(opt_int(args, "limit", 0))
     after: int | None = args["after_event_id"] if "after_event_id" in args else None
     wait = opt_int(args, "wait_ms", 0) / 1000.0
@@ -54,7 +56,7 @@ async def watch(call: Call) -> dict[str, Any]:
                 break
             await bus.wait_for_change(version, remaining)
     async with db.read() as r:
-        return await state.watch_page(r, run_id, limit, after)
+        return await state.watch_page(r, run_id, limit, after, scope)
 
 
 async def turn_request(call: Call) -> dict[str, Any]:

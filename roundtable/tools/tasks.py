@@ -43,7 +43,7 @@ async def get(call: Call) -> dict[str, Any]:
 
 
 async def list_(call: Call) -> dict[str, Any]:
-    return {"tasks": [task_dict(t) for t in await tasks.list_tasks(call.r)]}
+    return {"tasks": [task_dict(t) for t in await tasks.list_tasks(call.r, call.scope)]}
 
 
 async def update_status(call: Call) -> dict[str, Any]:
