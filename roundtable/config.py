@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -298,6 +299,86 @@ class WorkspacesConfig(Section):
     dir: StrictStr = ""
 
 
+class PriceConfig(Section):
+    """What one model costs, in USD per million tokens (`cached_input`: cache reads; default the
+    input price)."""
+
+    input: NonNegativeNumber = 0.0
+    output: NonNegativeNumber = 0.0
+    cached_input: NonNegativeNumber | None = None
+
+
+class UsageConfig(Section):
+    """Pricing for harnesses that report tokens but no cost: model name → price (`*` = any
+    other model). A harness that reports its cost (Claude Code) is never re-priced."""
+
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+
+
+class LimitConfig(Section):
+    """A spending limit: tokens and/or USD; 0 means no limit."""
+
+    tokens: NonNegativeInt = 0
+    usd: NonNegativeNumber = 0.0
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.tokens or self.usd)
+
+
+class BudgetsConfig(Section):
+    """Spending limits the owner enforces: per task (every session for it), per run, per UTC day."""
+
+    task: LimitConfig = LimitConfig()
+    run: LimitConfig = LimitConfig()
+    day: LimitConfig = LimitConfig()
+
+
+# What the operator can be notified of (`notify.events`, a webhook's `events`).
+NotifyEvent = Literal[
+    "approval_requested",
+    "task_blocked",
+    "autopilot_stopped",
+    "apply_failed",
+    "transaction_attention",
+    "budget_exceeded",
+]
+NOTIFY_EVENTS: tuple[NotifyEvent, ...] = typing.get_args(NotifyEvent)
+
+
+def _webhook_url(value: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"must be an http:// or https:// URL (got {value!r})"
+    return ""
+
+
+class WebhookConfig(Section):
+    """One webhook: JSON POSTed to `url` for each of `events`, in `format` (`plain`, `ntfy`,
+    `slack` — the body Slack-compatible incoming webhooks accept)."""
+
+    url: Annotated[StrictStr, _check(_webhook_url)]
+    events: list[NotifyEvent] = Field(default_factory=lambda: list(NOTIFY_EVENTS))
+    format: Literal["plain", "ntfy", "slack"] = "plain"
+    timeout: Duration = 5.0
+
+
+class NotifyConfig(Section):
+    """Telling the operator, outside the console, that something needs them."""
+
+    events: list[NotifyEvent] = Field(default_factory=lambda: list(NOTIFY_EVENTS))
+    # The console: bell, a desktop-notification escape (OSC 9 / OSC 777), the count in the title.
+    terminal: StrictBool = True
+    # `notify-send` when it is installed and a desktop session is there.
+    desktop: StrictBool = True
+    webhooks: list[WebhookConfig] = Field(default_factory=list)
+    # Attempts after the first failed POST, with doubling backoff from `retry_backoff`.
+    retries: NonNegativeInt = 3
+    retry_backoff: Duration = 1.0
+
+
 class TuiConfig(Section):
     """Key overrides for the console: binding id → key (e.g. `approve: ctrl+a`)."""
 
@@ -316,6 +397,9 @@ class Config(Section):
     adapters: dict[str, AdapterConfig] = Field(default_factory=lambda: dict(BUILTIN_ADAPTERS))
     workspaces: WorkspacesConfig = WorkspacesConfig()
     tui: TuiConfig = TuiConfig()
+    usage: UsageConfig = UsageConfig()
+    budgets: BudgetsConfig = BudgetsConfig()
+    notify: NotifyConfig = NotifyConfig()
 
     def sqlite_path(self, root: Path) -> Path:
         """`<root>/<storage.sqlite_path>`; loading has checked that it stays inside `.roundtable/`."""
@@ -424,6 +508,11 @@ STARTER_COMMENTS: dict[tuple[str, ...], str] = {
     ("adapters",): "How each agent program is started; a new name starts from empty values.",
     ("workspaces", "dir"): "Agents' git worktrees, outside the project; empty: ~/.local/state/roundtable/workspaces.",
     ("tui", "bindings"): "Console key overrides: command id: key, e.g. approve: ctrl+a",
+    ("usage", "prices"): "USD per million tokens for harnesses that report no cost (Codex), by model; * = any\n"
+    "other, e.g. {gpt-5: {input: 1.25, output: 10, cached_input: 0.125}}",
+    ("budgets",): "Spending limits per task, run and UTC day: tokens and/or usd; 0 = no limit.",
+    ("notify", "events"): "What reaches you outside the console (the console's bell, notify-send, webhooks).",
+    ("notify", "webhooks"): "e.g. [{url: https://ntfy.sh/my-topic, format: ntfy, events: [approval_requested]}]",
 }
 _KEY_LINE = re.compile(r"^( *)([A-Za-z_][\w-]*):(?: |$)")
 

@@ -48,6 +48,7 @@ from roundtable.errors import ToolError, ValidationError
 from roundtable.services import adapters, capabilities, isolation, sessions
 from roundtable.services.redact import redact
 from roundtable.services.sessions import SessionExit
+from roundtable.services.usage_stream import Meter
 from roundtable.store.records import Agent, Proposal, Run, Task
 from roundtable.tools.context import SUPERVISOR
 from roundtable.tools.sessions_ops import NOT_RUNNING
@@ -81,6 +82,10 @@ class _Live:
     revoked: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)  # finishing has begun
     finished: asyncio.Event = field(default_factory=asyncio.Event)  # recorded and cleaned up
+    meter: Meter = field(default_factory=Meter)  # usage read from the harness's output
+    metered: asyncio.Event = field(default_factory=asyncio.Event)  # the meter moved since the last record
+    recorded_version: int = 0
+    recording: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 def socket_base() -> Path:
@@ -295,6 +300,7 @@ class Supervisor:
             raise
         live.tasks.append(asyncio.create_task(self._pump(live), name=f"session-log:{session_id}"))
         live.tasks.append(asyncio.create_task(self._heartbeats(live), name=f"session-heartbeat:{session_id}"))
+        live.tasks.append(asyncio.create_task(self._usage(live), name=f"session-usage:{session_id}"))
         live.tasks.append(asyncio.create_task(self._wait(live), name=f"session-wait:{session_id}"))
         async with self.runtime.db.read() as r:
             session = await sessions.get(r, session_id)
@@ -384,6 +390,53 @@ class Supervisor:
                 text = line.decode("utf-8", "replace").replace(live.token, "[REDACTED]")
                 out.write(redact(text))
                 out.flush()
+                if live.meter.feed(text):
+                    live.metered.set()
+
+    async def _usage(self, live: _Live) -> None:
+        """Record the session's usage whenever its output moved the meter (one write in flight;
+        lines arriving meanwhile are folded into the next). Ends, like the heartbeats, when the
+        session is done; `_finish` records the last figures."""
+        while not live.done.is_set():
+            waiter = asyncio.ensure_future(live.metered.wait())
+            stopper = asyncio.ensure_future(live.done.wait())
+            try:
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for pending in (waiter, stopper):
+                    pending.cancel()
+            if live.done.is_set():
+                return
+            live.metered.clear()
+            await self._record_usage(live)
+
+    async def _record_usage(self, live: _Live) -> None:
+        """One `session.record_usage` with the meter's figures; a session over its task's budget
+        (its capability already revoked by that call) is stopped."""
+        async with live.recording:
+            version = live.meter.version
+            if version == live.recorded_version:
+                return
+            spent = live.meter.usage()
+            args: dict[str, Any] = {
+                "session_id": live.session_id,
+                "input_tokens": spent.input_tokens,
+                "cached_input_tokens": spent.cached_input_tokens,
+                "output_tokens": spent.output_tokens,
+                "model": spent.model,
+            }
+            if spent.cost_usd is not None:
+                args["cost_usd"] = spent.cost_usd
+            try:
+                done = await self.runtime.call("session.record_usage", args, SUPERVISOR)
+            except Exception:
+                log.exception("recording the usage of session %s failed", live.session_id)
+                return
+            live.recorded_version = version
+        if done.get("stop_reason") and not live.done.is_set() and not live.revoked:
+            live.revoked = True
+            log.warning("session %s stopped: %s", live.session_id, done["stop_reason"])
+            live.tasks.append(asyncio.create_task(self._stop_later(live), name=f"session-stop:{live.session_id}"))
 
     async def _heartbeats(self, live: _Live) -> None:
         # Stops cooperatively when the session is done: cancelling a task inside a write
@@ -420,6 +473,7 @@ class Supervisor:
             # loop ends by itself once `done` is set.
             if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
                 task.cancel()
+        await self._record_usage(live)
         try:
             await self.runtime.call(
                 "session.record_exit",

@@ -28,6 +28,10 @@ Relaunched with a briefing (`ROUNDTABLE_BRIEFING_FILE`: why it was launched, wha
 before), an implementer that already has an open proposal for its task attaches its patch again
 as a new revision instead of proposing anew.
 
+`--usage-stream FILE` prints FILE's lines (a harness's machine-readable output, e.g. a captured
+Claude Code `stream-json` or Codex `exec --json` stream) before the first call, so the supervisor
+meters the spend it reports as it would a real harness's.
+
 `--probe NAME` (repeatable) first tries a forbidden operation and prints whether it was refused
 (`proposal.create`, `claim-write`, `read:<path>`, `agent-mismatch`); `--until-revoked` keeps
 calling after the work until the capability is revoked. Every step prints one JSON line on
@@ -47,6 +51,7 @@ import sys
 import time
 import warnings
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 TURN_TIMEOUT = 60.0
@@ -489,6 +494,10 @@ async def main_async(args: argparse.Namespace) -> int:
     if not socket_path or not token or role not in ROLES:
         print("scripted agent: needs ROUNDTABLE_MCP_SOCKET, ROUNDTABLE_MCP_TOKEN and a role agent id", file=sys.stderr)
         return 2
+    if args.usage_stream:
+        for line in Path(args.usage_stream).read_text(encoding="utf-8").splitlines():  # noqa: ASYNC240 - before any work
+            if line.strip():
+                print(line.strip(), flush=True)
     async with AsyncExitStack() as stack:
         s = await connect(stack, socket_path, token, direct=args.direct)
         emit(step="connected", agent_id=agent_id, tools=len(s.names))
@@ -499,9 +508,16 @@ async def main_async(args: argparse.Namespace) -> int:
             pass
         for name in args.probe:
             await probe(s, name, readable)
-        request_id = await take_turn(
-            s, f"{role} work on {proposal_id or task_id}", args.turn_timeout, os.environ.get("ROUNDTABLE_RUN_ID", "")
-        )
+        try:
+            request_id = await take_turn(
+                s,
+                f"{role} work on {proposal_id or task_id}",
+                args.turn_timeout,
+                os.environ.get("ROUNDTABLE_RUN_ID", ""),
+            )
+        except CallFailed as exc:
+            emit(step="refused", error=str(exc))
+            return 1
         try:
             if role == "architect":
                 await planner(s, task_id, request_id)
@@ -534,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt", default="", help=argparse.SUPPRESS)
     parser.add_argument("--model", default="", help=argparse.SUPPRESS)
     parser.add_argument("--revoke-timeout", type=float, default=60.0)
+    parser.add_argument("--usage-stream", default="", help="print this harness output file first (metered usage)")
     args = parser.parse_args(argv)
     # resources/subscribe is the handshake era's (2026-07-28 replaced it with subscriptions/listen);
     # these agents speak the handshake era on purpose, like most harnesses today.

@@ -18,7 +18,10 @@ capability, the isolation, the audit — with `dispatcher` as the principal, and
 retried after `retry_backoff_seconds`, doubled per attempt; past `max_attempts` the task is blocked
 with the reason (`task.blocked`). A harness that is not installed blocks its task at once
 (`codex not found on PATH`). After `max_consecutive_failures` failed sessions in a row the
-dispatcher turns itself off (`autopilot.stopped`, `status().stopped_reason`).
+dispatcher turns itself off (`autopilot.stopped`, `status().stopped_reason`). Nothing is launched
+for work whose task, run or UTC day has reached its budget (`budgets:`): a task over its budget is
+blocked with the reason (`budget: …`); work of a run or day over budget waits (`autopilot.skipped`
+says so once).
 
 The console toggles it with `set_enabled`, which records `autopilot.enabled` / `autopilot.disabled`
 with the operator as principal; `status()` is what its header badge shows.
@@ -39,6 +42,8 @@ from roundtable import clock
 from roundtable.autopilot.settings import Overrides, Settings, settings
 from roundtable.autopilot.work import Job, PlanNeed, ReadyNeed, TestNeed, Work, find, ready_for_operator
 from roundtable.errors import RoundtableError, ValidationError
+from roundtable.services import budgets
+from roundtable.services.budgets import Crossing
 from roundtable.services.sessions import SessionExit
 from roundtable.tools.context import DISPATCHER, OPERATOR, Caller
 
@@ -142,6 +147,7 @@ class Dispatcher:
         )
         self._run_counts: dict[str, int] = {}
         self._loaded_runs: set[str] = set()
+        self._budget_noted: set[tuple[str, str]] = set()  # (scope, key) whose hold was recorded
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._closing = False
@@ -294,8 +300,19 @@ class Dispatcher:
                 continue
             if self.limit_reached(job.run_id, s):
                 continue
+            if await self._over_budget(job):
+                continue
             return False
         return all(t.key in self._attempts for t in work.tests)
+
+    async def _over_budget(self, job: Job) -> Crossing | None:
+        """The first budget the job's task, run or today has reached, or None."""
+        config = self.runtime.config.budgets
+        if not (config.task.limited or config.run.limited or config.day.limited):
+            return None
+        async with self.runtime.db.read() as r:
+            found = await budgets.reached(r, config, task_id=job.task_id, run_id=job.run_id, day=budgets.today())
+        return found[0] if found else None
 
     def limit_reached(self, run_id: str, s: Settings | None = None) -> bool:
         """The run has had its `max_iterations` dispatches."""
@@ -388,6 +405,16 @@ class Dispatcher:
             return
         if self.limit_reached(job.run_id, s):
             report.waiting += 1
+            return
+        over = await self._over_budget(job)
+        if over is not None:
+            if over.scope == "task":
+                await self._block(job, over.reason, report)
+                return
+            report.waiting += 1
+            if (over.scope, over.key) not in self._budget_noted:
+                self._budget_noted.add((over.scope, over.key))
+                await self._record(job.run_id, "autopilot.skipped", {"reason": over.reason, "scope": over.scope})
             return
         await self._launch(job, state, s, report)
 

@@ -1,4 +1,5 @@
-"""`roundtable runs list|create|resume|end|archive`: see the runs, start one, close the ones that are done.
+"""`roundtable runs list|create|resume|end|archive`: see the runs (with what their sessions spent),
+start one, close the ones that are done.
 
 `create --goal TEXT` starts an `active` run; a running owner (`roundtable start`, the console)
 notices the commit and its Chair and autopilot take the run up, so a new goal never needs the
@@ -23,15 +24,21 @@ END_STATUSES = ("completed", "blocked", "failed")
 
 async def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:
     from roundtable.runtime import Runtime
+    from roundtable.services import usage
     from roundtable.store.records import Run
 
     runtime = await Runtime.open(root)
     try:
         async with runtime.db.read() as r:
             runs = await r.all(Run, "SELECT * FROM runs ORDER BY started_at DESC, id DESC")
+            spend = await usage.breakdown(r, "run_id")
     finally:
         await runtime.close()
-    return [run.to_dict() for run in runs if include_archived or run.status != "archived"]
+    return [
+        {**run.to_dict(), "usage": spend.get(run.id, usage.Totals()).to_dict()}
+        for run in runs
+        if include_archived or run.status != "archived"
+    ]
 
 
 async def call_run_operation(root: Path, operation: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -70,9 +77,14 @@ def list_(root: Path, as_json: bool, include_archived: bool) -> None:
     if not rows:
         click.echo("no runs yet (roundtable runs create --goal TEXT starts one)")
         return
+    from roundtable.services.usage import describe
+
     for row in rows:
         ended = f"  ended {row['ended_at']}" if row["ended_at"] else ""
-        click.echo(f"{row['id']}  [{row['status']}]  started {row['started_at']}{ended}  goal: {row['goal'] or '-'}")
+        click.echo(
+            f"{row['id']}  [{row['status']}]  started {row['started_at']}{ended}  {describe(row['usage'])}"
+            f"  goal: {row['goal'] or '-'}"
+        )
 
 
 @runs.command("create")

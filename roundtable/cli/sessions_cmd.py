@@ -97,7 +97,7 @@ def list_cmd(root: Path, as_json: bool) -> None:
 @handle_errors
 def show(session_id: str, root: Path, as_json: bool) -> None:
     """A session's record, its capability state (never the token) and its lifecycle notes."""
-    from roundtable.services import capabilities
+    from roundtable.services import capabilities, usage
     from roundtable.services import sessions as svc
 
     async def work(db: Any, _config: Any) -> dict[str, Any]:
@@ -105,11 +105,13 @@ def show(session_id: str, root: Path, as_json: bool) -> None:
             session = await svc.get(r, session_id)
             caps = await capabilities.for_session(r, session_id)
             events = await svc.session_events(r, session_id)
+            spent = await usage.of_session(r, session_id)
         hidden = {"token_sha256"}
         return {
             "session": session.to_dict(),
             "capabilities": [{k: v for k, v in c.to_dict().items() if k not in hidden} for c in caps],
             "events": events,
+            "usage": spent,
         }
 
     data = run_async(_with_db(root, work))
@@ -130,6 +132,16 @@ def show(session_id: str, root: Path, as_json: bool) -> None:
     ):
         click.echo(f"{key}: {s[key]}")
     click.echo(f"metadata: {s['metadata_json']}")
+    spent = data["usage"]
+    if spent is None:
+        click.echo("usage: none reported (the harness printed no usage)")
+    else:
+        cost = f"${spent['cost_usd']:.4f} ({spent['cost_source']})" if spent["cost_source"] else "cost unknown"
+        work_for = f"  for {spent['proposal_id']} r{spent['revision']}" if spent["proposal_id"] else ""
+        click.echo(
+            f"usage: {spent['input_tokens']:,} input ({spent['cached_input_tokens']:,} cached)"
+            f" + {spent['output_tokens']:,} output tokens · {cost} · model {spent['model'] or '-'}{work_for}"
+        )
     for cap in data["capabilities"]:
         state = (
             f"revoked {cap['revoked_at']} ({cap['revoked_reason']})"

@@ -5,7 +5,7 @@ URIs (`roundtable://…`; ids are percent-encoded where needed):
 | URI | content | read as |
 | --- | --- | --- |
 | `roundtable://table` | the coordination table | `table.get_state` |
-| `roundtable://run/{run_id}` | the run's state summary: recent events, blocked tasks, pending proposals, approvals, counts | `table.watch` (snapshot mode) |
+| `roundtable://run/{run_id}` | the run's state summary: recent events, blocked tasks, pending proposals, approvals, counts, usage (tokens and USD spent, per agent and task) | `table.watch` (snapshot mode) |
 | `roundtable://turns/{run_id}` | the turn queue: outstanding requests in order, the one in flight, recent finished ones | authority of `table.watch` for that run |
 | `roundtable://events/{run_id}{?after,limit}` | one page of the event log after a cursor | `table.watch` (cursor mode) |
 | `roundtable://task/{task_id}` | one task | `task.get` |
@@ -157,7 +157,8 @@ TEMPLATES: tuple[Template, ...] = (
         "roundtable://run/{run_id}",
         "run",
         "Run summary",
-        "A run's state summary: recent events, blocked tasks, pending proposals, required approvals, counts.",
+        "A run's state summary: recent events, blocked tasks, pending proposals, required approvals, counts, "
+        "usage (tokens and USD its sessions spent, per agent and task).",
         JSON,
         ("run_id",),
     ),
@@ -239,7 +240,8 @@ async def read(runtime: Any, access: Access, text: str) -> Content:
     if ref.kind == "table":
         return Content(text, JSON, _json(await access.call("table.get_state", {})))
     if ref.kind == "run":
-        return Content(text, JSON, _json(await access.call("table.watch", {"run_id": ref.ident, "limit": RUN_EVENTS})))
+        summary = await access.call("table.watch", {"run_id": ref.ident, "limit": RUN_EVENTS})
+        return Content(text, JSON, _json({**summary, "usage": await run_usage(runtime, ref.ident)}))
     if ref.kind == "events":
         args: dict[str, Any] = {"run_id": ref.ident}
         if ref.arg("after"):
@@ -262,6 +264,21 @@ async def read(runtime: Any, access: Access, text: str) -> Content:
             return Content(text, "application/octet-stream", "")
         return Content(text, mimetypes.guess_type(ref.ident)[0] or "text/plain", str(got.get("content", "")))
     raise NotFound("resource", text[:200])  # pragma: no cover - parse() admits only the kinds above
+
+
+async def run_usage(runtime: Any, run_id: str) -> dict[str, Any]:
+    """What the run's supervised sessions spent: in all, and per agent and per task."""
+    from roundtable.services import usage
+
+    async with runtime.db.read() as r:
+        total = await usage.totals(r, run_id=run_id)
+        agents = await usage.breakdown(r, "agent_id", run_id=run_id)
+        tasks = await usage.breakdown(r, "task_id", run_id=run_id)
+    return {
+        **total.to_dict(),
+        "by_agent": {k: v.to_dict() for k, v in agents.items()},
+        "by_task": {k: v.to_dict() for k, v in tasks.items() if k},
+    }
 
 
 async def read_doc(root: Any, name: str) -> str:

@@ -119,10 +119,12 @@ class Denied(PermissionDenied):
 
 
 class Expired(PermissionDenied):
-    """The token is known but expired or revoked (no event: it is not a policy denial)."""
+    """The token is known but expired or revoked (no event: it is not a policy denial). A session
+    stopped for its budget is told why (the reason starts `budget:`)."""
 
-    def __init__(self) -> None:
-        super().__init__(EXPIRED_OR_REVOKED)
+    def __init__(self, revoked_reason: str = "") -> None:
+        reason = revoked_reason if revoked_reason.startswith("budget:") else ""
+        super().__init__(f"{EXPIRED_OR_REVOKED} ({reason})" if reason else EXPIRED_OR_REVOKED)
 
 
 # --- tokens ---------------------------------------------------------------------------------
@@ -320,7 +322,7 @@ async def check_call(
     cap = SessionCapability.from_row({k[4:]: row[k] for k in row.keys() if k.startswith("cap_")})
     # 1. The capability itself.
     if not is_live(cap, now):
-        raise Expired()
+        raise Expired(cap.revoked_reason or "")
     # 2. Session.
     session = AgentSession.from_row({k[2:]: row[k] for k in row.keys() if k.startswith("s_")}) if row["s_id"] else None
     if (

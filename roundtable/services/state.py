@@ -306,7 +306,28 @@ def _load_page(conn: sqlite3.Connection, query: StateQuery, now: str) -> dict[st
     out["limit"] = query.limit
     if query.summary:
         out["by_status"] = by_status
+        out["usage"] = _usage_summary(conn, query)
     return out
+
+
+def _usage_summary(conn: sqlite3.Connection, query: StateQuery) -> dict[str, Any]:
+    """What the supervised sessions under the run/agent filters spent (`services.usage`)."""
+    clauses = [f"{column} = ?" for column, value in (("run_id", query.run_id), ("agent_id", query.agent_id)) if value]
+    params = [value for value in (query.run_id, query.agent_id) if value]
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0),"
+        " coalesce(sum(output_tokens), 0), coalesce(sum(cost_usd), 0) FROM session_usage"
+        + (" WHERE " + " AND ".join(clauses) if clauses else ""),
+        params,
+    ).fetchone()
+    return {
+        "sessions": int(row[0]),
+        "input_tokens": int(row[1]),
+        "cached_input_tokens": int(row[2]),
+        "output_tokens": int(row[3]),
+        "tokens": int(row[1]) + int(row[3]),
+        "cost_usd": round(float(row[4]), 6),
+    }
 
 
 async def state_page(q: Reader | Tx, query: StateQuery) -> dict[str, Any]:

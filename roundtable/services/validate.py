@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.errors import NotFound, ToolError
 from roundtable.services import claims as claims_service
-from roundtable.services import git, workspaces
+from roundtable.services import git, usage, workspaces
 from roundtable.services.gates import evaluate
 from roundtable.services.patches import (
     ParsedPatch,
@@ -108,6 +108,7 @@ async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunH
             raise ToolError(f"proposal {proposal_id} was revised during validation; validate again")
         report = await evaluate(r, root, policy, current, clock.now(), dry_run_error=dry_run, parsed=parsed)
         resources = [link.to_dict() for link in await links(r, proposal_id)]
+        cost = await usage.by_revision(r, proposal_id)
     claims = report.gate("claims")
     security = report.gate("security")
     tests = report.gate("tests")
@@ -146,6 +147,13 @@ async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunH
         "valid": valid,
         "applicable": report.ok,
         "gates": [g.to_dict() for g in report.gates],
+        # What the supervised sessions that made and reviewed each revision spent (not a gate:
+        # the budgets stop spending before it happens).
+        "cost": {
+            "by_revision": cost,
+            "tokens": sum(c["tokens"] for c in cost),
+            "cost_usd": round(sum(c["cost_usd"] for c in cost), 6),
+        },
     }
     async with runtime.db.write(tool="patch.validate") as tx:
         await tx.append_event(

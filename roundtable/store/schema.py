@@ -439,9 +439,37 @@ CREATE TABLE workspaces (
 );
 CREATE UNIQUE INDEX idx_workspaces_live ON workspaces(agent_id, task_id) WHERE state != 'removed';
 CREATE INDEX idx_workspaces_task ON workspaces(task_id, state);
+
+# Version 5: what each supervised session spent (`services.usage`), read from the harness's own
+# output as it streams: one row per session, rewritten with the session's running totals. The
+# task, proposal and revision it worked for and the UTC day it started are kept with it, so rollups
+# per task, revision, agent, run and day are one indexed sum. `cost_source` says where the cost
+# came from: `harness` (it reported one), `prices` (the configured price table), '' (unknown).
+_V5 = f"""
+CREATE TABLE session_usage (
+  session_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  task_id TEXT NOT NULL DEFAULT '',
+  proposal_id TEXT NOT NULL DEFAULT '',
+  revision INTEGER NOT NULL DEFAULT 0,
+  day TEXT NOT NULL,
+  model TEXT NOT NULL DEFAULT '',
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  cost_usd REAL NOT NULL DEFAULT 0,
+  cost_source TEXT NOT NULL DEFAULT '',
+  updated_at TEXT NOT NULL DEFAULT {NOW}
+);
+CREATE INDEX idx_session_usage_run ON session_usage(run_id);
+CREATE INDEX idx_session_usage_task ON session_usage(task_id);
+CREATE INDEX idx_session_usage_proposal ON session_usage(proposal_id, revision);
+CREATE INDEX idx_session_usage_agent ON session_usage(agent_id);
+CREATE INDEX idx_session_usage_day ON session_usage(day);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.
@@ -472,4 +500,5 @@ TABLES = (
     "access_tokens",
     "memory_revisions",
     "workspaces",
+    "session_usage",
 )

@@ -231,6 +231,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "chair_ops",
     "runs_ops",
     "workspaces",
+    "usage_ops",
 )
 
 

@@ -89,7 +89,8 @@ TOOLS = [
             "again with cursor = next_cursor (and the same filters) for the next page. Filters: "
             "run_id (runs, transactions), status (lists with a status), agent_id (agents, tasks by "
             "assignee, claims, proposals); a list without the filtered field comes back empty. "
-            "summary: true returns counts and by_status only."
+            "summary: true returns counts, by_status and usage (tokens and USD the supervised "
+            "sessions spent, under the run_id/agent_id filters) only."
         ),
         input_schema=obj(
             {
@@ -119,6 +120,7 @@ TOOLS = [
                 "next_cursor": string(),
                 "limit": integer(),
                 "by_status": {"type": "object", "description": "Summary mode: list -> status -> count."},
+                "usage": {"type": "object", "description": "Summary mode: tokens and cost_usd spent."},
             },
             required=[*state.STATE_KEYS, "counts", "has_more", "next_cursor", "limit"],
         ),

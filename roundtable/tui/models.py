@@ -97,6 +97,7 @@ class AgentRow:
     turn: str  # requested | scheduled | started, "" when it has no outstanding turn
     activity: Activity | None
     failures: int
+    spend: str = ""  # what its sessions spent (`12k tokens · $0.42`), "" when none reported
 
     @property
     def session_state(self) -> str:
@@ -122,6 +123,7 @@ class Overview:
     tasks: list[Task] = field(default_factory=list)
     agents: list[AgentRow] = field(default_factory=list)
     blocked_reasons: dict[str, str] = field(default_factory=dict)  # task id -> why it is blocked
+    run_spend: str = ""  # what the run's sessions spent, "" when none reported
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from roundtable.domain import (
     TaskStatus,
 )
 from roundtable.services import turns as turn_queue
+from roundtable.services import usage
 from roundtable.services.autopilot import blocked_reason
 from roundtable.store.db import Reader
 from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
@@ -105,6 +106,7 @@ async def load_overview(
     )
     latest = await activity.update(reader) if activity is not None else {}
     agents = await load_agents(reader, sessions=sessions, tasks=tasks, turns=turns, activity=latest)
+    run_spend = await usage.totals(reader, run_id=run.id) if run is not None else usage.Totals()
     return Overview(
         run,
         runs,
@@ -119,6 +121,7 @@ async def load_overview(
         tasks,
         agents,
         {task_id: reason for task_id, reason in reasons.items() if reason},
+        usage.describe(run_spend) if run_spend.sessions else "",
     )
 
 
@@ -273,6 +276,7 @@ async def load_agents(
         if task.assigned_agent_id and open_task(task):
             working.setdefault(task.assigned_agent_id, task.id)
     titles = {task.id: task.title for task in tasks}
+    spend = await usage.breakdown(reader, "agent_id")
     turn_state: dict[str, str] = {}
     for turn in turns:
         turn_state.setdefault(turn.agent_id, turn.state)
@@ -293,6 +297,7 @@ async def load_agents(
                 turn=turn_state.get(agent_id, ""),
                 activity=activity.get(agent_id),
                 failures=failures.get(agent_id, 0),
+                spend=usage.describe(spend[agent_id]) if agent_id in spend else "",
             )
         )
     # Agents at work first (a live session), then the others; by role and id within each.

@@ -111,9 +111,30 @@ def _sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n"
 
 
-def anthropic_stream(step: Step, offered: list[str], model: str, serial: int) -> list[str]:
+@dataclass(frozen=True)
+class Usage:
+    """The token counts the stub reports for every answer (both wires), so a test can check that
+    what roundtable records equals what the model reported."""
+
+    input_tokens: int = 10
+    output_tokens: int = 5
+    cached_tokens: int = 0  # Anthropic: cache reads (beside input_tokens); OpenAI: part of input_tokens
+    cache_creation_tokens: int = 0  # Anthropic only
+
+
+DEFAULT_USAGE = Usage()
+
+
+def anthropic_stream(
+    step: Step, offered: list[str], model: str, serial: int, spend: Usage = DEFAULT_USAGE
+) -> list[str]:
     """The server-sent events of one streamed assistant message carrying `step`."""
-    usage = {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    usage = {
+        "input_tokens": spend.input_tokens,
+        "output_tokens": 1,
+        "cache_creation_input_tokens": spend.cache_creation_tokens,
+        "cache_read_input_tokens": spend.cached_tokens,
+    }
     message: dict[str, Any] = {
         "id": f"msg_stub_{serial}",
         "type": "message",
@@ -143,7 +164,7 @@ def anthropic_stream(step: Step, offered: list[str], model: str, serial: int) ->
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": stop, "stop_sequence": None},
-                "usage": {"output_tokens": 5},
+                "usage": {"output_tokens": spend.output_tokens},
             },
         ),
         _sse("message_stop", {"type": "message_stop"}),
@@ -151,7 +172,9 @@ def anthropic_stream(step: Step, offered: list[str], model: str, serial: int) ->
     return events
 
 
-def anthropic_message(step: Step, offered: list[str], model: str, serial: int) -> dict[str, Any]:
+def anthropic_message(
+    step: Step, offered: list[str], model: str, serial: int, spend: Usage = DEFAULT_USAGE
+) -> dict[str, Any]:
     """The same message, not streamed."""
     if isinstance(step, ToolCall):
         name = next((n for n in offered if bare(n) == step.tool), step.tool)
@@ -169,7 +192,12 @@ def anthropic_message(step: Step, offered: list[str], model: str, serial: int) -
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
+        "usage": {
+            "input_tokens": spend.input_tokens,
+            "output_tokens": spend.output_tokens,
+            "cache_creation_input_tokens": spend.cache_creation_tokens,
+            "cache_read_input_tokens": spend.cached_tokens,
+        },
     }
 
 
@@ -246,7 +274,7 @@ def exec_script(step: ToolCall) -> str:
     )
 
 
-def responses_stream(step: Step, offered: list[str], serial: int) -> list[str]:
+def responses_stream(step: Step, offered: list[str], serial: int, spend: Usage = DEFAULT_USAGE) -> list[str]:
     """The server-sent events of one streamed response carrying `step`."""
     response_id = f"resp_stub_{serial}"
     code = next((n for n in offered if bare(n) == "exec"), "")
@@ -282,11 +310,11 @@ def responses_stream(step: Step, offered: list[str], serial: int) -> list[str]:
             "content": [{"type": "output_text", "text": step.text, "annotations": []}],
         }
     usage = {
-        "input_tokens": 10,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 5,
+        "input_tokens": spend.input_tokens,
+        "input_tokens_details": {"cached_tokens": spend.cached_tokens},
+        "output_tokens": spend.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 15,
+        "total_tokens": spend.input_tokens + spend.output_tokens,
     }
     return [
         _sse("response.created", {"type": "response.created", "response": {"id": response_id}}),
@@ -310,6 +338,7 @@ class StubServer:
     port: int = field(default_factory=free_port)
     requests: list[Seen] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
+    usage: Usage = DEFAULT_USAGE  # what every answer reports
 
     def __post_init__(self) -> None:
         self._serial = itertools.count(1)
@@ -367,14 +396,14 @@ class StubServer:
         step, serial = self._decide(anthropic_history(body), offered)
         model = str(body.get("model", "stub"))
         if not body.get("stream"):
-            return JSONResponse(anthropic_message(step, offered, model, serial))
-        return _streamed(anthropic_stream(step, offered, model, serial))
+            return JSONResponse(anthropic_message(step, offered, model, serial, self.usage))
+        return _streamed(anthropic_stream(step, offered, model, serial, self.usage))
 
     async def _responses(self, request: Request) -> Response:
         body = await self._body(request, "responses")
         offered = responses_tools(body)
         step, serial = self._decide(responses_history(body), offered)
-        return _streamed(responses_stream(step, offered, serial))
+        return _streamed(responses_stream(step, offered, serial, self.usage))
 
     async def _other(self, request: Request) -> Response:
         headers = {k.lower(): v for k, v in request.headers.items()}

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from .model_stub import Answer, StubServer, ToolCall, anthropic_tools, bare, responses_tools
+from .model_stub import Answer, StubServer, ToolCall, Usage, anthropic_tools, bare, responses_tools
 from .scripts import implementer
 from .table import (
     CHANGED,
@@ -54,6 +54,8 @@ EXPECTED_STEPS = [
     "proposal_create",
     "agent_turn_complete",
 ]
+# What the stub reports for every model request (distinct numbers, so a mix-up shows).
+SPEND = Usage(input_tokens=1234, output_tokens=321, cached_tokens=456, cache_creation_tokens=78)
 ANTHROPIC_KEY = "sk-ant-stub-e2e-harness"
 PROVIDER_KEY_VAR = "STUB_MODEL_API_KEY"
 PROVIDER_KEY = "sk-stub-e2e-harness"
@@ -116,7 +118,7 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
     root = tmp_path / "demo"
     prepare_project(root, socket_dir, adapter)
     run_id, task_id = seed(root)
-    stub = StubServer(implementer(CHANGED, PATCH, TITLE)).start()
+    stub = StubServer(implementer(CHANGED, PATCH, TITLE), usage=SPEND).start()
     try:
         env = operator_env(home, harness_bin, case.setup(home, stub))
         owner = Owner(root, env, tmp_path / "owner.err")
@@ -195,6 +197,26 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
         root, "SELECT revoked_at, revoked_reason FROM session_capabilities WHERE session_id = ?", (session_id,)
     )
     assert revoked and all(r["revoked_at"] and r["revoked_reason"] == "process_exited" for r in revoked)
+
+    # The usage recorded for the session, its task and its run is what the stub reported: Claude
+    # Code's totals (every request, with its own cost) or Codex's turns (no cost: no price table).
+    n = len(model_calls)
+    if adapter == "claude":
+        expected = (
+            n * (SPEND.input_tokens + SPEND.cache_creation_tokens + SPEND.cached_tokens),
+            n * SPEND.cached_tokens,
+        )
+    else:
+        expected = (n * SPEND.input_tokens, n * SPEND.cached_tokens)
+    (spent,) = query(root, "SELECT * FROM session_usage WHERE session_id = ?", (session_id,))
+    assert (spent["input_tokens"], spent["cached_input_tokens"]) == expected, story
+    assert spent["output_tokens"] == n * SPEND.output_tokens
+    assert spent["task_id"] == task_id and spent["run_id"] == run_id
+    assert (spent["proposal_id"], spent["revision"]) == (proposal["id"], 1)
+    if adapter == "claude":
+        assert spent["cost_source"] == "harness" and spent["cost_usd"] > 0
+    else:
+        assert (spent["cost_source"], spent["cost_usd"]) == ("", 0)
 
     # The session log holds the harness's own trace of the tool calls, and never the token.
     assert "proposal_create" in log

@@ -13,6 +13,7 @@ from roundtable.autopilot import Dispatcher, DispatcherStatus
 from roundtable.runtime import Runtime
 from roundtable.services import sessions
 from roundtable.supervisor import start_supervisor
+from roundtable.tools.context import SUPERVISOR
 from roundtable.tui import overview
 from roundtable.tui.autopilot import badge
 from roundtable.tui.flows.chair import NO_CHAIR, NO_DISPATCHER, READ_ONLY_AUTOPILOT
@@ -46,6 +47,8 @@ async def select_agent(app, agent_id: str) -> AgentsPane:  # type: ignore[no-unt
 
 async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: Runtime) -> None:
     await seed_live_session(seeded)
+    spent = {"input_tokens": 6180, "cached_input_tokens": 2400, "output_tokens": 1020, "cost_usd": 0.027495}
+    await seeded.call("session.record_usage", {"session_id": LIVE_SESSION, **spent}, SUPERVISOR)
     app = make_app(seeded)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app)
@@ -53,7 +56,7 @@ async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: R
         keys = [r.value for r in pane.rows]
         assert keys[0] == "implementer-1", "an agent at work comes first"
         assert len(keys) == 8 and pane.border_title == "Agents (8)"
-        # agent, role, session, task, turn, failed sessions, last action (how long ago first)
+        # agent, role, session, task, turn, failed sessions, spend, last action (how long ago first)
         assert cells(pane, "implementer-1") == [
             "implementer-1",
             "Implementer",
@@ -61,11 +64,13 @@ async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: R
             "Add mul()",  # the task it works on, by title
             "scheduled",
             "0",
+            "7.2k tokens · $0.03",
             "  42s claim.granted",
         ]
+        assert "spent 7.2k tokens · $0.03" in str(app.header.compose_text())
         assert cells(pane, "tester-1")[2] == "failed" and cells(pane, "tester-1")[5] == "1"
         assert cells(pane, "reviewer-1")[4] == "requested"
-        assert cells(pane, "security-1")[2:] == ["idle", "—", "—", "0", "    —"]
+        assert cells(pane, "security-1")[2:] == ["idle", "—", "—", "0", "—", "    —"]
 
         # enter inspects the agent with its sessions
         await select_agent(app, "implementer-1")
@@ -86,7 +91,7 @@ async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: R
                 (RUN_ID, "vote.cast", "security-1", "{}", at(-3), "agent:security-1"),
             )
         await wait_for(lambda: cells(pane, "security-1")[2] == "active", what="bus refresh")
-        assert cells(pane, "security-1")[6] == "   3s vote.cast"
+        assert cells(pane, "security-1")[7] == "   3s vote.cast"
         assert [r.value for r in pane.rows][:2] == ["implementer-1", "security-1"]
 
 

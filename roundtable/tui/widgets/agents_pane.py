@@ -1,6 +1,6 @@
 """Agents: who is doing what — each registered agent with its role, its current (else latest)
 session's state, the task it works on (its title), its place in the turn queue, how many of its sessions
-failed (✗) and the last thing it recorded, with how long ago. `l` opens the agent's latest session log, `L`
+failed (✗), what its sessions spent (tokens · USD) and the last thing it recorded, with how long ago. `l` opens the agent's latest session log, `L`
 launches it (prefilled with its task)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ IDLE_STYLES = {"idle": "dim", "disabled": "dim strike"}
 class AgentsPane(TablePane):
     kind = "agent"
     TITLE = "Agents"
-    COLUMNS = ("agent", "role", "session", "task", "turn", "✗", "last action")
+    COLUMNS = ("agent", "role", "session", "task", "turn", "✗", "spend", "last action")
     # Ids and states stay whole; the role and the last action's event type give way.
     ELASTIC: ClassVar[dict[str, int]] = {"role": 11, "task": 14, "last action": 22}
     CLOCKED = True  # "12s ago" ages every second
@@ -42,6 +42,7 @@ class AgentsPane(TablePane):
             agent.task_title or agent.task_id or "—",
             status_cell(agent.turn) if agent.turn else Text("—", style="dim"),
             Text(str(agent.failures), style="bold red") if agent.failures else Text("0", style="dim"),
+            agent.spend or Text("—", style="dim"),
             last_action_cell(agent, now_ns),
         )
 

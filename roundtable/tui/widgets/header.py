@@ -72,6 +72,8 @@ class ConsoleHeader(Static):
         line1.append(run.id if run else (self.run_id or "none"), style="bold cyan")
         if run:
             line1.append(f" [{run.status}]", style="green" if run.status == RunStatus.ACTIVE else "yellow")
+            if self.overview is not None and self.overview.run_spend:
+                line1.append(f"  spent {self.overview.run_spend}", style="bold")
             line1.append(f"  goal: {run.goal or 'not set'}")
         if self.read_only:
             line1.append("  READ-ONLY", style="bold magenta")
