@@ -439,6 +439,7 @@ CREATE TABLE workspaces (
 );
 CREATE UNIQUE INDEX idx_workspaces_live ON workspaces(agent_id, task_id) WHERE state != 'removed';
 CREATE INDEX idx_workspaces_task ON workspaces(task_id, state);
+"""
 
 # Version 5: what each supervised session spent (`services.usage`), read from the harness's own
 # output as it streams: one row per session, rewritten with the session's running totals. The
