@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.credentials import ensure_private_dir
 from roundtable.errors import ToolError, ValidationError
-from roundtable.services import adapters, capabilities, isolation, sessions
+from roundtable.services import adapters, capabilities, git, isolation, sessions, workspaces
 from roundtable.services.redact import redact
 from roundtable.services.sessions import SessionExit
 from roundtable.services.usage_stream import Meter
@@ -64,6 +64,9 @@ REVOKE_GRACE = 5.0
 ACTOR = "supervisor"
 BRIEFING_FILE = "BRIEFING.md"
 _ENV_ALLOW = ("PATH", "LANG", "TERM")
+# The roles whose sessions edit: each works in its own workspace (a git worktree), when the
+# project is a git repository (otherwise in the project, as the other roles do).
+WORKSPACE_ROLES = frozenset({"implementer"})
 
 
 @dataclass
@@ -77,6 +80,8 @@ class _Live:
     endpoint: SessionEndpoint
     role: str = ""
     work: tuple[str, str, str] = ("", "", "")  # agent, task, proposal
+    workspace: str = ""  # the implementer's git worktree (its working directory), if any
+    run_id: str = ""
     process: asyncio.subprocess.Process | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     revoked: bool = False
@@ -205,6 +210,15 @@ class Supervisor:
         home = directory / "home"
         home.mkdir(mode=0o700)
         root = self.runtime.root.resolve()
+        caller = SUPERVISOR.with_run(run.id)
+        workspace = ""
+        if role in WORKSPACE_ROLES and await git.head(root) != "not-git":
+            try:
+                made = await self.runtime.call("workspace.create", {"agent_id": agent_id, "task_id": task_id}, caller)
+            except BaseException:
+                shutil.rmtree(directory, ignore_errors=True)
+                raise
+            workspace = str(made["workspace"]["path"])
         plan = adapters.start_plan(
             self.runtime.config,
             adapter_name,
@@ -218,8 +232,8 @@ class Supervisor:
             model=model or agent.model,
             socket_path=str(socket_path),
             briefing=briefing,
+            workspace=workspace,
         )
-        caller = SUPERVISOR.with_run(run.id)
         try:
             opened = await self.runtime.call(
                 "session.open",
@@ -228,7 +242,7 @@ class Supervisor:
                     "agent_id": agent_id,
                     "run_id": run.id,
                     "adapter": adapter_name,
-                    "working_directory": str(root),
+                    "working_directory": workspace or str(root),
                     "model": model or agent.model,
                     "mcp_socket": str(socket_path),
                     "role": role,
@@ -244,6 +258,7 @@ class Supervisor:
                         "isolation": launcher.kind,
                         "isolation_reason": launcher.reason,
                         "launched_by": launched_by,
+                        "workspace": workspace,
                     },
                 },
                 caller,
@@ -263,6 +278,8 @@ class Supervisor:
             endpoint,
             role=role,
             work=(agent_id, task_id, proposal_id),
+            workspace=workspace,
+            run_id=run.id,
         )
         self.live[session_id] = live
         try:
@@ -282,11 +299,19 @@ class Supervisor:
             env.update({name: os.environ[name] for name in plan.inherit if name in os.environ})
             if briefing.strip():
                 env["ROUNDTABLE_BRIEFING_FILE"] = str(home / BRIEFING_FILE)
+            if workspace:
+                env["ROUNDTABLE_WORKSPACE"] = workspace
             await self.runtime.call("session.activate", {"session_id": session_id}, caller)
-            argv = launcher.wrap([*plan.argv, *extra_args], root=root, session_dir=directory, path=env["PATH"])
+            argv = launcher.wrap(
+                [*plan.argv, *extra_args],
+                root=root,
+                session_dir=directory,
+                path=env["PATH"],
+                workdir=Path(workspace) if workspace else None,
+            )
             live.process = await asyncio.create_subprocess_exec(
                 *argv,
-                cwd=str(root),
+                cwd=workspace or str(root),
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
@@ -461,7 +486,44 @@ class Supervisor:
             if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(task, 5)
+        if live.workspace and not self._closing:
+            await self._propose_leftovers(live)
         await self._finish(live, exit_code=code, reason="process_exited")
+
+    async def _propose_leftovers(self, live: _Live) -> None:
+        """A session that ended with changes in its workspace that are not its proposal's
+        current revision: propose them for it (recorded as proposed by the supervisor), or
+        record why that was refused."""
+        agent_id, task_id, _proposal = live.work
+        caller = SUPERVISOR.with_run(live.run_id)
+        try:
+            pending = await workspaces.leftover(self.runtime, agent_id, task_id)
+            if pending is None:
+                return
+            await self.runtime.call(
+                "workspace.propose",
+                {
+                    "agent_id": agent_id,
+                    "task_id": task_id,
+                    "title": f"Changes {agent_id} left in its workspace",
+                    "summary_md": f"Session {live.session_id} ended without proposing these changes; "
+                    "the supervisor proposed them.",
+                },
+                caller,
+            )
+        except (ToolError, ValidationError) as exc:
+            log.warning("session %s left unproposed changes: %s", live.session_id, exc)
+            async with self.runtime.db.read() as r:
+                ws = await workspaces.live(r, agent_id, task_id)
+            if ws is not None:
+                with contextlib.suppress(Exception):
+                    await self.runtime.call(
+                        "workspace.record_unproposed",
+                        {"workspace_id": ws.id, "session_id": live.session_id, "reason": str(exc)},
+                        caller,
+                    )
+        except Exception:
+            log.exception("proposing the workspace of session %s failed", live.session_id)
 
     async def _finish(self, live: _Live, *, exit_code: int, reason: str) -> None:
         """Record the end, revoke the capability, close the endpoint, remove the directory."""

@@ -13,6 +13,22 @@ from roundtable.runtime import Runtime
 from roundtable.scaffold import init_project
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_home() -> Iterator[None]:
+    """Agents' workspaces default to `$XDG_STATE_HOME/roundtable/workspaces`: never the real home's."""
+    import os
+
+    path = tempfile.mkdtemp(prefix="rt-state-")
+    previous = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = path
+    yield
+    if previous is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = previous
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

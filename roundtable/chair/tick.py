@@ -156,6 +156,14 @@ async def _sweep_claims(runtime: Runtime, run_id: str, now: str, report: TickRep
     report.claims_expired += [str(c) for c in swept["expired"]]
 
 
+async def _sweep_workspaces(runtime: Runtime, run_id: str, report: TickReport) -> None:
+    """Remove the run's workspaces whose task ended (the policy may keep them for days)."""
+    try:
+        await runtime.call("workspace.sweep", {"run_id": run_id}, CHAIR)
+    except Exception as exc:
+        await record_error(runtime, run_id, "sweep_workspaces", "", error_text(exc), report)
+
+
 async def turns(runtime: Runtime, run_id: str, now: str, report: TickReport) -> None:
     """Expire the run's overdue turns, then schedule its next one (each step isolated)."""
     try:
@@ -184,6 +192,8 @@ async def tick(runtime: Runtime, run_id: str, *, now: str | None = None, shared_
             ("request_reviews", lambda: _request_reviews(runtime, run_id, report)),
         ]
     steps.append(("sweep_claims", lambda: _sweep_claims(runtime, run_id, at, report)))
+    if shared_steps:
+        steps.append(("sweep_workspaces", lambda: _sweep_workspaces(runtime, run_id, report)))
     for name, step in steps:
         try:
             await step()

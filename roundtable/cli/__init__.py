@@ -38,6 +38,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check the setup end to end (config, policy, owner, harness configs, a bridge round trip).",
     ),
     "tokens": ("roundtable.cli.tokens_cmd", "tokens", "Create or revoke HTTP bearer tokens."),
+    "workspaces": (
+        "roundtable.cli.workspaces_cmd",
+        "workspaces",
+        "List, create, remove, propose or sync agents' workspaces (git worktrees).",
+    ),
 }
 
 

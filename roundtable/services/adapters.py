@@ -102,10 +102,22 @@ def _check_required(session_id: str, agent_id: str, run_id: str, cwd: str) -> No
         raise ValidationError("session_id, agent_id, run_id, and working_directory are required")
 
 
-def prompt_for(agent_id: str, role: str, run_id: str, task_id: str, proposal_id: str, briefing: str = "") -> str:
+def prompt_for(
+    agent_id: str, role: str, run_id: str, task_id: str, proposal_id: str, briefing: str = "", workspace: str = ""
+) -> str:
     """The standing instruction given to a launched harness (no secrets in it), with the
     briefing — why it was launched (the autopilot's reason) — when there is one."""
     target = f"task {task_id}" + (f", proposal {proposal_id}" if proposal_id else "")
+    if workspace:
+        prompt = (
+            f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
+            f"Your working directory {workspace} is your own git worktree of the project: edit "
+            "files there with your own tools (you may run the project's tests there too), then "
+            f"call workspace_propose with task_id {task_id} (and a title and summary_md for a new "
+            "proposal) to submit the diff for review; only workspace_propose reaches the table. "
+            "If the project moved under you, workspace_sync merges it in."
+        )
+        return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
     prompt = (
         f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
         "Use only the roundtable MCP tools. Request a turn with agent_turn_request, wait for "
@@ -139,14 +151,23 @@ def _claude_mcp_config(socket_path: str, root: str) -> str:
     return json.dumps({"mcpServers": {SERVER_NAME: {"type": "stdio", "command": argv[0], "args": argv[1:]}}})
 
 
-def _harness_argv(name: str, command: str, model: str, prompt: str, mcp_config: str = "") -> list[str]:
-    """Adapter-specific non-interactive invocation."""
+# The native tools a harness gets in its workspace (Claude Code's names).
+CLAUDE_NATIVE_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
+
+
+def _harness_argv(
+    name: str, command: str, model: str, prompt: str, mcp_config: str = "", workspace: str = ""
+) -> list[str]:
+    """Adapter-specific non-interactive invocation. With a `workspace` the harness gets its own
+    file and shell tools, limited to the workspace (its working directory)."""
     base = shlex.split(command) or [name]
     model_args = ["--model", model] if model and model != "default" else []
     if name == "codex":
         # `exec` runs one turn without a terminal; the MCP server comes from the private
-        # CODEX_HOME's config.toml (user-level, so no project trust is needed).
-        return [*base, "exec", "--skip-git-repo-check", "--json", *model_args, prompt]
+        # CODEX_HOME's config.toml (user-level, so no project trust is needed). In a workspace it
+        # edits with its own tools, in its workspace-write sandbox rooted there.
+        native = ["-C", workspace, "--sandbox", "workspace-write"] if workspace else []
+        return [*base, "exec", "--skip-git-repo-check", "--json", *native, *model_args, prompt]
     if name == "claude":
         # `-p` runs one turn without a terminal (and without the workspace trust dialog). In -p
         # mode a tool that needs permission is refused, so the roundtable server's tools are
@@ -154,15 +175,19 @@ def _harness_argv(name: str, command: str, model: str, prompt: str, mcp_config: 
         # works through the capability only. stream-json + --verbose puts every tool call in the
         # session log. `--mcp-config`, `--allowedTools` and `--tools` take lists: the prompt goes
         # first so none of them swallows it.
+        # In a workspace the file and shell tools are on, allowed without asking (`-p` cannot
+        # ask), and edits are accepted: the workspace is the working directory.
+        native = list(CLAUDE_NATIVE_TOOLS) if workspace else []
         return [
             *base,
             "-p",
             prompt,
             *(["--mcp-config", mcp_config, "--strict-mcp-config"] if mcp_config else []),
             "--allowedTools",
-            f"mcp__{SERVER_NAME}",
+            " ".join([f"mcp__{SERVER_NAME}", *native]),
             "--tools",
-            "",
+            " ".join(native),
+            *(["--permission-mode", "acceptEdits"] if workspace else []),
             "--output-format",
             "stream-json",
             "--verbose",
@@ -274,13 +299,15 @@ def start_plan(
     socket_path: str = "",
     external_session_id: str = "",
     briefing: str = "",
+    workspace: str = "",
 ) -> Plan:
-    """The plan to start a fresh session of adapter `name`."""
+    """The plan to start a fresh session of adapter `name`; `workspace` (the session's git
+    worktree, its working directory) gives the harness its native tools there."""
     _check_required(session_id, agent_id, run_id, working_directory)
     adapter = get(config, name)
-    prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id, briefing)
+    prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id, briefing, workspace)
     mcp_config = _claude_mcp_config(socket_path, working_directory) if socket_path and name == "claude" else ""
-    argv = _harness_argv(name, adapter.command or name, model, prompt, mcp_config)
+    argv = _harness_argv(name, adapter.command or name, model, prompt, mcp_config, workspace)
     files, env = harness_files(name, socket_path, working_directory) if socket_path else ({}, {})
     from roundtable.services.sessions import resume_command
 

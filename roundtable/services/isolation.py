@@ -56,8 +56,11 @@ class Launcher:
     reason: str  # why this one and not a stronger one ("" when nothing was passed over)
     executable: str = ""  # the bwrap binary
 
-    def wrap(self, argv: list[str], *, root: Path, session_dir: Path, path: str) -> list[str]:
-        """The argv to execute for `argv` (unchanged for a plain subprocess).
+    def wrap(
+        self, argv: list[str], *, root: Path, session_dir: Path, path: str, workdir: Path | None = None
+    ) -> list[str]:
+        """The argv to execute for `argv` (unchanged for a plain subprocess). `workdir` (the
+        session's workspace) is bound writable and is the working directory.
 
         Under bwrap a missing program would only show as exit status 1 inside the sandbox, so
         it is looked up on the session's `path` first and raised like a failed exec.
@@ -70,11 +73,17 @@ class Launcher:
         # A harness installed below /tmp (npm into a temp prefix, as CI does) would vanish under
         # the private /tmp: its install directory and the PATH entries there are bound again.
         extra = [found, os.path.realpath(found), *path.split(os.pathsep)]
-        return [*bwrap_prefix(self.executable, root=root, session_dir=session_dir, also_keep=extra), *argv]
+        prefix = bwrap_prefix(self.executable, root=root, session_dir=session_dir, also_keep=extra, workdir=workdir)
+        return [*prefix, *argv]
 
 
 def bwrap_prefix(
-    executable: str, *, root: Path, session_dir: Path, also_keep: list[str] | tuple[str, ...] = ()
+    executable: str,
+    *,
+    root: Path,
+    session_dir: Path,
+    also_keep: list[str] | tuple[str, ...] = (),
+    workdir: Path | None = None,
 ) -> list[str]:
     """bwrap's options up to and including `--`; mount operations apply in this order.
     `also_keep` names paths (the program, PATH entries) whose install directories below /tmp
@@ -97,10 +106,13 @@ def bwrap_prefix(
     if state.is_dir():
         out += ["--tmpfs", str(state.resolve())]
     out += ["--bind", str(session_dir), str(session_dir)]
+    if workdir is not None:
+        out += ["--bind", str(workdir.resolve()), str(workdir.resolve())]
     if state.is_dir():
         # Read-only after the session directory is bound (it might live below it).
         out += ["--remount-ro", str(state.resolve())]
-    out += [*_NAMESPACE_FLAGS, "--chdir", str(root), "--"]
+    chdir = workdir.resolve() if workdir is not None else root
+    out += [*_NAMESPACE_FLAGS, "--chdir", str(chdir), "--"]
     return out
 
 

@@ -213,8 +213,8 @@ async def _snapshot(runtime: Project, tmp: Path) -> tuple[str, str]:
 
 async def _check_work(q: Reader | Tx, agent_id: str, task_id: str) -> Task:
     agent = await q.one(Agent, "SELECT * FROM agents WHERE id = ?", (agent_id,))
-    if agent is None or not agent.is_enabled:
-        raise ValidationError(f"agent {agent_id} is not an enabled agent")
+    if agent is not None and not agent.is_enabled:
+        raise ValidationError(f"agent {agent_id} is disabled")
     task = await q.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
     if task is None:
         raise NotFound("task", task_id)
@@ -453,20 +453,20 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
     return {"proposal": view["proposal"], "diffstat": stat, "claimed": claimed, "workspace_id": ws.id}
 
 
-async def unproposed(root: Path, q: Reader | Tx, agent_id: str, task_id: str) -> tuple[Workspace | None, str]:
-    """(workspace, its patch) when the agent's workspace for the task holds changes that are
-    not the current revision of its open proposal; (None, "") otherwise."""
-    ws = await live(q, agent_id, task_id)
+async def leftover(runtime: Project, agent_id: str, task_id: str) -> Workspace | None:
+    """The agent's workspace for the task when it holds changes that are not the current
+    revision of its proposal (None otherwise). Raises when the workspace cannot be read."""
+    async with runtime.db.read() as r:
+        ws = await live(r, agent_id, task_id)
+        proposal = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (ws.proposal_id,)) if ws else None
     if ws is None:
-        return None, ""
-    text = await workspace_patch(root, ws)
+        return None
+    text = await workspace_patch(runtime.root, ws)
     if not text.strip():
-        return None, ""
-    if ws.proposal_id:
-        p = await q.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (ws.proposal_id,))
-        if p is not None and p.current_revision == patch_sha256(text):
-            return None, ""
-    return ws, text
+        return None
+    if proposal is not None and proposal.current_revision == patch_sha256(text):
+        return None
+    return ws
 
 
 # --- sync ----------------------------------------------------------------------------------
@@ -594,16 +594,18 @@ async def remove(
     return {"workspace": workspace_dict(row), "removed": True}
 
 
-async def sweep(runtime: Project, *, actor: str, now: str = "") -> list[str]:
+async def sweep(runtime: Project, *, actor: str, now: str = "", run_id: str = "") -> list[str]:
     """Remove the workspaces whose task completed or was cancelled — at once, or `keep_days`
-    after (the policy's `workspaces.keep_days`). Returns the removed ids."""
+    after (the policy's `workspaces.keep_days`); with `run_id`, only that run's and those of no
+    run. Returns the removed ids."""
     policy = runtime.policy if isinstance(runtime.policy, Policy) else current_policy(runtime.root)
     now = now or clock.now()
     async with runtime.db.read() as r:
         due = await r.all(
             Workspace,
-            "SELECT w.* FROM workspaces w JOIN tasks t ON t.id = w.task_id WHERE w.state != ? AND t.status IN (?, ?)",
-            (WorkspaceState.REMOVED.value, *ENDED_TASKS),
+            "SELECT w.* FROM workspaces w JOIN tasks t ON t.id = w.task_id WHERE w.state != ? AND t.status IN (?, ?)"
+            + (" AND w.run_id IN (?, '')" if run_id else ""),
+            (WorkspaceState.REMOVED.value, *ENDED_TASKS, *([run_id] if run_id else [])),
         )
     removed: list[str] = []
     for ws in due:

@@ -82,7 +82,7 @@ async def list_(call: Call) -> dict[str, Any]:
 
 
 async def sweep(call: Call) -> dict[str, Any]:
-    return {"removed": await service.sweep(call.runtime, actor=call.actor)}
+    return {"removed": await service.sweep(call.runtime, actor=call.actor, run_id=opt_str(call.args, "run_id"))}
 
 
 async def record_unproposed(call: Call) -> dict[str, Any]:
@@ -176,7 +176,7 @@ TOOLS = [
     ToolSpec(
         name="workspace.sweep",
         description="Remove the workspaces of completed or cancelled tasks (after keep_days).",
-        input_schema=obj({}),
+        input_schema=obj({"run_id": string("Only this run's workspaces (and those of no run).")}),
         output_schema=result({"removed": strings()}),
         handler=sweep,
         mode="none",
