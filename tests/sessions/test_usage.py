@@ -74,7 +74,8 @@ def test_prices_apply_to_cached_and_fresh_input() -> None:
 async def _supervised(runtime: Runtime, tmp_path: Path, stream: Path, **launch: str) -> tuple[str, str, str]:
     """An implementer session whose harness prints `stream` and then works (the scripted agent)."""
     run_id, task_id = await make_task(runtime)
-    sup = await start_supervisor(runtime, base_dir=tmp_path)
+    # A long grace: the session must meet the refusal at its next call, not be killed before it.
+    sup = await start_supervisor(runtime, base_dir=tmp_path, revoke_grace=60)
     try:
         res = await sup.launch(
             agent_id="implementer-1",
