@@ -24,9 +24,14 @@ Roles (from `ROUNDTABLE_AGENT_ID`):
   becomes one task; without one, the built-in plan for the repository (a `mul()` for the demo
   calculator, else a README line) — and marks its planning task completed.
 
+In a workspace (`ROUNDTABLE_WORKSPACE`, its working directory: a git worktree of the project the
+supervisor made for it) the implementer edits the file there with plain file I/O, as a harness
+would with its own tools, and proposes with `workspace.propose` (which claims the file for it);
+without one it claims, reads through `repo.read_file` and proposes a diff it wrote.
+
 Relaunched with a briefing (`ROUNDTABLE_BRIEFING_FILE`: why it was launched, what failed
-before), an implementer that already has an open proposal for its task attaches its patch again
-as a new revision instead of proposing anew.
+before), an implementer that already has an open proposal for its task proposes again as a
+revision of it instead of proposing anew (in a workspace, its previous revision is in place).
 
 `--usage-stream FILE` prints FILE's lines (a harness's machine-readable output, e.g. a captured
 Claude Code `stream-json` or Codex `exec --json` stream) before the first call, so the supervisor
@@ -319,6 +324,10 @@ async def implementer(s: Session, task_id: str) -> None:
         if not readable:
             raise CallFailed("task has no readable_paths to work on")
         path, addition = readable[0], f"# touched by {os.environ.get('ROUNDTABLE_AGENT_ID', 'agent')}\n"
+    workspace = os.environ.get("ROUNDTABLE_WORKSPACE", "")
+    if workspace:
+        await implement_in_workspace(s, task, task_id, Path(workspace), path, addition)
+        return
     await claim_file(s, path, "write")
     current = str((await s.call("repo.read_file", path=path)).get("content", ""))
     emit(step="read", path=path, bytes=len(current))
@@ -342,6 +351,33 @@ async def implementer(s: Session, task_id: str) -> None:
         "proposal",
     )
     emit(step="proposed", proposal_id=proposal.get("id"))
+    try:
+        await s.call("proposal.request_review", proposal_id=proposal.get("id"))
+        emit(step="review_requested", proposal_id=proposal.get("id"))
+    except CallFailed as exc:
+        emit(step="review_request_failed", error=str(exc))
+
+
+async def implement_in_workspace(
+    s: Session, task: dict[str, Any], task_id: str, workspace: Path, path: str, addition: str
+) -> None:
+    """Edit the file in the workspace with plain file I/O and propose the workspace's diff."""
+    target = workspace / path
+    current = target.read_text(encoding="utf-8") if target.exists() else ""
+    emit(step="read", path=path, bytes=len(current), workspace=str(workspace))
+    if addition not in current:  # a relaunch finds its previous revision in place
+        updated = current + ("" if current.endswith("\n") or not current else "\n") + addition
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(updated, encoding="utf-8")
+        emit(step="edited", path=path)
+    existing = await _own_open_proposal(s, task_id)
+    result = await s.call(
+        "workspace.propose",
+        title=f"{task.get('title', task_id)}",
+        summary_md=f"Scripted change to `{path}` for task {task_id}.",
+    )
+    proposal = _record(result, "proposal")
+    emit(step="revised" if existing is not None else "proposed", proposal_id=proposal.get("id"))
     try:
         await s.call("proposal.request_review", proposal_id=proposal.get("id"))
         emit(step="review_requested", proposal_id=proposal.get("id"))

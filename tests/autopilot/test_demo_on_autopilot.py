@@ -71,6 +71,10 @@ async def test_goal_to_a_proposal_awaiting_the_operator(tmp_path: Path) -> None:
             proposals = await r.all(Proposal, "SELECT * FROM proposals")
             assert len(proposals) == 1 and proposals[0].status == "in_review"
             proposal = proposals[0]
+            # The implementer edited its workspace (a git worktree outside the demo) and proposed it.
+            assert proposal.workspace_id and proposal.base_revision
+            ws_path = await r.scalar("SELECT path FROM workspaces WHERE id = ?", (proposal.workspace_id,))
+            assert not str(ws_path).startswith(str(root))
             report = await gates.evaluate(r, root, rt.policy, proposal, clock.now(), dry_run_error="")
             planned = await r.fetchall("SELECT title, status FROM tasks ORDER BY created_at")
         assert [tuple(row) for row in planned] == [
