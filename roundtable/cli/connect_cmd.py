@@ -60,8 +60,16 @@ HARNESS_NAMES = {"codex": "Codex", "claude": "Claude Code", "cursor": "Cursor"}
     is_flag=True,
     help="Claude Code: approve the project's roundtable server in .claude/settings.local.json.",
 )
+@click.option(
+    "--workspace",
+    is_flag=True,
+    help="Set the harness up in the agent's workspace (a git worktree outside the project) instead of the project.",
+)
+@click.option("--task", "task_id", default="", help="With --workspace: the task (its workspace is made if needed).")
 @handle_errors
-def connect(harness: str, root: Path, force: bool, agent_id: str, trust: bool, approve: bool) -> None:
+def connect(
+    harness: str, root: Path, force: bool, agent_id: str, trust: bool, approve: bool, workspace: bool, task_id: str
+) -> None:
     """Add this project's roundtable server to HARNESS's project-local MCP configuration."""
     from roundtable.config import load_config
     from roundtable.services import adapters
@@ -77,7 +85,16 @@ def connect(harness: str, root: Path, force: bool, agent_id: str, trust: bool, a
         known = [a.id for a in configured_agents(config)]
         if agent_id not in known:
             fail(f"agent {agent_id} is not configured; choose one of: {', '.join(known)}")
-    edit = adapters.connect_edit(harness, root, agent_id)  # parses the existing file; writes nothing
+    if task_id and not workspace:
+        raise click.UsageError("--task goes with --workspace")
+    place = root
+    ws: Any = None
+    if workspace:
+        if not agent_id:
+            raise click.UsageError("--workspace needs --agent (a workspace belongs to one agent)")
+        ws = run_async(_workspace_of(root, agent_id, task_id))
+        place = Path(ws.path)
+    edit = adapters.connect_edit(harness, root, agent_id, at=place)  # parses the existing file; writes nothing
     if edit.action == "replaced" and not force and _binding(edit.previous or {}) != _binding_of(root, agent_id):
         was = _describe_binding(edit.previous or {})
         fail(
@@ -85,13 +102,18 @@ def connect(harness: str, root: Path, force: bool, agent_id: str, trust: bool, a
             "that entry (the rest of the file is kept)"
         )
     if trust:  # check the files the flags edit before writing anything: a refusal changes nothing
-        adapters.trust_codex(root, dry_run=True)
+        adapters.trust_codex(place, dry_run=True)
     if approve:
-        adapters.approve_claude(root, dry_run=True)
+        adapters.approve_claude(place, dry_run=True)
     if agent_id:
         path = run_async(_ensure_agent_credential(root, agent_id))
         click.echo(f"credential for {agent_id}: {path} (0600; the harness file names the agent, never the secret)")
-    target = adapters.write_connect_edit(root, edit)
+    if ws is not None:
+        from roundtable.services import workspaces
+
+        # The harness's own files in the workspace are never part of what it proposes.
+        workspaces.mark_local(ws, [edit.rel, *([adapters.CLAUDE_SETTINGS] if harness == "claude" else [])])
+    target = adapters.write_connect_edit(place, edit)
     said = {
         "created": f"created {target} with the roundtable server",
         "added": f"added the roundtable server to {target} (its other entries are unchanged)",
@@ -109,7 +131,13 @@ def connect(harness: str, root: Path, force: bool, agent_id: str, trust: bool, a
             f"note: without --agent, {harness} is anonymous and may call read-only tools only; "
             f"to let it act, bind it to an agent: `roundtable connect {harness} --agent implementer-1 --force`"
         )
-    steps = _remaining_steps(harness, root, trust=trust, approve=approve)
+    steps = _remaining_steps(harness, place, trust=trust, approve=approve)
+    if ws is not None:
+        click.echo(
+            f"workspace {ws.id} of {agent_id} for task {ws.task_id}: {place} (a git worktree outside the project; "
+            "its edits reach the table only through workspace_propose)"
+        )
+        steps.append(f"run {harness} in the workspace: cd {place}")
     steps.append(f"start the owner (the bridge relays to it): roundtable start --root {root}")
     steps.append(f"check the whole path: roundtable doctor --root {root}")
     click.echo("next:")
@@ -166,6 +194,27 @@ def _remaining_steps(harness: str, root: Path, *, trust: bool, approve: bool) ->
     else:
         steps.append("in Cursor, open this project and enable the roundtable server under Settings → MCP")
     return steps
+
+
+async def _workspace_of(root: Path, agent_id: str, task_id: str) -> Any:
+    """The agent's workspace for `task_id` (made now if needed), or its only live one."""
+    from roundtable.runtime import Runtime
+    from roundtable.services import workspaces
+
+    runtime = await Runtime.open(root)
+    try:
+        if task_id:
+            made = await runtime.call("workspace.create", {"agent_id": agent_id, "task_id": task_id})
+            async with runtime.db.read() as r:
+                return await workspaces.require_live(r, agent_id, made["workspace"]["task_id"])
+        async with runtime.db.read() as r:
+            found = await workspaces.listing(r, agent_id=agent_id)
+    finally:
+        await runtime.close()
+    if len(found) != 1:
+        which = ", ".join(f"{w.id} (task {w.task_id})" for w in found) or "none"
+        fail(f"{agent_id} has {len(found)} live workspaces ({which}); name the task with --task")
+    return found[0]
 
 
 async def _ensure_agent_credential(root: Path, agent_id: str) -> Path:

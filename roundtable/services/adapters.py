@@ -459,13 +459,14 @@ def _merge_json(path: Path, text: str | None, entry: dict[str, Any]) -> tuple[st
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n", previous if isinstance(previous, dict) else None
 
 
-def connect_edit(harness: str, root: Path, agent_id: str = "") -> ConnectEdit:
-    """How `roundtable connect` changes `harness`'s project file: only the `roundtable` entry is
-    added or replaced; the user's other servers and settings stay. Raises `ValidationError` for a
-    file it cannot parse (it is never overwritten)."""
+def connect_edit(harness: str, root: Path, agent_id: str = "", *, at: Path | None = None) -> ConnectEdit:
+    """How `roundtable connect` changes `harness`'s project file (in `at`, the agent's workspace,
+    when given; else in the project): only the `roundtable` entry is added or replaced; the
+    user's other servers and settings stay. Raises `ValidationError` for a file it cannot parse
+    (it is never overwritten)."""
     entry = connect_entry(harness, root, agent_id)
     rel = CONNECT_PATHS[harness]
-    path = root.resolve() / rel
+    path = (at or root).resolve() / rel
     text = _read_text(path)
     merge = _merge_toml if rel.endswith(".toml") else _merge_json
     new_text, previous = merge(path, text, entry)

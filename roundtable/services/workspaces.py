@@ -45,7 +45,7 @@ from roundtable.services import hashing, proposals, scratch
 from roundtable.services import symbols as symbol_index
 from roundtable.services.claims import ClaimConflict, ClaimRequest, acquire, covering_write_claims
 from roundtable.services.gates import OPEN_STATUSES
-from roundtable.services.patches import ParsedPatch, allowances, check_patch, parse_patch, patch_sha256
+from roundtable.services.patches import CONTROL, ParsedPatch, allowances, check_patch, parse_patch, patch_sha256
 from roundtable.services.policy import Policy, current_policy
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, task_run
 from roundtable.services.testing import private_paths
@@ -142,11 +142,39 @@ def workspace_dict(ws: Workspace) -> dict[str, Any]:
 # --- the diff ------------------------------------------------------------------------------
 
 
+LOCAL_FILES = "roundtable-local-files"
+
+
+def local_files(gitdir: Path) -> list[str]:
+    """The workspace's harness files `roundtable connect --workspace` wrote (its MCP entry, an
+    approval): listed in the worktree's record inside the project's repository, never proposed."""
+    try:
+        text = (gitdir / LOCAL_FILES).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    out: list[str] = []
+    for line in text.splitlines():
+        rel = line.strip()
+        if rel and not rel.startswith("/") and ".." not in rel.split("/") and not CONTROL.search(rel):
+            out.append(rel)
+    return out
+
+
+def mark_local(ws: Workspace, rels: list[str]) -> None:
+    """Add `rels` to the workspace's local files (blocking)."""
+    gitdir = Path(ws.gitdir)
+    known = local_files(gitdir)
+    merged = [*known, *(r for r in rels if r not in known)]
+    (gitdir / LOCAL_FILES).write_text("".join(f"{r}\n" for r in merged), encoding="utf-8")
+
+
 async def _index_of_workspace(tree: Tree, index: Path, base_tree: str) -> None:
-    """`index` := the workspace's files as git would add them (base tree, then `add -A`)."""
+    """`index` := the workspace's files as git would add them (base tree, then `add -A`; the
+    harness files `connect --workspace` wrote are left out)."""
     await tree_git(tree, ["read-tree", base_tree], index=index)
     await scan(tree, index)
-    await tree_git(tree, ["add", "-A", "--", "."], index=index)
+    excluded = [f":(exclude,literal){rel}" for rel in await asyncio.to_thread(local_files, tree.gitdir)]
+    await tree_git(tree, ["add", "-A", "--", ".", *excluded], index=index)
 
 
 async def workspace_patch(root: Path, ws: Workspace) -> str:

@@ -36,3 +36,28 @@ def test_create_list_propose_remove(repo: Path) -> None:
     assert _run("workspaces", "remove", "--root", root, ws_id).strip() == f"removed {ws_id}"
     assert not path.exists()
     assert _run("workspaces", "list", "--root", root).strip() == "no workspaces"
+
+
+def test_connect_sets_a_harness_up_in_the_workspace(repo: Path) -> None:
+    root = str(repo)
+    task_id = json.loads(
+        _run("mcp", "call", "--root", root, "--tool", "task_create", "--args", '{"title": "t", "body_md": "b"}')
+    )["task"]["id"]
+    out = _run("connect", "claude", "--root", root, "--agent", AUTHOR, "--workspace", "--task", task_id, "--approve")
+    path = Path(_run("workspaces", "create", "--root", root, "--agent", AUTHOR, "--task", task_id).strip())
+    assert f"cd {path}" in out
+    entry = json.loads((path / ".mcp.json").read_text())["mcpServers"]["roundtable"]
+    assert entry["args"][-4:] == ["--root", str(repo.resolve()), "--agent", AUTHOR]
+    assert (path / ".claude" / "settings.local.json").exists()
+    assert not (repo / ".mcp.json").exists()  # the project itself is not pointed at
+    # The harness's own files are never proposed; its edits are.
+    assert " 0 files +0 -0 " in _run("workspaces", "list", "--root", root)
+    (path / "src" / "app.py").write_text("print('harness')\n")
+    proposed = _run(
+        "workspaces", "propose", "--root", root, "--agent", AUTHOR, "--task", task_id, "--title", "t", "--summary", "s"
+    )
+    assert "revision 1: 1 files +1 -1" in proposed
+    # Without --task, the agent's only workspace is the one.
+    again = _run("connect", "codex", "--root", root, "--agent", AUTHOR, "--workspace")
+    assert (path / ".codex" / "config.toml").exists() and f"cd {path}" in again
+    assert " 1 files +1 -1 " in _run("workspaces", "list", "--root", root)
