@@ -29,6 +29,7 @@ from roundtable.services.recovery import recover_interrupted
 
 if TYPE_CHECKING:
     from roundtable.autopilot import Dispatcher
+    from roundtable.notify import Notifier
 
 log = logging.getLogger("roundtable.owner")
 
@@ -157,6 +158,7 @@ class Owner:
         autopilot: bool | None = None,
         autopilot_overrides: Any = None,
         dispatcher_options: dict[str, Any] | None = None,
+        notify: bool | None = None,
     ) -> None:
         self.root = Path(root)
         self._want_http = http
@@ -173,6 +175,10 @@ class Owner:
         self._autopilot_overrides = autopilot_overrides
         self._dispatcher_options = dict(dispatcher_options or {})
         self._dispatch_task: asyncio.Task[Any] | None = None
+        # The notifier tells the operator what needs them outside the console (`notify:`); by
+        # default it runs where the Chair does (`start`, the console), not in `mcp serve`.
+        self._want_notify = chair if notify is None else notify
+        self.notifier: Notifier | None = None
         self._log = log or (lambda line: logging.getLogger("roundtable.owner").info("%s", line))
         self._http_address_override = http_address
         self._socket_path_override = Path(socket_path) if socket_path is not None else None
@@ -270,6 +276,11 @@ class Owner:
                 self.say(NO_AUTH_WARNING.format(url=self.http.url))
         self._watch_task = asyncio.create_task(self._watch_database(), name="roundtable-db-watch")
         self._events_task = asyncio.create_task(self._log_events(), name="roundtable-event-log")
+        if self._want_notify:
+            from roundtable.notify import Notifier
+
+            self.notifier = Notifier(self.runtime)
+            await self.notifier.start()
         if self._want_chair:
             self.chair = ChairLoop(self.runtime, interval=self.chair_interval)
             self._chair_task = asyncio.create_task(self._run_chair(), name="roundtable-chair")
@@ -415,6 +426,8 @@ class Owner:
         if self.supervisor is not None:
             await self._step(self.supervisor.close(), "supervisor")
             self.supervisor = None
+        if self.notifier is not None:  # after the supervisor and the autopilot: what they record is told
+            await self._step(self._close_notifier(), "notifier")
         if self._events_task is not None:  # after the supervisor: its sessions' exits are logged
             for _ in range(3):
                 await asyncio.sleep(0)  # let the event log take what the last commits published
@@ -428,6 +441,14 @@ class Owner:
             self._lock.close()
             self._lock = None
         self.stopped.set()
+
+    async def _close_notifier(self) -> None:
+        assert self.notifier is not None
+        with contextlib.suppress(Exception):
+            await self.notifier.catch_up()
+        await self.notifier.webhooks.drained(2.0)  # a short wait for what is queued; never a hang
+        await self.notifier.close()
+        self.notifier = None
 
     async def _step(self, coro: Any, what: str) -> None:
         try:

@@ -609,6 +609,9 @@ def diagnose(root: Path) -> list[Finding]:
         )
     configured = {spec.id for spec in configured_agents(config)}
     found += _harness_findings(root, owner_ok, bool(pid) or owner_ok, configured)
+    from roundtable.cli.doctor_cmd import notify_findings
+
+    found += [Finding(ok, what, fix, note=note) for ok, what, fix, note in notify_findings(root, config)]
     return found
 
 

@@ -1,5 +1,6 @@
 """Checks `doctor` runs about the owner's identity: is the program answering at this project's
-HTTP address this project's owner (its `/healthz` names the project id `init` gave it)?
+HTTP address this project's owner (its `/healthz` names the project id `init` gave it)? And about
+notifications: what the owner last recorded of each webhook's deliveries, and `notify-send`.
 
 Kept apart from the rest of `doctor` (in `connect_cmd`) because it shares its rule with the
 stdio bridge: the same comparison decides whether a bridge may send the project's credential.
@@ -63,3 +64,42 @@ def identity_finding(root: Path, address: str, *, tls: bool = False) -> tuple[bo
         "bridges of this project refuse it",
         fix_address,
     )
+
+
+def notify_findings(root: Path, config: Any) -> list[tuple[bool, str, str, bool]]:
+    """(ok, what, fix, note) about each configured webhook, from the state the owner keeps in
+    `.roundtable/logs/notify-status.json`, and about `notify-send`."""
+    from roundtable.notify import desktop
+    from roundtable.notify.webhooks import display_url, read_status
+
+    found: list[tuple[bool, str, str, bool]] = []
+    notify = config.notify
+    states = read_status(root).get("webhooks") or []
+    for i, hook in enumerate(notify.webhooks):
+        url = display_url(hook.url)
+        state = states[i] if i < len(states) and isinstance(states[i], dict) and states[i].get("url") == url else {}
+        if state.get("failing_since"):
+            found.append(
+                (
+                    False,
+                    f"webhook {url} ({hook.format}) failing since {state['failing_since']}: {state.get('last_error', '?')}",
+                    f"check notify.webhooks[{i}].url and that the service answers (each notification is tried "
+                    f"{notify.retries + 1} times)",
+                    False,
+                )
+            )
+        elif state.get("last_success_at"):
+            found.append(
+                (True, f"webhook {url} ({hook.format}) delivers (last at {state['last_success_at']})", "", False)
+            )
+        else:
+            found.append((True, f"webhook {url} ({hook.format}): nothing sent yet", "", True))
+    if notify.desktop:
+        program = desktop.available()
+        what = (
+            f"desktop notifications through {program}"
+            if program
+            else "no desktop notifications: notify-send is not installed or there is no desktop session"
+        )
+        found.append((True, what, "", True))
+    return found

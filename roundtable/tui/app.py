@@ -25,8 +25,10 @@ from textual.widgets import Footer, Static
 
 from roundtable import clock
 from roundtable.autopilot import Dispatcher
+from roundtable.notify import Notifier
 from roundtable.runtime import Runtime
 from roundtable.tui import commands
+from roundtable.tui.alerts import TerminalAlerts
 from roundtable.tui.flows.approvals import ApprovalFlows
 from roundtable.tui.flows.chair import ChairFlows
 from roundtable.tui.flows.proposals import ProposalFlows
@@ -72,6 +74,7 @@ class RoundtableApp(LiveMixin, PanesMixin, ApprovalFlows, ProposalFlows, Session
         clock_ns: Callable[[], int] = clock.now_ns,
         watch_commits: bool = True,
         live_clock: bool = True,
+        notifier: Notifier | None = None,
     ) -> None:
         super().__init__(
             runtime,
@@ -83,6 +86,9 @@ class RoundtableApp(LiveMixin, PanesMixin, ApprovalFlows, ProposalFlows, Session
             clock_ns=clock_ns,
         )
         self._overrides = commands.keymap(runtime.config.tui.bindings)
+        # The owner's notifier (None without an owner): bell, OSC 9/777 and the title's count.
+        self.notifier = notifier
+        self.alerts = TerminalAlerts(self, runtime.config.project_name) if runtime.config.notify.terminal else None
         self.startup_notes: list[str] = []
         self._setup_live(watch_commits=watch_commits, live_clock=live_clock)
         self._setup_panes()
@@ -128,6 +134,8 @@ class RoundtableApp(LiveMixin, PanesMixin, ApprovalFlows, ProposalFlows, Session
         self.apply_layout()
         for note in self.startup_notes:
             self.notify(note, title="owner")
+        if self.notifier is not None and self.alerts is not None:
+            self.notifier.add_listener(self.alerts.notify)
         self.start_live()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

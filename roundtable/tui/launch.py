@@ -115,7 +115,14 @@ async def console_main(
             http_url=owner.http_url or "",
             socket_path=str(owner.socket_path or ""),
         )
-        app = RoundtableApp(runtime, run_id=run, chair=owner.chair, dispatcher=owner.dispatcher, owner_info=info)
+        app = RoundtableApp(
+            runtime,
+            run_id=run,
+            chair=owner.chair,
+            dispatcher=owner.dispatcher,
+            owner_info=info,
+            notifier=owner.notifier,
+        )
         await _run_app(app, relay, demo, owner)
     return int(app.return_code or 0)
 

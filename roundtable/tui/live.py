@@ -18,6 +18,7 @@ from roundtable.tui.base import ConsoleBase, describe, while_mounted
 from roundtable.tui.dbfile import check_database_file
 from roundtable.tui.entity import Entity, load_entity, read_diff
 from roundtable.tui.messages import DatabaseChanged, GateReport, OverviewLoaded, RefreshFailed, Selected
+from roundtable.tui.models import attention
 from roundtable.tui.overview import ActivityLog, load_overview
 from roundtable.tui.scheduler import Coalescer
 from roundtable.tui.widgets.header import Staleness
@@ -106,6 +107,9 @@ class LiveMixin(ConsoleBase):
         self.header.stale = None
         self.header.overview = message.overview
         self.header.update_view()
+        alerts = getattr(self, "alerts", None)
+        if alerts is not None and not self.read_only:
+            alerts.set_count(len(attention(message.overview)))
         for pane in self._main.query(TablePane):
             pane.show(message.overview)
         for vlist in self._main.query(VirtualList):

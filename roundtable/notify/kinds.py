@@ -1,0 +1,108 @@
+"""Which committed events need the operator, as notifications: their kind, title and message.
+
+One place maps the event log to what the operator is told (`notify.events` picks the kinds):
+
+| kind | event |
+|---|---|
+| `approval_requested` | `approval.requested` |
+| `task_blocked` | `task.blocked` |
+| `autopilot_stopped` | `autopilot.stopped` |
+| `apply_failed` | `patch.apply_failed` |
+| `transaction_attention` | `patch.rollback_failed`; `transaction.recovered` whose outcome is `needs_attention` |
+| `budget_exceeded` | `budget.exceeded` |
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+EVENT_KINDS: dict[str, str] = {
+    "approval.requested": "approval_requested",
+    "task.blocked": "task_blocked",
+    "autopilot.stopped": "autopilot_stopped",
+    "patch.apply_failed": "apply_failed",
+    "patch.rollback_failed": "transaction_attention",
+    "transaction.recovered": "transaction_attention",
+    "budget.exceeded": "budget_exceeded",
+}
+TITLES = {
+    "approval_requested": "Approval requested",
+    "task_blocked": "Task blocked",
+    "autopilot_stopped": "Autopilot stopped",
+    "apply_failed": "Apply failed",
+    "transaction_attention": "Transaction needs attention",
+    "budget_exceeded": "Budget reached",
+}
+MAX_MESSAGE = 500
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One thing the operator is told about, from one event."""
+
+    kind: str
+    title: str
+    message: str
+    run_id: str
+    event_id: int
+    created_at: str
+    project: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "message": self.message,
+            "run_id": self.run_id,
+            "event_id": self.event_id,
+            "created_at": self.created_at,
+            "project": self.project,
+        }
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+def _message(kind: str, p: dict[str, Any], task_id: str) -> str:
+    if kind == "approval_requested":
+        what = p.get("proposal_id") or task_id or "a decision"
+        return f"{what} waits for your approval" + (
+            f" (revision {str(p['revision'])[:12]})" if p.get("revision") else ""
+        )
+    if kind == "task_blocked":
+        return f"task {p.get('task_id') or task_id} is blocked: {p.get('reason', '')}"
+    if kind == "autopilot_stopped":
+        return f"the autopilot stopped: {p.get('reason', '')}"
+    if kind == "apply_failed":
+        return f"applying {p.get('proposal_id', '?')} failed ({p.get('transaction_id', '?')}): {p.get('error', '')}"
+    if kind == "transaction_attention":
+        left = p.get("needs_attention")
+        detail = p.get("detail") or (f"could not restore {', '.join(str(x) for x in left)}" if left else "")
+        return f"transaction {p.get('transaction_id', '?')} needs attention: {detail}".rstrip(": ")
+    if kind == "budget_exceeded":
+        return str(p.get("reason") or f"{p.get('scope')} {p.get('key')} reached its budget")
+    return ""
+
+
+def from_event(
+    event_id: int, run_id: str, event_type: str, task_id: str, payload_json: str, created_at: str, project: str = ""
+) -> Notification | None:
+    """The notification an event stands for, or None when it needs no one."""
+    kind = EVENT_KINDS.get(event_type)
+    if kind is None:
+        return None
+    try:
+        payload = json.loads(payload_json or "{}")
+    except ValueError:
+        payload = {}
+    if not isinstance(payload, dict):
+        payload = {}
+    if event_type == "transaction.recovered" and payload.get("outcome") != "needs_attention":
+        return None
+    return Notification(
+        kind, TITLES[kind], _clip(_message(kind, payload, task_id or "")), run_id or "", event_id, created_at, project
+    )
