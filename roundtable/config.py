@@ -212,7 +212,24 @@ class McpConfig(Section):
 class ChairConfig(Section):
     tick_interval: Duration = 1.0
     turn_start_timeout: Duration = 120.0
-    turn_timeout: Duration = 1800.0
+    turn_timeout: Duration = 600.0
+
+
+class LimitsConfig(Section):
+    """What stops a runaway agent without the operator (each reached limit is an event)."""
+
+    # Per supervised session: tool calls in all, and refused calls in a row. Past either, the
+    # session's capability is revoked, its process stopped and its task blocked with the reason.
+    session_tool_calls: PositiveInt = 400
+    session_refused_in_a_row: PositiveInt = 12
+    # Tasks and proposals one agent may create in one run, and all agents together in one run.
+    tasks_per_agent: PositiveInt = 40
+    proposals_per_agent: PositiveInt = 20
+    tasks_per_run: PositiveInt = 200
+    proposals_per_run: PositiveInt = 100
+    # The harness's own spending cap per session in US dollars where it has one (Claude Code
+    # `--max-budget-usd`); 0 passes none.
+    max_budget_usd: NonNegativeNumber = 0.0
 
 
 class RepoConfig(Section):
@@ -234,7 +251,9 @@ class AutopilotConfig(Section):
     # The autopilot stops after this many failed sessions in a row.
     max_consecutive_failures: PositiveInt = 5
     # Dispatches per run; 0 means unlimited.
-    max_iterations: NonNegativeInt = 0
+    max_iterations: NonNegativeInt = 60
+    # Launches per minute over all runs; past it the dispatcher waits (0 means unlimited).
+    launches_per_minute: NonNegativeInt = 20
     # The agent that turns a goal into tasks; '' = the first enabled agent with role architect.
     planner_agent: StrictStr = ""
 
@@ -391,6 +410,7 @@ class Config(Section):
     storage: StorageConfig = StorageConfig()
     mcp: McpConfig = McpConfig()
     chair: ChairConfig = ChairConfig()
+    limits: LimitsConfig = LimitsConfig()
     repo: RepoConfig = RepoConfig()
     autopilot: AutopilotConfig = AutopilotConfig()
     agents: AgentsConfig = AgentsConfig()
@@ -503,6 +523,11 @@ STARTER_COMMENTS: dict[tuple[str, ...], str] = {
     ("autopilot", "retry_backoff_seconds"): "Seconds before the first retry; doubled for each further attempt.",
     ("autopilot", "max_consecutive_failures"): "The autopilot stops after this many failed sessions in a row.",
     ("autopilot", "max_iterations"): "Dispatches per run; 0 means unlimited.",
+    ("autopilot", "launches_per_minute"): "Launches per minute over all runs; 0 means unlimited.",
+    ("limits",): "What stops a runaway agent without you. Per supervised session: tool calls, and refused\n"
+    "calls in a row (then its capability is revoked, the process stopped, the task blocked).\n"
+    "Per run: tasks and proposals one agent, and all agents, may create. max_budget_usd: the\n"
+    "harness's own spending cap per session where it has one (Claude Code); 0 passes none.",
     ("autopilot", "planner_agent"): "The agent that turns a goal into tasks; empty: the first enabled architect.",
     ("agents",): "Who sits at the table: single roles, and pools of implementers and reviewers (0 to 1000).",
     ("adapters",): "How each agent program is started; a new name starts from empty values.",

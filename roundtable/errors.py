@@ -45,5 +45,16 @@ class PermissionDenied(ToolError):
     """The caller may not perform this operation."""
 
 
+class LimitReached(PermissionDenied):
+    """A configured limit refused the call (a quota). `Runtime.call` records `event_type` with
+    `payload` in `run_id` after the refused call's transaction is rolled back."""
+
+    def __init__(self, message: str, *, run_id: str, event_type: str, payload: dict[str, object]) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.event_type = event_type
+        self.payload = payload
+
+
 class LockError(RoundtableError):
     """Another process owns the project."""

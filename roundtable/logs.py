@@ -113,6 +113,10 @@ EVENT_LINES: dict[str, tuple[int, str]] = {
     "autopilot.enabled": (logging.INFO, "autopilot turned on by {principal}"),
     "autopilot.disabled": (logging.INFO, "autopilot turned off by {principal}"),
     "task.blocked": (logging.WARNING, "task {task_id} blocked: {reason}"),
+    # Limits that stop a runaway agent without the operator.
+    "session.limit_reached": (logging.WARNING, "session {session_id} of {agent_id} stopped by a limit: {reason}"),
+    "limits.quota_reached": (logging.WARNING, "{reason}"),
+    "autopilot.rate_limited": (logging.WARNING, "autopilot launches held back: {reason}"),
 }
 
 

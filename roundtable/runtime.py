@@ -30,7 +30,7 @@ from jsonschema.validators import validator_for
 
 from roundtable.bus import ChangeBus
 from roundtable.config import Config, load_config
-from roundtable.errors import PermissionDenied, RoundtableError, StoreError, ToolError, ValidationError
+from roundtable.errors import LimitReached, PermissionDenied, RoundtableError, StoreError, ToolError, ValidationError
 from roundtable.services.policy import Policy
 from roundtable.services.policy_watch import LivePolicy
 from roundtable.services.redact import redact
@@ -196,6 +196,16 @@ class Runtime:
             return args  # validate() explains
         return bind_identity(spec, args, caller)
 
+    async def _record_limit(self, exc: LimitReached, caller: Caller) -> None:
+        """Put a limit's refusal on the record (its call's own transaction was rolled back)."""
+        try:
+            async with self.db.write(tool="limits", principal=caller.principal, transport=caller.transport) as tx:
+                await tx.append_event(
+                    exc.run_id, exc.event_type, {**exc.payload, "reason": redact(str(exc))}, actor_id=caller.actor
+                )
+        except Exception:  # the refusal stands even when its record cannot be written
+            log.exception("could not record %s", exc.event_type)
+
     async def call(self, tool: str, args: object = None, caller: Caller = OPERATOR) -> dict[str, Any]:
         """Validate and run one tool call; raises `ToolError` with a redacted message on failure
         (every failure: refusals by lookup, authority and validation too)."""
@@ -227,6 +237,9 @@ class Runtime:
                 async with self.db.read() as reader:
                     return await run_on(reader)
             return await spec.handler(call)
+        except LimitReached as exc:
+            await self._record_limit(exc, caller)
+            raise _redacted(exc) from None
         except RoundtableError as exc:
             raise type(exc)(redact(str(exc))) if type(exc) is ToolError else _redacted(exc) from None
         except Exception:

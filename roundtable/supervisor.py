@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.credentials import ensure_private_dir
-from roundtable.errors import ToolError, ValidationError
+from roundtable.errors import RoundtableError, ToolError, ValidationError
 from roundtable.services import adapters, capabilities, git, isolation, sessions, workspaces
 from roundtable.services.redact import redact
 from roundtable.services.sessions import SessionExit
@@ -269,7 +269,10 @@ class Supervisor:
         token = str(opened["token"])
         from roundtable.server.sessions import SessionEndpoint
 
-        endpoint = SessionEndpoint(self.runtime, str(opened["capability_id"]), socket_path)
+        async def on_limit(reason: str) -> None:
+            await self._limit_reached(session_id, reason)
+
+        endpoint = SessionEndpoint(self.runtime, str(opened["capability_id"]), socket_path, on_limit=on_limit)
         live = _Live(
             session_id,
             str(opened["capability_id"]),
@@ -287,6 +290,7 @@ class Supervisor:
             files = dict(plan.files)
             if briefing.strip():
                 files[BRIEFING_FILE] = briefing.strip() + "\n"
+            files[adapters.PROMPT_FILE] = plan.prompt + "\n"
             for rel, text in files.items():
                 target = home / rel
                 target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -301,6 +305,7 @@ class Supervisor:
                 env["ROUNDTABLE_BRIEFING_FILE"] = str(home / BRIEFING_FILE)
             if workspace:
                 env["ROUNDTABLE_WORKSPACE"] = workspace
+            env["ROUNDTABLE_PROMPT_FILE"] = str(home / adapters.PROMPT_FILE)
             await self.runtime.call("session.activate", {"session_id": session_id}, caller)
             argv = launcher.wrap(
                 [*plan.argv, *extra_args],
@@ -309,15 +314,20 @@ class Supervisor:
                 path=env["PATH"],
                 workdir=Path(workspace) if workspace else None,
             )
-            live.process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=workspace or str(root),
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-            )
+            # The prompt is the harness's standard input (never an argv string).
+            prompt_in = os.open(home / adapters.PROMPT_FILE, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                live.process = await asyncio.create_subprocess_exec(
+                    *argv,
+                    cwd=workspace or str(root),
+                    env=env,
+                    stdin=prompt_in,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            finally:
+                os.close(prompt_in)
         except BaseException as exc:
             await self._finish(live, exit_code=-1, reason="launch_failed")
             if isinstance(exc, OSError):
@@ -569,6 +579,16 @@ class Supervisor:
             live.revoked = True
             live.tasks.append(asyncio.create_task(self._stop_later(live), name=f"session-stop:{session_id}"))
         return {"session_id": session_id, "revoked": revoked, "running": live is not None}
+
+    async def _limit_reached(self, session_id: str, reason: str) -> None:
+        """The session passed one of its limits: record it (capability revoked, task blocked with
+        the reason), then stop the process as a revoke does."""
+        try:
+            await self.runtime.call("session.limit_reached", {"session_id": session_id, "reason": reason}, SUPERVISOR)
+        except RoundtableError:
+            log.exception("recording the limit of session %s failed", session_id)
+        with contextlib.suppress(RoundtableError):
+            await self.revoke(session_id, reason=f"limit: {reason}")
 
     async def _stop_later(self, live: _Live) -> None:
         with contextlib.suppress(asyncio.TimeoutError):

@@ -30,6 +30,7 @@ with the operator as principal; `status()` is what its header badge shows.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -146,6 +147,8 @@ class Dispatcher:
             None  # (bus version, what was ready)  # (proposal, revision) whose approval request failed
         )
         self._run_counts: dict[str, int] = {}
+        self._launch_times: collections.deque[float] = collections.deque()  # monotonic, the last minute's
+        self._rate_noted = 0.0  # when the last `autopilot.rate_limited` was recorded
         self._loaded_runs: set[str] = set()
         self._budget_noted: set[tuple[str, str]] = set()  # (scope, key) whose hold was recorded
         self._wake = asyncio.Event()
@@ -416,10 +419,33 @@ class Dispatcher:
                 self._budget_noted.add((over.scope, over.key))
                 await self._record(job.run_id, "autopilot.skipped", {"reason": over.reason, "scope": over.scope})
             return
+        if await self._rate_limited(job, s):
+            report.waiting += 1
+            return
         await self._launch(job, state, s, report)
+
+    async def _rate_limited(self, job: Job, s: Settings) -> bool:
+        """`launches_per_minute` launches were made in the last minute: hold this one back
+        (recorded once a minute as `autopilot.rate_limited`)."""
+        if not s.launches_per_minute:
+            return False
+        now = time.monotonic()
+        while self._launch_times and now - self._launch_times[0] >= 60.0:
+            self._launch_times.popleft()
+        if len(self._launch_times) < s.launches_per_minute:
+            return False
+        if now - self._rate_noted >= 60.0:
+            self._rate_noted = now
+            reason = (
+                f"{len(self._launch_times)} launches in the last minute "
+                f"(autopilot.launches_per_minute is {s.launches_per_minute})"
+            )
+            await self._record(job.run_id, "autopilot.rate_limited", {"reason": reason, "key": job.key}, job)
+        return True
 
     async def _launch(self, job: Job, state: _Attempts, s: Settings, report: PassReport) -> None:
         state.count += 1
+        self._launch_times.append(time.monotonic())
         self._run_counts[job.run_id] = self._run_counts.get(job.run_id, 0) + 1
         args: dict[str, Any] = {"agent_id": job.agent_id, "task_id": job.task_id, "run_id": job.run_id}
         if job.proposal_id:
@@ -604,8 +630,13 @@ def _dispatched(job: Job, attempt: int, session_id: str, error: str) -> dict[str
 
 
 def _briefing(job: Job, state: _Attempts) -> str:
-    """The reason the agent is launched, for its briefing (and what went wrong before)."""
+    """The reason the agent is launched, for its briefing (and what went wrong before). What
+    another agent or a test wrote is quoted as data, capped and labelled with its author."""
+    from roundtable.services.briefing import quote
+
     lines = [f"Why you were launched: {job.reason.replace('_', ' ')}.", job.detail]
+    if job.quote:
+        lines.append(quote(job.quote_author, job.quote))
     if state.count > 1 and state.last_error:
         lines.append(f"Attempt {state.count}; the previous one: {state.last_error}")
     return "\n".join(line for line in lines if line)

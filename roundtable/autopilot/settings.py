@@ -31,7 +31,10 @@ class Settings:
     max_consecutive_failures: int
     max_iterations: int  # dispatches per run; 0 = unlimited
     planner_agent: str
-    session_timeout: float  # seconds a dispatched session may live before it is stopped and retried
+    session_timeout: float
+    launches_per_minute: int = (
+        0  # over all runs; 0 = unlimited  # seconds a dispatched session may live before it is stopped and retried
+    )
 
     def backoff(self, attempt: int) -> float:
         """The wait before attempt `attempt + 1` (the first retry waits the configured time,
@@ -58,6 +61,7 @@ def settings(config: Config, overrides: Overrides, session_timeout: float | None
         ),
         max_iterations=a.max_iterations if overrides.max_iterations is None else overrides.max_iterations,
         planner_agent=a.planner_agent,
+        launches_per_minute=a.launches_per_minute,
         session_timeout=(
             session_timeout
             if session_timeout is not None

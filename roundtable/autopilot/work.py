@@ -51,6 +51,10 @@ class Job:
     task_id: str
     proposal_id: str = ""
     detail: str = ""  # the reason in words, for the session's briefing
+    # Text another agent (or a test's output) wrote that the session should see, and its author:
+    # quoted into the briefing as data (`services.briefing.quote`), never as part of `detail`.
+    quote: str = ""
+    quote_author: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,10 +161,20 @@ async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work, root: Pat
         votes = await current_votes(r, p)
         why = await _blocking_reason(r, p, votes)
         if why is not None:
-            reason, detail = why
+            reason, detail, quoted, author = why
             if capabilities.role_for_agent(p.agent_id) == "implementer":
                 work.jobs.append(
-                    Job(f"revise:{p.id}:{rev}", reason, _run_of(p), p.agent_id, "implementer", p.task_id, detail=detail)
+                    Job(
+                        f"revise:{p.id}:{rev}",
+                        reason,
+                        _run_of(p),
+                        p.agent_id,
+                        "implementer",
+                        p.task_id,
+                        detail=detail,
+                        quote=quoted,
+                        quote_author=author,
+                    )
                 )
             continue
         voted = {v.agent_id for v in votes}
@@ -194,19 +208,30 @@ async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work, root: Pat
             work.tests.append(TestNeed(f"test:{p.id}:{rev}", _run_of(p), p.id, p.task_id, rev))
 
 
-async def _blocking_reason(r: Reader, p: Proposal, votes: list) -> tuple[str, str] | None:  # type: ignore[type-arg]
-    """(reason, words) when the current revision needs another one from its author."""
+async def _blocking_reason(r: Reader, p: Proposal, votes: list) -> tuple[str, str, str, str] | None:  # type: ignore[type-arg]
+    """(reason, our words, the text to quote, its author) when the current revision needs
+    another one from its author. What an agent or a test wrote is returned apart, to be quoted."""
     for vote in votes:
         if vote.vote.strip().lower() in BLOCKING_VOTES:
             note = vote.reason_md.strip() or "(no reason given)"
-            return "revision_requested", f"{vote.agent_id} voted {vote.vote} on proposal {p.id}: {note}"
+            return (
+                "revision_requested",
+                f"{vote.agent_id} voted {vote.vote} on proposal {p.id}; their reason is quoted below.",
+                note,
+                vote.agent_id,
+            )
     review = await r.one(
         SecurityReview,
         "SELECT * FROM security_reviews WHERE proposal_id = ? AND revision = ? ORDER BY created_at DESC, id DESC LIMIT 1",
         (p.id, p.current_revision),
     )
     if review is not None and review.status in BLOCKING_REVIEWS:
-        return "revision_requested", f"security review {review.id} is {review.status}: {review.summary_md.strip()}"
+        return (
+            "revision_requested",
+            f"security review {review.id} is {review.status}; its summary is quoted below.",
+            review.summary_md.strip() or "(no summary)",
+            review.reviewer_id or "the security reviewer",
+        )
     run = await r.one(
         TestRun,
         "SELECT * FROM test_runs WHERE proposal_id = ? AND revision = ? AND status NOT IN (?, ?, ?)"
@@ -215,7 +240,12 @@ async def _blocking_reason(r: Reader, p: Proposal, votes: list) -> tuple[str, st
     )
     if run is not None and run.status in FAILED_TESTS:
         summary = (run.summary_md or "").strip() or f"exit code {run.exit_code}"
-        return "test_failed", f"test run {run.id} ({run.command}) {run.status} on proposal {p.id}: {summary}"
+        return (
+            "test_failed",
+            f"test run {run.id} ({run.command}) {run.status} on proposal {p.id}; its summary is quoted below.",
+            summary,
+            f"the output of test run {run.id}",
+        )
     return None
 
 

@@ -14,12 +14,13 @@ caller derived from the capability, never from headers or arguments. uvicorn run
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Callable, Coroutine, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
-from roundtable.errors import PermissionDenied, ToolError
+from roundtable.errors import PermissionDenied, RoundtableError, ToolError
 from roundtable.runtime import Runtime
 from roundtable.server import mcp_adapter, resources
 from roundtable.server.embedded import Embedded, EmbeddedStartError
@@ -41,6 +42,7 @@ from roundtable.tools.registry import SESSION_AUDIENCES, ToolSpec
 
 log = logging.getLogger("roundtable.server.sessions")
 
+OnLimit = Callable[[str], Coroutine[Any, Any, None]]
 START_TIMEOUT = 10.0  # seconds for the endpoint to listen
 STOP_TIMEOUT = 5.0  # seconds for it to finish (uvicorn's own graceful shutdown is 2 s)
 
@@ -55,11 +57,18 @@ class CapabilityPrincipal:
 
     list_changes = False
 
-    def __init__(self, runtime: Runtime, capability_id: str) -> None:
+    def __init__(self, runtime: Runtime, capability_id: str, on_limit: OnLimit | None = None) -> None:
         self.runtime = runtime
         self.capability_id = capability_id
         self.caller = Caller("agent", "session")
         self.bound: resources.Bound | None = None
+        # The session's limits (`limits.session_*`): calls counted, refusals in a row, and why it
+        # was stopped once one was passed (every later call is refused with that reason).
+        self.calls = 0
+        self.refused_in_a_row = 0
+        self.stopped = ""
+        self._on_limit = on_limit
+        self._stopping: set[asyncio.Task[None]] = set()
 
     # -- mcp_adapter.Principals --
 
@@ -133,9 +142,40 @@ class CapabilityPrincipal:
         await self._checked(tool, args)
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        checked = await self._checked(tool, args)
-        result: dict[str, Any] = await self.runtime.call(tool, checked.args, self.caller)
+        if self.stopped:
+            raise PermissionDenied(f"this session was stopped by a limit: {self.stopped}")
+        self.calls += 1
+        try:
+            checked = await self._checked(tool, args)
+            result: dict[str, Any] = await self.runtime.call(tool, checked.args, self.caller)
+        except RoundtableError:
+            self.refused_in_a_row += 1
+            self._enforce()
+            raise
+        self.refused_in_a_row = 0
+        self._enforce()
         return result
+
+    def _enforce(self) -> None:
+        """Past a limit: refuse every later call and hand the stop to the supervisor (in the
+        background: stopping the session closes this endpoint, which waits for this request)."""
+        if self.stopped:
+            return
+        limits = self.runtime.config.limits
+        if self.refused_in_a_row >= limits.session_refused_in_a_row:
+            self.stopped = (
+                f"{self.refused_in_a_row} refused tool calls in a row "
+                f"(limits.session_refused_in_a_row is {limits.session_refused_in_a_row})"
+            )
+        elif self.calls >= limits.session_tool_calls:
+            self.stopped = f"{self.calls} tool calls (limits.session_tool_calls is {limits.session_tool_calls})"
+        else:
+            return
+        log.warning("session capability %s stopped: %s", self.capability_id, self.stopped)
+        if self._on_limit is not None:
+            task = asyncio.get_running_loop().create_task(self._on_limit(self.stopped), name="session-limit")
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
 
     async def live(self) -> bool:
         """Whether the capability still passes every state check (steps 1-5)."""
@@ -171,11 +211,17 @@ class CapabilityPrincipal:
 
 
 def build_server(
-    runtime: Runtime, capability_id: str, *, page_size: int = mcp_adapter.PAGE_SIZE
+    runtime: Runtime,
+    capability_id: str,
+    *,
+    page_size: int = mcp_adapter.PAGE_SIZE,
+    on_limit: OnLimit | None = None,
 ) -> mcp_adapter.RoundtableServer:
     """The MCP server for one capability (tools filtered by role, calls checked; resources,
-    prompts and completion limited to what the capability may read)."""
-    return mcp_adapter.build_server(runtime, CapabilityPrincipal(runtime, capability_id), page_size=page_size)
+    prompts and completion limited to what the capability may read). `on_limit(reason)` is
+    called once when the session passes one of its limits."""
+    principal = CapabilityPrincipal(runtime, capability_id, on_limit)
+    return mcp_adapter.build_server(runtime, principal, page_size=page_size)
 
 
 def bind_private_socket(path: Path) -> socket.socket:
@@ -195,16 +241,19 @@ def bind_private_socket(path: Path) -> socket.socket:
 class SessionEndpoint:
     """A running per-session endpoint; `await endpoint.close()` stops it and removes the socket."""
 
-    def __init__(self, runtime: Runtime, capability_id: str, socket_path: Path) -> None:
+    def __init__(
+        self, runtime: Runtime, capability_id: str, socket_path: Path, *, on_limit: OnLimit | None = None
+    ) -> None:
         self.runtime = runtime
         self.capability_id = capability_id
         self.socket_path = socket_path
+        self.on_limit = on_limit
         self.server: mcp_adapter.RoundtableServer | None = None
         self._embedded: Embedded | None = None
 
     def build_app(self) -> ASGIApp:
         """The endpoint's ASGI app: the capability check, then the MCP server at `/mcp`."""
-        self.server = build_server(self.runtime, self.capability_id)
+        self.server = build_server(self.runtime, self.capability_id, on_limit=self.on_limit)
         app = self.server.streamable_http_app(
             streamable_http_path="/mcp",
             # Not network-reachable: the socket's directory is 0700, so no Host/Origin checks.

@@ -1,7 +1,11 @@
 """Adapters: how to start or resume each agent CLI, and the MCP configuration it needs (§8.3).
 
 A plan is an argv list (never a shell string), the session draft to record and the files to
-write into the session-private home so the harness finds Roundtable's MCP server. Every
+write into the session-private home so the harness finds Roundtable's MCP server. The prompt is
+never an argv string (a long briefing would pass the kernel's argument limit, and argv is
+visible to every local user): it is written to `PROMPT.md` in the private home, named by
+`ROUNDTABLE_PROMPT_FILE`, and given on the harness's standard input; the argv carries at most a
+one-line pointer to it (`PROMPT_POINTER`). Every
 harness configuration points at `roundtable mcp stdio --socket <session socket>`; the bridge
 reads the capability token from `ROUNDTABLE_MCP_TOKEN` in its environment, so no token is ever
 written to a file or put on a command line.
@@ -59,6 +63,16 @@ class Plan:
     # Names of the owner's environment variables the harness needs (its model credentials and
     # endpoint); the supervisor copies those that are set. Values never enter the plan.
     inherit: tuple[str, ...] = ()
+    # The instruction for the harness: written to `PROMPT_FILE` and given on standard input.
+    prompt: str = ""
+
+
+PROMPT_FILE = "PROMPT.md"
+# What a harness that wants a prompt argument is given instead of the prompt itself.
+PROMPT_POINTER = (
+    "Your instructions are on standard input and in the file named by the ROUNDTABLE_PROMPT_FILE "
+    "environment variable (PROMPT.md in your home directory). Read them and follow them."
+)
 
 
 def registry(config: Config) -> dict[str, AdapterConfig]:
@@ -156,32 +170,35 @@ CLAUDE_NATIVE_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
 
 
 def _harness_argv(
-    name: str, command: str, model: str, prompt: str, mcp_config: str = "", workspace: str = ""
+    name: str, command: str, model: str, mcp_config: str = "", workspace: str = "", max_budget_usd: float = 0.0
 ) -> list[str]:
-    """Adapter-specific non-interactive invocation. With a `workspace` the harness gets its own
-    file and shell tools, limited to the workspace (its working directory)."""
+    """Adapter-specific non-interactive invocation; the prompt comes on standard input. With a
+    `workspace` the harness gets its own file and shell tools, limited to the workspace (its
+    working directory)."""
     base = shlex.split(command) or [name]
     model_args = ["--model", model] if model and model != "default" else []
     if name == "codex":
-        # `exec` runs one turn without a terminal; the MCP server comes from the private
-        # CODEX_HOME's config.toml (user-level, so no project trust is needed). In a workspace it
-        # edits with its own tools, in its workspace-write sandbox rooted there.
+        # `exec` runs one turn without a terminal; `-` reads the prompt from standard input. The
+        # MCP server comes from the private CODEX_HOME's config.toml (user-level, so no project
+        # trust is needed). In a workspace it edits with its own tools, in its workspace-write
+        # sandbox rooted there.
         native = ["-C", workspace, "--sandbox", "workspace-write"] if workspace else []
-        return [*base, "exec", "--skip-git-repo-check", "--json", *native, *model_args, prompt]
+        return [*base, "exec", "--skip-git-repo-check", "--json", *native, *model_args, "-"]
     if name == "claude":
-        # `-p` runs one turn without a terminal (and without the workspace trust dialog). In -p
-        # mode a tool that needs permission is refused, so the roundtable server's tools are
-        # allowed by name; the built-in tools (shell, file edits) are switched off: the session
-        # works through the capability only. stream-json + --verbose puts every tool call in the
-        # session log. `--mcp-config`, `--allowedTools` and `--tools` take lists: the prompt goes
-        # first so none of them swallows it.
+        # `-p` without a prompt argument reads it from standard input and runs one turn without a
+        # terminal (and without the workspace trust dialog). In -p mode a tool that needs
+        # permission is refused, so the roundtable server's tools are allowed by name; the
+        # built-in tools (shell, file edits) are switched off: the session works through the
+        # capability only. stream-json + --verbose puts every tool call in the session log.
         # In a workspace the file and shell tools are on, allowed without asking (`-p` cannot
         # ask), and edits are accepted: the workspace is the working directory.
+        # `--max-budget-usd` is Claude Code's own spending cap for the session (`limits`).
         native = list(CLAUDE_NATIVE_TOOLS) if workspace else []
+        budget = ["--max-budget-usd", f"{max_budget_usd:g}"] if max_budget_usd > 0 else []
         return [
             *base,
             "-p",
-            prompt,
+            *budget,
             *(["--mcp-config", mcp_config, "--strict-mcp-config"] if mcp_config else []),
             "--allowedTools",
             " ".join([f"mcp__{SERVER_NAME}", *native]),
@@ -194,16 +211,16 @@ def _harness_argv(
             *model_args,
         ]
     if name == "gemini":
-        return [*base, *model_args, "-p", prompt]
+        return [*base, *model_args, "-p", PROMPT_POINTER]  # gemini adds standard input to -p
     if name == "opencode":
-        return [*base, "run", *model_args, prompt]
+        return [*base, "run", *model_args, PROMPT_POINTER]
     if name == SCRIPTED:
         return base
     # generic: the configured command as is (the spec's argv rule: --model/--prompt only for
     # non-generic adapters).
     if name == "generic":
         return base
-    return [*base, *model_args, "--prompt", prompt]
+    return [*base, *model_args, "--prompt", PROMPT_POINTER]
 
 
 def harness_files(name: str, socket_path: str, root: str = "") -> tuple[dict[str, str], dict[str, str]]:
@@ -307,7 +324,7 @@ def start_plan(
     adapter = get(config, name)
     prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id, briefing, workspace)
     mcp_config = _claude_mcp_config(socket_path, working_directory) if socket_path and name == "claude" else ""
-    argv = _harness_argv(name, adapter.command or name, model, prompt, mcp_config, workspace)
+    argv = _harness_argv(name, adapter.command or name, model, mcp_config, workspace, config.limits.max_budget_usd)
     files, env = harness_files(name, socket_path, working_directory) if socket_path else ({}, {})
     from roundtable.services.sessions import resume_command
 
@@ -320,6 +337,7 @@ def start_plan(
         files=files,
         env=env,
         inherit=(*HARNESS_ENV.get(name, ()), *(codex_provider_env(codex_model_settings()) if name == "codex" else ())),
+        prompt=prompt,
     )
 
 

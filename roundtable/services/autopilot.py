@@ -37,6 +37,7 @@ EVENT_TYPES = frozenset(
         "autopilot.stopped",
         "autopilot.skipped",
         "autopilot.tests_run",
+        "autopilot.rate_limited",
     }
 )
 MAX_REASON = 2000

@@ -287,6 +287,35 @@ async def revoke_capabilities(tx: Tx, session_id: str, reason: str) -> bool:
     return revoked
 
 
+async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
+    """A session passed one of its limits (`limits.session_*`): its capabilities are revoked,
+    `session.limit_reached` is recorded, and the task it works on is blocked with the reason
+    (unless already closed). The supervisor then stops the process."""
+    from roundtable.services import capabilities
+    from roundtable.services.autopilot import block_task
+    from roundtable.services.tasks import TERMINAL_STATUSES
+
+    session = await get(tx, session_id)
+    caps = await capabilities.for_session(tx, session_id)
+    task_id = next((c.task_id for c in caps if c.task_id), "")
+    await tx.append_event(
+        session.run_id,
+        "session.limit_reached",
+        {"session_id": session_id, "agent_id": session.agent_id, "task_id": task_id, "reason": reason},
+        actor_id=SUPERVISOR_ACTOR,
+        task_id=task_id,
+    )
+    await revoke_capabilities(tx, session_id, f"limit: {reason}")
+    blocked = False
+    if task_id:
+        status = await tx.scalar("SELECT status FROM tasks WHERE id = ?", (task_id,))
+        if status is not None and status not in TERMINAL_STATUSES and status != "blocked":
+            why = f"session {session_id} of {session.agent_id} was stopped by a limit: {reason}"
+            await block_task(tx, session.run_id, task_id, why, actor=SUPERVISOR_ACTOR)
+            blocked = True
+    return {"session_id": session_id, "task_id": task_id, "blocked": blocked}
+
+
 async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
     """The process ended: the session `ended` (exit 0) or `failed`, its capability revoked,
     `session.exited` recorded."""

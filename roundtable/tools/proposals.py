@@ -12,6 +12,7 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import ProposalStatus, Risk, Vote
 from roundtable.services import proposals as service
+from roundtable.services import quotas
 from roundtable.services import votes as votes_service
 from roundtable.services.gates import OPEN_STATUSES
 from roundtable.services.policy import ensure_policy
@@ -25,10 +26,11 @@ async def create(call: Call) -> dict[str, Any]:
     args = call.args
     agent_id = identity(args, "agent_id", "proposal.create")
     service.check_author(call.agent_id, call.caller.is_operator, agent_id, "proposal.create")
-    return await service.create(
+    proposal_id = record_id(args, "proposal_id", clock.new_id("P"))
+    created = await service.create(
         call.w,
         call.runtime.root,
-        proposal_id=record_id(args, "proposal_id", clock.new_id("P")),
+        proposal_id=proposal_id,
         task_id=args["task_id"].strip(),
         agent_id=agent_id,
         title=args["title"],
@@ -44,6 +46,9 @@ async def create(call: Call) -> dict[str, Any]:
         policy=call.runtime.policy,
         runs=call.run_hint,
     )
+    run_id = str(await call.w.scalar("SELECT run_id FROM proposals WHERE id = ?", (proposal_id,)) or "")
+    await quotas.check(call.w, call.runtime.config.limits, "proposal", run_id=run_id, agent_id=call.agent_id)
+    return created
 
 
 async def attach_patch(call: Call) -> dict[str, Any]:

@@ -10,7 +10,7 @@ Operator operations (never advertised; the CLI reaches a running owner's over th
 
 Internal operations (the supervisor's bookkeeping, caller `supervisor`): `session.open` (issue the
 capability, record the session and `session.launched`), `session.activate`, `session.keep_alive`,
-`session.revoke_capabilities`, `session.record_exit`.
+`session.revoke_capabilities`, `session.limit_reached`, `session.record_exit`.
 """
 
 from __future__ import annotations
@@ -154,6 +154,11 @@ async def revoke_capabilities(call: Call) -> dict[str, Any]:
     return {"session_id": a["session_id"], "revoked": revoked}
 
 
+async def limit_reached(call: Call) -> dict[str, Any]:
+    a = call.args
+    return await sessions.limit_reached(call.w, a["session_id"], a["reason"])
+
+
 async def record_exit(call: Call) -> dict[str, Any]:
     a = call.args
     session = await sessions.record_exit(
@@ -284,6 +289,16 @@ TOOLS: list[ToolSpec] = [
         input_schema=obj({"session_id": _SESSION, "reason": string("Why.")}, ["session_id", "reason"]),
         output_schema=_OBJECT,
         handler=revoke_capabilities,
+        audience="internal",
+    ),
+    ToolSpec(
+        name="session.limit_reached",
+        description="Supervisor: a session passed a limit; revoke it, record why and block its task.",
+        input_schema=obj(
+            {"session_id": _SESSION, "reason": string("Which limit, and the count.")}, ["session_id", "reason"]
+        ),
+        output_schema=_OBJECT,
+        handler=limit_reached,
         audience="internal",
     ),
     ToolSpec(

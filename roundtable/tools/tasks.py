@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable.domain import Risk
-from roundtable.services import tasks
+from roundtable.services import quotas, tasks
 from roundtable.services.autopilot import blocked_reason
 from roundtable.services.tasks import task_dict
 from roundtable.tools.args import opt_int, opt_list, opt_str, record_id
@@ -32,6 +32,7 @@ async def create(call: Call) -> dict[str, Any]:
         agent=call.agent_id,
         runs=call.run_hint,
     )
+    await quotas.check(call.w, call.runtime.config.limits, "task", run_id=task.run_id, agent_id=call.agent_id)
     return {"task": task_dict(task)}
 
 

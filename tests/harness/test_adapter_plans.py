@@ -38,8 +38,11 @@ def codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_claude_gets_the_session_bridge_inline_its_tools_allowed_and_no_builtin_tools(codex_home: Path) -> None:
-    argv = plan("claude", model="sonnet").argv
-    assert argv[:3] == ["claude", "-p", argv[2]] and argv[2].startswith("You are implementer-1")
+    made = plan("claude", model="sonnet")
+    argv = made.argv
+    assert argv[:2] == ["claude", "-p"] and made.prompt.startswith("You are implementer-1")
+    assert not any("You are" in word for word in argv)  # the prompt comes on standard input
+    assert "--max-budget-usd" not in argv  # no cap configured
     config = json.loads(argv[argv.index("--mcp-config") + 1])  # not a file name: cwd is the repository
     assert config["mcpServers"]["roundtable"]["args"][-4:] == ["--root", "/w", "--socket", "/tmp/rt-x/s.sock"]
     assert "--strict-mcp-config" in argv
@@ -58,7 +61,7 @@ def test_claude_inherits_its_model_key_and_endpoint_by_name(codex_home: Path) ->
 
 def test_codex_without_operator_settings_writes_only_the_mcp_server(codex_home: Path) -> None:
     p = plan("codex")
-    assert p.argv[:4] == ["codex", "exec", "--skip-git-repo-check", "--json"]
+    assert p.argv[:4] == ["codex", "exec", "--skip-git-repo-check", "--json"] and p.argv[-1] == "-"
     doc = tomllib.loads(p.files[".codex/config.toml"])
     assert set(doc) == {"mcp_servers"}
     assert doc["mcp_servers"]["roundtable"]["env_vars"] == ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]

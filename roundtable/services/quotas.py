@@ -1,0 +1,55 @@
+"""Quotas on what agents create: tasks and proposals per agent in a run, and per run in all.
+
+Checked inside the creating call's transaction, after the row is written (so the run is the one
+the new record was filed under): past a quota the call raises `LimitReached`, the transaction
+rolls back — the refused call changes nothing — and `Runtime.call` records one
+`limits.quota_reached` event. Only agents are counted against the per-agent quota; the run's
+quota counts every creator but the operator's and the owner's own components are never refused.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from roundtable.config import LimitsConfig
+from roundtable.errors import LimitReached
+from roundtable.store.db import Tx
+
+QUOTA_EVENT = "limits.quota_reached"
+Kind = Literal["task", "proposal"]
+
+
+async def _created(tx: Tx, kind: Kind, run_id: str, agent_id: str = "") -> int:
+    if kind == "proposal":
+        sql = "SELECT count(*) FROM proposals WHERE run_id = ?" + (" AND agent_id = ?" if agent_id else "")
+    else:
+        sql = "SELECT count(*) FROM events WHERE run_id = ? AND type = 'task.created'" + (
+            " AND actor_id = ?" if agent_id else ""
+        )
+    return int(await tx.scalar(sql, (run_id, agent_id) if agent_id else (run_id,)) or 0)
+
+
+async def check(tx: Tx, limits: LimitsConfig, kind: Kind, *, run_id: str, agent_id: str) -> None:
+    """Refuse the `kind` an agent (`agent_id`) has just created when it passes a quota."""
+    if not agent_id:
+        return
+    per_agent = limits.tasks_per_agent if kind == "task" else limits.proposals_per_agent
+    per_run = limits.tasks_per_run if kind == "task" else limits.proposals_per_run
+    mine = await _created(tx, kind, run_id, agent_id)
+    if mine > per_agent:
+        _refuse(kind, run_id, agent_id, "agent", per_agent, f"{agent_id} has created {per_agent} {kind}s")
+    total = await _created(tx, kind, run_id)
+    if total > per_run:
+        _refuse(kind, run_id, agent_id, "run", per_run, f"the run has {per_run} {kind}s")
+
+
+def _refuse(kind: Kind, run_id: str, agent_id: str, scope: str, limit: int, what: str) -> None:
+    key = f"limits.{kind}s_per_{scope}"
+    where = f" in run {run_id}" if run_id else ""
+    raise LimitReached(
+        f"{kind} quota reached: {what}{where} (the limit, {key}, is {limit}); no more are accepted — "
+        "finish the work with what exists or ask the operator",
+        run_id=run_id,
+        event_type=QUOTA_EVENT,
+        payload={"kind": kind, "scope": scope, "limit": limit, "agent_id": agent_id, "key": key},
+    )
