@@ -168,6 +168,7 @@ class Owner:
         # does not (DESIGN §4.16). By default it follows the Chair.
         self._want_supervisor = chair if supervisor is None else supervisor
         self.supervisor: Any = None
+        self.preflight_lines: list[str] = []  # agents that cannot run here (`_preflight`)
         # The autopilot's dispatcher, beside the supervisor (issue 15). `autopilot` True/False
         # forces it on or off at start; None follows `autopilot.mode` in the config.
         self.dispatcher: Dispatcher | None = None
@@ -289,7 +290,17 @@ class Owner:
 
             self.supervisor = await start_supervisor(self.runtime)
             self._log_launch_failures(self.supervisor)
+            self._preflight()
             self._start_dispatcher()
+
+    def _preflight(self) -> None:
+        """Which agents cannot run under this owner, and why (`preflight_lines`; whoever hosts the
+        owner says them after its ready line, before anything is launched)."""
+        from roundtable.services.preflight import unready_agents
+
+        self.preflight_lines = [
+            f"roundtable: WARNING: {item.line()}; fix: {item.fix}" for item in unready_agents(self.runtime.config)
+        ]
 
     def _start_dispatcher(self) -> None:
         """The autopilot's dispatcher beside the supervisor, on (auto) or off (manual)."""

@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import shlex
 import shutil
 import signal
 import sys
@@ -45,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.credentials import ensure_private_dir
 from roundtable.errors import RoundtableError, ToolError, ValidationError
-from roundtable.services import adapters, capabilities, git, isolation, sessions, workspaces
+from roundtable.services import adapters, capabilities, git, isolation, preflight, sessions, workspaces
 from roundtable.services.redact import redact
 from roundtable.services.sessions import SessionExit
 from roundtable.services.usage_stream import Meter
@@ -85,6 +84,7 @@ class _Live:
     process: asyncio.subprocess.Process | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     revoked: bool = False
+    no_credential: bool = False  # its output said it has no usable model credential
     done: asyncio.Event = field(default_factory=asyncio.Event)  # finishing has begun
     finished: asyncio.Event = field(default_factory=asyncio.Event)  # recorded and cleaned up
     meter: Meter = field(default_factory=Meter)  # usage read from the harness's output
@@ -181,6 +181,9 @@ class Supervisor:
         adapter = adapters.get(self.runtime.config, name)
         if not adapter.supports_mcp:
             raise ValidationError(f"adapter {name} does not support MCP")
+        problem, fix = preflight.adapter_problem(self.runtime.config, name)
+        if preflight.NO_CREDENTIAL in problem:  # a missing program fails at exec, naming it
+            raise ValidationError(f"{agent_id} cannot run (adapter {name}): {problem}; {fix}")
         return run, agent, role, name
 
     async def launch(
@@ -360,17 +363,8 @@ class Supervisor:
         async with self.runtime.db.read() as r:
             agent = await r.one(Agent, "SELECT * FROM agents WHERE id = ?", (agent_id,))
         name = adapter or (agent.adapter if agent is not None else "")
-        try:
-            config = adapters.get(self.runtime.config, name)
-        except ValidationError as exc:
-            return str(exc)
-        words = shlex.split(config.command or name) if (config.command or name).strip() else []
-        if not words:
-            return f"adapter {name} has no command"
-        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
-        if shutil.which(words[0], path=path) is None:
-            return f"{words[0]} not found on PATH (adapter {name} of {agent_id})"
-        return ""
+        problem, _fix = preflight.adapter_problem(self.runtime.config, name)
+        return f"{problem} (adapter {name} of {agent_id})" if problem else ""
 
     def _environment(
         self,
@@ -423,6 +417,8 @@ class Supervisor:
                 if not line:
                     break
                 text = line.decode("utf-8", "replace").replace(live.token, "[REDACTED]")
+                if not live.no_credential and preflight.credential_failure(text):
+                    live.no_credential = True
                 out.write(redact(text))
                 out.flush()
                 if live.meter.feed(text):
@@ -496,9 +492,7 @@ class Supervisor:
             if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(task, 5)
-        if live.workspace and not self._closing:
-            await self._propose_leftovers(live)
-        await self._finish(live, exit_code=code, reason="process_exited")
+from roundtable.services import adapters, capabilities, git, isolation, preflight, sessions, workspaces
 
     async def _propose_leftovers(self, live: _Live) -> None:
         """A session that ended with changes in its workspace that are not its proposal's

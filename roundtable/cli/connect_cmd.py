@@ -483,7 +483,7 @@ def _harness_findings(root: Path, owner_ok: bool, owner_running: bool, configure
                     Finding(
                         False,
                         f"codex: {name} does not trust {root}, so it ignores {rel} (`codex mcp list` says no servers)",
-                        f"run `roundtable connect codex --trust --root {root}` (adds "
+                        f"run `roundtable connect codex{' --agent ' + agent if agent else ''} --trust --root {root}` (adds "
                         f"{adapters.codex_trust_snippet(root).replace(chr(10), ' ')} to "
                         f"{adapters.codex_home() / 'config.toml'})",
                     )
@@ -497,7 +497,7 @@ def _harness_findings(root: Path, owner_ok: bool, owner_running: bool, configure
                     Finding(
                         False,
                         "claude: the roundtable server is disabled (disabledMcpjsonServers)",
-                        f"run `roundtable connect claude --approve --root {root}`",
+                        f"run `roundtable connect claude{' --agent ' + agent if agent else ''} --approve --root {root}`",
                     )
                 )
             else:
@@ -505,7 +505,8 @@ def _harness_findings(root: Path, owner_ok: bool, owner_running: bool, configure
                     Finding(
                         False,
                         f"claude: {name} keeps the roundtable server pending until it is approved",
-                        f"run `roundtable connect claude --approve --root {root}` (or approve it when Claude Code asks)",
+                        f"run `roundtable connect claude{' --agent ' + agent if agent else ''} --approve --root {root}` "
+                        "(or approve it when Claude Code asks)",
                     )
                 )
         argv = [command, *[str(a) for a in entry.get("args") or []]]
@@ -607,12 +608,31 @@ def diagnose(root: Path) -> list[Finding]:
                 note=True,
             )
         )
+    found += _agent_findings(config, root)
     configured = {spec.id for spec in configured_agents(config)}
     found += _harness_findings(root, owner_ok, bool(pid) or owner_ok, configured)
     from roundtable.cli.doctor_cmd import notify_findings
 
     found += [Finding(ok, what, fix, note=note) for ok, what, fix, note in notify_findings(root, config)]
     return found
+
+
+def _agent_findings(config: Any, root: Path) -> list[Finding]:
+    """Can each launchable agent's harness run under this owner (program, model credential)?
+    A problem when the autopilot launches them (`autopilot.mode: auto`), else a note."""
+    from roundtable.services import preflight
+
+    unready = preflight.unready_agents(config)
+    if not unready:
+        return [Finding(True, "every agent's harness is installed and has its model credential")]
+    auto = config.autopilot.mode == "auto"
+    out = []
+    for item in unready:
+        if auto:
+            out.append(Finding(False, item.line(), item.fix))
+        else:
+            out.append(Finding(True, f"{item.line()} (fix: {item.fix})", note=True))
+    return out
 
 
 @click.command()

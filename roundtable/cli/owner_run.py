@@ -43,6 +43,8 @@ async def serve_forever(
         root, chair=chair, log=log, chair_interval=chair_interval, autopilot=autopilot, http_address=http_address
     ) as owner:
         log(ready(owner))
+        for line in owner.preflight_lines:
+            log(line)
         if after_ready is not None:
             await after_ready(owner)
         waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(owner.failed.wait())]

@@ -112,6 +112,8 @@ async def headless_autopilot(
         log=echo,
     ) as owner:
         runtime = owner.runtime
+        for line in owner.preflight_lines:
+            echo(line)
         run = Run.from_row(await select_run(runtime, goal=goal, resume=resume, run_id=run_id))
         echo(
             (f"resumed run {run.id}" if resume else f"created run {run.id}")

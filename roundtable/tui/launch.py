@@ -109,6 +109,8 @@ async def console_main(
         autopilot_overrides=autopilot_overrides,
     ) as owner:
         runtime = owner.runtime
+        for line in owner.preflight_lines:
+            relay(line)
         run = await select_run(runtime, goal=goal, resume=resume, run_id=run_id)
         info = OwnerInfo(
             project=runtime.config.project_name,

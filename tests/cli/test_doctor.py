@@ -65,10 +65,20 @@ def test_codex_untrusted_and_claude_pending_are_problems(project: Path) -> None:
     code, text = doctor(project)
     assert code == 1
     assert f"PROBLEM  codex: Codex does not trust {project.resolve()}, so it ignores .codex/config.toml" in text
-    assert "fix: run `roundtable connect codex --trust" in text
+    # The fixes keep the agent binding: following them as given keeps implementer-1.
+    assert "fix: run `roundtable connect codex --agent implementer-1 --trust" in text
     assert "PROBLEM  claude: Claude Code keeps the roundtable server pending until it is approved" in text
-    assert "fix: run `roundtable connect claude --approve" in text
+    assert "fix: run `roundtable connect claude --agent implementer-1 --approve" in text
     assert "2 problem(s) found" in text
+    for line in text.splitlines():
+        if line.strip().startswith("fix: run `roundtable connect"):
+            command = line.split("`")[1].split()[1:]
+            done = runner.invoke(cli, command)
+            assert done.exit_code == 0, done.output
+    code, text = doctor(project)
+    assert code == 0, text
+    assert "codex: .codex/config.toml points at this project as implementer-1" in text
+    assert "claude: .mcp.json points at this project as implementer-1" in text
 
 
 def test_an_approval_claude_code_keeps_elsewhere_counts(project: Path, tmp_path: Path) -> None:
