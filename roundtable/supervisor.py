@@ -492,7 +492,12 @@ class Supervisor:
             if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(task, 5)
-from roundtable.services import adapters, capabilities, git, isolation, preflight, sessions, workspaces
+        if live.workspace and not self._closing:
+            await self._propose_leftovers(live)
+        # A harness that says it is not logged in has no model credential here (a supervised
+        # session never sees the user's own login): say that, not the harness's advice.
+        reason = preflight.NO_CREDENTIAL if code != 0 and live.no_credential else "process_exited"
+        await self._finish(live, exit_code=code, reason=reason)
 
     async def _propose_leftovers(self, live: _Live) -> None:
         """A session that ended with changes in its workspace that are not its proposal's
