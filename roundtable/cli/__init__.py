@@ -19,6 +19,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("roundtable.cli.run_cmd", "run", "Chair a run from the operator's console (or --headless)."),
     "start": ("roundtable.cli.start_cmd", "start", "Run the long-lived owner: HTTP, socket, Chair, supervisor."),
     "table": ("roundtable.cli.table_cmd", "table", "Print a compact summary of the coordination table."),
+    "status": (
+        "roundtable.cli.status_cmd",
+        "status",
+        "What needs you, the running sessions and their spend, the runs — in one screen.",
+    ),
     "runs": ("roundtable.cli.runs_cmd", "runs", "List runs, create one, resume, end or archive one."),
     "watch": ("roundtable.cli.watch_cmd", "watch", "Print events (follow with --follow)."),
     "claims": ("roundtable.cli.claims_cmd", "claims", "List, release or expire claims."),

@@ -1,0 +1,150 @@
+"""`roundtable status [--json]`: a quick look without the console, in one screen.
+
+What needs the operator (the console's `!` list: approvals waiting, transactions needing
+attention, blocked tasks with why, failed sessions), the sessions running now with what each has
+spent, each run's state and spend, and today's spend against the day budget. Read from the
+database (no owner needed); whether an owner holds the project is read from its lock.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+
+MAX_ROWS = 8  # per section, so the whole fits a terminal
+
+
+async def gather(root: Path) -> dict[str, Any]:
+    """Everything `status` shows, as JSON-ready data."""
+    from roundtable.runtime import Runtime
+    from roundtable.services import budgets, usage
+    from roundtable.store.records import Run
+    from roundtable.tui.models import attention
+    from roundtable.tui.overview import load_overview
+
+    runtime = await Runtime.open(root)
+    try:
+        config = runtime.config
+        async with runtime.db.read() as r:
+            overview = await load_overview(r, "", config, limit=200)
+            needs = attention(overview)
+            sessions = []
+            for row in overview.sessions:  # a session with no end yet is running
+                if not row.live:
+                    continue
+                spent = await usage.of_session(r, row.session.id)
+                sessions.append(
+                    {
+                        "id": row.session.id,
+                        "agent_id": row.session.agent_id,
+                        "role": row.role,
+                        "status": row.session.status,
+                        "run_id": row.session.run_id,
+                        "task_id": row.task_id,
+                        "proposal_id": row.proposal_id,
+                        "started_at": row.session.started_at,
+                        "usage": spent or usage.Totals().to_dict(),
+                    }
+                )
+            runs = await r.all(
+                Run,
+                "SELECT * FROM runs WHERE status != 'archived' ORDER BY started_at DESC, id DESC LIMIT ?",
+                (MAX_ROWS,),
+            )
+            spend = await usage.breakdown(r, "run_id")
+            rows = []
+            for run in runs:
+                counts = {
+                    str(k): int(v)
+                    for k, v in await r.fetchall(
+                        "SELECT status, count(*) FROM tasks WHERE run_id = ? GROUP BY status", (run.id,)
+                    )
+                }
+                open_proposals = int(
+                    await r.scalar(
+                        "SELECT count(*) FROM proposals WHERE run_id = ? AND status IN ('pending', 'in_review')",
+                        (run.id,),
+                    )
+                    or 0
+                )
+                rows.append(
+                    {
+                        "id": run.id,
+                        "status": run.status,
+                        "goal": run.goal or "",
+                        "tasks": counts,
+                        "open_proposals": open_proposals,
+                        "usage": spend.get(run.id, usage.Totals()).to_dict(),
+                    }
+                )
+            day = budgets.today()
+            today = await usage.totals(r, day=day)
+    finally:
+        await runtime.close()
+    from roundtable.cli.connect_cmd import _owner_pid
+
+    limit = config.budgets.day
+    return {
+        "owner": {"running": bool(_owner_pid(root)), "pid": _owner_pid(root)},
+        "needs_you": [{"kind": n.kind, "id": n.item_id, "text": n.text} for n in needs],
+        "sessions": sessions,
+        "runs": rows,
+        "today": {
+            "day": day,
+            **today.to_dict(),
+            "budget": {"tokens": limit.tokens, "usd": limit.usd} if limit.limited else None,
+        },
+    }
+
+
+def _section(title: str, lines: list[str]) -> None:
+    click.echo(f"{title} ({len(lines)})" if lines else f"{title}: none")
+    for line in lines[:MAX_ROWS]:
+        click.echo(f"  {line}")
+    if len(lines) > MAX_ROWS:
+        click.echo(f"  … and {len(lines) - MAX_ROWS} more")
+
+
+@click.command()
+@root_option
+@json_option
+@handle_errors
+def status(root: Path, as_json: bool) -> None:
+    """What needs you, the running sessions and their spend, the runs — in one screen."""
+    from roundtable.services.budgets import describe_limit
+    from roundtable.services.usage import describe
+
+    data = run_async(gather(root))
+    if as_json:
+        print_json(data)
+        return
+    owner = data["owner"]
+    click.echo(f"owner: running (pid {owner['pid']})" if owner["running"] else "owner: not running (roundtable start)")
+    _section("NEEDS YOU", [f"! {n['text']}  [{n['id']}]" for n in data["needs_you"]])
+    _section(
+        "RUNNING SESSIONS",
+        [
+            f"{s['id']}  {s['agent_id']}  {s['status']}  task {s['task_id'] or '-'}  {describe(s['usage'])}"
+            for s in data["sessions"]
+        ],
+    )
+    runs = []
+    for run in data["runs"]:
+        tasks = ", ".join(f"{n} {k}" for k, n in sorted(run["tasks"].items())) or "no tasks"
+        runs.append(
+            f"{run['id']}  [{run['status']}]  {tasks} · {run['open_proposals']} open proposal(s) · "
+            f"{describe(run['usage'])}  goal: {run['goal'] or '-'}"
+        )
+    _section("RUNS", runs)
+    today = data["today"]
+    budget = today["budget"]
+    line = f"TODAY ({today['day']} UTC): {describe(today)}"
+    if budget:
+        from roundtable.config import LimitConfig
+
+        line += f" of the day budget of {describe_limit(LimitConfig(**budget))}"
+    click.echo(line)
