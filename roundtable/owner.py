@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable.chair import ChairLoop
 from roundtable.credentials import ensure_private_dir
 from roundtable.errors import LockError, RoundtableError
+from roundtable.services import redact
 from roundtable.services.agents import sync_agents
 from roundtable.services.recovery import recover_interrupted
 
@@ -194,6 +195,7 @@ class Owner:
         self._chair_task: asyncio.Task[Any] | None = None
         self._watch_task: asyncio.Task[Any] | None = None
         self._events_task: asyncio.Task[Any] | None = None
+        self._redactor_ready: asyncio.Future[int] | None = None
         self.db_check_interval = DB_CHECK_INTERVAL
         self.stopped = asyncio.Event()
         # Set when the owner must stop on its own (its database file vanished); `fatal_error` says why.
@@ -253,6 +255,9 @@ class Owner:
 
         self.runtime = await Runtime.open(self.root)
         self.runtime.owner = True
+        # The secrets redactor's rules compile on first use (a tenth of a second or more): do it
+        # beside the start, not on the event loop at the first error an agent provokes.
+        self._redactor_ready = asyncio.get_running_loop().run_in_executor(None, redact.warm_up)
         self.runtime.db.watch_commits()  # other processes' commits reach the change bus too
         config = self.runtime.config
         for line in await recover_interrupted(self.runtime):

@@ -237,8 +237,9 @@ async def run_test(
     limit = tests.timeout_seconds if timeout is None else timeout
     try:
         execution = await _execute(runtime, proposal, argv, sandbox, tests, limit)
-        log = redact(execution.output or (execution.note + "\n" if execution.note else ""))
-        await anyio.to_thread.run_sync(_write_log, runtime.root / log_rel, log)
+        raw = execution.output or (execution.note + "\n" if execution.note else "")
+        # Redacting a large log takes a while: beside the event loop, with the write.
+        log = await anyio.to_thread.run_sync(_redact_and_write, runtime.root / log_rel, raw)
     except OSError as exc:
         with anyio.CancelScope(shield=True):
             await _finish(
@@ -313,8 +314,11 @@ async def _execute(
             await scratch.remove(tree)
 
 
-def _write_log(path: Path, text: str) -> None:
-    write_atomic(path, text, mode=0o600)
+def _redact_and_write(path: Path, text: str) -> str:
+    """Store `text` redacted (0600) and return what was stored."""
+    log = redact(text)
+    write_atomic(path, log, mode=0o600)
+    return log
 
 
 async def get_result(runtime: Project, test_run_id: str) -> tuple[TestRun, str, str]:
