@@ -609,12 +609,38 @@ def diagnose(root: Path) -> list[Finding]:
             )
         )
     found += _agent_findings(config, root)
+    found += _tests_findings(root)
     configured = {spec.id for spec in configured_agents(config)}
     found += _harness_findings(root, owner_ok, bool(pid) or owner_ok, configured)
     from roundtable.cli.doctor_cmd import notify_findings
 
     found += [Finding(ok, what, fix, note=note) for ok, what, fix, note in notify_findings(root, config)]
     return found
+
+
+def _tests_findings(root: Path) -> list[Finding]:
+    """Whether the test command inferred for a Python project runs the project's interpreter."""
+    from roundtable.errors import RoundtableError
+    from roundtable.services import test_suggest
+    from roundtable.services.policy import load_policy
+
+    try:
+        if load_policy(root).tests.commands:
+            return []
+    except RoundtableError:
+        return []  # the policy finding already says what is wrong
+    bare = [s for s in test_suggest.suggest(root) if s.language == "python" and s.command.split()[0] == "pytest"]
+    if not bare:
+        return []
+    return [
+        Finding(
+            True,
+            "tests: the inferred command `pytest` runs whatever pytest the test sandbox finds on PATH, not this "
+            "project's interpreter (there is no .venv/bin/python); create the project's .venv, or set "
+            "tests.commands in POLICIES.ROUNDTABLE.md",
+            note=True,
+        )
+    ]
 
 
 def _agent_findings(config: Any, root: Path) -> list[Finding]:

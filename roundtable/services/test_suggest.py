@@ -2,7 +2,9 @@
 always suggested `go test ./...`, spec/tools.md §4.8 item 92).
 
 Markers and the command each implies (every command is runnable through `test.run`):
-- `pytest.ini`, `pyproject.toml`, `setup.cfg`, `tox.ini`, `conftest.py` → `pytest`
+- `pytest.ini`, `pyproject.toml`, `setup.cfg`, `tox.ini`, `conftest.py` → the project's own
+  interpreter, `<dir>/.venv/bin/python -m pytest` (or `venv/`), by its absolute path — the
+  virtual environment is not in the revision the tests run on; without one, `pytest`
 - `package.json` with a real `scripts.test` → `npm test` (`pnpm test` / `yarn test` when their
   lock file is present)
 - `go.mod` → `go test ./...`;  `Cargo.toml` → `cargo test`
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -76,6 +79,37 @@ def _marker(root: Path, rel_dir: str, name: str) -> Path | None:
     return None
 
 
+VENV_DIRS = (".venv", "venv")
+
+
+def project_python(root: Path, rel_dir: str = "") -> str:
+    """The absolute path of the project's own interpreter (`<dir>/.venv/bin/python`, else the
+    root's), or ''. The path is the venv's own link, not what it points to: run through it, the
+    interpreter finds the venv's packages."""
+    for base in dict.fromkeys([rel_dir, ""]):
+        for venv in VENV_DIRS:
+            path = Path(os.path.abspath(root)) / base / venv / "bin" / "python"
+            if path.is_file() and os.access(path, os.X_OK):
+                return str(path)
+    return ""
+
+
+def venv_of(root: Path, argv: list[str]) -> tuple[str, ...]:
+    """The project's virtual environment a test command runs the interpreter of (its directory),
+    for the test sandbox to keep readable (it hides the project root otherwise); () for any
+    other command."""
+    if not argv:
+        return ()
+    program = Path(argv[0])
+    base = Path(os.path.abspath(root))
+    if not program.is_absolute() or program.parent.name != "bin":
+        return ()
+    venv = program.parent.parent
+    if venv.name in VENV_DIRS and (venv.parent == base or base in venv.parent.parents) and ".." not in program.parts:
+        return (str(venv),)
+    return ()
+
+
 def _rel(rel_dir: str, name: str) -> str:
     return f"{rel_dir}/{name}" if rel_dir else name
 
@@ -85,7 +119,12 @@ def markers_in(root: Path, rel_dir: str = "") -> list[Suggestion]:
     out: list[Suggestion] = []
     for name in PYTHON_MARKERS:
         if _marker(root, rel_dir, name):
-            out.append(Suggestion(f"pytest {rel_dir}" if rel_dir else "pytest", _rel(rel_dir, name), "python"))
+            python = project_python(root, rel_dir)
+            if python:
+                command = shlex.join([python, "-m", "pytest", *([rel_dir] if rel_dir else [])])
+            else:
+                command = f"pytest {rel_dir}" if rel_dir else "pytest"
+            out.append(Suggestion(command, _rel(rel_dir, name), "python"))
             break
     package = _marker(root, rel_dir, "package.json")
     if package is not None:

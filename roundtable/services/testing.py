@@ -38,7 +38,7 @@ from roundtable import clock
 from roundtable.atomic import write_atomic
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
-from roundtable.services import scratch, test_exec
+from roundtable.services import scratch, test_exec, test_suggest
 from roundtable.services.evidence import Actor, ProposalRef, proposal_ref, read_revision_patch
 from roundtable.services.patches import allowances, parse_patch, read_patch
 from roundtable.services.policy import Policy, TestsPolicy
@@ -304,7 +304,7 @@ async def _execute(
                 socket_dir=socket_dir,
                 memory_bytes=tests.memory_mb * 1024 * 1024,
                 max_processes=tests.max_processes,
-                read_paths=tests.read_paths,
+                read_paths=(*tests.read_paths, *test_suggest.venv_of(runtime.root, argv)),
                 executable=sandbox.executable,
                 bwrap_size=sandbox.bwrap_size,
             )

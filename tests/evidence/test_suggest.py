@@ -97,3 +97,37 @@ def test_allowed_commands_are_the_markers_exact_argv(tmp_path: Path) -> None:
     assert only.name == "unit" and only.source == "POLICIES.ROUNDTABLE.md"
     assert resolve("unit", [only]) is only and resolve("python3 -m pytest -q", [only]) is only
     assert resolve("python3 -m pytest", [only]) is None
+
+
+def _project_venv(repo: Path) -> str:
+    """A `.venv` (no pip) whose `pytest` module only prints; returns its python's path."""
+    import subprocess
+    import sys
+
+    _write(repo, "pyproject.toml", "[project]\nname = 'x'\n")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(repo / ".venv")], check=True)
+    python = str(repo / ".venv" / "bin" / "python")
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "pytest.py").write_text("print('the project pytest ran')\n", encoding="utf-8")
+    return python
+
+
+async def test_a_python_project_runs_its_own_interpreter_in_the_sandbox(repo: Path) -> None:
+    """The inferred command is the project's `.venv` python (by its path, not what it links to),
+    and it runs in the test sandbox, which otherwise hides the project root (exit 127)."""
+    from roundtable.tools.context import OPERATOR
+
+    python = _project_venv(repo)
+    assert [s.command for s in suggest(repo)] == [f"{python} -m pytest"]
+    rt = await Runtime.open(repo)
+    try:
+        out = await rt.call("test.run", {"command": f"{python} -m pytest"}, OPERATOR)
+        run = out["test_run"]
+    finally:
+        await rt.close()
+    assert run["status"] == "passed" and run["exit_code"] == 0, run
