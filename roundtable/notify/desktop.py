@@ -40,7 +40,9 @@ class Desktop:
 
     async def _send(self, n: Notification) -> None:
         urgency = "critical" if n.kind in ("apply_failed", "transaction_attention") else "normal"
-        argv = [self.program, "--app-name=roundtable", f"--urgency={urgency}", n.title, n.message]
+        # Notification servers read the body as markup: escaped, so it is shown as written.
+        body = n.message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        argv = [self.program, "--app-name=roundtable", f"--urgency={urgency}", "--", n.title, body]
         try:
             done = await proc.run(argv, timeout=TIMEOUT)
         except OSError as exc:

@@ -55,11 +55,17 @@ def display_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}/…" if parts.path.strip("/") or parts.query else f"{parts.scheme}://{netloc}"
 
 
+def slack_escape(text: str) -> str:
+    """Text as Slack shows it literally: `&`, `<`, `>` escaped, so a reason an agent wrote cannot
+    mention `<!channel>` or make a link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def request(hook: WebhookConfig, n: Notification) -> tuple[str, dict[str, Any]]:
     """(URL to POST to, JSON body) of `n` for `hook`'s format."""
     if hook.format == "slack":
-        where = f" — {n.project}" if n.project else ""
-        return hook.url, {"text": f"*{n.title}*{where}: {n.message}"}
+        where = f" — {slack_escape(n.project)}" if n.project else ""
+        return hook.url, {"text": f"*{n.title}*{where}: {slack_escape(n.message)}"}
     if hook.format == "ntfy":
         parts = urlsplit(hook.url)
         base, _, topic = parts.path.rstrip("/").rpartition("/")

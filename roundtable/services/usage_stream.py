@@ -77,7 +77,8 @@ class Meter:
     def feed(self, line: str) -> bool:
         """Read one output line; True when it changed the usage."""
         text = line.strip()
-        if not text.startswith("{") or len(text) > MAX_LINE or '"type"' not in text:
+        # Every line that carries usage names it (`usage`, `modelUsage`): others are not parsed.
+        if not text.startswith("{") or len(text) > MAX_LINE or 'sage"' not in text:
             return False
         try:
             event = json.loads(text)

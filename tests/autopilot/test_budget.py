@@ -76,3 +76,37 @@ async def test_a_task_budget_stops_the_session_blocks_the_task_and_notifies_once
     # The operator heard of it once, on the webhook.
     assert [(r.path, r.body["kind"]) for r in listener.received] == [("/alerts", "budget_exceeded")]
     assert listener.received[0].body["message"] == reason
+
+
+async def test_a_run_over_its_budget_launches_nothing_and_says_so_once(tmp_path: Path) -> None:
+    from roundtable.tools.context import SUPERVISOR
+    from tests.sessions.helpers import bind
+
+    root = await demo_project(tmp_path / "p")
+    edit_config(root, lambda data: data["budgets"]["run"].update({"usd": 1.0}))
+    async with Owner(root, http=False, socket=False, chair=True, chair_interval=0.2, autopilot=True) as owner:
+        rt = owner.runtime
+        run = await create_run(rt, "")
+        # An earlier session of this run (an operator's launch, say) spent the run's budget.
+        earlier = await bind(rt, "reviewer-1", run.id, "")
+        await rt.call("session.record_usage", {"session_id": earlier.session_id, "cost_usd": 1.25}, SUPERVISOR)
+        created = await rt.call(
+            "task.create",
+            {"title": "Add mul()", "body_md": "Add mul() to calc/ops.py.", "readable_paths": ["calc"]},
+            OPERATOR,
+        )
+        assert owner.dispatcher is not None
+        skipped = await wait_for_events(rt, "autopilot.skipped", 1)
+        for _ in range(20):  # passes go by: still nothing launched, nothing said twice
+            await asyncio.sleep(0.1)
+            owner.dispatcher.wake()
+        assert await events(rt, "autopilot.dispatched") == []
+        assert len(await events(rt, "autopilot.skipped")) == 1
+        exceeded = await events(rt, "budget.exceeded")
+        assert await owner.dispatcher.idle()  # a headless run does not wait on held work
+        assert await task_status(rt, str(created["task"]["id"])) != "blocked"  # it waits; the task is not to blame
+    assert skipped[0]["payload"]["scope"] == "run"
+    assert (
+        skipped[0]["payload"]["reason"] == f"budget: run {run.id} has used 0 tokens ($1.25) of its run budget of $1.00"
+    )
+    assert [(e["payload"]["scope"], e["payload"]["key"]) for e in exceeded] == [("run", run.id)]

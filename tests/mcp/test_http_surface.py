@@ -61,6 +61,7 @@ async def test_resources_list_templates_and_read(world: World) -> None:
         assert proposal["proposal"]["id"] == world.proposal_id and "gates" in proposal and "revisions" in proposal
         run = json.loads((await client.session.read_resource(f"roundtable://run/{world.run_id}")).contents[0].text)
         assert run["run_id"] == world.run_id and "pending_proposals" in run
+        assert run["usage"]["tokens"] == 0 and run["usage"]["by_agent"] == {}  # what its sessions spent
         page = json.loads(
             (await client.session.read_resource(f"roundtable://events/{world.run_id}?after=0&limit=1")).contents[0].text
         )

@@ -113,7 +113,7 @@ async def test_each_body_format_and_event_filter(project: Path) -> None:
         ):
             run_id, task_id = await make_task(rt)
             await rt.call(
-                "autopilot.block_task", {"task_id": task_id, "reason": "no harness", "run_id": run_id}, DISPATCHER
+                "autopilot.block_task", {"task_id": task_id, "reason": "no harness <!channel>", "run_id": run_id}, DISPATCHER
             )
             await rt.call(
                 "autopilot.record",
@@ -126,9 +126,10 @@ async def test_each_body_format_and_event_filter(project: Path) -> None:
     assert plain.received == []  # it asked for approvals only
     assert to_ntfy.path == "/"
     assert to_ntfy.body["topic"] == "roundtable-alerts" and to_ntfy.body["tags"] == ["task_blocked"]
-    assert to_ntfy.body["message"] == f"task {task_id} is blocked: no harness"
+    assert to_ntfy.body["message"] == f"task {task_id} is blocked: no harness <!channel>"
     assert to_slack.path == "/services/T0/B0/SECRET"
-    assert to_slack.body == {"text": f"*Task blocked* — Roundtable: task {task_id} is blocked: no harness"}
+    # An agent's text cannot mention the channel or make a link in Slack.
+    assert to_slack.body == {"text": f"*Task blocked* — Roundtable: task {task_id} is blocked: no harness &lt;!channel&gt;"}
 
 
 async def test_a_hanging_webhook_delays_no_tool_call(project: Path) -> None:
