@@ -28,7 +28,12 @@ def harness_bin() -> Iterator[Path]:
 
     Not below /tmp: the supervisor's bubblewrap sandbox mounts a private /tmp, where a harness
     installed below /tmp is gone (`bwrap: execvp claude: No such file or directory`). /var/tmp
-    is as temporary and stays visible (read-only) inside the sandbox, like a global install."""
+    is as temporary and stays visible (read-only) inside the sandbox, like a global install.
+    `ROUNDTABLE_E2E_HARNESS_BIN` names an existing install's `node_modules/.bin` instead."""
+    given = os.environ.get("ROUNDTABLE_E2E_HARNESS_BIN", "")
+    if given:
+        yield Path(given)
+        return
     base = Path("/var/tmp") if os.access("/var/tmp", os.W_OK) else None
     where = Path(tempfile.mkdtemp(prefix="roundtable-harnesses-", dir=base))
     try:

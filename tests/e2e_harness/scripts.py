@@ -93,3 +93,29 @@ def implementer(path: str, patch: str, title: str) -> Script:
         return Answer("Done: claimed, proposed and completed the turn.")
 
     return script
+
+
+def in_order(steps: list[ToolCall], done: str) -> Script:
+    """Make `steps` one after another, each once it is not yet done; a failed step ends the
+    session with an answer naming it; then answer `done`."""
+
+    def script(history: list[Exchange]) -> Step:
+        last = history[-1] if history else None
+        if last is not None and last.is_error:
+            return Answer(f"FAILED {last.tool}: {last.result}")
+        made = len(history)
+        if made < len(steps):
+            return steps[made]
+        return Answer(done)
+
+    return script
+
+
+class Switch:
+    """A script that can be replaced between sessions (the stub outlives them)."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def __call__(self, history: list[Exchange]) -> Step:
+        return self.script(history)
