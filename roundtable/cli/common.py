@@ -17,12 +17,29 @@ from roundtable.errors import RoundtableError
 P = ParamSpec("P")
 T = TypeVar("T")
 
+def find_project(start: Path) -> Path | None:
+    """The nearest directory from `start` upwards that holds a roundtable project
+    (`.roundtable/config.yaml`), as git finds `.git/`; None when there is none."""
+    here = start.absolute()
+    for candidate in (here, *here.parents):
+        if (candidate / ".roundtable" / "config.yaml").is_file():
+            return candidate
+    return None
+
+
+def _discover_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
+    """`--root` as given, else the nearest project above the working directory, else `.`."""
+    if value is not None:
+        return value
+    return find_project(Path.cwd()) or Path(".")
+
+
 root_option = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Project root.",
+    default=None,
+    callback=_discover_root,
+    help="Project root (default: the nearest directory upwards with .roundtable/, as git finds .git/).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
