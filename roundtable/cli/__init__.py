@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check the setup end to end (config, policy, owner, harness configs, a bridge round trip).",
     ),
     "tokens": ("roundtable.cli.tokens_cmd", "tokens", "Create or revoke HTTP bearer tokens."),
+    "wait": ("roundtable.cli.wait_cmd", "wait", "Wait until this project's owner answers (--ready; for CI)."),
     "workspaces": (
         "roundtable.cli.workspaces_cmd",
         "workspaces",
