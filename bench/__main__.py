@@ -41,6 +41,7 @@ MODULES = (
     "memory",
     "writes",
     "notify",
+    "agent_task",
 )
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -63,6 +63,11 @@ def is_open(status: str) -> bool:
     return status in OPEN_PROPOSAL_STATUSES
 
 
+NARROWED = "narrowed"
+"""A test run's `outcome` when `test.run` ran its command narrowed to some paths or tests: it is
+evidence of those alone and never satisfies `tests_required`."""
+
+
 class TransactionStatus(StrEnum):
     PENDING = "pending"  # the apply intent, written before any file changes
     APPLIED = "applied"

@@ -56,6 +56,8 @@ _VERBATIM_ARGS = frozenset(
 # Point reads that run whole on a reader's thread, one hop per call (`Database.read_call`). Reads
 # that answer whole tables stay on the event loop: built on a worker thread, a 10,000-row answer
 # left the owner's RSS ~20 MiB higher (bench/memory.py: 121 vs 101 MiB), for ~8% less CPU.
+# Enumerated words the services have always read case-insensitively (`High`, `APPROVE`).
+CASE_FREE_WORDS = frozenset({"risk", "vote"})
 ONE_HOP_READS = frozenset({"task.get", "resource.get", "proposal.get", "vote.list", "human.approval_status"})
 ANONYMOUS_REFUSAL = (
     "{tool} changes state, and this connection is anonymous (no credential or an unbound one, such as "
@@ -278,6 +280,8 @@ def normalise_words(spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
     required = spec.input_schema.get("required", ())
     out = args
     for key, value in args.items():
+        if key not in CASE_FREE_WORDS:
+            continue
         choices = properties.get(key, {}).get("enum") if isinstance(properties.get(key), dict) else None
         if not choices or not isinstance(value, str) or value in choices:
             continue
@@ -349,7 +353,10 @@ def _describe(spec: ToolSpec, error: jsonschema.ValidationError) -> str:
         kind = " or ".join(bound) if isinstance(bound, list) else str(bound)
         article = "an" if kind[:1] in "aeiou" else "a"
         return f"{name}: argument {path} must be {article} {kind}"
-    if error.validator in ("minimum", "maximum") and isinstance(bound, float) and abs(bound) == FLOAT_MAX:
+    infinite = isinstance(error.instance, float) and error.instance in (float("inf"), float("-inf"))
+    if error.validator in ("minimum", "maximum") and (
+        infinite or (isinstance(bound, float) and abs(bound) == FLOAT_MAX)
+    ):
         return f"{name}: argument {path} must be a finite number"
     if error.validator == "minimum":
         return f"{name}: argument {path} must be at least {bound}"

@@ -2,12 +2,12 @@
 
 `build_server(runtime, principals)` builds the server of both HTTP endpoints; `Principals` is
 what differs between them — who the caller of a request is and which tools it is shown:
-`TokenPrincipals` for the shared endpoint (the caller the bearer token resolved to, every
-advertised tool) and `sessions.CapabilityPrincipal` for a capability session (the session's
+`TokenPrincipals` for the shared endpoint (the caller the bearer token resolved to, the
+advertised tools it may call) and `sessions.CapabilityPrincipal` for a capability session (the session's
 agent, its role's tools with the identity arguments it gets for free). Both serve:
 
-- **tools**: `tools/list` (names in the configured style, description, input and output
-  schemas, annotations), paginated by an opaque cursor; `tools/call` accepts both spellings and
+- **tools**: `tools/list` (names in the configured style, description, input schema,
+  annotations; sized for agents, see `tool_model`), paginated by an opaque cursor; `tools/call` accepts both spellings and
   runs through the principal's `Access` (`Runtime.call`, which has already redacted every error
   text). A tool failure is a result with `is_error=True`; an unknown tool is a JSON-RPC
   invalid-params error; anything else is logged and answered with a generic text — the SDK would
@@ -40,12 +40,13 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 
 from roundtable.errors import NotFound, RoundtableError
+from roundtable.runtime import IDENTITY_ARGS
 from roundtable.server import prompts, push, resources, sdk
 from roundtable.server.guard import caller_of, credential_of
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
-from roundtable.tools.registry import ADVERTISED, ToolSpec
+from roundtable.tools.registry import ADVERTISED, ToolSpec, listed_schema
 
 log = logging.getLogger("roundtable.server.mcp")
 
@@ -73,16 +74,20 @@ def server_version() -> str:
 
 
 def tool_model(spec: ToolSpec, style: str, input_schema: dict[str, Any] | None = None) -> types.Tool:
+    """One tool as `tools/list` gives it, sized for the agent that reads it: the input schema
+    without the generic ceilings (`registry.listed_schema`), only the annotations that differ from
+    MCP's defaults, and no output schema (results carry `structuredContent` all the same; the
+    full schemas are in `tools.schema.json`)."""
+    hints = spec.listed_annotations
     return types.Tool(
         name=spec.advertised_name(style),
         description=spec.description,
-        input_schema=input_schema if input_schema is not None else spec.input_schema,
-        output_schema=spec.output_schema or None,
+        input_schema=listed_schema(input_schema if input_schema is not None else spec.input_schema),
         annotations=types.ToolAnnotations(
-            read_only_hint=spec.read_only,
-            destructive_hint=spec.destructive,
-            idempotent_hint=spec.idempotent,
-            open_world_hint=False,
+            read_only_hint=hints.get("readOnlyHint"),
+            destructive_hint=hints.get("destructiveHint"),
+            idempotent_hint=hints.get("idempotentHint"),
+            open_world_hint=hints.get("openWorldHint"),
         ),
     )
 
@@ -209,9 +214,25 @@ class HttpAccess:
         return self._live
 
 
+def agent_schema(spec: ToolSpec) -> dict[str, Any]:
+    """A tool's input schema as an agent sees it: without the arguments that name who acts
+    (`agent_id`, `decided_by`, …: its credential decides them, and naming anyone else is refused)
+    and without those only the operator may use (`spec.operator_args`)."""
+    schema = spec.input_schema
+    properties = schema.get("properties", {})
+    hidden = {name for name in (*IDENTITY_ARGS, *spec.operator_args) if name in properties}
+    if not hidden:
+        return schema
+    out = dict(schema)
+    out["properties"] = {k: v for k, v in properties.items() if k not in hidden}
+    if "required" in out:
+        out["required"] = [k for k in out["required"] if k not in hidden]
+    return out
+
+
 class TokenPrincipals:
     """The shared endpoint: the caller is whoever the request's bearer credential names (put on
-    the scope by `guard.TokenBackend`); every caller is shown every advertised tool."""
+    the scope by `guard.TokenBackend`); each caller is shown the advertised tools it may call."""
 
     list_changes = True
     tool_state = None
@@ -225,7 +246,14 @@ class TokenPrincipals:
         return HttpAccess(self.runtime, caller_of(scope), credential_of(scope))
 
     async def tools(self, ctx: Ctx) -> list[tuple[ToolSpec, dict[str, Any]]]:
-        return [(spec, spec.input_schema) for spec in self.runtime.registry.exposed()]
+        """The advertised tools this caller may call: an agent is not shown the operator's
+        `patch_apply`/`patch_reject`, an anonymous connection only the read-only tools."""
+        caller = caller_of(getattr(ctx.request, "scope", None))
+        return [
+            (spec, spec.input_schema if caller.is_operator else agent_schema(spec))
+            for spec in self.runtime.registry.exposed()
+            if spec.callable_by(operator=caller.is_operator, anonymous=caller.is_anonymous)
+        ]
 
     def nameable(self, name: str) -> ToolSpec | None:
         spec = self.runtime.registry.lookup(name)

@@ -90,14 +90,15 @@ ROLE_DUTIES: dict[str, str] = {
     "implementer": (
         "You are an implementer. Read your task ({task_get}, or the resource {task_uri}); claim every file "
         "you will change with {resource_claim} (claim_type write) before you propose; read through "
-        "{repo_read_file}, {repo_search} and {repo_symbols}; submit the change as one unified diff with "
-        "{proposal_create}, then ask for review with {proposal_request_review}. Answer review feedback with "
-        "a new revision ({proposal_attach_patch}); votes and evidence on older revisions go stale. You never "
-        "write repository files and never apply your own patch."
+        "{repo_read_file} (a line range), {repo_search} and {repo_symbols}; submit the change with "
+        "{proposal_create} as edits (old_string → new_string) or a unified diff, run the tests on it with "
+        "{test_run}, then ask for review with {proposal_request_review}. Answer review feedback with a new "
+        "revision ({proposal_attach_patch}, edits on top of the current one); votes and evidence on older "
+        "revisions go stale. You never write repository files and never apply your own patch."
     ),
     "reviewer": (
         "You are a reviewer. Read the proposal, its current revision and gate report ({proposal_get}, or "
-        "the resource {proposal_uri}); claim the files it touches in review mode ({resource_claim}, "
+        "the resource {proposal_uri}; after a revision, since_revision shows only what changed); claim the files it touches in review mode ({resource_claim}, "
         "claim_type review) and read them in context. Vote on the current revision with {vote_cast} "
         "(approve, approve_with_notes, revise, reject, veto or abstain) and give reasons a colleague can act on."
     ),
@@ -174,7 +175,7 @@ def instructions(style: str, bound: resources.Bound | None = None) -> str:
         f"{n['table_watch']} with wait_ms).\n"
         f"3. Claim before you change ({n['resource_claim']}); read with {n['repo_read_file']} and "
         f"{n['repo_search']}.\n"
-        f"4. Propose with {n['proposal_create']} (a unified diff), then {n['proposal_request_review']}; "
+        f"4. Propose with {n['proposal_create']} (edits or a unified diff), then {n['proposal_request_review']}; "
         f"reviewers, testers and security vote with {n['vote_cast']} on the current revision.\n"
         f"5. Finish with {n['agent_turn_complete']}, release claims ({n['resource_release']}) and record "
         f"what others should know ({n['memory_record']}).\n"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roundtable.domain import OPEN_PROPOSAL_STATUSES
+from roundtable.domain import NARROWED, OPEN_PROPOSAL_STATUSES
 from roundtable.errors import ToolError
 from roundtable.services.claims import covering_write_claims, expired_note, symbol_write_claims
 from roundtable.services.patches import ParsedPatch, allowances, parse_patch, read_patch
@@ -342,7 +342,7 @@ def tests_gate(result: PolicyResult, proposal: Proposal, runs: list[TestRun]) ->
     expected command when the proposal lists `expected_tests` (runs oldest first)."""
     if not result.tests_required:
         return Gate("tests", True, "no tests required")
-    host_runs = [r for r in runs if r.status not in HOST_RUN_EXCLUDED]
+    host_runs = [r for r in runs if r.status not in HOST_RUN_EXCLUDED and r.outcome != NARROWED]
     if not host_runs:
         return Gate("tests", False, "tests required: no test run of the current revision")
     expected = [normalise_command(c) for c in json.loads(proposal.expected_tests_json or "[]")]

@@ -384,10 +384,11 @@ def _read_hunks(raw: _Raw, lines: list[str], i: int) -> int:
         c, d = int(m.group(3)), int(m.group(4) if m.group(4) is not None else 1)
         raw.hunks.append(_old_range(a, b, c))
         old_left, new_left = b, d
+        header_at = i
         i += 1
         while old_left > 0 or new_left > 0:
             if i >= len(lines):
-                raise ValidationError(f"invalid patch: hunk at line {raw.line_no} ends early (its counts lie)")
+                raise ValidationError(_count_mismatch(lines, header_at, b, d))
             body = lines[i]
             tag = body[:1]
             if tag in (" ", ""):
@@ -399,13 +400,63 @@ def _read_hunks(raw: _Raw, lines: list[str], i: int) -> int:
                 new_left -= 1
                 raw.added += 1
             elif tag != "\\":
+                if tag == "@" or body.startswith("diff "):
+                    raise ValidationError(_count_mismatch(lines, header_at, b, d))
                 raise ValidationError(f"invalid patch: unexpected line {i + 1} inside a hunk: {_shown(body[:80])}")
             if old_left < 0 or new_left < 0:
-                raise ValidationError(f"invalid patch: hunk ending on line {i + 1} has more lines than its header")
+                raise ValidationError(_count_mismatch(lines, header_at, b, d))
             i += 1
         if i < len(lines) and lines[i].startswith("\\"):
             i += 1
+        if i < len(lines) and _more_body(lines, i):
+            # git would silently drop these lines: the header promised fewer than the body has.
+            raise ValidationError(_count_mismatch(lines, header_at, b, d))
     return i
+
+
+def _more_body(lines: list[str], i: int) -> bool:
+    """Whether `lines[i]`, right after a hunk's promised lines, still reads as hunk body."""
+    line = lines[i]
+    if line == "-- " or (line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
+        return False  # a format-patch signature, or the next file's header
+    return line[:1] in ("+", "-")
+
+
+def _body_counts(lines: list[str], header_at: int) -> tuple[int, int, int]:
+    """(old lines, new lines, index after the body) of the hunk whose header is `lines[header_at]`,
+    counted the way a reader sees it: up to the next hunk or file header."""
+    old = new = 0
+    i = header_at + 1
+    while i < len(lines):
+        body = lines[i]
+        if body.startswith(("@@", "diff ")) or (
+            body.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+        ):
+            break
+        tag = body[:1]
+        if tag in (" ", ""):
+            old, new = old + 1, new + 1
+        elif tag == "-":
+            old += 1
+        elif tag == "+":
+            new += 1
+        elif tag != "\\":
+            break
+        i += 1
+    while i > header_at + 1 and lines[i - 1] == "":  # blank lines after the last hunk are not part of it
+        i -= 1
+        old, new = old - 1, new - 1
+    return old, new, i
+
+
+def _count_mismatch(lines: list[str], header_at: int, old_count: int, new_count: int) -> str:
+    """Why a hunk's body does not match its header, with both sets of counts."""
+    old, new, _end = _body_counts(lines, header_at)
+    return (
+        f"invalid patch: the hunk at line {header_at + 1} ({_shown(lines[header_at][:80])}) promises "
+        f"{old_count} old and {new_count} new lines, but its body has {old} old and {new} new lines "
+        "(context lines count on both sides); fix the counts in the @@ header"
+    )
 
 
 def _binary_marker(line: str) -> bool:
@@ -553,6 +604,11 @@ def parse_patch(text: str, root: Path | None, allow: Allowances = NOTHING_SPECIA
         raise ValidationError(f"patch is larger than {MAX_PATCH_BYTES // (1024 * 1024)} MiB")
     if "\x00" in text:
         raise ValidationError("binary patches are not supported")
+    if not text.endswith("\n"):
+        raise ValidationError(
+            f"invalid patch: it does not end with a newline; its last line (line {text.count(chr(10)) + 1}) "
+            "must end with \\n, or git reads the patch as corrupt"
+        )
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -23,7 +23,9 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.services.applies import check_applies
 from roundtable.services.claims import check_resource_id, expired_note, parse_resource_id, unclaimed_resources
+from roundtable.services.edits import Edit, FileWrite, build_patch
 from roundtable.services.gates import OPEN_STATUSES, check_claims, current_votes
 from roundtable.services.patches import (
     ParsedPatch,
@@ -117,6 +119,31 @@ async def _parse_new(root: Path, patch: str, policy: Policy | None) -> ParsedPat
     return parsed
 
 
+async def patch_text(
+    root: Path,
+    *,
+    patch: str,
+    edits: list[Edit],
+    files: list[FileWrite],
+    max_bytes: int,
+    current: Proposal | None = None,
+) -> str:
+    """The patch a create or attach call gives: `patch` as sent, or the diff the server builds
+    from `edits`/`files` — against the tree, on top of `current`'s revision for a revision."""
+    if patch and (edits or files):
+        raise ValidationError("give either patch or edits/files, not both")
+    if patch:
+        return patch
+    if not edits and not files:
+        raise ValidationError("argument patch must not be empty: give a patch, or edits and/or files to build one from")
+    prior: str = ""
+    prior_paths: tuple[str, ...] = ()
+    if current is not None and current.current_revision:
+        prior = read_patch(root, current.current_revision)
+        prior_paths = parse_patch(prior, root, allowances(current_policy(root))).touched
+    return await build_patch(root, edits, files, max_bytes=max_bytes, on_top_of=prior, on_top_of_paths=prior_paths)
+
+
 async def _check_affected(tx: Tx, author: str, explicit: list[str], now: str) -> None:
     """Every resource the author lists must be one they hold a live write claim on (§2.5.1 step 6)."""
     ids = [i.strip() for i in explicit if i.strip()]
@@ -134,6 +161,9 @@ async def _new_revision(
     check = await check_claims(tx, author, parsed, now)
     if check.error:
         raise ToolError(check.error)
+    # Then it must apply to the tree as it is now (`git apply --check`): a patch that does not is
+    # refused with the failing hunk and the file's lines, and nothing is recorded.
+    await check_applies(root, parsed)
     # The file first, then the row that names it (committed by the caller's transaction).
     rel = store_patch(root, parsed)
     await tx.insert(
@@ -181,9 +211,9 @@ async def create(
         raise NotFound("task", task_id)
     if await tx.scalar("SELECT 1 FROM proposals WHERE id = ?", (proposal_id,)):
         raise ToolError(f"proposal {proposal_id} already exists; use proposal.attach_patch to revise it")
-    parsed = await _parse_new(root, patch, policy)
     now = clock.now()
     await _check_affected(tx, agent_id, affected_resources, now)
+    parsed = await _parse_new(root, patch, policy)
     fences = await _new_revision(tx, root, proposal_id, 1, agent_id, parsed, now)
     run = await resolve(tx, runs, owner=await task_run(tx, task_id))
     await tx.insert(
@@ -243,11 +273,11 @@ async def attach(
         raise ToolError(
             f"proposal {proposal_id} is {p.status}; patches can be attached only while pending or in_review"
         )
+    now = clock.now()
+    await _check_affected(tx, p.agent_id, affected_resources, now)
     parsed = await _parse_new(root, patch, policy)
     if parsed.sha256 == p.current_revision:
         return await view(tx, proposal_id)  # the same bytes: nothing to revise
-    now = clock.now()
-    await _check_affected(tx, p.agent_id, affected_resources, now)
     number = p.revision_number + 1
     fences = await _new_revision(tx, root, proposal_id, number, p.agent_id, parsed, now)
     stale = {}

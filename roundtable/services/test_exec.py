@@ -9,6 +9,11 @@ operator (in-process callers and the legacy socket) may also give a free command
 split with `shlex` (no shell: shell control characters are refused) and still runs on the
 revision, in the sandbox. The console's `T` key only runs allowed commands.
 
+A configured argv may hold the slots `{paths}` and `{k}` (whole elements): an agent narrows such a
+command to some repository paths (optionally `path::test`) or a selection expression, validated
+here (`check_narrowing`: clean paths inside the root, never an option; `k` from a strict
+character set) and filled in by `fill` — still an argv, never a shell.
+
 The process is started through the sandbox launcher (`roundtable.sandbox`) in its own session,
 with stdin closed and a minimal environment (`PATH`, locale, time zone, terminal type; `HOME`
 and `TMPDIR` point at the sandbox's private `/tmp`). On timeout or cancellation the launcher's whole process
@@ -32,6 +37,7 @@ from roundtable.errors import ToolError, ValidationError
 from roundtable.sandbox.runner import launcher_argv
 from roundtable.sandbox.spec import MARKER, SETUP_FAILED, Spec
 from roundtable.services import test_suggest
+from roundtable.services.pathguard import resolve_repo_path
 from roundtable.services.policy import POLICY_FILE, TestsPolicy
 
 SHELL_CHARACTERS: tuple[str, ...] = (";", "|", "&", ">", "<", "`", "$", "\n", "\r")
@@ -39,12 +45,91 @@ DEFAULT_TIMEOUT_S = 600.0
 HEAD_BYTES = 768 * 1024
 TAIL_BYTES = 256 * 1024
 MAX_COMMAND_CHARS = 1_000
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SECRET_ENV = re.compile(r"(?i)token|secret|passw|api_?key|credential|private_?key")
 
 PASSED = "passed"
 FAILED = "failed"
 TIMED_OUT = "timed_out"
 ERROR = "error"
+
+
+PATHS_SLOT = "{paths}"
+K_SLOT = "{k}"
+MAX_PATHS = 50
+MAX_K_CHARS = 200
+# A selection expression (pytest's -k): names, spaces, parentheses; `and`/`or`/`not` are words.
+_K_SAFE = re.compile(r"[A-Za-z0-9_ ()]+")
+# The test inside a file: pytest's node id after `::` (class and function names, parameter ids).
+_NODE_SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]]+(?:::[A-Za-z0-9_.\-\[\]]+)*")
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """What an agent narrows a parameterised command to: repository paths (optionally with a
+    `::test` node id) for `{paths}`, a selection expression for `{k}`."""
+
+    paths: tuple[str, ...] = ()
+    k: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.paths or self.k)
+
+    def label(self) -> str:
+        parts = list(self.paths) + ([f"-k {self.k}"] if self.k else [])
+        return " ".join(parts)
+
+
+def check_narrowing(root: Path, paths: list[str], k: str) -> Narrowing:
+    """The narrowing an agent asked for, validated: every path a clean repository path inside
+    the root (not under `.git/`/`.roundtable/`, never an option), `k` from a strict character
+    set. `ValidationError` names the offending value."""
+    if len(paths) > MAX_PATHS:
+        raise ValidationError(f"test.run: at most {MAX_PATHS} paths")
+    clean: list[str] = []
+    for index, raw in enumerate(paths):
+        base, sep, node = raw.partition("::")
+        if sep and not _NODE_SAFE.fullmatch(node):
+            raise ValidationError(
+                f"test.run: paths[{index}]: the test name after :: may hold letters, digits, _ . - [ ]"
+            )
+        if not base or base.startswith("-") or CONTROL_CHARACTERS.search(base):
+            raise ValidationError(f"test.run: paths[{index}] must be a repository path")
+        try:
+            _abs, rel = resolve_repo_path(root, base)
+        except ToolError as exc:
+            raise ValidationError(f"test.run: paths[{index}]: {exc}") from None
+        if rel.startswith("-"):
+            raise ValidationError(f"test.run: paths[{index}] must be a repository path")
+        clean.append(rel + (sep + node if sep else ""))
+    text = k.strip()
+    if text and (len(text) > MAX_K_CHARS or not _K_SAFE.fullmatch(text)):
+        raise ValidationError(
+            f"test.run: k may hold only letters, digits, _, spaces and parentheses (at most {MAX_K_CHARS} characters)"
+        )
+    return Narrowing(tuple(clean), text)
+
+
+def fill(name: str, argv: tuple[str, ...], narrowing: Narrowing) -> list[str]:
+    """`argv` with its slots filled: `{paths}` by the paths (none: nothing), `{k}` by the
+    expression (none: the slot and the option right before it, such as `-k`, are dropped).
+    Narrowing a command that has no slot for it is refused."""
+    if narrowing.paths and PATHS_SLOT not in argv:
+        raise ValidationError(f"test command {name} takes no paths (its argv in the policy has no {PATHS_SLOT})")
+    if narrowing.k and K_SLOT not in argv:
+        raise ValidationError(f"test command {name} takes no k (its argv in the policy has no {K_SLOT})")
+    out: list[str] = []
+    for arg in argv:
+        if arg == PATHS_SLOT:
+            out.extend(narrowing.paths)
+        elif arg == K_SLOT:
+            if narrowing.k:
+                out.append(narrowing.k)
+            elif out and out[-1].startswith("-"):
+                out.pop()
+        else:
+            out.append(arg)
+    return out
 
 
 @dataclass(frozen=True)
@@ -59,11 +144,24 @@ class Command:
     def text(self) -> str:
         return shlex.join(self.argv)
 
+    @property
+    def takes(self) -> list[str]:
+        """The narrowings this command accepts (`paths`, `k`)."""
+        return [word for word, slot in (("paths", PATHS_SLOT), ("k", K_SLOT)) if slot in self.argv]
+
     def matches(self, command: str) -> bool:
         return command in (self.name, self.text, " ".join(self.argv))
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "argv": list(self.argv), "command": self.text, "source": self.source}
+        out: dict[str, object] = {
+            "name": self.name,
+            "argv": list(self.argv),
+            "command": self.text,
+            "source": self.source,
+        }
+        if self.takes:
+            out["takes"] = self.takes
+        return out
 
 
 def allowed_commands(root: Path, tests: TestsPolicy, touched: list[str] | None = None) -> list[Command]:
@@ -98,9 +196,12 @@ def resolve(command: str, allowed: list[Command]) -> Command | None:
     return None
 
 
-def choose_command(command: str, allowed: list[Command], *, operator: bool) -> tuple[str, list[str]]:
-    """(label, argv) for a requested command: an allowed one for anyone; for the operator also a
-    free command line. `ValidationError`/`ToolError` say why not."""
+def choose_command(
+    command: str, allowed: list[Command], *, operator: bool, narrowing: Narrowing = Narrowing()
+) -> tuple[str, list[str]]:
+    """(label, argv) for a requested command: an allowed one for anyone (narrowed to paths or
+    a selection where its argv has the slot); for the operator also a free command line.
+    `ValidationError`/`ToolError` say why not. A narrowed run's label names its narrowing."""
     text = command.strip()
     if not text:
         raise ValidationError("command is required")
@@ -108,7 +209,10 @@ def choose_command(command: str, allowed: list[Command], *, operator: bool) -> t
         raise ValidationError(f"command must be at most {MAX_COMMAND_CHARS} characters")
     found = resolve(text, allowed)
     if found is not None:
-        return found.name, list(found.argv)
+        argv = fill(found.name, found.argv, narrowing)
+        return (f"{found.name} {narrowing.label()}" if narrowing else found.name), argv
+    if narrowing:
+        raise ToolError(f"command {json.dumps(text)} is not a configured test command; only those take paths or k")
     if not operator:
         raise ToolError(
             f"command {json.dumps(text)} is not one of the test commands the operator configured; {describe(allowed)}"

@@ -10,6 +10,13 @@ Markers and the command each implies (every command is runnable through `test.ru
 - `go.mod` → `go test ./...`;  `Cargo.toml` → `cargo test`
 - a Makefile with a `test:` target → `make test`
 
+`for_policy` proposes commands for the operator to enable under `tests.commands` in
+`POLICIES.ROUNDTABLE.md`, parameterised where the tool takes paths (`{paths}`, `{k}`): pytest
+from the Python markers, lint from `[tool.ruff]` (or a ruff/flake8 config), a type check from
+`[tool.mypy]` (or `mypy.ini`), `tox -e ENV` for tox environments named for linting or typing,
+and `npm run SCRIPT` for `package.json` scripts such as `lint` or `typecheck`. Nothing runs them
+until the operator copies them into the policy.
+
 Without a proposal the root's markers are used. With one, each touched file looks for the
 nearest directory (itself up to the root) that has markers and keeps those of its own language
 (plus `make test`), so a Go change in `svc/` suggests `go -C svc test ./...` and not the root's
@@ -19,10 +26,12 @@ Blocking file reads: call these from a worker thread.
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
 import shlex
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -186,3 +195,82 @@ def suggest(root: Path, touched: list[str] | None = None) -> list[Suggestion]:
     if not found:
         return sorted(markers_in(root), key=lambda s: s.command)
     return sorted(found.values(), key=lambda s: s.command)
+
+
+_CHECK_SCRIPTS = ("lint", "typecheck", "type-check", "types", "check", "format:check")
+_CHECK_ENVS = ("lint", "flake8", "ruff", "mypy", "type", "types", "typing", "typecheck")
+
+
+@dataclass(frozen=True)
+class PolicyCommand:
+    """A command the operator could enable: its name, argv (with `{paths}`/`{k}` slots) and
+    the marker that suggests it."""
+
+    name: str
+    argv: tuple[str, ...]
+    source: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "argv": list(self.argv), "source": self.source}
+
+
+def _toml(root: Path, name: str) -> dict[str, object]:
+    path = _marker(root, "", name)
+    if path is None:
+        return {}
+    try:
+        return tomllib.loads(_read(path))
+    except (tomllib.TOMLDecodeError, ValueError):
+        return {}
+
+
+def _ini_sections(root: Path, name: str) -> list[str]:
+    path = _marker(root, "", name)
+    if path is None:
+        return []
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(_read(path))
+    except configparser.Error:
+        return []
+    return parser.sections()
+
+
+def for_policy(root: Path) -> list[PolicyCommand]:
+    """Test, lint and type-check commands the repository's configuration implies, for the
+    operator to enable (see the module docstring). Blocking reads: call from a worker thread."""
+    out: list[PolicyCommand] = []
+    pyproject = _toml(root, "pyproject.toml")
+    tool = pyproject.get("tool") if isinstance(pyproject.get("tool"), dict) else {}
+    assert isinstance(tool, dict)
+    setup_cfg = _ini_sections(root, "setup.cfg")
+    if any(_marker(root, "", name) for name in PYTHON_MARKERS):
+        source = next(name for name in PYTHON_MARKERS if _marker(root, "", name))
+        out.append(PolicyCommand("unit", ("python", "-m", "pytest", "-q", "{paths}", "-k", "{k}"), source))
+    if "ruff" in tool:
+        out.append(PolicyCommand("lint", ("ruff", "check", "{paths}"), "pyproject.toml [tool.ruff]"))
+    elif _marker(root, "", "ruff.toml") or _marker(root, "", ".ruff.toml"):
+        out.append(PolicyCommand("lint", ("ruff", "check", "{paths}"), "ruff.toml"))
+    elif "flake8" in setup_cfg or _marker(root, "", ".flake8"):
+        out.append(PolicyCommand("lint", ("python", "-m", "flake8", "{paths}"), "setup.cfg [flake8]"))
+    mypy = tool.get("mypy")
+    if isinstance(mypy, dict):
+        argv = ("python", "-m", "mypy", "{paths}") if mypy.get("files") else ("python", "-m", "mypy", ".")
+        out.append(PolicyCommand("typecheck", argv, "pyproject.toml [tool.mypy]"))
+    elif _marker(root, "", "mypy.ini") or "mypy" in setup_cfg:
+        out.append(PolicyCommand("typecheck", ("python", "-m", "mypy", "."), "mypy.ini"))
+    for section in _ini_sections(root, "tox.ini"):
+        env = section.removeprefix("testenv:")
+        if section.startswith("testenv:") and env in _CHECK_ENVS:
+            out.append(PolicyCommand(f"tox-{env}", ("tox", "-e", env), f"tox.ini [{section}]"))
+    package = _marker(root, "", "package.json")
+    if package is not None:
+        try:
+            scripts = json.loads(_read(package)).get("scripts") or {}
+        except (ValueError, AttributeError):
+            scripts = {}
+        if isinstance(scripts, dict):
+            for script in _CHECK_SCRIPTS:
+                if isinstance(scripts.get(script), str):
+                    out.append(PolicyCommand(f"npm-{script}", ("npm", "run", script), f"package.json scripts.{script}"))
+    return out

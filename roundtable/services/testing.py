@@ -36,6 +36,7 @@ import anyio
 
 from roundtable import clock
 from roundtable.atomic import write_atomic
+from roundtable.domain import NARROWED
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.services import scratch, test_exec, test_suggest
@@ -71,6 +72,8 @@ class RunInput:
     task_id: str = ""
     test_run_id: str = ""
     unsandboxed: bool = False
+    paths: tuple[str, ...] = ()
+    k: str = ""
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,8 @@ async def run_test(
     if req.unsandboxed and not actor.operator:
         raise PermissionDenied("only the operator may run a test without a sandbox")
     allowed = await allowed_commands(runtime, req.proposal_id)
-    label, argv = test_exec.choose_command(req.command, allowed, operator=actor.operator)
+    narrowing = test_exec.check_narrowing(runtime.root, list(req.paths), req.k)
+    label, argv = test_exec.choose_command(req.command, allowed, operator=actor.operator, narrowing=narrowing)
     tests = tests_policy(runtime)
     sandbox = await sandbox_for(runtime)
     if not sandbox.usable and not req.unsandboxed:
@@ -217,6 +221,7 @@ async def run_test(
                 "session_id": actor.session_id or None,
                 "sandbox": kind,
                 "argv_json": json.dumps(argv),
+                "outcome": NARROWED if narrowing else None,
                 "created_at": clock.now(),
             },
         )
@@ -390,5 +395,10 @@ async def submit_evidence(tx: Tx, req: EvidenceInput, actor: Actor) -> TestRun:
 
 
 def passing_runs(runs: Sequence[TestRun], revision: str) -> list[TestRun]:
-    """Host-verified passes of `revision`: what `tests_required` accepts (`reported` never)."""
-    return [r for r in runs if r.proposal_id and revision and r.revision == revision and r.status == PASSED]
+    """Host-verified passes of `revision`: what `tests_required` accepts (`reported` never, nor
+    a run narrowed to some paths or tests)."""
+    return [
+        r
+        for r in runs
+        if r.proposal_id and revision and r.revision == revision and r.status == PASSED and r.outcome != NARROWED
+    ]

@@ -81,7 +81,7 @@ TOOLS = [
     ToolSpec(
         name="human.approval_status",
         description="Read one human approval's status.",
-        input_schema=obj({"approval_id": string("Approval id, e.g. H-...")}, ["approval_id"]),
+        input_schema=obj({"approval_id": string()}, ["approval_id"]),
         output_schema=result({"approval": RECORD}, required=["approval"]),
         handler=approval_status,
         mode="read",
@@ -91,18 +91,15 @@ TOOLS = [
     ToolSpec(
         name="human.request_approval",
         description=(
-            "Ask the human operator to approve something (usually a proposal; the request binds to "
-            "its current patch revision). Agents may only request or refresh their own pending "
-            "request; deciding (status other than requested, decided_by, decision_md, "
-            "override_policy) is the operator's."
+            "Ask the operator to approve something, usually a proposal's current revision. Agents may only request or refresh their own request; deciding is the operator's."
         ),
         input_schema=obj(
             {
-                "subject": string("What needs approval."),
-                "reason_md": string("Why, in Markdown."),
-                "approval_id": string("Existing approval to update, or an explicit id for a new one."),
-                "proposal_id": string("Proposal concerned."),
-                "task_id": string("Task concerned (default: the proposal's)."),
+                "subject": string(),
+                "reason_md": string(),
+                "approval_id": string("An existing request to refresh."),
+                "proposal_id": string(),
+                "task_id": string(),
                 "requested_by": string("Who asks (default: the caller)."),
                 "status": string(
                     "requested (default); operator only: approved, denied, rejected, changes_requested, deferred.",
@@ -116,20 +113,19 @@ TOOLS = [
         ),
         output_schema=result({"approval": RECORD}, required=["approval"]),
         handler=request_approval,
+        operator_args=frozenset({"status", "decision_md", "override_policy"}),
     ),
     ToolSpec(
         name="security.review",
         description=(
-            "Without status: run the automatic security scan of a proposal's current revision "
-            "(secrets, dangerous calls and commands, sensitive paths) and record the verdict. "
-            "With status: record a manual review (operator, or the proposal's security session)."
+            "Without status: scan a proposal's current revision (secrets, dangerous calls, sensitive paths) and record the verdict. With status: a manual review (operator or security session)."
         ),
         input_schema=obj(
             {
-                "proposal_id": string("Proposal to review."),
+                "proposal_id": string(),
                 "resource_id": string("Resource reviewed (resource-only reviews: operator)."),
                 "review_id": string("Explicit id (default: generated); an existing id is replaced (operator)."),
-                "task_id": string("Task concerned (default: the proposal's)."),
+                "task_id": string(),
                 "reviewer_id": string("Reviewer (default: security for scans, the caller for manual reviews)."),
                 "status": string("Manual verdict.", enum=list(security_service.MANUAL_STATUSES)),
                 "summary_md": string("Summary, in Markdown."),
@@ -137,6 +133,7 @@ TOOLS = [
         ),
         output_schema=result({"review": RECORD, "findings": RECORDS}),
         handler=security_review,
+        operator_args=frozenset({"resource_id", "review_id", "status", "summary_md"}),
         mode="none",
     ),
 ]

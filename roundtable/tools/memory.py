@@ -66,9 +66,9 @@ async def summarize(call: Call) -> dict[str, Any]:
 TOOLS = [
     ToolSpec(
         name="memory.mark_stale",
-        description="Mark a memory entry stale with a reason (agents: only entries they wrote).",
+        description=("Mark your memory entry stale, with a reason."),
         input_schema=obj(
-            {"memory_id": string("Memory id, e.g. M-..."), "reason_md": string("Why it is stale.")},
+            {"memory_id": string(), "reason_md": string()},
             ["memory_id", "reason_md"],
         ),
         output_schema=result({"entry": RECORD}),
@@ -77,12 +77,12 @@ TOOLS = [
     ),
     ToolSpec(
         name="memory.query",
-        description="Search memory entries (case-insensitive text; empty query lists all), most important first.",
+        description=("Search memory (case-insensitive; empty query lists all), most important first."),
         input_schema=obj(
             {
-                "query": string("Text to find in title or body."),
-                "scope": string("Exact scope filter."),
-                "kind": string("Exact kind filter."),
+                "query": string(),
+                "scope": string(),
+                "kind": string(),
                 "limit": integer("At most this many (default 10; 0 or less: no limit)."),
             },
             ["query"],
@@ -97,19 +97,17 @@ TOOLS = [
     ToolSpec(
         name="memory.record",
         description=(
-            "Record something worth remembering (a decision, a finding, a convention). With the "
-            "memory_id of an entry you wrote, record a new revision of it (the previous version is "
-            "kept); agents cannot edit entries written by others."
+            "Record something worth remembering (decision, finding, convention); with the memory_id of your own entry, a new revision of it."
         ),
         input_schema=obj(
             {
                 "scope": string("e.g. a task id, proposal id or 'project'."),
                 "kind": string("e.g. decision, finding, convention."),
-                "title": string("Short title."),
-                "body_md": string("The content, in Markdown."),
-                "source_event_id": integer("Event this came from.", minimum=0),
+                "title": string(),
+                "body_md": string(),
+                "source_event_id": integer(minimum=0),
                 "importance": integer("Default 50; higher first."),
-                "memory_id": string("Explicit id (default: generated)."),
+                "memory_id": string(),
                 "status": string("Default active."),
             },
             ["scope", "kind", "title", "body_md"],
@@ -119,10 +117,8 @@ TOOLS = [
     ),
     ToolSpec(
         name="memory.summarize",
-        description="Summarise the memory entries of a task, proposal or scope.",
-        input_schema=obj(
-            {"task_id": string("Task id."), "proposal_id": string("Proposal id."), "scope": string("Scope.")}
-        ),
+        description=("Summarise the memory of a task, proposal or scope."),
+        input_schema=obj({"task_id": string(), "proposal_id": string(), "scope": string()}),
         output_schema=result({"entries": RECORDS, "summary_md": string(), "entry_count": integer()}),
         handler=summarize,
         mode="read",

@@ -12,14 +12,27 @@ from roundtable.services import proposals as proposals_service
 from roundtable.services import rollback as rollback_service
 from roundtable.services.validate import validate as validate_proposal
 from roundtable.store.records import HumanApproval, SecurityReview
+from roundtable.tools import views
 from roundtable.tools.args import opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import obj, string
+from roundtable.tools.views import DETAIL, wants_detail
 
 
 async def validate(call: Call) -> dict[str, Any]:
-    return await validate_proposal(call.runtime, call.args["proposal_id"], actor=call.actor, runs=call.run_hint)
+    out = await validate_proposal(call.runtime, call.args["proposal_id"], actor=call.actor, runs=call.run_hint)
+    if wants_detail(call.args):
+        return out
+    out = views.proposal_result(out)
+    out["votes"] = [views.vote(v) for v in out.get("votes", [])]
+    out["test_runs"] = [views.test_run_summary(t) for t in out.get("test_runs", [])]
+    out["human_approvals"] = [views.approval(a) for a in out.get("human_approvals", [])]
+    out["security_reviews"] = [views.review(r) for r in out.get("security_reviews", [])]
+    for key, slim in (("human_approval", views.approval), ("security_review", views.review)):
+        if isinstance(out.get(key), dict):
+            out[key] = slim(out[key])
+    return out
 
 
 async def apply(call: Call) -> dict[str, Any]:
@@ -76,16 +89,15 @@ async def rollback(call: Call) -> dict[str, Any]:
     }
 
 
-_PROPOSAL = string("Proposal id.")
+_PROPOSAL = string()
 
 TOOLS = [
     ToolSpec(
         name="patch.validate",
         description=(
-            "Check a proposal's current revision against every gate: claims, parse, resource "
-            "coverage, a dry-run apply, policy, votes, human approval, security review and tests."
+            "Check a proposal's current revision against every gate (claims, parse, dry-run apply, policy, votes, approval, security, tests); votes and test runs summarised unless detail."
         ),
-        input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
+        input_schema=obj({"proposal_id": _PROPOSAL, "detail": DETAIL}, ["proposal_id"]),
         output_schema={"type": "object"},
         handler=validate,
         mode="none",
@@ -100,7 +112,7 @@ TOOLS = [
         input_schema=obj(
             {
                 "proposal_id": _PROPOSAL,
-                "transaction_id": string("Explicit transaction id (default: generated)."),
+                "transaction_id": string(),
                 "run_id": string("Run to record the transaction in."),
                 "applied_by": string("Who applies."),
                 "revision": string("The revision (sha256) the operator reviewed; refused if it is no longer current."),
@@ -119,8 +131,8 @@ TOOLS = [
         input_schema=obj(
             {
                 "proposal_id": _PROPOSAL,
-                "reason_md": string("Why."),
-                "decision_id": string("Explicit decision id."),
+                "reason_md": string(),
+                "decision_id": string(),
                 "decided_by": string("Who decides."),
             },
             ["proposal_id", "reason_md"],
@@ -134,7 +146,7 @@ TOOLS = [
         name="patch.rollback",
         description="Operator only: revert an applied transaction if the files still match its after-hashes.",
         input_schema=obj(
-            {"transaction_id": string("Transaction to roll back."), "reason_md": string("Why.")}, ["transaction_id"]
+            {"transaction_id": string("Transaction to roll back."), "reason_md": string()}, ["transaction_id"]
         ),
         output_schema={"type": "object"},
         handler=rollback,

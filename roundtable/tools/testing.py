@@ -8,15 +8,17 @@ from typing import Any
 
 import anyio
 
-from roundtable.services import test_suggest
+from roundtable.services import test_exec, test_suggest
 from roundtable.services import testing as testing_service
 from roundtable.services.evidence import proposal_ref, read_revision_patch
 from roundtable.services.patches import allowances, parse_patch
+from roundtable.tools import views
 from roundtable.tools.approvals import actor_of
-from roundtable.tools.args import opt_str, record_id
+from roundtable.tools.args import opt_list, opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, boolean, obj, result, string
+from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string, strings
+from roundtable.tools.views import wants_detail
 
 
 async def get_result(call: Call) -> dict[str, Any]:
@@ -35,9 +37,19 @@ async def run(call: Call) -> dict[str, Any]:
         task_id=opt_str(args, "task_id"),
         test_run_id=record_id(args, "test_run_id"),
         unsandboxed=bool(args.get("unsandboxed", False)),
+        paths=tuple(opt_list(args, "paths")),
+        k=opt_str(args, "k"),
     )
     record, log = await testing_service.run_test(call.runtime, req, actor_of(call.caller))
-    return {"test_run": record.to_dict(), "log": log}
+    if wants_detail(args):
+        return {"test_run": record.to_dict(), "log": log}
+    tail, cut = views.log_tail(log)
+    out: dict[str, Any] = {"test_run": record.to_dict(), "log": tail}
+    if cut:
+        out["log_truncated"] = True
+        out["log_bytes"] = len(log.encode("utf-8"))
+        out["log_note"] = f"the last lines of the log; test_get_result {record.id} gives all of it"
+    return out
 
 
 async def suggest(call: Call) -> dict[str, Any]:
@@ -55,9 +67,8 @@ async def suggest(call: Call) -> dict[str, Any]:
             "task_id": task_id,
             "proposal_id": proposal_id,
             "commands": [c.name for c in allowed],
-            "suggestions": [
-                {"command": c.name, "marker": c.source, "language": "", "argv": list(c.argv)} for c in allowed
-            ],
+            "suggestions": [_configured(c) for c in allowed],
+            **await _for_policy(call, {c.name for c in allowed}),
         }
     touched: list[str] | None = None
     if proposal_id:
@@ -79,6 +90,34 @@ async def suggest(call: Call) -> dict[str, Any]:
         "proposal_id": proposal_id,
         "commands": [s.command for s in found],
         "suggestions": [s.to_dict() for s in found],
+        **await _for_policy(call, set()),
+    }
+
+
+def _configured(command: test_exec.Command) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "command": command.name,
+        "marker": command.source,
+        "language": "",
+        "argv": list(command.argv),
+    }
+    if command.takes:
+        out["takes"] = command.takes
+    return out
+
+
+async def _for_policy(call: Call, configured: set[str]) -> dict[str, Any]:
+    """For the operator: commands they could add under tests.commands (those not configured yet).
+    Agents, who cannot enable them, are not sent them."""
+    if not call.caller.is_operator:
+        return {}
+    root = call.runtime.root
+    found = [c for c in await anyio.to_thread.run_sync(test_suggest.for_policy, root) if c.name not in configured]
+    if not found:
+        return {}
+    return {
+        "for_operator": [c.to_dict() for c in found],
+        "for_operator_note": "not runnable until the operator adds them under tests.commands in POLICIES.ROUNDTABLE.md",
     }
 
 
@@ -97,8 +136,8 @@ async def evidence_submit(call: Call) -> dict[str, Any]:
 TOOLS = [
     ToolSpec(
         name="test.get_result",
-        description="Fetch one test run with its status, exit code and stored log.",
-        input_schema=obj({"test_run_id": string("Test run id, e.g. TR-...")}, ["test_run_id"]),
+        description=("One test run: status, exit code and the whole log."),
+        input_schema=obj({"test_run_id": string()}, ["test_run_id"]),
         output_schema=result(
             {"test_run": RECORD, "log": string(), "log_error": string("Why the log could not be read.")},
             required=["test_run", "log"],
@@ -111,45 +150,53 @@ TOOLS = [
     ToolSpec(
         name="test.run",
         description=(
-            "Run one of the test commands the operator configured (tests.commands in "
-            "POLICIES.ROUNDTABLE.md; by default those test.suggest lists from the repository's "
-            "markers): give its name or its exact argument string; anything else is refused with "
-            "the allowed list. The command runs on a scratch worktree of the current tree with the "
-            "proposal's current revision applied, in a sandbox (no network, only the worktree "
-            "writable, home and .roundtable absent, memory limit). Timeout 600 s by default, "
-            "output capped at 1 MiB. A failing test is a result (status failed), not an error. With "
-            "proposal_id the run is evidence for the proposal's current revision."
+            "Run one of the test commands test_suggest lists (by name or exact text) on the current tree with the proposal's revision applied, sandboxed. A failing test is status failed, not an error; with proposal_id the run is evidence for its current revision."
         ),
         input_schema=obj(
             {
-                "command": string("A configured test command, by name or exact text, e.g. make test."),
-                "proposal_id": string("Proposal the run is evidence for (its patch is applied)."),
-                "task_id": string("Task concerned (default: the proposal's)."),
-                "test_run_id": string("Explicit id (default: generated); must be new."),
+                "command": string("A command test_suggest lists, by name or exact text."),
+                "proposal_id": string("Its current revision is applied; the run is its evidence."),
+                "task_id": string(),
+                "test_run_id": string(),
                 "unsandboxed": boolean(
                     "Operator only, after confirming: run without a sandbox when none works on this machine."
                 ),
+                "paths": strings("Only these files or tests (path or path::test), if the command takes paths."),
+                "k": string("Only tests matching this expression (pytest -k), if the command takes k."),
+                "detail": boolean("The whole log, not its tail."),
             },
             ["command"],
         ),
-        output_schema=result({"test_run": RECORD, "log": string()}),
+        output_schema=result(
+            {
+                "test_run": RECORD,
+                "log": string(),
+                "log_truncated": boolean(),
+                "log_bytes": integer(),
+                "log_note": string(),
+            },
+            required=["test_run", "log"],
+        ),
         handler=run,
+        operator_args=frozenset({"unsandboxed"}),
         mode="none",
     ),
     ToolSpec(
         name="test.suggest",
         description=(
-            "List the test commands test.run accepts: those the operator configured (tests.commands "
-            "in POLICIES.ROUNDTABLE.md), else the ones the repository's own markers imply "
-            "(pyproject.toml/pytest.ini/setup.cfg, package.json scripts.test, go.mod, Cargo.toml, a "
-            "Makefile test target), narrowed to the languages of a proposal's touched files when "
-            "proposal_id is given."
+            "The test commands test_run accepts: those the operator configured, else those the repository's markers imply (narrowed to a proposal's files), and lint or type checks the operator could enable."
         ),
-        input_schema=obj(
-            {"proposal_id": string("Proposal to suggest tests for."), "task_id": string("Task concerned.")}
-        ),
+        input_schema=obj({"proposal_id": string(), "task_id": string()}),
         output_schema=result(
-            {"task_id": string(), "proposal_id": string(), "commands": {"type": "array"}, "suggestions": RECORDS}
+            {
+                "task_id": string(),
+                "proposal_id": string(),
+                "commands": {"type": "array"},
+                "suggestions": RECORDS,
+                "for_operator": RECORDS,
+                "for_operator_note": string(),
+            },
+            required=["task_id", "proposal_id", "commands", "suggestions"],
         ),
         handler=suggest,
         mode="none",

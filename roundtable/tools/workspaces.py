@@ -11,6 +11,7 @@ from typing import Any
 from roundtable.domain import Risk
 from roundtable.errors import ValidationError
 from roundtable.services import workspaces as service
+from roundtable.tools import views
 from roundtable.tools.args import opt_bool, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
@@ -45,7 +46,7 @@ async def propose(call: Call) -> dict[str, Any]:
         session_id=call.session_id,
         proposed_by=call.actor if call.caller.is_internal else "",
     )
-    return await service.propose(call.runtime, request, actor=call.actor, runs=call.run_hint)
+    return views.proposal_result(await service.propose(call.runtime, request, actor=call.actor, runs=call.run_hint))
 
 
 async def sync(call: Call) -> dict[str, Any]:
@@ -96,7 +97,7 @@ async def record_unproposed(call: Call) -> dict[str, Any]:
     )
 
 
-_TASK = string("The task the workspace serves.")
+_TASK = string()
 _AGENT = string("The agent (default: the agent your credential names; agents may not name another).")
 _WORKSPACE = {"workspace": RECORD, "created": boolean()}
 
@@ -104,10 +105,9 @@ TOOLS = [
     ToolSpec(
         name="workspace.propose",
         description=(
-            "Propose the changes in your workspace (the git worktree you edit with your own tools) "
-            "as a revision: a new proposal (title and summary_md needed) or a new revision of your "
-            "open proposal for the task. Paths you touched are claimed for you where nobody else "
-            "holds them. Returns the proposal and a diffstat."
+            "Propose what you changed in your workspace (your git worktree): a new proposal (title and "
+            "summary_md needed) or a new revision of your open one for the task. Touched paths are "
+            "claimed for you where nobody holds them. Returns the proposal and a diffstat."
         ),
         input_schema=obj(
             {

@@ -147,7 +147,10 @@ async def test_suspended_claim_no_longer_covers(env: Env) -> None:
 
 
 def _proposal(env: Env, old: str, new: str) -> dict[str, Any]:
-    patch = f"--- a/src/a.py\n+++ b/src/a.py\n@@ -1,2 +1,2 @@\n def f():\n-    return {old}\n+    return {new}\n"
+    # Against the full SOURCE a hunk needs its trailing context (line 3 is blank); against the
+    # two-line file written later it must end at the end of the file.
+    counts, tail = ("-1,3 +1,3", " \n") if old == "1" else ("-1,2 +1,2", "")
+    patch = f"--- a/src/a.py\n+++ b/src/a.py\n@@ {counts} @@\n def f():\n-    return {old}\n+    return {new}\n{tail}"
     return {
         "task_id": env.task_id,
         "agent_id": "implementer-1",

@@ -172,7 +172,8 @@ async def test_bridge_start_time(owner: Owner) -> None:
     await _recv(proc)
     listed = await _recv(proc)
     elapsed = time.perf_counter() - start
-    assert listed["id"] == 2 and len(listed["result"]["tools"]) == 6
+    # The project credential is unbound: it is shown the read-only tools, the only ones it may call.
+    assert listed["id"] == 2 and [t["name"] for t in listed["result"]["tools"]] == ["test_echo"]
     assert elapsed < 2.0
     assert proc.stdin is not None
     proc.stdin.close()

@@ -1,0 +1,110 @@
+"""Results sized for the agent that reads them.
+
+The tools keep the reference's top-level keys, but what fills them is what an agent needs to act:
+a proposal without the store's bookkeeping (`workspace_id`, `deliberation_id`, `patch_path`, …),
+revisions as one line each, votes and test runs as summaries, a test log as its tail with the way
+to the whole. Every tool that trims takes `detail: true` for the full records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roundtable.tools.schema import Schema, boolean
+
+# Proposal columns that are the store's bookkeeping, not something an agent acts on.
+INTERNAL_PROPOSAL_FIELDS = (
+    "workspace_id",
+    "deliberation_id",
+    "patch_path",
+    "proposer_session_id",
+    "expected_tests_json",
+    "base_revision",
+    "transaction_state",
+)
+REASON_CHARS = 300  # a vote's reason in a summary
+LOG_TAIL_LINES = 40
+LOG_TAIL_BYTES = 4096
+
+DETAIL: Schema = boolean("Full records, not summaries.")
+
+
+def wants_detail(args: dict[str, Any]) -> bool:
+    return args.get("detail") is True
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def proposal(record: dict[str, Any]) -> dict[str, Any]:
+    """A proposal without the store's bookkeeping."""
+    return {k: v for k, v in record.items() if k not in INTERNAL_PROPOSAL_FIELDS}
+
+
+def resources(links: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Proposal links without the proposal id every one of them repeats."""
+    return [{k: v for k, v in link.items() if k != "proposal_id"} for link in links]
+
+
+def proposal_result(out: dict[str, Any]) -> dict[str, Any]:
+    """A `{proposal, proposal_resources, …}` result with both trimmed (other keys kept)."""
+    slim = dict(out)
+    if isinstance(slim.get("proposal"), dict):
+        slim["proposal"] = proposal(slim["proposal"])
+    if isinstance(slim.get("proposal_resources"), list):
+        slim["proposal_resources"] = resources(slim["proposal_resources"])
+    return slim
+
+
+def revision(record: dict[str, Any], files: list[str]) -> dict[str, Any]:
+    """One revision as a line: its number, hash, author, time and files."""
+    return {
+        "number": record.get("number"),
+        "sha256": record.get("sha256"),
+        "agent_id": record.get("agent_id"),
+        "created_at": record.get("created_at"),
+        "files": files,
+    }
+
+
+def vote(record: dict[str, Any]) -> dict[str, Any]:
+    out = {
+        "id": record.get("id"),
+        "agent_id": record.get("agent_id"),
+        "vote": record.get("vote"),
+        "confidence": record.get("confidence"),
+        "reason_md": _clip(str(record.get("reason_md") or ""), REASON_CHARS),
+        "revision": record.get("revision"),
+    }
+    if "current" in record:
+        out["current"] = record["current"]
+    return out
+
+
+def test_run_summary(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: record.get(key)
+        for key in ("id", "command", "status", "exit_code", "revision", "agent_id", "finished_at")
+        if key in record
+    }
+
+
+def approval(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: record.get(key) for key in ("id", "status", "decided_by", "revision", "override_policy") if key in record
+    }
+
+
+def review(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: record.get(key) for key in ("id", "status", "reviewer_id", "revision", "summary_md") if key in record}
+
+
+def log_tail(log: str) -> tuple[str, bool]:
+    """The last lines of a log (at most `LOG_TAIL_LINES` and `LOG_TAIL_BYTES`), and whether
+    anything was cut."""
+    lines = log.splitlines(keepends=True)
+    tail = "".join(lines[-LOG_TAIL_LINES:])
+    if len(tail) > LOG_TAIL_BYTES:
+        tail = tail[-LOG_TAIL_BYTES:]
+    return tail, tail != log
