@@ -1,12 +1,23 @@
 # Two commands for a new user: `make run` and `make test`. Both build .venv from pyproject.toml.
+# `make install` puts a `roundtable` command on your PATH for use in your own repositories.
 PYTHON ?= python3
+# `make install`: a virtual environment of its own under $(PREFIX)/lib/roundtable, linked from
+# $(PREFIX)/bin/roundtable (pipx install . / uv tool install . do the same where you have them).
+PREFIX ?= $(HOME)/.local
+INSTALL_VENV := $(PREFIX)/lib/roundtable
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 DEMO := demo
 
-.PHONY: run test lint bench soak clean constraints e2e-harness
+.PHONY: help run test install lint bench soak clean constraints e2e-harness
+
+help:
+	@echo "make run      the demo: a console with scripted agents (builds .venv)"
+	@echo "make test     lint and the test suite (builds .venv with the dev tools)"
+	@echo "make install  the roundtable command for your own projects: PREFIX=$(PREFIX) gives"
+	@echo "              $(INSTALL_VENV) (its own venv) and the link $(PREFIX)/bin/roundtable"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +34,15 @@ $(DEV_STAMP): pyproject.toml constraints.txt | $(BIN)/python
 
 run: $(STAMP)
 	$(BIN)/python -m roundtable.demo --root $(DEMO)
+
+install:
+	$(PYTHON) -m venv $(INSTALL_VENV)
+	$(INSTALL_VENV)/bin/pip install --quiet --upgrade pip
+	$(INSTALL_VENV)/bin/pip install --quiet -c constraints.txt .
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(INSTALL_VENV)/bin/roundtable $(PREFIX)/bin/roundtable
+	@echo "installed $(PREFIX)/bin/roundtable ($$($(PREFIX)/bin/roundtable --version))"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "add $(PREFIX)/bin to your PATH";; esac
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check roundtable tests bench

@@ -1,4 +1,8 @@
-"""The owner's MCP URL from `.roundtable/config.yaml`, read fast for the stdio bridge.
+"""The owner's MCP URL, read fast for the stdio bridge (and the CLI, `doctor`, `wait`).
+
+Where the owner listens, in order: `ROUNDTABLE_HTTP_ADDRESS` (CI and scripts), the address a
+running owner wrote to `.roundtable/owner.json` (0600: it may have taken a free port because the
+default was held by another project's owner), then `mcp.http_address` in the config.
 
 A harness starts a bridge (`roundtable mcp stdio`) for every agent session, and its start-up
 budget is about 250 ms; importing pydantic and building the configuration models alone costs
@@ -11,13 +15,43 @@ or the file cannot be read, the bridge goes through `load_config` and reports it
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 CONFIG_RELATIVE_PATH = Path(".roundtable") / "config.yaml"
+OWNER_FILE = Path(".roundtable") / "owner.json"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:7117"
+ADDRESS_ENV = "ROUNDTABLE_HTTP_ADDRESS"
+
+
+def override_address() -> str:
+    """`ROUNDTABLE_HTTP_ADDRESS` when set (a `ConfigError`-free check: '' when unset)."""
+    return os.environ.get(ADDRESS_ENV, "").strip()
+
+
+def running_address(root: Path | str) -> str:
+    """The address the project's running owner wrote to `.roundtable/owner.json`, or '' (no
+    file, unreadable, or its process is gone)."""
+    try:
+        data = json.loads((Path(root) / OWNER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    address, pid = data.get("http_address"), data.get("pid")
+    if not isinstance(address, str) or address_problem(address) or not isinstance(pid, int) or pid <= 0:
+        return ""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return ""
+    except PermissionError:
+        pass
+    return address
 
 
 def address_problem(address: str) -> str:
@@ -52,13 +86,15 @@ def bridge_url(root: Path | str) -> str:
     file is missing, unreadable, or these keys are invalid."""
     mcp = _mcp_section(Path(root) / CONFIG_RELATIVE_PATH)
     if mcp is not None:
-        address = mcp.get("http_address", DEFAULT_HTTP_ADDRESS)
+        address = override_address() or running_address(root) or mcp.get("http_address", DEFAULT_HTTP_ADDRESS)
         cert, key = mcp.get("tls_cert_file", ""), mcp.get("tls_key_file", "")
         if all(isinstance(v, str) for v in (address, cert, key)) and not address_problem(address):
             return http_url(address, cert, key)
     from roundtable.config import load_config  # the slow path, for its error message
 
-    return load_config(root).http_url()
+    config = load_config(root)
+    address = override_address() or running_address(root) or config.mcp.http_address
+    return http_url(address, config.mcp.tls_cert_file, config.mcp.tls_key_file)
 
 
 def _mcp_section(path: Path) -> dict[str, Any] | None:

@@ -124,6 +124,21 @@ async def select_run(runtime: Any, *, goal: str, resume: bool, run_id: str = "")
     return dict(result["run"])
 
 
+def _bindable(host: str, port: int) -> bool:
+    """Whether `host:port` can be listened on now (as the HTTP server binds: SO_REUSEADDR)."""
+    import socket as _socket
+
+    sock = _socket.socket(_socket.AF_INET6 if ":" in host else _socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
 def _check_initialised(root: Path) -> None:
     """Refuse a root that does not exist or was never initialised, creating nothing (taking the
     lock would create `.roundtable/owner.lock` in a project `init` has not set up)."""
@@ -170,6 +185,8 @@ class Owner:
         self._want_supervisor = chair if supervisor is None else supervisor
         self.supervisor: Any = None
         self.preflight_lines: list[str] = []  # agents that cannot run here (`_preflight`)
+        self.address_note = ""  # why the HTTP listener is not on the default address
+        self._owner_file: Path | None = None
         # The autopilot's dispatcher, beside the supervisor (issue 15). `autopilot` True/False
         # forces it on or off at start; None follows `autopilot.mode` in the config.
         self.dispatcher: Dispatcher | None = None
@@ -268,7 +285,8 @@ class Owner:
             # Validate the HTTP options before anything listens (system.md §7.6.1 step 4).
             from roundtable.server.http import HttpServer, http_options
 
-            options = http_options(self.root, config, address=self._http_address_override)
+            address = await self._http_address(config)
+            options = http_options(self.root, config, address=address)
             self.http = HttpServer(self.runtime, options, health=self.health, log=self.say)
         if self._want_socket:
             from roundtable.server.socket import SocketServer
@@ -278,6 +296,7 @@ class Owner:
             await self.socket.start()
         if self.http is not None:
             await self.http.start()
+            self._write_owner_file()
             if self.http.options.auth == "none":
                 self.say(NO_AUTH_WARNING.format(url=self.http.url))
         self._watch_task = asyncio.create_task(self._watch_database(), name="roundtable-db-watch")
@@ -297,6 +316,52 @@ class Owner:
             self._log_launch_failures(self.supervisor)
             self._preflight()
             self._start_dispatcher()
+
+    async def _http_address(self, config: Any) -> str | None:
+        """The address to listen on: the override (`--http-address`, `ROUNDTABLE_HTTP_ADDRESS`),
+        else the config's. Only the built-in default gives way: when another program (another
+        project's owner) holds it, a free loopback port is taken (`address_note` says so, and
+        `.roundtable/owner.json` tells this project's bridges, CLI and doctor where it is).
+        An address the config sets is honoured exactly."""
+        from roundtable.endpoint import DEFAULT_HTTP_ADDRESS
+
+        if self._http_address_override is not None or config.mcp.http_address != DEFAULT_HTTP_ADDRESS:
+            return self._http_address_override
+        host, _, port = DEFAULT_HTTP_ADDRESS.rpartition(":")
+        if _bindable(host, int(port)):
+            return None
+        from roundtable.server.http import describe_holder
+
+        holder = await describe_holder(host, int(port)) or "another program"
+        self.address_note = f"{DEFAULT_HTTP_ADDRESS} is held by {holder}, so this owner took a free port"
+        return f"{host}:0"
+
+    def _write_owner_file(self) -> None:
+        """`.roundtable/owner.json` (0600): where this owner listens, for the project's bridges,
+        CLI and doctor; removed when the owner stops."""
+        import json
+
+        from roundtable.atomic import write_atomic_bytes
+        from roundtable.endpoint import OWNER_FILE
+
+        record = {"pid": os.getpid(), "http_address": self.http_address, "url": self.http_url}
+        try:
+            write_atomic_bytes(self.root / OWNER_FILE, json.dumps(record).encode(), 0o600, sync=False)
+            self._owner_file = self.root / OWNER_FILE
+        except OSError as exc:
+            self.say(f"roundtable: cannot write {OWNER_FILE} ({exc.strerror}); bridges read the configured address")
+
+    def _remove_owner_file(self) -> None:
+        path, self._owner_file = self._owner_file, None
+        if path is None:
+            return
+        import json
+
+        try:
+            if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
 
     def _preflight(self) -> None:
         """Which agents cannot run under this owner, and why (`preflight_lines`; whoever hosts the
@@ -426,6 +491,7 @@ class Owner:
         if self.socket is not None:
             await self._step(self.socket.close(drain_timeout=self.drain_timeout), "socket")
         if self.http is not None:
+            self._remove_owner_file()
             await self._step(self.http.stop(drain_timeout=self.drain_timeout), "http")
         if self._chair_task is not None:
             self._chair_task.cancel()

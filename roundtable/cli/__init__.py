@@ -43,6 +43,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check the setup end to end (config, policy, owner, harness configs, a bridge round trip).",
     ),
     "tokens": ("roundtable.cli.tokens_cmd", "tokens", "Create or revoke HTTP bearer tokens."),
+    "approvals": ("roundtable.cli.approvals_cmd", "approvals", "List approvals waiting for you; approve or deny one."),
+    "apply": ("roundtable.cli.approvals_cmd", "apply", "Apply an approved proposal (every gate checked again)."),
+    "wait": ("roundtable.cli.wait_cmd", "wait", "Wait until this project's owner answers (--ready; for CI)."),
     "workspaces": (
         "roundtable.cli.workspaces_cmd",
         "workspaces",

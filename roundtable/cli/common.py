@@ -17,12 +17,52 @@ from roundtable.errors import RoundtableError
 P = ParamSpec("P")
 T = TypeVar("T")
 
+
+def find_project(start: Path) -> Path | None:
+    """The nearest directory from `start` upwards that holds a roundtable project
+    (`.roundtable/config.yaml`), as git finds `.git/`; None when there is none."""
+    here = start.absolute()
+    for candidate in (here, *here.parents):
+        if (candidate / ".roundtable" / "config.yaml").is_file():
+            return candidate
+    return None
+
+
+def _discover_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
+    """`--root` as given, else the nearest project above the working directory, else `.`."""
+    if value is not None:
+        return value
+    return find_project(Path.cwd()) or Path(".")
+
+
 root_option = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Project root.",
+    default=None,
+    callback=_discover_root,
+    help="Project root (default: the nearest directory upwards with .roundtable/, as git finds .git/).",
+)
+
+
+def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from roundtable.endpoint import address_problem
+
+    if value is None or not value.strip():
+        return None
+    problem = address_problem(value)
+    if problem:
+        raise click.BadParameter(problem)
+    return value.strip()
+
+
+http_address_option = click.option(
+    "--http-address",
+    "http_address",
+    envvar="ROUNDTABLE_HTTP_ADDRESS",
+    default=None,
+    callback=_address,
+    help="Listen here instead of mcp.http_address (e.g. 127.0.0.1:0 for a free port); "
+    "also ROUNDTABLE_HTTP_ADDRESS. The bound address goes to .roundtable/owner.json.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 

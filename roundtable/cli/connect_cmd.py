@@ -27,13 +27,14 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from roundtable.cli.common import fail, handle_errors, root_option, run_async
+from roundtable.cli.common import fail, handle_errors, json_option, print_json, root_option, run_async
 
 # sockaddr_un.sun_path holds 108 bytes on Linux including the terminating NUL.
 MAX_SOCKET_PATH = 107
@@ -574,7 +575,9 @@ def diagnose(root: Path) -> list[Finding]:
     else:
         found.append(Finding(True, f"socket path length is fine ({length} bytes)"))
     pid = _owner_pid(root)
-    address = config.mcp.http_address
+    from roundtable.endpoint import override_address, running_address
+
+    address = override_address() or running_address(root) or config.mcp.http_address
     in_use = _port_in_use(address)
     owner_ok = False
     if pid:
@@ -663,12 +666,24 @@ def _agent_findings(config: Any, root: Path) -> list[Finding]:
 
 @click.command()
 @root_option
+@json_option
 @handle_errors
-def doctor(root: Path) -> None:
+def doctor(root: Path, as_json: bool) -> None:
     """Check git, configuration, policy, socket path, port, owner, credentials and each harness's
     configuration (starting its bridge when an owner runs); print fixes. Exit 1 only for problems."""
     problems = 0
-    for finding in diagnose(root):
+    findings = diagnose(root)
+    if as_json:
+        rows = [
+            {"status": "note" if f.note else "ok" if f.ok else "problem", "what": f.what, "fix": f.fix}
+            for f in findings
+        ]
+        problems = sum(1 for row in rows if row["status"] == "problem")
+        print_json({"ok": not problems, "problems": problems, "findings": rows})
+        if problems:
+            sys.exit(1)
+        return
+    for finding in findings:
         if finding.note:
             click.echo(f"note     {finding.what}")
         elif finding.ok:

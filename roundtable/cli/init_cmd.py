@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from roundtable.cli.common import handle_errors, root_option
+from roundtable.cli.common import fail, find_project, handle_errors
 
 
 def in_git_work_tree(root: Path) -> bool:
@@ -40,13 +40,30 @@ def next_steps(root: Path, *, git: bool) -> list[str]:
 
 
 @click.command()
-@root_option
-@click.option("--force", is_flag=True, help="Overwrite existing starter files (the project id and database are kept).")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Directory to make a project of.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Overwrite existing starter files (the project id and database are kept); "
+    "also create a project nested inside another one.",
+)
 @handle_errors
 def init(root: Path, force: bool) -> None:
     """Scaffold .roundtable/, the config, policies, protocol files and MCP assets."""
     from roundtable.scaffold import ignore_state_dir, init_project
 
+    enclosing = find_project(root.absolute().parent)
+    if enclosing is not None and not force:
+        fail(
+            f"{root.absolute()} is inside the roundtable project {enclosing.resolve()}: commands run here already "
+            f"use it; run `roundtable init --force` to create a separate project nested in it"
+        )
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
     git = in_git_work_tree(root)

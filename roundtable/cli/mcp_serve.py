@@ -7,13 +7,14 @@ from typing import Any
 
 import click
 
-from roundtable.cli.common import handle_errors, root_option, run_async
+from roundtable.cli.common import handle_errors, http_address_option, root_option, run_async
 
 
 @click.command()
 @root_option
+@http_address_option
 @handle_errors
-def serve(root: Path) -> None:
+def serve(root: Path, http_address: str | None) -> None:
     """Serve the tools over Streamable HTTP and the legacy socket until SIGINT/SIGTERM."""
     from roundtable.cli.owner_run import serve_forever
     from roundtable.config import load_config
@@ -23,6 +24,11 @@ def serve(root: Path) -> None:
     def ready(owner: Any) -> str:
         return (
             f"roundtable mcp serve listening on {owner.http_url} and {config.mcp.transport}://{config.mcp.socket_path}"
+            + (f" ({owner.address_note}; written to .roundtable/owner.json)" if owner.address_note else "")
         )
 
-    run_async(serve_forever(root, chair=False, ready=ready, stopped_line="roundtable mcp serve stopped"))
+    run_async(
+        serve_forever(
+            root, chair=False, ready=ready, stopped_line="roundtable mcp serve stopped", http_address=http_address
+        )
+    )

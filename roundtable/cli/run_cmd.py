@@ -8,12 +8,13 @@ for; headless, the run is driven until it waits for the operator (`cli/run_autop
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundtable.cli.common import fail, handle_errors, root_option, run_async
+from roundtable.cli.common import handle_errors, root_option, run_async
 from roundtable.config import format_duration, parse_duration
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ async def headless(
     echo: Any = click.echo,
     retry_backoff: float | None = None,
     max_consecutive_errors: int | None = None,
+    summary: dict[str, Any] | None = None,
 ) -> chair_types.LoopResult:
     """Take the owner lock (no listeners), select or create the run, tick, snapshot."""
     from roundtable import chair
@@ -78,6 +80,8 @@ async def headless(
         echo(
             f"run {run.id} is {result.status} after {result.iterations} tick(s) ({result.reason}); snapshot {snapshot}"
         )
+        if summary is not None:
+            summary.update(run_id=run.id, snapshot=snapshot)
         return result
 
 
@@ -92,6 +96,7 @@ async def headless_autopilot(
     overrides: Overrides,
     echo: Any = click.echo,
     dispatcher_options: dict[str, Any] | None = None,
+    summary: dict[str, Any] | None = None,
 ) -> Any:
     """The owner with the supervisor and the dispatcher on (no listeners), the run selected or
     created, driven until it waits for the operator (`cli/run_autopilot.py`), then a snapshot."""
@@ -129,6 +134,8 @@ async def headless_autopilot(
             + (f": {result.error}" if result.error else "")
             + f"); snapshot {snapshot}"
         )
+        if summary is not None:
+            summary.update(run_id=run.id, snapshot=snapshot)
         return result
 
 
@@ -171,6 +178,12 @@ async def headless_autopilot(
 @click.option(
     "--max-consecutive-errors", type=int, default=None, help="Autopilot: stop after this many failed sessions in a row."
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Headless: print a JSON summary on stdout at the end (progress goes to stderr).",
+)
 @handle_errors
 def run(
     root: Path,
@@ -186,8 +199,13 @@ def run(
     max_iterations: int | None,
     retry_backoff: float | None,
     max_consecutive_errors: int | None,
+    as_json: bool,
 ) -> None:
-    """Chair a run: the operator's console with the Chair loop, or --headless ticks."""
+    """Chair a run: the operator's console with the Chair loop, or --headless ticks.
+
+    Headless exit status: 0 when the run waits for the operator or is completed (or the ticks
+    ran out with work left), 3 when it is blocked (or its autopilot reached a limit), 1 on an
+    error (the loop failed, the autopilot stopped itself)."""
     if run_id:
         from roundtable.clock import is_valid_id
 
@@ -208,13 +226,17 @@ def run(
         retry_backoff_seconds=retry_backoff,
         max_consecutive_failures=max_consecutive_errors or None,
     )
+    if as_json and not headless:
+        raise click.UsageError("--json needs --headless")
     if headless and autopilot:
-        run_async(_autopilot_entry(root, goal, run_id, resume, ticks or 0, interval, overrides))
-        return
+        outcome = run_async(_autopilot_entry(root, goal, run_id, resume, ticks or 0, interval, overrides, as_json))
+        _finish_headless(outcome, as_json)
     if headless:
         count = ticks if ticks is not None else (max_iterations or 1)
-        run_async(_headless_entry(root, goal, run_id, resume, count, interval, retry_backoff, max_consecutive_errors))
-        return
+        outcome = run_async(
+            _headless_entry(root, goal, run_id, resume, count, interval, retry_backoff, max_consecutive_errors, as_json)
+        )
+        _finish_headless(outcome, as_json)
     from roundtable.tui.launch import run_console  # Textual loads only for the console
 
     run_console(
@@ -229,6 +251,34 @@ def run(
     )
 
 
+# `run --headless` exit statuses (README "CI").
+EXIT_OK = 0  # waiting for the operator, completed, or the ticks ran out with work left
+EXIT_ERROR = 1  # the loop failed or the autopilot stopped itself
+EXIT_BLOCKED = 3  # the run is blocked (or the autopilot reached a limit with work left)
+
+
+def exit_status(status: str, reason: str, error: str) -> int:
+    """The exit status of a headless run that ended with `status` for `reason`."""
+    if error or reason == "autopilot_stopped":
+        return EXIT_ERROR
+    return EXIT_BLOCKED if status == "blocked" else EXIT_OK
+
+
+def _finish_headless(outcome: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        import json
+
+        click.echo(json.dumps(outcome, ensure_ascii=False))
+    elif outcome["exit_code"] == EXIT_ERROR:
+        click.echo(f"roundtable: {outcome['error'] or outcome['reason']}", err=True)
+    sys.exit(outcome["exit_code"])
+
+
+def _progress(as_json: bool) -> Any:
+    """Where progress lines go: stdout, or stderr when stdout carries the JSON summary."""
+    return (lambda line: click.echo(line, err=True)) if as_json else click.echo
+
+
 async def _headless_entry(
     root: Path,
     goal: str,
@@ -238,7 +288,9 @@ async def _headless_entry(
     interval: float | None,
     retry_backoff: float | None,
     max_consecutive_errors: int | None,
-) -> None:
+    as_json: bool = False,
+) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
     result = await headless(
         root,
         goal=goal,
@@ -248,16 +300,51 @@ async def _headless_entry(
         interval=interval,
         retry_backoff=retry_backoff,
         max_consecutive_errors=max_consecutive_errors,
+        echo=_progress(as_json),
+        summary=summary,
     )
-    if result.error:
-        fail(f"orchestrator stopped after {result.iterations} iterations: {result.error}")
+    error = f"orchestrator stopped after {result.iterations} iterations: {result.error}" if result.error else ""
+    return {
+        **summary,
+        "status": result.status,
+        "reason": result.reason,
+        "iterations": result.iterations,
+        "error": error,
+        "exit_code": exit_status(result.status, result.reason, error),
+    }
 
 
 async def _autopilot_entry(
-    root: Path, goal: str, run_id: str, resume: bool, ticks: int, interval: float | None, overrides: Overrides
-) -> None:
+    root: Path,
+    goal: str,
+    run_id: str,
+    resume: bool,
+    ticks: int,
+    interval: float | None,
+    overrides: Overrides,
+    as_json: bool = False,
+) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
     result = await headless_autopilot(
-        root, goal=goal, run_id=run_id, resume=resume, ticks=ticks, interval=interval, overrides=overrides
+        root,
+        goal=goal,
+        run_id=run_id,
+        resume=resume,
+        ticks=ticks,
+        interval=interval,
+        overrides=overrides,
+        echo=_progress(as_json),
+        summary=summary,
     )
-    if result.reason == "autopilot_stopped":
-        fail(f"autopilot stopped: {result.error}")
+    error = f"autopilot stopped: {result.error}" if result.reason == "autopilot_stopped" else ""
+    code = exit_status(result.status, result.reason, error)
+    if result.reason == "iteration_limit" and result.status == "active":
+        code = EXIT_BLOCKED  # the autopilot may launch no more: it needs the operator's limits
+    return {
+        **summary,
+        "status": result.status,
+        "reason": result.reason,
+        "seconds": round(result.seconds, 1),
+        "error": error,
+        "exit_code": code,
+    }

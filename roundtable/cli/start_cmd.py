@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from roundtable.cli.common import fail, handle_errors, root_option, run_async
+from roundtable.cli.common import fail, handle_errors, http_address_option, root_option, run_async
 
 
 @click.command()
@@ -26,8 +26,9 @@ from roundtable.cli.common import fail, handle_errors, root_option, run_async
     help="Launch the agents the work calls for (the dispatcher on; default: the config's autopilot.mode).",
 )
 @click.option("--goal", default="", help="Create an active run with this goal once the owner is ready.")
+@http_address_option
 @handle_errors
-def start(root: Path, interval: str, autopilot: bool, goal: str) -> None:
+def start(root: Path, interval: str, autopilot: bool, goal: str, http_address: str | None) -> None:
     """Run the owner in the foreground: HTTP, socket and the Chair loop."""
     from roundtable.cli.owner_run import serve_forever
     from roundtable.config import format_duration, load_config, parse_duration
@@ -54,6 +55,7 @@ def start(root: Path, interval: str, autopilot: bool, goal: str) -> None:
             f"roundtable coordinator ready; project={root.resolve()} http={owner.http_url} "
             f"socket={config.mcp.socket_path} interval={format_duration(tick)}"
             + (" autopilot=on" if owner.dispatcher is not None and owner.dispatcher.enabled else "")
+            + (f" ({owner.address_note}; written to .roundtable/owner.json)" if owner.address_note else "")
         )
 
     async def create_run(owner: Any) -> None:
@@ -72,5 +74,6 @@ def start(root: Path, interval: str, autopilot: bool, goal: str) -> None:
             chair_interval=tick if interval else None,
             autopilot=True if autopilot else None,
             after_ready=create_run if goal.strip() else None,
+            http_address=http_address,
         )
     )

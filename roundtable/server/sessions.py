@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -33,7 +32,7 @@ from roundtable.runtime import Runtime
 from roundtable.server import mcp_adapter, resources
 from roundtable.server.embedded import Embedded, EmbeddedStartError
 from roundtable.server.guard import CapabilityBackend, authenticated
-from roundtable.services import capabilities
+from roundtable.services import capabilities, session_scope
 from roundtable.services.redact import redact
 from roundtable.store.db import ACTING
 from roundtable.store.records import SessionCapability
@@ -199,13 +198,7 @@ class CapabilityPrincipal:
         if cap is None:
             return None
         async with self.runtime.db.read() as reader:
-            raw = await reader.scalar("SELECT readable_paths_json FROM tasks WHERE id = ?", (cap.task_id,))
-        try:
-            readable = json.loads(raw or "[]")
-        except ValueError:
-            readable = []
-        paths = tuple(str(p) for p in readable if isinstance(p, str)) if isinstance(readable, list) else ()
-        self.bound = resources.Bound.of(cap, paths)
+            self.bound = await session_scope.load(reader, cap)
         self.caller = Caller("agent", "session", agent_id=cap.agent_id, session_id=cap.session_id, capability=cap)
         return self.bound
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 import secrets
 from dataclasses import dataclass
@@ -26,7 +25,15 @@ import anyio
 from roundtable import clock
 from roundtable.errors import PermissionDenied
 from roundtable.services.claims import parse_resource_id
-from roundtable.services.session_scope import OutOfScope, Scope, check_read, clean_path, in_readable, within
+from roundtable.services.session_scope import (
+    OutOfScope,
+    Scope,
+    check_read,
+    clean_path,
+    in_readable,
+    parse_readable,
+    within,
+)
 from roundtable.store.db import Database, Reader, Tx
 from roundtable.store.records import AgentSession, Claim, Proposal, SessionCapability, Task
 
@@ -393,11 +400,7 @@ async def check_call(
 
 
 def _readable_paths(task: Task) -> list[str]:
-    try:
-        value = json.loads(task.readable_paths_json or "[]")
-    except ValueError:
-        return []
-    return [str(p) for p in value if isinstance(p, str) and p] if isinstance(value, list) else []
+    return parse_readable(task.readable_paths_json)
 
 
 def _claim_path(resource_id: str, path: str) -> tuple[str, str]:

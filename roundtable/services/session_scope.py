@@ -8,7 +8,7 @@ also need a claim: `capabilities.check_call`). Shared knowledge — memory and t
 not scoped.
 
 `Scope` says it for one session. `check_read` refuses a call that names something outside it by
-id (`capabilities.check_call` runs it before any tool, so the refusal is a `capability.denied`
+id or path (`capabilities.check_call` runs it before any tool, so the refusal is a `capability.denied`
 like any other); `condition` is the SQL that the list reads (`table.get_state`, `table.watch`,
 `task.list`, `proposal.list`) and the resource listing add, so a tool, a resource and a listing
 show the same rows.
@@ -16,6 +16,7 @@ show the same rows.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -118,9 +119,19 @@ _OWNER_SQL: dict[str, str] = {
 }
 
 
+# Reads of one resource record (a path, its hash): the path must be one the session may read.
+_RESOURCE_READS = frozenset({"resource.get"})
+
+
 async def check_read(reader: Reader | Tx, scope: Scope, tool: str, args: dict[str, Any]) -> None:
     """Refuse (`OutOfScope`) a call whose arguments name a proposal, test run or approval of
-    another task. An id that names nothing passes: the tool itself says it is not found."""
+    another task, or a resource outside the readable paths. An id that names nothing passes: the
+    tool itself says it is not found."""
+    resource_id = args.get("resource_id")
+    if tool in _RESOURCE_READS and isinstance(resource_id, str) and resource_id.strip():
+        path = await reader.scalar("SELECT path FROM resources WHERE id = ?", (resource_id,))
+        if path is not None and not scope.sees_path(clean_path(str(path)) or ""):
+            raise OutOfScope(f"{tool}: resource {resource_id} is outside the task's readable_paths")
     for name, sql in _OWNER_SQL.items():
         value = args.get(name)
         if not isinstance(value, str) or not value.strip():
@@ -132,6 +143,21 @@ async def check_read(reader: Reader | Tx, scope: Scope, tool: str, args: dict[st
 
 
 # --- readable paths ------------------------------------------------------------------------------
+
+
+def parse_readable(raw: str | None) -> list[str]:
+    """A task's `readable_paths_json` as a list of paths (malformed: none)."""
+    try:
+        value = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(p) for p in value if isinstance(p, str) and p] if isinstance(value, list) else []
+
+
+async def load(reader: Reader | Tx, cap: SessionCapability) -> Scope:
+    """The scope of a capability with its task's readable paths read now."""
+    raw = await reader.scalar("SELECT readable_paths_json FROM tasks WHERE id = ?", (cap.task_id,))
+    return Scope.of(cap, parse_readable(raw if isinstance(raw, str) else None))
 
 
 def clean_path(raw: str) -> str | None:

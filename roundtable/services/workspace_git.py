@@ -13,7 +13,8 @@ Every git command here therefore
   external diff or text conversion (`--no-ext-diff --no-textconv`), and with every filter driver
   the repository's configuration defines switched off, so a `.gitattributes` the agent wrote
   cannot select one (`neutral_config`);
-- reads the workspace through a private temporary index, never the worktree's own.
+- reads the workspace through a private temporary index, never the worktree's own, and writes
+  the objects it makes of the agent's files into a private object directory, never the project's.
 
 `scan` walks the workspace first (no symlink followed) and refuses what must never reach git's
 reading: a nested repository, roundtable's private `.roundtable/`, a file larger than the patch
@@ -98,9 +99,28 @@ async def neutral_config(root: Path) -> list[str]:
     return out_args if code == 0 else []
 
 
-async def tree_git(tree: Tree, args: list[str], *, index: Path, ok: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
-    """git on the workspace through `index`; the workspace's `.git` is never consulted."""
-    env = _env({"GIT_DIR": str(tree.gitdir), "GIT_WORK_TREE": str(tree.path), "GIT_INDEX_FILE": str(index)})
+def common_objects(tree: Tree) -> Path:
+    """The project repository's object directory, from the worktree's record (`commondir`)."""
+    try:
+        common = (tree.gitdir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        raise ToolError(f"the worktree record {tree.gitdir} has no commondir") from None
+    return (tree.gitdir / common).resolve() / "objects"
+
+
+async def tree_git(
+    tree: Tree, args: list[str], *, index: Path, objects: Path | None = None, ok: tuple[int, ...] = (0,)
+) -> tuple[int, bytes]:
+    """git on the workspace through `index`; the workspace's `.git` is never consulted. With
+    `objects` (a private directory), every object git writes — the agent's blobs, trees, merge
+    results — goes there, the project's objects read as alternates: nothing the agent wrote
+    enters the project's repository, and it is gone with the directory."""
+    extra = {"GIT_DIR": str(tree.gitdir), "GIT_WORK_TREE": str(tree.path), "GIT_INDEX_FILE": str(index)}
+    if objects is not None:
+        await asyncio.to_thread(os.makedirs, objects, 0o700, True)
+        extra["GIT_OBJECT_DIRECTORY"] = str(objects)
+        extra["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(common_objects(tree))
+    env = _env(extra)
     neutral = await neutral_config(tree.root)
     return await _run(tree.path, [*_BASE_CONFIG, *neutral, *args], env, ok=ok)
 

@@ -168,13 +168,14 @@ def mark_local(ws: Workspace, rels: list[str]) -> None:
     (gitdir / LOCAL_FILES).write_text("".join(f"{r}\n" for r in merged), encoding="utf-8")
 
 
-async def _index_of_workspace(tree: Tree, index: Path, base_tree: str) -> None:
-    """`index` := the workspace's files as git would add them (base tree, then `add -A`; the
-    harness files `connect --workspace` wrote are left out)."""
-    await tree_git(tree, ["read-tree", base_tree], index=index)
+async def _index_of_workspace(tree: Tree, tmp: Path, base_tree: str) -> None:
+    """`tmp/index` := the workspace's files as git would add them (base tree, then `add -A`; the
+    harness files `connect --workspace` wrote are left out), their objects in `tmp/objects`."""
+    index, objects = tmp / "index", tmp / "objects"
+    await tree_git(tree, ["read-tree", base_tree], index=index, objects=objects)
     await scan(tree, index)
     excluded = [f":(exclude,literal){rel}" for rel in await asyncio.to_thread(local_files, tree.gitdir)]
-    await tree_git(tree, ["add", "-A", "--", ".", *excluded], index=index)
+    await tree_git(tree, ["add", "-A", "--", ".", *excluded], index=index, objects=objects)
 
 
 async def workspace_patch(root: Path, ws: Workspace) -> str:
@@ -182,9 +183,10 @@ async def workspace_patch(root: Path, ws: Workspace) -> str:
     tree = tree_of(ws, root)
     await asyncio.to_thread(verify, tree)
     async with _private_dir() as tmp:
-        index = tmp / "index"
-        await _index_of_workspace(tree, index, ws.base_tree)
-        _code, out = await tree_git(tree, ["diff", "--cached", *DIFF_ARGS, ws.base_commit], index=index)
+        await _index_of_workspace(tree, tmp, ws.base_tree)
+        _code, out = await tree_git(
+            tree, ["diff", "--cached", *DIFF_ARGS, ws.base_commit], index=tmp / "index", objects=tmp / "objects"
+        )
     try:
         return out.decode("utf-8")
     except UnicodeDecodeError:
@@ -198,10 +200,12 @@ async def diffstat(root: Path, ws: Workspace) -> dict[str, Any]:
     try:
         await asyncio.to_thread(verify, tree)
         async with _private_dir() as tmp:
-            index = tmp / "index"
-            await _index_of_workspace(tree, index, ws.base_tree)
+            await _index_of_workspace(tree, tmp, ws.base_tree)
             _code, out = await tree_git(
-                tree, ["diff", "--cached", "--numstat", "-z", *DIFF_ARGS, ws.base_commit], index=index
+                tree,
+                ["diff", "--cached", "--numstat", "-z", *DIFF_ARGS, ws.base_commit],
+                index=tmp / "index",
+                objects=tmp / "objects",
             )
     except ToolError as exc:
         return {"files": 0, "added": 0, "deleted": 0, "error": str(exc)}
@@ -512,14 +516,26 @@ async def sync(runtime: Project, *, agent_id: str, task_id: str, actor: str, run
         _commit, new_tree = await _snapshot(runtime, tmp)
         if new_tree == ws.base_tree:
             return {"workspace": workspace_dict(ws), "changed": False, "conflicts": []}
-        index = tmp / "ws-index"
-        await _index_of_workspace(tree, index, ws.base_tree)
-        _c, out = await tree_git(tree, ["write-tree"], index=index)
+        work_dir = tmp / "work"
+        work_dir.mkdir()
+        index, objects = work_dir / "index", work_dir / "objects"
+        await _index_of_workspace(tree, work_dir, ws.base_tree)
+        _c, out = await tree_git(tree, ["write-tree"], index=index, objects=objects)
         work_tree = out.decode().strip()
-        work = await repo_git(root, ["commit-tree", work_tree, "-p", ws.base_commit, "-m", "roundtable workspace"])
+        _c, out = await tree_git(
+            tree,
+            ["commit-tree", work_tree, "-p", ws.base_commit, "-m", "roundtable workspace"],
+            index=index,
+            objects=objects,
+        )
+        work = out.decode().strip()
         base = await repo_git(root, ["commit-tree", new_tree, "-p", ws.base_commit, "-m", "roundtable workspace base"])
         code, merged = await tree_git(
-            tree, ["merge-tree", "--write-tree", "-z", "--name-only", work, base], index=index, ok=(0, 1)
+            tree,
+            ["merge-tree", "--write-tree", "-z", "--name-only", work, base],
+            index=index,
+            objects=objects,
+            ok=(0, 1),
         )
         fields = merged.decode("utf-8", "replace").split("\0")
         result_tree = fields[0].strip()
@@ -532,7 +548,7 @@ async def sync(runtime: Project, *, agent_id: str, task_id: str, actor: str, run
                     conflicts.append(name)
         # Switch the files from the workspace's content to the merge result, then make the new
         # base the worktree's HEAD and index (so `git diff` in the workspace shows the work).
-        await tree_git(tree, ["read-tree", "-m", "-u", work_tree, result_tree], index=index)
+        await tree_git(tree, ["read-tree", "-m", "-u", work_tree, result_tree], index=index, objects=objects)
         await tree_git(tree, ["update-ref", "--no-deref", "HEAD", base], index=index)
         await tree_git(tree, ["read-tree", new_tree], index=tree.gitdir / "index")
     now = clock.now()

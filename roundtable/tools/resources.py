@@ -16,7 +16,7 @@ import anyio
 
 from roundtable import clock
 from roundtable.errors import NotFound, ValidationError
-from roundtable.services import claim_grant, hashing
+from roundtable.services import claim_grant, hashing, session_scope
 from roundtable.services import claims as claims_service
 from roundtable.services import symbols as symbol_index
 from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
@@ -189,6 +189,10 @@ async def search(call: Call) -> dict[str, Any]:
     found = await claims_service.search_resources(
         call.r, opt_str(call.args, "query"), opt_str(call.args, "resource_type")
     )
+    cap = call.caller.capability
+    if cap is not None and not call.caller.is_operator:  # a session sees its readable paths only
+        scope = await session_scope.load(call.r, cap)
+        found = [r for r in found if scope.sees_path(session_scope.clean_path(r.path) or "")]
     return {"resources": [r.to_dict() for r in found]}
 
 

@@ -65,7 +65,7 @@ async def test_max_iterations_bounds_the_dispatches_of_a_run(tmp_path: Path) -> 
     )
     out, _ = await asyncio.wait_for(process.communicate(), 120)
     text = out.decode()
-    assert process.returncode == 0, text
+    assert process.returncode == 3, text  # the autopilot may launch no more: the operator's turn
     assert "(iteration_limit)" in text and "dispatched architect-1" in text and "implementer-1" not in text
     rt = await Runtime.open(root)
     try:
@@ -107,7 +107,7 @@ async def test_headless_autopilot_with_real_harnesses_missing_says_why(project: 
     )
     out, _ = await asyncio.wait_for(process.communicate(), 60)
     text = out.decode()
-    assert process.returncode == 0, text
+    assert process.returncode == 3, text  # the run ended blocked
     assert "blocked: claude not found on PATH (adapter claude of architect-1)" in text
     assert "(all_remaining_tasks_blocked)" in text
 

@@ -77,3 +77,25 @@ def test_run_headless_on_a_missing_root_says_so(tmp_path: Path) -> None:
         f"project root {missing} does not exist; create a project there with `roundtable init --root {missing}`"
     )
     assert not (tmp_path / "nope").exists()
+
+
+def test_commands_find_the_project_upwards_and_init_refuses_to_nest(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    assert rt("init", "--root", str(root)).returncode == 0
+    sub = root / "src" / "deep"
+    sub.mkdir(parents=True)
+    listed = rt("runs", "create", "--goal", "from below", "--run", "RUN-sub", cwd=sub)
+    assert listed.returncode == 0, listed.stderr
+    assert "RUN-sub" in rt("runs", "list", "--root", str(root)).stdout  # the project above, not a new one
+    assert not (sub / ".roundtable").exists()
+
+    nested = rt("init", cwd=sub)
+    assert nested.returncode == 1
+    assert f"is inside the roundtable project {root.resolve()}" in nested.stderr
+    assert "roundtable init --force" in nested.stderr and not (sub / ".roundtable").exists()
+    forced = rt("init", "--force", cwd=sub)
+    assert forced.returncode == 0, forced.stderr
+    assert (sub / ".roundtable" / "config.yaml").is_file()
+    # Now the nested project is the nearest one below it.
+    assert "no runs yet" in rt("runs", "list", cwd=sub).stdout

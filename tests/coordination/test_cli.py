@@ -50,7 +50,7 @@ def test_run_headless_refuses_a_second_owner(project: Path) -> None:
         code, _out, err = _invoke("run", "--headless", "--root", str(project))
     assert code == 1 and "already owned" in err
     code, _out, err = _invoke("run", "--headless", "--root", str(project), "--resume")
-    assert code == 1 and err.strip() == "no run available to resume"
+    assert code == 1 and err.strip() == "no run available to resume (create one: roundtable runs create --goal TEXT)"
     code, _out, err = _invoke("run", "--headless", "--root", str(project), "--run", "../x")
     assert code == 2 and "--run" in err
 

@@ -129,3 +129,19 @@ async def test_a_planner_sees_the_tasks_of_its_run(runtime: Runtime) -> None:
         assert sorted(t["id"] for t in tasks.structured_content["tasks"]) == sorted([task_id, other_task])
         state = await s.call_tool("table_get_state", {"lists": ["tasks"]})
         assert sorted(t["id"] for t in state.structured_content["tasks"]) == sorted([task_id, other_task])
+
+
+async def test_resource_records_outside_the_readable_paths_are_not_shown(runtime: Runtime) -> None:
+    run_id, task_id = await make_task(runtime)  # readable: src
+    async with runtime.db.write() as tx:
+        for rid, path in (("file:src/calc.py", "src/calc.py"), ("file:deploy/prod.env", "deploy/prod.env")):
+            await tx.insert("resources", {"id": rid, "type": "file", "path": path})
+    b = await bind(runtime, "implementer-1", run_id, task_id)
+    async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
+        found = await s.call_tool("resource_search", {"query": ""})
+        assert [r["id"] for r in found.structured_content["resources"]] == ["file:src/calc.py"]
+        assert not (await s.call_tool("resource_get", {"resource_id": "file:src/calc.py"})).is_error
+        refused = await s.call_tool("resource_get", {"resource_id": "file:deploy/prod.env"})
+        assert refused.is_error and "outside the task's readable_paths" in text_of(refused)
+    operator = await runtime.call("resource.search", {"query": ""})
+    assert len(operator["resources"]) == 2  # everyone else still sees every record

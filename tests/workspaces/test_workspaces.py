@@ -26,6 +26,15 @@ def exists(path: str) -> bool:
     return os.path.lexists(path)
 
 
+def blob_id(repo: Path, content: str) -> str:
+    done = subprocess.run(["git", "hash-object", "--stdin"], input=content, cwd=repo, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def has_object(repo: Path, oid: str) -> bool:
+    return subprocess.run(["git", "cat-file", "-e", oid], cwd=repo, capture_output=True).returncode == 0
+
+
 def workspace_diff(path: Path, base: str) -> str:
     """`git diff` of the workspace against its base, as a user would run it there."""
     git(path, "add", "-A")
@@ -202,3 +211,16 @@ async def test_workspaces_of_ended_tasks_are_swept(work: Work, repo: Path) -> No
     assert [w["state"] for w in listed["workspaces"]] == ["removed"]
     with pytest.raises(ToolError):
         await work.rt.call("workspace.sweep", {}, agent(AUTHOR))
+
+
+async def test_nothing_the_agent_wrote_enters_the_project_repository(work: Work, repo: Path) -> None:
+    content = "print('a blob only the agent wrote')\n"
+    (work.path / "src" / "app.py").write_text(content)
+    blob = blob_id(repo, content)
+    await work.propose()
+    await work.call("workspace.sync", {"task_id": work.task_id})
+    (repo / "README.txt").write_text("moved\n")
+    await work.call("workspace.sync", {"task_id": work.task_id})
+    assert not has_object(repo, blob)  # the agent's objects lived in a private directory only
+    assert (work.path / "src" / "app.py").read_text() == content
+    assert (work.path / "README.txt").read_text() == "moved\n"
