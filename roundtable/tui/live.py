@@ -25,6 +25,7 @@ from roundtable.tui.widgets.header import Staleness
 from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.table_pane import TablePane
 from roundtable.tui.widgets.virtual_list import VirtualList
+from roundtable.tui.workstats import WorkStats
 
 
 class LiveMixin(ConsoleBase):
@@ -37,6 +38,7 @@ class LiveMixin(ConsoleBase):
         self.gate_reports: dict[str, tuple[dict[str, Any] | None, str]] = {}
         self._held = False  # a refresh came due while a dialog was open
         self._activity = ActivityLog()
+        self._work = WorkStats()
         self.refresher: Coalescer[None] = Coalescer(self._load_overview, self._refresh_worker)
         self.inspections: Coalescer[tuple[str, str]] = Coalescer(self._load_entity, self._inspect_worker)
 
@@ -93,8 +95,11 @@ class LiveMixin(ConsoleBase):
     async def _load_overview(self, _: None) -> None:
         try:
             check_database_file(Path(self.runtime.db.path))
+            work = await self._work.update(self.runtime.root, self.runtime.db)
             async with self.runtime.db.read() as reader:
-                overview = await load_overview(reader, self.run_id, self.runtime.config, activity=self._activity)
+                overview = await load_overview(
+                    reader, self.run_id, self.runtime.config, activity=self._activity, work=work
+                )
         except Exception as exc:
             self.post_message(RefreshFailed(describe(exc)))
         else:

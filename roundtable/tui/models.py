@@ -98,6 +98,7 @@ class AgentRow:
     activity: Activity | None
     failures: int
     spend: str = ""  # what its sessions spent (`12k tokens · $0.42`), "" when none reported
+    work: str = ""  # the diffstat of its live workspace (`2 files +10 -3`), "" without one
 
     @property
     def session_state(self) -> str:

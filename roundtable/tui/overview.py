@@ -64,7 +64,13 @@ class ActivityLog:
 
 
 async def load_overview(
-    reader: Reader, run_id: str, config: Config, *, limit: int = 500, activity: ActivityLog | None = None
+    reader: Reader,
+    run_id: str,
+    config: Config,
+    *,
+    limit: int = 500,
+    activity: ActivityLog | None = None,
+    work: dict[str, str] | None = None,
 ) -> Overview:
     runs = await reader.all(
         Run,
@@ -105,7 +111,7 @@ async def load_overview(
         (*terminal, limit),
     )
     latest = await activity.update(reader) if activity is not None else {}
-    agents = await load_agents(reader, sessions=sessions, tasks=tasks, turns=turns, activity=latest)
+    agents = await load_agents(reader, sessions=sessions, tasks=tasks, turns=turns, activity=latest, work=work)
     run_spend = await usage.totals(reader, run_id=run.id) if run is not None else usage.Totals()
     return Overview(
         run,
@@ -257,6 +263,7 @@ async def load_agents(
     tasks: list[Task],
     turns: list[TurnRow],
     activity: dict[str, Activity],
+    work: dict[str, str] | None = None,
 ) -> list[AgentRow]:
     """Every registered agent with what it is doing, from rows the refresh already read plus
     one count of failed sessions per agent; agents at work first."""
@@ -298,6 +305,7 @@ async def load_agents(
                 activity=activity.get(agent_id),
                 failures=failures.get(agent_id, 0),
                 spend=usage.describe(spend[agent_id]) if agent_id in spend else "",
+                work=(work or {}).get(agent_id, ""),
             )
         )
     # Agents at work first (a live session), then the others; by role and id within each.

@@ -1,5 +1,5 @@
 """Agents: who is doing what — each registered agent with its role, its current (else latest)
-session's state, the task it works on (its title), its place in the turn queue, how many of its sessions
+session's state, the task it works on (its title, and the diffstat of the live work in its workspace), its place in the turn queue, how many of its sessions
 failed (✗), what its sessions spent (tokens · USD) and the last thing it recorded, with how long ago. `l` opens the agent's latest session log, `L`
 launches it (prefilled with its task)."""
 
@@ -39,12 +39,20 @@ class AgentsPane(TablePane):
             agent.agent_id,
             agent.role or "—",
             session,
-            agent.task_title or agent.task_id or "—",
+            task_cell(agent),
             status_cell(agent.turn) if agent.turn else Text("—", style="dim"),
             Text(str(agent.failures), style="bold red") if agent.failures else Text("0", style="dim"),
             agent.spend or Text("—", style="dim"),
             last_action_cell(agent, now_ns),
         )
+
+
+def task_cell(agent: AgentRow) -> Text | str:
+    """The task's title, with the live work in the agent's workspace after it (`· 2 files +10 -3`)."""
+    task = agent.task_title or agent.task_id or "—"
+    if not agent.work:
+        return task
+    return Text(task) + Text(f" · {agent.work}", style="dim")
 
 
 def last_action_cell(agent: AgentRow, now_ns: int) -> Text:
