@@ -119,6 +119,13 @@ def _dotgit(ws: Path) -> str:
     return r"\.git"
 
 
+def _dotgit_elsewhere(ws: Path) -> str:
+    other = ws.parent / "other-gitdir"
+    other.mkdir(exist_ok=True)
+    (ws / ".git").write_text(f"gitdir: {other}\n")
+    return "no longer points at its worktree record"
+
+
 def _roundtable(ws: Path) -> str:
     (ws / ".roundtable").mkdir()
     (ws / ".roundtable" / "config.yaml").write_text("x: 1\n")
@@ -148,7 +155,9 @@ def _nested(ws: Path) -> str:
     return "nested git repository"
 
 
-@pytest.mark.parametrize("hostile", [_symlink, _dotgit, _roundtable, _huge, _control, _mode, _nested])
+@pytest.mark.parametrize(
+    "hostile", [_symlink, _dotgit, _dotgit_elsewhere, _roundtable, _huge, _control, _mode, _nested]
+)
 async def test_hostile_workspace_is_refused_and_nothing_recorded(work: Work, hostile) -> None:  # type: ignore[no-untyped-def]
     (work.path / "src" / "app.py").write_text("print('v2')\n")  # an honest change beside it
     reason = hostile(work.path)
@@ -224,3 +233,40 @@ async def test_nothing_the_agent_wrote_enters_the_project_repository(work: Work,
     assert not has_object(repo, blob)  # the agent's objects lived in a private directory only
     assert (work.path / "src" / "app.py").read_text() == content
     assert (work.path / "README.txt").read_text() == "moved\n"
+
+
+async def test_a_filter_driver_a_workspace_names_never_runs(work: Work, repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "filter-ran"
+    # The operator's repository defines a filter; the agent's .gitattributes selects it.
+    git(repo, "config", "filter.evil.clean", f"sh -c 'touch {marker}; cat'")
+    git(repo, "config", "filter.evil.smudge", f"sh -c 'touch {marker}; cat'")
+    (work.path / ".gitattributes").write_text("* filter=evil\n")
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    out = await work.propose()
+    assert sorted(f["path"] for f in out["diffstat"]["files"]) == [".gitattributes", "src/app.py"]
+    (repo / "README.txt").write_text("moved\n")
+    await work.call("workspace.sync", {"task_id": work.task_id})
+    assert not exists(str(marker))
+
+
+async def test_without_auto_claims_an_unclaimed_path_is_refused(repo: Path, ws_dir: Path) -> None:
+    from roundtable.runtime import Runtime
+    from roundtable.services.agents import sync_agents
+
+    policy = repo / "POLICIES.ROUNDTABLE.md"
+    policy.write_text(policy.read_text().replace("  auto_on_propose: true", "  auto_on_propose: false"))
+    rt = await Runtime.open(repo)
+    try:
+        await sync_agents(rt)
+        task = (await rt.call("task.create", {"title": "t", "body_md": "b"}, OPERATOR))["task"]["id"]
+        made = await rt.call("workspace.create", {"agent_id": AUTHOR, "task_id": task}, OPERATOR)
+        (Path(made["workspace"]["path"]) / "src" / "app.py").write_text("print('v2')\n")
+        args = {"task_id": task, "title": "t", "summary_md": "s"}
+        with pytest.raises(ToolError, match=r"claims\.auto_on_propose is off"):
+            await rt.call("workspace.propose", args, agent(AUTHOR))
+        claim = {"resource_type": "file", "claim_type": "write", "task_id": task, "path": "src/app.py"}
+        await rt.call("resource.claim", claim, agent(AUTHOR))
+        out = await rt.call("workspace.propose", args, agent(AUTHOR))
+        assert out["claimed"] == [] and out["proposal"]["revision_number"] == 1
+    finally:
+        await rt.close()
