@@ -335,9 +335,10 @@ class BridgeClient:
             self.reader.cancel()
 
 
-async def direct_task_create(root: Path, title: str) -> tuple[int, bytes, bytes]:
-    """`roundtable mcp call --tool task.create` in its own process (direct mode, its own
-    database connection); returns (exit status, stdout, stderr)."""
+async def direct_task_create(root: Path, title: str, *, direct: bool = False) -> tuple[int, bytes, bytes]:
+    """`roundtable mcp call --tool task.create` in its own process (through the running owner
+    when one listens; `direct=True` adds `--direct`: its own database connection even then);
+    returns (exit status, stdout, stderr)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -350,6 +351,7 @@ async def direct_task_create(root: Path, title: str) -> tuple[int, bytes, bytes]
         "task.create",
         "--args",
         json.dumps({"title": title, "body_md": "direct"}),
+        *(["--direct"] if direct else []),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

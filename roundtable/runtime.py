@@ -34,7 +34,7 @@ from roundtable.errors import LimitReached, PermissionDenied, RoundtableError, S
 from roundtable.services.policy import Policy
 from roundtable.services.policy_watch import LivePolicy
 from roundtable.services.redact import redact
-from roundtable.store.db import ACTING, Database, Reader
+from roundtable.store.db import ACTING, BUSY_TIMEOUT_MS, Database, Reader
 from roundtable.tools.context import OPERATOR, Call, Caller
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 from roundtable.tools.sessions_ops import SessionControl
@@ -99,12 +99,22 @@ class Runtime:
             self._policy.replace(value)
 
     @classmethod
-    async def open(cls, root: Path | str, *, bus: ChangeBus | None = None, read_only: bool = False) -> Runtime:
+    async def open(
+        cls,
+        root: Path | str,
+        *,
+        bus: ChangeBus | None = None,
+        read_only: bool = False,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> Runtime:
         """Load the config, open and migrate the database, load the policy. `read_only=True`
-        opens the existing database without creating, migrating or writing anything."""
+        opens the existing database without creating, migrating or writing anything;
+        `busy_timeout_ms` bounds a write's wait for another process's write lock."""
         root = Path(root)
         config = load_config(root)
-        db = await Database.open(config.sqlite_path(root), bus=bus, read_only=read_only)
+        db = await Database.open(
+            config.sqlite_path(root), bus=bus, read_only=read_only, busy_timeout_ms=busy_timeout_ms
+        )
         runtime = cls(root, config, db, get_registry())
         try:
             runtime._policy = LivePolicy.load(root)

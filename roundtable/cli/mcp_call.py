@@ -1,4 +1,9 @@
-"""`roundtable mcp call --tool T (--args JSON | --args-file F) [--socket]`."""
+"""`roundtable mcp call --tool T (--args JSON | --args-file F) [--socket | --direct]`.
+
+Without a flag the call goes to the running owner's legacy socket when one listens (the
+owner serialises it with its own writes) and opens the database in this process only when
+none does; `--direct` always opens it here, waiting a bounded time for the write lock.
+"""
 
 from __future__ import annotations
 
@@ -36,10 +41,14 @@ def _parse_args(args: str | None, args_file: Path | None) -> dict[str, Any]:
     return value
 
 
+# How long a direct-mode write waits for another process's write lock (SQLite busy_timeout).
+DIRECT_BUSY_TIMEOUT_MS = 30_000
+
+
 async def _direct(root: Path, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     from roundtable.runtime import Runtime
 
-    runtime = await Runtime.open(root)
+    runtime = await Runtime.open(root, busy_timeout_ms=DIRECT_BUSY_TIMEOUT_MS)
     try:
         return await runtime.call(tool, args)
     finally:
@@ -72,22 +81,43 @@ def _check_known(tool: str) -> None:
     default=None,
     help="File holding the JSON arguments.",
 )
-@click.option("--socket", "use_socket", is_flag=True, help="Send the call to the owner's legacy socket.")
+@click.option(
+    "--socket", "use_socket", is_flag=True, help="Send the call to the owner's legacy socket (fail if none listens)."
+)
+@click.option(
+    "--direct",
+    "use_direct",
+    is_flag=True,
+    help=f"Open the database in this process even when an owner runs (waits up to "
+    f"{DIRECT_BUSY_TIMEOUT_MS // 1000} s for its write lock).",
+)
 @handle_errors
-def call(root: Path, tool: str, args: str | None, args_file: Path | None, use_socket: bool) -> None:
-    """Call one tool and print its JSON result (exit 1 with the error on failure)."""
+def call(
+    root: Path, tool: str, args: str | None, args_file: Path | None, use_socket: bool, use_direct: bool
+) -> None:
+    """Call one tool and print its JSON result (exit 1 with the error on failure).
+
+    Goes through the running owner when one listens on its socket, else opens the database."""
+    if use_socket and use_direct:
+        raise click.UsageError("give --socket or --direct, not both")
     if not tool.strip():
         fail("tool is required")
     arguments = _parse_args(args, args_file)
     _check_known(tool)
-    if use_socket:
+    if not use_direct:
         from roundtable.config import load_config
-        from roundtable.server.socket_client import call_socket
+        from roundtable.server.socket_client import OwnerUnreachable, call_socket
 
         config = load_config(root)
-        response = call_socket(config.socket_path(root), tool, arguments)
-        if not response.get("ok"):
-            fail(str(response.get("error", "call failed")))
-        print_json(response.get("result"))
-        return
+        try:
+            response = call_socket(config.socket_path(root), tool, arguments)
+        except OwnerUnreachable:
+            if use_socket:
+                raise
+            response = None  # no owner listens: this process opens the database itself
+        if response is not None:
+            if not response.get("ok"):
+                fail(str(response.get("error", "call failed")))
+            print_json(response.get("result"))
+            return
     print_json(run_async(_direct(root, tool, arguments)))

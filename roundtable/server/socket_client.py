@@ -20,6 +20,10 @@ class SocketClientError(RoundtableError):
     """The owner's socket could not be reached or answered nonsense."""
 
 
+class OwnerUnreachable(SocketClientError):
+    """Nothing accepted the connection: no owner listens there (the request was never sent)."""
+
+
 def call_socket(
     path: Path | str,
     tool: str,
@@ -30,7 +34,8 @@ def call_socket(
 ) -> dict[str, Any]:
     """Send `{"tool","args"}` to the socket at `path`; return the decoded reply envelope.
 
-    Raises `SocketClientError` with a one-line reason when nothing listens, the connection
+    Raises `SocketClientError` with a one-line reason (`OwnerUnreachable` when the connection
+    is not accepted, so nothing was sent) when nothing listens, the connection
     drops before a complete line arrives, or the reply is not a JSON object.
     """
     request = json.dumps({"tool": tool, "args": args}, ensure_ascii=False, separators=(",", ":"))
@@ -40,13 +45,13 @@ def call_socket(
         try:
             sock.connect(str(path))
         except FileNotFoundError:
-            raise SocketClientError(f"connect to MCP socket {path}: no owner is running (no socket)") from None
+            raise OwnerUnreachable(f"connect to MCP socket {path}: no owner is running (no socket)") from None
         except ConnectionRefusedError:
-            raise SocketClientError(f"connect to MCP socket {path}: no owner is listening") from None
+            raise OwnerUnreachable(f"connect to MCP socket {path}: no owner is listening") from None
         except TimeoutError:
-            raise SocketClientError(f"connect to MCP socket {path}: timed out") from None
+            raise OwnerUnreachable(f"connect to MCP socket {path}: timed out") from None
         except OSError as exc:
-            raise SocketClientError(f"connect to MCP socket {path}: {exc.strerror or exc}") from None
+            raise OwnerUnreachable(f"connect to MCP socket {path}: {exc.strerror or exc}") from None
         sock.settimeout(read_timeout)
         try:
             sock.sendall(request.encode("utf-8") + b"\n")

@@ -47,11 +47,12 @@ PRAGMAS = (
     "PRAGMA journal_mode = WAL",
     "PRAGMA synchronous = NORMAL",
     "PRAGMA foreign_keys = ON",
-    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
-)
+)  # and `PRAGMA busy_timeout`, per connection (`_connect`)
 
 
-async def _connect(path: Path, *, create: bool = True, read_only: bool = False) -> aiosqlite.Connection:
+async def _connect(
+    path: Path, *, create: bool = True, read_only: bool = False, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> aiosqlite.Connection:
     """Open a connection with our pragmas. `create=False` (readers) never creates the file: a
     read while the database is missing must fail, not leave an empty database behind.
     `read_only=True` opens it with `mode=ro` (the read-only console's readers)."""
@@ -62,7 +63,7 @@ async def _connect(path: Path, *, create: bool = True, read_only: bool = False) 
     except sqlite3.Error as exc:
         raise StoreError(f"open database {path}: {exc}") from None
     conn.row_factory = sqlite3.Row
-    for statement in PRAGMAS:
+    for statement in (f"PRAGMA busy_timeout = {int(busy_timeout_ms)}", *PRAGMAS):
         try:
             await conn.execute(statement)
         except sqlite3.Error as exc:
@@ -388,6 +389,20 @@ class Tx(_Queries):
         return int(value)
 
 
+class DatabaseBusy(StoreError):
+    """Another process held the database's write lock for longer than the busy timeout."""
+
+
+def _busy_or_store_error(exc: sqlite3.OperationalError, busy_timeout_ms: int) -> StoreError:
+    """The one-line refusal for a transaction that could not begin."""
+    if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc):
+        return DatabaseBusy(
+            f"the database is busy: another process held its write lock for over {busy_timeout_ms / 1000:g} s; "
+            "nothing was written — retry, or send the call through the running owner (roundtable mcp call --socket)"
+        )
+    return StoreError(f"begin a write transaction: {exc}")
+
+
 async def _settle(conn: aiosqlite.Connection, sql: str) -> None:
     """Run a transaction-control statement to completion even if the caller is cancelled
     meanwhile (the cancellation is re-raised afterwards), so a connection is never left inside
@@ -451,8 +466,16 @@ class _WriteLock:
 class Database:
     """The store: one writer connection, a pool of readers, and the change bus."""
 
-    def __init__(self, path: Path, writer: aiosqlite.Connection, bus: ChangeBus, readers: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        writer: aiosqlite.Connection,
+        bus: ChangeBus,
+        readers: int,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> None:
         self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
         self.bus = bus
         self._writer = writer
         self._write_lock = _WriteLock()
@@ -485,9 +508,18 @@ class Database:
 
     @classmethod
     async def open(
-        cls, path: Path | str, *, bus: ChangeBus | None = None, readers: int = 4, read_only: bool = False
+        cls,
+        path: Path | str,
+        *,
+        bus: ChangeBus | None = None,
+        readers: int = 4,
+        read_only: bool = False,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> Database:
         """Open (creating if needed, mode 0600) and migrate the database at `path`.
+
+        `busy_timeout_ms` bounds how long a write waits for another process's write lock before
+        it is refused with `DatabaseBusy` (a one-shot CLI process waits longer than an owner).
 
         `read_only=True` opens an existing, up-to-date file through SQLite's `mode=ro` and
         creates, migrates and writes nothing: `write()` then refuses (the read-only console)."""
@@ -498,13 +530,13 @@ class Database:
             _create_private_file(path)
         except OSError as exc:
             raise StoreError(f"open database {path}: {exc.strerror}") from None
-        writer = await _connect(path)
+        writer = await _connect(path, busy_timeout_ms=busy_timeout_ms)
         try:
             await migrate(writer)
         except BaseException:
             await writer.close()
             raise
-        return cls(path, writer, bus or ChangeBus(), readers)
+        return cls(path, writer, bus or ChangeBus(), readers, busy_timeout_ms)
 
     @classmethod
     async def _open_read_only(cls, path: Path, *, bus: ChangeBus | None, readers: int) -> Database:
@@ -589,7 +621,10 @@ class Database:
             )
             changes_before = self._writer.total_changes
             try:
-                await self._settle("BEGIN IMMEDIATE")
+                try:
+                    await self._settle("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    raise _busy_or_store_error(exc, self.busy_timeout_ms) from None
                 yield tx
             except BaseException:
                 if self._writer.in_transaction:

@@ -1,4 +1,4 @@
-"""A second process writing through direct-mode `roundtable mcp call` (its own connection to
+"""A second process writing through `roundtable mcp call --direct` (its own connection to
 the database, no owner involved) while the owner is under write load from socket and HTTP
 clients: SQLite's busy timeout absorbs the contention, so no client sees an error, every
 direct call succeeds, and every acknowledged write is there exactly once."""
@@ -20,7 +20,7 @@ SECONDS = 2.0
 
 
 async def _direct(root: Path, title: str) -> tuple[int, str]:
-    code, out, err = await direct_task_create(root, title)
+    code, out, err = await direct_task_create(root, title, direct=True)
     return code, (out + err).decode(errors="replace")
 
 
