@@ -94,7 +94,9 @@ ROLE_DUTIES: dict[str, str] = {
         "{proposal_create} as edits (old_string → new_string) or a unified diff, run the tests on it with "
         "{test_run}, then ask for review with {proposal_request_review}. Answer review feedback with a new "
         "revision ({proposal_attach_patch}, edits on top of the current one); votes and evidence on older "
-        "revisions go stale. You never write repository files and never apply your own patch."
+        "revisions go stale. You never write repository files and never apply your own patch. In a workspace "
+        "(your own git worktree, your working directory) edit with your own tools instead and submit each "
+        "revision with {workspace_propose}."
     ),
     "reviewer": (
         "You are a reviewer. Read the proposal, its current revision and gate report ({proposal_get}, or "
