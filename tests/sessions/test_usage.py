@@ -199,6 +199,9 @@ async def test_rollups_per_revision_show_in_the_gate_report_state_resource_and_c
             "unpriced_sessions": 1,
         }
     ]
+    from roundtable.tui.widgets.gate_report import cost_line
+
+    assert cost_line(report).plain == "cost: r1 1.6k tokens · $0.50+?"  # the console's gate report
     state = await runtime.call("table.get_state", {"summary": True, "run_id": run_id})
     assert (state["usage"]["sessions"], state["usage"]["tokens"], state["usage"]["cost_usd"]) == (2, 1600, 0.5)
     resource = await run_usage(runtime, run_id)

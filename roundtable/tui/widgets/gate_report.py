@@ -93,4 +93,19 @@ def render_gate_report(report: dict[str, Any] | None, error: str = "") -> Render
             ("ready to apply" if good else "not applicable") + (f" · {failing} gate(s) failing" if failing else ""),
             style="bold green" if good else "bold red",
         )
-    return Group(table, verdict) if rows else Group(Text(str(report)[:2000]), verdict)
+    spent = cost_line(report)
+    parts = [table, verdict] if rows else [Text(str(report)[:2000]), verdict]
+    return Group(*parts, spent) if spent.plain else Group(*parts)
+
+
+def cost_line(report: dict[str, Any]) -> Text:
+    """`cost: r1 7.2k tokens · $0.03 · r2 …`: what the sessions that made and reviewed each
+    revision spent (empty when none reported usage)."""
+    from roundtable.services.usage import describe
+
+    cost = report.get("cost")
+    revisions = cost.get("by_revision") if isinstance(cost, dict) else None
+    if not isinstance(revisions, list) or not revisions:
+        return Text("")
+    shown = " · ".join(f"r{r.get('revision', '?')} {describe(r)}" for r in revisions if isinstance(r, dict))
+    return Text(f"cost: {shown}", style="dim")
