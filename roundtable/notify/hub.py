@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from roundtable.notify import desktop as desktop_sink
 from roundtable.notify.kinds import EVENT_KINDS, Notification, from_event
@@ -95,8 +96,13 @@ class Notifier:
                     f" WHERE id > ? AND type IN ({marks}) ORDER BY id LIMIT ?",
                     (self._cursor, *_TYPES, BATCH),
                 )
+                approvals = [str(json_field(row[4], "approval_id")) for row in rows if row[2] == "approval.requested"]
+                subjects = await _subjects(r, approvals)
             for row in rows:
                 self._cursor = max(self._cursor, int(row[0]))
+                subject = (
+                    subjects.get(str(json_field(row[4], "approval_id")), "") if row[2] == "approval.requested" else ""
+                )
                 n = from_event(
                     int(row[0]),
                     str(row[1] or ""),
@@ -105,6 +111,7 @@ class Notifier:
                     str(row[4]),
                     str(row[5]),
                     self.project,
+                    {"subject": subject} if subject else None,
                 )
                 if n is not None and n.kind in self.kinds:
                     self.dispatch(n)
@@ -123,3 +130,21 @@ class Notifier:
                 listener(n)
             except Exception:
                 log.exception("a notification listener failed")
+
+
+def json_field(payload_json: str, key: str) -> Any:
+    try:
+        value = json.loads(payload_json or "{}")
+    except ValueError:
+        return ""
+    return value.get(key, "") if isinstance(value, dict) else ""
+
+
+async def _subjects(reader: Any, approval_ids: list[str]) -> dict[str, str]:
+    """What each approval asks (its subject), for the notification's message."""
+    wanted = [a for a in approval_ids if a]
+    if not wanted:
+        return {}
+    marks = ", ".join("?" for _ in wanted)
+    rows = await reader.fetchall(f"SELECT id, subject FROM human_approvals WHERE id IN ({marks})", tuple(wanted))
+    return {str(row[0]): str(row[1] or "") for row in rows}

@@ -70,9 +70,10 @@ def _clip(text: str) -> str:
 def _message(kind: str, p: dict[str, Any], task_id: str) -> str:
     if kind == "approval_requested":
         what = p.get("proposal_id") or task_id or "a decision"
-        return f"{what} waits for your approval" + (
+        text = f"{what} waits for your approval" + (
             f" (revision {str(p['revision'])[:12]})" if p.get("revision") else ""
         )
+        return f"{text}: {p['subject']}" if p.get("subject") else text
     if kind == "task_blocked":
         return f"task {p.get('task_id') or task_id} is blocked: {p.get('reason', '')}"
     if kind == "autopilot_stopped":
@@ -89,9 +90,17 @@ def _message(kind: str, p: dict[str, Any], task_id: str) -> str:
 
 
 def from_event(
-    event_id: int, run_id: str, event_type: str, task_id: str, payload_json: str, created_at: str, project: str = ""
+    event_id: int,
+    run_id: str,
+    event_type: str,
+    task_id: str,
+    payload_json: str,
+    created_at: str,
+    project: str = "",
+    extra: dict[str, Any] | None = None,
 ) -> Notification | None:
-    """The notification an event stands for, or None when it needs no one."""
+    """The notification an event stands for, or None when it needs no one. `extra` adds what the
+    event does not carry itself (an approval's subject)."""
     kind = EVENT_KINDS.get(event_type)
     if kind is None:
         return None
@@ -101,6 +110,7 @@ def from_event(
         payload = {}
     if not isinstance(payload, dict):
         payload = {}
+    payload = {**payload, **(extra or {})}
     if event_type == "transaction.recovered" and payload.get("outcome") != "needs_attention":
         return None
     return Notification(

@@ -209,7 +209,7 @@ class WebhookSender:
         if health.failing_since:
             log.info("webhook %s delivers again", display_url(self.hooks[i].url))
             health.failing_since = ""
-            self._save()
+        self._save()
 
     def _failed(self, i: int, error: str) -> None:
         health = self.health[i]

@@ -96,6 +96,7 @@ async def test_every_kind_reaches_a_webhook_listener(project: Path) -> None:
     assert by_kind["budget_exceeded"]["message"].startswith(f"budget: task {task_id} has used 1,100 tokens")
     assert by_kind["task_blocked"]["message"].startswith(f"task {task_id} is blocked: budget:")
     assert by_kind["apply_failed"]["message"] == "applying P-1 failed (TX-1): git apply: patch does not apply"
+    assert by_kind["approval_requested"]["message"] == f"{task_id} waits for your approval: Ship it?"
     assert {by_kind[k]["title"] for k in by_kind} >= {"Approval requested", "Budget reached"}
     assert all(b["event_id"] > 0 and b["run_id"] for b in by_kind.values())
 
@@ -113,7 +114,9 @@ async def test_each_body_format_and_event_filter(project: Path) -> None:
         ):
             run_id, task_id = await make_task(rt)
             await rt.call(
-                "autopilot.block_task", {"task_id": task_id, "reason": "no harness <!channel>", "run_id": run_id}, DISPATCHER
+                "autopilot.block_task",
+                {"task_id": task_id, "reason": "no harness <!channel>", "run_id": run_id},
+                DISPATCHER,
             )
             await rt.call(
                 "autopilot.record",
@@ -124,12 +127,21 @@ async def test_each_body_format_and_event_filter(project: Path) -> None:
             (to_slack,) = await slack.wait_for(1)
             await asyncio.sleep(0.3)
     assert plain.received == []  # it asked for approvals only
+    # What doctor reads: the webhooks that delivered, and when.
+    status = json.loads((project / ".roundtable" / "logs" / "notify-status.json").read_text())
+    assert [(w["delivered"], bool(w["last_success_at"]), w["failing_since"]) for w in status["webhooks"]] == [
+        (0, False, ""),
+        (1, True, ""),
+        (1, True, ""),
+    ]
     assert to_ntfy.path == "/"
     assert to_ntfy.body["topic"] == "roundtable-alerts" and to_ntfy.body["tags"] == ["task_blocked"]
     assert to_ntfy.body["message"] == f"task {task_id} is blocked: no harness <!channel>"
     assert to_slack.path == "/services/T0/B0/SECRET"
     # An agent's text cannot mention the channel or make a link in Slack.
-    assert to_slack.body == {"text": f"*Task blocked* — Roundtable: task {task_id} is blocked: no harness &lt;!channel&gt;"}
+    assert to_slack.body == {
+        "text": f"*Task blocked* — Roundtable: task {task_id} is blocked: no harness &lt;!channel&gt;"
+    }
 
 
 async def test_a_hanging_webhook_delays_no_tool_call(project: Path) -> None:
