@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.credentials import ensure_private_dir
 from roundtable.errors import RoundtableError, ToolError, ValidationError
-from roundtable.services import adapters, capabilities, git, isolation, preflight, sessions, workspaces
+from roundtable.services import adapters, budgets, capabilities, git, isolation, preflight, sessions, workspaces
 from roundtable.services.redact import redact
 from roundtable.services.sessions import SessionExit
 from roundtable.services.usage_stream import Meter
@@ -60,6 +60,9 @@ log = logging.getLogger("roundtable.supervisor")
 
 HEARTBEAT_INTERVAL = 30.0
 REVOKE_GRACE = 5.0
+# A session over its task's budget is stopped at its next tool call; one that makes none is
+# stopped after this long.
+BUDGET_GRACE = 30.0
 ACTOR = "supervisor"
 BRIEFING_FILE = "BRIEFING.md"
 _ENV_ALLOW = ("PATH", "LANG", "TERM")
@@ -273,7 +276,10 @@ class Supervisor:
         from roundtable.server.sessions import SessionEndpoint
 
         async def on_limit(reason: str) -> None:
-            await self._limit_reached(session_id, reason)
+            if reason.startswith(budgets.REASON_PREFIX):  # refused at its next call after its budget ran out
+                self._stop_now(session_id)
+            else:
+                await self._limit_reached(session_id, reason)
 
         endpoint = SessionEndpoint(self.runtime, str(opened["capability_id"]), socket_path, on_limit=on_limit)
         live = _Live(
@@ -465,9 +471,13 @@ class Supervisor:
                 return
             live.recorded_version = version
         if done.get("stop_reason") and not live.done.is_set() and not live.revoked:
+            # Its capability is revoked: its next tool call is refused with the reason and stops
+            # it (`on_limit`); one that calls no tool again is stopped after BUDGET_GRACE.
             live.revoked = True
-            log.warning("session %s stopped: %s", live.session_id, done["stop_reason"])
-            live.tasks.append(asyncio.create_task(self._stop_later(live), name=f"session-stop:{live.session_id}"))
+            log.warning("session %s over budget: %s", live.session_id, done["stop_reason"])
+            live.tasks.append(
+                asyncio.create_task(self._stop_later(live, BUDGET_GRACE), name=f"session-stop:{live.session_id}")
+            )
 
     async def _heartbeats(self, live: _Live) -> None:
         # Stops cooperatively when the session is done: cancelling a task inside a write
@@ -589,9 +599,16 @@ class Supervisor:
         with contextlib.suppress(RoundtableError):
             await self.revoke(session_id, reason=f"limit: {reason}")
 
-    async def _stop_later(self, live: _Live) -> None:
+    def _stop_now(self, session_id: str) -> None:
+        """Stop the session's process at once (SIGTERM, SIGKILL after 5 s)."""
+        live = self.live.get(session_id)
+        if live is not None and not live.done.is_set():
+            live.revoked = True
+            live.tasks.append(asyncio.create_task(self._stop_later(live, 0.0), name=f"session-stop:{session_id}"))
+
+    async def _stop_later(self, live: _Live, grace: float | None = None) -> None:
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(live.done.wait(), self.revoke_grace)
+            await asyncio.wait_for(live.done.wait(), self.revoke_grace if grace is None else grace)
             return
         self._signal(live, signal.SIGTERM)
         with contextlib.suppress(asyncio.TimeoutError):

@@ -125,6 +125,9 @@ class WebhookSender:
         self._queues: list[asyncio.Queue[Notification]] = [asyncio.Queue(QUEUE_SIZE) for _ in self.hooks]
         self._workers: list[asyncio.Task[None]] = []
         self._client: httpx.AsyncClient | None = None
+        self._dirty = asyncio.Event()
+        self._closing = False
+        self._writer: asyncio.Task[None] | None = None
         self._idle = [asyncio.Event() for _ in self.hooks]
         for idle in self._idle:
             idle.set()
@@ -134,6 +137,8 @@ class WebhookSender:
             return
         self._client = httpx.AsyncClient(follow_redirects=False, headers={"User-Agent": "roundtable-notify"})
         self._workers = [asyncio.create_task(self._work(i), name=f"notify-webhook-{i}") for i in range(len(self.hooks))]
+        if self.status_path is not None:
+            self._writer = asyncio.create_task(self._write_statuses(), name="notify-status")
 
     def submit(self, n: Notification) -> None:
         """Queue `n` for every webhook that wants its kind (never waits; a full queue drops it)."""
@@ -161,6 +166,12 @@ class WebhookSender:
             with contextlib.suppress(BaseException):
                 await worker
         self._workers = []
+        if self._writer is not None:  # it writes the final state, then ends
+            self._closing = True
+            self._dirty.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._writer, 5)
+            self._writer = None
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -236,12 +247,28 @@ class WebhookSender:
         }
 
     def _save(self) -> None:
+        """Ask the status writer to write the current state (the latest state wins)."""
+        if self.status_path is not None:
+            self._dirty.set()
+
+    async def _write_statuses(self) -> None:
+        """One writer, in order: the file always ends with the latest state."""
+        assert self.status_path is not None
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            await self._flush_status()
+            if self._closing:
+                return
+
+    async def _flush_status(self) -> None:
         if self.status_path is None:
             return
         text = json.dumps(self.status(), indent=2) + "\n"
-        path = self.status_path
-        task = asyncio.get_running_loop().run_in_executor(None, _write_status, path, text)
-        task.add_done_callback(lambda f: f.exception())  # a status file that cannot be written is not fatal
+        try:
+            await asyncio.to_thread(_write_status, self.status_path, text)
+        except OSError as exc:  # a status file that cannot be written is not fatal
+            log.debug("notify status not written: %s", exc)
 
 
 def _write_status(path: Path, text: str) -> None:

@@ -147,8 +147,10 @@ class CapabilityPrincipal:
         try:
             checked = await self._checked(tool, args)
             result: dict[str, Any] = await self.runtime.call(tool, checked.args, self.caller)
-        except RoundtableError:
+        except RoundtableError as exc:
             self.refused_in_a_row += 1
+            if isinstance(exc, capabilities.Expired) and exc.budget_reason:
+                self._stop(exc.budget_reason)  # over its task's budget: stopped at this call
             self._enforce()
             raise
         self.refused_in_a_row = 0
@@ -162,14 +164,21 @@ class CapabilityPrincipal:
             return
         limits = self.runtime.config.limits
         if self.refused_in_a_row >= limits.session_refused_in_a_row:
-            self.stopped = (
+            reason = (
                 f"{self.refused_in_a_row} refused tool calls in a row "
                 f"(limits.session_refused_in_a_row is {limits.session_refused_in_a_row})"
             )
         elif self.calls >= limits.session_tool_calls:
-            self.stopped = f"{self.calls} tool calls (limits.session_tool_calls is {limits.session_tool_calls})"
+            reason = f"{self.calls} tool calls (limits.session_tool_calls is {limits.session_tool_calls})"
         else:
             return
+        self._stop(reason)
+
+    def _stop(self, reason: str) -> None:
+        """Refuse every later call with `reason` and hand the stop to the supervisor (once)."""
+        if self.stopped:
+            return
+        self.stopped = reason
         log.warning("session capability %s stopped: %s", self.capability_id, self.stopped)
         if self._on_limit is not None:
             task = asyncio.get_running_loop().create_task(self._on_limit(self.stopped), name="session-limit")

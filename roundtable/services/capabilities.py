@@ -130,8 +130,11 @@ class Expired(PermissionDenied):
     stopped for its budget is told why (the reason starts `budget:`)."""
 
     def __init__(self, revoked_reason: str = "") -> None:
-        reason = revoked_reason if revoked_reason.startswith("budget:") else ""
+        from roundtable.services.budgets import REASON_PREFIX
+
+        reason = revoked_reason if revoked_reason.startswith(REASON_PREFIX) else ""
         super().__init__(f"{EXPIRED_OR_REVOKED} ({reason})" if reason else EXPIRED_OR_REVOKED)
+        self.budget_reason = reason
 
 
 # --- tokens ---------------------------------------------------------------------------------

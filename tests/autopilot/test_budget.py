@@ -6,6 +6,7 @@ Real owner (Chair, supervisor, dispatcher, notifier), real agent processes, real
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from pathlib import Path
 
@@ -24,7 +25,10 @@ STREAM = Path(__file__).parents[1] / "sessions" / "streams" / "claude-code-2.1.1
 BUDGET = 5000
 
 
-async def test_a_task_budget_stops_the_session_blocks_the_task_and_notifies_once(tmp_path: Path) -> None:
+async def test_a_task_budget_stops_the_session_blocks_the_task_and_notifies_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="roundtable.server.sessions")
     root = await demo_project(tmp_path / "p", max_attempts=3, retry_backoff_seconds=0.2)
     # The implementer's harness reports the spend of its first model turn before its first call.
     implementers_run(root, "costly", command=f"{sys.executable} -m roundtable.agents.scripted --usage-stream {STREAM}")
@@ -72,7 +76,9 @@ async def test_a_task_budget_stops_the_session_blocks_the_task_and_notifies_once
     assert exceeded[0]["payload"]["scope"] == "task" and exceeded[0]["payload"]["limit_tokens"] == BUDGET
     assert revoked == reason
     assert exited[0]["payload"]["session_id"] == dispatched[0]["payload"]["session_id"]
-    assert "capability expired or revoked (budget: task" in text  # refused at its next tool call, with why
+    # Refused at its next tool call, with why, and stopped there.
+    assert any(f"stopped: {reason}" in r.getMessage() for r in caplog.records)
+    assert '"step": "done"' not in text
     # The operator heard of it once, on the webhook.
     assert [(r.path, r.body["kind"]) for r in listener.received] == [("/alerts", "budget_exceeded")]
     assert listener.received[0].body["message"] == reason

@@ -190,7 +190,7 @@ async def test_a_failing_webhook_is_logged_once_per_interval_and_shown_by_doctor
             await asyncio.sleep(0.05)
         assert await notifier.webhooks.drained(10)
         assert notifier.webhooks.health[0].failures == 3
-        status = json.loads((project / ".roundtable" / "logs" / "notify-status.json").read_text())
+    status = json.loads((project / ".roundtable" / "logs" / "notify-status.json").read_text())
     warnings = [r.getMessage() for r in caplog.records if "webhook" in r.getMessage()]
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith(f"webhook http://127.0.0.1:{port}/… failed: ConnectError")

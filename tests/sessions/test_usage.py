@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -124,7 +125,10 @@ async def test_a_codex_stream_is_priced_from_the_price_table(runtime: Runtime, t
     assert row["cost_usd"] == pytest.approx((600 * 2 + 1500 * 0.5 + 410 * 10) / 1e6)
 
 
-async def test_a_session_over_its_task_budget_is_stopped_and_the_task_blocked(runtime: Runtime, tmp_path: Path) -> None:
+async def test_a_session_over_its_task_budget_is_stopped_and_the_task_blocked(
+    runtime: Runtime, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="roundtable.server.sessions")
     budgets = runtime.config.budgets.model_copy(
         update={"task": runtime.config.budgets.task.model_copy(update={"tokens": 5000})}
     )
@@ -147,9 +151,16 @@ async def test_a_session_over_its_task_budget_is_stopped_and_the_task_blocked(ru
     )
     assert status == "blocked" and json.loads(blocked)["reason"].startswith("budget: task")
     assert str(revoked).startswith("budget: task")
+    # Its next tool call was refused with the reason, and that stopped it (not a timer: the grace
+    # of a revoke is 60 s here).
+    stops = [r.getMessage() for r in caplog.records if "stopped: budget: task" in r.getMessage()]
+    assert len(stops) == 1, [r.getMessage() for r in caplog.records]
+    async with runtime.db.read() as r:
+        exited = json.loads(
+            await r.scalar("SELECT payload_json FROM events WHERE type = 'session.exited' AND run_id != ''")
+        )
+    assert exited["session_id"] == session_id and exited["exit_code"] != 0
     log = (runtime.root / ".roundtable" / "logs" / "sessions" / f"{session_id}.log").read_text(encoding="utf-8")
-    # The session's next tool call was refused, with the reason.
-    assert "capability expired or revoked (budget: task" in log, log[-2000:]
     assert '"step": "done"' not in log
 
 
