@@ -32,6 +32,7 @@ MODULES = (
     "claims",
     "watch",
     "apply",
+    "bigpatch",
     "evidence",
     "sessions",
     "tui",

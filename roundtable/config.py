@@ -235,6 +235,8 @@ class LimitsConfig(Section):
 class RepoConfig(Section):
     max_read_bytes: PositiveInt = 1024 * 1024
     max_search_matches: PositiveInt = 1000
+    # A new proposal revision may change at most this many files (larger ones are refused).
+    max_patch_files: PositiveInt = 1000
 
 
 class AutopilotConfig(Section):

@@ -23,6 +23,10 @@ reads the patch; nothing is written) and refuses the patch unless git's per-file
 line counts, operations and modes are exactly what the parser derived. So what the gates,
 claims, the transaction and its rollback see is what git will touch.
 
+A new revision's patch is bounded before any of that work: at most `MAX_PATCH_BYTES` and at most
+`repo.max_patch_files` file diffs (`parse_patch(max_files=…)`); a larger one is refused with the
+limit named, so one request cannot hold a worker thread (or the write lock) for seconds.
+
 `store_patch` writes the text to `.roundtable/patches/<sha256>.diff` atomically (temporary file,
 then rename) — callers do that before the database commit that references it, so a committed
 revision always has its file.
@@ -48,6 +52,7 @@ from roundtable.services.pathguard import resolve_repo_path
 
 PATCH_DIR = Path(".roundtable") / "patches"
 MAX_PATCH_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_PATCH_FILES = 1000  # `repo.max_patch_files`
 SYMLINK_MODE = 0o120000
 GITLINK_MODE = 0o160000
 KNOWN_MODES = frozenset({0o100644, 0o100755, 0o100664, SYMLINK_MODE, GITLINK_MODE})
@@ -595,13 +600,35 @@ def _special(change: FileChange, allow: Allowances) -> str:
     return ""
 
 
-def parse_patch(text: str, root: Path | None, allow: Allowances = NOTHING_SPECIAL) -> ParsedPatch:
+def _too_many_files(count: int, max_files: int) -> ValidationError:
+    return ValidationError(
+        f"patch changes {count} files, over the limit of {max_files} per patch (repo.max_patch_files); "
+        "split it into smaller proposals"
+    )
+
+
+def _too_large() -> ValidationError:
+    return ValidationError(
+        f"patch is larger than {MAX_PATCH_BYTES // (1024 * 1024)} MiB, the limit for one patch; "
+        "split it into smaller proposals"
+    )
+
+
+def parse_patch(
+    text: str, root: Path | None, allow: Allowances = NOTHING_SPECIAL, *, max_files: int = 0
+) -> ParsedPatch:
     """Parse a unified diff the way git does; every touched path goes through the path guard
-    (`root=None`: the lexical checks only, no file system access)."""
+    (`root=None`: the lexical checks only, no file system access). `max_files` (0: no limit)
+    refuses a patch with more file diffs than that before any per-file work. CPU-bound on a
+    large patch: call it from a worker thread (`asyncio.to_thread`) in the owner."""
     if not text.strip():
         raise ValidationError("patch is empty")
-    if len(text.encode("utf-8")) > MAX_PATCH_BYTES:
-        raise ValidationError(f"patch is larger than {MAX_PATCH_BYTES // (1024 * 1024)} MiB")
+    if len(text) > MAX_PATCH_BYTES or len(text.encode("utf-8")) > MAX_PATCH_BYTES:
+        raise _too_large()
+    if max_files:
+        headers = text.count("\ndiff --git ") + text.startswith("diff --git ")
+        if headers > max_files:
+            raise _too_many_files(headers, max_files)
     if "\x00" in text:
         raise ValidationError("binary patches are not supported")
     if not text.endswith("\n"):
@@ -640,6 +667,8 @@ def parse_patch(text: str, root: Path | None, allow: Allowances = NOTHING_SPECIA
             i += 1  # text before, between or after file diffs (a commit message): git skips it too
     if not raws:
         raise ValidationError("patch contains no diff headers")
+    if max_files and len(raws) > max_files:
+        raise _too_many_files(len(raws), max_files)
     changes: list[FileChange] = []
     ranges: dict[str, list[tuple[int, int]]] = {}
     touched: set[str] = set()

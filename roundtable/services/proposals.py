@@ -17,6 +17,7 @@ call names one (`services.run_scope`). Its events, and those of decisions about 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from roundtable.services.claims import check_resource_id, expired_note, parse_re
 from roundtable.services.edits import Edit, FileWrite, build_patch
 from roundtable.services.gates import OPEN_STATUSES, check_claims, current_votes
 from roundtable.services.patches import (
+    DEFAULT_MAX_PATCH_FILES,
     ParsedPatch,
     allowances,
     check_patch,
@@ -111,10 +113,11 @@ def check_author(caller_agent: str, is_operator: bool, agent_id: str, what: str)
         raise PermissionDenied(f"{what}: you are {caller_agent}, not {agent_id}")
 
 
-async def _parse_new(root: Path, patch: str, policy: Policy | None) -> ParsedPatch:
-    """A new revision's patch, parsed and checked against git's own reading and the tree."""
+async def _parse_new(root: Path, patch: str, policy: Policy | None, max_files: int) -> ParsedPatch:
+    """A new revision's patch, bounded (`max_files`, the byte limit), parsed and hashed on a
+    worker thread (never on the event loop), and checked against git's own reading and the tree."""
     allow = allowances(policy if isinstance(policy, Policy) else current_policy(root))
-    parsed = parse_patch(patch, root, allow)
+    parsed = await asyncio.to_thread(parse_patch, patch, root, allow, max_files=max_files)
     await check_patch(root, parsed, allow)
     return parsed
 
@@ -165,7 +168,7 @@ async def _new_revision(
     # refused with the failing hunk and the file's lines, and nothing is recorded.
     await check_applies(root, parsed)
     # The file first, then the row that names it (committed by the caller's transaction).
-    rel = store_patch(root, parsed)
+    rel = await asyncio.to_thread(store_patch, root, parsed)
     await tx.insert(
         "patch_revisions",
         {
@@ -200,6 +203,7 @@ async def create(
     session_id: str = "",
     policy: Policy | None = None,
     runs: RunHint = NO_HINT,
+    max_files: int = DEFAULT_MAX_PATCH_FILES,
 ) -> dict[str, Any]:
     if status not in OPEN_STATUSES:
         raise ValidationError(f"status must be one of {', '.join(OPEN_STATUSES)}")
@@ -213,7 +217,7 @@ async def create(
         raise ToolError(f"proposal {proposal_id} already exists; use proposal.attach_patch to revise it")
     now = clock.now()
     await _check_affected(tx, agent_id, affected_resources, now)
-    parsed = await _parse_new(root, patch, policy)
+    parsed = await _parse_new(root, patch, policy, max_files)
     fences = await _new_revision(tx, root, proposal_id, 1, agent_id, parsed, now)
     run = await resolve(tx, runs, owner=await task_run(tx, task_id))
     await tx.insert(
@@ -267,6 +271,7 @@ async def attach(
     actor: str,
     policy: Policy | None = None,
     runs: RunHint = NO_HINT,
+    max_files: int = DEFAULT_MAX_PATCH_FILES,
 ) -> dict[str, Any]:
     p = await load(tx, proposal_id)
     if p.status not in OPEN_STATUSES:
@@ -275,7 +280,7 @@ async def attach(
         )
     now = clock.now()
     await _check_affected(tx, p.agent_id, affected_resources, now)
-    parsed = await _parse_new(root, patch, policy)
+    parsed = await _parse_new(root, patch, policy, max_files)
     if parsed.sha256 == p.current_revision:
         return await view(tx, proposal_id)  # the same bytes: nothing to revise
     number = p.revision_number + 1
@@ -376,6 +381,11 @@ async def listing(q: Reader | Tx, task_id: str, status: str, scope: Scope | None
     return [proposal_dict(p) for p in await q.all(Proposal, sql + " ORDER BY created_at, id", params)]
 
 
+def _read_parsed(root: Path, sha256: str, policy: Policy) -> ParsedPatch:
+    """A stored revision, read and parsed (blocking: call from a worker thread)."""
+    return parse_patch(read_patch(root, sha256), root, allowances(policy))
+
+
 async def request_review(
     tx: Tx, root: Path, policy: Policy, proposal_id: str, actor: str, runs: RunHint = NO_HINT
 ) -> dict[str, Any]:
@@ -383,7 +393,7 @@ async def request_review(
     p = await load(tx, proposal_id)
     if not p.current_revision:
         raise ToolError(f"proposal {proposal_id} has no patch revision")
-    parsed = parse_patch(read_patch(root, p.current_revision), root, allowances(policy))
+    parsed = await asyncio.to_thread(_read_parsed, root, p.current_revision, policy)
     result = policy.evaluate(
         p.risk, list(parsed.touched), await current_votes(tx, p), extra_high_paths=list(parsed.special)
     )

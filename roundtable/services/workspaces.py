@@ -412,7 +412,8 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
         raise ValidationError(f"workspace refused: {marker} still holds a conflict marker from workspace_sync")
     policy = runtime.policy if isinstance(runtime.policy, Policy) else current_policy(root)
     allow = allowances(policy)
-    parsed = await asyncio.to_thread(parse_patch, text, root, allow)
+    max_files = runtime.config.repo.max_patch_files
+    parsed = await asyncio.to_thread(parse_patch, text, root, allow, max_files=max_files)
     await check_patch(root, parsed, allow)
     async with runtime.db.write(tool="workspace.propose") as tx:
         now = clock.now()
@@ -430,7 +431,15 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
         )
         if open_ is not None:
             out = await proposals.attach(
-                tx, root, proposal_id=open_.id, patch=text, affected_resources=[], actor=actor, policy=policy, runs=runs
+                tx,
+                root,
+                proposal_id=open_.id,
+                patch=text,
+                affected_resources=[],
+                actor=actor,
+                policy=policy,
+                runs=runs,
+                max_files=max_files,
             )
         else:
             if not req.title.strip() or not req.summary_md.strip():
@@ -452,6 +461,7 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                 session_id=req.session_id,
                 policy=policy,
                 runs=runs,
+                max_files=max_files,
             )
         proposal_id = out["proposal"]["id"]
         await tx.update("proposals", {"id": proposal_id}, {"workspace_id": ws.id, "base_revision": ws.base_tree})

@@ -65,6 +65,7 @@ async def create(call: Call) -> dict[str, Any]:
         session_id=call.session_id,
         policy=call.runtime.policy,
         runs=call.run_hint,
+        max_files=call.runtime.config.repo.max_patch_files,
     )
     run_id = str(await call.w.scalar("SELECT run_id FROM proposals WHERE id = ?", (proposal_id,)) or "")
     await quotas.check(call.w, call.runtime.config.limits, "proposal", run_id=run_id, agent_id=call.agent_id)
@@ -84,6 +85,7 @@ async def attach_patch(call: Call) -> dict[str, Any]:
         actor=call.actor,
         policy=call.runtime.policy,
         runs=call.run_hint,
+        max_files=call.runtime.config.repo.max_patch_files,
     )
     return views.proposal_result(out)
 

@@ -1,0 +1,53 @@
+"""A loop-lag probe: how late the event loop wakes a task that sleeps 10 ms at a time.
+
+`async with LoopLag() as lag:` runs the probe beside whatever the block awaits; afterwards
+`lag.max_ms` and `lag.p99_ms` say how long the loop was kept from running it (the lateness of
+each wake-up past its 10 ms). A loop never blocked for long shows a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from types import TracebackType
+
+INTERVAL_S = 0.01
+
+
+class LoopLag:
+    """Samples the lateness of `asyncio.sleep(INTERVAL_S)` wake-ups while the block runs."""
+
+    def __init__(self) -> None:
+        self.samples_ms: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _probe(self) -> None:
+        while True:
+            started = time.perf_counter()
+            await asyncio.sleep(INTERVAL_S)
+            self.samples_ms.append(max(0.0, (time.perf_counter() - started - INTERVAL_S) * 1000))
+
+    async def __aenter__(self) -> LoopLag:
+        self._task = asyncio.create_task(self._probe())
+        await asyncio.sleep(0)  # let the probe take its first sample's start time
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    @property
+    def max_ms(self) -> float:
+        return max(self.samples_ms, default=0.0)
+
+    @property
+    def p99_ms(self) -> float:
+        if not self.samples_ms:
+            return 0.0
+        ordered = sorted(self.samples_ms)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
