@@ -7,8 +7,10 @@ request early with `agent.turn_expired` (DESIGN §4.9): a scheduled turn not sta
 `chair.turn_start_timeout`, a started turn not completed within `chair.turn_timeout`, or a request
 of an agent that is no longer enabled. An expired request counts as finished everywhere.
 
-Every function here runs inside the caller's transaction: the tools run in `BEGIN IMMEDIATE`,
-so the read-check-append of a request is serialised across processes by SQLite's write lock.
+Every function here runs inside the caller's transaction (the tools run in `BEGIN IMMEDIATE`,
+so the read-check-append of a request is serialised across processes by SQLite's write lock),
+except `start_turn`, which refuses a start that is not yet allowed on a read snapshot first and
+only then opens its write transaction: agents that poll it before their turn cost a point read.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from roundtable.errors import ToolError, ValidationError
 from roundtable.services.agents import get_agent
 from roundtable.services.run_scope import active_runs
 from roundtable.services.runs import get_run
-from roundtable.store.db import Reader, Tx
+from roundtable.store.db import Database, Reader, Tx
 from roundtable.store.records import Event
 
 log = logging.getLogger("roundtable.turns")
@@ -109,6 +111,31 @@ async def load_turns(q: Reader | Tx, run_id: str) -> dict[int, Turn]:
         (run_id, *TURN_EVENTS),
     )
     events.sort(key=lambda e: e.id)
+    return _turns_from(events, run_id)
+
+
+async def load_turn(q: Reader | Tx, run_id: str, request_id: int) -> Turn | None:
+    """One turn request of `run_id` and its lifecycle, or None: the request event by its id, then
+    the lifecycle events after it that name it — the work grows with the events since the
+    request, not with the run's history."""
+    request = await q.one(
+        Event, "SELECT * FROM events WHERE id = ? AND run_id = ? AND type = ?", (request_id, run_id, REQUESTED)
+    )
+    if request is None:
+        return None
+    later = [t for t in TURN_EVENTS if t != REQUESTED]
+    events = await q.all(
+        Event,
+        f"SELECT * FROM events WHERE run_id = ? AND type IN ({', '.join('?' for _ in later)}) AND id > ? "
+        "AND json_extract(payload_json, '$.request_event_id') = ?",
+        (run_id, *later, request_id, request_id),
+    )
+    events.sort(key=lambda e: e.id)
+    return _turns_from([request, *events], run_id).get(request_id)
+
+
+def _turns_from(events: list[Event], run_id: str) -> dict[int, Turn]:
+    """Turns from turn events in id order (a request first, then what happened to it)."""
     turns: dict[int, Turn] = {}
     for event in events:
         payload = _payload(event)
@@ -150,7 +177,7 @@ def outstanding(turns: dict[int, Turn]) -> dict[str, Turn]:
     return dict(sorted(out.items(), key=lambda item: item[1].request_event_id))
 
 
-async def _require(tx: Tx, tool: str, run_id: str, agent_id: str, **more: str) -> None:
+async def _require(tx: Reader | Tx, tool: str, run_id: str, agent_id: str, **more: str) -> None:
     """Refuse a turn call that lacks a field, naming exactly the missing ones; a missing
     `run_id` also says which runs are active — or that, with none, turns are not needed."""
     missing = [name for name, value in (("run_id", run_id), ("agent_id", agent_id), *more.items()) if not value]
@@ -205,14 +232,22 @@ async def request_turn(tx: Tx, run_id: str, agent_id: str, reason_md: str) -> di
     }
 
 
-async def _lifecycle(tx: Tx, run_id: str, agent_id: str, request_id: int, event_type: str) -> dict[str, Any]:
+NOT_SCHEDULED = (
+    "turn request has not been scheduled by the Chair yet; do not poll agent_turn_start: wait for "
+    "agent.turn_scheduled naming your request (table_watch with wait_ms, or subscribe to "
+    "roundtable://turns/{run_id}), then call it once"
+)
+
+
+async def _check_lifecycle(q: Reader | Tx, run_id: str, agent_id: str, request_id: int, event_type: str) -> None:
+    """Refuse a start or completion the request's state does not allow (reads only)."""
     if request_id <= 0:
         raise ValidationError("request_event_id must be a positive number (the one agent.turn_request returned)")
-    await _require(tx, "agent.turn_start" if event_type == STARTED else "agent.turn_complete", run_id, agent_id)
-    run = await get_run(tx, run_id)
+    await _require(q, "agent.turn_start" if event_type == STARTED else "agent.turn_complete", run_id, agent_id)
+    run = await get_run(q, run_id)
     if run.status != "active":
         raise ToolError(f"run {run_id} is {run.status} and cannot accept turn lifecycle events")
-    turn = (await load_turns(tx, run_id)).get(request_id)
+    turn = await load_turn(q, run_id, request_id)
     if turn is not None and turn.scheduled_for and turn.scheduled_for != turn.agent_id:
         raise ToolError("turn request was scheduled for a different agent")
     if turn is None or turn.agent_id != agent_id:
@@ -223,20 +258,30 @@ async def _lifecycle(tx: Tx, run_id: str, agent_id: str, request_id: int, event_
         raise ToolError("turn request has expired")
     if event_type == STARTED:
         if not turn.scheduled_at:
-            raise ToolError("turn request has not been scheduled by the Chair")
+            raise ToolError(NOT_SCHEDULED.format(run_id=run_id))
         if turn.started_at:
             raise ToolError("turn request has already started")
     elif not turn.started_at:
         raise ToolError("turn request has not started")
+
+
+async def _lifecycle(tx: Tx, run_id: str, agent_id: str, request_id: int, event_type: str) -> dict[str, Any]:
+    await _check_lifecycle(tx, run_id, agent_id, request_id, event_type)
     event = await tx.append_event(
         run_id, event_type, {"agent_id": agent_id, "request_event_id": request_id}, actor_id=agent_id
     )
     return {"event": event.to_dict(), "request_event_id": request_id, "status": event_type}
 
 
-async def start_turn(tx: Tx, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:
-    """`agent.turn_start`: acknowledge a turn the Chair scheduled."""
-    return await _lifecycle(tx, run_id, agent_id, request_id, STARTED)
+async def start_turn(db: Database, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:
+    """`agent.turn_start`: acknowledge a turn the Chair scheduled. Checked first on a read
+    snapshot, so a call before the turn is scheduled (an agent polling) is refused after a point
+    read without taking the write lock; an allowed start is checked again and recorded in one
+    write transaction."""
+    async with db.read() as r:
+        await _check_lifecycle(r, run_id, agent_id, request_id, STARTED)
+    async with db.write(tool="agent.turn_start") as tx:
+        return await _lifecycle(tx, run_id, agent_id, request_id, STARTED)
 
 
 async def complete_turn(tx: Tx, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:

@@ -66,7 +66,9 @@ async def turn_request(call: Call) -> dict[str, Any]:
 
 async def turn_start(call: Call) -> dict[str, Any]:
     a = call.args
-    return await turns.start_turn(call.w, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["request_event_id"])
+    return await turns.start_turn(
+        call.runtime.db, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["request_event_id"]
+    )
 
 
 async def turn_complete(call: Call) -> dict[str, Any]:
@@ -183,6 +185,7 @@ TOOLS = [
         ),
         output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
         handler=turn_start,
+        mode="none",  # refuses an unscheduled start on a read, opens its write only to record one
         allow_blank=_TURN_ARGS,
     ),
     ToolSpec(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ from roundtable import chair
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
 from roundtable.services import runs
+from roundtable.services.turns import NOT_SCHEDULED
+from roundtable.store.db import DatabaseBusy
+from tests.faults.helpers import db_fingerprint
 from tests.helpers import agent
 
 pytestmark = pytest.mark.anyio
@@ -105,6 +109,38 @@ async def test_request_needs_active_run_and_enabled_agent(runtime: Runtime, run_
     assert await _count_events(runtime, "agent.turn_requested") == 0
 
 
+async def test_a_refused_poll_is_a_point_read_and_takes_no_write_lock(
+    runtime: Runtime, run_id: str, project: Path
+) -> None:
+    first = await _request(runtime, run_id, "implementer-1")
+    second = await _request(runtime, run_id, "implementer-2")
+    assert (await chair.tick(runtime, run_id)).scheduled is not None  # implementer-1's turn
+    poller = await Runtime.open(project, busy_timeout_ms=200)
+    holder = sqlite3.connect(runtime.config.sqlite_path(project), isolation_level=None)
+    try:
+        before = await db_fingerprint(runtime)
+        holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock throughout
+        waiting = {"run_id": run_id, "agent_id": "implementer-2", "request_event_id": second["request_event_id"]}
+        for _ in range(3):
+            with pytest.raises(ToolError) as refused:
+                await poller.call("agent.turn_start", waiting, agent("implementer-2"))
+            assert str(refused.value) == NOT_SCHEDULED.format(run_id=run_id)
+        assert "table_watch" in str(refused.value) and f"roundtable://turns/{run_id}" in str(refused.value)
+        # The scheduled agent's start does need the write lock, and waits for it (control).
+        scheduled = {"run_id": run_id, "agent_id": "implementer-1", "request_event_id": first["request_event_id"]}
+        with pytest.raises(DatabaseBusy):
+            await poller.call("agent.turn_start", scheduled, agent("implementer-1"))
+        holder.execute("ROLLBACK")
+        assert await db_fingerprint(runtime) == before
+        started = await poller.call("agent.turn_start", scheduled, agent("implementer-1"))
+        assert started["status"] == "agent.turn_started"
+        with pytest.raises(ToolError, match="already started"):
+            await poller.call("agent.turn_start", scheduled, agent("implementer-1"))
+    finally:
+        holder.close()
+        await poller.close()
+
+
 async def test_lifecycle_errors(runtime: Runtime, run_id: str) -> None:
     req = await _request(runtime, run_id, "implementer-1")
     rid = req["request_event_id"]
@@ -117,7 +153,7 @@ async def test_lifecycle_errors(runtime: Runtime, run_id: str) -> None:
         assert str(exc.value) == message
         assert await _count_events(runtime) == before
 
-    await fails("agent.turn_start", args, "turn request has not been scheduled by the Chair")
+    await fails("agent.turn_start", args, NOT_SCHEDULED.format(run_id=run_id))
     await fails("agent.turn_complete", args, "turn request has not started")
     await fails("agent.turn_start", {**args, "agent_id": "implementer-2"}, "turn request not found for this agent")
     await fails("agent.turn_start", {**args, "request_event_id": rid + 100}, "turn request not found for this agent")
