@@ -239,6 +239,7 @@ class Supervisor:
             socket_path=str(socket_path),
             briefing=briefing,
             workspace=workspace,
+            sandboxed=launcher.kind != "subprocess",
         )
         try:
             opened = await self.runtime.call(

@@ -92,9 +92,7 @@ def _check_known(tool: str) -> None:
     f"{DIRECT_BUSY_TIMEOUT_MS // 1000} s for its write lock).",
 )
 @handle_errors
-def call(
-    root: Path, tool: str, args: str | None, args_file: Path | None, use_socket: bool, use_direct: bool
-) -> None:
+def call(root: Path, tool: str, args: str | None, args_file: Path | None, use_socket: bool, use_direct: bool) -> None:
     """Call one tool and print its JSON result (exit 1 with the error on failure).
 
     Goes through the running owner when one listens on its socket, else opens the database."""

@@ -170,7 +170,13 @@ CLAUDE_NATIVE_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
 
 
 def _harness_argv(
-    name: str, command: str, model: str, mcp_config: str = "", workspace: str = "", max_budget_usd: float = 0.0
+    name: str,
+    command: str,
+    model: str,
+    mcp_config: str = "",
+    workspace: str = "",
+    max_budget_usd: float = 0.0,
+    sandboxed: bool = False,
 ) -> list[str]:
     """Adapter-specific non-interactive invocation; the prompt comes on standard input. With a
     `workspace` the harness gets its own file and shell tools, limited to the workspace (its
@@ -180,9 +186,11 @@ def _harness_argv(
     if name == "codex":
         # `exec` runs one turn without a terminal; `-` reads the prompt from standard input. The
         # MCP server comes from the private CODEX_HOME's config.toml (user-level, so no project
-        # trust is needed). In a workspace it edits with its own tools, in its workspace-write
-        # sandbox rooted there.
-        native = ["-C", workspace, "--sandbox", "workspace-write"] if workspace else []
+        # trust is needed). In a workspace it edits with its own tools: in its workspace-write
+        # sandbox rooted there, or — inside roundtable's sandbox, which surrounds it and where a
+        # nested one may not start — with its own sandbox off (the flag meant for that case).
+        own = ["--dangerously-bypass-approvals-and-sandbox"] if sandboxed else ["--sandbox", "workspace-write"]
+        native = ["-C", workspace, *own] if workspace else []
         return [*base, "exec", "--skip-git-repo-check", "--json", *native, *model_args, "-"]
     if name == "claude":
         # `-p` without a prompt argument reads it from standard input and runs one turn without a
@@ -317,14 +325,19 @@ def start_plan(
     external_session_id: str = "",
     briefing: str = "",
     workspace: str = "",
+    sandboxed: bool = False,
 ) -> Plan:
     """The plan to start a fresh session of adapter `name`; `workspace` (the session's git
-    worktree, its working directory) gives the harness its native tools there."""
+    worktree, its working directory) gives the harness its native tools there. `sandboxed`: the
+    session runs inside roundtable's own sandbox (a harness's own sandbox is then switched off:
+    nested, it may not start)."""
     _check_required(session_id, agent_id, run_id, working_directory)
     adapter = get(config, name)
     prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id, briefing, workspace)
     mcp_config = _claude_mcp_config(socket_path, working_directory) if socket_path and name == "claude" else ""
-    argv = _harness_argv(name, adapter.command or name, model, mcp_config, workspace, config.limits.max_budget_usd)
+    argv = _harness_argv(
+        name, adapter.command or name, model, mcp_config, workspace, config.limits.max_budget_usd, sandboxed
+    )
     files, env = harness_files(name, socket_path, working_directory) if socket_path else ({}, {})
     from roundtable.services.sessions import resume_command
 
