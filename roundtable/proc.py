@@ -45,17 +45,20 @@ async def run(
     preexec_fn: Callable[[], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     sink: Callable[[bytes], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> Completed:
     """Run `argv` to completion or `timeout` seconds. `new_group` starts it in its own process
     group and kills the whole group (its background children too) when it is stopped — and,
     for a sink, once it exits. `sink` receives stdout (stderr merged) chunk by chunk instead of
-    capturing it. Raises `OSError` when the program cannot start; a timeout is a result."""
+    capturing it. `pass_fds` are descriptors the child inherits. Raises `OSError` when the program cannot start; a timeout is a result."""
     streamed = sink is not None
     extra: dict[str, object] = {}
     if new_group:
         extra["start_new_session"] = True
     if preexec_fn is not None:
         extra["preexec_fn"] = preexec_fn
+    if pass_fds:
+        extra["pass_fds"] = tuple(pass_fds)
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=None if cwd is None else str(cwd),

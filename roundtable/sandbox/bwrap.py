@@ -1,76 +1,56 @@
-"""The bubblewrap command line for a `Spec` (mount operations apply in order).
+"""The bubblewrap command line for a `Spec`: the same mount list as the Landlock launcher.
 
-New user, network, PID, IPC and UTS namespaces, all capabilities dropped, a new terminal
-session, and the sandbox dies with its launcher. `/` read-only, a fresh `/dev` and `/proc`, empty
-tmpfs over `/tmp`, `/run`, the user's home, the project root and the socket's directory (all but
-`/tmp` then read-only); the kept paths bound back read-only, the secret directories hidden again,
-the worktree writable.
+bubblewrap starts from an empty root when no `/` is bound, so the sandbox holds exactly the
+spec's mounts, a fresh `/dev` and the PID namespace's own `/proc`. New PID, IPC and UTS
+namespaces (and a network namespace unless the profile keeps the host's network), a new
+terminal session, and the sandbox dies with its launcher. The command is `inner.py`, which
+confines itself further, drops to the sandbox's user when bubblewrap runs as root, and starts
+the real command; it is PID 1 unless bubblewrap runs as root (see `options`).
+
+As an unprivileged user bubblewrap enters a new user namespace and drops every capability. As
+root it creates no user namespace (one would keep the command root outside) and keeps only
+`CAP_SETUID`/`CAP_SETGID` for the init, which gives them up when it becomes the sandbox's user.
 """
 
 from __future__ import annotations
 
-import os
+from roundtable.sandbox.spec import Mount, Spec
 
-from roundtable.sandbox.spec import Spec, below
-
-NAMESPACES = (
-    "--unshare-user",
-    "--unshare-net",
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--unshare-uts",
-    "--die-with-parent",
-    "--new-session",
-    "--cap-drop",
-    "ALL",
-)
+COMMON = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session")
 
 
-def mount_plan(spec: Spec) -> tuple[list[str], list[str], list[str]]:
-    """(hidden, kept, secret) directories, in mount order, for either kind.
-
-    A directory is hidden unless it is already inside a hidden one or is itself inside a kept
-    path (the operator's `read_paths` may name the project root: it stays, minus its secrets).
-    Kept paths are bound back only when a hidden directory covers them. A secret directory is
-    hidden again wherever it is still visible."""
-    keep = sorted(set(spec.keep), key=len)
-    hidden: list[str] = []
-    for path in ["/tmp", "/run", "/dev/shm", *spec.hide]:
-        if any(below(path, h) for h in hidden) or any(below(path, k) for k in keep):
-            continue
-        if os.path.isdir(path):
-            hidden.append(path)
-    kept: list[str] = []
-    for path in keep:
-        if any(below(path, h) for h in hidden) and not any(below(path, k) for k in kept) and os.path.exists(path):
-            kept.append(path)
-    secret: list[str] = []
-    for path in sorted(set(spec.secret), key=len):
-        covered = any(below(path, h) for h in hidden)
-        visible = not covered or any(below(path, k) for k in [*kept, spec.workdir])
-        if visible and os.path.isdir(path) and not any(below(path, s) for s in secret):
-            secret.append(path)
-    return hidden, kept, secret
+def _mount_args(mount: Mount, spec: Spec) -> list[str]:
+    if mount.op == "dir":
+        return ["--perms", "0755", "--dir", mount.dst]
+    if mount.op == "ro":
+        return ["--ro-bind", mount.src, mount.dst]
+    if mount.op == "rw":
+        return ["--bind", mount.src, mount.dst]
+    if mount.op == "symlink":
+        return ["--symlink", mount.src, mount.dst]
+    size = ["--size", str(spec.tmp_bytes)] if spec.tmp_bytes and spec.bwrap_size and mount.dst == "/tmp" else []
+    if mount.dst == "/dev/shm":
+        return []  # `--dev` made a private /dev/shm
+    if mount.dst == "/tmp":
+        return [*size, "--perms", "1777", "--tmpfs", mount.dst]
+    return ["--tmpfs", mount.dst, "--remount-ro", mount.dst]
 
 
-def argv(spec: Spec) -> list[str]:
-    hidden, kept, secret = mount_plan(spec)
-    out = [spec.bwrap, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for path in hidden:
-        if path == "/tmp" and spec.tmp_bytes and spec.bwrap_size:
-            out += ["--size", str(spec.tmp_bytes)]  # files in a tmpfs are memory the limit misses
-        if path != "/dev/shm":  # --dev already made a private /dev
-            out += ["--tmpfs", path]
-    for path in kept:
-        out += ["--ro-bind", path, path]
-    out += ["--bind", spec.workdir, spec.workdir]
-    for path in secret:
-        out += ["--tmpfs", path]
-    for path in spec.mask:
-        out += ["--tmpfs", path.rstrip("/")] if path.endswith("/") else ["--ro-bind", "/dev/null", path]
-    # The hidden directories are empty and read-only (only /tmp is the sandbox's to write).
-    for path in [*hidden, *secret, *(m.rstrip("/") for m in spec.mask if m.endswith("/"))]:
-        if path not in ("/tmp", "/dev/shm"):
-            out += ["--remount-ro", path]
-    out += ["--chdir", spec.workdir, "--", *spec.argv]
+def options(spec: Spec, *, root: bool) -> list[str]:
+    """bubblewrap's options (given on a descriptor with `--args`; the command follows `--`)."""
+    out: list[str] = []
+    if root:
+        # bubblewrap's own reaper stays PID 1 (root, no capability): the kernel's parent-death
+        # signal reaches it from the launcher, and its exit kills the namespace; the init below
+        # it becomes the sandbox's user, whom a capability-less root could not signal.
+        out += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        out += ["--unshare-user", "--cap-drop", "ALL", "--as-pid-1"]
+    out += list(COMMON)
+    if not spec.network:
+        out.append("--unshare-net")
+    out += ["--dev", "/dev", "--proc", "/proc"]
+    for mount in spec.mounts:
+        out += _mount_args(mount, spec)
+    out += ["--chdir", "/"]  # the init enters the workdir once it is the sandbox's user
     return out

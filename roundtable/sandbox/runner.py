@@ -1,32 +1,48 @@
-"""The parent's side: which sandbox works here (`choose`, probed once per process and kind),
-the `Spec` for one command (`build_spec`), and the launcher's command line (`launcher_argv`).
+"""The parent's side: which sandbox works here (`choose`, probed once per process and kind), the
+`Spec` of one command for a profile (`build_spec`), the launcher's command line and the
+descriptor that carries the spec (`open_spec`), and handing the writable places to the
+sandbox's user when the owner is root (`hand_over`).
 
-`choose("auto")` prefers bubblewrap, then Landlock plus namespaces; when neither works it
-returns kind `none` with the reasons, and callers refuse agents' runs. The probe is a real trial:
-the launcher runs `true` in a throwaway directory with the very setup a test run gets.
+`choose("auto")` prefers bubblewrap, then the Landlock launcher; when neither works it returns
+kind `none` with the reasons, and callers refuse agents' code. The probe is a real trial: the
+launcher runs `true` in a throwaway directory with the very setup a test run gets.
+
+Profiles:
+
+* `test` — a test run: no network (a loopback of its own), the scratch worktree writable, the
+  interpreter in use, the program's own install directory and `tests.read_paths` readable.
+* `session` — a supervised agent session: the host's network (its model API), its workspace and
+  its own directory (private HOME and the session's MCP socket) writable, the interpreter in
+  use, roundtable's own package (the stdio bridge) and the harness's install directory readable.
+
+When the owner runs as root the command runs as `SANDBOX_UID` (nobody), so process and file
+limits bind and ownership opens nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import os
-import pwd
 import shutil
-import stat
 import sys
+import sysconfig
 import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from roundtable import proc
-from roundtable.sandbox import landlock
-from roundtable.sandbox.spec import KINDS, Spec
+from roundtable.sandbox import inner, layout
+from roundtable.sandbox.spec import KINDS, PROFILES, Spec, below
 
 MODES = ("auto", *KINDS)
 NONE = "none"
 PROBE_TIMEOUT_S = 15.0
-PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # roundtable/
+PACKAGE_PARENT = str(Path(PACKAGE_DIR).parent)
+SANDBOX_UID = 65534
+SANDBOX_GID = 65534
 BOOTSTRAP = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from roundtable.sandbox.launch import main; sys.exit(main(sys.argv[2:]))"
@@ -47,13 +63,36 @@ class Sandbox:
     def usable(self) -> bool:
         return self.kind != NONE
 
+    def describe(self) -> str:
+        """One line for logs and `doctor`: the kind, who the code runs as, and why."""
+        if not self.usable:
+            return f"none ({self.reason})"
+        who = f"as uid {SANDBOX_UID} (the owner is root)" if os.getuid() == 0 else "as the owner's uid"
+        name = "bubblewrap" if self.kind == "bwrap" else "Landlock + namespaces"
+        extra = f"; passed over: {self.reason}" if self.reason else ""
+        return f"{self.kind} ({name}, default-deny filesystem, {who}{extra})"
+
 
 _probed: dict[str, str] = {}
 
 
-def launcher_argv(spec: Spec) -> list[str]:
-    """`python -I -S` running the launcher (no site, no environment influence on the launcher)."""
-    return [sys.executable, "-I", "-S", "-c", BOOTSTRAP, PACKAGE_PARENT, spec.to_json()]
+def launcher_argv(fd: int) -> list[str]:
+    """`python -I -S` running the launcher (no site, no environment influence on the launcher);
+    the spec is read from descriptor `fd`."""
+    return [sys.executable, "-I", "-S", "-c", BOOTSTRAP, PACKAGE_PARENT, str(fd)]
+
+
+@contextlib.contextmanager
+def open_spec(spec: Spec) -> Iterator[int]:
+    """An inheritable descriptor holding the spec, for the launcher's process (pass it in
+    `pass_fds`); closed in the parent afterwards."""
+    fd = os.memfd_create("roundtable-sandbox-spec", 0)
+    try:
+        os.write(fd, spec.to_json().encode("utf-8"))
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _real(path: str) -> str:
@@ -61,6 +100,8 @@ def _real(path: str) -> str:
 
 
 def home_dirs() -> list[str]:
+    import pwd
+
     homes = {os.path.expanduser("~")}
     try:
         homes.add(pwd.getpwuid(os.getuid()).pw_dir)
@@ -70,49 +111,50 @@ def home_dirs() -> list[str]:
 
 
 def python_paths() -> list[str]:
-    """The Python in use and its import path: kept readable (tests often run this Python)."""
+    """The Python in use — its prefixes and package directories — readable inside (tests often
+    run this Python; the bridge of a session does)."""
     candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
-    candidates += [p for p in sys.path if p]
-    out: set[str] = set()
-    for candidate in candidates:
-        real = _real(candidate)
-        if os.path.isdir(real) and real != "/":
-            out.add(real)
-    return sorted(out)
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            candidates.append(sysconfig.get_paths()[key])
+    return sorted({_real(c) for c in candidates if c and os.path.isdir(c) and _real(c) != "/"})
 
 
-MASKED_TREES = ("/etc",)
+def program_paths(program: str, path: str) -> list[str]:
+    """Where `program` (found on `path` unless it names a file) lives, when that is outside the
+    system directories: its virtualenv (a `pyvenv.cfg` beside its `bin/`) and the interpreter
+    that venv names, or an npm install (the `node_modules` tree holding it), else its directory."""
+    found = program if os.sep in program else (shutil.which(program, path=path) or "")
+    if not found or not os.path.isabs(found):
+        return []
+    out: list[str] = []
+    for candidate in {found, _real(found)}:
+        parent = os.path.dirname(candidate)
+        if any(below(parent, s) for s in layout.SYSTEM_DIRS):
+            continue
+        venv = os.path.dirname(parent)
+        if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+            out.append(venv)
+            out += _venv_home(venv)
+            continue
+        parts = Path(candidate).parts
+        if "node_modules" in parts:
+            out.append(str(Path(*parts[: parts.index("node_modules") + 1])))
+            continue
+        out.append(parent)
+    return out
 
 
-@functools.cache
-def root_private_paths() -> tuple[str, ...]:
-    """Under /etc: regular files others may not read and directories others may not enter
-    (marked with a trailing `/`). Masked in the sandbox when running as root, whom DAC would let
-    read them as their owner even inside a user namespace. Walked once per process."""
-    found: list[str] = []
-    for tree in MASKED_TREES:
-        for dirpath, dirnames, filenames in os.walk(tree):
-            entered: list[str] = []
-            for name in dirnames:
-                path = os.path.join(dirpath, name)
-                try:
-                    mode = os.lstat(path).st_mode
-                except OSError:
-                    continue
-                if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
-                    found.append(path + "/")
-                else:
-                    entered.append(name)
-            dirnames[:] = entered
-            for name in filenames:
-                path = os.path.join(dirpath, name)
-                try:
-                    mode = os.lstat(path).st_mode
-                except OSError:
-                    continue
-                if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
-                    found.append(path)
-    return tuple(found)
+def _venv_home(venv: str) -> list[str]:
+    try:
+        with open(os.path.join(venv, "pyvenv.cfg"), encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition("=")
+                if key.strip() == "home" and value.strip():
+                    return [os.path.dirname(_real(value.strip()))]
+    except OSError:
+        pass
+    return []
 
 
 def build_spec(
@@ -121,38 +163,66 @@ def build_spec(
     workdir: Path,
     *,
     root: Path,
+    profile: str = "test",
     socket_dir: Path | None = None,
     memory_bytes: int = 0,
     max_processes: int = 0,
-    read_paths: tuple[str, ...] = (),
+    read_paths: Sequence[str] = (),
+    writable: Sequence[str] = (),
+    search_path: str = "",
     executable: str = "",
     bwrap_size: bool = False,
 ) -> Spec:
+    """The spec of `argv` in `workdir` for `profile`. `root` is the project: its `.roundtable/`
+    (and `socket_dir`) stay hidden even if a grant contains them. Looks at the filesystem
+    (a few dozen `stat`s)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown sandbox profile {profile!r}")
     root_real = _real(str(root))
-    secret = [os.path.join(root_real, ".roundtable")]
-    hide = [*home_dirs(), root_real]
-    if socket_dir is not None:
-        sock = _real(str(socket_dir))
-        if sock != "/":
-            secret.append(sock)
-            hide.append(sock)
-    keep = [*python_paths(), *(_real(p) for p in read_paths)]
-    # Nothing kept may expose the secret directories' parents wholesale: a kept path that is the
-    # project root or above it stays, but the secret directories are hidden again after it.
+    hidden = [os.path.join(root_real, ".roundtable")]
+    if socket_dir is not None and _real(str(socket_dir)) != "/":
+        hidden.append(_real(str(socket_dir)))
+    path = search_path or os.environ.get("PATH", os.defpath)
+    readable = [*python_paths(), *(_real(p) for p in read_paths), *program_paths(argv[0], path)]
+    if profile == "session":
+        readable.append(PACKAGE_DIR)
+    work = _real(str(workdir))
+    mounts = layout.plan(readable=readable, writable=[work, *writable], hidden=hidden)
+    as_root = os.getuid() == 0
     return Spec(
         kind=kind,
+        profile=profile,
         argv=list(argv),
-        workdir=_real(str(workdir)),
-        hide=[h for h in hide if h != "/"],
-        secret=secret,
-        keep=sorted(set(keep)),
+        workdir=work,
+        mounts=mounts,
+        writable=layout.writable_places(mounts),
+        network=profile == "session",
         memory_bytes=memory_bytes,
         max_processes=max_processes,
         tmp_bytes=memory_bytes,
+        uid=SANDBOX_UID if as_root else -1,
+        gid=SANDBOX_GID if as_root else -1,
         bwrap=executable or "bwrap",
         bwrap_size=bwrap_size,
-        mask=list(root_private_paths()) if os.getuid() == 0 else [],
     )
+
+
+def _chown_tree(path: str, uid: int, gid: int) -> None:
+    os.chown(path, uid, gid, follow_symlinks=False)
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in (*dirnames, *filenames):
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+
+
+async def hand_over(spec: Spec) -> None:
+    """When the command runs as another user (the owner is root), give it the writable binds
+    (off the event loop: a worktree may hold many files)."""
+    if spec.uid < 0:
+        return
+    for mount in spec.mounts:
+        if mount.op == "rw":
+            await asyncio.to_thread(_chown_tree, mount.src, spec.uid, spec.gid)
 
 
 async def _trial(kind: str, executable: str) -> str:
@@ -160,14 +230,17 @@ async def _trial(kind: str, executable: str) -> str:
     scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="roundtable-probe-"))
     try:
         spec = build_spec(kind, ["true"], scratch, root=scratch / "root", executable=executable)
+        await hand_over(spec)
         try:
-            done = await proc.run(
-                launcher_argv(spec),
-                env={"PATH": os.environ.get("PATH", os.defpath)},
-                timeout=PROBE_TIMEOUT_S,
-                merge_stderr=True,
-                new_group=True,
-            )
+            with open_spec(spec) as fd:
+                done = await proc.run(
+                    launcher_argv(fd),
+                    env={"PATH": os.environ.get("PATH", os.defpath)},
+                    timeout=PROBE_TIMEOUT_S,
+                    merge_stderr=True,
+                    new_group=True,
+                    pass_fds=(fd,),
+                )
         except OSError as exc:
             return f"the launcher could not start ({exc.strerror})"
         if done.timed_out:
@@ -204,7 +277,7 @@ async def problem(kind: str) -> str:
         if reason and executable is not None:
             reason = f"bwrap does not work here: {reason}"
     elif kind == "landlock":
-        abi = await asyncio.to_thread(landlock.abi_version)
+        abi = await asyncio.to_thread(inner.abi_version)
         if abi < 1:
             reason = "Landlock is not available on this kernel"
         else:
@@ -221,8 +294,6 @@ async def choose(mode: str = "auto") -> Sandbox:
     """The sandbox for `mode` (`auto`, `bwrap`, `landlock`); kind `none` when it cannot be had."""
     if mode not in MODES:
         raise ValueError(f"sandbox must be one of {', '.join(MODES)} (got {mode!r})")
-    if os.getuid() == 0:
-        await asyncio.to_thread(root_private_paths)  # walk /etc once, off the event loop
     kinds = KINDS if mode == "auto" else (mode,)
     reasons: list[str] = []
     for kind in kinds:

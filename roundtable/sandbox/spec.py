@@ -1,11 +1,19 @@
-"""What one sandboxed command needs, as JSON the launcher reads from its argument list.
+"""What one sandboxed command gets, as the JSON the launcher reads from a file descriptor.
 
-Paths are absolute and resolved by the parent (`runner.build_spec`). `hide` are directories made
-empty (the user's home, the project root, the legacy socket's directory); `secret` are
-directories that must stay hidden even when a kept path contains them (the project's
-`.roundtable/`, the socket's directory); `keep` are read-only paths bound back when a hidden
-directory contains them (the Python in use, the operator's `read_paths`); `workdir` is the one
-writable directory and the command's working directory.
+A `Spec` is built by the parent (`runner.build_spec`) and never travels on a command line. Its
+`mounts` are the whole filesystem the command will see, in order, built up from an empty root
+(`layout.plan`): nothing that is not listed exists inside. Both kinds (bubblewrap and the
+Landlock launcher) execute the same list.
+
+Mount operations (`Mount.op`):
+
+* `dir` — an empty directory, mode 0755 (a parent of a grant: `/root` when only the interpreter
+  below it is granted);
+* `ro` — bind `src` read-only at `dst`;
+* `rw` — bind `src` writable at `dst`;
+* `symlink` — a symbolic link at `dst` whose target is `src` (merged-/usr systems);
+* `tmpfs` — an empty tmpfs at `dst` (writable when `dst` is `/tmp`, read-only otherwise: used to
+  hide a secret directory that a granted path contains).
 """
 
 from __future__ import annotations
@@ -14,27 +22,36 @@ import json
 from dataclasses import asdict, dataclass, field
 
 KINDS = ("bwrap", "landlock")
+PROFILES = ("test", "session")
+OPS = ("dir", "ro", "rw", "symlink", "tmpfs")
 # Exit status of the launcher when it could not set the sandbox up (as `env` and `timeout` use).
 SETUP_FAILED = 125
 MARKER = "roundtable-sandbox:"
 
 
 @dataclass(frozen=True)
+class Mount:
+    op: str
+    dst: str
+    src: str = ""
+
+
+@dataclass(frozen=True)
 class Spec:
     kind: str
+    profile: str
     argv: list[str]
     workdir: str
-    hide: list[str] = field(default_factory=list)
-    secret: list[str] = field(default_factory=list)
-    keep: list[str] = field(default_factory=list)
+    mounts: list[Mount] = field(default_factory=list)
+    writable: list[str] = field(default_factory=list)  # every writable place inside (Landlock rules)
+    network: bool = False  # the host's network (a session's model API); else a loopback of its own
     memory_bytes: int = 0
     max_processes: int = 0
     tmp_bytes: int = 0  # size of the private /tmp (0: the kernel's default)
+    uid: int = -1  # when the launcher runs as root: the user the command runs as (-1: keep)
+    gid: int = -1
     bwrap: str = "bwrap"
     bwrap_size: bool = False  # this bubblewrap knows `--size` (0.8 and later)
-    # System files and directories only their owner may read, masked (empty) when running as root:
-    # root inside a user namespace still owns them (`/etc/shadow`, `/etc/ssl/private`).
-    mask: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -44,12 +61,30 @@ class Spec:
         data = json.loads(text)
         if not isinstance(data, dict):
             raise ValueError("spec must be a JSON object")
-        spec = cls(**data)
+        mounts = [Mount(**m) for m in data.pop("mounts", [])]
+        spec = cls(mounts=mounts, **data)
         if spec.kind not in KINDS:
             raise ValueError(f"unknown sandbox kind {spec.kind!r}")
+        if spec.profile not in PROFILES:
+            raise ValueError(f"unknown sandbox profile {spec.profile!r}")
         if not spec.argv or not all(isinstance(a, str) for a in spec.argv):
             raise ValueError("argv must be a non-empty list of strings")
+        if any(m.op not in OPS or not m.dst.startswith("/") for m in spec.mounts):
+            raise ValueError("mounts must have a known op and an absolute destination")
         return spec
+
+    def init_settings(self, *, landlock_required: bool) -> dict[str, object]:
+        """What PID 1 (`inner.init`) needs."""
+        return {
+            "argv": self.argv,
+            "workdir": self.workdir,
+            "writable": self.writable,
+            "uid": self.uid,
+            "gid": self.gid,
+            "max_processes": self.max_processes,
+            "loopback": not self.network,
+            "landlock_required": landlock_required,
+        }
 
 
 def below(path: str, parent: str) -> bool:

@@ -25,6 +25,7 @@ marker saying how much was dropped.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import re
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from roundtable import proc
 from roundtable.errors import ToolError, ValidationError
-from roundtable.sandbox.runner import launcher_argv
+from roundtable.sandbox.runner import hand_over, launcher_argv, open_spec
 from roundtable.sandbox.spec import MARKER, SETUP_FAILED, Spec
 from roundtable.services import test_suggest
 from roundtable.services.pathguard import resolve_repo_path
@@ -317,20 +318,28 @@ async def execute(
 ) -> Execution:
     """Run argv in `cwd` — through the sandbox launcher when `spec` is given (its argv and
     workdir are used), else directly — without a shell; never raises for the command's failure."""
-    program = launcher_argv(spec) if spec is not None else argv
     capture = OutputCapture()
+    if spec is not None:
+        await hand_over(spec)
     try:
-        done = await proc.run(
-            program,
-            cwd=cwd,
-            env=child_environment(sandboxed=spec is not None),
-            timeout=timeout,
-            new_group=True,  # background processes the command leaves behind die with its group
-            sink=capture.add,
-        )
+        with contextlib.ExitStack() as stack:
+            fds: tuple[int, ...] = ()
+            program = argv
+            if spec is not None:
+                fds = (stack.enter_context(open_spec(spec)),)
+                program = launcher_argv(fds[0])
+            done = await proc.run(
+                program,
+                cwd=cwd,
+                env=child_environment(sandboxed=spec is not None),
+                timeout=timeout,
+                new_group=True,  # background processes the command leaves behind die with its group
+                sink=capture.add,
+                pass_fds=fds,
+            )
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return Execution(ERROR, None, "", f"could not start {program[0]}: {reason}")
+        return Execution(ERROR, None, "", f"could not start {argv[0]}: {reason}")
     if done.timed_out:
         return Execution(TIMED_OUT, done.code, capture.text(), f"timed out after {timeout:g} s")
     code = done.code

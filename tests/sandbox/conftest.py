@@ -47,6 +47,7 @@ def _private_parent() -> str:
 @pytest.fixture
 def place() -> Iterator[Place]:
     root = Path(tempfile.mkdtemp(prefix="rt-sandbox-project-", dir=_private_parent()))
+    os.chmod(root, 0o755)  # readable by the sandbox's user (nobody) when the tests run as root
     work = Path(tempfile.mkdtemp(prefix="rt-sandbox-work-"))
     state = root / ".roundtable"
     (state / "credentials").mkdir(parents=True)

@@ -245,11 +245,11 @@ async def test_the_environment_is_minimal(kind: str, place: Place, monkeypatch: 
 
 async def test_an_unprivileged_user_gets_the_same_sandbox(kind: str) -> None:
     """As root (CI), run the launcher as uid 65534: the sandbox needs no privilege."""
+    import dataclasses
     import shutil
     import subprocess
 
     from roundtable.sandbox.runner import BOOTSTRAP, PACKAGE_PARENT
-    from roundtable.sandbox.spec import Spec
 
     setpriv = shutil.which("setpriv")
     if os.getuid() != 0 or setpriv is None or not exists("/usr/bin/python3"):
@@ -273,30 +273,30 @@ async def test_an_unprivileged_user_gets_the_same_sandbox(kind: str) -> None:
         "except OSError:\n"
         "    print('network denied')\n"
     )
-    spec = Spec(
-        kind, ["/usr/bin/python3", "-c", script], str(work), max_processes=64, bwrap=sandbox.executable or "bwrap"
+    built = runner.build_spec(
+        kind,
+        ["/usr/bin/python3", "-c", script],
+        work,
+        root=work / "project",
+        max_processes=64,
+        executable=sandbox.executable,
+        bwrap_size=sandbox.bwrap_size,
     )
-    argv = [
-        setpriv,
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        "/usr/bin/python3",
-        "-I",
-        "-S",
-        "-c",
-        BOOTSTRAP,
-    ]
-    argv += [PACKAGE_PARENT, spec.to_json()]
+    # What an unprivileged owner's spec holds: its own uid, and only grants it can reach.
+    mounts = [m for m in built.mounts if m.op not in ("ro", "rw") or not m.src.startswith("/root")]
+    spec = dataclasses.replace(built, uid=-1, gid=-1, mounts=mounts)
+    with runner.open_spec(spec) as fd:
+        argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-I", "-S"]
+        argv += ["-c", BOOTSTRAP, PACKAGE_PARENT, str(fd)]
 
-    def launch() -> subprocess.CompletedProcess[str]:
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
-        return subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=60)
+        def launch() -> subprocess.CompletedProcess[str]:
+            env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+            return subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=60, pass_fds=(fd,))
 
-    try:
-        done = await anyio.to_thread.run_sync(launch)
-    finally:
-        await anyio.to_thread.run_sync(lambda: shutil.rmtree(work, ignore_errors=True))
+        try:
+            done = await anyio.to_thread.run_sync(launch)
+        finally:
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(work, ignore_errors=True))
     if "No module named 'roundtable'" in done.stderr:
         pytest.skip(f"roundtable's source ({PACKAGE_PARENT}) is not readable by uid 65534")
     assert done.returncode == 0, done.stderr
@@ -329,14 +329,14 @@ async def test_the_private_tmp_is_bounded_by_the_memory_limit(kind: str, place: 
     assert int(out.output.split("stopped at")[1].split()[0]) <= 128
 
 
-async def test_root_private_system_files_are_masked(kind: str, place: Place) -> None:
-    """Root inside a user namespace still owns /etc/shadow: the sandbox masks such files."""
-    if os.getuid() != 0:
-        pytest.skip("only root could read them")
-    private = [p for p in runner.root_private_paths() if not p.endswith("/")]
-    if not private:
-        pytest.skip("no root-only file under /etc")
-    out = results(await run(kind, place, probe(private[:5])))
-    for path in private[:5]:
-        got = out[f"read {path}"]
-        assert got[0] == "denied" or got[1] == "b''", (path, got)
+async def test_system_files_that_are_not_granted_do_not_exist(kind: str, place: Place) -> None:
+    """`/etc` holds only what a toolchain needs: no shadow file, no private keys, no `/root`,
+    `/var`, `/run`, `/srv` or `/opt`; the users and the TLS roots are there."""
+    absent = ["/etc/shadow", "/etc/gshadow", "/etc/ssl/private", "/etc/sudoers", "/var/tmp", "/run", "/srv", "/opt"]
+    present = ["/etc/passwd", "/etc/hosts"]
+    out = results(await run(kind, place, probe([*absent, *present])))
+    for path in absent:
+        assert out[f"read {path}"] == ["denied", "FileNotFoundError"], (path, out[f"read {path}"])
+    for path in present:
+        if exists(path):
+            assert out[f"read {path}"][0] == "ok", path
