@@ -139,6 +139,10 @@ def _not_negative(value: float) -> str:
     return f"must not be negative (got {value})" if value < 0 else ""
 
 
+def _absolute(value: str) -> str:
+    return "" if value.startswith("/") else f"must be an absolute path (got {value!r})"
+
+
 def _pool_count(value: int) -> str:
     return f"must be from 0 to {MAX_POOL_COUNT} (got {value})" if not 0 <= value <= MAX_POOL_COUNT else ""
 
@@ -258,6 +262,19 @@ class AutopilotConfig(Section):
     launches_per_minute: NonNegativeInt = 20
     # The agent that turns a goal into tasks; '' = the first enabled agent with role architect.
     planner_agent: StrictStr = ""
+
+
+class SessionsConfig(Section):
+    """Where supervised sessions run: always in a default-deny sandbox unless the operator opts out."""
+
+    # auto: bubblewrap when it works, else the Landlock launcher; bwrap / landlock: only that one.
+    sandbox: Literal["auto", "bwrap", "landlock"] = "auto"
+    # Where no sandbox works, launches are refused unless this is true (agents then run unconfined).
+    allow_unsandboxed: StrictBool = False
+    # More read-only paths inside a session's sandbox (a harness's install directory, a toolchain).
+    read_paths: tuple[Annotated[StrictStr, _check(_absolute)], ...] = ()
+    # Processes (threads included) a session may run at once; 0: no limit.
+    max_processes: NonNegativeInt = 1024
 
 
 class RoleConfig(Section):
@@ -415,6 +432,7 @@ class Config(Section):
     limits: LimitsConfig = LimitsConfig()
     repo: RepoConfig = RepoConfig()
     autopilot: AutopilotConfig = AutopilotConfig()
+    sessions: SessionsConfig = SessionsConfig()
     agents: AgentsConfig = AgentsConfig()
     adapters: dict[str, AdapterConfig] = Field(default_factory=lambda: dict(BUILTIN_ADAPTERS))
     workspaces: WorkspacesConfig = WorkspacesConfig()
@@ -531,6 +549,15 @@ STARTER_COMMENTS: dict[tuple[str, ...], str] = {
     "Per run: tasks and proposals one agent, and all agents, may create. max_budget_usd: the\n"
     "harness's own spending cap per session where it has one (Claude Code); 0 passes none.",
     ("autopilot", "planner_agent"): "The agent that turns a goal into tasks; empty: the first enabled architect.",
+    ("sessions",): "Supervised sessions run in a default-deny sandbox (bubblewrap, else Landlock + namespaces).",
+    (
+        "sessions",
+        "allow_unsandboxed",
+    ): "true lets agents run unconfined where no sandbox works (otherwise a launch is refused).",
+    (
+        "sessions",
+        "read_paths",
+    ): "Absolute paths a session may read besides the system, its interpreter and its harness.",
     ("agents",): "Who sits at the table: single roles, and pools of implementers and reviewers (0 to 1000).",
     ("adapters",): "How each agent program is started; a new name starts from empty values.",
     ("workspaces", "dir"): "Agents' git worktrees, outside the project; empty: ~/.local/state/roundtable/workspaces.",

@@ -3,7 +3,7 @@ output captured (or streamed to a sink), a timeout, and the child killed and rea
 cancellation — no caller can leave a process behind.
 
 Used by git (`services.git.exec_git`), test commands (`services.test_exec`), the sandbox probes
-(`sandbox.runner`) and the isolation probe (`services.isolation`). Long-lived supervised
+(`sandbox.runner`) and its probes. Long-lived supervised
 sessions are the supervisor's own (they stream, heartbeat and outlive a call). This module
 imports nothing of roundtable, so the small sandbox package may use it.
 """

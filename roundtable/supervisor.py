@@ -9,13 +9,14 @@ variables — the token travels only there, never in argv, files, logs or rows. 
 is heartbeated and the capability extended; on exit (or revoke, or shutdown) the capability is
 revoked, the endpoint closed and the directory removed.
 
-Isolation (`services/isolation.py`): the supervisor picks its launcher once, at its first
-launch — bubblewrap when it works here (repository read-only, `.roundtable/` hidden, only the
-session directory writable), else a plain subprocess (no OCI runtime is used in this version).
-The choice and the reason for passing over a stronger one are recorded in the session's metadata
-(`isolation`, `isolation_reason`). Under a plain subprocess the repository is writable to the
-process: the capability checks on the endpoint are then the only enforcement, and the operator
-should launch only trusted harnesses.
+Isolation (`sandbox/sessions.py`): the supervisor picks its launcher once, at its first launch —
+the default-deny sandbox (bubblewrap when it works, else the Landlock launcher): the session sees
+the system, its interpreter and harness, its working directory and its own directory, never the
+project's working tree, `.roundtable/` or another project. Where no sandbox works, launches are
+refused with the reason unless the operator set `sessions.allow_unsandboxed: true`. The choice and
+the reason for passing over a stronger one are recorded in the session's metadata (`isolation`,
+`isolation_reason`). The session's working directory is its own HOME until it is given a
+workspace.
 
 Operators reach a running supervisor through the operator operations `session.launch` /
 `session.revoke` (`tools/sessions_ops.py`; the CLI sends them over the legacy socket), which the
@@ -44,7 +45,9 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.credentials import ensure_private_dir
 from roundtable.errors import RoundtableError, ToolError, ValidationError
-from roundtable.services import adapters, budgets, capabilities, git, isolation, preflight, sessions, workspaces
+from roundtable.sandbox import runner as sandbox_runner
+from roundtable.sandbox import sessions as session_sandbox
+from roundtable.services import adapters, budgets, capabilities, git, preflight, sessions, workspaces
 from roundtable.services.redact import redact
 from roundtable.services.sessions import SessionExit
 from roundtable.services.usage_stream import Meter
@@ -132,15 +135,20 @@ class Supervisor:
         self.base_dir = base_dir
         self.live: dict[str, _Live] = {}
         self._closing = False
-        self._launcher: isolation.Launcher | None = None
+        self._launcher: session_sandbox.Launcher | None = None
         self._choosing = asyncio.Lock()
         self._listeners: list[Callable[[SessionExit], None]] = []
 
-    async def launcher(self) -> isolation.Launcher:
+    async def launcher(self) -> session_sandbox.Launcher:
         """The launcher for this supervisor's sessions, chosen (with short probes) on first use."""
         async with self._choosing:
             if self._launcher is None:
-                self._launcher = await isolation.choose()
+                settings = self.runtime.config.sessions
+                try:
+                    mode = session_sandbox.requested_mode(settings.sandbox)
+                except ValueError as exc:
+                    raise ValidationError(str(exc)) from None
+                self._launcher = await session_sandbox.choose(mode, allow_unsandboxed=settings.allow_unsandboxed)
             return self._launcher
 
     # --- launch -----------------------------------------------------------------------------
@@ -209,6 +217,8 @@ class Supervisor:
             raise ToolError(NOT_RUNNING)
         run, agent, role, adapter_name = await self._validate(agent_id, task_id, proposal_id, run_id, adapter)
         launcher = await self.launcher()
+        if not launcher.usable:
+            raise ToolError(f"launch refused: {launcher.refusal()}")
         session_id = clock.new_id("S")
         directory = Path(tempfile.mkdtemp(prefix="rt-", dir=self.base_dir or socket_base()))
         os.chmod(directory, 0o700)
@@ -225,13 +235,14 @@ class Supervisor:
                 shutil.rmtree(directory, ignore_errors=True)
                 raise
             workspace = str(made["workspace"]["path"])
+        workdir = Path(workspace) if workspace else home
         plan = adapters.start_plan(
             self.runtime.config,
             adapter_name,
             session_id=session_id,
             agent_id=agent_id,
             run_id=run.id,
-            working_directory=str(root),
+            working_directory=str(workdir),
             role=role,
             task_id=task_id,
             proposal_id=proposal_id,
@@ -249,7 +260,7 @@ class Supervisor:
                     "agent_id": agent_id,
                     "run_id": run.id,
                     "adapter": adapter_name,
-                    "working_directory": workspace or str(root),
+                    "working_directory": str(workdir),
                     "model": model or agent.model,
                     "mcp_socket": str(socket_path),
                     "role": role,
@@ -317,25 +328,28 @@ class Supervisor:
                 env["ROUNDTABLE_WORKSPACE"] = workspace
             env["ROUNDTABLE_PROMPT_FILE"] = str(home / adapters.PROMPT_FILE)
             await self.runtime.call("session.activate", {"session_id": session_id}, caller)
-            argv = launcher.wrap(
-                [*plan.argv, *extra_args],
-                root=root,
+            argv = [*plan.argv, *extra_args]
+            spec = launcher.spec(
+                argv,
+                workdir=workdir,
                 session_dir=directory,
-                path=env["PATH"],
-                workdir=Path(workspace) if workspace else None,
+                root=root,
+                socket_dir=self.runtime.config.socket_path(root).parent,
+                search_path=env["PATH"],
+                read_paths=self.runtime.config.sessions.read_paths,
+                max_processes=self.runtime.config.sessions.max_processes,
             )
+            if spec is not None:
+                await sandbox_runner.hand_over(spec)
             # The prompt is the harness's standard input (never an argv string).
             prompt_in = os.open(home / adapters.PROMPT_FILE, os.O_RDONLY | os.O_CLOEXEC)
             try:
-                live.process = await asyncio.create_subprocess_exec(
-                    *argv,
-                    cwd=workspace or str(root),
-                    env=env,
-                    stdin=prompt_in,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.STDOUT,
-                    start_new_session=True,
-                )
+                if spec is None:
+                    live.process = await self._spawn(argv, workdir, env, prompt_in)
+                else:
+                    with sandbox_runner.open_spec(spec) as fd:
+                        program = sandbox_runner.launcher_argv(fd)
+                        live.process = await self._spawn(program, workdir, env, prompt_in, (fd,))
             finally:
                 os.close(prompt_in)
         except BaseException as exc:
@@ -350,6 +364,21 @@ class Supervisor:
         async with self.runtime.db.read() as r:
             session = await sessions.get(r, session_id)
         return {"session": session.to_dict(), "pid": live.process.pid, "argv0": plan.argv[0]}
+
+    @staticmethod
+    async def _spawn(
+        argv: list[str], cwd: Path, env: dict[str, str], stdin: int, pass_fds: tuple[int, ...] = ()
+    ) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(cwd),
+            env=env,
+            stdin=stdin,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
 
     # --- for the dispatcher ----------------------------------------------------------------
 

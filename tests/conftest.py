@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +28,23 @@ def _private_state_home() -> Iterator[None]:
     else:
         os.environ["XDG_STATE_HOME"] = previous
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(params=["bwrap", "landlock"])
+async def kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each sandbox kind in turn (sessions are forced to it too). A kind that cannot start a
+    sandbox here is skipped with the reason — except bubblewrap when CI made it available
+    (`ROUNDTABLE_REQUIRE_BWRAP=1`, set by `.ci/run`): then a failed probe fails the test."""
+    from roundtable.sandbox import runner
+    from roundtable.sandbox.sessions import ENV_VAR
+
+    why = await runner.problem(request.param)
+    if why:
+        if request.param == "bwrap" and os.environ.get("ROUNDTABLE_REQUIRE_BWRAP") == "1":
+            pytest.fail(f"bubblewrap is required here but does not work: {why}")
+        pytest.skip(why)
+    monkeypatch.setenv(ENV_VAR, request.param)
+    return str(request.param)
 
 
 @pytest.fixture

@@ -562,6 +562,9 @@ def diagnose(root: Path) -> list[Finding]:
         return found
     found.append(Finding(True, "configuration is valid"))
     found.append(_policy_finding(root))
+    from roundtable.cli.doctor_cmd import isolation_findings
+
+    found += [Finding(ok, what, fix, note) for ok, what, fix, note in isolation_findings(root, config)]
     sock = config.socket_path(root)
     length = len(os.fsencode(str(sock)))
     if length > MAX_SOCKET_PATH:

@@ -103,3 +103,55 @@ def notify_findings(root: Path, config: Any) -> list[tuple[bool, str, str, bool]
         )
         found.append((True, what, "", True))
     return found
+
+
+def isolation_findings(root: Path, config: Any) -> list[tuple[bool, str, str, bool]]:
+    """(ok, what, fix, note) for the sandboxes agents' code gets here: sessions and test runs,
+    and who that code runs as. Runs the same probes the owner runs (a few hundred ms)."""
+    import asyncio
+
+    from roundtable.sandbox import runner
+    from roundtable.sandbox import sessions as session_sandbox
+    from roundtable.services.policy import load_policy
+
+    settings = config.sessions
+    try:
+        mode = session_sandbox.requested_mode(settings.sandbox)
+    except ValueError as exc:
+        return [(False, str(exc), f"unset {session_sandbox.ENV_VAR} or give it a valid value", False)]
+    try:
+        tests_mode = load_policy(root).tests.sandbox
+    except Exception:  # the policy finding reports a broken policy file
+        tests_mode = "auto"
+
+    async def probe() -> tuple[session_sandbox.Launcher, runner.Sandbox]:
+        launcher = await session_sandbox.choose(mode, allow_unsandboxed=settings.allow_unsandboxed)
+        return launcher, await runner.choose(tests_mode)
+
+    launcher, tests = asyncio.run(probe())
+    fix = "install bubblewrap (Debian: apt-get install bubblewrap) or enable unprivileged user namespaces and Landlock"
+    out: list[tuple[bool, str, str, bool]] = []
+    if launcher.kind == session_sandbox.SUBPROCESS:
+        out.append((True, f"agent sessions: {launcher.describe()}", "", True))
+    elif launcher.usable:
+        out.append((True, f"agent sessions run in {launcher.describe()}", "", False))
+    else:
+        out.append(
+            (
+                False,
+                f"agent sessions cannot be launched: {launcher.reason}",
+                f"{fix}, or set {session_sandbox.OPT_IN}",
+                False,
+            )
+        )
+    if tests.usable:
+        out.append((True, f"test runs run in {tests.describe()}", "", False))
+    else:
+        out.append((False, f"test runs have no sandbox: {tests.reason}", fix, False))
+    if os.getuid() == 0:
+        note = (
+            f"the owner runs as root: sandboxed code runs as uid {runner.SANDBOX_UID}, so the process limit "
+            "(RLIMIT_NPROC) binds; no delegated cgroup is used. Paths in read_paths must be readable by that user"
+        )
+        out.append((True, note, "", True))
+    return out

@@ -15,6 +15,25 @@ def echo(line: str) -> None:
     click.echo(line)
 
 
+async def isolation_lines(owner: object) -> list[str]:
+    """What agents' code will run in here: the sessions' launcher (when this owner hosts the
+    supervisor) and the test runs' sandbox — said once at start, loudly when unsandboxed."""
+    from roundtable.errors import RoundtableError
+    from roundtable.services import testing
+
+    lines: list[str] = []
+    supervisor = getattr(owner, "supervisor", None)
+    if supervisor is not None:
+        try:
+            launcher = await supervisor.launcher()
+            lines.append(f"agent sessions: {launcher.describe()}")
+        except RoundtableError as exc:
+            lines.append(f"agent sessions: cannot be launched ({exc})")
+    sandbox = await testing.sandbox_for(owner.runtime)  # type: ignore[attr-defined]
+    lines.append(f"test runs: {sandbox.describe()}")
+    return lines
+
+
 async def serve_forever(
     root: Path,
     *,
@@ -43,6 +62,8 @@ async def serve_forever(
         root, chair=chair, log=log, chair_interval=chair_interval, autopilot=autopilot, http_address=http_address
     ) as owner:
         log(ready(owner))
+        for line in await isolation_lines(owner):
+            log(line)
         for line in owner.preflight_lines:
             log(line)
         if after_ready is not None:

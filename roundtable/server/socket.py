@@ -5,7 +5,8 @@ or EOF, trim ASCII whitespace, an empty line closes without a reply, the line mu
 one JSON value `{"tool", "args"}` (keys matched case-insensitively, the last match wins,
 unknown keys ignored, `null` args → `{}`), and the reply is `{"ok":…,"result":…,"error":…}`
 with empty fields omitted. Hardening (DESIGN §4.10): a request-line cap, a read deadline, a
-bound on concurrent connections, a 0700 directory and a 0600 socket, a peer-uid check, and a
+bound on concurrent connections, a 0700 directory and a 0600 socket, a peer check (same uid, and the owner's
+own PID and user namespaces: a sandboxed process is never the operator), and a
 start-up that removes only a confirmed stale socket.
 """
 
@@ -32,6 +33,7 @@ from roundtable.tools.context import Caller
 log = logging.getLogger("roundtable.server.socket")
 
 SOCKET_CALLER = Caller("operator", "socket")
+SOCKET_GUARD = Caller("internal", "socket")  # records refused peers
 STALE_PROBE_TIMEOUT = 0.2
 _WHITESPACE = b" \t\r\n"
 _CHUNK = 64 * 1024
@@ -152,8 +154,9 @@ def encode_response(ok: bool, result: dict[str, Any] | None = None, error: str =
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-def peer_uid(sock: socket.socket) -> int | None:
-    """The connected peer's uid via SO_PEERCRED (None where unsupported)."""
+def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
+    """The connected peer's (pid, uid) via SO_PEERCRED (None where unsupported); pid 0 when
+    the peer's process is not visible from here."""
     opt = getattr(socket, "SO_PEERCRED", None)
     if opt is None:  # pragma: no cover - Linux has it
         return None
@@ -161,8 +164,34 @@ def peer_uid(sock: socket.socket) -> int | None:
         data = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
     except OSError:
         return None
-    _pid, uid, _gid = struct.unpack("3i", data)
-    return int(uid)
+    pid, uid, _gid = struct.unpack("3i", data)
+    return int(pid), int(uid)
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The connected peer's uid via SO_PEERCRED (None where unsupported)."""
+    found = peer_credentials(sock)
+    return None if found is None else found[1]
+
+
+NAMESPACES = ("pid", "user")
+
+
+def foreign_namespace(pid: int) -> str:
+    """Why the process `pid` is not in this process's PID and user namespaces ("" when it
+    is). Every sandboxed process is in namespaces of its own: same uid is not enough to be the
+    operator. Fails closed: a peer whose namespaces cannot be read counts as foreign."""
+    if pid <= 0:
+        return "its process is not visible from the owner's PID namespace"
+    for kind in NAMESPACES:
+        try:
+            theirs = os.stat(f"/proc/{pid}/ns/{kind}")
+            ours = os.stat(f"/proc/self/ns/{kind}")
+        except OSError as exc:
+            return f"its {kind} namespace cannot be read ({exc.strerror})"
+        if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
+            return f"it runs in another {kind} namespace (a sandbox)"
+    return ""
 
 
 def _prepare_directory(directory: Path) -> None:
@@ -293,8 +322,12 @@ class SocketServer:
             if self._closing:
                 return
             sock = writer.get_extra_info("socket")
-            if sock is not None and peer_uid(sock) not in (self._uid, None):
-                return  # another user's process: closed without reading (DESIGN §4.10)
+            peer = peer_credentials(sock) if sock is not None else None
+            if peer is not None and peer[1] != self._uid:
+                return  # another user's process: closed without reading
+            if peer is not None and (why := foreign_namespace(peer[0])):
+                await self._refuse_foreign(reader, writer, peer, why)
+                return
             if self._connections > self.max_connections:
                 await self._refuse(reader, writer, "server busy: too many connections")
                 return
@@ -333,6 +366,20 @@ class SocketServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _refuse_foreign(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: tuple[int, int], why: str
+    ) -> None:
+        """A same-uid peer in another namespace (a sandboxed process) never gets operator
+        authority: refused with the reason, and the refusal recorded."""
+        try:
+            await self.runtime.call(
+                "socket.peer_refused", {"pid": peer[0], "uid": peer[1], "reason": why}, SOCKET_GUARD
+            )
+        except Exception:  # the refusal stands even if it cannot be recorded
+            log.exception("recording a refused socket peer failed")
+        self._say(f"roundtable mcp socket: refused pid {peer[0]}: {why}")
+        await self._refuse(reader, writer, f"refused: {why}; this socket serves only the operator's own processes")
 
     async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, error: str) -> None:
         """Reply with an error, then swallow what the client is still sending (briefly, bounded)

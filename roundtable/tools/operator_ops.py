@@ -13,7 +13,7 @@ from typing import Any
 from roundtable import clock
 from roundtable.services import adapter_records, tokens
 from roundtable.services import claims as claims_service
-from roundtable.tools.args import opt_str
+from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import integer, obj, string
@@ -52,6 +52,13 @@ async def claim_reconcile(call: Call) -> dict[str, Any]:
         run_id=opt_str(a, "run_id"),
     )
     return {"claims": [c.to_dict() for c in suspended]}
+
+
+async def socket_peer_refused(call: Call) -> dict[str, Any]:
+    a = call.args
+    payload = {"pid": opt_int(a, "pid", 0), "uid": opt_int(a, "uid", -1), "reason": a["reason"]}
+    event = await call.w.append_event("", "socket.peer_refused", payload, actor_id=call.actor)
+    return {"event": event.to_dict()}
 
 
 async def token_create(call: Call) -> dict[str, Any]:
@@ -164,5 +171,20 @@ TOOLS: list[ToolSpec] = [
         handler=adapters_record,
         idempotent=True,
         audience="operator",
+    ),
+    ToolSpec(
+        name="socket.peer_refused",
+        description="Legacy socket: a same-uid peer outside the owner's namespaces was refused.",
+        input_schema=obj(
+            {
+                "pid": integer("The peer's pid, as the owner sees it (0: not visible)."),
+                "uid": integer("The peer's uid."),
+                "reason": string("Why it was refused."),
+            },
+            ["reason"],
+        ),
+        output_schema=_OBJECT,
+        handler=socket_peer_refused,
+        audience="internal",
     ),
 ]

@@ -24,7 +24,7 @@ from mcp import Client
 
 from roundtable import credentials
 from roundtable.owner import Owner
-from roundtable.services import capabilities, isolation, tokens
+from roundtable.services import capabilities, tokens
 from roundtable.services.runs import create_run
 from roundtable.supervisor import start_supervisor
 from roundtable.tools.context import OPERATOR
@@ -269,8 +269,6 @@ async def test_another_local_user_is_refused(owner: Owner) -> None:
 
 # --- a sandboxed session ----------------------------------------------------------------------------
 
-BWRAP = shutil.which("bwrap")
-BWRAP_PROBLEM = asyncio.run(isolation.bwrap_problem(BWRAP))
 
 SESSION_PROBE = r"""
 import json, os, socket, sys
@@ -287,7 +285,7 @@ def post(auth):
     line = s.makefile("rb").readline().decode().strip()
     s.close()
     return line
-creds = os.path.join(os.getcwd(), ".roundtable", "credentials")
+creds = os.path.join(sys.argv[2], ".roundtable", "credentials")
 print("PROBE " + json.dumps({
     "with_capability": post(os.environ["ROUNDTABLE_MCP_TOKEN"]),
     "without": post(""),
@@ -296,13 +294,11 @@ print("PROBE " + json.dumps({
 """
 
 
-@pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"bubblewrap not usable here: {BWRAP_PROBLEM}")
-async def test_bwrap_session_cannot_use_the_shared_endpoint(
-    owner: Owner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_sandboxed_session_cannot_use_the_shared_endpoint(
+    kind: str, owner: Owner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from roundtable.services import adapters
 
-    monkeypatch.delenv(isolation.ENV_VAR, raising=False)
     monkeypatch.setattr(
         adapters,
         "SCRIPTED_ADAPTER",
@@ -321,7 +317,10 @@ async def test_bwrap_session_cannot_use_the_shared_endpoint(
     sup = await start_supervisor(rt, base_dir=tmp_path)
     try:
         res = await sup.launch(
-            agent_id="implementer-1", task_id=task["id"], adapter="scripted", extra_args=(SESSION_PROBE, port)
+            agent_id="implementer-1",
+            task_id=task["id"],
+            adapter="scripted",
+            extra_args=(SESSION_PROBE, port, str(rt.root.resolve())),
         )
         session_id = res["session"]["id"]
         await sup.wait(session_id, 60)
@@ -336,7 +335,7 @@ async def test_bwrap_session_cannot_use_the_shared_endpoint(
     async with rt.db.read() as r:
         assert await r.scalar("SELECT count(*) FROM tasks WHERE title = 'escaped'") == 0
         meta = await r.scalar("SELECT metadata_json FROM agent_sessions WHERE id = ?", (session_id,))
-    assert json.loads(meta)["isolation"] == "bwrap"
+    assert json.loads(meta)["isolation"] == kind
     # Session logs are private.
     assert stat.S_IMODE(sup.log_path(session_id).stat().st_mode) == 0o600
 

@@ -11,7 +11,7 @@ import pytest
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.services import adapters, capabilities, isolation
+from roundtable.services import adapters, capabilities
 from roundtable.store.records import SessionCapability
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
@@ -27,7 +27,6 @@ async def capability(runtime: Runtime, cap_id: str) -> SessionCapability:
 async def test_heartbeat_never_revives_an_expired_capability(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(isolation.ENV_VAR, "subprocess")
     monkeypatch.setattr(
         adapters,
         "SCRIPTED_ADAPTER",

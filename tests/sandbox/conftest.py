@@ -20,14 +20,6 @@ PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 SECRET = "s3cr3t-credential-value"
 
 
-@pytest.fixture(params=["bwrap", "landlock"])
-async def kind(request: pytest.FixtureRequest) -> str:
-    why = await runner.problem(request.param)
-    if why:
-        pytest.skip(why)
-    return str(request.param)
-
-
 @dataclass
 class Place:
     root: Path  # the fake project

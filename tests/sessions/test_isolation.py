@@ -1,7 +1,6 @@
-"""Session isolation: the launcher choice, and what a session under bubblewrap can and cannot do.
-
-The sandbox tests are skipped (with the reason) where bubblewrap is missing or cannot start a
-sandbox; the selection tests run everywhere.
+"""Session isolation: the launcher choice, and what a session in the default-deny sandbox can
+and cannot do — under bubblewrap and under the Landlock launcher (each skipped, with the reason,
+only where it cannot start a sandbox; CI makes bubblewrap available).
 """
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
-import shutil
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,38 +17,37 @@ import pytest
 
 from roundtable.errors import ToolError, ValidationError
 from roundtable.runtime import Runtime
-from roundtable.services import adapters, isolation, sessions
+from roundtable.sandbox import runner
+from roundtable.sandbox import sessions as session_sandbox
+from roundtable.services import adapters, sessions
 from roundtable.supervisor import Supervisor, start_supervisor
 from tests.sessions.helpers import make_task
 
 pytestmark = pytest.mark.anyio
+ENV_VAR = session_sandbox.ENV_VAR
 
-BWRAP = shutil.which("bwrap")
-BWRAP_PROBLEM = asyncio.run(isolation.bwrap_problem(BWRAP))
-needs_bwrap = pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"bubblewrap not usable here: {BWRAP_PROBLEM}")
 
 # Runs inside the session: report what it can see and do, then wait for the test's go-ahead
 # (a file the test drops into the private HOME) so the test can inspect the live process tree.
 PROBE = r"""
 import json, os, socket, sys, time
-root = os.getcwd()
-out = {"cwd": root, "pid": os.getpid()}
-out["read"] = open(os.path.join(root, "src", "app.py")).read()
+project, outside = sys.argv[1], sys.argv[2]
+out = {"cwd": os.getcwd(), "pid": os.getpid(), "uid": os.getuid()}
 def attempt(fn):
     try:
         fn()
         return "ok"
     except OSError as exc:
         return __import__("errno").errorcode[exc.errno]
-out["write_new"] = attempt(lambda: open(os.path.join(root, "new.txt"), "w").write("x"))
-out["write_existing"] = attempt(lambda: open(os.path.join(root, "src", "app.py"), "a").write("x"))
-state = os.path.join(root, ".roundtable")
-out["state_listing"] = sorted(os.listdir(state)) if os.path.isdir(state) else None
-out["db_visible"] = os.path.exists(os.path.join(state, "roundtable.db"))
-out["write_state"] = attempt(lambda: open(os.path.join(state, "x"), "w").write("x"))
+out["project_visible"] = os.path.exists(project)
+out["read_project"] = attempt(lambda: open(os.path.join(project, "src", "app.py")).read())
+out["state_visible"] = os.path.exists(os.path.join(project, ".roundtable"))
+out["write_project"] = attempt(lambda: open(os.path.join(project, "new.txt"), "w").write("x"))
 home = os.environ["HOME"]
 out["write_home"] = attempt(lambda: open(os.path.join(home, "note"), "w").write("x"))
-out["outside_visible"] = os.path.exists(sys.argv[1])
+out["write_cwd"] = attempt(lambda: open("cwd-note", "w").write("x"))
+out["outside_visible"] = os.path.exists(outside)
+out["root_listing"] = sorted(os.listdir("/"))
 s = socket.socket(socket.AF_UNIX)
 s.connect(os.environ["ROUNDTABLE_MCP_SOCKET"])
 body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -75,6 +73,13 @@ def use_python_c(monkeypatch: pytest.MonkeyPatch) -> None:
         adapters,
         "SCRIPTED_ADAPTER",
         adapters.SCRIPTED_ADAPTER.__class__(command=f"{sys.executable} -c", supports_mcp=True),
+    )
+
+
+def allow_unsandboxed(runtime: Runtime) -> None:
+    config = runtime.config
+    runtime.config = config.model_copy(
+        update={"sessions": config.sessions.model_copy(update={"allow_unsandboxed": True})}
     )
 
 
@@ -112,29 +117,57 @@ async def probe_line(sup: Supervisor, session_id: str) -> dict[str, Any]:
 # --- selection ------------------------------------------------------------------------------------
 
 
-async def test_mode_from_the_environment_is_validated() -> None:
-    assert isolation.requested_mode({}) == "auto"
-    assert isolation.requested_mode({isolation.ENV_VAR: " Subprocess "}) == "subprocess"
-    with pytest.raises(ValidationError, match="ROUNDTABLE_SESSION_ISOLATION must be one of auto, bwrap, subprocess"):
-        isolation.requested_mode({isolation.ENV_VAR: "docker"})
-    forced = await isolation.choose("subprocess")
-    assert forced == isolation.Launcher("subprocess", "ROUNDTABLE_SESSION_ISOLATION=subprocess")
-    assert forced.wrap(["a", "b"], root=Path("/r"), session_dir=Path("/s"), path="") == ["a", "b"]
+async def test_mode_comes_from_the_environment_then_the_config() -> None:
+    assert session_sandbox.requested_mode("auto", {}) == "auto"
+    assert session_sandbox.requested_mode("landlock", {}) == "landlock"
+    assert session_sandbox.requested_mode("auto", {ENV_VAR: " Subprocess "}) == "subprocess"
+    with pytest.raises(
+        ValueError, match="ROUNDTABLE_SESSION_ISOLATION must be one of auto, bwrap, landlock, subprocess"
+    ):
+        session_sandbox.requested_mode("auto", {ENV_VAR: "docker"})
 
 
-async def test_auto_prefers_bwrap_and_says_why_not_oci() -> None:
-    auto = await isolation.choose("auto")
-    assert auto.reason.startswith("oci runtime not used: ")
-    if BWRAP_PROBLEM:
-        assert auto.kind == "subprocess" and BWRAP_PROBLEM in auto.reason
-        with pytest.raises(ValidationError, match="ROUNDTABLE_SESSION_ISOLATION=bwrap but"):
-            await isolation.choose("bwrap")
+async def test_subprocess_needs_the_operators_opt_in() -> None:
+    refused = await session_sandbox.choose("subprocess", allow_unsandboxed=False)
+    assert not refused.usable and "sessions.allow_unsandboxed: true" in refused.refusal()
+    allowed = await session_sandbox.choose("subprocess", allow_unsandboxed=True)
+    assert allowed.kind == "subprocess" and allowed.sandbox is None
+    assert "UNSANDBOXED" in allowed.describe()
+
+
+async def test_auto_prefers_bubblewrap_then_landlock() -> None:
+    auto = await session_sandbox.choose("auto", allow_unsandboxed=False)
+    bwrap_problem = await runner.problem("bwrap")
+    landlock_problem = await runner.problem("landlock")
+    if not bwrap_problem:
+        assert auto.kind == "bwrap"
+    elif not landlock_problem:
+        assert auto.kind == "landlock" and bwrap_problem in auto.reason
     else:
-        assert auto.kind == "bwrap" and auto.executable == BWRAP
+        assert auto.kind == "none" and landlock_problem in auto.reason
 
 
-async def test_forced_subprocess_is_recorded(runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(isolation.ENV_VAR, "subprocess")
+async def test_no_sandbox_and_no_opt_in_refuses_the_launch_and_records_nothing(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_VAR, "subprocess")  # stands for "no sandbox works here"
+    _run_id, task_id = await make_task(runtime)
+    base = tmp_path / "s"
+    base.mkdir()
+    sup = Supervisor(runtime, base_dir=base)
+    with pytest.raises(ToolError, match="launch refused: no sandbox works for agent sessions here"):
+        await sup.launch(agent_id="implementer-1", task_id=task_id)
+    async with runtime.db.read() as r:
+        assert await sessions.list_sessions(r) == []
+        assert await r.scalar("SELECT count(*) FROM session_capabilities") == 0
+    assert list(base.iterdir()) == []
+
+
+async def test_forced_subprocess_with_the_opt_in_is_recorded(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_VAR, "subprocess")
+    allow_unsandboxed(runtime)
     use_python_c(monkeypatch)
     _run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path)
@@ -157,12 +190,12 @@ async def test_forced_subprocess_is_recorded(runtime: Runtime, tmp_path: Path, m
 async def test_bad_mode_refuses_the_launch_and_records_nothing(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(isolation.ENV_VAR, "chroot")
+    monkeypatch.setenv(ENV_VAR, "chroot")
     _run_id, task_id = await make_task(runtime)
     base = tmp_path / "s"
     base.mkdir()
     sup = Supervisor(runtime, base_dir=base)
-    with pytest.raises(ValidationError, match="must be one of auto, bwrap, subprocess"):
+    with pytest.raises(ValidationError, match="must be one of auto, bwrap, landlock, subprocess"):
         await sup.launch(agent_id="implementer-1", task_id=task_id)
     async with runtime.db.read() as r:
         assert await sessions.list_sessions(r) == []
@@ -170,20 +203,12 @@ async def test_bad_mode_refuses_the_launch_and_records_nothing(
     assert list(base.iterdir()) == []
 
 
-def test_bwrap_argv_order_and_no_environment() -> None:
-    argv = isolation.bwrap_prefix("/usr/bin/bwrap", root=Path("/"), session_dir=Path("/run/x"))
-    assert argv[:4] == ["/usr/bin/bwrap", "--ro-bind", "/", "/"]
-    assert argv[-1] == "--" and "--clearenv" not in argv and "--setenv" not in argv
-    assert argv.index("--tmpfs") < argv.index("--bind")  # the private /tmp first, then the session dir
-    assert {"--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"} <= set(argv)
+# --- in the sandbox -------------------------------------------------------------------------------
 
 
-# --- under bubblewrap -----------------------------------------------------------------------------
-
-
-@needs_bwrap
-async def test_session_under_bwrap(runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(isolation.ENV_VAR, raising=False)
+async def test_a_session_sees_only_what_it_was_given(
+    kind: str, runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SECRET_THING", "leak-me")
     use_python_c(monkeypatch)
     root = runtime.root.resolve()
@@ -195,52 +220,48 @@ async def test_session_under_bwrap(runtime: Runtime, tmp_path: Path, monkeypatch
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
         res = await sup.launch(
-            agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(PROBE, str(outside))
+            agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(PROBE, str(root), str(outside))
         )
         session_id = res["session"]["id"]
         live = sup.live[session_id]
         seen = await probe_line(sup, session_id)
         assert live.process is not None
         tree = proc_tree(live.process.pid)
-        assert len(tree) >= 3  # bwrap, its PID-namespace init, the adapter
-        token = environ_of(tree[0])["ROUNDTABLE_MCP_TOKEN"]
+        assert len(tree) >= 3  # the launcher, the namespace's init, the adapter
+        token = environ_of(tree[-1])["ROUNDTABLE_MCP_TOKEN"]
         assert token.startswith("rtcap_")
         for pid in tree:
             assert token not in cmdline(pid)
-        inner = environ_of(tree[-1])
-        assert inner["ROUNDTABLE_MCP_TOKEN"] == token and "SECRET_THING" not in inner
+        assert "SECRET_THING" not in environ_of(tree[-1])
         (live.directory / "home" / "go").write_text("")
         await sup.wait(session_id, 30)
     finally:
         await sup.close()
 
-    assert seen["cwd"] == str(root)
+    assert seen["cwd"] == str(live.directory.resolve() / "home")
     assert seen["pid"] < 10  # its own PID namespace
-    assert seen["read"] == "print('v1')\n"
-    assert seen["write_new"] == "EROFS" and seen["write_existing"] == "EROFS"
-    assert seen["state_listing"] == [] and seen["db_visible"] is False
-    assert seen["write_state"] in ("EROFS", "EACCES")
-    assert seen["write_home"] == "ok"
+    assert seen["uid"] == (runner.SANDBOX_UID if os.getuid() == 0 else os.getuid())
+    assert seen["project_visible"] is False and seen["state_visible"] is False
+    assert seen["read_project"] == "ENOENT" and seen["write_project"] in ("ENOENT", "EROFS", "EACCES")
+    assert seen["write_home"] == "ok" and seen["write_cwd"] == "ok"
     assert seen["outside_visible"] is False
+    assert (
+        "home" not in seen["root_listing"] and "var" not in seen["root_listing"] and "run" not in seen["root_listing"]
+    )
     assert seen["socket_status"] == "HTTP/1.1 200 OK"
-    # The repository and the owner's state are untouched; the owner kept working throughout.
     assert not (root / "new.txt").exists()
     assert (root / "src" / "app.py").read_text() == "print('v1')\n"
-    assert (root / ".roundtable" / "roundtable.db").exists()
     async with runtime.db.read() as r:
         session = await sessions.get(r, session_id)
     meta = sessions.metadata(session)
-    assert meta["isolation"] == "bwrap"
-    assert meta["isolation_reason"].startswith("oci runtime not used: ")
+    assert meta["isolation"] == kind
     assert session.status == "ended"
     assert "rtcap_" not in sup.log_path(session_id).read_text()
 
 
-@needs_bwrap
-async def test_missing_program_under_bwrap_fails_the_launch(
-    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_missing_program_fails_the_launch(
+    kind: str, runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(isolation.ENV_VAR, raising=False)
     monkeypatch.setattr(
         adapters,
         "SCRIPTED_ADAPTER",
@@ -259,33 +280,27 @@ async def test_missing_program_under_bwrap_fails_the_launch(
     assert session_dirs(tmp_path) == []
 
 
-@needs_bwrap
-def test_a_harness_installed_below_tmp_runs_under_bwrap(tmp_path: Path) -> None:
-    """An npm prefix in /tmp (CI's habit) stays visible inside the private /tmp, read-only; the
-    rest of /tmp (here a sibling secret) does not."""
-    import subprocess
-    import tempfile
-
-    prefix = Path(tempfile.mkdtemp(prefix="rt-npm-", dir="/tmp"))
-    secret = Path(tempfile.mkdtemp(prefix="rt-other-", dir="/tmp")) / "secret.txt"
-    try:
-        (prefix / "lib").mkdir()
-        (prefix / "lib" / "cli.sh").write_text(f"#!/bin/sh\ntest -e {secret} && echo SEEN; echo harness-ran\n")
-        (prefix / "lib" / "cli.sh").chmod(0o755)
-        (prefix / "bin").mkdir()
-        (prefix / "bin" / "harness").symlink_to(prefix / "lib" / "cli.sh")
-        secret.write_text("x")
-        launcher = isolation.Launcher("bwrap", "", shutil.which("bwrap") or "bwrap")
-        session_dir = tmp_path / "session"
-        session_dir.mkdir()
-        path = f"{prefix / 'bin'}:/usr/bin:/bin"
-        argv = launcher.wrap(["harness"], root=tmp_path, session_dir=session_dir, path=path)
-        assert ["--ro-bind", str(prefix), str(prefix)] == argv[
-            argv.index(str(prefix)) - 1 : argv.index(str(prefix)) + 2
-        ]
-        done = subprocess.run(argv, env={"PATH": path}, capture_output=True, text=True, timeout=30)
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.split() == ["harness-ran"]
-    finally:
-        shutil.rmtree(prefix, ignore_errors=True)
-        shutil.rmtree(secret.parent, ignore_errors=True)
+def test_a_harness_installed_in_an_npm_prefix_is_granted_with_its_tree(tmp_path: Path) -> None:
+    """A harness from an npm prefix (CI installs one under /tmp) is readable inside with its
+    `node_modules` tree; a sibling of that prefix is not granted."""
+    prefix = tmp_path / "npm"
+    package = prefix / "node_modules" / "harness"
+    package.mkdir(parents=True)
+    (package / "cli.sh").write_text("#!/bin/sh\necho harness-ran\n")
+    (package / "cli.sh").chmod(0o755)
+    (prefix / "node_modules" / ".bin").mkdir()
+    (prefix / "node_modules" / ".bin" / "harness").symlink_to(package / "cli.sh")
+    (tmp_path / "sibling").mkdir()
+    found = runner.program_paths("harness", str(prefix / "node_modules" / ".bin"))
+    assert str((prefix / "node_modules").resolve()) in found
+    spec = runner.build_spec(
+        "landlock",
+        ["harness"],
+        tmp_path / "sibling",
+        root=tmp_path / "p",
+        profile="session",
+        search_path=str(prefix / "node_modules" / ".bin"),
+    )
+    granted = {m.dst for m in spec.mounts if m.op in ("ro", "rw")}
+    assert str((prefix / "node_modules").resolve()) in granted and spec.network is True
+    assert str(tmp_path.resolve()) not in granted

@@ -1,0 +1,132 @@
+"""How a supervised session's process is started: in the default-deny sandbox (profile
+`session`), or — only where the operator opted in — as a plain subprocess.
+
+`choose` picks once per supervisor: bubblewrap when it works, else the Landlock launcher (the
+same mount list either way; see `layout.py`). Where neither works, a launch is refused with the
+reason unless the configuration says `sessions.allow_unsandboxed: true`; then sessions run as
+plain subprocesses and the reason is recorded with each session (`isolation: subprocess`).
+
+`ROUNDTABLE_SESSION_ISOLATION=auto|bwrap|landlock|subprocess` overrides `sessions.sandbox`
+(`subprocess` still needs the opt-in).
+
+Inside the sandbox a session sees: the system directories, its interpreter and roundtable's own
+package (the stdio bridge), the harness's install directory, `sessions.read_paths`, its working
+directory (its workspace) and its own directory (private HOME, its MCP socket) writable, a
+private `/tmp`, and the host's network for its model API. The project's working tree, its
+`.roundtable/`, the legacy socket, the home and other projects do not exist there.
+
+The environment is never put on a command line: the launcher and the sandbox inherit the
+session's scrubbed environment, so the token stays out of every argv.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from roundtable.sandbox import runner
+from roundtable.sandbox.spec import Spec
+
+ENV_VAR = "ROUNDTABLE_SESSION_ISOLATION"
+MODES = ("auto", "bwrap", "landlock", "subprocess")
+SUBPROCESS = "subprocess"
+OPT_IN = "sessions.allow_unsandboxed: true"
+
+
+class LaunchRefused(Exception):
+    """No sandbox works for sessions and the operator has not opted in to running them bare."""
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """The chosen way to start session processes; `kind` is recorded as the session's isolation
+    (`bwrap`, `landlock`, `subprocess`, or `none` when launches are refused)."""
+
+    kind: str
+    reason: str  # why this one and not a stronger one ("" when nothing was passed over)
+    sandbox: runner.Sandbox | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.kind != runner.NONE
+
+    def describe(self) -> str:
+        """One line for `start`'s log and `doctor`."""
+        if self.sandbox is not None:
+            return self.sandbox.describe()
+        if self.kind == SUBPROCESS:
+            return f"subprocess — UNSANDBOXED, agents run with the owner's rights ({self.reason})"
+        return f"none — launches are refused ({self.reason})"
+
+    def refusal(self) -> str:
+        return (
+            f"no sandbox works for agent sessions here ({self.reason}); install bubblewrap or enable "
+            f"unprivileged user namespaces and Landlock, or set {OPT_IN} in .roundtable/config.yaml to run "
+            "agents unconfined"
+        )
+
+    def spec(
+        self,
+        argv: list[str],
+        *,
+        workdir: Path,
+        session_dir: Path,
+        root: Path,
+        socket_dir: Path | None,
+        search_path: str,
+        read_paths: Sequence[str] = (),
+        max_processes: int = 0,
+    ) -> Spec | None:
+        """The sandbox spec for `argv` (None for a plain subprocess). A program missing from the
+        session's PATH is raised as a failed exec here: inside, it would only be status 127."""
+        if self.sandbox is None:
+            return None
+        if not argv or shutil.which(argv[0], path=search_path) is None:
+            program = argv[0] if argv else ""
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        return runner.build_spec(
+            self.sandbox.kind,
+            argv,
+            workdir,
+            root=root,
+            profile="session",
+            socket_dir=socket_dir,
+            max_processes=max_processes,
+            read_paths=read_paths,
+            writable=[str(session_dir)],
+            search_path=search_path,
+            executable=self.sandbox.executable,
+            bwrap_size=self.sandbox.bwrap_size,
+        )
+
+
+def requested_mode(configured: str, environ: dict[str, str] | None = None) -> str:
+    """`ROUNDTABLE_SESSION_ISOLATION` if set, else the configured `sessions.sandbox`."""
+    env = os.environ if environ is None else environ
+    raw = env.get(ENV_VAR, "").strip().lower()
+    mode = raw or configured or "auto"
+    if mode not in MODES:
+        raise ValueError(f"{ENV_VAR} must be one of {', '.join(MODES)} (got {env.get(ENV_VAR)!r})")
+    return mode
+
+
+async def choose(mode: str, *, allow_unsandboxed: bool) -> Launcher:
+    """The launcher for `mode`; kind `none` (launches refused) when no sandbox works and the
+    operator has not opted in."""
+    if mode not in MODES:
+        raise ValueError(f"session isolation must be one of {', '.join(MODES)} (got {mode!r})")
+    if mode == SUBPROCESS:
+        why = f"{ENV_VAR}=subprocess"
+        if allow_unsandboxed:
+            return Launcher(SUBPROCESS, why)
+        return Launcher(runner.NONE, f"{why} without {OPT_IN}")
+    sandbox = await runner.choose(mode)
+    if sandbox.usable:
+        return Launcher(sandbox.kind, sandbox.reason, sandbox)
+    if allow_unsandboxed:
+        return Launcher(SUBPROCESS, f"{OPT_IN}; {sandbox.reason}")
+    return Launcher(runner.NONE, sandbox.reason)
