@@ -96,14 +96,18 @@ async def _sandbox_samples(root: Path, kind: str) -> dict[str, list[float]]:
 
     _policy(root, kind)
     sandbox = await runner.choose(kind)
-    out: dict[str, list[float]] = {"launch": [], "worktree": [], "proposal": []}
+    out: dict[str, list[float]] = {"launch": [], "session": [], "worktree": [], "proposal": []}
     with tempfile.TemporaryDirectory(prefix="rt-bench-sandbox-") as work:
         spec = runner.build_spec(kind, ["printf", "ok"], Path(work), root=root, executable=sandbox.executable)
-        for _ in range(SANDBOX_RUNS):
-            started = time.perf_counter()
-            done = await test_exec.execute(["printf", "ok"], Path(work), spec=spec)
-            out["launch"].append((time.perf_counter() - started) * 1000)
-            assert done.status == "passed", done
+        session = runner.build_spec(
+            kind, ["printf", "ok"], Path(work), root=root, profile="session", executable=sandbox.executable
+        )
+        for name, one in (("launch", spec), ("session", session)):
+            for _ in range(SANDBOX_RUNS):
+                started = time.perf_counter()
+                done = await test_exec.execute(["printf", "ok"], Path(work), spec=one)
+                out[name].append((time.perf_counter() - started) * 1000)
+                assert done.status == "passed", done
     for _ in range(SANDBOX_RUNS):
         started = time.perf_counter()
         tree = await scratch.create(root, PATCH)
@@ -176,6 +180,7 @@ def run() -> list[dict[str, Any]]:
             _git_project(root)
             samples = asyncio.run(_sandbox_samples(root, kind))
         rows.append(_row(f"{kind}: launcher + printf ok in a directory", samples["launch"]))
+        rows.append(_row(f"{kind}: session profile, launcher + printf ok", samples["session"]))
         rows.append(
             _row(f"scratch worktree: snapshot + worktree add + apply + remove ({kind} pass)", samples["worktree"])
         )

@@ -340,3 +340,46 @@ async def test_system_files_that_are_not_granted_do_not_exist(kind: str, place: 
     for path in present:
         if exists(path):
             assert out[f"read {path}"][0] == "ok", path
+
+
+async def test_the_process_limit_binds_even_as_root(kind: str, place: Place) -> None:
+    """`max_processes` holds whoever runs the owner: as root the command runs as uid 65534,
+    whom RLIMIT_NPROC binds (it never binds root)."""
+    script = (
+        "import os, time\n"
+        "forked = 0\n"
+        "for _ in range(300):\n"
+        "    try:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(30)\n"
+        "            os._exit(0)\n"
+        "        forked += 1\n"
+        "    except OSError:\n"
+        "        break\n"
+        "print('uid', os.getuid(), 'forked', forked, flush=True)\n"
+        "os.killpg(0, 9)\n"
+    )
+    out = await run(kind, place, [PY, "-c", script], max_processes=40, timeout=60)
+    line = next(x for x in out.output.splitlines() if x.startswith("uid "))
+    uid, forked = int(line.split()[1]), int(line.split()[3])
+    assert uid == (65534 if os.getuid() == 0 else os.getuid())
+    assert forked < 40, out.output
+
+
+async def test_the_init_cannot_be_traced_and_shows_no_spec(kind: str, place: Place) -> None:
+    """PID 1 of the sandbox is not ptrace-able by the command, and its command line carries no
+    path of the project or of its secrets (the spec travels on a descriptor)."""
+    script = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "rc = libc.ptrace(16, 1, None, None)\n"  # PTRACE_ATTACH
+        "print('attach', rc, os.strerror(ctypes.get_errno()) if rc else 'attached', flush=True)\n"
+        "print('cmdline', open('/proc/1/cmdline', 'rb').read().replace(b'\\0', b' ').decode(errors='replace'))\n"
+    )
+    out = await run(kind, place, [PY, "-c", script])
+    assert out.status == "passed", out.output
+    attach = next(x for x in out.output.splitlines() if x.startswith("attach "))
+    assert attach.split()[1] == "-1", attach
+    cmdline = next(x for x in out.output.splitlines() if x.startswith("cmdline "))
+    for secret in (str(place.root), str(place.socket_path), ".roundtable", str(place.workdir)):
+        assert secret not in cmdline, (secret, cmdline[:300])
