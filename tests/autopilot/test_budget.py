@@ -36,6 +36,7 @@ async def test_a_task_budget_stops_the_session_blocks_the_task_and_notifies_once
 
         def change(data: dict) -> None:  # type: ignore[type-arg]
             data["budgets"]["task"]["tokens"] = BUDGET
+            data["sessions"]["read_paths"] = [str(STREAM.parent)]  # the captured stream, inside the sandbox
             data["notify"]["webhooks"] = [{"url": listener.url + "/alerts", "events": ["budget_exceeded"]}]
 
         edit_config(root, change)

@@ -73,7 +73,10 @@ def test_prices_apply_to_cached_and_fresh_input() -> None:
 
 
 async def _supervised(runtime: Runtime, tmp_path: Path, stream: Path, **launch: str) -> tuple[str, str, str]:
-    """An implementer session whose harness prints `stream` and then works (the scripted agent)."""
+    """An implementer session whose harness prints `stream` and then works (the scripted agent).
+    The captured stream is granted to the session's sandbox (`sessions.read_paths`)."""
+    sandboxed = runtime.config.sessions.model_copy(update={"read_paths": (str(stream.parent),)})
+    runtime.config = runtime.config.model_copy(update={"sessions": sandboxed})
     run_id, task_id = await make_task(runtime)
     # A long grace: the session must meet the refusal at its next call, not be killed before it.
     sup = await start_supervisor(runtime, base_dir=tmp_path, revoke_grace=60)
