@@ -29,6 +29,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from roundtable import proc
 from roundtable.errors import ToolError, ValidationError
 from roundtable.services import git
 from roundtable.services.patches import MAX_PATCH_BYTES
@@ -108,6 +109,16 @@ def common_objects(tree: Tree) -> Path:
     return (tree.gitdir / common).resolve() / "objects"
 
 
+async def _tree_env(tree: Tree, index: Path, objects: Path | None) -> tuple[dict[str, str], list[str]]:
+    """The environment and `-c` options of a git command on the workspace."""
+    extra = {"GIT_DIR": str(tree.gitdir), "GIT_WORK_TREE": str(tree.path), "GIT_INDEX_FILE": str(index)}
+    if objects is not None:
+        await asyncio.to_thread(os.makedirs, objects, 0o700, True)
+        extra["GIT_OBJECT_DIRECTORY"] = str(objects)
+        extra["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(common_objects(tree))
+    return _env(extra), [*_BASE_CONFIG, *await neutral_config(tree.root)]
+
+
 async def tree_git(
     tree: Tree, args: list[str], *, index: Path, objects: Path | None = None, ok: tuple[int, ...] = (0,)
 ) -> tuple[int, bytes]:
@@ -115,14 +126,45 @@ async def tree_git(
     `objects` (a private directory), every object git writes — the agent's blobs, trees, merge
     results — goes there, the project's objects read as alternates: nothing the agent wrote
     enters the project's repository, and it is gone with the directory."""
-    extra = {"GIT_DIR": str(tree.gitdir), "GIT_WORK_TREE": str(tree.path), "GIT_INDEX_FILE": str(index)}
-    if objects is not None:
-        await asyncio.to_thread(os.makedirs, objects, 0o700, True)
-        extra["GIT_OBJECT_DIRECTORY"] = str(objects)
-        extra["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(common_objects(tree))
-    env = _env(extra)
-    neutral = await neutral_config(tree.root)
-    return await _run(tree.path, [*_BASE_CONFIG, *neutral, *args], env, ok=ok)
+    env, config = await _tree_env(tree, index, objects)
+    return await _run(tree.path, [*config, *args], env, ok=ok)
+
+
+class TooLarge(ValidationError):
+    """git printed more than the caller would read."""
+
+
+async def tree_output(tree: Tree, args: list[str], *, index: Path, objects: Path | None, cap: int) -> bytes:
+    """The output of a git command on the workspace (as `tree_git`), read up to `cap` bytes:
+    beyond that the rest is dropped as it comes and `TooLarge` is raised, so a workspace full of
+    changes never fills the owner's memory."""
+    env, config = await _tree_env(tree, index, objects)
+    chunks: list[bytes] = []
+    size = 0
+    over = False
+
+    def sink(chunk: bytes) -> None:
+        nonlocal size, over
+        if over or size + len(chunk) > cap:
+            over = True
+            return
+        chunks.append(chunk)
+        size += len(chunk)
+
+    argv = ["git", *config, "-c", "core.safecrlf=false", *args]
+    try:
+        done = await proc.run(argv, cwd=tree.path, env=env, timeout=git.GIT_TIMEOUT_S, sink=sink)
+    except OSError as exc:
+        raise ToolError(f"git could not start: {exc.strerror}") from None
+    if done.timed_out:
+        raise ToolError(f"git {args[0]} timed out after {git.GIT_TIMEOUT_S:g}s")
+    if over:
+        raise TooLarge(f"workspace refused: its diff is larger than {cap // (1024 * 1024)} MiB")
+    out = b"".join(chunks)
+    if done.code != 0:
+        text = out[: git.OUTPUT_CAP].decode("utf-8", "replace").strip()
+        raise ToolError(f"git {args[0]} failed: {text}")
+    return out
 
 
 def verify(tree: Tree) -> None:

@@ -41,15 +41,23 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.domain import TaskStatus, WorkspaceState
 from roundtable.errors import NotFound, ToolError, ValidationError
-from roundtable.services import hashing, proposals, scratch
+from roundtable.services import hashing, proposals, quotas, scratch
 from roundtable.services import symbols as symbol_index
 from roundtable.services.claims import ClaimConflict, ClaimRequest, acquire, covering_write_claims
 from roundtable.services.gates import OPEN_STATUSES
-from roundtable.services.patches import CONTROL, ParsedPatch, allowances, check_patch, parse_patch, patch_sha256
+from roundtable.services.patches import (
+    CONTROL,
+    MAX_PATCH_BYTES,
+    ParsedPatch,
+    allowances,
+    check_patch,
+    parse_patch,
+    patch_sha256,
+)
 from roundtable.services.policy import Policy, current_policy
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, task_run
 from roundtable.services.testing import private_paths
-from roundtable.services.workspace_git import DIFF_ARGS, Tree, repo_git, scan, tree_git, verify
+from roundtable.services.workspace_git import DIFF_ARGS, Tree, repo_git, scan, tree_git, tree_output, verify
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Agent, Proposal, Resource, Task, Workspace
 
@@ -184,8 +192,12 @@ async def workspace_patch(root: Path, ws: Workspace) -> str:
     await asyncio.to_thread(verify, tree)
     async with _private_dir() as tmp:
         await _index_of_workspace(tree, tmp, ws.base_tree)
-        _code, out = await tree_git(
-            tree, ["diff", "--cached", *DIFF_ARGS, ws.base_commit], index=tmp / "index", objects=tmp / "objects"
+        out = await tree_output(
+            tree,
+            ["diff", "--cached", *DIFF_ARGS, ws.base_commit],
+            index=tmp / "index",
+            objects=tmp / "objects",
+            cap=MAX_PATCH_BYTES,
         )
     try:
         return out.decode("utf-8")
@@ -333,6 +345,7 @@ class ProposeInput:
     risk: str = "normal"
     session_id: str = ""
     proposed_by: str = ""  # "supervisor" when a session left its work unproposed
+    counted_agent: str = ""  # the agent whose quotas a new proposal counts against ("" for the owner)
 
 
 async def _auto_claims(
@@ -463,6 +476,9 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                 runs=runs,
                 max_files=max_files,
             )
+            # An agent's new proposal counts against its quotas (the owner's components never do).
+            created_run = str(await tx.scalar("SELECT run_id FROM proposals WHERE id = ?", (out["proposal"]["id"],)))
+            await quotas.check(tx, runtime.config.limits, "proposal", run_id=created_run, agent_id=req.counted_agent)
         proposal_id = out["proposal"]["id"]
         await tx.update("proposals", {"id": proposal_id}, {"workspace_id": ws.id, "base_revision": ws.base_tree})
         await tx.update(

@@ -45,6 +45,7 @@ async def propose(call: Call) -> dict[str, Any]:
         risk=opt_str(args, "risk", "normal"),
         session_id=call.session_id,
         proposed_by=call.actor if call.caller.is_internal else "",
+        counted_agent=call.agent_id,
     )
     return views.proposal_result(await service.propose(call.runtime, request, actor=call.actor, runs=call.run_hint))
 

@@ -270,3 +270,40 @@ async def test_without_auto_claims_an_unclaimed_path_is_refused(repo: Path, ws_d
         assert out["claimed"] == [] and out["proposal"]["revision_number"] == 1
     finally:
         await rt.close()
+
+
+async def test_a_diff_over_the_patch_limit_is_refused_without_reading_it_whole(work: Work) -> None:
+    line = "x" * 99 + "\n"
+    for name in ("a.txt", "b.txt"):  # each under the per-file limit, together over the patch limit
+        (work.path / name).write_text(line * 90_000)
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    before = await work.counts()
+    with pytest.raises(ToolError, match="its diff is larger than 16 MiB"):
+        await work.propose()
+    assert await work.counts() == before
+
+
+async def test_new_proposals_from_a_workspace_count_against_the_agents_quota(repo: Path) -> None:
+    from roundtable.runtime import Runtime
+    from roundtable.services.agents import sync_agents
+
+    config = repo / ".roundtable" / "config.yaml"
+    config.write_text(config.read_text() + "limits:\n  proposals_per_agent: 1\n")
+    rt = await Runtime.open(repo)
+    try:
+        await sync_agents(rt)
+        proposed = []
+        for n in (1, 2):
+            task = (await rt.call("task.create", {"title": f"t{n}", "body_md": "b"}, OPERATOR))["task"]["id"]
+            made = await rt.call("workspace.create", {"agent_id": AUTHOR, "task_id": task}, OPERATOR)
+            (Path(made["workspace"]["path"]) / "src" / "app.py").write_text(f"print({n})\n")
+            try:
+                await rt.call("workspace.propose", {"task_id": task, "title": "t", "summary_md": "s"}, agent(AUTHOR))
+                proposed.append(task)
+            except ToolError as exc:
+                assert "proposal quota reached" in str(exc)
+        assert len(proposed) == 1
+        async with rt.db.read() as r:
+            assert await r.scalar("SELECT COUNT(*) FROM proposals") == 1
+    finally:
+        await rt.close()
