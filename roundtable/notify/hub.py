@@ -133,6 +133,7 @@ class Notifier:
 
 
 def json_field(payload_json: str, key: str) -> Any:
+    """One field of an event's JSON payload ('' when absent or unreadable)."""
     try:
         value = json.loads(payload_json or "{}")
     except ValueError:

@@ -212,6 +212,13 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
     assert (spent["input_tokens"], spent["cached_input_tokens"]) == expected, story
     assert spent["output_tokens"] == n * SPEND.output_tokens
     assert spent["task_id"] == task_id and spent["run_id"] == run_id
+    for column, key in (("task_id", task_id), ("run_id", run_id)):  # the rollups: this one session
+        (total,) = query(
+            root,
+            f"SELECT sum(input_tokens) AS i, sum(output_tokens) AS o FROM session_usage WHERE {column} = ?",
+            (key,),
+        )
+        assert (total["i"], total["o"]) == (expected[0], n * SPEND.output_tokens)
     assert (spent["proposal_id"], spent["revision"]) == (proposal["id"], 1)
     if adapter == "claude":
         assert spent["cost_source"] == "harness" and spent["cost_usd"] > 0
