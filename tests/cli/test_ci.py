@@ -143,3 +143,10 @@ async def test_headless_json_and_doctor_json(project: Path) -> None:
     assert code == (1 if report["problems"] else 0)
     assert {"status", "what", "fix"} <= set(report["findings"][0])
     assert any(f["what"] == "configuration is valid" and f["status"] == "ok" for f in report["findings"])
+
+
+def test_the_bridge_follows_the_address_override(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROUNDTABLE_HTTP_ADDRESS", raising=False)
+    assert endpoint.bridge_url(project) == "http://127.0.0.1:7117/mcp"
+    monkeypatch.setenv("ROUNDTABLE_HTTP_ADDRESS", "127.0.0.1:45678")
+    assert endpoint.bridge_url(project) == "http://127.0.0.1:45678/mcp"

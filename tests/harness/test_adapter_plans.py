@@ -90,3 +90,18 @@ def test_codex_ignores_an_unreadable_operator_config(codex_home: Path) -> None:
     (codex_home / "config.toml").write_text("model = [unclosed\n", encoding="utf-8")
     doc = tomllib.loads(plan("codex").files[".codex/config.toml"])
     assert set(doc) == {"mcp_servers"}
+
+
+def test_claude_gets_its_spending_cap_when_one_is_configured(codex_home: Path) -> None:
+    from roundtable.config import parse_config
+    from roundtable.services import adapters
+
+    config = parse_config("limits:\n  max_budget_usd: 2.5\n")
+    argv = adapters.start_plan(
+        config, "claude", session_id="S-1", agent_id="implementer-1", run_id="RUN-1", working_directory="/w"
+    ).argv
+    assert argv[argv.index("--max-budget-usd") + 1] == "2.5"
+    codex = adapters.start_plan(
+        config, "codex", session_id="S-1", agent_id="implementer-1", run_id="RUN-1", working_directory="/w"
+    ).argv
+    assert "--max-budget-usd" not in codex  # only Claude Code has such a flag
