@@ -39,9 +39,9 @@ async def active_run_ids(runtime: Project) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-async def create(tx: Tx, goal: str, *, run_id: str = "", actor: str = "") -> Run:
+async def create(tx: Tx, goal: str, *, run_id: str = "", actor: str = "", record: bool = True) -> Run:
     """Create an `active` run (`RUN-<stamp>` unless `run_id` is given; an existing id is
-    refused), with a `run.created` event."""
+    refused), with a `run.created` event (`record`)."""
     new_id = run_id or clock.new_id("RUN")
     if await tx.scalar("SELECT 1 FROM runs WHERE id = ?", (new_id,)):
         raise ToolError(f"run {new_id} already exists; use --resume (roundtable runs resume {new_id})")
@@ -56,14 +56,16 @@ async def create(tx: Tx, goal: str, *, run_id: str = "", actor: str = "") -> Run
             "metadata_json": "{}",
         },
     )
-    await tx.append_event(new_id, "run.created", {"goal": goal}, actor_id=actor)
+    if record:
+        await tx.append_event(new_id, "run.created", {"goal": goal}, actor_id=actor)
     return await get_run(tx, new_id)
 
 
 async def create_run(runtime: Project, goal: str, *, run_id: str = "") -> Run:
-    """`create` in its own write transaction."""
+    """`create` in its own write transaction, without the `run.created` event the operation
+    records (fixtures seed runs with it; every command, the console and MCP use `run.create`)."""
     async with runtime.db.write(tool="run.create") as tx:
-        return await create(tx, goal, run_id=run_id)
+        return await create(tx, goal, run_id=run_id, record=False)
 
 
 async def latest_active_run(runtime: Project) -> Run | None:
