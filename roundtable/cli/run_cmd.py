@@ -47,7 +47,6 @@ async def headless(
     """Take the owner lock (no listeners), select or create the run, tick, snapshot."""
     from roundtable import chair
     from roundtable.owner import Owner, select_run
-    from roundtable.services import runs
     from roundtable.store.records import Run
 
     # No supervisor: a headless run without --autopilot launches nothing.
@@ -76,7 +75,7 @@ async def headless(
             if max_consecutive_errors and max_consecutive_errors > 0
             else 5,
         )
-        snapshot = await runs.write_snapshot(runtime, run.id)
+        snapshot = (await runtime.call("run.snapshot", {"run_id": run.id}))["snapshot_id"]
         echo(
             f"run {run.id} is {result.status} after {result.iterations} tick(s) ({result.reason}); snapshot {snapshot}"
         )
@@ -102,7 +101,6 @@ async def headless_autopilot(
     created, driven until it waits for the operator (`cli/run_autopilot.py`), then a snapshot."""
     from roundtable.cli.run_autopilot import drive
     from roundtable.owner import Owner, select_run
-    from roundtable.services import runs
     from roundtable.store.records import Run
 
     async with Owner(
@@ -128,7 +126,7 @@ async def headless_autopilot(
         owner.dispatcher.wake()
         every = interval if interval is not None else runtime.config.chair.tick_interval
         result = await drive(owner, run.id, interval=every, ticks=ticks, echo=echo)
-        snapshot = await runs.write_snapshot(runtime, run.id)
+        snapshot = (await runtime.call("run.snapshot", {"run_id": run.id}))["snapshot_id"]
         echo(
             f"run {run.id} is {result.status} after {result.seconds:.1f}s on autopilot ({result.reason}"
             + (f": {result.error}" if result.error else "")

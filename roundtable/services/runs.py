@@ -140,21 +140,27 @@ async def archive_run(runtime: Project, run_id: str) -> Run:
         return await archive(tx, run_id)
 
 
-async def write_snapshot(runtime: Project, run_id: str) -> str:
-    """Store the state snapshot (the `table.get_state` lists) as a `run_snapshots` row; returns its id."""
+async def snapshot(tx: Tx, run_id: str) -> str:
+    """Store the state snapshot (the `table.get_state` lists) as a `run_snapshots` row of
+    `run_id` (which must exist); returns its id."""
     from roundtable.services.state import load_state
 
-    async with runtime.db.read() as r:
-        state = await load_state(r)
+    await get_run(tx, run_id)
+    state = await load_state(tx)
     snapshot_id = clock.new_id("RS")
-    async with runtime.db.write(tool="run.snapshot") as tx:
-        await tx.insert(
-            "run_snapshots",
-            {
-                "id": snapshot_id,
-                "run_id": run_id,
-                "snapshot_json": json.dumps(state, separators=(",", ":"), ensure_ascii=False),
-                "created_at": clock.now(),
-            },
-        )
+    await tx.insert(
+        "run_snapshots",
+        {
+            "id": snapshot_id,
+            "run_id": run_id,
+            "snapshot_json": json.dumps(state, separators=(",", ":"), ensure_ascii=False),
+            "created_at": clock.now(),
+        },
+    )
     return snapshot_id
+
+
+async def write_snapshot(runtime: Project, run_id: str) -> str:
+    """`snapshot` in its own write transaction."""
+    async with runtime.db.write(tool="run.snapshot") as tx:
+        return await snapshot(tx, run_id)

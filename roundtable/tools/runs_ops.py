@@ -1,4 +1,5 @@
-"""Run operations: `run.create`, `run.resume`, `run.end` and `run.archive` (audience `operator`).
+"""Run operations: `run.create`, `run.resume`, `run.end`, `run.archive` and `run.snapshot`
+(audience `operator`).
 
 The CLI (`roundtable runs create|end|archive`, `run`, `start --goal`), the console (`g`, `e`,
 `E`) and an operator token over MCP create and close runs through these, so each change is
@@ -52,6 +53,10 @@ async def archive(call: Call) -> dict[str, Any]:
     return {"run": run.to_dict()}
 
 
+async def snapshot(call: Call) -> dict[str, Any]:
+    return {"snapshot_id": await runs.snapshot(call.w, call.args["run_id"])}
+
+
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="run.create",
@@ -97,5 +102,13 @@ TOOLS: list[ToolSpec] = [
         handler=archive,
         audience="operator",
         idempotent=True,
+    ),
+    ToolSpec(
+        name="run.snapshot",
+        description="Store the table's state (the table.get_state lists) as a snapshot of the run.",
+        input_schema=obj({"run_id": string("The run.")}, ["run_id"]),
+        output_schema=_OBJECT,
+        handler=snapshot,
+        audience="operator",
     ),
 ]
