@@ -59,10 +59,15 @@ def start(root: Path, interval: str, autopilot: bool, goal: str, http_address: s
         )
 
     async def create_run(owner: Any) -> None:
+        """`--goal`: create the run; without one, say how when no run is active."""
         from roundtable.owner import select_run
+        from roundtable.services.runs import active_run_ids
 
-        run = await select_run(owner.runtime, goal=goal, resume=False)
-        say(f"created run {run['id']} with goal: {run['goal']}")
+        if goal.strip():
+            run = await select_run(owner.runtime, goal=goal, resume=False)
+            say(f"created run {run['id']} with goal: {run['goal']}")
+        elif not await active_run_ids(owner.runtime):
+            say("no run is active; create one with `roundtable runs create --goal TEXT` (this owner takes it up)")
 
     run_async(
         serve_forever(
@@ -73,7 +78,7 @@ def start(root: Path, interval: str, autopilot: bool, goal: str, http_address: s
             log=say,
             chair_interval=tick if interval else None,
             autopilot=True if autopilot else None,
-            after_ready=create_run if goal.strip() else None,
+            after_ready=create_run,
             http_address=http_address,
         )
     )
