@@ -175,8 +175,13 @@ class Owner:
         autopilot_overrides: Any = None,
         dispatcher_options: dict[str, Any] | None = None,
         notify: bool | None = None,
+        goal: str = "",
     ) -> None:
         self.root = Path(root)
+        # `start --goal`: a run created before anything listens, so whoever sees this owner
+        # answer (`roundtable wait --ready`) finds the run too.
+        self._goal = goal.strip()
+        self.created_run: dict[str, Any] = {}
         self._want_http = http
         self._want_socket = socket
         self._want_chair = chair
@@ -281,6 +286,8 @@ class Owner:
             self.say(str(line))
         await sync_agents(self.runtime)
         await self._ensure_credentials()
+        if self._goal:
+            self.created_run = await select_run(self.runtime, goal=self._goal, resume=False)
         if self._want_http:
             # Validate the HTTP options before anything listens (system.md §7.6.1 step 4).
             from roundtable.server.http import HttpServer, http_options

@@ -45,6 +45,7 @@ async def serve_forever(
     autopilot: bool | None = None,
     http_address: str | None = None,
     after_ready: Callable[[object], Awaitable[None]] | None = None,
+    goal: str = "",
 ) -> None:
     """Enter the owner, print the ready line, run `after_ready` (e.g. create the run of
     `start --goal`), wait for a signal (or HTTP failure), stop cleanly."""
@@ -59,7 +60,13 @@ async def serve_forever(
             loop.add_signal_handler(sig, stop.set)
     failure = ""
     async with Owner(
-        root, chair=chair, log=log, chair_interval=chair_interval, autopilot=autopilot, http_address=http_address
+        root,
+        chair=chair,
+        log=log,
+        chair_interval=chair_interval,
+        autopilot=autopilot,
+        http_address=http_address,
+        goal=goal,
     ) as owner:
         log(ready(owner))
         for line in await isolation_lines(owner):

@@ -58,13 +58,13 @@ def start(root: Path, interval: str, autopilot: bool, goal: str, http_address: s
             + (f" ({owner.address_note}; written to .roundtable/owner.json)" if owner.address_note else "")
         )
 
-    async def create_run(owner: Any) -> None:
-        """`--goal`: create the run; without one, say how when no run is active."""
-        from roundtable.owner import select_run
+    async def about_runs(owner: Any) -> None:
+        """The run `--goal` created (before anything listened); else how to create one when no
+        run is active."""
         from roundtable.services.runs import active_run_ids
 
-        if goal.strip():
-            run = await select_run(owner.runtime, goal=goal, resume=False)
+        run = owner.created_run
+        if run:
             say(f"created run {run['id']} with goal: {run['goal']}")
         elif not await active_run_ids(owner.runtime):
             say("no run is active; create one with `roundtable runs create --goal TEXT` (this owner takes it up)")
@@ -78,7 +78,8 @@ def start(root: Path, interval: str, autopilot: bool, goal: str, http_address: s
             log=say,
             chair_interval=tick if interval else None,
             autopilot=True if autopilot else None,
-            after_ready=create_run,
+            after_ready=about_runs,
+            goal=goal,
             http_address=http_address,
         )
     )
