@@ -46,7 +46,18 @@ def claims() -> None:
 def list_claims(root: Path, as_json: bool, agent: str, resource: str, status: str) -> None:
     """Print claims: <id> <agent_id> <claim_type> <status> <resource_id>."""
     args = {"agent_id": agent, "resource_id": resource, "status": status}
-    result = run_async(_with_runtime(root, lambda rt: rt.call("resource.claim_status", args)))
+
+    async def every_page(rt: Any) -> dict[str, Any]:
+        claims: list[dict[str, Any]] = []
+        cursor = ""
+        while True:
+            page = await rt.call("resource.claim_status", {**args, **({"cursor": cursor} if cursor else {})})
+            claims.extend(page["claims"])
+            cursor = page["next_cursor"]
+            if not page["has_more"]:
+                return {"claims": claims}
+
+    result = run_async(_with_runtime(root, every_page))
     if as_json:
         print_json(result)
         return

@@ -28,6 +28,7 @@ from roundtable.services.applies import check_applies
 from roundtable.services.claims import check_resource_id, expired_note, parse_resource_id, unclaimed_resources
 from roundtable.services.edits import Edit, FileWrite, build_patch
 from roundtable.services.gates import OPEN_STATUSES, check_claims, current_votes
+from roundtable.services.paging import PageRequest, after
 from roundtable.services.patches import (
     DEFAULT_MAX_PATCH_FILES,
     ParsedPatch,
@@ -360,9 +361,14 @@ async def detail(q: Reader | Tx, root: Path, policy: Policy | None, proposal_id:
     return out
 
 
-async def listing(q: Reader | Tx, task_id: str, status: str, scope: Scope | None = None) -> list[dict[str, Any]]:
+PROPOSAL_ORDER = ("created_at", "id")
+
+
+async def listing(
+    q: Reader | Tx, task_id: str, status: str, scope: Scope | None = None, page: PageRequest | None = None
+) -> list[dict[str, Any]]:
     """Proposals in creation order, filtered by task and status; only those `scope` may read
-    when one is given (a session's)."""
+    when one is given (a session's). With `page`: at most one more than its limit, after its key."""
     sql = "SELECT * FROM proposals"
     where: list[str] = []
     params: list[Any] = []
@@ -376,9 +382,17 @@ async def listing(q: Reader | Tx, task_id: str, status: str, scope: Scope | None
     if status:
         where.append("status = ?")
         params.append(status)
+    limit = ""
+    if page is not None:
+        if page.key is not None:
+            after_sql, after_params = after(PROPOSAL_ORDER, page.key)
+            where.append(after_sql)
+            params.extend(after_params)
+        limit = f" LIMIT {page.limit + 1}"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    return [proposal_dict(p) for p in await q.all(Proposal, sql + " ORDER BY created_at, id", params)]
+    rows = await q.all(Proposal, sql + f" ORDER BY {', '.join(PROPOSAL_ORDER)}{limit}", params)
+    return [proposal_dict(p) for p in rows]
 
 
 def _read_parsed(root: Path, sha256: str, policy: Policy) -> ParsedPatch:

@@ -26,6 +26,7 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
+from roundtable.services.paging import PageRequest, after
 from roundtable.services.pathguard import is_sensitive_path, resolve_repo_path
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, resolve_sync
 from roundtable.services.session_scope import Scope, where
@@ -124,11 +125,24 @@ async def get_task(q: Reader | Tx, task_id: str) -> Task:
     return task
 
 
-async def list_tasks(q: Reader | Tx, scope: Scope | None = None) -> list[Task]:
-    """Every task in order; only those `scope` may read when one is given (a session's)."""
-    condition, params = where(scope, "tasks")
-    filtered = f"WHERE {condition} " if condition else ""
-    return await q.all(Task, f"SELECT * FROM tasks {filtered}ORDER BY priority, created_at, id", params)
+TASK_ORDER = ("priority", "created_at", "id")
+
+
+async def list_tasks(q: Reader | Tx, scope: Scope | None = None, page: PageRequest | None = None) -> list[Task]:
+    """Every task in order; only those `scope` may read when one is given (a session's). With
+    `page`: at most one more than its limit, after its key (`services.paging`)."""
+    condition, scoped = where(scope, "tasks")
+    clauses = [condition] if condition else []
+    params: list[Any] = list(scoped)
+    limit = ""
+    if page is not None:
+        if page.key is not None:
+            sql, more = after(TASK_ORDER, page.key)
+            clauses.append(sql)
+            params.extend(more)
+        limit = f" LIMIT {page.limit + 1}"
+    filtered = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+    return await q.all(Task, f"SELECT * FROM tasks {filtered}ORDER BY {', '.join(TASK_ORDER)}{limit}", params)
 
 
 async def create_task(

@@ -9,7 +9,7 @@ of an agent that is no longer enabled. An expired request counts as finished eve
 
 Every function here runs inside the caller's transaction (the tools run in `BEGIN IMMEDIATE`,
 so the read-check-append of a request is serialised across processes by SQLite's write lock),
-except `start_turn`, which refuses a start that is not yet allowed on a read snapshot first and
+except `poll_start_turn` (the tool `agent.turn_start`), which refuses a start that is not yet allowed on a read snapshot first and
 only then opens its write transaction: agents that poll it before their turn cost a point read.
 """
 
@@ -273,15 +273,19 @@ async def _lifecycle(tx: Tx, run_id: str, agent_id: str, request_id: int, event_
     return {"event": event.to_dict(), "request_event_id": request_id, "status": event_type}
 
 
-async def start_turn(db: Database, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:
-    """`agent.turn_start`: acknowledge a turn the Chair scheduled. Checked first on a read
-    snapshot, so a call before the turn is scheduled (an agent polling) is refused after a point
-    read without taking the write lock; an allowed start is checked again and recorded in one
-    write transaction."""
+async def start_turn(tx: Tx, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:
+    """Acknowledge a turn the Chair scheduled, inside the caller's transaction."""
+    return await _lifecycle(tx, run_id, agent_id, request_id, STARTED)
+
+
+async def poll_start_turn(db: Database, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:
+    """`agent.turn_start`: checked first on a read snapshot, so a call before the turn is
+    scheduled (an agent polling) is refused after a point read without taking the write lock;
+    an allowed start is checked again and recorded in one write transaction."""
     async with db.read() as r:
         await _check_lifecycle(r, run_id, agent_id, request_id, STARTED)
     async with db.write(tool="agent.turn_start") as tx:
-        return await _lifecycle(tx, run_id, agent_id, request_id, STARTED)
+        return await start_turn(tx, run_id, agent_id, request_id)
 
 
 async def complete_turn(tx: Tx, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import ProposalStatus, Risk, Vote
 from roundtable.errors import ValidationError
+from roundtable.services import paging, quotas
 from roundtable.services import proposals as service
-from roundtable.services import quotas
 from roundtable.services import votes as votes_service
 from roundtable.services.edits import edits_from_args, files_from_args, revision_diff
 from roundtable.services.gates import OPEN_STATUSES
@@ -25,7 +25,19 @@ from roundtable.tools import views
 from roundtable.tools.args import identity, opt_float, opt_int, opt_list, opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, number, obj, result, string, strings
+from roundtable.tools.schema import (
+    PAGE_ARGS,
+    PAGE_RESULT,
+    RECORD,
+    RECORDS,
+    boolean,
+    integer,
+    number,
+    obj,
+    result,
+    string,
+    strings,
+)
 from roundtable.tools.views import DETAIL, wants_detail
 
 
@@ -133,8 +145,14 @@ async def _revision_diff(call: Call, out: dict[str, Any], since: int) -> str:
 
 async def list_(call: Call) -> dict[str, Any]:
     args = call.args
-    found = await service.listing(call.r, opt_str(args, "task_id"), opt_str(args, "status"), call.scope)
-    return {"proposals": found if wants_detail(args) else [views.proposal(p) for p in found]}
+    task_id, status = opt_str(args, "task_id"), opt_str(args, "status")
+    page = paging.request("proposal.list", args, [task_id, status], len(service.PROPOSAL_ORDER))
+    found, more = paging.finish(
+        page,
+        await service.listing(call.r, task_id, status, call.scope, page),
+        lambda p: (p["created_at"], p["id"]),
+    )
+    return {"proposals": found if wants_detail(args) else [views.proposal(p) for p in found], **more}
 
 
 async def request_review(call: Call) -> dict[str, Any]:
@@ -305,11 +323,16 @@ TOOLS = [
     ),
     ToolSpec(
         name="proposal.list",
-        description="List proposals, optionally by task_id and/or status.",
+        description="List proposals, optionally by task_id and/or status, one page at a time.",
         input_schema=obj(
-            {"task_id": string("Exact task id."), "status": string(enum=list(ProposalStatus)), "detail": DETAIL}
+            {
+                "task_id": string("Exact task id."),
+                "status": string(enum=list(ProposalStatus)),
+                "detail": DETAIL,
+                **PAGE_ARGS,
+            }
         ),
-        output_schema=result({"proposals": RECORDS}),
+        output_schema=result({"proposals": RECORDS, **PAGE_RESULT}),
         handler=list_,
         mode="read",
         read_only=True,

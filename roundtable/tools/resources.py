@@ -16,7 +16,7 @@ import anyio
 
 from roundtable import clock
 from roundtable.errors import NotFound, ValidationError
-from roundtable.services import claim_grant, hashing, session_scope
+from roundtable.services import claim_grant, hashing, paging, session_scope
 from roundtable.services import claims as claims_service
 from roundtable.services import symbols as symbol_index
 from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
@@ -25,7 +25,7 @@ from roundtable.store.records import Resource
 from roundtable.tools.args import opt_bool, opt_int, opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string
+from roundtable.tools.schema import PAGE_ARGS, PAGE_RESULT, RECORD, RECORDS, boolean, integer, obj, result, string
 
 PATH_TYPES = ("file", "directory", "symbol")
 MAX_TEXT = 4000
@@ -170,14 +170,16 @@ async def release(call: Call) -> dict[str, Any]:
 
 async def claim_status(call: Call) -> dict[str, Any]:
     args = call.args
-    found = await claims_service.list_claims(
-        call.r,
-        clock.now(),
-        resource_id=opt_str(args, "resource_id"),
-        agent_id=opt_str(args, "agent_id"),
-        status=opt_str(args, "status"),
+    resource_id, agent_id, status = opt_str(args, "resource_id"), opt_str(args, "agent_id"), opt_str(args, "status")
+    page = paging.request("resource.claim_status", args, [resource_id, agent_id, status], 2)
+    found, more = paging.finish(
+        page,
+        await claims_service.list_claims(
+            call.r, clock.now(), resource_id=resource_id, agent_id=agent_id, status=status, page=page
+        ),
+        lambda c: (c.created_at, c.id),
     )
-    return {"claims": [c.to_dict() for c in found]}
+    return {"claims": [c.to_dict() for c in found], **more}
 
 
 async def get(call: Call) -> dict[str, Any]:
@@ -186,14 +188,16 @@ async def get(call: Call) -> dict[str, Any]:
 
 
 async def search(call: Call) -> dict[str, Any]:
-    found = await claims_service.search_resources(
-        call.r, opt_str(call.args, "query"), opt_str(call.args, "resource_type")
+    query, resource_type = opt_str(call.args, "query"), opt_str(call.args, "resource_type")
+    page = paging.request("resource.search", call.args, [query, resource_type], 1)
+    found, more = paging.finish(
+        page, await claims_service.search_resources(call.r, query, resource_type, page), lambda r: (r.id,)
     )
     cap = call.caller.capability
     if cap is not None and not call.caller.is_operator:  # a session sees its readable paths only
         scope = await session_scope.load(call.r, cap)
         found = [r for r in found if scope.sees_path(session_scope.clean_path(r.path) or "")]
-    return {"resources": [r.to_dict() for r in found]}
+    return {"resources": [r.to_dict() for r in found], **more}
 
 
 TOOLS = [
@@ -231,15 +235,16 @@ TOOLS = [
     ),
     ToolSpec(
         name="resource.claim_status",
-        description=("List claims by resource_id, agent_id and/or status (expiry evaluated now)."),
+        description=("List claims by resource_id, agent_id and/or status (expiry evaluated now), one page at a time."),
         input_schema=obj(
             {
                 "resource_id": string(),
                 "agent_id": string(),
                 "status": string("active, released, revoked, suspended or expired."),
+                **PAGE_ARGS,
             }
         ),
-        output_schema=result({"claims": RECORDS}),
+        output_schema=result({"claims": RECORDS, **PAGE_RESULT}),
         handler=claim_status,
         mode="read",
         read_only=True,
@@ -275,9 +280,11 @@ TOOLS = [
     ),
     ToolSpec(
         name="resource.search",
-        description=("Search known resources by text (id, type, path, symbol), optionally of one resource_type."),
-        input_schema=obj({"query": string(), "resource_type": string()}, ["query"]),
-        output_schema=result({"resources": RECORDS}),
+        description=(
+            "Search known resources by text (id, type, path, symbol), optionally of one resource_type, one page at a time."
+        ),
+        input_schema=obj({"query": string(), "resource_type": string(), **PAGE_ARGS}, ["query"]),
+        output_schema=result({"resources": RECORDS, **PAGE_RESULT}),
         handler=search,
         mode="read",
         read_only=True,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from roundtable.services import paging
+
 Schema = dict[str, Any]
 
 
@@ -74,3 +76,11 @@ def result(properties: dict[str, Schema], required: list[str] | None = None) -> 
         "properties": properties,
         "required": list(required if required is not None else properties),
     }
+
+
+# Keyset paging of the list tools (`services.paging`): what a call may pass and what it gets.
+PAGE_ARGS: dict[str, Schema] = {
+    "limit": integer(f"Rows per page: default {paging.DEFAULT_LIMIT}, at most {paging.MAX_LIMIT}.", minimum=1),
+    "cursor": string("next_cursor of the previous page (same filters).", maxLength=4096),
+}
+PAGE_RESULT: dict[str, Schema] = {"has_more": boolean(), "next_cursor": string()}

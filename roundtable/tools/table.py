@@ -66,7 +66,7 @@ async def turn_request(call: Call) -> dict[str, Any]:
 
 async def turn_start(call: Call) -> dict[str, Any]:
     a = call.args
-    return await turns.start_turn(
+    return await turns.poll_start_turn(
         call.runtime.db, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["request_event_id"]
     )
 

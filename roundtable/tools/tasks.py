@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable.domain import Risk
-from roundtable.services import quotas, tasks
+from roundtable.services import paging, quotas, tasks
 from roundtable.services.autopilot import blocked_reason
 from roundtable.services.tasks import task_dict
 from roundtable.tools.args import opt_int, opt_list, opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, integer, obj, result, string, strings
+from roundtable.tools.schema import PAGE_ARGS, PAGE_RESULT, RECORD, RECORDS, integer, obj, result, string, strings
 
 
 async def create(call: Call) -> dict[str, Any]:
@@ -44,7 +44,11 @@ async def get(call: Call) -> dict[str, Any]:
 
 
 async def list_(call: Call) -> dict[str, Any]:
-    return {"tasks": [task_dict(t) for t in await tasks.list_tasks(call.r, call.scope)]}
+    page = paging.request("task.list", call.args, [], len(tasks.TASK_ORDER))
+    found, more = paging.finish(
+        page, await tasks.list_tasks(call.r, call.scope, page), lambda t: (t.priority, t.created_at, t.id)
+    )
+    return {"tasks": [task_dict(t) for t in found], **more}
 
 
 async def update_status(call: Call) -> dict[str, Any]:
@@ -95,9 +99,9 @@ TOOLS = [
     ),
     ToolSpec(
         name="task.list",
-        description=("Every task, by priority then creation time."),
-        input_schema=obj(),
-        output_schema=result({"tasks": RECORDS}),
+        description=("Tasks by priority then creation time, one page at a time (has_more: pass next_cursor)."),
+        input_schema=obj(PAGE_ARGS),
+        output_schema=result({"tasks": RECORDS, **PAGE_RESULT}),
         handler=list_,
         mode="read",
         read_only=True,

@@ -50,7 +50,7 @@ async def test_task_create_get_list_update(runtime: Runtime) -> None:
 
 
 async def test_task_empty_list_is_a_list(runtime: Runtime) -> None:
-    assert await runtime.call("task.list") == {"tasks": []}
+    assert await runtime.call("task.list") == {"tasks": [], "has_more": False, "next_cursor": ""}
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,9 @@ async def test_the_file_limit_comes_from_the_config(repo: Path) -> None:
                 agent(AUTHOR),
             )
         async with rt.db.read() as r:
-            revisions = await r.fetchone("SELECT COUNT(*) FROM patch_revisions WHERE proposal_id = ?", (proposal["id"],))
+            revisions = await r.fetchone(
+                "SELECT COUNT(*) FROM patch_revisions WHERE proposal_id = ?", (proposal["id"],)
+            )
         assert revisions is not None and revisions[0] == 1
     finally:
         await rt.close()
@@ -73,7 +75,9 @@ async def test_a_large_patch_inside_the_limits_is_accepted(rt: Runtime) -> None:
     await flow.claim("gen", resource_type="directory")
     proposal = await flow.propose(new_files(900))
     async with rt.db.read() as r:
-        row = await r.fetchone("SELECT touched_files_json FROM patch_revisions WHERE proposal_id = ?", (proposal["id"],))
+        row = await r.fetchone(
+            "SELECT touched_files_json FROM patch_revisions WHERE proposal_id = ?", (proposal["id"],)
+        )
     assert row is not None and row[0].count("gen/f") == 900
 
 

@@ -21,6 +21,7 @@ from roundtable.services.claims.model import (
     resource_id_for,
     within,
 )
+from roundtable.services.paging import PageRequest, after, after_named
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Claim, Resource
 
@@ -31,10 +32,20 @@ async def get_claim(q: Reader | Tx, claim_id: str, now: str) -> Claim:
     return effective(claim, now)
 
 
+CLAIM_ORDER = ("c.created_at", "c.id")
+
+
 async def list_claims(
-    q: Reader | Tx, now: str, *, resource_id: str = "", agent_id: str = "", status: str = ""
+    q: Reader | Tx,
+    now: str,
+    *,
+    resource_id: str = "",
+    agent_id: str = "",
+    status: str = "",
+    page: PageRequest | None = None,
 ) -> list[Claim]:
-    """Claims matching every non-empty filter (status is the effective one), oldest first."""
+    """Claims matching every non-empty filter (status is the effective one), oldest first. With
+    `page`: at most one more than its limit, after its key (`services.paging`)."""
     where = ["1 = 1"]
     params: dict[str, Any] = {"now": now}
     if resource_id:
@@ -46,8 +57,15 @@ async def list_claims(
     if status:
         where.append(f"({EFFECTIVE_STATUS_SQL}) = :status")
         params["status"] = status
+    limit = ""
+    if page is not None:
+        if page.key is not None:
+            after_sql, after_params = after_named(CLAIM_ORDER, page.key)
+            where.append(after_sql)
+            params.update(after_params)
+        limit = f" LIMIT {page.limit + 1}"
     claims = await q.all(
-        Claim, f"SELECT c.* FROM claims c WHERE {' AND '.join(where)} ORDER BY c.created_at, c.id", params
+        Claim, f"SELECT c.* FROM claims c WHERE {' AND '.join(where)} ORDER BY {', '.join(CLAIM_ORDER)}{limit}", params
     )
     return [effective(c, now) for c in claims]
 
@@ -58,19 +76,31 @@ async def get_resource(q: Reader | Tx, resource_id: str) -> Resource:
     return resource
 
 
-async def search_resources(q: Reader | Tx, query: str, resource_type: str = "") -> list[Resource]:
+async def search_resources(
+    q: Reader | Tx, query: str, resource_type: str = "", page: PageRequest | None = None
+) -> list[Resource]:
     """Resources whose id, type, path, symbol or language contains `query` (case-insensitive;
-    empty matches all), optionally of one exact type, ordered by id."""
+    empty matches all), optionally of one exact type, ordered by id. With `page`: at most one
+    more than its limit, after its key (`services.paging`)."""
+    where: list[str] = []
+    params: list[Any] = []
     needle = query.lower()
-    resources = await q.all(Resource, "SELECT * FROM resources ORDER BY id")
-    out = []
-    for res in resources:
-        if resource_type and res.type != resource_type:
-            continue
-        fields = (res.id, res.type, res.path, res.symbol, res.language)
-        if not needle or any(needle in f.lower() for f in fields):
-            out.append(res)
-    return out
+    if needle:
+        fields = ("id", "type", "path", "symbol", "language")
+        where.append("(" + " OR ".join(f"instr(lower(coalesce({f}, '')), ?) > 0" for f in fields) + ")")
+        params.extend([needle] * len(fields))
+    if resource_type:
+        where.append("type = ?")
+        params.append(resource_type)
+    limit = ""
+    if page is not None:
+        if page.key is not None:
+            after_sql, after_params = after(("id",), page.key)
+            where.append(after_sql)
+            params.extend(after_params)
+        limit = f" LIMIT {page.limit + 1}"
+    filtered = f" WHERE {' AND '.join(where)}" if where else ""
+    return await q.all(Resource, f"SELECT * FROM resources{filtered} ORDER BY id{limit}", params)
 
 
 def _candidate_ranges(ref: ResourceRef) -> tuple[list[str], list[tuple[str, str]]]:
