@@ -29,6 +29,7 @@ from bench.rows import compare, evaluate, table
 
 MODULES = (
     "transports",
+    "handshake",
     "claims",
     "watch",
     "apply",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
+from pathlib import Path
 from types import TracebackType
 
 INTERVAL_S = 0.01
@@ -51,3 +53,18 @@ class LoopLag:
             return 0.0
         ordered = sorted(self.samples_ms)
         return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def rows_from_file(benchmark: str, path: Path, what: str) -> list[dict[str, object]]:
+    """The two rows (p99, max) of a lag file a subprocess wrote (`bench.floors.owner_echo`)."""
+    from bench.rows import row
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return [row(benchmark, f"{what} loop lag", "not recorded", "", "the owner wrote no lag file")]
+    note = f"lateness of 10 ms sleeps in the owner's loop, {data['samples']} wake-ups over the module"
+    return [
+        row(benchmark, f"{what} loop lag p99", float(data["p99_ms"]), "ms", note),
+        row(benchmark, f"{what} loop lag max", float(data["max_ms"]), "ms", note),
+    ]

@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from bench.looplag import rows_from_file
 from bench.rows import row as bench_row
 from roundtable.credentials import read_credential
 
@@ -260,7 +261,8 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
 
     port, floor_port = _free_port(), _free_port()
     sock, floor_sock = str(tmp / "owner.sock"), str(tmp / "floor.sock")
-    owner, ready = _spawn_ready("-m", "bench.floors.owner_echo", str(root), str(port), sock)
+    lag_file = tmp / "owner-lag.json"
+    owner, ready = _spawn_ready("-m", "bench.floors.owner_echo", str(root), str(port), sock, str(lag_file))
     task_get = {"task_id": ready.split()[1]}
     # The owner's endpoint is authenticated by default (the floor is a bare SDK server).
     token = read_credential(root, agent_id="implementer-1")
@@ -323,7 +325,7 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
         for proc in (owner, floor_socket, floor_mcp):
             proc.terminate()
             proc.wait(10)
-    return rows
+    return [*rows, *rows_from_file("transports", lag_file, "owner")]
 
 
 def run() -> list[dict[str, Any]]:
