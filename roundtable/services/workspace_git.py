@@ -245,3 +245,41 @@ async def _ignored(tree: Tree, index: Path, paths: list[str]) -> list[str]:
     if code not in (0, 1):
         return []
     return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+
+
+def give_back(path: Path, rels: list[str]) -> None:
+    """Make `rels` (and the directories leading to them) owned by the workspace's owner again
+    after roundtable wrote them as root — the sandboxed harness runs as another uid and must be
+    able to edit them. Every step is opened relative to the one before without following a link,
+    so a directory the agent swapped for a symlink never leads the change outside. Blocking."""
+    if os.geteuid() != 0:
+        return
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid == 0:
+        return
+    uid, gid = st.st_uid, st.st_gid
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    for rel in rels:
+        parts = [p for p in rel.split("/") if p and p not in (".", "..")]
+        if not parts:
+            continue
+        try:
+            fd = os.open(path, flags)
+        except OSError:
+            return
+        try:
+            for name in parts[:-1]:
+                try:
+                    os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
+                    nxt = os.open(name, flags, dir_fd=fd)
+                except OSError:
+                    break
+                os.close(fd)
+                fd = nxt
+            else:
+                try:
+                    os.chown(parts[-1], uid, gid, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    pass
+        finally:
+            os.close(fd)

@@ -57,7 +57,16 @@ from roundtable.services.patches import (
 from roundtable.services.policy import Policy, current_policy
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, task_run
 from roundtable.services.testing import private_paths
-from roundtable.services.workspace_git import DIFF_ARGS, Tree, repo_git, scan, tree_git, tree_output, verify
+from roundtable.services.workspace_git import (
+    DIFF_ARGS,
+    Tree,
+    give_back,
+    repo_git,
+    scan,
+    tree_git,
+    tree_output,
+    verify,
+)
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Agent, Proposal, Resource, Task, Workspace
 
@@ -574,7 +583,12 @@ async def sync(runtime: Project, *, agent_id: str, task_id: str, actor: str, run
                     conflicts.append(name)
         # Switch the files from the workspace's content to the merge result, then make the new
         # base the worktree's HEAD and index (so `git diff` in the workspace shows the work).
+        _c, changed = await tree_git(
+            tree, ["diff-tree", "-r", "-z", "--name-only", work_tree, result_tree], index=index, objects=objects
+        )
         await tree_git(tree, ["read-tree", "-m", "-u", work_tree, result_tree], index=index, objects=objects)
+        written = [name for name in changed.decode("utf-8", "replace").split("\0") if name]
+        await asyncio.to_thread(give_back, tree.path, written)
         await tree_git(tree, ["update-ref", "--no-deref", "HEAD", base], index=index)
         await tree_git(tree, ["read-tree", new_tree], index=tree.gitdir / "index")
     now = clock.now()

@@ -307,3 +307,29 @@ async def test_new_proposals_from_a_workspace_count_against_the_agents_quota(rep
             assert await r.scalar("SELECT COUNT(*) FROM proposals") == 1
     finally:
         await rt.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="ownership is handed back only when the owner runs as root")
+async def test_files_a_sync_writes_belong_to_the_sandboxed_owner_and_links_are_not_followed(
+    work: Work, repo: Path, tmp_path: Path
+) -> None:
+    from roundtable.services.workspace_git import give_back
+
+    for dirpath, dirnames, filenames in os.walk(work.path):  # as the sandbox hands it over
+        for name in [*dirnames, *filenames]:
+            os.chown(os.path.join(dirpath, name), 65534, 65534, follow_symlinks=False)
+    os.chown(work.path, 65534, 65534)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "new.md").write_text("new upstream\n")
+    await work.call("workspace.sync", {"task_id": work.task_id})
+    assert owner_of(work.path / "docs" / "new.md") == owner_of(work.path / "docs") == 65534
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("x")
+    (work.path / "evil").symlink_to(outside)
+    give_back(work.path, ["evil/secret"])
+    assert owner_of(outside / "secret") == 0
+
+
+def owner_of(path: Path) -> int:
+    return os.lstat(path).st_uid
