@@ -21,7 +21,7 @@ Opening a runtime never recovers an interrupted apply: only an owner does, under
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from roundtable.errors import LimitReached, PermissionDenied, RoundtableError, S
 from roundtable.services.policy import Policy
 from roundtable.services.policy_watch import LivePolicy
 from roundtable.services.redact import redact
-from roundtable.store.db import ACTING, BUSY_TIMEOUT_MS, Database, Reader
+from roundtable.store.db import ACTING, BUSY_TIMEOUT_MS, Database
 from roundtable.tools.context import OPERATOR, Call, Caller
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 from roundtable.tools.sessions_ops import SessionControl
@@ -53,12 +53,8 @@ _CHECK_ONLY: frozenset[tuple[str, str]] = frozenset(
 _VERBATIM_ARGS = frozenset(
     {"patch", "path", "paths", "readable_paths", "affected_resources", "resource_id", "base_hash", "revision", "symbol"}
 )
-# Point reads that run whole on a reader's thread, one hop per call (`Database.read_call`). Reads
-# that answer whole tables stay on the event loop: built on a worker thread, a 10,000-row answer
-# left the owner's RSS ~20 MiB higher (bench/memory.py: 121 vs 101 MiB), for ~8% less CPU.
 # Enumerated words the services have always read case-insensitively (`High`, `APPROVE`).
 CASE_FREE_WORDS = frozenset({"risk", "vote"})
-ONE_HOP_READS = frozenset({"task.get", "resource.get", "proposal.get", "vote.list", "human.approval_status"})
 ANONYMOUS_REFUSAL = (
     "{tool} changes state, and this connection is anonymous (no credential or an unbound one, such as "
     "the project credential: read-only tools only). Bind the client to an agent identity: "
@@ -236,18 +232,9 @@ class Runtime:
                     call.tx = tx
                     return await spec.handler(call)
             if spec.mode == "read":
-                handler = spec.handler
-
-                def run_on(reader: Reader) -> Awaitable[dict[str, Any]]:
-                    call.reader = reader
-                    return handler(call)
-
-                if spec.name in ONE_HOP_READS:
-                    # One hop: the handler runs on a reader's thread (the store falls back to
-                    # the event loop for a handler that needs it).
-                    return await self.db.read_call(run_on)
                 async with self.db.read() as reader:
-                    return await run_on(reader)
+                    call.reader = reader
+                    return await spec.handler(call)
             return await spec.handler(call)
         except LimitReached as exc:
             await self._record_limit(exc, caller)

@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -34,6 +34,7 @@ from roundtable.bus import Change, ChangeBus
 from roundtable.errors import NotFound, StoreError
 from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
+from roundtable.store.thread import on_thread
 from roundtable.store.watch import CommitWatch, publish_external_commits
 
 R = TypeVar("R", bound=Record)
@@ -100,10 +101,6 @@ def _run_statement(conn: sqlite3.Connection, sql: str, params: Params) -> int:
         cursor.close()
 
 
-def _run_many(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> None:
-    conn.executemany(sql, rows).close()
-
-
 class _Queries:
     """Query helpers shared by readers and write transactions.
 
@@ -118,8 +115,7 @@ class _Queries:
         """Run `fn(connection, *args)` on the connection's worker thread: any number of statements
         for one round trip. `fn` is synchronous code over the `sqlite3.Connection` (rows are
         `sqlite3.Row`); it must not commit, roll back or begin — the transaction is ours."""
-        result: T = await self.conn._execute(fn, self.conn._conn, *args)
-        return result
+        return await on_thread(self.conn, fn, *args)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         return list(await self.conn.execute_fetchall(sql, params))
@@ -169,11 +165,6 @@ def _begin_and_run(conn: sqlite3.Connection, fn: Callable[..., T], args: tuple[A
     return fn(conn, *args)
 
 
-def _end_read(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
-        conn.execute("COMMIT")
-
-
 class Reader(_Queries):
     """A read transaction: every query sees the same snapshot.
 
@@ -189,85 +180,19 @@ class Reader(_Queries):
         if self.begun:
             return await super().fetchall(sql, params)
         self.begun = True
-        rows: list[sqlite3.Row] = await self.conn._execute(_begin_and_fetch, self.conn._conn, sql, params)
-        return rows
+        return await on_thread(self.conn, _begin_and_fetch, sql, params)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         if self.begun:
             return await super().run(fn, *args)
         self.begun = True
-        result: T = await self.conn._execute(_begin_and_run, self.conn._conn, fn, args)
-        return result
+        return await on_thread(self.conn, _begin_and_run, fn, args)
 
 
 _INSERT_EVENT = (
     "INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at, principal, transport)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-class _OffThread(Exception):
-    """A handler run on a reader's thread needed the event loop (it suspended, or reached for
-    the aiosqlite connection itself): `Database.read_call` then runs it the ordinary way."""
-
-
-class _NoAsyncConnection:
-    """`ThreadReader.conn`: any use means the handler wants aiosqlite, which is not here."""
-
-    def __getattr__(self, name: str) -> Any:
-        raise _OffThread(name)
-
-
-class ThreadReader(Reader):
-    """A read transaction used ON the connection's own worker thread: its query methods are
-    coroutines that never suspend, so a read handler built only on them runs to completion with
-    one `send()` — the whole call is one hop to the reader's thread (issue 19, target 1)."""
-
-    def __init__(self, raw: sqlite3.Connection) -> None:
-        self.conn = _NoAsyncConnection()  # type: ignore[assignment]
-        self.raw = raw
-        self.begun = True
-
-    async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        cursor = self.raw.execute(sql, params)
-        try:
-            return cursor.fetchall()
-        finally:
-            cursor.close()
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return fn(self.raw, *args)
-
-
-# What `_drive` returns when the handler must run on the event loop instead.
-_FALLBACK: Any = object()
-
-
-def _drive(raw: sqlite3.Connection, make: Callable[[Reader], Awaitable[T]]) -> T:
-    """On the reader's thread: open a snapshot, run the handler coroutine `make(reader)` to its
-    end without an event loop, and close the snapshot — all in this one hop. Returns `_FALLBACK`
-    (nothing done) when the handler needs the event loop."""
-    if raw.in_transaction:
-        raw.execute("COMMIT")
-    raw.execute("BEGIN")
-    try:
-        coro = make(ThreadReader(raw))
-        if not isinstance(coro, Coroutine):
-            return _FALLBACK  # type: ignore[no-any-return]
-        try:
-            coro.send(None)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        except (_OffThread, RuntimeError):
-            # RuntimeError: it looked for a running event loop (to_thread, create_task, …). A
-            # genuine RuntimeError is raised again by the ordinary run.
-            return _FALLBACK  # type: ignore[no-any-return]
-        coro.close()  # it suspended: start again on the event loop
-        return _FALLBACK  # type: ignore[no-any-return]
-    finally:
-        if raw.in_transaction:
-            raw.execute("COMMIT")
 
 
 # Who the current task acts for, as (principal, transport): `Runtime.call` sets it around a tool's
@@ -289,12 +214,11 @@ class Tx(_Queries):
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; returns the new row's id for an INSERT, else the row count."""
-        # aiosqlite's `_execute` queues a function on the connection's thread: one round trip.
-        result: int = await self.conn._execute(_run_statement, self.conn._conn, sql, params)
-        return result
+        # The row id and the row count are read with the statement: one round trip.
+        return await on_thread(self.conn, _run_statement, sql, params)
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        await self.conn._execute(_run_many, self.conn._conn, sql, list(rows))
+        await self.conn.executemany(sql, list(rows))
 
     async def insert(self, table: str, values: dict[str, Any]) -> int:
         columns = ", ".join(values)
@@ -378,15 +302,6 @@ class Tx(_Queries):
         finally:
             cursor.close()
         return self._record(dataclasses.replace(event, id=event_id))
-
-    async def next_counter(self, name: str) -> int:
-        """A strictly increasing number per name (claim fencing tokens)."""
-        await self.execute(
-            "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1",
-            (name,),
-        )
-        value = await self.scalar("SELECT value FROM counters WHERE name = ?", (name,))
-        return int(value)
 
 
 class DatabaseBusy(StoreError):
@@ -664,27 +579,12 @@ class Database:
             if reader.begun:
                 # End the snapshot without waiting: the connection's queue is ordered, so the
                 # next user of this connection runs after the COMMIT (and `_begin_and_fetch`
-                # ends any transaction still open, e.g. after a cancelled reader).
-                task = asyncio.ensure_future(conn._execute(_end_read, conn._conn))
+                # ends any transaction still open, e.g. after a cancelled reader). `commit()`
+                # is a no-op outside a transaction.
+                task = asyncio.ensure_future(conn.commit())
                 self._pending.add(task)
                 task.add_done_callback(self._finish_end_read)
             self._readers.put_nowait(conn)
-
-    async def read_call(self, make: Callable[[Reader], Awaitable[T]]) -> T:
-        """Run a read handler in ONE hop: `make(reader)` builds the handler's coroutine, which
-        runs on a pooled reader's thread inside one snapshot (see `ThreadReader`); a handler that
-        needs the event loop is run again the ordinary way, inside `read()`."""
-        if self._closed:
-            raise StoreError("database is closed")
-        conn = await self._acquire_reader()
-        try:
-            result: T = await conn._execute(_drive, conn._conn, make)
-        finally:
-            self._readers.put_nowait(conn)
-        if result is not _FALLBACK:
-            return result
-        async with self.read() as reader:
-            return await make(reader)
 
     def _finish_end_read(self, task: asyncio.Future[Any]) -> None:
         self._pending.discard(task)

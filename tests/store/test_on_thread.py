@@ -1,9 +1,10 @@
-"""`Database.read_call`: a read handler in one hop on a reader's thread, one snapshot, and the
-fallback to the event loop for a handler that needs it; `Tx.run`/`Tx.emit` on the writer's thread."""
+"""Sync functions of the connection on its own thread: `Reader.run` inside the read's snapshot,
+`Tx.run`/`Tx.emit` inside the write transaction (published only after the commit)."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.errors import NotFound
-from roundtable.store.db import Database, Reader
+from roundtable.store.db import Database
 from roundtable.store.records import Task
 
 pytestmark = pytest.mark.anyio
@@ -29,55 +30,35 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
         await database.close()
 
 
-async def test_a_plain_read_handler_runs_on_the_readers_thread_in_one_snapshot(db: Database) -> None:
+async def test_a_read_runs_a_sync_function_on_the_readers_thread_in_its_snapshot(db: Database) -> None:
     loop_thread = threading.get_ident()
     seen: list[int] = []
 
-    async def handler(r: Reader) -> list[str]:
+    def ids(conn: sqlite3.Connection) -> list[str]:
         seen.append(threading.get_ident())
-        first = [t.id for t in await r.all(Task, "SELECT * FROM tasks ORDER BY id")]
-        second = await r.scalar("SELECT count(*) FROM tasks")
-        assert second == len(first)
-        return first
+        assert conn.in_transaction  # the read's snapshot is open around the function
+        return [row[0] for row in conn.execute("SELECT id FROM tasks ORDER BY id")]
 
-    assert await db.read_call(handler) == ["T-0", "T-1", "T-2"]
+    async with db.read() as r:
+        assert await r.run(ids) == ["T-0", "T-1", "T-2"]
+        assert await r.scalar("SELECT count(*) FROM tasks") == 3
     assert seen and seen[0] != loop_thread
-    # The snapshot was closed in the same hop: no pooled reader is left inside a transaction.
-    assert not any(conn._conn.in_transaction for conn in db._all_readers)
+    await asyncio.gather(*db._pending)  # the snapshots end without being waited for
+    assert not any(conn.in_transaction for conn in db._all_readers)
 
 
 async def test_errors_come_back_as_they_are(db: Database) -> None:
-    async def handler(r: Reader) -> Task:
-        return await r.get(Task, "T-missing")
+    def boom(conn: sqlite3.Connection) -> None:
+        raise NotFound("task", "T-missing")
 
     with pytest.raises(NotFound, match="T-missing"):
-        await db.read_call(handler)
-    assert not any(conn._conn.in_transaction for conn in db._all_readers)
-
-
-async def test_a_handler_that_needs_the_event_loop_runs_again_on_it(db: Database) -> None:
-    loop_thread = threading.get_ident()
-    threads: list[int] = []
-
-    async def suspends(r: Reader) -> int:
-        threads.append(threading.get_ident())
-        await asyncio.sleep(0.001)  # a real suspension: only the event loop can finish this
-        return int(await r.scalar("SELECT count(*) FROM tasks"))
-
-    assert await db.read_call(suspends) == 3
-    assert threads[0] != loop_thread and threads[-1] == loop_thread and len(threads) == 2
-
-    async def uses_aiosqlite(r: Reader) -> int:
-        rows = await r.conn.execute_fetchall("SELECT count(*) FROM tasks")
-        return int(next(iter(rows))[0])
-
-    assert await db.read_call(uses_aiosqlite) == 3
-
-    async def looks_for_the_loop(r: Reader) -> int:
-        count = await asyncio.to_thread(lambda: 3)
-        return count + int(await r.scalar("SELECT count(*) FROM tasks"))
-
-    assert await db.read_call(looks_for_the_loop) == 6
+        async with db.read() as r:
+            await r.run(boom)
+    with pytest.raises(NotFound, match="T-missing"):
+        async with db.read() as r:
+            await r.get(Task, "T-missing")
+    await asyncio.gather(*db._pending)  # the snapshots end without being waited for
+    assert not any(conn.in_transaction for conn in db._all_readers)
 
 
 async def test_tx_run_and_emit_commit_together_and_publish_after_commit(db: Database) -> None:
