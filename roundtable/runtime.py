@@ -232,6 +232,8 @@ class Runtime:
                     call.tx = tx
                     return await spec.handler(call)
             if spec.mode == "read":
+                if spec.point_read is not None:  # one hop: the whole read on a reader's thread
+                    return await self.db.read_call(spec.point_read, call.args)
                 async with self.db.read() as reader:
                     call.reader = reader
                     return await spec.handler(call)

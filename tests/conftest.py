@@ -13,6 +13,23 @@ import pytest
 from roundtable.runtime import Runtime
 from roundtable.scaffold import init_project
 
+# Markers whose tests run only when `-m` names them: they download clients from npm or load both
+# cores for a minute. Everything else runs by default.
+OPT_IN_MARKERS = {
+    "load": "load test: run with `pytest -m load` (a minute of both cores, 20,000 connections)",
+    "real_client": "real-client test: run with `pytest -m real_client` (installs MCP clients and harnesses from npm)",
+    "e2e_harness": "e2e-harness test: run with `make e2e-harness` (installs Claude Code and Codex from npm)",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the opt-in markers' tests unless the `-m` expression names their marker."""
+    selected = config.getoption("markexpr", "") or ""
+    for item in items:
+        for marker, why in OPT_IN_MARKERS.items():
+            if marker not in selected and item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.skip(reason=why))
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_state_home() -> Iterator[None]:

@@ -1,9 +1,13 @@
 """Helpers shared by the test packages: git in a temp project, agent callers, and credentials for
-the authenticated HTTP endpoint (the SDK client with a bearer header)."""
+the authenticated HTTP endpoint (the SDK client with a bearer header), and `eventually` (wait on a
+condition with a deadline)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +79,13 @@ def stored_auth(root: Path, agent_id: str = AUTHOR) -> dict[str, str]:
     token = credentials.read_credential(root, agent_id=agent_id)
     assert token, f"no credential for {agent_id} under {root} (is an owner running?)"
     return {"Authorization": f"Bearer {token}"}
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, timeout: float = 10.0, what: str = "condition") -> None:
+    """Wait until `await check()` is true (polling every 20 ms), or fail after `timeout` seconds:
+    a wait on a condition, never a fixed sleep before an assert."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)

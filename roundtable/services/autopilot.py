@@ -18,11 +18,13 @@ internal operations, `tools/autopilot_ops.py`). Events:
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
 from roundtable.errors import NotFound, ValidationError
+from roundtable.store import rows
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
@@ -82,7 +84,13 @@ async def block_task(tx: Tx, run_id: str, task_id: str, reason: str, *, actor: s
 
 async def blocked_reason(q: Reader | Tx, task_id: str) -> str:
     """Why the task was blocked (the latest `task.blocked` event), or ''."""
-    raw = await q.scalar(
+    return await q.run(blocked_reason_on, task_id)
+
+
+def blocked_reason_on(conn: sqlite3.Connection, task_id: str) -> str:
+    """`blocked_reason` on the connection's own thread."""
+    raw = rows.scalar(
+        conn,
         "SELECT payload_json FROM events WHERE type = ? AND task_id = ? ORDER BY id DESC LIMIT 1",
         (TASK_BLOCKED, task_id),
     )

@@ -16,6 +16,7 @@ event goes to the proposal's run (`services.run_scope`).
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from roundtable import clock
@@ -24,6 +25,7 @@ from roundtable.services.gates import OPEN_STATUSES, VOTING_ROLES
 from roundtable.services.policy import VOTE_VOCABULARY
 from roundtable.services.proposals import load
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve
+from roundtable.store import rows
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Vote
 
@@ -125,6 +127,13 @@ async def cast(
 async def listing(q: Reader | Tx, proposal_id: str) -> list[dict[str, Any]]:
     """All votes on a proposal, oldest first; `current` says whether a vote counts (it was cast
     on the current revision)."""
-    current = await q.scalar("SELECT current_revision FROM proposals WHERE id = ?", (proposal_id,))
-    votes = await q.all(Vote, "SELECT * FROM votes WHERE proposal_id = ? ORDER BY created_at, id", (proposal_id,))
+    return await q.run(listing_on, proposal_id)
+
+
+def listing_on(conn: sqlite3.Connection, proposal_id: str) -> list[dict[str, Any]]:
+    """`listing` on the connection's own thread."""
+    current = rows.scalar(conn, "SELECT current_revision FROM proposals WHERE id = ?", (proposal_id,))
+    votes = rows.records(
+        conn, Vote, "SELECT * FROM votes WHERE proposal_id = ? ORDER BY created_at, id", (proposal_id,)
+    )
     return [{**v.to_dict(), "current": bool(current) and v.revision == current} for v in votes]

@@ -157,6 +157,18 @@ def _begin_and_fetch(conn: sqlite3.Connection, sql: str, params: Params) -> list
         cursor.close()
 
 
+def _in_snapshot(conn: sqlite3.Connection, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """`Database.read_call` on the reader's thread: open a snapshot, run `fn` in it, close it."""
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+    conn.execute("BEGIN")
+    try:
+        return fn(conn, *args)
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
 def _begin_and_run(conn: sqlite3.Connection, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
     """`_begin_and_fetch` for a whole function: open the read transaction, then run `fn` in it."""
     if conn.in_transaction:
@@ -584,6 +596,18 @@ class Database:
                 task = asyncio.ensure_future(conn.commit())
                 self._pending.add(task)
                 task.add_done_callback(self._finish_end_read)
+            self._readers.put_nowait(conn)
+
+    async def read_call(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(connection, *args)`, a plain synchronous function of the `sqlite3.Connection`,
+        inside one snapshot that is opened and closed in the same hop on a pooled reader's
+        thread: a point read in one round trip (`read()` takes two: its snapshot ends after)."""
+        if self._closed:
+            raise StoreError("database is closed")
+        conn = await self._acquire_reader()
+        try:
+            return await on_thread(conn, _in_snapshot, fn, args)
+        finally:
             self._readers.put_nowait(conn)
 
     def _finish_end_read(self, task: asyncio.Future[Any]) -> None:

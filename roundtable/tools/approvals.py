@@ -4,14 +4,17 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from roundtable.services import approvals as approvals_service
 from roundtable.services import security as security_service
 from roundtable.services.evidence import Actor
+from roundtable.store import rows
+from roundtable.store.records import HumanApproval
 from roundtable.tools.args import opt_str, record_id
 from roundtable.tools.context import Call, Caller
-from roundtable.tools.registry import ToolSpec
+from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import RECORD, RECORDS, boolean, obj, result, string
 
 
@@ -38,9 +41,8 @@ def _given(args: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
 
-async def approval_status(call: Call) -> dict[str, Any]:
-    approval = await approvals_service.get_approval(call.r, call.args["approval_id"])
-    return {"approval": approval.to_dict()}
+def approval_status(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
+    return {"approval": rows.get(conn, HumanApproval, args["approval_id"]).to_dict()}
 
 
 async def request_approval(call: Call) -> dict[str, Any]:
@@ -83,7 +85,8 @@ TOOLS = [
         description="Read one human approval's status.",
         input_schema=obj({"approval_id": string()}, ["approval_id"]),
         output_schema=result({"approval": RECORD}, required=["approval"]),
-        handler=approval_status,
+        handler=point_handler(approval_status),
+        point_read=approval_status,
         mode="read",
         read_only=True,
         idempotent=True,

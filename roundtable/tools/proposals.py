@@ -8,6 +8,7 @@ refuses values naming someone else; the author check below is a second line.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from roundtable import clock
@@ -24,7 +25,7 @@ from roundtable.store.records import Proposal
 from roundtable.tools import views
 from roundtable.tools.args import identity, opt_float, opt_int, opt_list, opt_str, record_id
 from roundtable.tools.context import Call
-from roundtable.tools.registry import ToolSpec
+from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import (
     PAGE_ARGS,
     PAGE_RESULT,
@@ -190,9 +191,9 @@ async def vote_cast(call: Call) -> dict[str, Any]:
     return {"vote": vote.to_dict()}
 
 
-async def vote_list(call: Call) -> dict[str, Any]:
-    votes = await votes_service.listing(call.r, call.args["proposal_id"])
-    return {"votes": votes if wants_detail(call.args) else [views.vote(v) for v in votes]}
+def vote_list(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
+    votes = votes_service.listing_on(conn, args["proposal_id"])
+    return {"votes": votes if wants_detail(args) else [views.vote(v) for v in votes]}
 
 
 async def decision_record(call: Call) -> dict[str, Any]:
@@ -371,7 +372,8 @@ TOOLS = [
         description=("The votes on a proposal (reasons cut to 300 characters unless detail)."),
         input_schema=obj({"proposal_id": _PROPOSAL, "detail": DETAIL}, ["proposal_id"]),
         output_schema=result({"votes": RECORDS}),
-        handler=vote_list,
+        handler=point_handler(vote_list),
+        point_read=vote_list,
         mode="read",
         read_only=True,
         idempotent=True,

@@ -28,9 +28,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from roundtable.tools.context import Call
 
 Handler = Callable[["Call"], Awaitable[dict[str, Any]]]
+# A read answered by one plain function of the connection and the call's arguments (it runs on
+# the connection's own thread; `roundtable/store/rows.py` has the lookups it needs).
+PointRead = Callable[["sqlite3.Connection", dict[str, Any]], dict[str, Any]]
 TxMode = Literal["write", "read", "none"]
 Audience = Literal["mcp", "mcp-operator", "session", "operator", "internal"]
 """Who may call an operation, and where it is listed:
@@ -198,6 +203,16 @@ def listed_schema(schema: dict[str, Any], name: str = "") -> dict[str, Any]:
     return out
 
 
+def point_handler(fn: PointRead) -> Handler:
+    """The handler of a point read (`ToolSpec.point_read`): `fn` inside the call's read snapshot,
+    for callers that run handlers themselves."""
+
+    async def handler(call: Call) -> dict[str, Any]:
+        return await call.r.run(fn, call.args)
+
+    return handler
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One operation. `mode` says which transaction `Runtime.call` opens around the handler:
@@ -218,6 +233,9 @@ class ToolSpec:
     # Arguments only the operator may use (deciding an approval, running unsandboxed, …): the
     # services refuse them to anyone else, and `tools/list` does not show them to agents.
     operator_args: frozenset[str] = field(default_factory=frozenset)
+    # Set for a `read` answered by one sync function (`point_handler`): `Runtime.call` runs it
+    # whole on a reader's thread, snapshot included, in one hop (`Database.read_call`).
+    point_read: PointRead | None = None
 
     @property
     def advertised(self) -> bool:

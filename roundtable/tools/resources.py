@@ -9,6 +9,7 @@ contention rows are committed in a second one (DESIGN §4.18).
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,11 @@ from roundtable.services import claims as claims_service
 from roundtable.services import symbols as symbol_index
 from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
 from roundtable.services.run_scope import resolve, task_run
+from roundtable.store import rows
 from roundtable.store.records import Resource
 from roundtable.tools.args import opt_bool, opt_int, opt_str, record_id
 from roundtable.tools.context import Call
-from roundtable.tools.registry import ToolSpec
+from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_ARGS, PAGE_RESULT, RECORD, RECORDS, boolean, integer, obj, result, string
 
 PATH_TYPES = ("file", "directory", "symbol")
@@ -182,9 +184,8 @@ async def claim_status(call: Call) -> dict[str, Any]:
     return {"claims": [c.to_dict() for c in found], **more}
 
 
-async def get(call: Call) -> dict[str, Any]:
-    resource = await claims_service.get_resource(call.r, call.args["resource_id"])
-    return {"resource": resource.to_dict()}
+def get(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
+    return {"resource": rows.get(conn, Resource, args["resource_id"]).to_dict()}
 
 
 async def search(call: Call) -> dict[str, Any]:
@@ -255,7 +256,8 @@ TOOLS = [
         description="Fetch one resource record by id (e.g. file:src/app.py).",
         input_schema=obj({"resource_id": string("e.g. file:src/app.py")}, ["resource_id"]),
         output_schema=result({"resource": RECORD}),
-        handler=get,
+        handler=point_handler(get),
+        point_read=get,
         mode="read",
         read_only=True,
         idempotent=True,

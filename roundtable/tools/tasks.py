@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from roundtable.domain import Risk
 from roundtable.services import paging, quotas, tasks
-from roundtable.services.autopilot import blocked_reason
+from roundtable.services.autopilot import blocked_reason_on
 from roundtable.services.tasks import task_dict
+from roundtable.store import rows
+from roundtable.store.records import Task
 from roundtable.tools.args import opt_int, opt_list, opt_str, record_id
 from roundtable.tools.context import Call
-from roundtable.tools.registry import ToolSpec
+from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_ARGS, PAGE_RESULT, RECORD, RECORDS, integer, obj, result, string, strings
 
 
@@ -36,10 +39,10 @@ async def create(call: Call) -> dict[str, Any]:
     return {"task": task_dict(task)}
 
 
-async def get(call: Call) -> dict[str, Any]:
-    task = task_dict(await tasks.get_task(call.r, call.args["task_id"]))
-    if task["status"] == "blocked":  # why (the autopilot gave up on it, issue 15), when recorded
-        task["blocked_reason"] = await blocked_reason(call.r, task["id"])
+def get(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
+    task = task_dict(rows.get(conn, Task, args["task_id"]))
+    if task["status"] == "blocked":  # why (the autopilot gave up on it), when recorded
+        task["blocked_reason"] = blocked_reason_on(conn, task["id"])
     return {"task": task}
 
 
@@ -92,7 +95,8 @@ TOOLS = [
         description="Fetch one task by id.",
         input_schema=obj({"task_id": _TASK_ID}, ["task_id"]),
         output_schema=result({"task": RECORD}),
-        handler=get,
+        handler=point_handler(get),
+        point_read=get,
         mode="read",
         read_only=True,
         idempotent=True,

@@ -3,7 +3,6 @@ capability fresh, but never revives one that expired — the session then has no
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from roundtable.runtime import Runtime
 from roundtable.services import adapters, capabilities
 from roundtable.store.records import SessionCapability
 from roundtable.supervisor import start_supervisor
+from tests.helpers import eventually
 from tests.sessions.helpers import make_task
 
 pytestmark = pytest.mark.anyio
@@ -22,6 +22,15 @@ pytestmark = pytest.mark.anyio
 async def capability(runtime: Runtime, cap_id: str) -> SessionCapability:
     async with runtime.db.read() as r:
         return await r.get(SessionCapability, cap_id)
+
+
+async def last_seen(runtime: Runtime, session_id: str) -> str:
+    async with runtime.db.read() as r:
+        return str(await r.scalar("SELECT last_seen_at FROM agent_sessions WHERE id = ?", (session_id,)) or "")
+
+
+async def _later(runtime: Runtime, session_id: str, than: str) -> bool:
+    return await last_seen(runtime, session_id) > than
 
 
 async def test_heartbeat_never_revives_an_expired_capability(
@@ -44,13 +53,19 @@ async def test_heartbeat_never_revives_an_expired_capability(
         async with runtime.db.write() as tx:
             soon = clock.format_ns(clock.now_ns() + 2 * 10**9)
             await tx.update("session_capabilities", {"id": cap_id}, {"expires_at": soon})
-        await asyncio.sleep(0.3)
-        assert clock.parse((await capability(runtime, cap_id)).expires_at) > clock.parse(soon)
+
+        async def extended() -> bool:
+            return clock.parse((await capability(runtime, cap_id)).expires_at) > clock.parse(soon)
+
+        await eventually(extended, what="a heartbeat to extend the capability")
         # Once expired, heartbeats leave it expired.
         expired = clock.now()
         async with runtime.db.write() as tx:
             await tx.update("session_capabilities", {"id": cap_id}, {"expires_at": expired})
-        await asyncio.sleep(0.4)
+        # Two heartbeats after the expiry (each touches the session's `last_seen_at`).
+        for _ in range(2):
+            seen = await last_seen(runtime, session_id)
+            await eventually(lambda seen=seen: _later(runtime, session_id, seen), what="a heartbeat")  # type: ignore[misc]
         cap = await capability(runtime, cap_id)
         assert cap.expires_at == expired and not capabilities.is_live(cap)
         assert session_id in sup.live  # the process was still heartbeated throughout

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.autopilot.helpers import demo_project, edit_config
-from tests.bridge.conftest import free_port
+from tests.support.owners import free_port
 
 pytestmark = pytest.mark.anyio
 ROUNDTABLE = [sys.executable, "-m", "roundtable"]

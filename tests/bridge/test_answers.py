@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Bridge, OwnerChild, call, free_port
+from tests.support.owners import Bridge, OwnerChild, call, free_port
 
 pytestmark = pytest.mark.anyio
 FAR = 10**9  # a cursor beyond every event, so table_watch long-polls

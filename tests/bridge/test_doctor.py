@@ -12,8 +12,7 @@ import pytest
 from roundtable import credentials
 from roundtable.owner import Owner
 from roundtable.scaffold import init_project_async
-
-from .conftest import free_port, set_http_address
+from tests.support.owners import free_port, set_http_address
 
 pytestmark = pytest.mark.anyio
 

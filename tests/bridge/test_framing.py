@@ -25,8 +25,7 @@ from roundtable.server.stdio import events, frame
 from roundtable.tools.context import OPERATOR
 from roundtable.tools.registry import Registry, ToolSpec
 from tests.helpers import make_git_project
-
-from .conftest import Bridge, call
+from tests.support.owners import Bridge, call
 
 pytestmark = pytest.mark.anyio
 # Line breaks for some reader or other, lone surrogates excluded (not encodable as UTF-8).

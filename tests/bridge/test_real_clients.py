@@ -26,12 +26,6 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12"
 CACHE = Path(os.environ.get("ROUNDTABLE_TEST_NPM_CACHE", "/tmp/roundtable-test-npm")) / "inspector-2.12"
 
 
-@pytest.fixture(autouse=True)
-def _only_when_selected(request: pytest.FixtureRequest) -> None:
-    if "real_client" not in (request.config.getoption("markexpr", "") or ""):
-        pytest.skip("real-client test: run with `pytest -m real_client` (downloads the MCP Inspector from npm)")
-
-
 async def _inspector() -> Path:
     """The Inspector's CLI entry, installed once into a cache directory."""
     binary = CACHE / "node_modules" / ".bin" / "mcp-inspector"

@@ -19,8 +19,7 @@ from roundtable import credentials
 from roundtable.owner import Owner
 from roundtable.scaffold import init_project_async
 from roundtable.server.http import HttpError
-
-from .conftest import INIT, Bridge, call, free_port
+from tests.support.owners import INIT, Bridge, call, free_port
 
 pytestmark = pytest.mark.anyio
 PREFIX = "roundtable mcp stdio: "
@@ -201,7 +200,7 @@ async def test_session_socket_missing_fails_fast(project: Path, tmp_path: Path) 
 
 
 async def test_a_flood_of_bad_requests_logs_one_line(project: Path) -> None:
-    from .conftest import OwnerChild
+    from tests.support.owners import OwnerChild
 
     owner = await OwnerChild(project, free_port()).start()
     try:

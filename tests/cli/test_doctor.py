@@ -18,8 +18,7 @@ from click.testing import CliRunner
 from roundtable import credentials
 from roundtable.cli import cli
 from roundtable.owner import Owner
-
-from ..bridge.conftest import free_port, set_http_address
+from tests.support.owners import free_port, set_http_address
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +31,11 @@ def codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def doctor(project: Path) -> tuple[int, str]:
+    """`roundtable doctor` on `project`; a project still at the default address is moved to a free
+    port first, so an owner listening on 127.0.0.1:7117 on this machine cannot change the answer."""
+    config = project / ".roundtable" / "config.yaml"
+    if config.is_file() and 'http_address: "127.0.0.1:7117"' in config.read_text(encoding="utf-8"):
+        set_http_address(project, free_port())
     out = CliRunner().invoke(cli, ["doctor", "--root", str(project)])
     return out.exit_code, out.output
 

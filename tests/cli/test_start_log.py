@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,8 +20,8 @@ from click.testing import CliRunner
 
 from roundtable.cli import cli
 from roundtable.logs import config_dict, describe_event
-
-from ..bridge.conftest import free_port, set_http_address
+from tests.support.owners import free_port, set_http_address
+from tests.support.processes import LineReader
 
 ROUNDTABLE = [sys.executable, "-m", "roundtable"]
 
@@ -50,16 +49,18 @@ def test_start_logs_launches_failures_and_turns(project: Path, short_socket_dir:
     # No `codex` on PATH: the launch fails the way a user without the CLI sees it.
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin"}
     assert shutil.which("codex", path=env["PATH"]) is None
+    errors = tempfile.TemporaryFile("w+")  # a file, not a pipe: nobody has to drain it meanwhile
     proc = subprocess.Popen(
         [*ROUNDTABLE, "start", "--root", str(project)],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=errors,
         text=True,
         env=env,
     )
+    assert proc.stdout is not None
+    ready = proc.stdout.readline()
+    output = LineReader(proc.stdout)
     try:
-        assert proc.stdout is not None
-        ready = proc.stdout.readline()
         assert re.match(
             r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* roundtable coordinator ready; project="
             + re.escape(str(project.resolve())),
@@ -90,12 +91,15 @@ def test_start_logs_launches_failures_and_turns(project: Path, short_socket_dir:
             ).returncode
             == 0
         )
-        time.sleep(2.5)  # a Chair tick schedules the turn
+        output.wait_for(r"turn scheduled for tester-1 in run RUN-log", timeout=60)  # a Chair tick
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+    errors.seek(0)
+    err = errors.read()
+    errors.close()
     assert proc.returncode == 0, err
-    lines = out.splitlines()
+    lines = output.text().splitlines()
     body = "\n".join(lines)
     assert re.search(r"session S-\S+ launched: implementer-1 \(implementer\) on task T-log", body)
     assert re.search(r"session S-\S+ exited: failed \(exit code -1\)", body)

@@ -6,12 +6,12 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from roundtable.cli import cli
+from tests.support.processes import LineReader
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:
@@ -81,18 +81,21 @@ def test_watch_follow_prints_new_events_and_stops_on_sigint(project: Path) -> No
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None
+    output = LineReader(proc.stdout)
     try:
-        time.sleep(1.5)  # let it start and print the first page
+        output.wait_for(r"^WATCH ")  # started: the first page is out
         _invoke("run", "--headless", "--root", str(project))
         _call(project, "agent.turn_request", {"run_id": _latest_run(project), "agent_id": "tester-1", "reason_md": "x"})
-        time.sleep(1.0)
+        output.wait_for(r"agent\.turn_requested tester-1")
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        proc.wait(timeout=10)
+        err = proc.stderr.read() if proc.stderr is not None else ""
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    assert "agent.turn_requested tester-1" in out
+    assert "agent.turn_requested tester-1" in output.text()
 
 
 def _latest_run(project: Path) -> str:

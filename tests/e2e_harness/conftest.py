@@ -16,12 +16,6 @@ import pytest
 from tests.harness.npm_install import install_harnesses
 
 
-@pytest.fixture(autouse=True)
-def _only_when_selected(request: pytest.FixtureRequest) -> None:
-    if "e2e_harness" not in (request.config.getoption("markexpr", "") or ""):
-        pytest.skip("e2e-harness test: run with `make e2e-harness` (installs Claude Code and Codex from npm)")
-
-
 @pytest.fixture(scope="module")
 def harness_bin() -> Iterator[Path]:
     """`node_modules/.bin` of an install of both CLIs.

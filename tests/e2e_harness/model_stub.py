@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.bridge.conftest import free_port
+from tests.support.owners import free_port
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from roundtable.demo import SAMPLE_FILES
 from roundtable.runtime import Runtime
 from roundtable.scaffold import init_project
 from roundtable.services.runs import create_run
-from tests.bridge.conftest import free_port
+from tests.support.owners import free_port
 
 from .scripts import unified_patch
 

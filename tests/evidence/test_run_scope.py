@@ -20,8 +20,8 @@ from roundtable.services.run_scope import RunHint, choose
 from roundtable.services.runs import create_run
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import OPERATOR, Caller
-from tests.governance.conftest import AUTHOR, REVIEWERS, Flow, configure_reviewers, make_patch
 from tests.helpers import agent, git
+from tests.support.governance import AUTHOR, REVIEWERS, Flow, configure_reviewers, make_patch
 
 pytestmark = pytest.mark.anyio
 

@@ -25,7 +25,7 @@ from roundtable.services.policy import load_policy
 from roundtable.services.testing import passing_runs
 from roundtable.store.records import TestRun
 from roundtable.tools.context import OPERATOR
-from tests.sandbox.conftest import processes_with
+from tests.support.processes import processes_with
 
 from .conftest import AGENT, add_lines_patch, count, events, make_proposal, session_caller
 

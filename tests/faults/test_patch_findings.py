@@ -542,6 +542,23 @@ def _poll(condition: Any, timeout: float) -> bool:
     return True
 
 
+def _with_environment(entry: bytes) -> list[int]:
+    """Live processes whose environment holds `entry` (`NAME=value`)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                if entry not in handle.read().split(b"\0"):
+                    continue
+        except OSError:
+            continue
+        if _alive(int(pid)):
+            found.append(int(pid))
+    return found
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
@@ -581,8 +598,8 @@ async def test_git_apply_child_dies_with_a_sigkilled_owner(repo: Path, tmp_path:
         call = asyncio.ensure_future(
             SocketClient(owner.socket_path).call("patch.apply", {"proposal_id": proposal["id"]})
         )
-        assert await asyncio.to_thread(_poll, mark.exists, 30), "the apply never reached git apply"
-        await asyncio.sleep(0.1)
+        written = lambda: mark.exists() and mark.read_text().strip() != ""  # noqa: E731
+        assert await asyncio.to_thread(_poll, written, 30), "the apply never reached git apply"
         child = int(mark.read_text())
         assert _alive(child)
         owner.kill()
@@ -590,7 +607,10 @@ async def test_git_apply_child_dies_with_a_sigkilled_owner(repo: Path, tmp_path:
         assert await asyncio.to_thread(_poll, lambda: not _alive(child), 2), "git apply outlived the SIGKILLed owner"
     finally:
         owner.kill()
-    await asyncio.sleep(3.5)  # past the wrapper's sleep: a survivor would have written by now
+    # Every process of the wrapper (it and its `sleep`, or a git it would exec) carries its
+    # environment: once none is left, nothing can still write to the tree.
+    survivors = f"RT_SLOW_MARK={mark}".encode()
+    assert await asyncio.to_thread(_poll, lambda: not _with_environment(survivors), 10), "a git apply survived"
     assert (repo / "src" / "app.py").read_text() == before
     lines: list[str] = []
     async with Owner(repo, http=False, socket=False, chair=False, log=lines.append) as restarted:

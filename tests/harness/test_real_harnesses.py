@@ -33,18 +33,12 @@ from typing import Any
 import pytest
 
 from roundtable.tools.registry import get_registry
+from tests.support.owners import free_port
 
-from ..bridge.conftest import free_port
 from .npm_install import install_harnesses
 
 pytestmark = pytest.mark.real_client
 ROUNDTABLE = [sys.executable, "-m", "roundtable"]
-
-
-@pytest.fixture(autouse=True)
-def _only_when_selected(request: pytest.FixtureRequest) -> None:
-    if "real_client" not in (request.config.getoption("markexpr", "") or ""):
-        pytest.skip("real-client test: run with `pytest -m real_client` (installs Claude Code and Codex from npm)")
 
 
 @pytest.fixture(scope="module")

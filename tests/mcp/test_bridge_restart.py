@@ -12,7 +12,7 @@ import pytest
 
 from roundtable.runtime import Runtime
 from roundtable.services.runs import create_run
-from tests.bridge.conftest import Bridge, OwnerChild, free_port
+from tests.support.owners import Bridge, OwnerChild, free_port
 
 from .conftest import schedule_turn
 

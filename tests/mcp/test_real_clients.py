@@ -30,12 +30,6 @@ CACHE = Path(os.environ.get("ROUNDTABLE_TEST_NPM_CACHE", "/tmp/roundtable-test-n
 SCENARIOS = ("resources-list", "prompts-list", "logging-set-level", "completion-complete")
 
 
-@pytest.fixture(autouse=True)
-def _only_when_selected(request: pytest.FixtureRequest) -> None:
-    if "real_client" not in (request.config.getoption("markexpr", "") or ""):
-        pytest.skip("real-client test: run with `pytest -m real_client` (installs MCP clients from npm)")
-
-
 async def _conformance() -> Path:
     """The suite's CLI with Node 22 beside it (the system Node is older), installed once."""
     binary = CACHE / "node_modules" / ".bin" / "conformance"

@@ -88,22 +88,3 @@ async def run(
         bwrap_size=sandbox.bwrap_size,
     )
     return await test_exec.execute(argv, place.workdir, timeout=timeout, spec=spec)
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live (non-zombie) processes with `marker` in their command line."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if marker.encode() not in handle.read():
-                    continue
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(int(entry))
-    return found

@@ -19,7 +19,7 @@ from roundtable.tools.context import OPERATOR
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from tests.helpers import agent
-from tests.tui.conftest import make_app, notifications, settle, wait_for
+from tests.support.console import make_app, notifications, settle, wait_for
 from tests.tui.flows import AUTHOR, make_repo, one_line_patch, scalar
 
 pytestmark = pytest.mark.anyio

@@ -15,8 +15,8 @@ import yaml
 
 from roundtable.runtime import Runtime
 from roundtable.services.policy import load_policy
-from tests.evidence.conftest import AGENT, add_lines_patch, make_proposal
 from tests.helpers import make_git_project
+from tests.support.evidence import AGENT, add_lines_patch, make_proposal
 
 from .conftest import PY
 

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from roundtable import credentials
-from tests.bridge.conftest import OwnerChild, free_port
+from tests.support.owners import OwnerChild, free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.load]
 IDLE = 20_000
@@ -49,12 +49,6 @@ async def main():
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 asyncio.run(main())
 """
-
-
-@pytest.fixture(autouse=True)
-def _only_when_selected(request: pytest.FixtureRequest) -> None:
-    if "load" not in (request.config.getoption("markexpr", "") or ""):
-        pytest.skip("load test: run with `pytest -m load` (a minute of both cores, 20,000 connections)")
 
 
 def rss_mib(pid: int) -> float:

@@ -4,9 +4,6 @@ tests)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +11,10 @@ import pytest
 import pytest_textual_snapshot
 
 from roundtable.runtime import Runtime
-from roundtable.tui.app import RoundtableApp
-from roundtable.tui.widgets.header import OwnerInfo
-from roundtable.tui.widgets.table_pane import TablePane
-from roundtable.tui.widgets.virtual_list import VirtualList
-from tests.tui.seed import RUN_ID, frozen_clock, seed
+from tests.support.console import make_app, notifications, settle, wait_for
+from tests.tui.seed import seed
+
+__all__ = ["make_app", "notifications", "settle", "wait_for"]  # this directory's tests import them from here
 
 SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "snapshots" / "tui"
 
@@ -39,50 +35,3 @@ def _snapshots_at_root(monkeypatch: pytest.MonkeyPatch) -> None:
 async def seeded(runtime: Runtime) -> Runtime:
     await seed(runtime)
     return runtime
-
-
-def make_app(runtime: Runtime, **kwargs: Any) -> RoundtableApp:
-    options: dict[str, Any] = {
-        "run_id": RUN_ID,
-        "clock_ns": frozen_clock,
-        "watch_commits": False,
-        "live_clock": False,
-        "owner_info": OwnerInfo(
-            project="Roundtable", http_url="http://127.0.0.1:7117/mcp", socket_path=".roundtable/mcp/roundtable.sock"
-        ),
-    }
-    options.update(kwargs)
-    return RoundtableApp(runtime, **options)
-
-
-async def settle(app: RoundtableApp, *, timeout: float = 5.0) -> None:
-    """Wait until an overview is on screen, no refresh or inspection is running or due, every
-    table has rebuilt and every virtual list has its pages."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        lists = list(app.query(VirtualList))
-        tables = list(app.query(TablePane))
-        if (
-            app.overview is not None
-            and app.refresher.idle
-            and app.inspections.idle
-            and all(v.loaded and not v._pending for v in lists)
-            and not any(t.rebuild_pending or t._require_update_dimensions for t in tables)
-        ):
-            await asyncio.sleep(0.05)
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("console did not settle")
-
-
-async def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def notifications(app: RoundtableApp) -> list[str]:
-    return [n.message for n in app._notifications]

@@ -1,5 +1,6 @@
-"""Helpers for the stdio bridge tests: the bridge as a child process speaking NDJSON, and a real
-owner (`roundtable mcp serve`) as a child on a chosen port so it can be stopped and restarted.
+"""Owners and bridges as child processes, shared by the test directories: the stdio bridge
+speaking NDJSON, a real owner (`roundtable mcp serve`) on a chosen port so it can be stopped and
+restarted, and `free_port`/`set_http_address` so no test depends on a fixed port being free.
 """
 
 from __future__ import annotations
