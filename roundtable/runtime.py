@@ -21,7 +21,6 @@ Opening a runtime never recovers an interrupted apply: only an owner does, under
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +74,6 @@ class Runtime:
         # The session supervisor, provided by the owner that hosts one (`tools/sessions_ops.py`).
         self.supervisor: SessionControl | None = None
         self._validators: dict[str, Any] = {}
-        self._close_hooks: list[Callable[[], Any]] = []
 
     @property
     def bus(self) -> ChangeBus:
@@ -119,19 +117,7 @@ class Runtime:
             raise
         return runtime
 
-    def on_close(self, hook: Callable[[], Any]) -> None:
-        """Register a callable (sync or async) to run when the runtime closes."""
-        self._close_hooks.append(hook)
-
     async def close(self) -> None:
-        for hook in reversed(self._close_hooks):
-            try:
-                outcome = hook()
-                if hasattr(outcome, "__await__"):
-                    await outcome
-            except Exception:  # pragma: no cover - best effort
-                log.exception("close hook failed")
-        self._close_hooks.clear()
         await self.db.close()
 
     async def __aenter__(self) -> Runtime:

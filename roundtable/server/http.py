@@ -381,9 +381,6 @@ class SessionLimiter:
             self.owner_of.pop(sid, None)
         return mine
 
-    def sessions_of(self, principal: str) -> int:
-        return len(self._prune(principal))
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http" or scope.get("path") != self.path:
             await self.app(scope, receive, send)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import json
 import logging
 import math
@@ -471,7 +470,3 @@ class SocketServer:
         if self._identity == (info.st_dev, info.st_ino):
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
-
-
-def is_connection_refused(exc: OSError) -> bool:
-    return exc.errno in (errno.ECONNREFUSED, errno.ENOENT)

@@ -547,16 +547,6 @@ def entry_option(entry: dict[str, Any], option: str) -> str:
     return ""
 
 
-def configured_root(harness: str, root: Path) -> str | None:
-    """The `--root` a harness's project-local config points at, None when there is no entry,
-    '' when the entry names none or the file cannot be parsed."""
-    try:
-        entry = configured_entry(harness, root)
-    except ValidationError:
-        return ""
-    return None if entry is None else entry_option(entry, "--root")
-
-
 # --- trust and approval: the step each harness needs besides its project file ----------------
 
 

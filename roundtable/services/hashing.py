@@ -50,11 +50,6 @@ def _kind_sentinel(mode: int) -> str:
     return "special:"
 
 
-def is_sentinel(digest: str) -> bool:
-    """Whether a hash names a non-regular file rather than content."""
-    return ":" in digest
-
-
 def _hash_fd_into(digest: hashlib._Hash, fd: int, label: str, limit: int = MAX_HASH_BYTES) -> None:
     """Stream an open regular file into `digest`, refusing more than `limit` bytes."""
     total = 0

@@ -860,7 +860,3 @@ def file_hash(root: Path, rel: str) -> str:
         return path_hash(root / rel, rel)
     except OSError as exc:
         raise ToolError(f"hash file {rel}: {exc.strerror or exc}") from None
-
-
-def file_hashes(root: Path, paths: list[str] | tuple[str, ...]) -> dict[str, str]:
-    return {p: file_hash(root, p) for p in paths}

@@ -68,12 +68,6 @@ async def create_run(runtime: Project, goal: str, *, run_id: str = "") -> Run:
         return await create(tx, goal, run_id=run_id, record=False)
 
 
-async def latest_active_run(runtime: Project) -> Run | None:
-    """The most recently started run whose status is exactly `active`, if any."""
-    async with runtime.db.read() as r:
-        return await r.one(Run, "SELECT * FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1")
-
-
 async def resume(tx: Tx, run_id: str = "", *, actor: str = "") -> Run:
     """Reactivate `run_id`, or the latest active run, or else the latest run of any status.
 

@@ -174,12 +174,3 @@ async def review(runtime: Project, req: ReviewInput, actor: Actor) -> tuple[Secu
 
 def _findings_json(findings: Sequence[Finding]) -> str:
     return json.dumps([f.to_dict() for f in findings], separators=(",", ":"), ensure_ascii=False)
-
-
-def latest_review(reviews: Sequence[SecurityReview], revision: str) -> SecurityReview | None:
-    """The review that speaks for `revision` (§3.9.3, ours): among proposal reviews of that
-    revision, the most recently written one (an edited review becomes current)."""
-    current = [r for r in reviews if r.proposal_id and revision and r.revision == revision]
-    if not current:
-        return None
-    return max(current, key=lambda r: (r.updated_at, r.created_at, r.id))

@@ -144,14 +144,6 @@ async def end(tx: Tx, session_id: str, *, status: str = "") -> AgentSession:
     return await get(tx, session_id)
 
 
-async def set_fields(tx: Tx, session_id: str, **values: Any) -> AgentSession:
-    """Update some columns of a session (the supervisor records socket, status, metadata)."""
-    if "metadata" in values:
-        values["metadata_json"] = _metadata_text(values.pop("metadata")) or "{}"
-    await tx.update("agent_sessions", {"id": session_id}, values)
-    return await get(tx, session_id)
-
-
 async def for_agent(reader: Reader | Tx, agent_id: str) -> AgentSession | None:
     """The agent's current session: `active` first, then latest seen, then latest started, then id."""
     return await reader.one(

@@ -55,11 +55,6 @@ def task_dict(task: Task) -> dict[str, Any]:
     return out
 
 
-def task_is_active(status: str) -> bool:
-    """Open for convergence: any status that is neither blocked nor terminal (unknown ones too)."""
-    return status not in BLOCKED_STATUSES and status not in TERMINAL_STATUSES
-
-
 def sensitive_component(path: str) -> str:
     """The first component of a normalised relative `path` naming a credential or configuration
     location (the path guard's list), or "" when there is none."""
@@ -106,18 +101,6 @@ def validate_readable_paths(entries: list[str], root: Path | None = None) -> lis
         if clean not in out:
             out.append(clean)
     return out
-
-
-def path_is_readable(path: str, readable_paths: list[str]) -> bool:
-    """Whether the repository-relative `path` lies within one of `readable_paths` and is not a
-    credential or configuration location (a directory entry never grants those beneath it)."""
-    clean = posixpath.normpath(path.replace("\\", "/")).lstrip("/")
-    if clean.startswith("../") or clean == ".." or sensitive_component(clean):
-        return False
-    for entry in readable_paths:
-        if entry == "." or clean == entry or clean.startswith(entry.rstrip("/") + "/"):
-            return True
-    return False
 
 
 async def get_task(q: Reader | Tx, task_id: str) -> Task:

@@ -206,10 +206,9 @@ async def test_runs_service(runtime: Runtime) -> None:
     assert first.id.startswith("RUN-") and first.status == "active" and first.goal == "one"
     with pytest.raises(ToolError, match=f"run {first.id} already exists; use --resume"):
         await runs.create_run(runtime, "again", run_id=first.id)
-    latest = await runs.latest_active_run(runtime)
-    assert latest is not None and latest.id == first.id
     await runs.end_run(runtime, first.id, "completed")
-    assert await runs.latest_active_run(runtime) is None
+    async with runtime.db.read() as r:
+        assert (await runs.get_run(r, first.id)).status == "completed"
     resumed = await runs.resume_run(runtime)
     assert resumed.id == first.id and resumed.status == "active" and resumed.ended_at == ""
     snapshot = await runs.write_snapshot(runtime, first.id)

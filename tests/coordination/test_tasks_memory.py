@@ -92,17 +92,6 @@ async def test_task_lookup_errors(runtime: Runtime) -> None:
         await runtime.call("task.list", {"bogus": 1})
 
 
-async def test_readable_path_helpers() -> None:
-    from roundtable.services.tasks import path_is_readable
-
-    assert path_is_readable("src/a.py", ["src"])
-    assert path_is_readable("src", ["src"])
-    assert not path_is_readable("srcx/a.py", ["src"])
-    assert not path_is_readable("src/.env", ["src"])
-    assert not path_is_readable("../src/a.py", ["src"])
-    assert path_is_readable("docs/x.md", ["."])
-
-
 async def test_memory_record_query_summarize_mark_stale(runtime: Runtime) -> None:
     a = (
         await runtime.call(

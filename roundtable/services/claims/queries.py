@@ -70,12 +70,6 @@ async def list_claims(
     return [effective(c, now) for c in claims]
 
 
-async def get_resource(q: Reader | Tx, resource_id: str) -> Resource:
-    """One resource (raises `NotFound`)."""
-    resource = await q.get(Resource, resource_id)
-    return resource
-
-
 async def search_resources(
     q: Reader | Tx, query: str, resource_type: str = "", page: PageRequest | None = None
 ) -> list[Resource]:
