@@ -21,7 +21,7 @@ from roundtable.cli import cli
 from roundtable.errors import RoundtableError
 from roundtable.owner import Owner
 from roundtable.scaffold import init_project
-from tests.bridge.conftest import free_port, set_http_address
+from tests.support.owners import free_port, set_http_address
 
 pytestmark = pytest.mark.anyio
 
