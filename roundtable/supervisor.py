@@ -47,6 +47,7 @@ from roundtable.credentials import ensure_private_dir
 from roundtable.errors import RoundtableError, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.sandbox import sessions as session_sandbox
+from roundtable.sandbox.spec import Spec
 from roundtable.services import adapters, budgets, capabilities, git, preflight, sessions, workspaces
 from roundtable.services.redact import redact
 from roundtable.services.sessions import SessionExit
@@ -93,6 +94,7 @@ class _Live:
     no_credential: bool = False  # its output said it has no usable model credential
     done: asyncio.Event = field(default_factory=asyncio.Event)  # finishing has begun
     finished: asyncio.Event = field(default_factory=asyncio.Event)  # recorded and cleaned up
+    spec: Spec | None = None  # its sandbox, when it runs in one
     meter: Meter = field(default_factory=Meter)  # usage read from the harness's output
     metered: asyncio.Event = field(default_factory=asyncio.Event)  # the meter moved since the last record
     recorded_version: int = 0
@@ -340,6 +342,7 @@ class Supervisor:
                 max_processes=self.runtime.config.sessions.max_processes,
             )
             if spec is not None:
+                live.spec = spec
                 await sandbox_runner.hand_over(spec)
             # The prompt is the harness's standard input (never an argv string).
             prompt_in = os.open(home / adapters.PROMPT_FILE, os.O_RDONLY | os.O_CLOEXEC)
@@ -595,6 +598,11 @@ class Supervisor:
             log.exception("recording the end of session %s failed", live.session_id)
         with contextlib.suppress(Exception):
             await live.endpoint.close()
+        if live.spec is not None:
+            try:  # the workspace is the owner's again between sessions (as root: no longer nobody's)
+                await sandbox_runner.hand_back(live.spec)
+            except OSError:
+                log.exception("handing the workspace of session %s back failed", live.session_id)
         shutil.rmtree(live.directory, ignore_errors=True)
         self.live.pop(live.session_id, None)
         live.finished.set()

@@ -1,7 +1,7 @@
 """The parent's side: which sandbox works here (`choose`, probed once per process and kind), the
 `Spec` of one command for a profile (`build_spec`), the launcher's command line and the
 descriptor that carries the spec (`open_spec`), and handing the writable places to the
-sandbox's user when the owner is root (`hand_over`).
+sandbox's user when the owner is root (`hand_over`) and back afterwards (`hand_back`).
 
 `choose("auto")` prefers bubblewrap, then the Landlock launcher; when neither works it returns
 kind `none` with the reasons, and callers refuse agents' code. The probe is a real trial: the
@@ -208,6 +208,8 @@ def build_spec(
 
 
 def _chown_tree(path: str, uid: int, gid: int) -> None:
+    if not os.path.isdir(path):
+        return  # gone already (a session directory removed first)
     os.chown(path, uid, gid, follow_symlinks=False)
     for dirpath, dirnames, filenames in os.walk(path):
         for name in (*dirnames, *filenames):
@@ -223,6 +225,15 @@ async def hand_over(spec: Spec) -> None:
     for mount in spec.mounts:
         if mount.op == "rw":
             await asyncio.to_thread(_chown_tree, mount.src, spec.uid, spec.gid)
+
+
+async def hand_back(spec: Spec) -> None:
+    """The writable binds that outlive the sandbox (a workspace) belong to the owner again."""
+    if spec.uid < 0:
+        return
+    for mount in spec.mounts:
+        if mount.op == "rw":
+            await asyncio.to_thread(_chown_tree, mount.src, os.getuid(), os.getgid())
 
 
 async def _trial(kind: str, executable: str) -> str:

@@ -5,6 +5,7 @@ by the supervisor (or the refusal is recorded)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,11 @@ from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
 pytestmark = pytest.mark.anyio
+
+
+def owners_of(tree: Path) -> set[int]:
+    return {p.lstat().st_uid for p in [tree, *tree.rglob("*")]}
+
 
 EDIT = (
     "import os, pathlib; p = pathlib.Path('src/app.py'); print('cwd', os.getcwd());"
@@ -65,6 +71,8 @@ async def test_sessions_work_in_their_workspace_and_leftovers_are_proposed(
     assert f"cwd {ws_path}" in log and f"ws {ws_path}" in log
     assert (Path(ws_path) / "src" / "app.py").read_text() == real + "# one\n# two\n"  # revision 1 was in place
     assert (repo / "src" / "app.py").read_text() == real  # the real tree is untouched
+    # Between sessions the workspace is the owner's (as root, the sandbox ran as nobody).
+    assert owners_of(Path(ws_path)) == {os.getuid()}
     assert proposal[1] == 2 and proposal[3]
     assert read_patch(repo, proposal[2]).endswith("+# one\n+# two\n")
     proposed = await _events(rt, "workspace.proposed")
