@@ -587,6 +587,11 @@ class Supervisor:
             # loop ends by itself once `done` is set.
             if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
                 task.cancel()
+        if live.spec is not None:
+            try:  # the workspace is the owner's again between sessions (as root: no longer nobody's)
+                await sandbox_runner.hand_back(live.spec)
+            except OSError:
+                log.exception("handing the workspace of session %s back failed", live.session_id)
         await self._record_usage(live)
         try:
             await self.runtime.call(
@@ -598,11 +603,6 @@ class Supervisor:
             log.exception("recording the end of session %s failed", live.session_id)
         with contextlib.suppress(Exception):
             await live.endpoint.close()
-        if live.spec is not None:
-            try:  # the workspace is the owner's again between sessions (as root: no longer nobody's)
-                await sandbox_runner.hand_back(live.spec)
-            except OSError:
-                log.exception("handing the workspace of session %s back failed", live.session_id)
         shutil.rmtree(live.directory, ignore_errors=True)
         self.live.pop(live.session_id, None)
         live.finished.set()
