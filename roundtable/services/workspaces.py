@@ -451,43 +451,54 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
             "ORDER BY created_at DESC, id DESC LIMIT 1",
             (req.task_id, req.agent_id, *OPEN_STATUSES),
         )
-        if open_ is not None:
-            out = await proposals.attach(
-                tx,
-                root,
-                proposal_id=open_.id,
-                patch=text,
-                affected_resources=[],
-                actor=actor,
-                policy=policy,
-                runs=runs,
-                max_files=max_files,
-            )
-        else:
-            if not req.title.strip() or not req.summary_md.strip():
-                raise ValidationError("title and summary_md are required for a new proposal")
-            out = await proposals.create(
-                tx,
-                root,
-                proposal_id=clock.new_id("P"),
-                task_id=req.task_id,
-                agent_id=req.agent_id,
-                title=req.title,
-                summary_md=req.summary_md,
-                patch=text,
-                risk=req.risk.strip().lower() or "normal",
-                affected_resources=[],
-                expected_tests=[],
-                rollback_notes="",
-                status="pending",
-                session_id=req.session_id,
-                policy=policy,
-                runs=runs,
-                max_files=max_files,
-            )
-            # An agent's new proposal counts against its quotas (the owner's components never do).
-            created_run = str(await tx.scalar("SELECT run_id FROM proposals WHERE id = ?", (out["proposal"]["id"],)))
-            await quotas.check(tx, runtime.config.limits, "proposal", run_id=created_run, agent_id=req.counted_agent)
+        try:
+            if open_ is not None:
+                out = await proposals.attach(
+                    tx,
+                    root,
+                    proposal_id=open_.id,
+                    patch=text,
+                    affected_resources=[],
+                    actor=actor,
+                    policy=policy,
+                    runs=runs,
+                    max_files=max_files,
+                )
+            else:
+                if not req.title.strip() or not req.summary_md.strip():
+                    raise ValidationError("title and summary_md are required for a new proposal")
+                out = await proposals.create(
+                    tx,
+                    root,
+                    proposal_id=clock.new_id("P"),
+                    task_id=req.task_id,
+                    agent_id=req.agent_id,
+                    title=req.title,
+                    summary_md=req.summary_md,
+                    patch=text,
+                    risk=req.risk.strip().lower() or "normal",
+                    affected_resources=[],
+                    expected_tests=[],
+                    rollback_notes="",
+                    status="pending",
+                    session_id=req.session_id,
+                    policy=policy,
+                    runs=runs,
+                    max_files=max_files,
+                )
+                # An agent's new proposal counts against its quotas (the owner's components never do).
+                created_run = str(
+                    await tx.scalar("SELECT run_id FROM proposals WHERE id = ?", (out["proposal"]["id"],))
+                )
+                await quotas.check(
+                    tx, runtime.config.limits, "proposal", run_id=created_run, agent_id=req.counted_agent
+                )
+        except ValidationError as exc:
+            if "does not apply to the current tree" not in str(exc):
+                raise
+            raise ValidationError(
+                f"{exc}; the project moved under workspace {ws.id}: workspace_sync brings it onto the current tree"
+            ) from None
         proposal_id = out["proposal"]["id"]
         await tx.update("proposals", {"id": proposal_id}, {"workspace_id": ws.id, "base_revision": ws.base_tree})
         await tx.update(

@@ -196,6 +196,9 @@ async def test_sync_merges_a_moved_tree_and_reports_conflicts(work: Work, repo: 
     validated = await work.rt.call("patch.validate", {"proposal_id": proposed["proposal"]["id"]}, OPERATOR)
     assert validated["stale_base"] == ["src/app.py"] and not validated["valid"]
     assert "stale base: src/app.py" in validated["base_error"]
+    (work.path / "src" / "app.py").write_text("print('v3')\n")
+    with pytest.raises(ToolError, match="workspace_sync brings it onto the current tree"):
+        await work.propose()
     out = await work.call("workspace.sync", {"task_id": work.task_id})
     assert out["conflicts"] == ["src/app.py"]
     assert "<<<<<<<" in (work.path / "src" / "app.py").read_text()
