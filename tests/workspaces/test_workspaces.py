@@ -336,3 +336,30 @@ async def test_files_a_sync_writes_belong_to_the_sandboxed_owner_and_links_are_n
 
 def owner_of(path: Path) -> int:
     return os.lstat(path).st_uid
+
+
+async def test_a_policy_keeps_workspaces_of_ended_tasks_for_its_days(repo: Path) -> None:
+    from roundtable import clock
+    from roundtable.runtime import Runtime
+    from roundtable.services import workspaces as service
+    from roundtable.services.agents import sync_agents
+
+    policy = repo / "POLICIES.ROUNDTABLE.md"
+    policy.write_text(policy.read_text().replace("  keep_days: 0", "  keep_days: 2"))
+    rt = await Runtime.open(repo)
+    try:
+        await sync_agents(rt)
+        task = (await rt.call("task.create", {"title": "t", "body_md": "b"}, OPERATOR))["task"]["id"]
+        made = await rt.call("workspace.create", {"agent_id": AUTHOR, "task_id": task}, OPERATOR)
+        path = Path(made["workspace"]["path"])
+        await rt.call("task.update_status", {"task_id": task, "status": "cancelled"}, OPERATOR)
+        now = clock.now()
+        assert await service.sweep(rt, actor="chair", now=now) == []
+        assert exists(str(path))
+        day = 86_400 * 1_000_000_000
+        assert await service.sweep(rt, actor="chair", now=clock.format_ns(clock.parse(now) + day)) == []
+        later = clock.format_ns(clock.parse(now) + 2 * day + 1)
+        assert await service.sweep(rt, actor="chair", now=later) == [made["workspace"]["id"]]
+        assert not exists(str(path))
+    finally:
+        await rt.close()
