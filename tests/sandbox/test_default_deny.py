@@ -178,8 +178,10 @@ async def test_a_session_cannot_reach_another_project(
     assert seen["own"] is False and seen["own_state"] is False
 
 
-async def test_the_unprivileged_launcher_cannot_reach_another_project(kind: str, other: Other) -> None:
-    """The same, with the owner an unprivileged user (as root in CI: the launcher runs as 65534)."""
+@pytest.mark.parametrize("profile", ["test", "session"])
+async def test_the_unprivileged_launcher_cannot_reach_another_project(kind: str, other: Other, profile: str) -> None:
+    """The same for both profiles, with the owner an unprivileged user (as root in CI: the
+    launcher runs as 65534)."""
     import dataclasses
 
     from roundtable.sandbox import runner
@@ -193,7 +195,7 @@ async def test_the_unprivileged_launcher_cannot_reach_another_project(kind: str,
     sandbox = await runner.choose(kind)
     argv = ["/usr/bin/python3", "-c", PROBE, str(other.root), str(other.socket_path), "/nonexistent"]
     argv.append(str(other.home_marker))
-    built = runner.build_spec(kind, argv, work, root=work / "p", executable=sandbox.executable)
+    built = runner.build_spec(kind, argv, work, root=work / "p", profile=profile, executable=sandbox.executable)
     mounts = [m for m in built.mounts if m.op not in ("ro", "rw") or not m.src.startswith("/root")]
     spec = dataclasses.replace(built, uid=-1, gid=-1, mounts=mounts)
     try:
