@@ -1,6 +1,6 @@
 """Session benchmarks: the per-call capability checks and a tools/call through a session socket.
 
-- `check_call`: the full §8.4.5 re-resolution (capability, session, run, agent, task, matrix,
+- `check_call`: the full per-call re-resolution (capability, session, run, agent, task, matrix,
   identity) for one allowed call, straight against SQLite (no HTTP);
 - `session tools/call`: one `task.get` from the SDK client over the per-session Unix socket
   (Streamable HTTP, stateful) including the checks and the dispatch.
@@ -67,7 +67,7 @@ async def _run() -> list[dict[str, Any]]:
             async with runtime.db.read() as r:
                 await capabilities.check_call(r, root, cap.id, "task.get", {}, props)
             times.append(time.perf_counter() - t0)
-        rows += _row("check_call (all §8.4.5 checks)", times, "one aiosqlite snapshot read (joined)")
+        rows += _row("check_call (all per-call checks)", times, "one aiosqlite snapshot read (joined)")
         sock = tmp / "s.sock"
         endpoint = SessionEndpoint(runtime, cap.id, sock)
         await endpoint.start()

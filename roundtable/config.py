@@ -244,7 +244,7 @@ class RepoConfig(Section):
 
 
 class AutopilotConfig(Section):
-    """How the dispatcher launches agents for the work (issue 15). `manual` never launches."""
+    """How the dispatcher launches agents for the work. `manual` never launches."""
 
     mode: Literal["manual", "auto"] = "manual"
     # Concurrent supervised sessions overall, and per role.
@@ -493,7 +493,7 @@ def _drop_deprecated(located: Located) -> None:
 
 
 def _check_references(config: Config, located: Located) -> None:
-    """Every role names a configured adapter whose command is not blank (spec §3.5)."""
+    """Every role names a configured adapter whose command is not blank."""
     for section in _AGENT_ORDER:
         entry = getattr(config.agents, section)
         adapter = config.adapters.get(entry.adapter)

@@ -1,4 +1,4 @@
-"""Files under `.roundtable/` that identify the project and its principals (DESIGN §4.23).
+"""Files under `.roundtable/` that identify the project and its principals.
 
 - `.roundtable/` itself is private: mode 0700, so other local users cannot read anything in it.
 - `.roundtable/project_id`: a random id given to the project by `init` (or by the first owner of an

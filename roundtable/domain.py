@@ -1,5 +1,5 @@
 """The vocabulary every layer shares: statuses, vote values, event types and the predicates on
-them (issue 14 §2). A status or vote spelled anywhere else is a bug waiting to disagree with this
+them. A status or vote spelled anywhere else is a bug waiting to disagree with this
 file — the console once counted `approve_with_notes` as neither for nor against.
 
 `StrEnum` members compare equal to their strings, so rows read from SQLite (plain `str`) work

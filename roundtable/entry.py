@@ -47,8 +47,8 @@ def _run_bridge(options: dict[str, str]) -> int:
     uds = options["socket"] or os.environ.get(SOCKET_ENV, "")
     env_token = os.environ.get(TOKEN_ENV, "")
     if uds and not options["url"]:
-        # Per-session socket mode (§6.4.4) needs nothing from the configuration, and a
-        # sandboxed session cannot see `.roundtable/` at all (§8.4.2 step 5). The socket is the
+        # Per-session socket mode needs nothing from the configuration, and a
+        # sandboxed session cannot see `.roundtable/` at all. The socket is the
         # session's own (in a 0700 directory), so there is no project to confirm.
         return bridge("http://localhost/mcp", token=env_token, uds=uds)
 
@@ -59,7 +59,7 @@ def _run_bridge(options: dict[str, str]) -> int:
     root = os.path.realpath(os.path.abspath(options["root"]))
     agent = options["agent"]
     try:
-        configured_url = bridge_url(root)  # the config is required even with --url (system.md §6.4.1)
+        configured_url = bridge_url(root)  # the config is required even with --url
         if agent:
             credentials.credential_path(root, agent_id=agent)  # validates the id
     except (RoundtableError, ValueError) as exc:

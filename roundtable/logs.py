@@ -103,7 +103,7 @@ EVENT_LINES: dict[str, tuple[int, str]] = {
     "patch.rollback_failed": (logging.ERROR, "rollback of transaction {transaction_id} failed: {error}"),
     "transaction.recovered": (logging.WARNING, "recovered interrupted transaction {transaction_id}: {outcome}"),
     "config.reloaded": (logging.INFO, "configuration reloaded"),
-    # The autopilot (issue 15): whom it launched and why, what failed, what it gave up on.
+    # The autopilot: whom it launched and why, what failed, what it gave up on.
     "autopilot.dispatched": (
         logging.INFO,
         "autopilot launched {agent_id} for task {task_id} ({reason}, attempt {attempt}) as session {session_id}",

@@ -1,8 +1,8 @@
 """The owner process: one per project, holding the lock, the runtime and every listener.
 
 `roundtable start`, `roundtable mcp serve` and the interactive console all run an `Owner` on
-their event loop. Entering it takes the project lock (system.md §6.5), opens the runtime,
-recovers an interrupted `patch.apply` (DESIGN §4.8), synchronises the agents, and starts the
+their event loop. Entering it takes the project lock, opens the runtime,
+recovers an interrupted `patch.apply`, synchronises the agents, and starts the
 legacy socket, the Streamable HTTP endpoint and (optionally) the Chair loop. Leaving it stops
 accepting, lets in-flight calls finish (bounded), cancels the Chair, closes the runtime and
 releases the lock — in that order.
@@ -186,13 +186,13 @@ class Owner:
         self._want_socket = socket
         self._want_chair = chair
         # The supervisor launches agent sessions; `start` and the console host it, `mcp serve`
-        # does not (DESIGN §4.16). By default it follows the Chair.
+        # does not. By default it follows the Chair.
         self._want_supervisor = chair if supervisor is None else supervisor
         self.supervisor: Any = None
         self.preflight_lines: list[str] = []  # agents that cannot run here (`_preflight`)
         self.address_note = ""  # why the HTTP listener is not on the default address
         self._owner_file: Path | None = None
-        # The autopilot's dispatcher, beside the supervisor (issue 15). `autopilot` True/False
+        # The autopilot's dispatcher, beside the supervisor. `autopilot` True/False
         # forces it on or off at start; None follows `autopilot.mode` in the config.
         self.dispatcher: Dispatcher | None = None
         self._autopilot = autopilot
@@ -289,7 +289,7 @@ class Owner:
         if self._goal:
             self.created_run = await select_run(self.runtime, goal=self._goal, resume=False)
         if self._want_http:
-            # Validate the HTTP options before anything listens (system.md §7.6.1 step 4).
+            # Validate the HTTP options before anything listens.
             from roundtable.server.http import HttpServer, http_options
 
             address = await self._http_address(config)

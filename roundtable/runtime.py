@@ -6,7 +6,7 @@ authority is checked, the arguments are validated against its advertised schema,
 runs inside one write transaction (or one read snapshot), so a failed call changes nothing.
 Committed changes are announced on the change bus by the store.
 
-Authority is decided here, once, for every transport (DESIGN §4.23):
+Authority is decided here, once, for every transport:
 - an anonymous caller (an unbound credential or the no-auth opt-out) may call read-only tools only;
 - for a caller bound to one agent, every argument that names who acts (`agent_id`, `actor_id`,
   `decided_by`, `requested_by`, `reviewer_id`, `applied_by`) is filled from the principal when

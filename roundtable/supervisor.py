@@ -1,4 +1,4 @@
-"""The supervisor: launches agent sessions on operator request and looks after them (§8.4.2).
+"""The supervisor: launches agent sessions on operator request and looks after them.
 
 For each launch it validates the request against persisted state, records the session, creates
 a private directory (0700) holding the session's MCP socket (0600) and a private HOME, issues

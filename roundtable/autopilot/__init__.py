@@ -1,4 +1,4 @@
-"""The autopilot (issue 15): the dispatcher that launches agents for the table's work in auto
+"""The autopilot: the dispatcher that launches agents for the table's work in auto
 mode, hosted beside the Chair by every owner that hosts the supervisor.
 
     from roundtable.autopilot import Dispatcher, DispatcherStatus

@@ -1,4 +1,4 @@
-"""What the autopilot should launch now, read from the stored state in one snapshot (issue 15).
+"""What the autopilot should launch now, read from the stored state in one snapshot.
 
 - a run with a goal and no tasks → a planning task for the planner (`PlanNeed`);
 - a task assigned to an implementer (or a planning task assigned to the planner) on which its

@@ -1,4 +1,4 @@
-"""Convergence (spec/tools.md §3.14.3): what a run's state asks its status to be, and the one
+"""Convergence: what a run's state asks its status to be, and the one
 ending both Chair loops give a converged run.
 
 The finite loop (`roundtable run --headless`, `chair.finite`) and the continuous one
@@ -23,7 +23,7 @@ CONVERGED = ("completed", "blocked")
 
 
 async def converge(runtime: Runtime, run_id: str) -> tuple[str, str]:
-    """The run status convergence asks for, and why (spec/tools.md §3.14.3), from the run's own
+    """The run status convergence asks for, and why, from the run's own
     tasks and proposals and those of no run — another run's work never holds this one open."""
     async with runtime.db.read() as r:
         if await turns_service.has_outstanding(r, run_id):

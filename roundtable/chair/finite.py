@@ -1,4 +1,4 @@
-"""The finite Chair loop of `roundtable run --headless` (system.md §7.4): tick and converge, at
+"""The finite Chair loop of `roundtable run --headless`: tick and converge, at
 most `max_iterations` times, ending the run when it converges; consecutive failures are retried
 after a back-off (`orchestrator.retry`) until the limit fails the run (`orchestrator.failed`)."""
 

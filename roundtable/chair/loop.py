@@ -86,7 +86,7 @@ class ChairLoop:
 
     def health(self) -> str:
         """`degraded` (run discovery failed or a run is backing off), `healthy-idle` (no active
-        runs) or `ready` — system.md §7.6.3."""
+        runs) or `ready`."""
         if self._cycle_failed or self._backoff:
             return "degraded"
         return "ready" if self._active_runs else "healthy-idle"

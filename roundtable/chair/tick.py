@@ -1,5 +1,5 @@
-"""One Chair tick for one run, as a function of the stored state (spec/tools.md §3.14.2 with
-DESIGN §4.6, §4.9, §4.22). In order:
+"""One Chair tick for one run, as a function of the stored state (the reference's
+tick, with our turn expiry and hand-over). In order:
 
 1. expire overdue turns (`agent.turn_expired`): scheduled but not started within
    `chair.turn_start_timeout`, started but not completed within `chair.turn_timeout`, or

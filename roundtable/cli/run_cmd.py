@@ -1,7 +1,7 @@
 """`roundtable run`: chair a run from the operator's console, or `--headless` for a bounded
-number of Chair ticks with no listener and no console (system.md §1.4, §7.2, §7.4).
+number of Chair ticks with no listener and no console.
 
-`--autopilot` turns the dispatcher on (issue 15): the owner launches the agents the work calls
+`--autopilot` turns the dispatcher on: the owner launches the agents the work calls
 for; headless, the run is driven until it waits for the operator (`cli/run_autopilot.py`).
 `--max-iterations`, `--retry-backoff` and `--max-consecutive-errors` override the config's
 `autopilot` limits with it, and bound the finite Chair loop without it."""

@@ -306,7 +306,7 @@ def resume(session_id: str, agent: str, root: Path) -> None:
                 if found is None:
                     fail(f"no agent session found for {agent}")
                 session = found
-        # Stale claims are suspended before the briefing is built, so it lists what still holds (§1.6).
+        # Stale claims are suspended before the briefing is built, so it lists what still holds.
         stale = await claims.reconcile(
             db, root, agent_id=session.agent_id, actor=session.agent_id, run_id=session.run_id
         )

@@ -2,7 +2,7 @@
 
 Takes the project lock, opens the runtime, recovers an interrupted apply, serves Streamable
 HTTP and the legacy socket, runs the Chair over every active run, and logs operational lines
-on stdout until SIGINT/SIGTERM (system.md §1.5, §7.6): the ready line, then one timestamped line
+on stdout until SIGINT/SIGTERM: the ready line, then one timestamped line
 per meaningful event — session launches and failed launches, turns, applies, rollbacks — through
 `logging` (configured once at the CLI entry, `roundtable.logs`).
 """

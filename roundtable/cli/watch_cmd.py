@@ -1,7 +1,7 @@
 """`roundtable watch`: print the run's projections and events; `--follow` long-polls for more.
 
 Opens its own runtime (no listener, no Chair) and reads through the `table.watch` tool, so it
-sees exactly what an agent sees. Text output (system.md §1.9), one line per item:
+sees exactly what an agent sees. Text output, one line per item:
 
     WATCH run=<run_id or (all)> active_agents=<n> open_tasks=<n> active_claims=<n> suspended_claims=<n>
     BLOCKED <task_id> <title>

@@ -1,4 +1,4 @@
-"""Sandboxes for commands that run unreviewed code: the test runs of `test.run` (DESIGN §4.24).
+"""Sandboxes for commands that run unreviewed code: the test runs of `test.run`.
 
 Two kinds, chosen by `probe.choose`:
 

@@ -7,7 +7,7 @@ malformed one are told apart (only a missing one may be anonymous). The credenti
 on every request — re-read from the database, so revoking it refuses the very next request —
 and never echoed or logged.
 
-- `TokenBackend` guards `/mcp` of the shared endpoint (DESIGN §4.23). With `mcp.auth: token`
+- `TokenBackend` guards `/mcp` of the shared endpoint. With `mcp.auth: token`
   (the default, on every bind: loopback TCP is reachable by every local uid) a request without
   a valid credential gets 401. A credential resolves to the principal it belongs to: an operator
   token → the operator; an agent token → that agent, while the agent is registered and enabled;

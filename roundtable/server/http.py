@@ -9,7 +9,7 @@ A `/healthz` request may carry a challenge and a credential's public id; the own
 it holds that credential (`Roundtable-Proof`, an HMAC keyed by the credential's stored sha256),
 so a bridge never sends its token to a program that merely repeats the public project id.
 
-Limits against hostile or broken clients (issue #12, finding 7), all before authentication:
+Limits against hostile or broken clients, all before authentication:
 
 - **Connections.** At most `max_connections` open at once (bounded by the fd limit, whose soft
   value is raised to the hard one). At the cap a new connection evicts the connection that has

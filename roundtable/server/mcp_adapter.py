@@ -11,7 +11,7 @@ agent, its role's tools with the identity arguments it gets for free). Both serv
   runs through the principal's `Access` (`Runtime.call`, which has already redacted every error
   text). A tool failure is a result with `is_error=True`; an unknown tool is a JSON-RPC
   invalid-params error; anything else is logged and answered with a generic text — the SDK would
-  otherwise send the exception text to handshake-era clients (notes §2.4).
+  otherwise send the exception text to handshake-era clients.
 - **resources** (`server/resources.py`): list, templates, read — every read is the read tool's
   result for the same principal — and `resources/subscribe` with pushes from `server/push.py`;
   2026-07-28 clients use `subscriptions/listen` instead.

@@ -1,4 +1,4 @@
-"""The HTTP listener's options, validated before anything binds (system.md §6.3.1).
+"""The HTTP listener's options, validated before anything binds.
 
 An address that splits into host and port, TLS certificate and key together, and — off
 loopback — TLS plus token authentication. The legacy shared token comes from the environment

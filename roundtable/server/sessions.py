@@ -1,4 +1,4 @@
-"""The per-session MCP endpoint: Streamable HTTP over a private Unix socket (spec §8.4.3).
+"""The per-session MCP endpoint: Streamable HTTP over a private Unix socket.
 
 One endpoint serves one supervised session. Every HTTP request must carry
 `Authorization: Bearer <capability>` whose hash belongs to this session's capability, else

@@ -1,10 +1,10 @@
 """The legacy Unix socket: one JSON request per connection, one JSON line back.
 
-Framing (seed; system.md §6.1.3, byte-compatible with the reference): read to the first `\\n`
+Framing (byte-compatible with the reference): read to the first `\\n`
 or EOF, trim ASCII whitespace, an empty line closes without a reply, the line must be exactly
 one JSON value `{"tool", "args"}` (keys matched case-insensitively, the last match wins,
 unknown keys ignored, `null` args → `{}`), and the reply is `{"ok":…,"result":…,"error":…}`
-with empty fields omitted. Hardening (DESIGN §4.10): a request-line cap, a read deadline, a
+with empty fields omitted. Hardening: a request-line cap, a read deadline, a
 bound on concurrent connections, a 0700 directory and a 0600 socket, a peer check (same uid, and the owner's
 own PID and user namespaces: a sandboxed process is never the operator), and a
 start-up that removes only a confirmed stale socket.
@@ -218,7 +218,7 @@ def _prepare_directory(directory: Path) -> None:
 
 
 def _recover_stale(path: Path) -> None:
-    """Remove `path` only if it is a socket nobody listens on (system.md §6.1.2 step 2)."""
+    """Remove `path` only if it is a socket nobody listens on."""
     try:
         before = os.lstat(path)
     except FileNotFoundError:

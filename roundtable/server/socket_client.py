@@ -1,7 +1,7 @@
 """Client of the legacy socket (`roundtable mcp call --socket`): one request, one reply line.
 
 Blocking on purpose: the CLI makes one call and exits. The connect is bounded (10 s by
-default, system.md §6.2); the reply is not, because tools such as `test.run` can be slow.
+default); the reply is not, because tools such as `test.run` can be slow.
 """
 
 from __future__ import annotations

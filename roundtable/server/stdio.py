@@ -1,6 +1,6 @@
 """The stdio bridge: NDJSON MCP on stdin/stdout ↔ Streamable HTTP on the running owner.
 
-A pure message pump (system.md §6.4, "Ours"): every JSON-RPC message from the harness —
+A pure message pump: every JSON-RPC message from the harness —
 its own `initialize`, notifications and cancellations included — is POSTed to `/mcp`
 unchanged; JSON or SSE replies go back to stdout one message per line; the GET stream relays
 server-initiated messages. It never imports the MCP SDK (that import alone costs ~0.9 s),
@@ -125,7 +125,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def check_url(url: str, *, token: str, uds: str = "") -> str:
-    """Validate the endpoint (system.md §6.4.1 step 3); returns it unchanged."""
+    """Validate the endpoint; returns it unchanged."""
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""

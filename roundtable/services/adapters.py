@@ -1,4 +1,4 @@
-"""Adapters: how to start or resume each agent CLI, and the MCP configuration it needs (§8.3).
+"""Adapters: how to start or resume each agent CLI, and the MCP configuration it needs.
 
 A plan is an argv list (never a shell string), the session draft to record and the files to
 write into the session-private home so the harness finds Roundtable's MCP server. The prompt is

@@ -1,6 +1,6 @@
 """Agent records: synchronised from the configuration whenever an owner or a run starts.
 
-The configured team (spec/system.md §7.1) is `chair-1`, `architect-1`, `tester-1`,
+The configured team is `chair-1`, `architect-1`, `tester-1`,
 `security-1`, `memory-oracle-1`, `implementer-1..N` and `reviewer-1..M`. Every configured agent
 is written enabled and idle (a manually disabled one is re-enabled); a row that is no longer in
 the configuration — say `implementer-3` after the pool shrank to 2 — is disabled but kept, so

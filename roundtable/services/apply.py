@@ -1,4 +1,4 @@
-"""Crash-safe apply of a proposal's patch (DESIGN §4.8, §4.25, spec §3.6).
+"""Crash-safe apply of a proposal's patch.
 
 An apply runs in four steps:
 

@@ -1,4 +1,4 @@
-"""Human approvals: agents ask, the operator decides (DESIGN §4.15, spec/tools.md §2.6.1, §3.8).
+"""Human approvals: agents ask, the operator decides.
 
 One record per request. An agent may create a request or refresh its own pending one (status
 `requested`, same proposal — never retarget it, nor anyone else's); deciding — any other status, `decided_by`, `decision_md`, `override_policy` — is
@@ -196,7 +196,7 @@ def select_approval(
     blockers: int,
     vetoes: int,
 ) -> HumanApproval | None:
-    """The approval that satisfies the human gate of a proposal revision, if any (§3.8, ours).
+    """The approval that satisfies the human gate of a proposal revision, if any.
 
     Only decided approvals of `revision` that name a proposal count. Among them the most recent
     decision wins (by `updated_at`, then creation order), so a later denial withdraws an earlier

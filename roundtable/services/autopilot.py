@@ -1,5 +1,5 @@
 """The autopilot's records: its events, blocking a task with the reason, and the reads the
-dispatcher decides from (issue 15).
+dispatcher decides from.
 
 Every write here runs inside the caller's transaction (the dispatcher reaches them through its
 internal operations, `tools/autopilot_ops.py`). Events:

@@ -1,6 +1,6 @@
 """Briefings: the resume briefing, and how another agent's words are quoted into one.
 
-The resume briefing is a short Markdown note telling a returning agent where it stands (§8.2),
+The resume briefing is a short Markdown note telling a returning agent where it stands,
 built from current rows only (task, active claims, open proposals, latest decisions) and a fixed
 next-action heuristic. It never includes task bodies, votes, patches, logs or memory.
 

@@ -1,9 +1,9 @@
-"""Capability tokens for supervised agent sessions and the per-call checks (spec §8.4.4–§8.4.6).
+"""Capability tokens for supervised agent sessions and the per-call checks.
 
 A capability binds one session to an agent, a run, a role, a task and (for reviewers, testers
 and security) one proposal. The token is `rtcap_` + 256 random bits; only its SHA-256 is stored.
 On every call the capability and everything it depends on are re-read from the database
-(`check_call`), in the order of §8.4.5; nothing is cached between calls, so revoking a token,
+(`check_call`), in a fixed order; nothing is cached between calls, so revoking a token,
 reassigning a task, deciding the proposal or ending the run refuses the very next call.
 
 A refusal raises `Denied` (a `PermissionDenied` with a stable `reason_code`); the caller records
@@ -46,10 +46,10 @@ ROLES = ("implementer", "reviewer", "tester", "security", "planner")
 # Roles bound to a task assigned to the agent (the others are bound to one proposal of the task).
 TASK_ROLES = frozenset({"implementer", "planner"})
 _FAMILY = re.compile(r"^(implementer|reviewer|tester|security|architect)-[1-9][0-9]*$")
-# The capability role of an agent id family where the two differ: an architect plans (issue 15).
+# The capability role of an agent id family where the two differ: an architect plans.
 _FAMILY_ROLE = {"architect": "planner"}
 
-# §8.4.6, default deny. Names are canonical (dotted).
+# What each session role may call, default deny. Names are canonical (dotted).
 _COMMON = frozenset(
     {
         "table.get_state",
@@ -282,7 +282,7 @@ def session_schema(schema: dict[str, Any], cap: SessionCapability) -> dict[str, 
     return out
 
 
-# --- the per-call checks (§8.4.5 steps 1–8) --------------------------------------------------------
+# --- the per-call checks --------------------------------------------------------
 
 
 def _columns(record: type, alias: str, prefix: str) -> str:
@@ -378,7 +378,7 @@ async def check_call(
     if tool == "task.create":
         out.pop("task_id", None)  # new ids only: a session never names (or replaces) a task
     if tool == "resource.claim":
-        out.pop("claim_id", None)  # the server generates claim ids for sessions (§8.4.5 step 7)
+        out.pop("claim_id", None)  # the server generates claim ids for sessions
     # 8. Scope: records of another task, then tool-specific checks.
     readable = _readable_paths(task)
     try:

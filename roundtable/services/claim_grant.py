@@ -1,5 +1,5 @@
 """Granting a claim in its own transactions: the grant, or — when it conflicts — the refused
-grant rolled back and its contentions recorded in a second transaction (DESIGN §4.18), so the
+grant rolled back and its contentions recorded in a second transaction, so the
 evidence of contention survives the refusal."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the proposal a record concerns, the revision that record binds to, and the run i
 
 Every approval, review and test run that concerns a proposal records the proposal's
 `current_revision` (the sha256 of its current patch, stored at `.roundtable/patches/<sha256>.diff`) at the moment it is written, so gates can
-ignore evidence gathered for an older patch (DESIGN §4.7). Its events go to the proposal's run
+ignore evidence gathered for an older patch. Its events go to the proposal's run
 (`ProposalRef.run_id`) unless the call names another (`services.run_scope`).
 """
 

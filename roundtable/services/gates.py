@@ -10,7 +10,7 @@ One report, one entry per gate, each pass/fail with a reason:
 - `dry_run` — `git apply --check` accepts the patch against the tree (run by the caller, outside
   any database transaction, and passed in);
 - `policy` — the current-revision votes make the proposal approvable, or a human approval is
-  selected (§3.8);
+  selected;
 - `security` — not required, or the latest review *of this revision* approves (or vetoes with
   an operator override);
 - `tests` — not required, or the latest host-executed test run of this revision passed (and, if
@@ -19,7 +19,7 @@ One report, one entry per gate, each pass/fail with a reason:
 - `rollback_plan` — not required, or the proposal has rollback notes.
 
 Evidence binds to the revision: votes, approvals, reviews and test runs whose `revision` is not
-the proposal's `current_revision` are ignored. Approvals are per revision (DESIGN §4.7): an
+the proposal's `current_revision` are ignored. Approvals are per revision: an
 approval the operator gave to an older patch does not approve new bytes. Only approvals with a
 `decided_by` (which only the operator can set) count.
 """
@@ -109,7 +109,7 @@ def normalise_command(command: str) -> str:
 
 
 def select_approval(result: PolicyResult, approvals: list[HumanApproval]) -> HumanApproval | None:
-    """§3.8 over approvals of the current revision (ordered oldest first)."""
+    """The human gate over approvals of the current revision (ordered oldest first)."""
     if not result.needs_human or result.blockers > result.vetoes:
         return None
     for approval in reversed(approvals):

@@ -1,4 +1,4 @@
-"""Content hashes of resources (spec/tools.md §3.2): lowercase hex SHA-256.
+"""Content hashes of resources: lowercase hex SHA-256.
 
 - file: the bytes of the file; a missing file hashes to `""`.
 - directory: every file beneath it (the guarded walk: no `.git`, no `.roundtable`, no symlink

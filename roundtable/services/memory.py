@@ -1,10 +1,10 @@
-"""Memory entries: record, revise, query, summarise, mark stale (spec/tools.md §2.8, §3.11).
+"""Memory entries: record, revise, query, summarise, mark stale.
 
 Plain text matching, no embeddings: a query scores an entry by how often the lower-cased query
 occurs in its title, body, scope and kind. Queries include stale entries (so an agent can see
 that something was retracted); summaries leave them out. Nothing is ever deleted.
 
-Who may edit (DESIGN §4.23): an entry records its author (`author_id`). Agents create entries and
+Who may edit: an entry records its author (`author_id`). Agents create entries and
 edit only their own; the operator edits every entry. Recording with an existing `memory_id` never
 overwrites silently: the previous version is kept in `memory_revisions` (with who replaced it)
 and the entry's `revision` goes up. Every change appends an event (`memory.recorded`,

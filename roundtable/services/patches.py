@@ -171,7 +171,7 @@ def _guard(root: Path | None, rel: str, where: str) -> str:
 
 
 def _old_range(a: int, b: int, c: int) -> tuple[int, int]:
-    """Old-file line range of a hunk `@@ -a,b +c,d @@` (§3.3 step 6)."""
+    """Old-file line range of a hunk `@@ -a,b +c,d @@`."""
     if b == 0:
         s = a if a > 0 else (c if c > 0 else 1)
         return (s, s)
@@ -854,7 +854,7 @@ def read_patch(root: Path, sha256: str) -> str:
 
 
 def file_hash(root: Path, rel: str) -> str:
-    """sha256 of a repository file's bytes; `""` when it does not exist (§3.2). The path is
+    """sha256 of a repository file's bytes; `""` when it does not exist. The path is
     looked at with `lstat`: a symlink, FIFO or device gets its sentinel, never its contents."""
     try:
         return path_hash(root / rel, rel)

@@ -7,7 +7,7 @@ database, logs and rollback artefacts live there). `walk_repo_files` is the one 
 skips those two directories at any depth, never descends into a directory symlink, yields a
 file symlink only when its target is a regular file inside the root, and skips FIFOs, sockets
 and devices (reading one would block or leak). `is_sensitive_path` names credential and
-configuration locations (spec/tools.md §3.15.2), used for task `readable_paths` and the
+configuration locations, used for task `readable_paths` and the
 security scan.
 
 The check is check-then-use (a symlink swapped after the check is not caught); the walk and

@@ -53,7 +53,7 @@ class VoteLike(Protocol):
 
 @dataclass(frozen=True)
 class PolicyResult:
-    """What the policy says about one proposal revision (§3.7.4, plus the gates we enforce)."""
+    """What the policy says about one proposal revision (plus the gates we enforce)."""
 
     approvals: int
     blockers: int
@@ -111,7 +111,7 @@ class Policy(BaseModel):
         )
 
     def detect_profiles(self, paths: Iterable[str]) -> list[str]:
-        """Profiles implied by the touched paths (§3.7.3), sorted."""
+        """Profiles implied by the touched paths, sorted."""
         found: set[str] = set()
         for path in paths:
             if path.startswith("migrations/"):

@@ -1,4 +1,4 @@
-"""Proposals and their patch revisions (spec/tools.md §2.5.1–§2.5.5, §3.4; DESIGN §4.7).
+"""Proposals and their patch revisions.
 
 A proposal owns an ordered list of revisions (`patch_revisions`); each is a patch stored
 content-addressed under `.roundtable/patches/<sha256>.diff`, with the touched files and the
@@ -76,7 +76,7 @@ async def revisions(q: Reader | Tx, proposal_id: str) -> list[PatchRevision]:
 
 
 def merge_resources(explicit: list[str], touched: tuple[str, ...]) -> list[str]:
-    """§3.5.1: explicit ids (deduplicated, blanks dropped), then `file:<path>` for every touched
+    """Explicit ids (deduplicated, blanks dropped), then `file:<path>` for every touched
     path not already covered by an explicit file/symbol id on it or a directory containing it."""
     ids = list(dict.fromkeys(i.strip() for i in explicit if i.strip()))
     covered: set[str] = set()
@@ -149,7 +149,7 @@ async def patch_text(
 
 
 async def _check_affected(tx: Tx, author: str, explicit: list[str], now: str) -> None:
-    """Every resource the author lists must be one they hold a live write claim on (§2.5.1 step 6)."""
+    """Every resource the author lists must be one they hold a live write claim on."""
     ids = [i.strip() for i in explicit if i.strip()]
     for rid in ids:
         check_resource_id(rid)
@@ -403,7 +403,7 @@ def _read_parsed(root: Path, sha256: str, policy: Policy) -> ParsedPatch:
 async def request_review(
     tx: Tx, root: Path, policy: Policy, proposal_id: str, actor: str, runs: RunHint = NO_HINT
 ) -> dict[str, Any]:
-    """§2.5.5: who should review (by policy role) and move `pending` → `in_review`."""
+    """Who should review (by policy role) and move `pending` → `in_review`."""
     p = await load(tx, proposal_id)
     if not p.current_revision:
         raise ToolError(f"proposal {proposal_id} has no patch revision")
@@ -426,7 +426,7 @@ async def request_review(
         await tx.append_event(
             await resolve(tx, runs, owner=p.run_id),
             "proposal.review_requested",
-            # `reviewers` (agent ids) and `roles` are the spec's keys (tools.md §1.10); the
+            # `reviewers` (agent ids) and `roles` are the spec's keys; the
             # revision says which patch the reviews are for.
             {
                 "proposal_id": proposal_id,

@@ -1,4 +1,4 @@
-"""Which run a change belongs to, and so which run its events are filed under (issue 14 §1).
+"""Which run a change belongs to, and so which run its events are filed under.
 
 The run is never guessed from "the latest active run". It comes, first match wins, from:
 

@@ -1,4 +1,4 @@
-"""Scratch worktrees for test runs: the tree a proposal's tests see (DESIGN §4.24).
+"""Scratch worktrees for test runs: the tree a proposal's tests see.
 
 `create` snapshots what `patch.apply` would patch — the working tree as it is now: HEAD plus
 uncommitted changes plus untracked files that are not ignored, never `.roundtable/` — as a

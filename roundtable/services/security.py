@@ -1,4 +1,4 @@
-"""Security reviews (spec/tools.md §2.6.3, §3.9): the automatic scan of a proposal's current
+"""Security reviews: the automatic scan of a proposal's current
 revision, and manual reviews.
 
 Who may do what (our decision; the reference lets any caller write `approved`):

@@ -1,5 +1,5 @@
-"""The automatic security scan of a patch (spec/tools.md §3.9.1, with the weaknesses of §4.7
-fixed): secrets, dangerous calls and commands in *added* lines, and sensitive paths.
+"""The automatic security scan of a patch (the reference's scan with its
+weaknesses fixed): secrets, dangerous calls and commands in *added* lines, and sensitive paths.
 
 Differences from the reference, on purpose:
 - command patterns match as whole words (`rm` no longer matches `format`, `mv` not `mvn`);

@@ -1,4 +1,4 @@
-"""Agent session records: register (upsert), heartbeat, end, lookup and listing (spec §8.1).
+"""Agent session records: register (upsert), heartbeat, end, lookup and listing.
 
 A session row says which agent runs where, through which adapter, and how to resume it. Its
 lifecycle notes (`registered`, `heartbeat`, `ended`) go to `agent_session_events`, never to the

@@ -3,7 +3,7 @@
 Parsing uses tree-sitter with the per-language grammar wheels (`tree_sitter_python`,
 `tree_sitter_go`, `tree_sitter_typescript`, `tree_sitter_javascript`), which ship compiled
 grammars and never download anything. A file whose syntax tree has an ERROR or MISSING node is
-an error, not a partial result (spec/tools.md §3.12). Nothing is persisted: each call parses.
+an error, not a partial result. Nothing is persisted: each call parses.
 
 `index_source` is CPU work: callers on the event loop run it through `anyio.to_thread`.
 Paths in symbols are whatever the caller passes — the tools pass repository-relative paths, so

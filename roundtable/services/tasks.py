@@ -6,7 +6,7 @@ create tasks (never replace an existing id), assign a task only to itself, and c
 when the task is assigned to it, or unassigned and the same call takes it (`assigned_agent_id`
 equal to its own id).
 
-`readable_paths` (spec/tools.md §3.15.2, system.md §8.4.5) is the repository scope the assigned
+`readable_paths` is the repository scope the assigned
 agent may read in a capability session. Entries are repository-relative, lexically normalised
 and de-duplicated; credential and configuration locations are refused with an error naming the
 entry. The list is stored as `readable_paths_json` and returned on the task as the JSON array
@@ -38,7 +38,7 @@ MAX_TITLE = 500
 MAX_BODY = 200_000
 MAX_READABLE_PATHS = 200
 
-# Active / blocked / terminal task statuses for convergence (spec/tools.md §3.14.3).
+# Active / blocked / terminal task statuses for convergence.
 BLOCKED_STATUSES = frozenset({"blocked"})
 TERMINAL_STATUSES = frozenset({"completed", "done", "closed", "cancelled", "canceled", "failed"})
 
@@ -164,7 +164,7 @@ async def create_task(
         assigned_agent_id or None,
         json.dumps(paths, ensure_ascii=False),
     )
-    # Every read and write of the call in one hop to the writer's thread (issue 19, target 2).
+    # Every read and write of the call in one hop to the writer's thread.
     task: Task = await tx.run(_create_sync, tx, values, bool(task_id), assigned_agent_id, actor, agent, runs)
     tx.tables.add("tasks")
     return task

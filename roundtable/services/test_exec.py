@@ -1,5 +1,5 @@
 """Running one test command: which commands are allowed, the sandboxed subprocess, the timeout,
-the memory limit and the output cap (spec/tools.md §3.10; DESIGN §4.20, §4.24).
+the memory limit and the output cap.
 
 Agents never write a command line. The commands are the operator's: `tests.commands` in
 `POLICIES.ROUNDTABLE.md` (name → exact argv) or, when none is configured, those the

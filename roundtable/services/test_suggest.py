@@ -1,5 +1,5 @@
-"""Test command suggestions from the repository's own markers (DESIGN §4.20; the reference
-always suggested `go test ./...`, spec/tools.md §4.8 item 92).
+"""Test command suggestions from the repository's own markers (the reference
+always suggested `go test ./...`).
 
 Markers and the command each implies (every command is runnable through `test.run`):
 - `pytest.ini`, `pyproject.toml`, `setup.cfg`, `tox.ini`, `conftest.py` → the project's own

@@ -1,4 +1,4 @@
-"""Test runs and test evidence (spec/tools.md §2.7, §3.10; DESIGN §4.20, §4.24).
+"""Test runs and test evidence.
 
 `run_test` picks the command (an allowed one; see `test_exec`), the sandbox (`roundtable.sandbox`:
 refused for agents when none works here), commits a `running` row first (so the console shows

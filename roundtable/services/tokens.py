@@ -1,5 +1,5 @@
 """Per-principal bearer tokens for the shared HTTP endpoint, and the credential files that hold
-them for local clients (DESIGN §4.23).
+them for local clients.
 
 A token is shown once, when it is created; only its sha256 is stored (`access_tokens`), so a
 leaked database does not leak credentials. A token names one principal:

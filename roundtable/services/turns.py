@@ -3,7 +3,7 @@
 A turn has no table of its own; its state is read from the run's events, in id order:
 `agent.turn_requested` (the request; its event id is the request id) → `agent.turn_scheduled`
 (Chair) → `agent.turn_started` (agent) → `agent.turn_completed` (agent). The Chair may end a
-request early with `agent.turn_expired` (DESIGN §4.9): a scheduled turn not started within
+request early with `agent.turn_expired`: a scheduled turn not started within
 `chair.turn_start_timeout`, a started turn not completed within `chair.turn_timeout`, or a request
 of an agent that is no longer enabled. An expired request counts as finished everywhere.
 

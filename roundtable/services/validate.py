@@ -1,4 +1,4 @@
-"""`patch.validate`: one report over every gate of a proposal's current revision (spec §3.5).
+"""`patch.validate`: one report over every gate of a proposal's current revision.
 
 The stored patch is parsed as git reads it (and cross-checked with `git apply --numstat
 --summary`); the dry run (`git apply --check` against the tree) runs outside any database

@@ -1,4 +1,4 @@
-"""Votes (spec/tools.md §2.5.6–§2.5.7; DESIGN §4.7, §4.20).
+"""Votes.
 
 A vote is cast on the proposal's current revision and records it. The vocabulary is fixed
 (`approve`, `approve_with_notes`, `revise`, `reject`, `veto`, `abstain`; case-insensitive on
@@ -6,7 +6,7 @@ input, stored lower-case). One current vote per agent per revision: a new vote r
 agent's earlier vote on that revision (the replaced vote survives only in the event log). The
 author of a proposal cannot vote on it, and votes are accepted only while it is open.
 
-Only agents the policy counts may vote (DESIGN §4.23): a registered, enabled agent whose role is
+Only agents the policy counts may vote: a registered, enabled agent whose role is
 a reviewing role (`VOTING_ROLES`: Reviewer, Architect, Tester, Security — the roles consensus
 profiles name). A vote naming an unknown agent (`ghost-9`), a disabled one, or an implementer is
 refused whoever sends it, and the gates count only such agents' votes (`gates.current_votes`).

@@ -220,7 +220,7 @@ class Tx(_Queries):
         super().__init__(conn)
         self.events: list[dict[str, Any]] = []
         self.tables: set[str] = set()
-        # Who this transaction acts for: stamped on every event it appends (DESIGN §4.23).
+        # Who this transaction acts for: stamped on every event it appends.
         self.principal = principal
         self.transport = transport
 
@@ -415,7 +415,7 @@ class Database:
         self.read_only = False
         self._commit_watch: asyncio.Task[None] | None = None
         # The file this object opened: a write is refused once the path names another file (or
-        # none) — it would go to the unlinked file and be lost (issue 11, finding 1).
+        # none) — it would go to the unlinked file and be lost.
         self._abspath = Path(os.path.abspath(path))
         self._identity = _file_identity(self._abspath)
 

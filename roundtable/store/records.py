@@ -45,7 +45,7 @@ def _field_kinds(cls: type) -> tuple[tuple[str, str], ...]:
     return kinds
 
 
-# How a missing row is named in errors (`get <kind> <id>: not found`, spec/tools.md §1.5).
+# How a missing row is named in errors (`get <kind> <id>: not found`).
 RECORD_KINDS: dict[str, str] = {
     "runs": "run",
     "events": "event",

@@ -364,7 +364,7 @@ CREATE TABLE access_tokens (
 );
 """
 
-# Version 2: authenticated principals and evidence about the revision (DESIGN §4.23-§4.24).
+# Version 2: authenticated principals and evidence about the revision.
 # Every event records who acted (the authenticated principal, e.g. `operator`, `agent:implementer-1`)
 # and over which transport; a test run records the sandbox it ran in and the exact argv; memory
 # entries keep their earlier versions.
@@ -386,7 +386,7 @@ CREATE TABLE memory_revisions (
 );
 """
 
-# Version 3: every task and proposal belongs to a run (issue 14 §1; `services.run_scope`). Rows
+# Version 3: every task and proposal belongs to a run (`services.run_scope`). Rows
 # written before this version take the run their creation was filed under: a task the run of its
 # `task.created`/`task.replaced` event (else of a session capability issued for it); a proposal
 # its task's run (else the run of its own `proposal.created` event). `''` where nothing recorded one.

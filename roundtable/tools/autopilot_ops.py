@@ -1,4 +1,4 @@
-"""Autopilot operations (issue 15): the operator's on/off switch and the dispatcher's own records.
+"""Autopilot operations: the operator's on/off switch and the dispatcher's own records.
 
 - `autopilot.set_enabled` (audience `operator`): records `autopilot.enabled` / `autopilot.disabled`
   in every active run with the operator as principal; the owner's dispatcher flips its state

@@ -2,7 +2,7 @@
 
 Every write the Chair makes goes through `Runtime.call` as the caller `chair` — validated,
 labelled `chair.<step>` on the change bus and in the audit trail, its events stamped with the
-Chair's principal — instead of opening the database itself (issue 14 §1). The Chair decides what
+Chair's principal — instead of opening the database itself. The Chair decides what
 to do from the stored state; these handlers do it through `services.chair_steps`.
 
 - `chair.assign_tasks`: a batch of open tasks to the least loaded implementers (one transaction,

@@ -1,6 +1,6 @@
 """What a tool handler receives: the arguments, the caller and the transaction to use.
 
-`Caller` is the authenticated principal (DESIGN §4.23): who is calling is decided by the
+`Caller` is the authenticated principal: who is calling is decided by the
 transport that authenticated the request — never by the arguments. `Call.actor` is the one place
 a handler asks "which agent is acting"; `Runtime.call` has already filled and checked every
 argument that names who acts (`agent_id`, `actor_id`, `decided_by`, …) against the principal.

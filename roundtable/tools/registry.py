@@ -10,7 +10,7 @@ may call it (see `Audience`). Operations are declared in the group modules (`too
 `repo.dependency_context` is registered but not advertised (it has no handler).
 
 Every input schema passes through `bounded_schema` here, the one place that bounds arguments
-(issue 12, finding 8: an integer around 10^30 reached SQLite and a 5,000-character path reached
+(an integer around 10^30 reached SQLite and a 5,000-character path reached
 the filesystem, both as internal errors). An integer without explicit bounds gets SQLite's
 64-bit range, a number the finite float range, a string a `maxLength` chosen by what the
 argument holds (`string_limit`), an array a `maxItems`; bounds a tool declares itself are kept.
@@ -54,7 +54,7 @@ ADVERTISED: frozenset[str] = frozenset({"mcp", "mcp-operator"})
 OPERATOR_AUDIENCES: frozenset[str] = frozenset({"mcp-operator", "operator", "internal"})
 SESSION_AUDIENCES: frozenset[str] = frozenset({"mcp", "session"})  # a capability session's role filters further
 
-# The reference registry's declaration order (spec/tools.md §2.0): the order of the advertised
+# The reference registry's declaration order: the order of the advertised
 # tools in `tools/list` and tools.schema.json. It decides nothing about who may call what.
 REFERENCE_ORDER: tuple[str, ...] = (
     "decision.record",
@@ -106,7 +106,7 @@ REFERENCE_ORDER: tuple[str, ...] = (
 INT_MIN = -(2**63)  # SQLite INTEGER is a signed 64-bit value
 INT_MAX = 2**63 - 1
 FLOAT_MAX = sys.float_info.max  # finite: Infinity fails the bound (NaN is refused by the decoders)
-ID_MAX = 128  # ids that become file names are 1-128 characters (DESIGN §4.17)
+ID_MAX = 128  # ids that become file names are 1-128 characters
 WORD_MAX = 128  # enumerated words: status, risk, vote, claim_type, …
 PATH_MAX = 4096  # Linux PATH_MAX
 SYMBOL_MAX = 1024

@@ -4,7 +4,7 @@
 `resource.claim` manages its own transactions (mode `none`): the content hash and symbol span
 are computed in a worker thread *before* the write lock is taken, then the conflict check and
 the grant run in one write transaction; a refusal rolls that transaction back and the
-contention rows are committed in a second one (DESIGN §4.18).
+contention rows are committed in a second one.
 """
 
 from __future__ import annotations

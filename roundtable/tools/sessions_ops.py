@@ -1,5 +1,5 @@
 """Session operations: the operator's launch and revoke, the session records harnesses report
-themselves, and the supervisor's own bookkeeping (issue 14 §1, issue 15).
+themselves, and the supervisor's own bookkeeping.
 
 Operator operations (never advertised; the CLI reaches a running owner's over the legacy socket):
 - `session.launch` / `session.revoke` run the owner's supervisor, which the owner provides as

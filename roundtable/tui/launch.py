@@ -131,7 +131,7 @@ async def console_main(
 
 async def _read_only_console(root: Path, run_id: str) -> int:
     """`run --read-only`: no owner lock, no Chair, no listeners, no supervisor, no recovery; the
-    database is opened `mode=ro`, so anything that would write fails instead (issue #14 item 1)."""
+    database is opened `mode=ro`, so anything that would write fails instead."""
     from roundtable.tui.app import RoundtableApp
 
     runtime = await Runtime.open(root, read_only=True)

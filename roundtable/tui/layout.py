@@ -1,4 +1,4 @@
-"""Which panes the console shows at a given terminal size (issue 16 item 2).
+"""Which panes the console shows at a given terminal size.
 
 At 120x32 and above every pane is on screen. Below that — a laptop's 80x24 — the console shows
 one pane at a time, full size, with a one-line pane bar naming the others (`1`-`9`, `0`, `i` jump,

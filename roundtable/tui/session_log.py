@@ -1,5 +1,5 @@
 """Reading a session's log: `.roundtable/logs/sessions/<session_id>.log`, which the supervisor
-writes already redacted (DESIGN §4.17). Blocking file access, so callers run `read_chunk` in a
+writes already redacted. Blocking file access, so callers run `read_chunk` in a
 worker thread; the console follows the file by reading from the offset it reached last.
 """
 
@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# Ids that become file names (DESIGN §4.17): 1-128 of letters, digits, `.`, `_`, `-`; no leading `.`.
+# Ids that become file names: 1-128 of letters, digits, `.`, `_`, `-`; no leading `.`.
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 FIRST_READ_LIMIT = 256 * 1024  # the first read shows at most the log's last 256 KiB
 READ_LIMIT = 1024 * 1024  # at most this much more per read while following

@@ -1,4 +1,4 @@
-"""Authenticated by default (issue 11, findings 1 and 2): who can reach the shared HTTP endpoint.
+"""Authenticated by default: who can reach the shared HTTP endpoint.
 
 Each test reproduces an attack that worked before and checks it now fails safely: a client with no
 credential on loopback, a process running as another uid, a session capability replayed on the

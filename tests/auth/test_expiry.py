@@ -1,4 +1,4 @@
-"""Expiry is final (issue 11, finding 5): the supervisor's heartbeat keeps a live session's
+"""Expiry is final: the supervisor's heartbeat keeps a live session's
 capability fresh, but never revives one that expired — the session then has no authority."""
 
 from __future__ import annotations

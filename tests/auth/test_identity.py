@@ -1,4 +1,4 @@
-"""The principal decides identity, never the arguments (issue 11, findings 3 and 5).
+"""The principal decides identity, never the arguments.
 
 An agent token is used the way a hostile agent would use it: voting as another agent or as a
 nonexistent one, deciding as the operator, releasing another agent's claim, changing another

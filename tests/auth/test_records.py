@@ -1,4 +1,4 @@
-"""Finding 5 of issue 11: every state change leaves an event, memory keeps its history, secrets
+"""Every state change leaves an event, memory keeps its history, secrets
 in arguments are not stored, and an owner whose database file vanished stops instead of
 acknowledging writes that go nowhere."""
 

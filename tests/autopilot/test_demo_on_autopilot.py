@@ -1,4 +1,4 @@
-"""Done when (issue 15): `roundtable run --headless --autopilot --goal …` on the demo project, with
+"""Done when: `roundtable run --headless --autopilot --goal …` on the demo project, with
 scripted agents, reaches a proposal with the required votes, a passing security review and test
 evidence, awaiting the operator, with no operator launch; the events show each dispatch with its
 reason. A real CLI process: owner, supervisor, scripted agent processes, SQLite."""

@@ -1,4 +1,4 @@
-"""A revision requested relaunches the author with the reason in its briefing (issue 15): the
+"""A revision requested relaunches the author with the reason in its briefing: the
 reviewer asks for a revision, the dispatcher launches the implementer again, and the implementer's
 session reads why (BRIEFING.md) before it attaches its patch again. Real owner, supervisor,
 scripted agent processes and SQLite."""

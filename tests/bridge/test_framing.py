@@ -154,7 +154,7 @@ async def _over_http(url: str, root: Path, texts: list[str]) -> dict[int, Any]:
 
 
 async def test_repro_file_and_task_title_with_line_separator(project: Path) -> None:
-    """Issue #13 repro 1: a committed file and a task title containing U+2028."""
+    """A committed file and a task title containing U+2028."""
     await asyncio.to_thread(make_git_project, project, {"notes.txt": "first line\u2028second part\n"})
     async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
         await owner.runtime.call("task.create", {"title": "a\u2028b\u2029c\x85d", "body_md": "x\ry"}, OPERATOR)

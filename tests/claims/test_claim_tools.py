@@ -15,7 +15,7 @@ from tests.claims.conftest import Env
 pytestmark = pytest.mark.anyio
 
 MODES = ("read", "write", "review", "exclusive")
-# The mode conflict matrix of spec/tools.md §3.1.4, row = requested, column = existing.
+# The mode conflict matrix, row = requested, column = existing.
 MATRIX = {
     "read": {"read": False, "write": False, "review": False, "exclusive": True},
     "write": {"read": False, "write": True, "review": False, "exclusive": True},

@@ -1,4 +1,4 @@
-"""The conflict check finds overlapping claims through the resource-id index (issue 19): for
+"""The conflict check finds overlapping claims through the resource-id index: for
 every pair of a mixed set of resources, what `live_claims_overlapping` returns from the store
 equals what the overlap table (`overlaps`) says, so narrowing by id ranges loses nothing."""
 

@@ -1,4 +1,4 @@
-"""Stale-claim reconciliation (spec/system.md §7.7, §1.6; tools.md §3.1.6): `claims.reconcile`,
+"""Stale-claim reconciliation: `claims.reconcile`,
 `roundtable claims reconcile`, and the suspension step of `roundtable resume`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`roundtable doctor`: every failing state of issue 17 is a PROBLEM with a fix; a working setup
+"""`roundtable doctor`: every failing state is a PROBLEM with a fix; a working setup
 without an owner exits 0 ("start one with …"); with an owner it starts each configured bridge
 the way its harness would and lists the tools through it."""
 

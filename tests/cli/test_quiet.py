@@ -1,4 +1,4 @@
-"""Commands that used to print nothing say what they found (issue 17 item 8), and tool names are
+"""Commands that used to print nothing say what they found, and tool names are
 the ones clients see: `mcp inspect` prints the advertised names, an unknown tool has the same
 words in the CLI and over MCP."""
 

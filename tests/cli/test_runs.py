@@ -1,5 +1,5 @@
 """`roundtable runs list|end|archive`, and a second `make run` resuming the demo's run instead
-of starting a duplicate run, task and proposal (issue 16 item 6)."""
+of starting a duplicate run, task and proposal."""
 
 from __future__ import annotations
 

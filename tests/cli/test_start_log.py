@@ -1,4 +1,4 @@
-"""`roundtable start` logs one line per meaningful event (issue 17 item 8) through the one
+"""`roundtable start` logs one line per meaningful event through the one
 `logging.dictConfig` of the CLI entry: launches and failed launches, turns, applies, rollbacks."""
 
 from __future__ import annotations

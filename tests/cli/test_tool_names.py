@@ -1,4 +1,4 @@
-"""Tool names in texts for agents are the names clients are given (issue 17 item 9): descriptions,
+"""Tool names in texts for agents are the names clients are given: descriptions,
 the manifest, tools.schema.json and AGENTS.ROUNDTABLE.md, all rendered from the registry."""
 
 from __future__ import annotations

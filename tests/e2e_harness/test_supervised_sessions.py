@@ -1,5 +1,5 @@
-"""Claude Code and Codex, installed from npm, as supervised implementer sessions (issue 15, "Real
-harnesses, for real").
+"""Claude Code and Codex, installed from npm, as supervised implementer sessions
+(the real harnesses, for real).
 
 For each harness: the demo project with its implementers on that adapter, a real owner
 (`roundtable start`), the operator's `roundtable sessions launch`, and a local stub of the

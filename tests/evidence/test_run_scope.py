@@ -1,4 +1,4 @@
-"""Which run a change is filed under (services.run_scope, issue 14 §1): with two active runs,
+"""Which run a change is filed under (services.run_scope): with two active runs,
 every event about a proposal goes to the proposal's run whoever calls, even a console that has
 the other run selected; a capability's run wins; ambiguity files under "" or, for `patch.apply`,
 is refused without touching anything. Real SQLite and git, everything through `Runtime.call`."""

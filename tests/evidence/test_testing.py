@@ -1,7 +1,7 @@
 """test.run / test.get_result / test.evidence.submit on a real git repository: commands chosen
 among the configured ones (hostile command lines refused), runs on a scratch worktree of the
 revision inside the sandbox, the timeout, the output cap, stored logs (0600), revision binding,
-reported evidence (DESIGN §4.20, §4.24)."""
+reported evidence."""
 
 from __future__ import annotations
 

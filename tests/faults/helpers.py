@@ -17,7 +17,7 @@ from tests.helpers import make_git_project as _make_git_project
 
 AUTHOR = "implementer-1"
 REVIEWERS = ("reviewer-1", "reviewer-2")
-# Rows a refused call may still leave on purpose (DESIGN §4.18: a refused claim records why).
+# Rows a refused call may still leave on purpose (a refused claim records why).
 ALLOWED_ON_REFUSAL = frozenset({"claim_contentions"})
 
 
@@ -110,7 +110,7 @@ async def ready_proposal(rt: Runtime, patch: str, paths: list[str]) -> str:
     return proposal_id
 
 
-# --- issue 12: real git as the oracle, policies, gates without votes ----------------------------
+# --- real git as the oracle, policies, gates without votes ----------------------------
 
 PERMISSIVE_PATCHES = (
     "```yaml\npatches:\n  allow_symlinks: true\n  allow_submodules: true\n  allow_mode_changes: true\n```\n"

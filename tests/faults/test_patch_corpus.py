@@ -158,7 +158,7 @@ async def test_create_refuses_garbage_hunk_header(env: tuple[Runtime, Path, str]
     await _assert_refused(rt, root, "proposal.create", _create_args(task_id, GARBAGE_HUNK_HEADER), "garbage hunk")
 
 
-# --- issue 12: what git touches is what the gates see -------------------------------------------
+# --- what git touches is what the gates see -------------------------------------------
 #
 # Every case below is either refused at `proposal.create` with nothing changed, or accepted, and
 # then the paths `patch.validate` reports equal what a real `git apply` changes in a clone of the

@@ -1,4 +1,4 @@
-"""Issue 12, findings 1-5 and 9, each reproduced against real parts (a git repository, the tools
+"""Patch-handling faults, each reproduced against real parts (a git repository, the tools
 through `Runtime.call`, an owner subprocess killed with SIGKILL):
 
 1. `+++ b/Dockerfile\\r` no longer slips past another agent's exclusive claim on `Dockerfile`;
@@ -131,7 +131,7 @@ async def _propose(rt: Runtime, task_id: str, patch: str, **extra: Any) -> dict[
 
 async def _refused(rt: Runtime, root: Path, tool: str, args: dict[str, Any], who: str, match: str) -> str:
     """The call is refused with `match` in the message, and nothing changed (a refused claim may
-    record its contention, DESIGN §4.18)."""
+    record its contention)."""
     db_before, files_before = await db_fingerprint(rt), tree_fingerprint(root)
     with pytest.raises(ToolError, match=match) as info:
         await rt.call(tool, args, agent(who))

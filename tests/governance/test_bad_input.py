@@ -164,7 +164,7 @@ async def test_decision_record(flow: Flow) -> None:
 
 async def test_list_and_get(flow: Flow) -> None:
     await flow.task()
-    await flow.claim("src", resource_type="directory")  # a listed resource must be claimed (finding 12.5)
+    await flow.claim("src", resource_type="directory")  # a listed resource must be claimed
     p = await flow.propose(PATCH, affected_resources=["directory:src"])
     listed = await flow.call("proposal.list", {"task_id": flow.task_id})
     assert [x["id"] for x in listed["proposals"]] == [p["id"]]

@@ -1,6 +1,6 @@
 """The real harnesses, from npm, against a project prepared only by `roundtable init`,
-`roundtable connect … --agent implementer-1 (--approve | --trust)` and `roundtable start`
-(issue 17, "Done when"): Claude Code's `claude mcp list` reports the server Connected, and
+`roundtable connect … --agent implementer-1 (--approve | --trust)` and `roundtable start`:
+Claude Code's `claude mcp list` reports the server Connected, and
 Codex's `app-server` reports it connected with every advertised tool (`mcpServerStatus/list`).
 
 Marked `real_client` and skipped unless selected (`pytest -m real_client tests/harness`): it

@@ -1,5 +1,5 @@
 """Third-party MCP clients against the owner: the MCP conformance suite's scenarios for the
-surface issue 18 added (`resources-list`, `prompts-list`, `logging-set-level`,
+resources, prompts, logging and completion surface (`resources-list`, `prompts-list`, `logging-set-level`,
 `completion-complete`) and the Inspector CLI listing resources, templates and prompts over HTTP
 and through the stdio bridge in every protocol era.
 

@@ -2,7 +2,7 @@
 deliberately wrong shapes. Every call either succeeds or raises `ToolError` (never another
 exception, never "internal error"), and a refused call leaves the database exactly as it was.
 
-Out-of-range values (issue 12, finding 8): integers past SQLite's 64-bit range (up to 5,000
+Out-of-range values: integers past SQLite's 64-bit range (up to 5,000
 digits), strings one character over their `maxLength` (5,000-character paths), arrays one item
 over `maxItems`, deep nesting, NaN and ±Infinity — each is a `ValidationError` naming the
 argument, raised before any handler runs; values exactly at a bound never cause an internal
@@ -30,7 +30,7 @@ from roundtable.tools.registry import get_registry
 
 # Tools that run external programs or wait on purpose are exercised by their own tests.
 SKIPPED = {"test.run", "patch.apply", "patch.rollback", "table.watch"}
-# Rows a refused call may still leave (DESIGN §4.18).
+# Rows a refused call may still leave.
 ALLOWED_ON_REFUSAL = {"claim_contentions"}
 AGENT = Caller("agent", "http", agent_id="implementer-1")
 

@@ -1,4 +1,4 @@
-"""Files that used to exhaust the owner (issue 12, finding 6): FIFOs, sockets, devices, symlink
+"""Files that used to exhaust the owner: FIFOs, sockets, devices, symlink
 loops and huge sparse files. Every repository read (`repo.read_file`, `repo.symbols`,
 `repo.search`) answers at once with a clear error (search: skips them), never blocks a worker
 thread and never loads more than `repo.max_read_bytes`; the owner keeps serving other calls and

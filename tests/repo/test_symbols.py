@@ -1,4 +1,4 @@
-"""The symbol index for Python, Go, TypeScript, TSX and JavaScript (spec/tools.md §3.12)."""
+"""The symbol index for Python, Go, TypeScript, TSX and JavaScript."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a sandboxed command cannot do, in both kinds (bubblewrap; Landlock plus namespaces):
 reach the network, write outside its worktree, read the project's `.roundtable/` or the home,
-connect to the legacy socket, exceed its memory, or outlive its timeout (DESIGN §4.24)."""
+connect to the legacy socket, exceed its memory, or outlive its timeout."""
 
 from __future__ import annotations
 

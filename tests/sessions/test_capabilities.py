@@ -1,4 +1,4 @@
-"""Capability tokens and the per-call checks of system.md §8.4.5, run against a real database."""
+"""Capability tokens and the per-call checks, run against a real database."""
 
 from __future__ import annotations
 
@@ -325,7 +325,7 @@ def test_matrix_matches_spec() -> None:
             "repo.dependency_context",
         ):
             assert forbidden not in caps.allowed_tools(role)
-        # Only the planner (an architect, issue 15) creates tasks and closes its own planning task.
+        # Only the planner (an architect) creates tasks and closes its own planning task.
         for planning in ("task.create", "task.update_status"):
             assert (planning in caps.allowed_tools(role)) == (role == "planner")
     assert caps.CLAIM_MODES["tester"] == {"read"}

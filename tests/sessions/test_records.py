@@ -1,4 +1,4 @@
-"""Session records (§8.1), the resume briefing (§8.2), adapter plans (§8.3) and connect/doctor."""
+"""Session records, the resume briefing, adapter plans and connect/doctor."""
 
 from __future__ import annotations
 

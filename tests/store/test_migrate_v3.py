@@ -1,4 +1,4 @@
-"""Schema v3 (issue 14 §1): a version 2 file gains `tasks.run_id` and `proposals.run_id`, filled
+"""Schema v3: a version 2 file gains `tasks.run_id` and `proposals.run_id`, filled
 from what was recorded when each row was created, never from which run happens to be active."""
 
 from __future__ import annotations

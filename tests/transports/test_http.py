@@ -122,7 +122,7 @@ async def test_security_checks(owner: Owner, auth: dict[str, str]) -> None:
     before = await event_count(owner)
     port = owner.http_address.rsplit(":", 1)[1]
     async with httpx.AsyncClient(headers=HEADERS) as http:
-        # Authenticated by default, on loopback too: no credential, no answer (DESIGN §4.23).
+        # Authenticated by default, on loopback too: no credential, no answer.
         assert (await http.post(owner.http_url, json=INIT)).status_code == 401
         assert (await http.post(owner.http_url.replace("/mcp", "/healthz"))).status_code == 200
     async with httpx.AsyncClient(headers={**HEADERS, **auth}) as http:

@@ -1,4 +1,4 @@
-"""Out-of-range input on streamable HTTP (issue 12, finding 8), as raw JSON-RPC bodies on an
+"""Out-of-range input on streamable HTTP, as raw JSON-RPC bodies on an
 initialised session with an operator bearer token: a 5,000-digit integer or nesting past the
 parser's limit is a JSON-RPC parse error (HTTP 400); NaN, ±Infinity, 10^30 and 5,000-character
 paths reach the tool and come back as a tool error naming the argument — never "internal

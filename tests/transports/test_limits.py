@@ -1,6 +1,6 @@
 """HTTP limits before (and after) authentication: header and body deadlines, the connection cap
 with eviction of idle connections, sessions per principal with LRU eviction and idle reaping,
-and rate-limited logging (issue #12, finding 7). Real owners, raw sockets and httpx."""
+and rate-limited logging. Real owners, raw sockets and httpx."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Load: a real owner holds up under 20,000 idle connections and 10,000 `initialize`s while a
-socket call and an HTTP call still answer within a second (issue #12, finding 7).
+socket call and an HTTP call still answer within a second.
 
 Marked `load` and skipped unless selected (`pytest -m load tests/transports/test_load.py -s`):
 it takes about a minute of both cores and 20,000 file descriptors, too much for every `make test`.

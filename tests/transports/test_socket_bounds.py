@@ -1,4 +1,4 @@
-"""Out-of-range input on the legacy socket (issue 12, finding 8): integers past SQLite's 64-bit
+"""Out-of-range input on the legacy socket: integers past SQLite's 64-bit
 range up to 5,000 digits, 5,000-character paths and keys, NaN/±Infinity, numbers out of float
 range and nesting deep enough to break the parser. Every line gets one JSON reply naming the
 problem — never a dropped connection, never "internal error" — the database is unchanged, and
@@ -28,7 +28,7 @@ from roundtable.scaffold import init_project
 from roundtable.store.schema import TABLES
 from roundtable.tools.registry import INT_MAX, INT_MIN, get_registry
 
-ALLOWED_ON_REFUSAL = {"claim_contentions"}  # DESIGN §4.18
+ALLOWED_ON_REFUSAL = {"claim_contentions"}  # a refused claim records why
 FIVE_THOUSAND_DIGITS = "9" * 5000
 MAX_DIGITS = "9" * 4300  # the longest integer Python converts by default: parsed, then out of range
 

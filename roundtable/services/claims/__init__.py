@@ -1,7 +1,7 @@
 """The claims service: resource identity, overlap, the mode conflict matrix, and claim lifecycle.
 
 A claim is an advisory lease an agent takes on a file, directory or symbol before proposing a
-change (spec/tools.md §3.1). What we do differently from the reference (DESIGN §4.6):
+change. What we do differently from the reference:
 
 - the conflict check and the acquisition run in one write transaction (`acquire` takes a `Tx`),
   so two concurrent claimants can never both win; each grant gets a fencing number

@@ -91,7 +91,7 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     next fence, with a `claim.created` event.
 
     Every read and write runs in ONE hop to the writer's thread (`Tx.run`): a claim is on the
-    hot path, and each hop costs more than the SQLite work of its statement (issue 19).
+    hot path, and each hop costs more than the SQLite work of its statement.
     """
     res = req.resource
     for value, what in (

@@ -23,7 +23,7 @@ DEFAULT_TTL_SECONDS = 900
 MAX_TTL_SECONDS = 30 * 24 * 3600
 FENCE_COUNTER = "claim_fence"
 
-# (requested, existing) pairs that conflict when the resources overlap (spec §3.1.4).
+# (requested, existing) pairs that conflict when the resources overlap.
 _CONFLICTS: frozenset[tuple[str, str]] = frozenset(
     {("read", "exclusive"), ("write", "write"), ("write", "exclusive"), ("review", "exclusive")}
     | {("exclusive", mode) for mode in MODES}
@@ -39,7 +39,7 @@ def modes_conflict(requested: str, existing: str) -> bool:
 
 
 def resource_id_for(resource_type: str, path: str, symbol: str = "") -> str:
-    """The canonical id of a resource (§3.1.1): `symbol:<path>#<name>` for a named symbol,
+    """The canonical id of a resource: `symbol:<path>#<name>` for a named symbol,
     else `<type>:<path>` (`directory:` alone is the repository root)."""
     if resource_type == "symbol" and symbol:
         return f"symbol:{path}#{symbol}"
@@ -100,7 +100,7 @@ def within(path: str, directory: str) -> bool:
 
 
 def overlaps(a: ResourceRef, b: ResourceRef) -> bool:
-    """The overlap table of spec §3.1.3 (symmetric)."""
+    """The overlap table of resources (symmetric)."""
     if a.id and a.id == b.id:
         return True
     kinds = {a.type, b.type}

@@ -180,7 +180,7 @@ async def covering_write_claims(q: Reader | Tx, agent_id: str, rel_paths: list[s
 
     Symbol claims are deliberately *not* whole-file coverage: a symbol claim covers only the
     lines of its declaration, so a patch relying on one must be checked hunk by hunk against
-    the span (spec §3.5.3) — use `symbol_write_claims` for that.
+    the span — use `symbol_write_claims` for that.
     """
     if not rel_paths:
         return {}
@@ -286,7 +286,7 @@ async def _own_write_claims(
 async def readable_by_claim(q: Reader | Tx, agent_id: str, rel_path: str, now: str) -> bool:
     """Whether `agent_id` holds an active, unexpired claim (any mode) whose resource contains
     `rel_path` (a file or symbol claim on that file, or a directory claim above it) —
-    the claim half of readable-path scoping (spec §3.1.8, §3.15.2)."""
+    the claim half of readable-path scoping."""
     above = ancestors(norm_path(rel_path))
     marks = ", ".join("?" for _ in above)
     rows = await q.fetchall(

@@ -33,8 +33,7 @@ async def reconcile(
     now: str | None = None,
     claim_ids: Collection[str] | None = None,
 ) -> list[Claim]:
-    """Suspend every active claim whose resource changed since it was claimed (spec/system.md
-    §7.7, tools.md §3.1.6): active, unexpired claims (of `agent_id` when given) with a base hash,
+    """Suspend every active claim whose resource changed since it was claimed: active, unexpired claims (of `agent_id` when given) with a base hash,
     except `read`/`review` claims, whose resource hash recomputed under `root` is non-empty and
     differs from the base hash. Each becomes `suspended` with a `claim.suspended` event (actor
     `actor`, labelled with `run_id`). Returns the suspended claims.
