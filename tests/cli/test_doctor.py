@@ -59,6 +59,8 @@ def test_a_working_setup_without_an_owner_is_not_a_problem(project: Path) -> Non
     assert "ok       codex: " in text and "trusts this project" in text
     assert "ok       claude: the roundtable server is approved" in text
     assert "PROBLEM" not in text and text.rstrip().endswith("no problems found")
+    assert re.search(r"ok       agent sessions run in (bwrap|landlock) \(.*default-deny", text), text
+    assert re.search(r"ok       test runs run in (bwrap|landlock) \(", text), text
 
 
 def test_codex_untrusted_and_claude_pending_are_problems(project: Path) -> None:

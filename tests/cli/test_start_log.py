@@ -108,6 +108,9 @@ def test_start_logs_launches_failures_and_turns(project: Path, short_socket_dir:
     assert re.search(r"turn scheduled for tester-1 in run RUN-log \(request \d+\)", body)
     assert lines[-1].endswith("roundtable coordinator stopped")
     assert sum("launch codex failed" in line for line in lines) == 1  # once, not per layer
+    # Which isolation agents' code gets, said right after the ready line.
+    assert re.search(r"agent sessions: (bwrap|landlock) \(.*default-deny", body), body[:2000]
+    assert re.search(r"test runs: (bwrap|landlock) \(.*default-deny", body), body[:2000]
 
 
 @pytest.mark.parametrize(
