@@ -17,8 +17,9 @@ import pytest
 
 from roundtable.sandbox import runner
 from roundtable.services import test_exec
+from tests.support.processes import processes_with
 
-from .conftest import PY, SECRET, Place, processes_with, run
+from .conftest import PY, SECRET, Place, run
 
 pytestmark = pytest.mark.anyio
 
