@@ -50,7 +50,8 @@ async def test_subscription_survives_an_owner_restart(project: Path) -> None:
 
         await owner.stop()
         await owner.start()
-        await asyncio.sleep(2.0)  # the bridge's GET stream finds the session gone and re-opens it
+        # The bridge's GET stream finds the session gone and re-opens it.
+        await bridge.wait_stderr(b"reconnected with a new session", timeout=30)
         await schedule_turn(rt, run.id, "implementer-2")
         again = await _frame(bridge, updated, 15)
         assert any(e.get("agent_id") == "implementer-2" for e in again["params"]["_meta"]["roundtable/events"])

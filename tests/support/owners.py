@@ -46,6 +46,7 @@ class Bridge:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.frames: list[bytes] = []
+        self.errors = bytearray()  # stderr read so far by `wait_stderr`
 
     @classmethod
     async def spawn(cls, *args: str, env: dict[str, str] | None = None) -> Bridge:
@@ -79,13 +80,23 @@ class Bridge:
         await self.send(INIT, INITIALIZED)
         return await self.recv()
 
+    async def wait_stderr(self, text: bytes, timeout: float = 20.0) -> None:
+        """Read stderr until `text` has appeared on it, or fail after `timeout` seconds."""
+        assert self.proc.stderr is not None
+        deadline = time.monotonic() + timeout
+        while text not in self.errors:
+            remaining = deadline - time.monotonic()
+            line = await asyncio.wait_for(self.proc.stderr.readline(), max(remaining, 0.001))
+            assert line, f"bridge closed stderr before saying {text!r}: {bytes(self.errors)!r}"
+            self.errors += line
+
     async def close(self, timeout: float = 20.0) -> tuple[int, bytes, bytes]:
-        """Close stdin and wait; returns (status, rest of stdout, stderr)."""
+        """Close stdin and wait; returns (status, rest of stdout, all of stderr)."""
         assert self.proc.stdin is not None
         if not self.proc.stdin.is_closing():
             self.proc.stdin.close()
         out, err = await asyncio.wait_for(self.proc.communicate(), timeout)
-        return int(self.proc.returncode or 0), out, err
+        return int(self.proc.returncode or 0), out, bytes(self.errors) + err
 
     async def kill(self) -> None:
         if self.proc.returncode is None:
