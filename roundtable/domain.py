@@ -110,6 +110,8 @@ class ApprovalStatus(StrEnum):
     REJECTED = "rejected"
     CHANGES_REQUESTED = "changes_requested"
     DEFERRED = "deferred"
+    # Made moot by an apply, a rejection or a new revision: set by roundtable, never a decision.
+    CLOSED = "closed"
 
 
 class SessionStatus(StrEnum):

@@ -308,8 +308,9 @@ class ReadyNeed:
 
 
 # The gates only the operator's act settles: the dry run runs at apply time, and a policy that
-# requires a human approval is met by the approval this asks for.
-OPERATOR_GATES = frozenset({"dry_run", "policy"})
+# requires a human approval (and the operator's own approval gate) is met by the approval this
+# asks for.
+OPERATOR_GATES = frozenset({"dry_run", "policy", "approval"})
 
 
 async def ready_for_operator(r: Reader, root: Path, policy: Any, now: str, work: Work) -> list[ReadyNeed]:

@@ -10,6 +10,12 @@ An approval that concerns a proposal binds to the proposal's current revision wh
 requested and again when it is decided, so a decision applies to the patch the operator saw.
 Updating an existing record without a `status` keeps its status, decision and revision: only an
 explicit decision re-binds it (our departure from the reference's full replacement).
+
+The operator's decision is part of the gate report (`services.gates`): the latest decision on a
+revision counts, so a denial blocks `patch.apply` until a later approval. What makes a request
+moot closes it (`closed`, never a decision): an apply (`settle_after_apply`, which also records
+the operator's implicit approval of the applied revision when none was given), a rejection, and
+a new revision (`close_moot`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from roundtable.store.records import HumanApproval
 
 REQUESTED = "requested"
 APPROVED = "approved"
+CLOSED = "closed"
 DECISION_STATUSES: tuple[str, ...] = ("approved", "denied", "rejected", "changes_requested", "deferred")
 STATUSES: tuple[str, ...] = (REQUESTED, *DECISION_STATUSES)
 
@@ -216,3 +223,104 @@ def select_approval(
     if vetoes > 0 and not latest.override_policy:
         return None
     return latest
+
+
+def latest_decision(approvals: Sequence[HumanApproval], revision: str) -> HumanApproval | None:
+    """The operator's latest decision on `revision` (requests and closed records are not
+    decisions), or None."""
+    decided = [
+        a
+        for a in approvals
+        if a.proposal_id and a.revision == revision and a.status in DECISION_STATUSES and a.decided_by
+    ]
+    return max(decided, key=lambda a: (a.updated_at, a.created_at, a.id)) if decided else None
+
+
+async def close_moot(tx: Tx, proposal_id: str, reason: str, *, run_id: str, keep_revision: str = "") -> list[str]:
+    """Close the proposal's open requests (all of them, or those not bound to `keep_revision`):
+    an apply, a rejection or a new revision answered them. One `approval.closed` event each."""
+    rows = await tx.all(
+        HumanApproval,
+        "SELECT * FROM human_approvals WHERE proposal_id = ? AND status = ? ORDER BY created_at, id",
+        (proposal_id, REQUESTED),
+    )
+    now = clock.now()
+    closed: list[str] = []
+    for row in rows:
+        if keep_revision and row.revision == keep_revision:
+            continue
+        await tx.update("human_approvals", {"id": row.id}, {"status": CLOSED, "decision_md": reason, "updated_at": now})
+        await tx.append_event(
+            run_id,
+            "approval.closed",
+            {"approval_id": row.id, "proposal_id": proposal_id, "revision": row.revision, "reason": reason},
+            actor_id="roundtable",
+            task_id=row.task_id,
+        )
+        closed.append(row.id)
+    return closed
+
+
+async def settle_after_apply(
+    tx: Tx,
+    *,
+    proposal_id: str,
+    task_id: str,
+    title: str,
+    revision: str,
+    revision_number: int,
+    applied_by: str,
+    transaction_id: str,
+    run_id: str,
+) -> str:
+    """After an apply of `revision`: unless the operator approved it already, record their
+    implicit approval (applying it is one) — deciding the open request of that revision if there
+    is one — then close every other open request of the proposal. Returns the approval id."""
+    rows = await tx.all(
+        HumanApproval,
+        "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
+        (proposal_id, revision),
+    )
+    latest = latest_decision(rows, revision)
+    approval_id = latest.id if latest is not None and latest.status == APPROVED else ""
+    if not approval_id:
+        now = clock.now()
+        note = f"approved by applying revision {revision_number} ({transaction_id})"
+        pending = next((r for r in reversed(rows) if r.status == REQUESTED), None)
+        values = {"status": APPROVED, "decided_by": applied_by, "decision_md": note, "updated_at": now}
+        if pending is not None:
+            approval_id = pending.id
+            await tx.update("human_approvals", {"id": approval_id}, values)
+        else:
+            approval_id = clock.new_id("H")
+            await tx.insert(
+                "human_approvals",
+                {
+                    "id": approval_id,
+                    "proposal_id": proposal_id,
+                    "task_id": task_id or None,
+                    "subject": f"Apply {proposal_id}: {title}"[:500],
+                    "reason_md": "applied by the operator; the policy asked for no separate approval",
+                    "requested_by": applied_by,
+                    "override_policy": 0,
+                    "revision": revision,
+                    "created_at": now,
+                    **values,
+                },
+            )
+        await tx.append_event(
+            run_id,
+            "approval.decided",
+            {
+                "approval_id": approval_id,
+                "proposal_id": proposal_id,
+                "status": APPROVED,
+                "revision": revision,
+                "decided_by": applied_by,
+                "implicit": True,
+            },
+            actor_id=applied_by,
+            task_id=task_id,
+        )
+    await close_moot(tx, proposal_id, f"proposal applied in {transaction_id}", run_id=run_id)
+    return approval_id

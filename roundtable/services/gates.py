@@ -11,6 +11,9 @@ One report, one entry per gate, each pass/fail with a reason:
   any database transaction, and passed in);
 - `policy` — the current-revision votes make the proposal approvable, or a human approval is
   selected;
+- `approval` — the operator's own word: their latest decision on this revision is not a denial
+  (a denial blocks until a later approval); with no decision, the policy must not require one
+  (an apply then records the operator's implicit approval);
 - `security` — not required, or the latest review *of this revision* approves (or vetoes with
   an operator override);
 - `tests` — not required, or the latest host-executed test run of this revision passed (and, if
@@ -34,6 +37,7 @@ from typing import Any
 
 from roundtable.domain import NARROWED, OPEN_PROPOSAL_STATUSES
 from roundtable.errors import ToolError
+from roundtable.services.approvals import latest_decision
 from roundtable.services.claims import covering_write_claims, expired_note, symbol_write_claims
 from roundtable.services.patches import ParsedPatch, allowances, parse_patch, read_patch
 from roundtable.services.policy import Policy, PolicyResult
@@ -149,7 +153,7 @@ class GateReport:
     def error(self) -> str:
         """The refusal text for the first failing gate (stable prefixes for callers)."""
         first = self.failures()[0]
-        if first.name in ("policy", "security", "tests", "rollback_plan"):
+        if first.name in ("policy", "approval", "security", "tests", "rollback_plan"):
             return f"proposal not approvable: {first.reason}"
         return f"proposal validation failed: {first.name}: {first.reason}"
 
@@ -235,6 +239,7 @@ async def evaluate(
     )
     approval = select_approval(result, approvals)
     gates.append(policy_gate(result, approval))
+    gates.append(approval_gate(result, approvals, proposal))
 
     reviews = await q.all(
         SecurityReview,
@@ -314,6 +319,31 @@ def policy_gate(result: PolicyResult, approval: HumanApproval | None) -> Gate:
     if approval is not None:
         return Gate("policy", True, f"human approval {approval.id} by {approval.decided_by}")
     return Gate("policy", False, result.summary)
+
+
+def approval_gate(result: PolicyResult, approvals: list[HumanApproval], proposal: Proposal) -> Gate:
+    """The operator's latest decision on the current revision is not a denial; without one, the
+    policy does not require it (applying then counts as the operator's approval)."""
+    number = proposal.revision_number
+    latest = latest_decision(approvals, proposal.current_revision)
+    if latest is not None and latest.status != "approved":
+        note = f": {latest.decision_md.strip().splitlines()[0][:120]}" if (latest.decision_md or "").strip() else ""
+        return Gate(
+            "approval",
+            False,
+            f"you {latest.status.replace('_', ' ')} revision {number} ({latest.id}{note}); approve it to apply",
+        )
+    if latest is not None:
+        return Gate("approval", True, f"revision {number} approved by {latest.decided_by} ({latest.id})")
+    if result.needs_human:
+        asked = next((a for a in reversed(approvals) if a.status == "requested"), None)
+        waiting = f" (request {asked.id} is waiting)" if asked is not None else ""
+        return Gate("approval", False, f"the policy requires your approval of revision {number}{waiting}")
+    return Gate(
+        "approval",
+        True,
+        f"no approval required by the policy; applying records your approval of revision {number}",
+    )
 
 
 def security_gate(result: PolicyResult, review: SecurityReview | None, approval: HumanApproval | None) -> Gate:

@@ -25,6 +25,7 @@ from typing import Any
 from roundtable import clock
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
 from roundtable.services.applies import check_applies
+from roundtable.services.approvals import close_moot
 from roundtable.services.claims import check_resource_id, expired_note, parse_resource_id, unclaimed_resources
 from roundtable.services.edits import Edit, FileWrite, build_patch
 from roundtable.services.gates import OPEN_STATUSES, check_claims, current_votes
@@ -311,8 +312,10 @@ async def attach(
     existing = [link.resource_id for link in await links(tx, proposal_id)]
     ids = merge_resources([*existing, *affected_resources], parsed.touched)
     await _link_resources(tx, proposal_id, ids)
+    run = await resolve(tx, runs, owner=p.run_id)
+    await close_moot(tx, proposal_id, f"superseded by revision {number}", run_id=run, keep_revision=parsed.sha256)
     await tx.append_event(
-        await resolve(tx, runs, owner=p.run_id),
+        run,
         "proposal.revised",
         {
             "proposal_id": proposal_id,
@@ -511,13 +514,15 @@ async def reject(
         task_id=p.task_id,
         runs=runs,
     )
+    run = await resolve(tx, runs, owner=p.run_id)
     await tx.append_event(
-        await resolve(tx, runs, owner=p.run_id),
+        run,
         "patch.rejected",
         {"proposal_id": proposal_id, "decision_id": decision.id, "revision": p.current_revision},
         actor_id=decided_by,
         task_id=p.task_id,
     )
+    await close_moot(tx, proposal_id, f"proposal rejected ({decision.id})", run_id=run)
     out = await view(tx, proposal_id)
     out["decision"] = decision.to_dict()
     return out

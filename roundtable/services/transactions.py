@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.domain import OPEN_PROPOSAL_STATUSES, TERMINAL_TASK_STATUSES, TaskStatus
+from roundtable.services.approvals import settle_after_apply
 from roundtable.services.artefacts import state_hash
 from roundtable.services.run_scope import RunHint
 from roundtable.services.tasks import update_task_status
@@ -70,6 +71,18 @@ async def complete_apply(
         actor_id=actor,
         task_id=proposal.task_id,
     )
+    meta["human_approval_id"] = await settle_after_apply(
+        tx,
+        proposal_id=proposal.id,
+        task_id=proposal.task_id,
+        title=proposal.title,
+        revision=row.revision,
+        revision_number=int(meta.get("revision_number") or proposal.revision_number),
+        applied_by=row.applied_by or actor,
+        transaction_id=tx_id,
+        run_id=row.run_id,
+    )
+    await tx.update("transactions", {"id": tx_id}, {"metadata_json": json.dumps(meta, separators=(",", ":"))})
     await _settle_work(tx, proposal, tx_id, list(meta.get("claim_fences") or {}), actor=actor, now=now)
     updated = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
     assert updated is not None

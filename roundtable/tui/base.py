@@ -9,6 +9,7 @@ command of the registry (keys, palette and footer alike), so no flow runs in a r
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 from functools import wraps
@@ -22,7 +23,9 @@ from textual.screen import Screen
 from roundtable import clock
 from roundtable.autopilot import Dispatcher
 from roundtable.runtime import Runtime
+from roundtable.store.records import Proposal
 from roundtable.tools.context import Caller
+from roundtable.tui import layout
 from roundtable.tui.models import Overview
 from roundtable.tui.widgets.header import ConsoleHeader, OwnerInfo
 from roundtable.tui.widgets.table_pane import TablePane
@@ -37,6 +40,16 @@ def describe(exc: BaseException) -> str:
     """An exception as one line for a notification."""
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0][:300]
+
+
+def _pane_hint(names: str) -> str:
+    """` (press 3)` for the pane(s) a refusal names ("Proposals", "Sessions (or an agent)")."""
+    keys = [
+        layout.pane_key(n)
+        for n, (_pane_id, title) in enumerate(layout.PANES, start=1)
+        if re.search(rf"\b{title}\b", names)
+    ]
+    return f" (press {' or '.join(keys)})" if keys else ""
 
 
 def while_mounted(handler: Callable[..., None]) -> Callable[..., None]:
@@ -95,6 +108,11 @@ class ConsoleBase(App[None]):
         """Show a record in the inspector (live mixin)."""
         raise NotImplementedError
 
+    def proposal_in_view(self) -> Proposal | None:
+        """The proposal selected in the focused Proposals pane, or shown by the focused Inspector
+        (proposal flows)."""
+        raise NotImplementedError
+
     def forget_gates(self, proposal_id: str) -> None:
         """Drop a proposal's gate report after it was decided (live mixin)."""
         raise NotImplementedError
@@ -118,8 +136,13 @@ class ConsoleBase(App[None]):
     # --- the one guard every operator flow uses ---------------------------------------------
 
     def selected(self, pane_type: type[TablePane], items: Iterable[T], key_of: Callable[[T], str]) -> T | None:
-        """The record under the cursor of the pane of `pane_type`, looked up in `items`."""
-        key = self._main.query_one(pane_type).selected_key()
+        """The record under the cursor of the pane of `pane_type`, looked up in `items` — only
+        while that pane has focus: a key acts on what the operator sees, never on the hidden
+        selection of another pane (`target` then says which pane it needs)."""
+        pane = self._main.query_one(pane_type)
+        if self.focused is not pane:
+            return None
+        key = pane.selected_key()
         if key is None:
             return None
         return next((item for item in items if key_of(item) == key), None)
@@ -135,7 +158,7 @@ class ConsoleBase(App[None]):
         """`item` if the flow may go on with it; else say why (nothing selected, or `refuse`'s
         reason, e.g. a decided proposal) and return None."""
         if item is None:
-            self.notify(f"Select {what} in the {pane} pane first.", severity="warning")
+            self.notify(f"Select {what} in the {pane} pane first{_pane_hint(pane)}.", severity="warning")
             return None
         reason = refuse(item) if refuse is not None else ""
         if reason:

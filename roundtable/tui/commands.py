@@ -42,7 +42,7 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("help", "question_mark", "help", "Help", "Show every key and command."),
+    Command("help", "question_mark", "help", "Help", "Show every key and command.", footer=True),
     Command(
         "palette",
         "ctrl+p",
@@ -66,10 +66,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("move", "j,k", "", "Move", "Move the selection down / up (arrows work too).", bind=False, palette=False),
     Command("inspect", "enter", "inspect", "Inspect", "Show the selected record in full in the inspector.", bind=False),
     Command("filter", "slash", "filter", "Filter", "Filter the focused pane (empty text clears)."),
-    Command("approve", "a", "approve", "Approve", "Approve the selected human approval.", mutating=True, footer=True),
-    Command(
-        "deny", "x", "deny", "Deny", "Deny the selected human approval (optional note).", mutating=True, footer=True
-    ),
+    Command("approve", "a", "approve", "Approve", "Approve the selected human approval.", mutating=True),
+    Command("deny", "x", "deny", "Deny", "Deny the selected human approval (optional note).", mutating=True),
     Command(
         "validate",
         "v",
@@ -77,7 +75,6 @@ COMMANDS: tuple[Command, ...] = (
         "Validate",
         "Run every gate on the selected proposal (patch.validate; records a patch.validated event).",
         mutating=True,
-        footer=True,
     ),
     Command(
         "run_tests",
@@ -86,7 +83,6 @@ COMMANDS: tuple[Command, ...] = (
         "Run tests",
         "Run the selected proposal's tests (its expected tests, else test.suggest) as evidence for its revision.",
         mutating=True,
-        footer=True,
     ),
     Command(
         "apply",
@@ -95,11 +91,8 @@ COMMANDS: tuple[Command, ...] = (
         "Apply",
         "Apply the selected proposal after confirming its revision and gates.",
         mutating=True,
-        footer=True,
     ),
-    Command(
-        "reject", "r", "reject", "Reject", "Reject the selected proposal (reason required).", mutating=True, footer=True
-    ),
+    Command("reject", "r", "reject", "Reject", "Reject the selected proposal (reason required).", mutating=True),
     Command("rollback", "R", "rollback", "Roll back", "Roll back the selected transaction (confirm).", mutating=True),
     Command(
         "launch_session",
@@ -192,6 +185,23 @@ COMMANDS: tuple[Command, ...] = (
 BY_ID = {c.id: c for c in COMMANDS}
 BY_ACTION = {c.action: c for c in COMMANDS if c.action}
 
+# The keys each pane shows in the footer, in the order an operator uses them. A key that acts on
+# a selection acts only on the focused pane's (or the proposal the Inspector shows); pressed
+# elsewhere it says which pane it needs (`ConsoleBase.selected`).
+PANE_COMMANDS: dict[str, tuple[str, ...]] = {
+    "runs": ("view_run", "new_run", "end_run", "archive_run"),
+    "turns": ("tick", "pause"),
+    "tasks": ("new_task", "launch_session", "block_task", "cancel_task"),
+    "proposals": ("review", "validate", "run_tests", "approve", "deny", "apply", "reject", "rollback"),
+    "sessions": ("session_log", "launch_session", "revoke_session"),
+    "approvals": ("approve", "deny"),
+    "transactions": ("rollback",),
+    "claims": ("filter",),
+    "events": ("filter",),
+    "agents": ("session_log", "launch_session"),
+    "inspector": ("review", "validate", "run_tests", "approve", "deny", "apply", "reject"),
+}
+
 
 def bindings() -> list[Binding]:
     """The app's BINDINGS, one per bindable command, each with the command's id."""
@@ -200,6 +210,21 @@ def bindings() -> list[Binding]:
         Binding(layout.pane_key(n), f"show_pane({n})", f"Pane {n}", show=False) for n in range(1, len(layout.PANES) + 1)
     ]
     return out
+
+
+def pane_bindings(pane_id: str) -> list[Binding | tuple[str, str] | tuple[str, str, str]]:
+    """A pane's own bindings for its commands (shown in the footer while it has focus); they
+    run the app's actions and carry the command ids, so `tui.bindings` remaps them too."""
+    return [
+        Binding(BY_ID[cid].key, f"app.{BY_ID[cid].action}", _short(BY_ID[cid].title), id=cid)
+        for cid in PANE_COMMANDS.get(pane_id, ())
+        if cid in BY_ID and BY_ID[cid].bind
+    ]
+
+
+def _short(title: str) -> str:
+    """A footer label: the title without a trailing qualifier ("Pause/resume Chair" → "Pause")."""
+    return {"Pause/resume Chair": "Pause", "Launch session": "Launch", "Revoke session": "Revoke"}.get(title, title)
 
 
 def keymap(overrides: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -83,6 +83,14 @@ class PanesMixin(ConsoleBase):
         self.action_show_pane((index + step) % len(layout.PANE_IDS) + 1)
 
     def action_zoom(self) -> None:
+        size = self._main.size
+        if not self._zoomed and layout.compact(size.width, size.height):
+            self.notify(
+                f"At {size.width}x{size.height} every pane is already shown alone (below "
+                f"{layout.COMPACT_WIDTH}x{layout.COMPACT_HEIGHT}); z zooms on a larger terminal.",
+                title="zoom",
+            )
+            return
         self._zoomed = not self._zoomed
         self.apply_layout()
 

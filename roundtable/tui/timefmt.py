@@ -46,5 +46,26 @@ def ago(stamp: str, now_ns: int) -> str:
     return "—" if ns == 0 else f"{human_delta(max(now_ns - ns, 0) / 1e9)} ago"
 
 
+def since(stamp: str, now_ns: int) -> str:
+    """A list's relative time, changing at most once a minute: `<1m`, `4m`, `2h05m`, `3d04h`
+    (`—` when there is no stamp). Dialogs and the Inspector show the stamp to the second."""
+    ns = stamp_ns(stamp)
+    if ns == 0:
+        return "—"
+    seconds = max(now_ns - ns, 0) / 1e9
+    if seconds < 60:
+        return "<1m"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    return human_delta(seconds)
+
+
+def seconds_stamp(stamp: str) -> str:
+    """`2026-12-01 13:34:00` — an RFC 3339 stamp to the second, for dialogs."""
+    if "T" in stamp and len(stamp) >= 19:
+        return f"{stamp[:10]} {stamp[11:19]}"
+    return stamp or "—"
+
+
 def join_nonempty(parts: Sequence[str], sep: str = " · ") -> str:
     return sep.join(p for p in parts if p)

@@ -55,7 +55,7 @@ async def test_full_flow_apply_and_rollback(flow: Flow, repo: Path) -> None:
     assert tx["status"] == "applied"
     assert out["policy"]["approvals"] == 2
     assert out["security_review"]["id"] == scan["review"]["id"]
-    assert out["human_approval"] is None  # not needed: the votes alone make it approvable
+    assert out["human_approval"]["id"] == approval["id"]  # the operator's approval of this revision
     assert out["proposal"]["status"] == "accepted"
     assert tx["revision"] == proposal["current_revision"]
     assert tx["before_git_hash"].startswith("git:") and tx["after_git_hash"] != tx["before_git_hash"]

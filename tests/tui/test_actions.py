@@ -116,9 +116,7 @@ async def test_deny_with_a_note_and_reject_with_a_reason(rt: Runtime) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app)
         await _select(app, ApprovalsPane, approval["id"])
-        await pilot.press("x")
-        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="deny confirmation")
-        await pilot.press("y")
+        await pilot.press("x")  # deny asks for its note directly
         await wait_for(lambda: isinstance(app.screen, PromptScreen), what="note prompt")
         await pilot.press(*"too risky", "enter")
         await wait_for(lambda: any("denied" in n for n in notifications(app)), what="deny notice")
@@ -127,7 +125,15 @@ async def test_deny_with_a_note_and_reject_with_a_reason(rt: Runtime) -> None:
             await scalar(rt, "SELECT decision_md FROM human_approvals WHERE id = ?", (approval["id"],)) == "too risky"
         )
 
+        # The denial is a gate: the console does not offer the apply, and says why.
         await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("A")
+        await wait_for(
+            lambda: any("cannot be applied yet — failing: approval" in n for n in notifications(app)), what="refusal"
+        )
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert await scalar(rt, "SELECT COUNT(*) FROM transactions") == 0
+
         await pilot.press("r")
         await wait_for(lambda: isinstance(app.screen, PromptScreen), what="reason prompt")
         await pilot.press("enter")  # a reason is required: the prompt stays
@@ -135,6 +141,7 @@ async def test_deny_with_a_note_and_reject_with_a_reason(rt: Runtime) -> None:
         await pilot.press(*"not needed", "enter")
         await wait_for(lambda: any("rejected" in n for n in notifications(app)), what="reject notice")
         assert await scalar(rt, "SELECT status FROM proposals WHERE id = ?", (proposal["id"],)) == "rejected"
+        assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "denied"
 
 
 async def test_actions_certain_to_fail_are_not_offered(rt: Runtime) -> None:

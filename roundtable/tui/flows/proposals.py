@@ -20,6 +20,7 @@ from roundtable.tui.base import OPERATOR_NAME, ConsoleBase, describe
 from roundtable.tui.messages import GateReport
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
 from roundtable.tui.screens.prompt import PromptScreen
+from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
 
@@ -46,7 +47,20 @@ def failing_gates(report: dict[str, Any]) -> list[str]:
 
 class ProposalFlows(ConsoleBase):
     def selected_proposal(self) -> Proposal | None:
+        """The proposal in view: the focused Proposals pane's selection, or the focused
+        Inspector's proposal."""
+        return self.proposal_in_view()
+
+    def proposal_in_view(self) -> Proposal | None:
         rows = self.overview.proposals if self.overview else []
+        inspector = self._main.query_one(Inspector)
+        if self.focused is inspector:
+            entity = inspector.entity
+            if entity is None or entity.kind != "proposal":
+                return None
+            return next((r.proposal for r in rows if r.proposal.id == entity.id), None) or Proposal.from_row(
+                entity.record
+            )
         row = self.selected(ProposalsPane, rows, lambda r: r.proposal.id)
         return row.proposal if row is not None else None
 
@@ -64,7 +78,9 @@ class ProposalFlows(ConsoleBase):
         return self.selected(TransactionsPane, transactions, lambda t: t.id)
 
     def _proposal_target(self, refuse: Callable[[Proposal], str] | None = None) -> Proposal | None:
-        return self.target(self.selected_proposal(), what="a proposal", pane="Proposals", refuse=refuse)
+        return self.target(
+            self.selected_proposal(), what="a proposal", pane="Proposals (or the Inspector on one)", refuse=refuse
+        )
 
     # --- gates ------------------------------------------------------------------------------
 

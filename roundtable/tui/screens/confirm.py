@@ -56,9 +56,13 @@ def apply_dialog(proposal: Proposal, report: dict[str, Any] | None, error: str =
     ones included (the apply re-checks them and refuses if one fails)."""
     revision = str((report or {}).get("revision") or proposal.current_revision or "(none)")
     number = (report or {}).get("revision_number") or proposal.revision_number
+    approval = next(
+        (g for g in (report or {}).get("gates") or [] if isinstance(g, dict) and g.get("name") == "approval"), None
+    )
     body = Group(
-        Text.assemble(("Proposal ", "dim"), (proposal.id, "bold"), "  ", proposal.title),
+        Text.assemble(("Proposal ", "dim"), (proposal.title, "bold"), ("  ", ""), (proposal.id, "dim")),
         Text.assemble(("Revision ", "dim"), (revision, "bold yellow"), f"  (r{number})"),
+        Text.assemble(("Your approval ", "dim"), (str(approval.get("reason") if approval else "not checked"), "bold")),
         Text(""),
         Text("Gate report", style="bold"),
         render_gate_report(report, error),
@@ -80,24 +84,46 @@ def rollback_dialog(tx: Transaction) -> ConfirmScreen:
     return ConfirmScreen(f"Roll back {tx.id}?", body, confirm_label="Roll back")
 
 
-def decision_dialog(approval: HumanApproval, status: str) -> ConfirmScreen:
-    """Approve or deny: what is decided, and — when it was decided before — that this changes it."""
+def decision_dialog(approval: HumanApproval | None, status: str, proposal: Proposal | None = None) -> ConfirmScreen:
+    """Approve or deny: the proposal by title and revision, the request (if any) and — when it
+    was decided before — what this changes."""
     verb = "Approve" if status == ApprovalStatus.APPROVED else "Deny"
-    lines = [
-        Text.assemble(("Approval ", "dim"), (approval.id, "bold"), (f"  [{approval.status}]", "yellow")),
-        Text.assemble(("Subject ", "dim"), approval.subject),
-        Text.assemble(
-            ("Proposal ", "dim"), approval.proposal_id or "—", ("  revision ", "dim"), approval.revision or "—"
-        ),
-        Text.assemble(("Requested by ", "dim"), approval.requested_by or "—"),
-    ]
-    if approval.status != ApprovalStatus.REQUESTED:
+    lines: list[RenderableType] = []
+    if proposal is not None:
         lines += [
-            Text(""),
-            Text(
-                f"This approval was already {approval.status} by {approval.decided_by or 'someone'}; "
-                f"confirming changes the decision to {status}.",
-                style="bold yellow",
+            Text.assemble(("Proposal ", "dim"), (proposal.title, "bold"), ("  by ", "dim"), proposal.agent_id),
+            Text.assemble(
+                ("Revision ", "dim"),
+                (f"r{proposal.revision_number} ", "bold yellow"),
+                (proposal.current_revision[:12], "dim"),
+                ("  ", ""),
+                (proposal.id, "dim"),
             ),
         ]
-    return ConfirmScreen(f"{verb} {approval.id}?", Group(*lines), confirm_label=verb)
+    if approval is not None:
+        lines += [
+            Text.assemble(("Request ", "dim"), approval.subject),
+            Text.assemble(
+                ("Asked by ", "dim"),
+                approval.requested_by or "—",
+                ("  ", ""),
+                (approval.id, "dim"),
+                (f"  [{approval.status}]", "yellow"),
+            ),
+        ]
+        if approval.status not in (ApprovalStatus.REQUESTED, status):
+            lines += [
+                Text(""),
+                Text(
+                    f"You {approval.status.replace('_', ' ')} this before; confirming makes it {status}.",
+                    style="bold yellow",
+                ),
+            ]
+    else:
+        lines.append(
+            Text("No request is open for this revision: your decision is recorded on it directly.", style="dim")
+        )
+    if status == ApprovalStatus.APPROVED:
+        lines += [Text(""), Text("Approving lets A apply this revision once every other gate passes.", style="dim")]
+    name = proposal.title if proposal is not None else approval.id if approval is not None else ""
+    return ConfirmScreen(f"{verb} {name}?", Group(*lines), confirm_label=verb)

@@ -10,6 +10,7 @@ from typing import ClassVar
 from rich.text import Text
 
 from roundtable.domain import SessionStatus
+from roundtable.tui import commands
 from roundtable.tui.models import AgentRow, Overview
 from roundtable.tui.timefmt import human_delta, stamp_ns
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
@@ -18,11 +19,13 @@ IDLE_STYLES = {"idle": "dim", "disabled": "dim strike"}
 
 
 class AgentsPane(TablePane):
+    BINDINGS: ClassVar = commands.pane_bindings("agents")
     kind = "agent"
     TITLE = "Agents"
     COLUMNS = ("agent", "role", "session", "task", "turn", "✗", "spend", "last action")
     # Ids and states stay whole; the role and the last action's event type give way.
     ELASTIC: ClassVar[dict[str, int]] = {"role": 11, "task": 14, "last action": 22}
+    OPTIONAL = ("turn",)
     CLOCKED = True  # "12s ago" ages every second
 
     def build_rows(self, overview: Overview) -> list[Row]:

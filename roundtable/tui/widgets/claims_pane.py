@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 
 from roundtable.domain import ClaimStatus
+from roundtable.tui import commands
 from roundtable.tui.sources import ClaimLine, ClaimsSource
 from roundtable.tui.timefmt import human_delta, seconds_until
 from roundtable.tui.widgets.virtual_list import VirtualList
 
 
 class ClaimsPane(VirtualList):
+    BINDINGS: ClassVar = commands.pane_bindings("claims")
     CLOCKED = True
     kind = "claim"
     TITLE = "Claims"

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 
+from roundtable.tui import commands
 from roundtable.tui.sources import EventLine, EventsSource
 from roundtable.tui.timefmt import short_time
 from roundtable.tui.widgets.virtual_list import VirtualList
 
 
 class EventsPane(VirtualList):
+    BINDINGS: ClassVar = commands.pane_bindings("events")
     kind = "event"
     TITLE = "Events"
     FOLLOWS = True

@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from roundtable import clock, domain
+from roundtable.tui import commands
 from roundtable.tui.entity import Entity
 from roundtable.tui.timefmt import human_delta, short_time
 from roundtable.tui.widgets.gate_report import render_gate_report
@@ -24,6 +25,7 @@ class Inspector(VerticalScroll, can_focus=True):
     BINDINGS = [
         Binding("j", "scroll_down", "Down", show=False),
         Binding("k", "scroll_up", "Up", show=False),
+        *commands.pane_bindings("inspector"),
     ]
 
     def __init__(self, *, id: str | None = "inspector") -> None:

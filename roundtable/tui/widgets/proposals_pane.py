@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 
+from roundtable.tui import commands
 from roundtable.tui.models import Overview
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
@@ -21,10 +24,12 @@ def gate_cell(summary: str) -> Text:
 
 
 class ProposalsPane(TablePane):
+    BINDINGS: ClassVar = commands.pane_bindings("proposals")
     kind = "proposal"
     TITLE = "Proposals"
     COLUMNS = ("title", "status", "votes", "gates", "author", "rev")
-    ELASTIC = {"title": 32}
+    ELASTIC = {"title": 24}
+    OPTIONAL = ("rev", "author", "votes")
 
     def build_rows(self, overview: Overview) -> list[Row]:
         out: list[Row] = []

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from roundtable.tui import commands
 from roundtable.tui.models import Overview
-from roundtable.tui.timefmt import short_time
+from roundtable.tui.timefmt import since
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 
 class RunsPane(TablePane):
+    BINDINGS: ClassVar = commands.pane_bindings("runs")
     kind = "run"
     TITLE = "Runs"
-    COLUMNS = ("", "run", "status", "started", "goal")  # the id first: a narrow pane cuts the goal
-    ELASTIC = {"goal": 32}
+    COLUMNS = ("", "goal", "status", "started", "run")
+    ELASTIC = {"goal": 24}
+    ID_COLUMNS = ("run",)
+    OPTIONAL = ("run", "started")
+    CLOCKED = True  # "4m" ages
 
     def build_rows(self, overview: Overview) -> list[Row]:
         current = overview.run.id if overview.run else ""
+        now = self.clock_ns()
         return [
-            (r.id, ("▶" if r.id == current else "", r.id, status_cell(r.status), short_time(r.started_at), r.goal))
+            (r.id, ("▶" if r.id == current else "", r.goal, status_cell(r.status), since(r.started_at, now), r.id))
             for r in overview.runs
         ]

@@ -7,10 +7,13 @@ console: only the capability's lifetime and revocation are read.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 
+from roundtable.tui import commands
 from roundtable.tui.models import Overview, SessionRow
-from roundtable.tui.timefmt import human_delta, seconds_until, short_time
+from roundtable.tui.timefmt import human_delta, seconds_until, since
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 # A live capability with less than this left is flagged (the supervisor extends it on heartbeat).
@@ -18,10 +21,13 @@ WARN_SECONDS = 60.0
 
 
 class SessionsPane(TablePane):
+    BINDINGS: ClassVar = commands.pane_bindings("sessions")
     CLOCKED = True
     kind = "session"
     TITLE = "Sessions"
-    COLUMNS = ("status", "agent", "role", "capability", "seen", "task", "proposal", "adapter", "started", "session")
+    COLUMNS = ("agent", "status", "role", "capability", "seen", "task", "proposal", "adapter", "started", "session")
+    ID_COLUMNS = ("task", "proposal", "session")
+    OPTIONAL = ("session", "started", "adapter", "proposal", "seen", "role", "capability")
 
     def build_rows(self, overview: Overview) -> list[Row]:
         now = self.clock_ns()
@@ -32,15 +38,15 @@ class SessionsPane(TablePane):
                 (
                     s.id,
                     (
-                        status_cell(s.status),
                         s.agent_id,
+                        status_cell(s.status),
                         row.role or "—",
                         capability_cell(row, now),
-                        short_time(s.last_seen_at) or "—",
+                        since(s.last_seen_at, now),
                         row.task_id or "—",
                         row.proposal_id or "—",
                         s.adapter,
-                        short_time(s.started_at),
+                        since(s.started_at, now),
                         s.id,
                     ),
                 )

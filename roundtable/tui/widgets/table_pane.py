@@ -35,9 +35,15 @@ class TablePane(DataTable[Cell]):
     kind: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
     COLUMNS: ClassVar[tuple[str, ...]] = ()
-    # Free-text columns and their widest cell: longer text ends with "…", so ids and statuses
-    # beside them stay whole on a narrow terminal (ids are never cut).
+    # Free-text columns and the width they get at least when there is room: they share the
+    # pane's width left over by the other columns (so they grow with the terminal) and longer
+    # text ends with "…", so ids and statuses beside them stay whole.
     ELASTIC: ClassVar[dict[str, int]] = {}
+    # Columns of record ids, shown as their shortest unique tail (`T…0042`); the Inspector shows
+    # the whole id.
+    ID_COLUMNS: ClassVar[tuple[str, ...]] = ()
+    # Columns dropped, in this order, while the pane is too narrow for every column.
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
     # Cells that show ages or countdowns: rebuilt every second by the console's clock.
     CLOCKED: ClassVar[bool] = False
 
@@ -53,12 +59,19 @@ class TablePane(DataTable[Cell]):
         self._last_overview: Overview | None = None
         self._posted: str | None = None
         self._signature: list[tuple[str, tuple[str, ...]]] | None = None
+        self._columns_shown: tuple[str, ...] = ()
         self.rebuild_pending = False
 
     def on_mount(self) -> None:
-        for name in self.COLUMNS:
-            self.add_column(name, key=name)
+        self._set_columns(self.COLUMNS)
         self._set_title(0, 0)
+
+    def _set_columns(self, names: Sequence[str]) -> None:
+        self.clear(columns=True)
+        for name in names:
+            self.add_column(name, key=name)
+        self._columns_shown = tuple(names)
+        self._signature = None
 
     def build_rows(self, overview: Overview) -> list[Row]:
         raise NotImplementedError
@@ -78,17 +91,19 @@ class TablePane(DataTable[Cell]):
         overview = self._last_overview
         if overview is None:
             return
-        rows = self._fit_elastic(self.build_rows(overview))
+        names, rows = self._fit(self.build_rows(overview))
         total = len(rows)
         if self.filter_text:
             needle = self.filter_text.lower()
             rows = [r for r in rows if needle in " ".join(str(c) for c in r[1]).lower()]
+        keep = self.selected_key()
+        if names != self._columns_shown:
+            self._set_columns(names)
         signature = [(key, tuple(str(c) for c in cells)) for key, cells in rows]
         if signature == self._signature:
             self._set_title(len(rows), total)
             return  # nothing changed: keep the table (and its cursor) as it is
         self._signature = signature
-        keep = self.selected_key()
         self.clear()
         for key, cells in rows:
             self.add_row(*cells, key=key)
@@ -99,18 +114,69 @@ class TablePane(DataTable[Cell]):
                     break
         self._set_title(len(rows), total)
 
-    def _fit_elastic(self, rows: list[Row]) -> list[Row]:
-        if not self.ELASTIC:
-            return rows
-        limits = [(self.COLUMNS.index(name), width) for name, width in self.ELASTIC.items() if name in self.COLUMNS]
+    def on_resize(self, _event: object) -> None:
+        """Columns follow the pane's width: rebuild at the new size."""
+        if self._last_overview is not None:
+            self._signature = None
+            self.show(self._last_overview)
+
+    def _fit(self, rows: list[Row]) -> tuple[tuple[str, ...], list[Row]]:
+        """The columns that fit the pane's width and the rows cut to them: ids shortened, the
+        `OPTIONAL` columns dropped (in order) while the rest would not fit, and the elastic
+        columns sharing the width that is left (growing with the pane, "…" when cut)."""
+        rows = self._shorten_ids(rows)
+        widths = {name: len(name) for name in self.COLUMNS}
+        for _key, cells in rows:
+            for name, cell in zip(self.COLUMNS, cells, strict=False):
+                widths[name] = max(widths[name], _cell_len(cell))
+        pad = 2 * self.cell_padding
+        avail = (self.size.width or 80) - 1
+        names = list(self.COLUMNS)
+
+        def need(shown: list[str], floor: int | None = None) -> int:
+            return sum(
+                min(widths[n], self.ELASTIC.get(n, widths[n]) if floor is None or n not in self.ELASTIC else floor)
+                + pad
+                for n in shown
+            )
+
+        for name in self.OPTIONAL:
+            if need(names) <= avail:
+                break
+            if name in names:
+                names.remove(name)
+        while len(names) > 1 and need(names, MIN_ELASTIC) > avail:
+            names.pop()  # still too narrow: the rightmost columns go (the Inspector has them all)
+        elastic = [n for n in names if n in self.ELASTIC]
+        limit: dict[str, int] = {}
+        if elastic:
+            room = avail - sum(widths[n] + pad for n in names if n not in self.ELASTIC)
+            share = room // len(elastic) - pad
+            spare = sum(max(share - widths[n], 0) for n in elastic)
+            wide = [n for n in elastic if widths[n] > share]
+            limit = {n: max(MIN_ELASTIC, share + spare // max(len(wide), 1)) for n in wide}
+        index = [self.COLUMNS.index(n) for n in names]
         out: list[Row] = []
         for key, cells in rows:
-            fitted = list(cells)
-            for index, width in limits:
-                if index < len(fitted):
-                    fitted[index] = ellipsize(fitted[index], width)
+            fitted = [cells[i] if i < len(cells) else "" for i in index]
+            for position, name in enumerate(names):
+                if name in limit:
+                    fitted[position] = ellipsize(fitted[position], limit[name])
             out.append((key, fitted))
-        return out
+        return tuple(names), out
+
+    def _shorten_ids(self, rows: list[Row]) -> list[Row]:
+        columns = [self.COLUMNS.index(name) for name in self.ID_COLUMNS if name in self.COLUMNS]
+        if not columns:
+            return rows
+        out = [(key, list(cells)) for key, cells in rows]
+        for index in columns:
+            short = short_ids([str(cells[index]) for _key, cells in out if index < len(cells)])
+            for _key, cells in out:
+                cell = cells[index] if index < len(cells) else None
+                if isinstance(cell, str):
+                    cells[index] = short.get(cell, cell)
+        return [(key, tuple(cells)) for key, cells in out]
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
@@ -145,6 +211,29 @@ class TablePane(DataTable[Cell]):
         event.stop()
         if event.row_key.value is not None:
             self.post_message(Selected(self.kind, str(event.row_key.value), inspect=True, pane=self))
+
+
+MIN_ELASTIC = 8
+SHORT_ID_TAIL = 4
+
+
+def _cell_len(cell: Cell) -> int:
+    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
+
+
+def short_ids(ids: Sequence[str]) -> dict[str, str]:
+    """Each timestamped id (`T-20260115T093012.123456789`) as its prefix and shortest unique tail
+    among `ids` (at least four characters: `T…6789`); short or hand-made ids (`RUN-demo`, `—`)
+    stay whole."""
+    long = sorted({i for i in ids if len(i) > 12 and "-" in i})
+    out: dict[str, str] = {}
+    for ident in long:
+        prefix = ident.split("-", 1)[0]
+        tail = SHORT_ID_TAIL
+        while tail < len(ident) and any(o != ident and o.endswith(ident[-tail:]) for o in long):
+            tail += 1
+        out[ident] = f"{prefix}…{ident[-tail:]}" if tail + len(prefix) + 1 < len(ident) else ident
+    return out
 
 
 def ellipsize(cell: Cell, width: int) -> Cell:

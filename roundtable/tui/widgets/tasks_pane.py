@@ -3,28 +3,34 @@ blocked task is blocked when the autopilot gave up on it."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 
+from roundtable.tui import commands
 from roundtable.tui.models import Overview
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 
 class TasksPane(TablePane):
+    BINDINGS: ClassVar = commands.pane_bindings("tasks")
     kind = "task"
     TITLE = "Tasks"
-    COLUMNS = ("status", "task", "title", "assignee", "pri")
-    ELASTIC = {"title": 32}
+    COLUMNS = ("title", "status", "assignee", "pri", "task")
+    ELASTIC = {"title": 24}
+    ID_COLUMNS = ("task",)
+    OPTIONAL = ("task", "pri", "assignee")
 
     def build_rows(self, overview: Overview) -> list[Row]:
         return [
             (
                 t.id,
                 (
-                    status_cell(t.status),
-                    t.id,
                     _title(t.title, overview.blocked_reasons.get(t.id, "")),
+                    status_cell(t.status),
                     t.assigned_agent_id or "—",
                     str(t.priority),
+                    t.id,
                 ),
             )
             for t in overview.tasks

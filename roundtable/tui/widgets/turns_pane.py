@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 
+from roundtable.tui import commands
 from roundtable.tui.models import Overview
 from roundtable.tui.timefmt import human_delta, stamp_ns
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
@@ -13,11 +16,13 @@ WARN_SECONDS = 30.0
 
 
 class TurnsPane(TablePane):
+    BINDINGS: ClassVar = commands.pane_bindings("turns")
     CLOCKED = True
     kind = "event"  # a turn is its request event
     TITLE = "Turn queue"
     COLUMNS = ("#", "agent", "state", "expires", "age", "reason")
     ELASTIC = {"reason": 28}
+    OPTIONAL = ("age",)
 
     def build_rows(self, overview: Overview) -> list[Row]:
         now = self.clock_ns()
