@@ -52,6 +52,8 @@ async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: R
     app = make_app(seeded)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app)
+        await pilot.press("0", "z")  # zoomed: room for every column
+        await settle(app)
         pane = app.query_one(AgentsPane)
         keys = [r.value for r in pane.rows]
         assert keys[0] == "implementer-1", "an agent at work comes first"
@@ -79,6 +81,8 @@ async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: R
         await wait_for(lambda: inspector.entity is not None and inspector.entity.kind == "agent", what="inspected")
         assert inspector.entity is not None and inspector.entity.id == "implementer-1"
         assert [s["id"] for s in inspector.entity.related["sessions"]] == [LIVE_SESSION]
+        await pilot.press("0")  # back to the (zoomed) Agents pane
+        await settle(app)
 
         # a session starting for security-1 and a vote it casts show up through the change bus alone
         async with seeded.db.write() as tx:

@@ -117,7 +117,7 @@ class TablePane(DataTable[Cell]):
     def on_resize(self, _event: object) -> None:
         """Columns follow the pane's width: rebuild at the new size."""
         if self._last_overview is not None:
-            self._signature = None
+            self._columns_shown = ()  # a DataTable column only ever widens: make them afresh
             self.show(self._last_overview)
 
     def _fit(self, rows: list[Row]) -> tuple[tuple[str, ...], list[Row]]:
@@ -133,28 +133,19 @@ class TablePane(DataTable[Cell]):
         avail = (self.size.width or 80) - 1
         names = list(self.COLUMNS)
 
-        def need(shown: list[str], floor: int | None = None) -> int:
-            return sum(
-                min(widths[n], self.ELASTIC.get(n, widths[n]) if floor is None or n not in self.ELASTIC else floor)
-                + pad
-                for n in shown
-            )
+        def need(shown: list[str]) -> int:
+            """Width of `shown` with each elastic column at its preferred width (at least its header)."""
+            return sum(min(widths[n], max(self.ELASTIC.get(n, widths[n]), len(n))) + pad for n in shown)
 
         for name in self.OPTIONAL:
             if need(names) <= avail:
                 break
             if name in names:
                 names.remove(name)
-        while len(names) > 1 and need(names, MIN_ELASTIC) > avail:
+        limit, total = self._share(names, widths, avail)
+        while len(names) > 1 and total > avail:
             names.pop()  # still too narrow: the rightmost columns go (the Inspector has them all)
-        elastic = [n for n in names if n in self.ELASTIC]
-        limit: dict[str, int] = {}
-        if elastic:
-            room = avail - sum(widths[n] + pad for n in names if n not in self.ELASTIC)
-            share = room // len(elastic) - pad
-            spare = sum(max(share - widths[n], 0) for n in elastic)
-            wide = [n for n in elastic if widths[n] > share]
-            limit = {n: max(MIN_ELASTIC, share + spare // max(len(wide), 1)) for n in wide}
+            limit, total = self._share(names, widths, avail)
         index = [self.COLUMNS.index(n) for n in names]
         out: list[Row] = []
         for key, cells in rows:
@@ -164,6 +155,28 @@ class TablePane(DataTable[Cell]):
                     fitted[position] = ellipsize(fitted[position], limit[name])
             out.append((key, fitted))
         return tuple(names), out
+
+    def _share(self, names: list[str], widths: dict[str, int], avail: int) -> tuple[dict[str, int], int]:
+        """Widths of the elastic columns among `names` and the table's total width: a column
+        narrower than its share of the room keeps its width, one whose floor (its header,
+        MIN_ELASTIC) is above its share gets the floor, the rest split what is left."""
+        pad = 2 * self.cell_padding
+        elastic = [n for n in names if n in self.ELASTIC]
+        fixed = sum(widths[n] + pad for n in names if n not in self.ELASTIC)
+        budget = avail - fixed - pad * len(elastic)
+        limit: dict[str, int] = {}
+        pool = list(elastic)
+        while pool:
+            share = budget // len(pool)
+            settled = next((n for n in pool if widths[n] <= share or max(len(n), MIN_ELASTIC) >= share), None)
+            if settled is None:
+                break
+            limit[settled] = widths[settled] if widths[settled] <= share else max(len(settled), MIN_ELASTIC)
+            budget -= limit[settled]
+            pool.remove(settled)
+        for n in pool:
+            limit[n] = budget // len(pool)
+        return limit, fixed + sum(limit[n] + pad for n in elastic)
 
     def _shorten_ids(self, rows: list[Row]) -> list[Row]:
         columns = [self.COLUMNS.index(name) for name in self.ID_COLUMNS if name in self.COLUMNS]
