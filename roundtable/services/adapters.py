@@ -354,39 +354,6 @@ def start_plan(
     )
 
 
-def resume_plan(
-    config: Config,
-    name: str,
-    *,
-    session_id: str,
-    agent_id: str,
-    run_id: str,
-    working_directory: str,
-    external_session_id: str,
-    briefing_md: str = "",
-    role: str = "",
-    task_id: str = "",
-) -> Plan:
-    """The plan to resume an earlier external session of adapter `name`."""
-    adapter = get(config, name)
-    if not adapter.supports_resume:
-        raise ValidationError(f"adapter {name} does not support resume")
-    if not external_session_id.strip():
-        raise ValidationError("external_session_id is required for resume")
-    _check_required(session_id, agent_id, run_id, working_directory)
-    from roundtable.services.sessions import resume_command
-
-    command = resume_command(adapter.resume_pattern, external_session_id)
-    argv = command.split() if command else [adapter.command or name]
-    return Plan(
-        adapter=name,
-        argv=argv,
-        status="resuming",
-        resume_command=command,
-        metadata={"mode": "resume", "role": role, "task_id": task_id, "briefing_md": briefing_md},
-    )
-
-
 # --- `roundtable connect` ------------------------------------------------------------------------
 
 CONNECT_TARGETS = ("codex", "claude", "cursor")

@@ -162,11 +162,6 @@ def directory_hash(root: Path, rel: str) -> str:
     return digest.hexdigest()
 
 
-def workspace_hash(root: Path) -> str:
-    """The directory hash of the whole repository."""
-    return directory_hash(root, "")
-
-
 def line_range_hash(root: Path, rel: str, start: int, end: int) -> str:
     if start <= 0 or end < start:
         return ""

@@ -128,9 +128,9 @@ def test_hashes(tree: Path) -> None:
     assert hashing.directory_hash(tree, "nowhere") == ""
     with pytest.raises(ToolError, match="is not a directory"):
         hashing.directory_hash(tree, "src/a.py")
-    whole = hashing.workspace_hash(tree)
+    whole = hashing.directory_hash(tree, "")
     (tree / ".git" / "HEAD").write_text("changed\n")
-    assert hashing.workspace_hash(tree) == whole  # .git is not part of the workspace
+    assert hashing.directory_hash(tree, "") == whole  # .git is not part of the repository's hash
     (tree / "src" / "code.py").write_text("def f():\n    return 1\n\n\ndef g():\n    pass\n")
     g_hash = hashing.resource_hash(tree, "symbol", "src/code.py", "g")
     assert g_hash == hashlib.sha256(b"def g():\n    pass").hexdigest()

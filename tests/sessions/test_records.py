@@ -92,32 +92,6 @@ def test_start_and_resume_plans() -> None:
     assert generic.argv == ["sh"]
     with pytest.raises(ValidationError, match="session_id, agent_id, run_id, and working_directory are required"):
         adapters.start_plan(config, "codex", session_id="", agent_id="a", run_id="R", working_directory="/w")
-    resume = adapters.resume_plan(
-        config,
-        "claude",
-        session_id="S",
-        agent_id="a",
-        run_id="R",
-        working_directory="/w",
-        external_session_id="abc",
-        briefing_md="# b",
-    )
-    assert resume.argv == ["claude", "--resume", "abc"] and resume.status == "resuming"
-    assert resume.metadata["briefing_md"] == "# b"
-    with pytest.raises(ValidationError, match="adapter opencode does not support resume"):
-        adapters.resume_plan(
-            config,
-            "opencode",
-            session_id="S",
-            agent_id="a",
-            run_id="R",
-            working_directory="/w",
-            external_session_id="abc",
-        )
-    with pytest.raises(ValidationError, match="external_session_id is required for resume"):
-        adapters.resume_plan(
-            config, "codex", session_id="S", agent_id="a", run_id="R", working_directory="/w", external_session_id=" "
-        )
     for name in ("codex", "claude", "gemini", "opencode"):
         files, _env = adapters.harness_files(name, "/s")
         assert files and not any("rtcap_" in text for text in files.values())
