@@ -32,9 +32,9 @@ from roundtable.scaffold import init_project_async
 from roundtable.services import adapters
 from roundtable.services.policy import load_policy
 from roundtable.supervisor import start_supervisor
-from tests.evidence.conftest import AGENT
 from tests.helpers import credential, make_git_project
 from tests.sessions.helpers import make_task
+from tests.support.evidence import AGENT
 
 pytestmark = pytest.mark.anyio
 
