@@ -10,9 +10,9 @@ Every git command here therefore
   points where roundtable made it before anything else runs;
 - runs without hooks (`core.hooksPath=/dev/null`), without a file-system monitor
   (`core.fsmonitor=false`), without the system configuration (`GIT_CONFIG_NOSYSTEM`), with no
-  external diff or text conversion (`--no-ext-diff --no-textconv`), and with every filter driver
-  the repository's configuration defines switched off, so a `.gitattributes` the agent wrote
-  cannot select one (`neutral_config`);
+  external diff or text conversion (`--no-ext-diff --no-textconv`), and with every filter and
+  merge driver the repository's configuration defines switched off, so a `.gitattributes` the
+  agent wrote cannot select one (`neutral_config`);
 - reads the workspace through a private temporary index, never the worktree's own, and writes
   the objects it makes of the agent's files into a private object directory, never the project's.
 
@@ -69,11 +69,19 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def _subcommand(args: list[str]) -> str:
+    """The git command `args` run (past the `-c name=value` options)."""
+    i = 0
+    while i < len(args) and args[i] == "-c":
+        i += 2
+    return args[i] if i < len(args) else "(none)"
+
+
 async def _run(cwd: Path, args: list[str], env: dict[str, str], *, ok: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
     code, out, err = await git.exec_git(cwd, args, env=env)
     if code not in ok:
         text = (err or out)[: git.OUTPUT_CAP].decode("utf-8", "replace").strip()
-        raise ToolError(f"git {args[-1] if args and args[0] == '-c' else args[0]} failed: {text}")
+        raise ToolError(f"git {_subcommand(args)} failed: {text}")
     return code, out
 
 
@@ -84,19 +92,28 @@ async def repo_git(root: Path, args: list[str], *, env: dict[str, str] | None = 
 
 
 async def neutral_config(root: Path) -> list[str]:
-    """`-c` options switching off every filter driver the repository's configuration defines
-    (a workspace's `.gitattributes` may name any of them)."""
-    code, out = await _run(root, [*_BASE_CONFIG, "config", "-z", "--get-regexp", r"^filter\."], _env(), ok=(0, 1))
-    names: set[str] = set()
+    """`-c` options switching off every filter and merge driver the repository's configuration
+    defines (a workspace's `.gitattributes` may name any of them): a filter becomes a no-op; a
+    merge driver has no command, so a merge that would need it fails instead of running it."""
+    code, out = await _run(
+        root, [*_BASE_CONFIG, "config", "-z", "--get-regexp", r"^(filter|merge)\."], _env(), ok=(0, 1)
+    )
+    filters: set[str] = set()
+    merges: set[str] = set()
     for entry in out.decode("utf-8", "replace").split("\0"):
         key = entry.split("\n", 1)[0]
-        if key.startswith("filter.") and key.count(".") >= 2:
-            names.add(key[len("filter.") : key.rindex(".")])
+        kind, _, rest = key.partition(".")
+        if "." not in rest:
+            continue  # `merge.renames` and other plain keys name no driver
+        name = rest[: rest.rindex(".")]
+        (filters if kind == "filter" else merges).add(name)
     out_args: list[str] = []
-    for name in sorted(names):
+    for name in sorted(filters):
         for field in ("clean", "smudge", "process"):
             out_args += ["-c", f"filter.{name}.{field}="]
         out_args += ["-c", f"filter.{name}.required=false"]
+    for name in sorted(merges):
+        out_args += ["-c", f"merge.{name}.driver="]
     return out_args if code == 0 else []
 
 

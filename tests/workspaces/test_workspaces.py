@@ -363,3 +363,14 @@ async def test_a_policy_keeps_workspaces_of_ended_tasks_for_its_days(repo: Path)
         assert not exists(str(path))
     finally:
         await rt.close()
+
+
+async def test_a_merge_driver_a_workspace_names_never_runs(work: Work, repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "merge-driver-ran"
+    git(repo, "config", "merge.evil.driver", f"sh -c 'touch {marker}; false'")
+    (work.path / ".gitattributes").write_text("* merge=evil\n")
+    (work.path / "src" / "app.py").write_text("print('mine')\n")
+    (repo / "src" / "app.py").write_text("print('theirs')\n")
+    with pytest.raises(ToolError, match="merge-tree failed"):
+        await work.call("workspace.sync", {"task_id": work.task_id})
+    assert not exists(str(marker))
