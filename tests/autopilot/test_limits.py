@@ -133,3 +133,18 @@ async def test_reviews_are_completed_to_the_approvals_the_policy_requires(tmp_pa
     assert requested[0]["payload"]["reviewers"] == ["reviewer-1"]  # all the policy named
     assert sorted(e["payload"]["agent_id"] for e in reviews) == ["reviewer-1", "security-1"]
     assert report.ok, report.error
+
+
+async def test_launches_per_minute_holds_the_next_launch_back(tmp_path: Path) -> None:
+    from roundtable.owner import Owner
+    from tests.autopilot.helpers import wait_for_events
+
+    root = await demo_project(tmp_path / "p", launches_per_minute=1)
+    async with Owner(root, http=False, socket=False, chair=True, autopilot=True, chair_interval=0.2) as owner:
+        rt = owner.runtime
+        await rt.call("run.create", {"goal": "Improve the calculator", "run_id": "RUN-rate"})
+        held = await wait_for_events(rt, "autopilot.rate_limited", 1, timeout=120)
+        dispatched = await events(rt, "autopilot.dispatched")
+    assert [e["payload"]["agent_id"] for e in dispatched] == ["architect-1"]  # one launch in the minute
+    assert held[0]["payload"]["reason"] == "1 launches in the last minute (autopilot.launches_per_minute is 1)"
+    assert held[0]["run_id"] == "RUN-rate" and held[0]["principal"] == "dispatcher"
