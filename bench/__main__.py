@@ -4,7 +4,9 @@ Each module in `MODULES` exposes `run() -> list[dict]` whose rows carry `benchma
 `value`, `unit`, an optional `note`, and optionally `floor` (the metric of the row it is measured
 against) and `target` (`<= 2x`, `>= 50%` of the floor, or `<= 20 ms` for the value itself): see
 `bench/rows.py`. The table adds a `ratio` column (value ÷ the named floor) and a `target` column
-(met/missed); the JSON keeps every row with those fields.
+(met/missed); the JSON keeps every row with those fields. After each module come its `loop lag
+p99` and `loop lag max` rows: a probe in every event loop the module runs in this process
+(`bench.looplag`) records how late 10 ms sleeps wake.
 
 - `python -m bench` runs every module and saves `bench/results/latest.json`;
 - `python -m bench claims watch` runs a subset (saved as `bench/results/claims-watch.json`);
@@ -25,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.rows import compare, evaluate, table
+from bench.looplag import LoopLag, probing_every_loop
+from bench.rows import compare, evaluate, row, table
 
 MODULES = (
     "transports",
@@ -59,11 +62,25 @@ def _run(selected: list[str]) -> list[dict[str, object]]:
         print(f"running {name} ...", file=sys.stderr, flush=True)
         module = importlib.import_module(module_name)
         try:
-            rows.extend(module.run())
+            with probing_every_loop() as lag:
+                rows.extend(module.run())
+            rows.extend(_lag_rows(name, lag))
         except Exception as exc:  # a broken benchmark must not hide the others
             rows.append({"benchmark": name, "metric": "error", "value": repr(exc), "unit": "", "note": ""})
         print(f"  {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     return evaluate(rows)
+
+
+def _lag_rows(name: str, lag: LoopLag) -> list[dict[str, Any]]:
+    """The module's loop-lag rows: how late 10 ms sleeps woke in the loops it ran in this process
+    (an owner it runs as a subprocess reports its own, where the module adds them)."""
+    if not lag.samples_ms:
+        return []
+    note = f"this process's event loops, set-up (imports, opening) included; {len(lag.samples_ms)} wake-ups"
+    return [
+        row(name, "loop lag p99", lag.p99_ms, "ms", note),
+        row(name, "loop lag max", lag.max_ms, "ms", note),
+    ]
 
 
 def _load(path: Path) -> list[dict[str, Any]]:

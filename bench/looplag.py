@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -68,3 +69,35 @@ def rows_from_file(benchmark: str, path: Path, what: str) -> list[dict[str, obje
         row(benchmark, f"{what} loop lag p99", float(data["p99_ms"]), "ms", note),
         row(benchmark, f"{what} loop lag max", float(data["max_ms"]), "ms", note),
     ]
+
+
+class _Probing(asyncio.DefaultEventLoopPolicy):
+    """An event loop policy whose every new loop runs a probe (`asyncio.run` asks the policy)."""
+
+    def __init__(self, samples: list[float]) -> None:
+        super().__init__()
+        self._samples = samples
+
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        loop = super().new_event_loop()
+        probe = LoopLag()
+        probe.samples_ms = self._samples  # every loop of the module adds to one list
+
+        def start() -> None:
+            probe._task = loop.create_task(probe._probe())
+
+        loop.call_soon(start)
+        return loop
+
+
+@contextlib.contextmanager
+def probing_every_loop() -> Iterator[LoopLag]:
+    """While the block runs, every event loop the process creates carries a probe; the yielded
+    `LoopLag` holds their samples together (its `p99_ms`/`max_ms` are the module's)."""
+    summary = LoopLag()
+    before = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(_Probing(summary.samples_ms))
+    try:
+        yield summary
+    finally:
+        asyncio.set_event_loop_policy(before)
