@@ -9,8 +9,9 @@ the legacy socket, Streamable HTTP (one MCP session each) and the stdio bridge (
 writes, contended write claims on a small shared file pool (claim, hold, release), proposals
 with real patches on its own file (and `patch.validate`, which runs `git apply --check`), and
 turns (request → wait to be scheduled → start → complete). A side process writes tasks
-through direct-mode `roundtable mcp call` (no owner involved) every few seconds, so the
-database is busy from two processes. The owner's RSS is sampled every second.
+with `roundtable mcp call` every few seconds, in turn through the owner (the command's
+default when an owner listens) and with `--direct` (its own connection, no owner involved), so
+the database is busy from two processes. The owner's RSS is sampled every second.
 
 At the end the owner is stopped and the database is recounted:
 
@@ -294,12 +295,13 @@ def make_repo(base: Path, agents: int) -> tuple[Path, str]:
 
 
 async def _direct_writer(root: Path, deadline: float, ledger: Ledger) -> None:
-    """Direct-mode `roundtable mcp call` (its own process and connection) every few seconds."""
+    """`roundtable mcp call` in its own process every few seconds: through the owner, then with
+    `--direct` (its own connection), in turn."""
     k = 0
     while time.monotonic() < deadline - 3:
         k += 1
         title = f"soak direct {k}"
-        code, out, err = await direct_task_create(root, title)
+        code, out, err = await direct_task_create(root, title, direct=k % 2 == 0)
         ledger.ops["direct task.create"] += 1
         if code == 0:
             ledger.tasks[title] = json.loads(out)["task"]["id"]
