@@ -117,13 +117,13 @@ async def _workflow(rt: Runtime, sup: Supervisor, repo: Path) -> None:
     )["task"]
     task_id = task["id"]
 
-    # Implementer: claim, read, propose, request review.
+    # Implementer: edit in its workspace, propose it (claimed on its behalf), request review.
     impl = await launch(sup, "implementer-1", task_id)
     lines = await finish(sup, impl)
     steps = [line.get("step") for line in lines]
     assert (
-        steps.index("turn_started") < steps.index("claimed") < steps.index("proposed") < steps.index("turn_completed")
-    )
+        steps.index("turn_started") < steps.index("edited") < steps.index("proposed") < steps.index("turn_completed")
+    ), steps
     proposal_id = next(line["proposal_id"] for line in lines if line.get("step") == "proposed")
 
     # Reviewer (with refusals), security, tester (with a refused write claim).

@@ -97,7 +97,7 @@ async def test_environment_is_scrubbed_and_token_redacted(
         exited = await r.fetchone("SELECT payload_json FROM events WHERE type = 'session.exited'")
     assert session.status == "failed"
     meta = sessions.metadata(session)
-    assert meta["isolation"] in ("bwrap", "subprocess") and meta["role"] == "implementer"
+    assert meta["isolation"] in ("bwrap", "landlock") and meta["role"] == "implementer"
     assert session.mcp_socket.endswith("/s.sock")
     async with runtime.db.read() as r:
         caps = await capabilities.for_session(r, session_id)
