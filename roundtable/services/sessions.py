@@ -314,7 +314,16 @@ async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -
 
     session = await get(tx, session_id)
     status = "ended" if exit_code == 0 else "failed"
-    ended = await end(tx, session_id, status=status)
+    await end(tx, session_id, status=status)
+    # How it ended stays on the record, where the console shows a failure (not only in an event).
+    try:
+        meta = json.loads(session.metadata_json or "{}")
+    except ValueError:
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    meta.update({"exit_code": exit_code, "exit_reason": reason})
+    await tx.update("agent_sessions", {"id": session_id}, {"metadata_json": json.dumps(meta, sort_keys=True)})
+    ended = await get(tx, session_id)
     await revoke_capabilities(tx, session_id, reason)
     await tx.append_event(
         session.run_id,

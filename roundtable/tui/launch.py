@@ -11,12 +11,14 @@ the owner context stops the listeners and the Chair, closes the runtime and rele
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from roundtable.domain import RunStatus
+from roundtable.errors import LockError
 from roundtable.runtime import Runtime
 from roundtable.tui.widgets.header import OwnerInfo
 
@@ -99,7 +101,7 @@ async def console_main(
 
     _log_to_file(root)
     relay = _Relay()
-    async with Owner(
+    owning = Owner(
         root,
         http=True,
         socket=True,
@@ -107,7 +109,14 @@ async def console_main(
         log=relay,
         autopilot=autopilot,
         autopilot_overrides=autopilot_overrides,
-    ) as owner:
+    )
+    try:
+        owner = await owning.__aenter__()
+    except LockError as exc:
+        # Another console (or `start`) owns the project: say how to watch it instead.
+        raise LockError(f"{exc}; to watch it, run: roundtable run --root {root} --read-only") from None
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_exit(owning)
         runtime = owner.runtime
         for line in owner.preflight_lines:
             relay(line)

@@ -6,6 +6,8 @@ Statuses are compared through `roundtable.domain` (the one vocabulary), never sp
 
 from __future__ import annotations
 
+import json
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,11 +161,44 @@ def attention(overview: Overview) -> list[AttentionItem]:
         for task_id, title in overview.blocked_tasks
     ]
     items += [
-        AttentionItem("session", row.session.id, f"session failed: {row.session.agent_id} ({row.role})", "sessions")
+        AttentionItem(
+            "session",
+            row.session.id,
+            join_words(
+                f"session failed: {row.session.agent_id}" + (f" ({row.role})" if row.role else ""),
+                exit_text(row.session),
+            ),
+            "sessions",
+        )
         for row in overview.sessions
         if row.session.status == SessionStatus.FAILED
     ]
     return items
+
+
+def exit_text(session: AgentSession) -> str:
+    """How a session's process ended, from its record: `exit 1: launch_failed`, `killed by
+    SIGKILL`, or "" when it has not ended (or ended before this was recorded)."""
+    try:
+        meta = json.loads(session.metadata_json or "{}")
+    except ValueError:
+        return ""
+    if not isinstance(meta, dict) or not isinstance(meta.get("exit_code"), int):
+        return ""
+    code = int(meta["exit_code"])
+    reason = str(meta.get("exit_reason") or "")
+    if code < 0 and reason != "launch_failed":
+        try:
+            how = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+    else:
+        how = f"exit {code}"
+    return f"{how}: {reason}" if reason else how
+
+
+def join_words(first: str, second: str) -> str:
+    return f"{first} — {second}" if second else first
 
 
 def _blocked_text(title: str, reason: str) -> str:

@@ -104,3 +104,27 @@ async def test_help_has_a_legend_for_every_glyph(seeded: Runtime) -> None:
         await wait_for(lambda: isinstance(app.screen, HelpScreen), what="help")
         glyphs = {g for g, _ in LEGEND}
         assert {"⚑ N need you", "⚔", "✓ ready", "+N -M", "▶"} <= glyphs
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "said"),
+    [
+        (1, "exited", "exit 1: exited"),
+        (-9, "revoked", "killed by SIGKILL: revoked"),
+        (-1, "launch_failed", "exit -1: launch_failed"),
+    ],
+)
+async def test_a_failed_session_says_how_it_ended(seeded: Runtime, code: int, reason: str, said: str) -> None:
+    from roundtable.services import sessions
+    from roundtable.tools.context import SUPERVISOR
+
+    async with seeded.db.write() as tx:
+        draft = sessions.SessionDraft(
+            id="S-dead", agent_id="tester-1", run_id=RUN_ID, adapter="scripted", working_directory="/w"
+        )
+        await sessions.register(tx, draft)
+    await seeded.call("session.record_exit", {"session_id": "S-dead", "exit_code": code, "reason": reason}, SUPERVISOR)
+    async with seeded.db.read() as r:
+        overview = await load_overview(r, RUN_ID, seeded.config)
+    texts = [i.text for i in attention(overview) if i.item_id == "S-dead"]
+    assert texts == [f"session failed: tester-1 — {said}"]

@@ -100,3 +100,17 @@ def test_read_only_refuses_flags_that_would_write(project: Path, flag: list[str]
     result = CliRunner().invoke(cli, ["run", "--root", str(project), "--read-only", *flag])
     assert result.exit_code == 2
     assert "--read-only" in result.output and "writes nothing" in result.output
+
+
+@pytest.mark.anyio
+async def test_a_second_console_points_to_read_only(project: Path) -> None:
+    """While one console owns the project, a second is refused with the way to watch it."""
+    from roundtable.errors import LockError
+    from roundtable.owner import acquire_lock
+    from roundtable.tui.launch import console_main
+
+    with acquire_lock(project), pytest.raises(LockError) as refused:
+        await console_main(root=project, goal="", resume=True, read_only=False, demo=False)
+    text = str(refused.value)
+    assert "already owned by another process" in text
+    assert f"roundtable run --root {project} --read-only" in text

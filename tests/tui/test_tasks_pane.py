@@ -42,6 +42,18 @@ async def test_create_block_and_cancel_tasks(runtime: Runtime) -> None:
         for name, value in (("title", "Add div()"), ("body", "Divide, refusing zero"), ("paths", "calc, tests")):
             app.screen.query_one(f"#task-{name}", Input).value = value
         app.screen.query_one("#task-priority", Input).value = "5"
+        # Readable paths must exist in the project (files or directories) before the form submits.
+        app.screen.submit()  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert "calc: no such file or directory in the project" in str(app.screen.query_one("#task-error").render())
+        assert app.screen.query_one("#task-paths", Input).has_focus
+        app.screen.query_one("#task-paths", Input).value = "../etc"
+        app.screen.submit()  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert "relative to the project, inside it" in str(app.screen.query_one("#task-error").render())
+        (runtime.root / "calc").mkdir()
+        (runtime.root / "tests").mkdir(exist_ok=True)
+        app.screen.query_one("#task-paths", Input).value = "calc, tests"
         app.screen.submit()  # type: ignore[attr-defined]
         await wait_for(lambda: any("task created" in n for n in notifications(app)), what="created")
         task_id = await scalar(runtime, "SELECT id FROM tasks WHERE title = 'Add div()'")

@@ -46,7 +46,7 @@ class TaskFlows(ConsoleBase):
 
     @work(group="dialog", exit_on_error=False)
     async def _new_task_flow(self) -> None:
-        draft = await self.push_screen_wait(TaskForm())
+        draft = await self.push_screen_wait(TaskForm(self.runtime.root))
         self._after_modal()
         if draft is None:
             return
