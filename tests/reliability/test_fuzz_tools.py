@@ -212,21 +212,29 @@ def _short(value: Any) -> str:
 ALL_TOOLS = [spec for spec in get_registry() if spec.handler is not None]
 
 
+def _assert_bounded(prop: dict[str, Any], label: str) -> None:
+    kind = prop.get("type")
+    if kind in ("integer", "number"):
+        assert "minimum" in prop and "maximum" in prop, label
+    if kind == "integer":
+        assert -(2**63) <= prop["minimum"] and prop["maximum"] <= 2**63 - 1, label
+    if kind == "string":
+        assert "maxLength" in prop or "enum" in prop, label
+    if kind == "array":
+        items = prop["items"]
+        assert "maxItems" in prop, label
+        if items.get("type") == "object":  # a list of records (edits, files): each field bounded
+            for key, inner in items.get("properties", {}).items():
+                _assert_bounded(inner, f"{label}[].{key}")
+        else:
+            assert "maxLength" in items or "enum" in items, label
+
+
 def test_every_bound_is_declared() -> None:
     """The registry pass bounded every integer, number, string and array of every tool."""
     for spec in get_registry():
         for key, prop in spec.input_schema["properties"].items():
-            kind = prop.get("type")
-            label = f"{spec.name}.{key}"
-            if kind in ("integer", "number"):
-                assert "minimum" in prop and "maximum" in prop, label
-            if kind == "integer":
-                assert -(2**63) <= prop["minimum"] and prop["maximum"] <= 2**63 - 1, label
-            if kind == "string":
-                assert "maxLength" in prop or "enum" in prop, label
-            if kind == "array":
-                items = prop["items"]
-                assert "maxItems" in prop and ("maxLength" in items or "enum" in items), label
+            _assert_bounded(prop, f"{spec.name}.{key}")
 
 
 @pytest.mark.parametrize("spec", ALL_TOOLS, ids=[s.name for s in ALL_TOOLS])
