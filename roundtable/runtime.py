@@ -213,6 +213,8 @@ class Runtime:
                 checked = redact_args(checked)
             call = Call(runtime=self, tool=spec.name, args=checked, caller=caller)
             assert spec.handler is not None
+            if spec.prepare is not None:
+                await spec.prepare(call)
             if spec.mode == "write":
                 async with self.db.write(tool=spec.name, principal=caller.principal, transport=caller.transport) as tx:
                     call.tx = tx

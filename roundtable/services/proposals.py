@@ -124,6 +124,21 @@ async def _parse_new(root: Path, patch: str, policy: Policy | None, max_files: i
     return parsed
 
 
+async def prepare_revision(root: Path, patch: str, policy: Policy | None, max_files: int) -> ParsedPatch:
+    """What `create`/`attach` check of a new revision's patch before any database work (the
+    limits, the parse, git's reading, the tree): a caller runs it before its transaction and
+    passes the result as `prepared`."""
+    return await _parse_new(root, patch, policy, max_files)
+
+
+async def _parsed(
+    root: Path, patch: str, policy: Policy | None, max_files: int, prepared: ParsedPatch | None
+) -> ParsedPatch:
+    if prepared is not None and prepared.text == patch:
+        return prepared
+    return await _parse_new(root, patch, policy, max_files)
+
+
 async def patch_text(
     root: Path,
     *,
@@ -206,7 +221,10 @@ async def create(
     policy: Policy | None = None,
     runs: RunHint = NO_HINT,
     max_files: int = DEFAULT_MAX_PATCH_FILES,
+    prepared: ParsedPatch | None = None,
 ) -> dict[str, Any]:
+    """A new proposal with its first revision. `prepared`: `patch` already parsed and checked
+    (`prepare_revision`) before the caller's transaction, so the write lock is not held for it."""
     if status not in OPEN_STATUSES:
         raise ValidationError(f"status must be one of {', '.join(OPEN_STATUSES)}")
     tests = [t.strip() for t in expected_tests if t.strip()]
@@ -219,7 +237,7 @@ async def create(
         raise ToolError(f"proposal {proposal_id} already exists; use proposal.attach_patch to revise it")
     now = clock.now()
     await _check_affected(tx, agent_id, affected_resources, now)
-    parsed = await _parse_new(root, patch, policy, max_files)
+    parsed = await _parsed(root, patch, policy, max_files, prepared)
     fences = await _new_revision(tx, root, proposal_id, 1, agent_id, parsed, now)
     run = await resolve(tx, runs, owner=await task_run(tx, task_id))
     await tx.insert(
@@ -274,7 +292,9 @@ async def attach(
     policy: Policy | None = None,
     runs: RunHint = NO_HINT,
     max_files: int = DEFAULT_MAX_PATCH_FILES,
+    prepared: ParsedPatch | None = None,
 ) -> dict[str, Any]:
+    """A new revision of an open proposal (`prepared` as for `create`)."""
     p = await load(tx, proposal_id)
     if p.status not in OPEN_STATUSES:
         raise ToolError(
@@ -282,7 +302,7 @@ async def attach(
         )
     now = clock.now()
     await _check_affected(tx, p.agent_id, affected_resources, now)
-    parsed = await _parse_new(root, patch, policy, max_files)
+    parsed = await _parsed(root, patch, policy, max_files, prepared)
     if parsed.sha256 == p.current_revision:
         return await view(tx, proposal_id)  # the same bytes: nothing to revise
     number = p.revision_number + 1

@@ -49,9 +49,6 @@ from roundtable.services.patches import (
     CONTROL,
     MAX_PATCH_BYTES,
     ParsedPatch,
-    allowances,
-    check_patch,
-    parse_patch,
     patch_sha256,
 )
 from roundtable.services.policy import Policy, current_policy
@@ -433,10 +430,9 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
     if marker:
         raise ValidationError(f"workspace refused: {marker} still holds a conflict marker from workspace_sync")
     policy = runtime.policy if isinstance(runtime.policy, Policy) else current_policy(root)
-    allow = allowances(policy)
     max_files = runtime.config.repo.max_patch_files
-    parsed = await asyncio.to_thread(parse_patch, text, root, allow, max_files=max_files)
-    await check_patch(root, parsed, allow)
+    # Parsed and checked once, before the write lock; the proposal reuses it.
+    parsed = await proposals.prepare_revision(root, text, policy, max_files)
     async with runtime.db.write(tool="workspace.propose") as tx:
         now = clock.now()
         task = await _check_work(tx, req.agent_id, req.task_id)
@@ -463,6 +459,7 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                     policy=policy,
                     runs=runs,
                     max_files=max_files,
+                    prepared=parsed,
                 )
             else:
                 if not req.title.strip() or not req.summary_md.strip():
@@ -485,6 +482,7 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                     policy=policy,
                     runs=runs,
                     max_files=max_files,
+                    prepared=parsed,
                 )
                 # An agent's new proposal counts against its quotas (the owner's components never do).
                 created_run = str(

@@ -54,12 +54,23 @@ async def _patch(call: Call, current: Proposal | None = None) -> str:
     )
 
 
+async def prepare_create(call: Call) -> None:
+    """The new proposal's patch, built (from edits/files) or taken as sent, then bounded, parsed
+    and checked against git and the tree — before the write transaction opens."""
+    patch = await _patch(call)
+    config = call.runtime.config
+    call.notes["prepared"] = await service.prepare_revision(
+        call.runtime.root, patch, call.runtime.policy, config.repo.max_patch_files
+    )
+
+
 async def create(call: Call) -> dict[str, Any]:
     args = call.args
     agent_id = identity(args, "agent_id", "proposal.create")
     service.check_author(call.agent_id, call.caller.is_operator, agent_id, "proposal.create")
     proposal_id = record_id(args, "proposal_id", clock.new_id("P"))
-    patch = await _patch(call)
+    prepared = call.notes.get("prepared")
+    patch = prepared.text if prepared is not None else await _patch(call)
     created = await service.create(
         call.w,
         call.runtime.root,
@@ -79,6 +90,7 @@ async def create(call: Call) -> dict[str, Any]:
         policy=call.runtime.policy,
         runs=call.run_hint,
         max_files=call.runtime.config.repo.max_patch_files,
+        prepared=prepared,
     )
     run_id = str(await call.w.scalar("SELECT run_id FROM proposals WHERE id = ?", (proposal_id,)) or "")
     await quotas.check(call.w, call.runtime.config.limits, "proposal", run_id=run_id, agent_id=call.agent_id)
@@ -271,6 +283,7 @@ TOOLS = [
         ),
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
         handler=create,
+        prepare=prepare_create,
     ),
     ToolSpec(
         name="proposal.attach_patch",

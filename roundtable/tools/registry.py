@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from roundtable.tools.context import Call
 
 Handler = Callable[["Call"], Awaitable[dict[str, Any]]]
+Prepare = Callable[["Call"], Awaitable[None]]
 # A read answered by one plain function of the connection and the call's arguments (it runs on
 # the connection's own thread; `roundtable/store/rows.py` has the lookups it needs).
 PointRead = Callable[["sqlite3.Connection", dict[str, Any]], dict[str, Any]]
@@ -236,6 +237,10 @@ class ToolSpec:
     # Set for a `read` answered by one sync function (`point_handler`): `Runtime.call` runs it
     # whole on a reader's thread, snapshot included, in one hop (`Database.read_call`).
     point_read: PointRead | None = None
+    # Work a write needs that touches no database (parsing a patch, asking git): `Runtime.call`
+    # runs it after validation and before the write transaction opens, so the write lock is not
+    # held for it; it leaves what it made in `call.notes`.
+    prepare: Prepare | None = None
 
     @property
     def advertised(self) -> bool:
