@@ -97,15 +97,33 @@ async def create(call: Call) -> dict[str, Any]:
     return views.proposal_result(created)
 
 
+async def prepare_attach(call: Call) -> None:
+    """For an open proposal its author may revise: the new revision's patch, built on the current
+    revision as a snapshot shows it and checked, before the write transaction opens (the handler
+    uses it only if the revision is still current; anything else is refused there, as before)."""
+    async with call.runtime.db.read() as r:
+        p = await service.load(r, call.args["proposal_id"])
+    if p.status not in OPEN_STATUSES or (not call.caller.is_operator and call.agent_id != p.agent_id):
+        return
+    patch = await _patch(call, p)
+    prepared = await service.prepare_revision(
+        call.runtime.root, patch, call.runtime.policy, call.runtime.config.repo.max_patch_files
+    )
+    call.notes["prepared"] = (p.current_revision, prepared)
+
+
 async def attach_patch(call: Call) -> dict[str, Any]:
     args = call.args
     p = await service.load(call.w, args["proposal_id"])
     service.check_author(call.agent_id, call.caller.is_operator, p.agent_id, "proposal.attach_patch")
+    noted = call.notes.get("prepared")
+    prepared = noted[1] if noted is not None and noted[0] == p.current_revision else None
     out = await service.attach(
         call.w,
         call.runtime.root,
         proposal_id=p.id,
-        patch=await _patch(call, p),
+        patch=prepared.text if prepared is not None else await _patch(call, p),
+        prepared=prepared,
         affected_resources=opt_list(args, "affected_resources"),
         actor=call.actor,
         policy=call.runtime.policy,
@@ -305,6 +323,7 @@ TOOLS = [
         ),
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
         handler=attach_patch,
+        prepare=prepare_attach,
     ),
     ToolSpec(
         name="proposal.get",

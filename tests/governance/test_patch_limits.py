@@ -4,6 +4,7 @@ nothing is recorded; a large patch inside the limits is accepted."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from roundtable.errors import RoundtableError, ValidationError
 from roundtable.runtime import Runtime
 from roundtable.services.agents import sync_agents
 from roundtable.services.patches import MAX_PATCH_BYTES, parse_patch
+from roundtable.store.db import DatabaseBusy
 from tests.faults.helpers import db_fingerprint, tree_fingerprint
 from tests.governance.conftest import AUTHOR, Flow
 from tests.helpers import agent
@@ -85,3 +87,32 @@ def test_a_patch_over_the_byte_limit_is_refused_with_the_limit_named() -> None:
     text = "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+" + "y" * MAX_PATCH_BYTES + "\n"
     with pytest.raises(ValidationError, match="larger than 16 MiB, the limit for one patch"):
         parse_patch(text, None)
+
+
+async def test_the_patch_is_checked_before_the_write_lock_is_taken(rt: Runtime, repo: Path) -> None:
+    flow = Flow(rt)
+    await flow.task()
+    await flow.claim("gen", resource_type="directory")
+    waiting = await Runtime.open(repo, busy_timeout_ms=200)
+    holder = sqlite3.connect(rt.config.sqlite_path(repo), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        with pytest.raises(RoundtableError) as info:
+            await waiting.call(
+                "proposal.create",
+                {
+                    "task_id": flow.task_id,
+                    "agent_id": AUTHOR,
+                    "title": "t",
+                    "summary_md": "s",
+                    "affected_resources": [],
+                    "risk": "normal",
+                    "patch": new_files(1001),
+                },
+                agent(AUTHOR),
+            )
+        # Refused by the patch check, which runs before the write transaction (not by the lock).
+        assert not isinstance(info.value, DatabaseBusy) and "limit of 1000" in str(info.value)
+    finally:
+        holder.close()
+        await waiting.close()
