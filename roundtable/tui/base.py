@@ -175,15 +175,17 @@ class ConsoleBase(App[None]):
         return CONSOLE.with_run(self.run_id)
 
     async def call_tool(
-        self, tool: str, args: dict[str, Any], *, success: str, title: str = ""
+        self, tool: str, args: dict[str, Any], *, success: str | None, title: str = ""
     ) -> dict[str, Any] | None:
-        """One audited call as the operator; errors become a notification, never a crash."""
+        """One audited call as the operator; errors become a notification, never a crash.
+        `success` is the notification when it worked (None: the caller says it itself)."""
         try:
             result = await self.runtime.call(tool, args, self.caller)
         except Exception as exc:
             self.notify(describe(exc), severity="error", title=title or tool, timeout=8)
             return None
-        self.notify(success, title=title or tool)
+        if success is not None:
+            self.notify(success, title=title or tool)
         self.request_refresh()
         return result
 

@@ -79,10 +79,39 @@ class SessionRow:
 
 @dataclass(frozen=True)
 class Activity:
-    """The newest event an agent recorded (what its last state-changing tool call did)."""
+    """The newest event an agent recorded (what its last state-changing tool call did), with
+    the few payload fields that say it in words (`doing`)."""
 
     event_type: str
     at: str
+    path: str = ""
+    mode: str = ""
+    revision_number: int = 0
+
+    def doing(self) -> str:
+        """What the agent is doing now, in words: `editing calc/ops.py`, `proposed r2, waiting
+        for review`, `running tests`, `waiting for its turn` (else the event type)."""
+        kind = self.event_type
+        if kind == "claim.created" and self.path:
+            return f"{'reading' if self.mode in ('read', 'review') else 'editing'} {self.path}"
+        if kind in ("proposal.created", "proposal.revised", "proposal.review_requested"):
+            number = f" r{self.revision_number}" if self.revision_number else ""
+            return f"proposed{number}, waiting for review"
+        if kind.startswith("test.") or kind == "test_run.recorded":
+            return "running tests"
+        if kind == "agent.turn_requested":
+            return "waiting for its turn"
+        if kind in ("agent.turn_scheduled", "agent.turn_started"):
+            return "taking its turn"
+        if kind in ("agent.turn_completed", "agent.turn_expired"):
+            return "finished its turn"
+        if kind == "vote.cast":
+            return "reviewed and voted"
+        if kind.startswith("security."):
+            return "reviewing security"
+        if kind == "task.created":
+            return "planning tasks"
+        return kind
 
 
 @dataclass(frozen=True)

@@ -51,14 +51,25 @@ class ActivityLog:
         # Never more than the last ACTIVITY_LOOKBACK events, however many arrived since.
         self.after = max(self.after, top - ACTIVITY_LOOKBACK, 0)
         rows = await reader.fetchall(
-            "SELECT id, actor_id, principal, type, created_at FROM events WHERE id > ? AND id <= ? ORDER BY id",
+            "SELECT id, actor_id, principal, type, created_at,"
+            " json_extract(payload_json, '$.path') AS path,"
+            " json_extract(payload_json, '$.claim_type') AS mode,"
+            " json_extract(payload_json, '$.revision_number') AS revision_number"
+            " FROM events WHERE id > ? AND id <= ? ORDER BY id",
             (self.after, top),
         )
         for row in rows:
             principal = str(row["principal"] or "")
             actor = principal.removeprefix("agent:") if principal.startswith("agent:") else str(row["actor_id"] or "")
             if actor:
-                self.latest[actor] = Activity(str(row["type"]), str(row["created_at"]))
+                number = row["revision_number"]
+                self.latest[actor] = Activity(
+                    str(row["type"]),
+                    str(row["created_at"]),
+                    path=str(row["path"] or "") if isinstance(row["path"], str) else "",
+                    mode=str(row["mode"] or "") if isinstance(row["mode"], str) else "",
+                    revision_number=number if isinstance(number, int) else 0,
+                )
         self.after = top
         return self.latest
 

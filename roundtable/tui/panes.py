@@ -95,9 +95,12 @@ class PanesMixin(ConsoleBase):
         self.apply_layout()
 
     def action_show_pane(self, number: int) -> None:
+        """Focus pane `number` at once, so a key typed right after acts on it."""
         if 1 <= number <= len(layout.PANE_IDS):
             with suppress(NoMatches):
-                self._main.query_one(f"#{layout.PANE_IDS[number - 1]}").focus()
+                widget = self._main.query_one(f"#{layout.PANE_IDS[number - 1]}")
+                self._shown_pane = layout.PANE_IDS[number - 1]
+                self._main.set_focus(widget)
 
     def focus_pane(self, widget_id: str) -> Widget:
         widget = self._main.query_one(f"#{widget_id}")

@@ -17,6 +17,7 @@ from roundtable.tools.context import SUPERVISOR
 from roundtable.tui import overview
 from roundtable.tui.autopilot import badge
 from roundtable.tui.flows.chair import NO_CHAIR, NO_DISPATCHER, READ_ONLY_AUTOPILOT
+from roundtable.tui.models import Activity
 from roundtable.tui.overview import ActivityLog
 from roundtable.tui.screens.session_log import SessionLogScreen
 from roundtable.tui.session_log import log_path, read_chunk
@@ -95,7 +96,7 @@ async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: R
                 (RUN_ID, "vote.cast", "security-1", "{}", at(-3), "agent:security-1"),
             )
         await wait_for(lambda: cells(pane, "security-1")[2] == "active", what="bus refresh")
-        assert cells(pane, "security-1")[7] == "   3s vote.cast"
+        assert cells(pane, "security-1")[7] == "   3s reviewed and voted"
         assert [r.value for r in pane.rows][:2] == ["implementer-1", "security-1"]
 
 
@@ -261,3 +262,18 @@ async def test_l_on_the_sessions_pane_opens_that_sessions_log(seeded: Runtime) -
         assert isinstance(app.screen, SessionLogScreen) and app.screen.session.id == LIVE_SESSION
         log = app.screen.query_one(Log)
         await wait_for(lambda: len(log.lines) == len(LOG_LINES), what="the log's lines")
+
+
+@pytest.mark.parametrize(
+    ("activity", "said"),
+    [
+        (Activity("claim.created", "", path="calc/ops.py", mode="write"), "editing calc/ops.py"),
+        (Activity("claim.created", "", path="calc/ops.py", mode="read"), "reading calc/ops.py"),
+        (Activity("proposal.revised", "", revision_number=2), "proposed r2, waiting for review"),
+        (Activity("test.started", ""), "running tests"),
+        (Activity("agent.turn_requested", ""), "waiting for its turn"),
+        (Activity("memory.recorded", ""), "memory.recorded"),
+    ],
+)
+def test_what_an_agent_is_doing_in_words(activity: Activity, said: str) -> None:
+    assert activity.doing() == said

@@ -140,3 +140,24 @@ async def test_the_apply_dialog_says_no_approval_is_required_and_records_it(rt: 
         await pilot.press("a")
         await wait_for(lambda: any("is already approved" in n for n in notifications(app)), what="already approved")
         assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_a_key_typed_right_after_a_pane_key_acts_on_that_pane(rt: Runtime) -> None:
+    proposal = await ready_proposal(rt)
+    approval = await request_approval(rt, proposal["id"])
+    app = make_app(rt)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        await pilot.press("0", "3", "x")  # no pause: x reaches the Proposals pane
+        await wait_for(lambda: isinstance(app.screen, PromptScreen), what="deny note")
+        await pilot.press(*"not yet", "enter")
+        await wait_for(lambda: any("denied" in n for n in notifications(app)), what="denied")
+        assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "denied"
+        # a on the proposal changes that decision (the same record), and says so first.
+        await pilot.press("a")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="approve dialog")
+        assert "You denied this before" in "".join(str(r) for r in app.screen.body.renderables)  # type: ignore[attr-defined]
+        await pilot.press("y")
+        await wait_for(lambda: any("approved" in n for n in notifications(app)), what="approved")
+        assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "approved"
+        assert await scalar(rt, "SELECT COUNT(*) FROM human_approvals") == 1

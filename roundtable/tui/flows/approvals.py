@@ -47,13 +47,14 @@ class ApprovalFlows(ConsoleBase):
         )
 
     async def _open_request(self, proposal: Proposal) -> HumanApproval | None:
-        """The proposal's latest open request of its current revision, if any."""
+        """The record of the proposal's current revision a decision changes: its latest one
+        that is not closed (an open request, or an earlier decision), if any."""
         async with self.runtime.db.read() as r:
             return await r.one(
                 HumanApproval,
-                "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? AND status = ?"
-                " ORDER BY created_at DESC, id DESC LIMIT 1",
-                (proposal.id, proposal.current_revision, ApprovalStatus.REQUESTED.value),
+                "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? AND status != ?"
+                " ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT 1",
+                (proposal.id, proposal.current_revision, ApprovalStatus.CLOSED.value),
             )
 
     def action_approve(self) -> None:
@@ -70,6 +71,9 @@ class ApprovalFlows(ConsoleBase):
     async def _decide_flow(self, found: HumanApproval | Proposal, status: ApprovalStatus) -> None:
         proposal = found if isinstance(found, Proposal) else None
         approval = await self._open_request(found) if isinstance(found, Proposal) else found
+        if approval is not None and approval.status == status:
+            self.notify(f"{approval.id} is already {status}.", severity="warning")
+            return
         if proposal is None and approval is not None and approval.proposal_id:
             proposal = next(
                 (

@@ -166,7 +166,7 @@ class ProposalFlows(ConsoleBase):
                 args: dict[str, Any] = {"command": command, "proposal_id": proposal_id}
                 if unsandboxed:
                     args["unsandboxed"] = True
-                result = await self.call_tool("test.run", args, success=f"{command}: finished")
+                result = await self.call_tool("test.run", args, success=None)  # one toast: its status
                 if result is not None:
                     run = result.get("test_run", result)
                     self.notify(f"{command}: {run.get('status', '?')}", title="test.run")

@@ -14,6 +14,7 @@ from textual.widgets import Button, Static
 
 from roundtable.domain import ApprovalStatus
 from roundtable.store.records import HumanApproval, Proposal, Transaction
+from roundtable.tui.timefmt import seconds_stamp
 from roundtable.tui.widgets.gate_report import render_gate_report
 
 
@@ -77,7 +78,7 @@ def rollback_dialog(tx: Transaction) -> ConfirmScreen:
         Text.assemble(("Transaction ", "dim"), (tx.id, "bold"), (f"  [{tx.status}]", "yellow")),
         Text.assemble(("Proposal ", "dim"), tx.proposal_id),
         Text.assemble(("Revision ", "dim"), (tx.revision or "(unknown)", "bold yellow")),
-        Text.assemble(("Applied ", "dim"), f"{tx.applied_at or '—'} by {tx.applied_by}"),
+        Text.assemble(("Applied ", "dim"), f"{seconds_stamp(tx.applied_at)} by {tx.applied_by}"),
         Text(""),
         Text("Roll back restores the files as they were before this apply, if nobody changed them since.", style="dim"),
     )

@@ -22,10 +22,10 @@ class AgentsPane(TablePane):
     BINDINGS: ClassVar = commands.pane_bindings("agents")
     kind = "agent"
     TITLE = "Agents"
-    COLUMNS = ("agent", "role", "session", "task", "turn", "✗", "spend", "last action")
+    COLUMNS = ("agent", "role", "session", "task", "turn", "✗", "spend", "doing now")
     # Ids and states stay whole; the role and the last action's event type give way.
-    ELASTIC: ClassVar[dict[str, int]] = {"role": 11, "task": 14, "last action": 22}
-    OPTIONAL = ("turn",)
+    ELASTIC: ClassVar[dict[str, int]] = {"role": 11, "task": 14, "doing now": 22}
+    OPTIONAL = ("turn", "spend", "role")  # what it is doing now stays
     CLOCKED = True  # "12s ago" ages every second
 
     def build_rows(self, overview: Overview) -> list[Row]:
@@ -65,4 +65,4 @@ def last_action_cell(agent: AgentRow, now_ns: int) -> Text:
         return Text(f"{'—':>5}", style="dim")
     at = stamp_ns(agent.activity.at)
     when = human_delta(max(now_ns - at, 0) / 1e9) if at else "?"
-    return Text(f"{when:>5} ", style="dim") + Text(agent.activity.event_type)
+    return Text(f"{when:>5} ", style="dim") + Text(agent.activity.doing())
