@@ -87,6 +87,7 @@ class ConsoleBase(App[None]):
         self.clock_ns = clock_ns
         self.overview: Overview | None = None
         self.layout_single = False  # one pane at a time (see tui/panes.py)
+        self.dismissed: set[str] = set()  # "needs you" items the operator dismissed (AttentionItem.key)
         self._main_screen: Screen[Any] | None = None
 
     # --- where things are ---------------------------------------------------------------------

@@ -114,7 +114,7 @@ class LiveMixin(ConsoleBase):
         self.header.update_view()
         alerts = getattr(self, "alerts", None)
         if alerts is not None and not self.read_only:
-            alerts.set_count(len(attention(message.overview)))
+            alerts.set_count(len(attention(message.overview, self.dismissed)))
         for pane in self._main.query(TablePane):
             pane.show(message.overview)
         for vlist in self._main.query(VirtualList):

@@ -167,12 +167,17 @@ class AttentionItem:
     text: str
     pane: str  # the pane that lists it ("" when no pane does)
 
+    @property
+    def key(self) -> str:
+        """What dismissing it remembers (`session:S-…`)."""
+        return f"{self.kind}:{self.item_id}"
+
 
 # A transaction waiting on the operator: an apply that failed, or one interrupted mid-way.
 TRANSACTIONS_NEEDING_ATTENTION = frozenset({TransactionStatus.FAILED, TransactionStatus.PENDING})
 
 
-def attention(overview: Overview) -> list[AttentionItem]:
+def attention(overview: Overview, dismissed: frozenset[str] | set[str] = frozenset()) -> list[AttentionItem]:
     """What needs the operator, most urgent first: approvals waiting for a decision, applies that
     need attention, blocked tasks, failed sessions."""
     items = [
@@ -200,9 +205,19 @@ def attention(overview: Overview) -> list[AttentionItem]:
             "sessions",
         )
         for row in overview.sessions
-        if row.session.status == SessionStatus.FAILED
+        if row.session.status == SessionStatus.FAILED and not _retried(row, overview.sessions)
     ]
-    return items
+    return [i for i in items if i.key not in dismissed]
+
+
+def _retried(failed: SessionRow, rows: list[SessionRow]) -> bool:
+    """A later session of the same agent did not fail: the failure is behind it."""
+    return any(
+        r.session.agent_id == failed.session.agent_id
+        and r.session.started_at > failed.session.started_at
+        and r.session.status != SessionStatus.FAILED
+        for r in rows
+    )
 
 
 def exit_text(session: AgentSession) -> str:

@@ -119,8 +119,16 @@ class PanesMixin(ConsoleBase):
     def action_attention(self) -> None:
         if isinstance(self.screen, AttentionScreen):
             return
-        items = attention(self.overview) if self.overview is not None else []
-        self.push_screen(AttentionScreen(items), self._go_to_attention)
+        items = attention(self.overview, self.dismissed) if self.overview is not None else []
+        self.push_screen(AttentionScreen(items, self.dismiss_attention), self._go_to_attention)
+
+    def dismiss_attention(self, item: AttentionItem) -> None:
+        """`d` in the "needs you" list: the item leaves the list and the ⚑ count (this console)."""
+        self.dismissed.add(item.key)
+        self.header.update_view()
+        alerts = getattr(self, "alerts", None)
+        if alerts is not None and not self.read_only and self.overview is not None:
+            alerts.set_count(len(attention(self.overview, self.dismissed)))
 
     def _go_to_attention(self, item: AttentionItem | None) -> None:
         self._after_modal()

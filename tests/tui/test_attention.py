@@ -128,3 +128,43 @@ async def test_a_failed_session_says_how_it_ended(seeded: Runtime, code: int, re
         overview = await load_overview(r, RUN_ID, seeded.config)
     texts = [i.text for i in attention(overview) if i.item_id == "S-dead"]
     assert texts == [f"session failed: tester-1 — {said}"]
+
+
+async def test_an_item_can_be_dismissed_and_a_retried_session_clears(seeded: Runtime) -> None:
+    from roundtable.services import sessions
+    from roundtable.tools.context import SUPERVISOR
+
+    await _block_a_task(seeded)
+    async with seeded.db.write() as tx:
+        draft = sessions.SessionDraft(
+            id="S-1", agent_id="tester-1", run_id=RUN_ID, adapter="scripted", working_directory="/w"
+        )
+        await sessions.register(tx, draft)
+        await tx.update(
+            "agent_sessions", {"id": "S-1"}, {"started_at": clock.format_ns(clock.parse("2026-01-15T09:00:00Z"))}
+        )
+    await seeded.call("session.record_exit", {"session_id": "S-1", "exit_code": 1, "reason": "exited"}, SUPERVISOR)
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        assert "⚑ 3 need you" in app.header.compose_text().plain
+        await pilot.press("exclamation_mark")
+        await wait_for(lambda: isinstance(app.screen, AttentionScreen), what="needs-you list")
+        await pilot.press("end", "d")  # the failed session, last
+        await wait_for(lambda: "session:S-1" in app.dismissed, what="dismissed")
+        assert "Needs you (2)" in str(app.screen.query_one("#attention-box").border_title)
+        await pilot.press("escape")
+        assert "⚑ 2 need you" in app.header.compose_text().plain
+
+    # A later session of the same agent that did not fail clears the failure by itself.
+    async with seeded.db.read() as r:
+        overview = await load_overview(r, RUN_ID, seeded.config)
+    assert "S-1" in [i.item_id for i in attention(overview)]
+    async with seeded.db.write() as tx:
+        draft = sessions.SessionDraft(
+            id="S-2", agent_id="tester-1", run_id=RUN_ID, adapter="scripted", working_directory="/w"
+        )
+        await sessions.register(tx, draft)
+    async with seeded.db.read() as r:
+        overview = await load_overview(r, RUN_ID, seeded.config)
+    assert "S-1" not in [i.item_id for i in attention(overview)]

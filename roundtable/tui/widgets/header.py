@@ -58,7 +58,8 @@ class ConsoleHeader(Static):
         line1 = Text()
         line1.append(" roundtable ", style="bold reverse")
         # First on the line, so no terminal is too narrow to show it.
-        needs = attention(self.overview) if self.overview is not None else []
+        dismissed: set[str] = getattr(self.app, "dismissed", set()) if self.is_attached else set()
+        needs = attention(self.overview, dismissed) if self.overview is not None else []
         if needs:
             line1.append(f" ⚑ {len(needs)} need you (!) ", style="bold black on yellow")
         autopilot = self.dispatcher.status() if self.dispatcher is not None else None
