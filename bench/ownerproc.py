@@ -64,7 +64,26 @@ def cpu_seconds(pid: int) -> float:
 def set_http_port(root: Path, port: int) -> None:
     path = root / ".roundtable" / "config.yaml"
     text = path.read_text(encoding="utf-8")
-    path.write_text(re.sub(r'http_address: "[^"]*"', f'http_address: "127.0.0.1:{port}"', text), encoding="utf-8")
+    path.write_text(re.sub(r'http_address: ("[^"]*"|\S+)', f'http_address: "127.0.0.1:{port}"', text), encoding="utf-8")
+
+
+LOAD_LIMITS = {
+    "tasks_per_agent": 10**9,
+    "proposals_per_agent": 10**9,
+    "tasks_per_run": 10**9,
+    "proposals_per_run": 10**9,
+}
+
+
+def lift_quotas(root: Path) -> None:
+    """The load generators create tasks by the thousand as one agent on purpose: the quotas that
+    stop a runaway agent would cut the measurement short."""
+    import yaml
+
+    path = root / ".roundtable" / "config.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data.setdefault("limits", {}).update(LOAD_LIMITS)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
 class OwnerProcess:
@@ -108,6 +127,7 @@ class OwnerProcess:
 
     def start(self, timeout: float = 30.0, env: dict[str, str] | None = None) -> OwnerProcess:
         self.port = free_port()
+        lift_quotas(self.root)
         set_http_port(self.root, self.port)
         argv = ["mcp", "serve"] if self.command == "serve" else ["start"]
         self.proc = subprocess.Popen(

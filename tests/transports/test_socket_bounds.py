@@ -217,7 +217,7 @@ LINE_CAP = 1 << 20
 TOOLS = [
     spec
     for spec in get_registry()
-    if spec.handler is not None and spec.input_schema.get("properties") and spec.audience != "internal"
+    if spec.handler is not None and spec.input_schema.get("properties") and spec.audience not in ("internal", "session")
 ]
 
 
