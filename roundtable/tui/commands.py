@@ -64,6 +64,14 @@ COMMANDS: tuple[Command, ...] = (
         palette=False,
     ),
     Command("move", "j,k", "", "Move", "Move the selection down / up (arrows work too).", bind=False, palette=False),
+    Command(
+        "review",
+        "d",
+        "review",
+        "Review",
+        "The selected proposal's diff full screen, file by file (] and [), and what changed since the "
+        "previous revision (v).",
+    ),
     Command("inspect", "enter", "inspect", "Inspect", "Show the selected record in full in the inspector.", bind=False),
     Command("filter", "slash", "filter", "Filter", "Filter the focused pane (empty text clears)."),
     Command("approve", "a", "approve", "Approve", "Approve the selected human approval.", mutating=True),

@@ -88,7 +88,7 @@ async def test_the_footer_shows_the_focused_panes_keys_in_order(rt: Runtime) -> 
         app.query_one(ProposalsPane).focus()
         await pilot.pause()
         keys = footer_keys(app)
-        assert keys[:7] == ["v", "T", "a", "x", "A", "r", "R"], keys
+        assert keys[:8] == ["d", "v", "T", "a", "x", "A", "r", "R"], keys
         assert "question_mark" in keys and "exclamation_mark" in keys
         app.query_one(RunsPane).focus()
         await pilot.pause()
@@ -161,3 +161,33 @@ async def test_a_key_typed_right_after_a_pane_key_acts_on_that_pane(rt: Runtime)
         await wait_for(lambda: any("approved" in n for n in notifications(app)), what="approved")
         assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (approval["id"],)) == "approved"
         assert await scalar(rt, "SELECT COUNT(*) FROM human_approvals") == 1
+
+
+async def test_the_review_view_shows_the_diff_file_by_file_and_since_the_previous_revision(rt: Runtime) -> None:
+    from roundtable.tui.screens.review import ReviewScreen
+    from tests.helpers import agent
+    from tests.tui.flows import one_line_patch
+
+    proposal = await ready_proposal(rt)
+    await rt.call(
+        "proposal.attach_patch",
+        {"proposal_id": proposal["id"], "patch": one_line_patch("src/app.py", "print('v1')", "print('v3')")},
+        agent("implementer-1"),
+    )
+    app = make_app(rt)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        await _select(app, ProposalsPane, proposal["id"])
+        await pilot.press("d")
+        await wait_for(lambda: isinstance(app.screen, ReviewScreen), what="review view")
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        assert "r2 · file 1/1" in str(screen.query_one("#review-box").border_title)
+        assert "src/app.py" in str(screen.query_one("#review-note").render())
+        body = screen.query_one("#review-body")
+        assert any("print('v3')" in body.render_line(y).text for y in range(body.size.height))
+        await pilot.press("v")
+        await pilot.pause()
+        assert "changes since r1" in str(screen.query_one("#review-note").render())
+        await pilot.press("escape")
+        await wait_for(lambda: not isinstance(app.screen, ReviewScreen), what="closed")

@@ -5,6 +5,7 @@ fail (a decided proposal, failing gates, a transaction that is not applied)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -14,12 +15,15 @@ from textual import work
 
 from roundtable import domain
 from roundtable.domain import TransactionStatus
+from roundtable.errors import ToolError
+from roundtable.services.patches import read_patch
 from roundtable.services.testing import sandbox_for
-from roundtable.store.records import Proposal, Transaction
+from roundtable.store.records import PatchRevision, Proposal, Transaction
 from roundtable.tui.base import OPERATOR_NAME, ConsoleBase, describe
 from roundtable.tui.messages import GateReport
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
 from roundtable.tui.screens.prompt import PromptScreen
+from roundtable.tui.screens.review import ReviewScreen, Revision
 from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
@@ -81,6 +85,35 @@ class ProposalFlows(ConsoleBase):
         return self.target(
             self.selected_proposal(), what="a proposal", pane="Proposals (or the Inspector on one)", refuse=refuse
         )
+
+    # --- review -----------------------------------------------------------------------------
+
+    def action_review(self) -> None:
+        proposal = self._proposal_target()
+        if proposal is not None:
+            self._review_flow(proposal)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _review_flow(self, proposal: Proposal) -> None:
+        """Open the review view on the current revision, with the previous one for `v`."""
+        async with self.runtime.db.read() as r:
+            rows = await r.all(
+                PatchRevision,
+                "SELECT * FROM patch_revisions WHERE proposal_id = ? ORDER BY number DESC LIMIT 2",
+                (proposal.id,),
+            )
+        try:
+            texts = [await asyncio.to_thread(read_patch, self.runtime.root, row.sha256) for row in rows]
+        except ToolError as exc:
+            self.notify(describe(exc), severity="error", title="review", timeout=8)
+            return
+        if not rows:
+            self.notify(f"{proposal.title} has no patch revision.", severity="warning", title="review")
+            return
+        revisions = [Revision(row.number, row.sha256, text) for row, text in zip(rows, texts, strict=True)]
+        previous = revisions[1] if len(revisions) > 1 else None
+        await self.push_screen_wait(ReviewScreen(proposal.title, proposal.id, revisions[0], previous))
+        self._after_modal()
 
     # --- gates ------------------------------------------------------------------------------
 
