@@ -114,6 +114,31 @@ async def load_turns(q: Reader | Tx, run_id: str) -> dict[int, Turn]:
     return _turns_from(events, run_id)
 
 
+async def load_open_turns(q: Reader | Tx, run_id: str) -> dict[int, Turn]:
+    """The unfinished turn requests of `run_id` (`load_turns` without the finished ones), keyed by
+    request id. Only ids are read for the whole history; events are loaded from the oldest
+    unfinished request on, so the work stays near the queue's size as the run's history grows."""
+    finished = {
+        int(row[0])
+        for row in await q.fetchall(
+            "SELECT json_extract(payload_json, '$.request_event_id') FROM events WHERE run_id = ? "
+            "AND type IN (?, ?) AND json_type(payload_json, '$.request_event_id') = 'integer'",
+            (run_id, COMPLETED, EXPIRED),
+        )
+    }
+    requests = await q.fetchall("SELECT id FROM events WHERE run_id = ? AND type = ?", (run_id, REQUESTED))
+    open_ids = [int(row[0]) for row in requests if int(row[0]) not in finished]
+    if not open_ids:
+        return {}
+    events = await q.all(
+        Event,
+        f"SELECT * FROM events WHERE run_id = ? AND type IN ({', '.join('?' for _ in TURN_EVENTS)}) AND id >= ?",
+        (run_id, *TURN_EVENTS, min(open_ids)),
+    )
+    events.sort(key=lambda e: e.id)
+    return {rid: turn for rid, turn in _turns_from(events, run_id).items() if not turn.finished}
+
+
 async def load_turn(q: Reader | Tx, run_id: str, request_id: int) -> Turn | None:
     """One turn request of `run_id` and its lifecycle, or None: the request event by its id, then
     the lifecycle events after it that name it — the work grows with the events since the
@@ -210,7 +235,7 @@ async def request_turn(tx: Tx, run_id: str, agent_id: str, reason_md: str) -> di
     agent = await get_agent(tx, agent_id)
     if not agent.is_enabled:
         raise ToolError(f"agent {agent_id} is disabled")
-    pending = outstanding(await load_turns(tx, run_id))
+    pending = outstanding(await load_open_turns(tx, run_id))
     duplicate = agent_id in pending
     if duplicate:
         request_id = pending[agent_id].request_event_id
@@ -303,7 +328,7 @@ async def expire_overdue(
     unfinished requests of agents that are no longer enabled. Returns what was expired."""
     now_ns = clock.parse(now)
     expired: list[dict[str, Any]] = []
-    for turn in (await load_turns(tx, run_id)).values():
+    for turn in (await load_open_turns(tx, run_id)).values():
         if turn.finished:
             continue
         reason = ""
@@ -324,7 +349,7 @@ async def expire_overdue(
 
 async def schedule_next(tx: Tx, run_id: str) -> dict[str, Any] | None:
     """Schedule the oldest unfinished request unless a turn is in flight; returns the payload."""
-    turns = await load_turns(tx, run_id)
+    turns = await load_open_turns(tx, run_id)
     if any(t.in_flight for t in turns.values()):
         return None
     waiting = [t for t in turns.values() if not t.finished and not t.scheduled_at]
@@ -342,4 +367,4 @@ async def schedule_next(tx: Tx, run_id: str) -> dict[str, Any] | None:
 
 
 async def has_outstanding(q: Reader | Tx, run_id: str) -> bool:
-    return bool(outstanding(await load_turns(q, run_id)))
+    return bool(outstanding(await load_open_turns(q, run_id)))

@@ -261,3 +261,35 @@ async def test_a_turn_without_a_run_says_turns_are_not_needed(runtime: Runtime, 
     assert str(exc.value) == (
         f"agent.turn_request: missing run_id and reason_md; name one of the active runs: {first.id}, {second.id}"
     )
+
+
+async def test_open_turns_are_the_unfinished_ones_at_every_step(runtime: Runtime, run_id: str) -> None:
+    from roundtable import clock
+    from roundtable.services import turns
+
+    async def same() -> None:
+        async with runtime.db.read() as r:
+            every = await turns.load_turns(r, run_id)
+            assert await turns.load_open_turns(r, run_id) == {k: t for k, t in every.items() if not t.finished}
+
+    await same()
+    for round_ in range(3):
+        ids = [(await _request(runtime, run_id, who))["request_event_id"] for who in ("implementer-1", "implementer-2")]
+        await same()
+        report = await chair.tick(runtime, run_id)
+        assert report.scheduled is not None
+        await same()
+        first = {"run_id": run_id, "agent_id": report.scheduled["agent_id"], "request_event_id": ids[0]}
+        await runtime.call("agent.turn_start", first)
+        await same()
+        await runtime.call("agent.turn_complete", first)
+        await same()
+        await chair.tick(runtime, run_id)  # schedules the second request
+        async with runtime.db.write() as tx:  # which is never started: expired
+            expired = await turns.expire_overdue(
+                tx, run_id, clock.now(), start_timeout=0, turn_timeout=0, enabled={"implementer-1", "implementer-2"}
+            )
+        assert [e["request_event_id"] for e in expired] == [ids[1]], round_
+        await same()
+        async with runtime.db.read() as r:
+            assert await turns.load_open_turns(r, run_id) == {}
