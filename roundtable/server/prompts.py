@@ -168,7 +168,9 @@ def instructions(style: str, bound: resources.Bound | None = None) -> str:
     run = bound.run_id if bound is not None else "{run_id}"
     return (
         "Roundtable coordinates AI agents on one repository under a human operator; its table is the "
-        "authority, not your memory. You never write files: every change is a reviewed patch proposal.\n"
+        "authority, not your memory. You never write the project's files: every change reaches it as a "
+        "reviewed proposal — from your own workspace (a git worktree you edit with your own tools) with "
+        f"{n['workspace_propose']}, or as edits or a diff with {n['proposal_create']}.\n"
         + who
         + f"1. Orient: {n['table_get_state']}, {n['memory_query']}, your task with {n['task_get']} "
         "(or read the resources roundtable://table, roundtable://task/{task_id}).\n"
@@ -177,7 +179,8 @@ def instructions(style: str, bound: resources.Bound | None = None) -> str:
         f"{n['table_watch']} with wait_ms).\n"
         f"3. Claim before you change ({n['resource_claim']}); read with {n['repo_read_file']} and "
         f"{n['repo_search']}.\n"
-        f"4. Propose with {n['proposal_create']} (edits or a unified diff), then {n['proposal_request_review']}; "
+        f"4. Propose ({n['workspace_propose']}, or {n['proposal_create']} with edits or a unified diff), then "
+        f"{n['proposal_request_review']}; "
         f"reviewers, testers and security vote with {n['vote_cast']} on the current revision.\n"
         f"5. Finish with {n['agent_turn_complete']}, release claims ({n['resource_release']}) and record "
         f"what others should know ({n['memory_record']}).\n"

@@ -132,11 +132,12 @@ def prompt_for(
             "If the project moved under you, workspace_sync merges it in."
         )
         return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
+    # The workflow is stated once, in the MCP server's instructions (read at `initialize`) and the
+    # rulebook resource; the prompt says only who the agent is and where to look.
     prompt = (
         f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
-        "Use only the roundtable MCP tools. Request a turn with agent_turn_request, wait for "
-        "agent.turn_scheduled with table_watch (wait_ms), call agent_turn_start, claim what you "
-        "read, do your role's work, then agent_turn_complete."
+        "Work only through the roundtable MCP tools; the server's instructions give the workflow "
+        "(the rulebook is roundtable://doc/AGENTS.ROUNDTABLE.md)."
     )
     return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
 
