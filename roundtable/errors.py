@@ -28,6 +28,11 @@ class ToolError(RoundtableError):
     """A tool call was refused or failed; state is unchanged unless the tool says otherwise."""
 
 
+class NotYet(ToolError):
+    """The call is right but early (a turn not scheduled yet): waiting, not a mistake — it does
+    not count as a refusal toward a session's limit."""
+
+
 class NotFound(ToolError):
     """A referenced record does not exist."""
 

@@ -27,7 +27,7 @@ import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
-from roundtable.errors import PermissionDenied, RoundtableError, ToolError
+from roundtable.errors import NotYet, PermissionDenied, RoundtableError, ToolError
 from roundtable.runtime import Runtime
 from roundtable.server import mcp_adapter, resources
 from roundtable.server.embedded import Embedded, EmbeddedStartError
@@ -148,7 +148,8 @@ class CapabilityPrincipal:
             checked = await self._checked(tool, args)
             result: dict[str, Any] = await self.runtime.call(tool, checked.args, self.caller)
         except RoundtableError as exc:
-            self.refused_in_a_row += 1
+            if not isinstance(exc, NotYet):  # waiting for a turn is not a refusal
+                self.refused_in_a_row += 1
             if isinstance(exc, capabilities.Expired) and exc.budget_reason:
                 self._stop(exc.budget_reason)  # over its task's budget: stopped at this call
             self._enforce()

@@ -22,7 +22,7 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.domain import CHAIR_ID, TURN_EVENTS, TurnEvent
-from roundtable.errors import ToolError, ValidationError
+from roundtable.errors import NotYet, ToolError, ValidationError
 from roundtable.services.agents import get_agent
 from roundtable.services.run_scope import active_runs
 from roundtable.services.runs import get_run
@@ -283,7 +283,7 @@ async def _check_lifecycle(q: Reader | Tx, run_id: str, agent_id: str, request_i
         raise ToolError("turn request has expired")
     if event_type == STARTED:
         if not turn.scheduled_at:
-            raise ToolError(NOT_SCHEDULED.format(run_id=run_id))
+            raise NotYet(NOT_SCHEDULED.format(run_id=run_id))
         if turn.started_at:
             raise ToolError("turn request has already started")
     elif not turn.started_at:

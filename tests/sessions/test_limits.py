@@ -52,7 +52,9 @@ def _limits(root: Path, **values: int) -> None:
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
 
 
-async def _stopped_by_limit(project: Path, monkeypatch: pytest.MonkeyPatch, tool: str, **limits: int) -> dict:  # type: ignore[type-arg]
+async def _stopped_by_limit(  # type: ignore[type-arg]
+    project: Path, monkeypatch: pytest.MonkeyPatch, tool: str, script: str = LOOP, **limits: int
+) -> dict:
     _limits(project, **limits)
     monkeypatch.setattr(
         adapters,
@@ -67,7 +69,7 @@ async def _stopped_by_limit(project: Path, monkeypatch: pytest.MonkeyPatch, tool
         try:
             started = time.monotonic()
             res = await sup.launch(
-                agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(LOOP, tool)
+                agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(script, tool)
             )
             session_id = res["session"]["id"]
             await sup.wait(session_id, 60)
@@ -111,3 +113,32 @@ async def test_a_model_that_never_stops_calling_is_stopped(project: Path, monkey
     assert "STOPPED 9 " in out["log"], out["log"]
     assert out["task"]["status"] == "blocked" and "8 tool calls" in out["task"]["blocked_reason"]
     await anyio.lowlevel.checkpoint()
+
+
+# An agent that asked for a turn and polls for its start: every "not scheduled yet" is a wait.
+POLL = """
+import asyncio, json, os
+from contextlib import AsyncExitStack
+from roundtable.agents.scripted import connect
+
+async def main():
+    async with AsyncExitStack() as stack:
+        s = await connect(stack, os.environ["ROUNDTABLE_MCP_SOCKET"], os.environ["ROUNDTABLE_MCP_TOKEN"], direct=True)
+        req = await s.call("agent.turn_request", reason_md="my turn, please")
+        for n in range(1, 21):
+            refused, text = await s.attempt("agent.turn_start", request_event_id=req["request_event_id"])
+            if "stopped by a limit" in text:
+                print("STOPPED", n, text, flush=True)
+                return
+        print("POLLED", n, "still waiting:", "scheduled" in text, flush=True)
+asyncio.run(main())
+"""
+
+
+async def test_polling_for_a_turn_is_waiting_not_refusing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twenty early `agent.turn_start` polls (no Chair schedules the turn) under a cap of five
+    refusals in a row: the session is not stopped, and ends by itself."""
+    out = await _stopped_by_limit(project, monkeypatch, "", session_refused_in_a_row=5, script=POLL)
+    assert "POLLED 20 still waiting: True" in out["log"], out["log"]
+    assert out["limit"] is None and out["task"]["status"] != "blocked"
+    assert out["session_status"] == "ended"
