@@ -3,7 +3,7 @@
 This module is self-contained (the standard library only, no other roundtable module): under
 bubblewrap its source is handed to `python -I -S -c` as the command, so nothing of roundtable's
 tree needs to be visible inside; the Landlock launcher (`launch.py`) imports it and calls `init`
-in the process that became the namespace's PID 1. Its settings arrive as JSON on a file
+in the process that became the namespace's PID 1. Its settings arrive (as `marshal` data) on a file
 descriptor, never on the command line (`/proc/1/cmdline` shows only this code).
 
 What `init` does, in order:
@@ -25,18 +25,15 @@ What `init` does, in order:
 from __future__ import annotations
 
 import ctypes
-import fcntl
-import functools
-import json
+import marshal
 import os
-import platform
 import resource
 import signal
-import socket
 import stat
-import struct
 import sys
-from collections.abc import Iterable
+
+# Every import here is paid at each sandbox start (under bubblewrap this module is compiled and
+# run by a fresh interpreter): only what PID 1 needs, the rest imported where it is used.
 
 # Landlock syscalls share their numbers on every architecture that has them.
 SYS_CREATE_RULESET = 444
@@ -69,13 +66,17 @@ MARKER = "roundtable-sandbox:"
 SETUP_FAILED = 125
 
 
-@functools.cache
+_LIBC: list[ctypes.CDLL] = []
+
+
 def libc() -> ctypes.CDLL:
     # The process's own symbols: `ctypes.util.find_library` would fork `ldconfig`, and after
     # unshare(CLONE_NEWPID) that child would become the namespace's init.
-    lib = ctypes.CDLL(None, use_errno=True)
-    lib.syscall.restype = ctypes.c_long
-    return lib
+    if not _LIBC:
+        lib = ctypes.CDLL(None, use_errno=True)
+        lib.syscall.restype = ctypes.c_long
+        _LIBC.append(lib)
+    return _LIBC[0]
 
 
 def check(result: int, what: str) -> int:
@@ -103,7 +104,7 @@ class _PathBeneath(ctypes.Structure):
 
 def abi_version() -> int:
     """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
-    if platform.system() != "Linux":
+    if os.uname().sysname != "Linux":
         return 0
     version = libc().syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
     return int(version) if version > 0 else 0
@@ -121,7 +122,7 @@ def full_rights(abi: int) -> int:
     return rights
 
 
-def restrict(rules: Iterable[tuple[str, int]], abi: int) -> None:
+def restrict(rules: list[tuple[str, int]], abi: int) -> None:
     """Restrict the calling process (and what it executes) to `rules`, (path, rights) pairs;
     missing paths are skipped, rights a file cannot have are dropped for files."""
     handled = full_rights(abi)
@@ -169,6 +170,10 @@ def restrict(rules: Iterable[tuple[str, int]], abi: int) -> None:
 def loopback_up() -> None:
     """Bring up `lo` of the new network namespace: the command may serve itself on 127.0.0.1,
     nothing outside the namespace is reachable."""
+    import fcntl
+    import socket
+    import struct
+
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         request = struct.pack("16sH22x", b"lo", 0)
         flags = struct.unpack("16sH22x", fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, request))[1]
@@ -266,10 +271,16 @@ def init(cfg: dict[str, object]) -> int:
     return run_command(cfg)
 
 
+def encode_config(cfg: dict[str, object]) -> bytes:
+    """The settings as `marshal` data: the same interpreter writes and reads them, and reading
+    needs no import (json would cost PID 1 a few milliseconds at every start)."""
+    return marshal.dumps(cfg)
+
+
 def read_config(fd: int) -> dict[str, object]:
     with os.fdopen(fd, "rb") as handle:
         handle.seek(0)
-        data = json.loads(handle.read().decode("utf-8"))
+        data = marshal.loads(handle.read())
     if not isinstance(data, dict):
         raise ValueError("sandbox init settings must be a JSON object")
     return data

@@ -17,8 +17,6 @@ A setup failure prints one line starting with `roundtable-sandbox:` and exits 12
 
 from __future__ import annotations
 
-import inspect
-import json
 import os
 import resource
 import signal
@@ -47,14 +45,16 @@ def _memfd(name: str, data: bytes) -> int:
 
 
 def init_argv(fd: int) -> list[str]:
-    """The command bubblewrap runs as PID 1: this Python running `inner.py`'s own source."""
-    source = inspect.getsource(inner)
+    """The command bubblewrap runs as PID 1: this Python running `inner.py`'s own source (read
+    from its file: `inspect` would cost the launcher more than the whole sandbox start)."""
+    with open(inner.__file__, encoding="utf-8") as handle:
+        source = handle.read()
     return [os.path.realpath(sys.executable), "-I", "-S", "-c", source, str(fd)]
 
 
 def run_bwrap(spec: Spec) -> None:
     settings = spec.init_settings(landlock_required=False)
-    init_fd = _memfd("roundtable-init", json.dumps(settings).encode())
+    init_fd = _memfd("roundtable-init", inner.encode_config(settings))
     options = bwrap.options(spec, root=os.getuid() == 0)
     args_fd = _memfd("roundtable-bwrap-args", b"".join(a.encode() + b"\0" for a in options))
     os.execv(spec.bwrap, [spec.bwrap, "--args", str(args_fd), "--", *init_argv(init_fd)])
