@@ -240,6 +240,12 @@ def run_command(cfg: dict[str, object]) -> int:
         except OSError as exc:
             os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
         os._exit(127)
+    return supervise(child, reap_all=True)
+
+
+def supervise(child: int, *, reap_all: bool) -> int:
+    """Pass SIGTERM, SIGINT and SIGHUP on to `child` and wait for it; its status is returned.
+    PID 1 (`reap_all`) also reaps every orphan the namespace hands it meanwhile."""
 
     def forward(signum: int, _frame: object) -> None:
         try:
@@ -251,7 +257,7 @@ def run_command(cfg: dict[str, object]) -> int:
         signal.signal(signum, forward)
     while True:
         try:
-            pid, wait_status = os.wait()
+            pid, wait_status = os.wait() if reap_all else os.waitpid(child, 0)
         except ChildProcessError:
             return 127
         except InterruptedError:  # pragma: no cover - PEP 475 retries

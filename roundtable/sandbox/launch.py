@@ -86,20 +86,7 @@ def run_landlock(spec: Spec) -> int:
             code = SETUP_FAILED
         os._exit(code)
 
-    def forward(signum: int, _frame: object) -> None:
-        try:
-            os.kill(child, signum)
-        except OSError:
-            pass
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, forward)
-    while True:
-        try:
-            _, wait_status = os.waitpid(child, 0)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries
-            continue
-        return inner.status_of(wait_status)
+    return inner.supervise(child, reap_all=False)
 
 
 def read_spec(fd: int) -> Spec:
