@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import sys
@@ -110,14 +111,14 @@ def home_dirs() -> list[str]:
     return sorted({_real(h) for h in homes if h and _real(h) != "/"})
 
 
-def python_paths() -> list[str]:
+@functools.cache
+def python_paths() -> tuple[str, ...]:
     """The Python in use — its prefixes and package directories — readable inside (tests often
-    run this Python; the bridge of a session does)."""
+    run this Python; the bridge of a session does). Fixed for the process: computed once."""
+    paths = sysconfig.get_paths()
     candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        with contextlib.suppress(KeyError):
-            candidates.append(sysconfig.get_paths()[key])
-    return sorted({_real(c) for c in candidates if c and os.path.isdir(c) and _real(c) != "/"})
+    candidates += [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
+    return tuple(sorted({_real(c) for c in candidates if c and os.path.isdir(c) and _real(c) != "/"}))
 
 
 def program_paths(program: str, path: str) -> list[str]:
@@ -217,23 +218,24 @@ def _chown_tree(path: str, uid: int, gid: int) -> None:
                 os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
 
 
-async def hand_over(spec: Spec) -> None:
-    """When the command runs as another user (the owner is root), give it the writable binds
-    (off the event loop: a worktree may hold many files)."""
+async def _give_writable(spec: Spec, uid: int, gid: int) -> None:
+    """Every writable bind of `spec` to uid/gid, when the sandbox runs as another user (off
+    the event loop: a worktree may hold many files)."""
     if spec.uid < 0:
         return
     for mount in spec.mounts:
         if mount.op == "rw":
-            await asyncio.to_thread(_chown_tree, mount.src, spec.uid, spec.gid)
+            await asyncio.to_thread(_chown_tree, mount.src, uid, gid)
+
+
+async def hand_over(spec: Spec) -> None:
+    """The owner is root: the command's user gets the writable binds."""
+    await _give_writable(spec, spec.uid, spec.gid)
 
 
 async def hand_back(spec: Spec) -> None:
     """The writable binds that outlive the sandbox (a workspace) belong to the owner again."""
-    if spec.uid < 0:
-        return
-    for mount in spec.mounts:
-        if mount.op == "rw":
-            await asyncio.to_thread(_chown_tree, mount.src, os.getuid(), os.getgid())
+    await _give_writable(spec, os.getuid(), os.getgid())
 
 
 async def _trial(kind: str, executable: str) -> str:
