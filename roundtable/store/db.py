@@ -634,7 +634,7 @@ async def migrate(conn: aiosqlite.Connection) -> int:
             row = await cursor.fetchone()
         current = int(row[0]) if row else 0
         for version in range(current + 1, SCHEMA_VERSION + 1):
-            for statement in _statements(MIGRATIONS[version - 1]):
+            for statement in MIGRATIONS[version - 1]:
                 await conn.execute(statement)
             await conn.execute(f"PRAGMA user_version = {version}")
     except sqlite3.Error as exc:
@@ -645,8 +645,3 @@ async def migrate(conn: aiosqlite.Connection) -> int:
         raise
     await conn.execute("COMMIT")
     return found
-
-
-def _statements(script: str) -> list[str]:
-    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

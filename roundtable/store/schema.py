@@ -1,5 +1,6 @@
 """The database schema, in one place, and the migrations that bring a file up to it.
 
+Each migration step is a tuple of single SQL statements, executed one by one as written.
 `SCHEMA_VERSION` is stored in `PRAGMA user_version`. `migrate()` runs every missing step inside
 one `BEGIN IMMEDIATE` transaction, so concurrent first opens serialise and a failure leaves no
 partial schema; running it again on an up-to-date file changes nothing. A file whose version is
@@ -13,9 +14,13 @@ from __future__ import annotations
 
 NOW = "(strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')"
 
-# Version 1: the whole schema. Later versions append steps to MIGRATIONS; never edit a landed step.
-_V1 = f"""
-CREATE TABLE runs (
+# One migration step: the SQL statements that bring version N-1 to N, run in order, each one
+# statement (no trailing `;`, never split). Comments belong here in Python, not in the SQL.
+Step = tuple[str, ...]
+
+# Version 1: the whole schema. Later versions append a Step to MIGRATIONS; never edit a landed step.
+_V1: Step = (
+    f"""CREATE TABLE runs (
   id TEXT PRIMARY KEY,
   goal TEXT,
   status TEXT NOT NULL DEFAULT 'active',
@@ -23,9 +28,8 @@ CREATE TABLE runs (
   ended_at TEXT,
   metadata_json TEXT NOT NULL DEFAULT '{{}}',
   workspace_id TEXT
-);
-
-CREATE TABLE events (
+)""",
+    f"""CREATE TABLE events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   run_id TEXT NOT NULL,
   type TEXT NOT NULL,
@@ -33,13 +37,12 @@ CREATE TABLE events (
   task_id TEXT,
   payload_json TEXT NOT NULL,
   created_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_events_run_id ON events(run_id, id);
-CREATE INDEX idx_events_type ON events(type, id);
--- The turn queue reads one run's turn events; without this it walks every event of the run.
-CREATE INDEX idx_events_run_type ON events(run_id, type, id);
-
-CREATE TABLE agents (
+)""",
+    "CREATE INDEX idx_events_run_id ON events(run_id, id)",
+    "CREATE INDEX idx_events_type ON events(type, id)",
+    # The turn queue reads one run's turn events; without this it walks every event of the run.
+    "CREATE INDEX idx_events_run_type ON events(run_id, type, id)",
+    f"""CREATE TABLE agents (
   id TEXT PRIMARY KEY,
   role TEXT NOT NULL,
   name TEXT NOT NULL,
@@ -49,9 +52,8 @@ CREATE TABLE agents (
   status TEXT NOT NULL DEFAULT 'idle',
   is_enabled INTEGER NOT NULL DEFAULT 1,
   created_at TEXT NOT NULL DEFAULT {NOW}
-);
-
-CREATE TABLE agent_sessions (
+)""",
+    f"""CREATE TABLE agent_sessions (
   id TEXT PRIMARY KEY,
   agent_id TEXT NOT NULL,
   run_id TEXT NOT NULL,
@@ -68,35 +70,31 @@ CREATE TABLE agent_sessions (
   ended_at TEXT,
   metadata_json TEXT NOT NULL DEFAULT '{{}}',
   workspace_id TEXT
-);
-CREATE INDEX idx_agent_sessions_agent ON agent_sessions(agent_id, status);
-
-CREATE TABLE agent_session_events (
+)""",
+    "CREATE INDEX idx_agent_sessions_agent ON agent_sessions(agent_id, status)",
+    f"""CREATE TABLE agent_session_events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   session_id TEXT NOT NULL,
   event_type TEXT NOT NULL,
   payload_json TEXT NOT NULL,
   created_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_agent_session_events_session ON agent_session_events(session_id, id);
-
-CREATE TABLE adapter_capabilities (
+)""",
+    "CREATE INDEX idx_agent_session_events_session ON agent_session_events(session_id, id)",
+    """CREATE TABLE adapter_capabilities (
   adapter TEXT PRIMARY KEY,
   supports_resume INTEGER NOT NULL,
   supports_mcp INTEGER NOT NULL,
   supports_readonly_workspace INTEGER NOT NULL,
   supports_session_capture INTEGER NOT NULL,
-  metadata_json TEXT NOT NULL DEFAULT '{{}}'
-);
-
-CREATE TABLE run_snapshots (
+  metadata_json TEXT NOT NULL DEFAULT '{}'
+)""",
+    f"""CREATE TABLE run_snapshots (
   id TEXT PRIMARY KEY,
   run_id TEXT NOT NULL,
   snapshot_json TEXT NOT NULL,
   created_at TEXT NOT NULL DEFAULT {NOW}
-);
-
-CREATE TABLE tasks (
+)""",
+    f"""CREATE TABLE tasks (
   id TEXT PRIMARY KEY,
   title TEXT NOT NULL,
   body_md TEXT NOT NULL,
@@ -107,11 +105,10 @@ CREATE TABLE tasks (
   readable_paths_json TEXT NOT NULL DEFAULT '[]',
   created_at TEXT NOT NULL DEFAULT {NOW},
   updated_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_tasks_order ON tasks(priority, created_at, id);
-CREATE INDEX idx_tasks_status ON tasks(status, priority, created_at, id);
-
-CREATE TABLE resources (
+)""",
+    "CREATE INDEX idx_tasks_order ON tasks(priority, created_at, id)",
+    "CREATE INDEX idx_tasks_status ON tasks(status, priority, created_at, id)",
+    """CREATE TABLE resources (
   id TEXT PRIMARY KEY,
   type TEXT NOT NULL,
   path TEXT,
@@ -120,12 +117,11 @@ CREATE TABLE resources (
   start_line INTEGER,
   end_line INTEGER,
   current_hash TEXT,
-  metadata_json TEXT NOT NULL DEFAULT '{{}}'
-);
-
--- fence: a number that strictly increases with every claim granted, so a proposal can record
--- which grant it relied on and an apply can refuse work done under a claim that was lost.
-CREATE TABLE claims (
+  metadata_json TEXT NOT NULL DEFAULT '{}'
+)""",
+    # fence: a number that strictly increases with every claim granted, so a proposal can record
+    # which grant it relied on and an apply can refuse work done under a claim that was lost.
+    f"""CREATE TABLE claims (
   id TEXT PRIMARY KEY,
   resource_id TEXT NOT NULL,
   agent_id TEXT NOT NULL,
@@ -141,12 +137,11 @@ CREATE TABLE claims (
   fence INTEGER NOT NULL DEFAULT 0,
   created_at TEXT NOT NULL DEFAULT {NOW},
   workspace_id TEXT
-);
-CREATE INDEX idx_claims_resource_status ON claims(resource_id, status);
-CREATE INDEX idx_claims_agent_status ON claims(agent_id, status);
-CREATE INDEX idx_claims_status_expires ON claims(status, expires_at);
-
-CREATE TABLE claim_contentions (
+)""",
+    "CREATE INDEX idx_claims_resource_status ON claims(resource_id, status)",
+    "CREATE INDEX idx_claims_agent_status ON claims(agent_id, status)",
+    "CREATE INDEX idx_claims_status_expires ON claims(status, expires_at)",
+    f"""CREATE TABLE claim_contentions (
   id TEXT PRIMARY KEY,
   resource_id TEXT NOT NULL,
   claimant_id TEXT,
@@ -162,15 +157,13 @@ CREATE TABLE claim_contentions (
   requested_path TEXT,
   resolution TEXT,
   created_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_contentions_resource_status ON claim_contentions(resource_id, status, created_at DESC);
-
-CREATE TABLE counters (
+)""",
+    "CREATE INDEX idx_contentions_resource_status ON claim_contentions(resource_id, status, created_at DESC)",
+    """CREATE TABLE counters (
   name TEXT PRIMARY KEY,
   value INTEGER NOT NULL
-);
-
-CREATE TABLE proposals (
+)""",
+    f"""CREATE TABLE proposals (
   id TEXT PRIMARY KEY,
   task_id TEXT NOT NULL,
   agent_id TEXT NOT NULL,
@@ -193,12 +186,11 @@ CREATE TABLE proposals (
   transaction_state TEXT NOT NULL DEFAULT 'not_started',
   created_at TEXT NOT NULL DEFAULT {NOW},
   updated_at TEXT
-);
-CREATE INDEX idx_proposals_task ON proposals(task_id, status);
-
--- One row per attached patch. sha256 names the file patches/<sha256>.diff; claim_fences_json
--- records {{claim_id: fence}} of the claims that covered the patch when it was attached.
-CREATE TABLE patch_revisions (
+)""",
+    "CREATE INDEX idx_proposals_task ON proposals(task_id, status)",
+    # One row per attached patch. sha256 names the file patches/<sha256>.diff; claim_fences_json
+    # records {{claim_id: fence}} of the claims that covered the patch when it was attached.
+    f"""CREATE TABLE patch_revisions (
   proposal_id TEXT NOT NULL,
   number INTEGER NOT NULL,
   sha256 TEXT NOT NULL,
@@ -208,15 +200,13 @@ CREATE TABLE patch_revisions (
   agent_id TEXT,
   created_at TEXT NOT NULL DEFAULT {NOW},
   PRIMARY KEY (proposal_id, number)
-);
-
-CREATE TABLE proposal_resources (
+)""",
+    """CREATE TABLE proposal_resources (
   proposal_id TEXT NOT NULL,
   resource_id TEXT NOT NULL,
   PRIMARY KEY (proposal_id, resource_id)
-);
-
-CREATE TABLE votes (
+)""",
+    f"""CREATE TABLE votes (
   id TEXT PRIMARY KEY,
   proposal_id TEXT NOT NULL,
   agent_id TEXT NOT NULL,
@@ -228,10 +218,9 @@ CREATE TABLE votes (
   policy_weight INTEGER NOT NULL DEFAULT 1,
   policy_version TEXT,
   created_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_votes_proposal ON votes(proposal_id, created_at, id);
-
-CREATE TABLE decisions (
+)""",
+    "CREATE INDEX idx_votes_proposal ON votes(proposal_id, created_at, id)",
+    f"""CREATE TABLE decisions (
   id TEXT PRIMARY KEY,
   proposal_id TEXT,
   task_id TEXT,
@@ -239,11 +228,10 @@ CREATE TABLE decisions (
   rationale_md TEXT NOT NULL,
   decided_by TEXT NOT NULL,
   created_at TEXT NOT NULL DEFAULT {NOW}
-);
-
--- status: pending (the apply intent, written before any file changes), applied, failed,
--- rolled_back. rollback_patch_path names rollback/<id>/; metadata_json holds file hashes.
-CREATE TABLE transactions (
+)""",
+    # status: pending (the apply intent, written before any file changes), applied, failed,
+    # rolled_back. rollback_patch_path names rollback/<id>/; metadata_json holds file hashes.
+    f"""CREATE TABLE transactions (
   id TEXT PRIMARY KEY,
   proposal_id TEXT NOT NULL,
   run_id TEXT NOT NULL,
@@ -257,10 +245,9 @@ CREATE TABLE transactions (
   metadata_json TEXT NOT NULL DEFAULT '{{}}',
   created_at TEXT NOT NULL DEFAULT {NOW},
   workspace_id TEXT
-);
-CREATE INDEX idx_transactions_status ON transactions(status);
-
-CREATE TABLE human_approvals (
+)""",
+    "CREATE INDEX idx_transactions_status ON transactions(status)",
+    f"""CREATE TABLE human_approvals (
   id TEXT PRIMARY KEY,
   proposal_id TEXT,
   task_id TEXT,
@@ -274,10 +261,9 @@ CREATE TABLE human_approvals (
   revision TEXT,
   created_at TEXT NOT NULL DEFAULT {NOW},
   updated_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_human_approvals_proposal ON human_approvals(proposal_id, created_at);
-
-CREATE TABLE security_reviews (
+)""",
+    "CREATE INDEX idx_human_approvals_proposal ON human_approvals(proposal_id, created_at)",
+    f"""CREATE TABLE security_reviews (
   id TEXT PRIMARY KEY,
   proposal_id TEXT,
   resource_id TEXT,
@@ -289,10 +275,9 @@ CREATE TABLE security_reviews (
   revision TEXT,
   created_at TEXT NOT NULL DEFAULT {NOW},
   updated_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_security_reviews_proposal ON security_reviews(proposal_id, created_at);
-
-CREATE TABLE test_runs (
+)""",
+    "CREATE INDEX idx_security_reviews_proposal ON security_reviews(proposal_id, created_at)",
+    f"""CREATE TABLE test_runs (
   id TEXT PRIMARY KEY,
   proposal_id TEXT,
   task_id TEXT,
@@ -307,10 +292,9 @@ CREATE TABLE test_runs (
   session_id TEXT,
   created_at TEXT NOT NULL DEFAULT {NOW},
   finished_at TEXT
-);
-CREATE INDEX idx_test_runs_proposal ON test_runs(proposal_id, created_at);
-
-CREATE TABLE memory_entries (
+)""",
+    "CREATE INDEX idx_test_runs_proposal ON test_runs(proposal_id, created_at)",
+    f"""CREATE TABLE memory_entries (
   id TEXT PRIMARY KEY,
   scope TEXT NOT NULL,
   kind TEXT NOT NULL,
@@ -332,10 +316,9 @@ CREATE TABLE memory_entries (
   resynthesis_status TEXT NOT NULL DEFAULT 'none',
   created_at TEXT NOT NULL DEFAULT {NOW},
   updated_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_memory_order ON memory_entries(importance DESC, created_at, id);
-
-CREATE TABLE session_capabilities (
+)""",
+    "CREATE INDEX idx_memory_order ON memory_entries(importance DESC, created_at, id)",
+    f"""CREATE TABLE session_capabilities (
   id TEXT PRIMARY KEY,
   token_sha256 TEXT NOT NULL UNIQUE,
   session_id TEXT NOT NULL,
@@ -350,32 +333,30 @@ CREATE TABLE session_capabilities (
   revoked_at TEXT,
   revoked_reason TEXT,
   created_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_session_capabilities_session ON session_capabilities(session_id);
-
--- Per-principal bearer tokens for the shared HTTP endpoint (mcp.require_tokens); hash only.
-CREATE TABLE access_tokens (
+)""",
+    "CREATE INDEX idx_session_capabilities_session ON session_capabilities(session_id)",
+    # Per-principal bearer tokens for the shared HTTP endpoint (mcp.require_tokens); hash only.
+    f"""CREATE TABLE access_tokens (
   id TEXT PRIMARY KEY,
   token_sha256 TEXT NOT NULL UNIQUE,
   principal TEXT NOT NULL,
   agent_id TEXT,
   created_at TEXT NOT NULL DEFAULT {NOW},
   revoked_at TEXT
-);
-"""
+)""",
+)
 
 # Version 2: authenticated principals and evidence about the revision.
 # Every event records who acted (the authenticated principal, e.g. `operator`, `agent:implementer-1`)
 # and over which transport; a test run records the sandbox it ran in and the exact argv; memory
 # entries keep their earlier versions.
-_V2 = f"""
-ALTER TABLE events ADD COLUMN principal TEXT;
-ALTER TABLE events ADD COLUMN transport TEXT;
-ALTER TABLE test_runs ADD COLUMN sandbox TEXT;
-ALTER TABLE test_runs ADD COLUMN argv_json TEXT;
-ALTER TABLE memory_entries ADD COLUMN author_id TEXT;
-
-CREATE TABLE memory_revisions (
+_V2: Step = (
+    "ALTER TABLE events ADD COLUMN principal TEXT",
+    "ALTER TABLE events ADD COLUMN transport TEXT",
+    "ALTER TABLE test_runs ADD COLUMN sandbox TEXT",
+    "ALTER TABLE test_runs ADD COLUMN argv_json TEXT",
+    "ALTER TABLE memory_entries ADD COLUMN author_id TEXT",
+    f"""CREATE TABLE memory_revisions (
   entry_id TEXT NOT NULL,
   revision INTEGER NOT NULL,
   title TEXT NOT NULL,
@@ -383,44 +364,41 @@ CREATE TABLE memory_revisions (
   edited_by TEXT NOT NULL,
   created_at TEXT NOT NULL DEFAULT {NOW},
   PRIMARY KEY (entry_id, revision)
-);
-"""
+)""",
+)
 
 # Version 3: every task and proposal belongs to a run (`services.run_scope`). Rows
 # written before this version take the run their creation was filed under: a task the run of its
 # `task.created`/`task.replaced` event (else of a session capability issued for it); a proposal
 # its task's run (else the run of its own `proposal.created` event). `''` where nothing recorded one.
-_V3 = """
-ALTER TABLE tasks ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
-ALTER TABLE proposals ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
-
-UPDATE tasks SET run_id = coalesce(
+_V3: Step = (
+    "ALTER TABLE tasks ADD COLUMN run_id TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE proposals ADD COLUMN run_id TEXT NOT NULL DEFAULT ''",
+    """UPDATE tasks SET run_id = coalesce(
   (SELECT e.run_id FROM events e
     WHERE e.task_id = tasks.id AND e.type IN ('task.created', 'task.replaced') AND e.run_id != ''
     ORDER BY e.id LIMIT 1),
   (SELECT c.run_id FROM session_capabilities c
     WHERE c.task_id = tasks.id AND c.run_id != ''
     ORDER BY c.issued_at, c.id LIMIT 1),
-  '');
-
-UPDATE proposals SET run_id = coalesce(
+  '')""",
+    """UPDATE proposals SET run_id = coalesce(
   (SELECT t.run_id FROM tasks t WHERE t.id = proposals.task_id AND t.run_id != ''),
   (SELECT e.run_id FROM events e
     WHERE e.type = 'proposal.created' AND e.run_id != '' AND e.task_id = proposals.task_id
       AND json_extract(e.payload_json, '$.proposal_id') = proposals.id
     ORDER BY e.id LIMIT 1),
-  '');
-
-CREATE INDEX idx_tasks_run ON tasks(run_id, status);
-CREATE INDEX idx_proposals_run ON proposals(run_id, status);
-"""
+  '')""",
+    "CREATE INDEX idx_tasks_run ON tasks(run_id, status)",
+    "CREATE INDEX idx_proposals_run ON proposals(run_id, status)",
+)
 
 # Version 4: workspaces — one git worktree per agent and task, outside the project, made from the
 # same snapshot a test run uses. `base_commit` is the snapshot commit checked out, `base_tree` its
 # tree; `gitdir` is the worktree's administrative directory inside the project's repository (the
 # workspace's own `.git` file must keep pointing there). One live workspace per agent and task.
-_V4 = f"""
-CREATE TABLE workspaces (
+_V4: Step = (
+    f"""CREATE TABLE workspaces (
   id TEXT PRIMARY KEY,
   agent_id TEXT NOT NULL,
   task_id TEXT NOT NULL,
@@ -436,18 +414,18 @@ CREATE TABLE workspaces (
   updated_at TEXT,
   remove_after TEXT,
   removed_at TEXT
-);
-CREATE UNIQUE INDEX idx_workspaces_live ON workspaces(agent_id, task_id) WHERE state != 'removed';
-CREATE INDEX idx_workspaces_task ON workspaces(task_id, state);
-"""
+)""",
+    "CREATE UNIQUE INDEX idx_workspaces_live ON workspaces(agent_id, task_id) WHERE state != 'removed'",
+    "CREATE INDEX idx_workspaces_task ON workspaces(task_id, state)",
+)
 
 # Version 5: what each supervised session spent (`services.usage`), read from the harness's own
 # output as it streams: one row per session, rewritten with the session's running totals. The
 # task, proposal and revision it worked for and the UTC day it started are kept with it, so rollups
 # per task, revision, agent, run and day are one indexed sum. `cost_source` says where the cost
 # came from: `harness` (it reported one), `prices` (the configured price table), '' (unknown).
-_V5 = f"""
-CREATE TABLE session_usage (
+_V5: Step = (
+    f"""CREATE TABLE session_usage (
   session_id TEXT PRIMARY KEY,
   run_id TEXT NOT NULL,
   agent_id TEXT NOT NULL,
@@ -462,15 +440,15 @@ CREATE TABLE session_usage (
   cost_usd REAL NOT NULL DEFAULT 0,
   cost_source TEXT NOT NULL DEFAULT '',
   updated_at TEXT NOT NULL DEFAULT {NOW}
-);
-CREATE INDEX idx_session_usage_run ON session_usage(run_id);
-CREATE INDEX idx_session_usage_task ON session_usage(task_id);
-CREATE INDEX idx_session_usage_proposal ON session_usage(proposal_id, revision);
-CREATE INDEX idx_session_usage_agent ON session_usage(agent_id);
-CREATE INDEX idx_session_usage_day ON session_usage(day);
-"""
+)""",
+    "CREATE INDEX idx_session_usage_run ON session_usage(run_id)",
+    "CREATE INDEX idx_session_usage_task ON session_usage(task_id)",
+    "CREATE INDEX idx_session_usage_proposal ON session_usage(proposal_id, revision)",
+    "CREATE INDEX idx_session_usage_agent ON session_usage(agent_id)",
+    "CREATE INDEX idx_session_usage_day ON session_usage(day)",
+)
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
+MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.

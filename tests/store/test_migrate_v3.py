@@ -18,8 +18,9 @@ pytestmark = pytest.mark.anyio
 def version_2_file(path: Path) -> None:
     """A database as version 2 of the schema left it, with rows of every backfill case."""
     con = sqlite3.connect(path)
-    for script in MIGRATIONS[:2]:
-        con.executescript(script)
+    for step in MIGRATIONS[:2]:
+        for statement in step:
+            con.execute(statement)
     con.execute("PRAGMA user_version = 2")
     con.executemany(
         "INSERT INTO runs (id, status, started_at) VALUES (?, ?, ?)",

@@ -1,0 +1,426 @@
+-- sqlite_master after migration steps 1-5, as the statement-splitting migrator left it.
+-- Generated once; landed steps never change, so neither does this file.
+
+CREATE TABLE access_tokens (
+  id TEXT PRIMARY KEY,
+  token_sha256 TEXT NOT NULL UNIQUE,
+  principal TEXT NOT NULL,
+  agent_id TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  revoked_at TEXT
+);
+
+CREATE TABLE adapter_capabilities (
+  adapter TEXT PRIMARY KEY,
+  supports_resume INTEGER NOT NULL,
+  supports_mcp INTEGER NOT NULL,
+  supports_readonly_workspace INTEGER NOT NULL,
+  supports_session_capture INTEGER NOT NULL,
+  metadata_json TEXT NOT NULL DEFAULT '{}'
+);
+
+CREATE TABLE agent_session_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE agent_sessions (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  adapter TEXT NOT NULL,
+  provider TEXT,
+  model TEXT,
+  external_session_id TEXT,
+  external_resume_command TEXT,
+  working_directory TEXT NOT NULL,
+  mcp_socket TEXT,
+  status TEXT NOT NULL DEFAULT 'active',
+  started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  last_seen_at TEXT,
+  ended_at TEXT,
+  metadata_json TEXT NOT NULL DEFAULT '{}',
+  workspace_id TEXT
+);
+
+CREATE TABLE agents (
+  id TEXT PRIMARY KEY,
+  role TEXT NOT NULL,
+  name TEXT NOT NULL,
+  adapter TEXT NOT NULL,
+  command TEXT,
+  model TEXT,
+  status TEXT NOT NULL DEFAULT 'idle',
+  is_enabled INTEGER NOT NULL DEFAULT 1,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE claim_contentions (
+  id TEXT PRIMARY KEY,
+  resource_id TEXT NOT NULL,
+  claimant_id TEXT,
+  challenged_claim_id TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'open',
+  reason TEXT NOT NULL,
+  resolved_by TEXT,
+  resolved_at TEXT,
+  requested_resource_id TEXT,
+  requested_agent_id TEXT,
+  requested_task_id TEXT,
+  requested_mode TEXT,
+  requested_path TEXT,
+  resolution TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE claims (
+  id TEXT PRIMARY KEY,
+  resource_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  claim_type TEXT NOT NULL,
+  base_hash TEXT,
+  status TEXT NOT NULL DEFAULT 'active',
+  expires_at TEXT NOT NULL,
+  heartbeat_at TEXT,
+  renewable INTEGER NOT NULL DEFAULT 1,
+  resume_policy TEXT NOT NULL DEFAULT 'hold',
+  rationale_md TEXT,
+  fence INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  workspace_id TEXT
+);
+
+CREATE TABLE counters (
+  name TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+);
+
+CREATE TABLE decisions (
+  id TEXT PRIMARY KEY,
+  proposal_id TEXT,
+  task_id TEXT,
+  decision TEXT NOT NULL,
+  rationale_md TEXT NOT NULL,
+  decided_by TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  actor_id TEXT,
+  task_id TEXT,
+  payload_json TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+, principal TEXT, transport TEXT);
+
+CREATE TABLE human_approvals (
+  id TEXT PRIMARY KEY,
+  proposal_id TEXT,
+  task_id TEXT,
+  subject TEXT NOT NULL,
+  reason_md TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'requested',
+  requested_by TEXT NOT NULL DEFAULT 'orchestrator',
+  decision_md TEXT,
+  decided_by TEXT,
+  override_policy INTEGER NOT NULL DEFAULT 0,
+  revision TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE memory_entries (
+  id TEXT PRIMARY KEY,
+  scope TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  title TEXT NOT NULL,
+  body_md TEXT NOT NULL,
+  source_event_id INTEGER,
+  importance INTEGER NOT NULL DEFAULT 50,
+  status TEXT NOT NULL DEFAULT 'active',
+  workspace_id TEXT,
+  tags_json TEXT NOT NULL DEFAULT '[]',
+  provenance_json TEXT NOT NULL DEFAULT '{}',
+  source_session_id TEXT,
+  source_proposal_id TEXT,
+  confidence REAL NOT NULL DEFAULT 0.5,
+  reliability REAL NOT NULL DEFAULT 0.5,
+  pinned INTEGER NOT NULL DEFAULT 0,
+  revision INTEGER NOT NULL DEFAULT 1,
+  archived_at TEXT,
+  resynthesis_status TEXT NOT NULL DEFAULT 'none',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+, author_id TEXT);
+
+CREATE TABLE memory_revisions (
+  entry_id TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  title TEXT NOT NULL,
+  body_md TEXT NOT NULL,
+  edited_by TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  PRIMARY KEY (entry_id, revision)
+);
+
+CREATE TABLE patch_revisions (
+  proposal_id TEXT NOT NULL,
+  number INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  patch_path TEXT NOT NULL,
+  touched_files_json TEXT NOT NULL DEFAULT '[]',
+  claim_fences_json TEXT NOT NULL DEFAULT '{}',
+  agent_id TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  PRIMARY KEY (proposal_id, number)
+);
+
+CREATE TABLE proposal_resources (
+  proposal_id TEXT NOT NULL,
+  resource_id TEXT NOT NULL,
+  PRIMARY KEY (proposal_id, resource_id)
+);
+
+CREATE TABLE proposals (
+  id TEXT PRIMARY KEY,
+  task_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  title TEXT NOT NULL,
+  summary_md TEXT NOT NULL,
+  patch_path TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'pending',
+  risk TEXT NOT NULL DEFAULT 'normal',
+  current_revision TEXT,
+  revision_number INTEGER NOT NULL DEFAULT 0,
+  expected_tests_json TEXT NOT NULL DEFAULT '[]',
+  rollback_notes TEXT,
+  workspace_id TEXT,
+  deliberation_id TEXT,
+  proposer_session_id TEXT,
+  base_revision TEXT,
+  vote_state TEXT NOT NULL DEFAULT 'pending',
+  policy_state TEXT NOT NULL DEFAULT 'pending',
+  approval_state TEXT NOT NULL DEFAULT 'pending',
+  transaction_state TEXT NOT NULL DEFAULT 'not_started',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  updated_at TEXT
+, run_id TEXT NOT NULL DEFAULT '');
+
+CREATE TABLE resources (
+  id TEXT PRIMARY KEY,
+  type TEXT NOT NULL,
+  path TEXT,
+  symbol TEXT,
+  language TEXT,
+  start_line INTEGER,
+  end_line INTEGER,
+  current_hash TEXT,
+  metadata_json TEXT NOT NULL DEFAULT '{}'
+);
+
+CREATE TABLE run_snapshots (
+  id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  snapshot_json TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  goal TEXT,
+  status TEXT NOT NULL DEFAULT 'active',
+  started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  ended_at TEXT,
+  metadata_json TEXT NOT NULL DEFAULT '{}',
+  workspace_id TEXT
+);
+
+CREATE TABLE security_reviews (
+  id TEXT PRIMARY KEY,
+  proposal_id TEXT,
+  resource_id TEXT,
+  task_id TEXT,
+  reviewer_id TEXT NOT NULL DEFAULT 'security',
+  status TEXT NOT NULL DEFAULT 'approved',
+  summary_md TEXT NOT NULL,
+  findings_json TEXT NOT NULL DEFAULT '[]',
+  revision TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE session_capabilities (
+  id TEXT PRIMARY KEY,
+  token_sha256 TEXT NOT NULL UNIQUE,
+  session_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  proposal_id TEXT,
+  issued_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  max_expires_at TEXT NOT NULL,
+  revoked_at TEXT,
+  revoked_reason TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE session_usage (
+  session_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  task_id TEXT NOT NULL DEFAULT '',
+  proposal_id TEXT NOT NULL DEFAULT '',
+  revision INTEGER NOT NULL DEFAULT 0,
+  day TEXT NOT NULL,
+  model TEXT NOT NULL DEFAULT '',
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  cost_usd REAL NOT NULL DEFAULT 0,
+  cost_source TEXT NOT NULL DEFAULT '',
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE sqlite_sequence(name,seq);
+
+CREATE TABLE tasks (
+  id TEXT PRIMARY KEY,
+  title TEXT NOT NULL,
+  body_md TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'open',
+  priority INTEGER NOT NULL DEFAULT 100,
+  risk TEXT NOT NULL DEFAULT 'normal',
+  assigned_agent_id TEXT,
+  readable_paths_json TEXT NOT NULL DEFAULT '[]',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+, run_id TEXT NOT NULL DEFAULT '');
+
+CREATE TABLE test_runs (
+  id TEXT PRIMARY KEY,
+  proposal_id TEXT,
+  task_id TEXT,
+  command TEXT NOT NULL,
+  status TEXT NOT NULL,
+  summary_md TEXT,
+  log_path TEXT,
+  exit_code INTEGER,
+  revision TEXT,
+  outcome TEXT,
+  agent_id TEXT,
+  session_id TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  finished_at TEXT
+, sandbox TEXT, argv_json TEXT);
+
+CREATE TABLE transactions (
+  id TEXT PRIMARY KEY,
+  proposal_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  revision TEXT,
+  before_git_hash TEXT NOT NULL,
+  after_git_hash TEXT,
+  status TEXT NOT NULL DEFAULT 'pending',
+  applied_by TEXT NOT NULL DEFAULT 'orchestrator',
+  applied_at TEXT,
+  rollback_patch_path TEXT,
+  metadata_json TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  workspace_id TEXT
+);
+
+CREATE TABLE votes (
+  id TEXT PRIMARY KEY,
+  proposal_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  vote TEXT NOT NULL,
+  confidence REAL,
+  reason_md TEXT,
+  revision TEXT,
+  session_id TEXT,
+  policy_weight INTEGER NOT NULL DEFAULT 1,
+  policy_version TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z')
+);
+
+CREATE TABLE workspaces (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  run_id TEXT NOT NULL DEFAULT '',
+  proposal_id TEXT NOT NULL DEFAULT '',
+  base_commit TEXT NOT NULL,
+  base_tree TEXT NOT NULL,
+  path TEXT NOT NULL,
+  gitdir TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'active',
+  conflicts_json TEXT NOT NULL DEFAULT '[]',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000000Z'),
+  updated_at TEXT,
+  remove_after TEXT,
+  removed_at TEXT
+);
+
+CREATE INDEX idx_agent_session_events_session ON agent_session_events(session_id, id);
+
+CREATE INDEX idx_agent_sessions_agent ON agent_sessions(agent_id, status);
+
+CREATE INDEX idx_claims_agent_status ON claims(agent_id, status);
+
+CREATE INDEX idx_claims_resource_status ON claims(resource_id, status);
+
+CREATE INDEX idx_claims_status_expires ON claims(status, expires_at);
+
+CREATE INDEX idx_contentions_resource_status ON claim_contentions(resource_id, status, created_at DESC);
+
+CREATE INDEX idx_events_run_id ON events(run_id, id);
+
+CREATE INDEX idx_events_run_type ON events(run_id, type, id);
+
+CREATE INDEX idx_events_type ON events(type, id);
+
+CREATE INDEX idx_human_approvals_proposal ON human_approvals(proposal_id, created_at);
+
+CREATE INDEX idx_memory_order ON memory_entries(importance DESC, created_at, id);
+
+CREATE INDEX idx_proposals_run ON proposals(run_id, status);
+
+CREATE INDEX idx_proposals_task ON proposals(task_id, status);
+
+CREATE INDEX idx_security_reviews_proposal ON security_reviews(proposal_id, created_at);
+
+CREATE INDEX idx_session_capabilities_session ON session_capabilities(session_id);
+
+CREATE INDEX idx_session_usage_agent ON session_usage(agent_id);
+
+CREATE INDEX idx_session_usage_day ON session_usage(day);
+
+CREATE INDEX idx_session_usage_proposal ON session_usage(proposal_id, revision);
+
+CREATE INDEX idx_session_usage_run ON session_usage(run_id);
+
+CREATE INDEX idx_session_usage_task ON session_usage(task_id);
+
+CREATE INDEX idx_tasks_order ON tasks(priority, created_at, id);
+
+CREATE INDEX idx_tasks_run ON tasks(run_id, status);
+
+CREATE INDEX idx_tasks_status ON tasks(status, priority, created_at, id);
+
+CREATE INDEX idx_test_runs_proposal ON test_runs(proposal_id, created_at);
+
+CREATE INDEX idx_transactions_status ON transactions(status);
+
+CREATE INDEX idx_votes_proposal ON votes(proposal_id, created_at, id);
+
+CREATE UNIQUE INDEX idx_workspaces_live ON workspaces(agent_id, task_id) WHERE state != 'removed';
+
+CREATE INDEX idx_workspaces_task ON workspaces(task_id, state);
