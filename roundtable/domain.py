@@ -143,3 +143,9 @@ class ClaimStatus(StrEnum):
 
 class ContentionStatus(StrEnum):
     OPEN = "open"  # a refused claim's contention nobody has resolved yet
+
+
+class ReviewEvent(StrEnum):
+    """Events of the review loop beyond votes: a line comment left on a revision."""
+
+    COMMENTED = "proposal.commented"

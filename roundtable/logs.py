@@ -96,6 +96,10 @@ EVENT_LINES: dict[str, tuple[int, str]] = {
     "patch.applied": (logging.INFO, "applied proposal {proposal_id} as transaction {transaction_id}"),
     "patch.apply_failed": (logging.ERROR, "apply of proposal {proposal_id} failed: {error}"),
     "patch.rejected": (logging.INFO, "proposal {proposal_id} rejected"),
+    "proposal.commented": (
+        logging.INFO,
+        "{actor_id} commented on proposal {proposal_id} r{revision_number} {where}",
+    ),
     "patch.rolled_back": (
         logging.WARNING,
         "rolled back transaction {transaction_id} (proposal {proposal_id}): {reason}",

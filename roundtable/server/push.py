@@ -82,6 +82,7 @@ OPERATOR_LEVELS: dict[str, str] = {
 # For an agent: events on its own proposals.
 AUTHOR_LEVELS: dict[str, str] = {
     "vote.cast": "info",
+    "proposal.commented": "notice",
     "security.reviewed": "info",
     "test.finished": "info",
     "test.evidence_reported": "info",

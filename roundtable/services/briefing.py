@@ -1,8 +1,10 @@
 """Briefings: the resume briefing, and how another agent's words are quoted into one.
 
 The resume briefing is a short Markdown note telling a returning agent where it stands,
-built from current rows only (task, active claims, open proposals, latest decisions) and a fixed
-next-action heuristic. It never includes task bodies, votes, patches, logs or memory.
+built from current rows only (task, active claims, open proposals with the comments on their
+current revision, latest decisions) and a fixed next-action heuristic. It never includes task
+bodies, votes, patches, logs or memory. The comments are listed as `path:line — body (author)`
+lines, quoted as data (a reviewer wrote them).
 
 `quote` is the one way text written by an agent (a reviewer's reason, a security summary, test
 output) enters a briefing or a prompt: capped, labelled with who wrote it, inside a fence longer
@@ -13,10 +15,11 @@ stays inside the quote.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from roundtable.services import comments as comments_service
 from roundtable.store.db import Reader, Tx
-from roundtable.store.records import AgentSession, Claim, Decision, Proposal, Task
+from roundtable.store.records import AgentSession, Claim, Decision, Proposal, ProposalComment, Task
 
 QUOTE_LIMIT = 4000  # characters of agent text quoted into a briefing
 _FENCE_RUN = re.compile(r"`{3,}|~{3,}")
@@ -46,9 +49,17 @@ class Briefing:
     claims: list[Claim]
     proposals: list[Proposal]
     decisions: list[Decision]
+    # proposal id → the comments on its current revision
+    comments: dict[str, list[ProposalComment]] = field(default_factory=dict)
 
     @property
     def next_action(self) -> str:
+        commented = sorted(p.id for p in self.proposals if self.comments.get(p.id))
+        if commented:
+            return (
+                f"Review proposal {commented[0]}: address the comments on its current revision "
+                "(and any blocking feedback) with a new revision, then ask for review again."
+            )
         if self.proposals:
             first = min(self.proposals, key=lambda p: p.id)
             return (
@@ -72,11 +83,29 @@ class Briefing:
         lines += ["", "Your active claims:"]
         lines += [f"- {c.resource_id}" for c in self.claims] or ["- none"]
         lines += ["", "Pending proposals:"]
-        lines += [f"- {p.id} from you: {p.status}" for p in self.proposals] or ["- none"]
+        for p in self.proposals:
+            lines.append(f"- {p.id} from you: {p.status}" + _comments_note(p, self.comments.get(p.id, [])))
+            if self.comments.get(p.id):
+                lines.append(comments_block(self.comments[p.id]))
+        if not self.proposals:
+            lines.append("- none")
         lines += ["", "Latest decisions:"]
         lines += [f"- {d.id}: {d.rationale_md}" for d in self.decisions] or ["- none"]
         lines += ["", "Required next action:", self.next_action]
         return "\n".join(lines) + "\n"
+
+
+def _comments_note(p: Proposal, found: list[ProposalComment]) -> str:
+    if not found:
+        return ""
+    return f", {len(found)} comment{'' if len(found) == 1 else 's'} on revision {p.revision_number}:"
+
+
+def comments_block(found: list[ProposalComment]) -> str:
+    """The comments as `path:line — body (author)` lines, quoted as data: a reviewer wrote them."""
+    authors = sorted({c.author for c in found})
+    text = "\n".join(comments_service.brief_line(c) for c in found)
+    return quote(", ".join(authors), text)
 
 
 async def build(reader: Reader | Tx, session: AgentSession) -> Briefing:
@@ -102,6 +131,7 @@ async def build(reader: Reader | Tx, session: AgentSession) -> Briefing:
         (agent,),
     )
     decisions = await reader.all(Decision, "SELECT * FROM decisions ORDER BY created_at DESC, id DESC LIMIT 3")
+    comments = {p.id: await comments_service.for_revision(reader, p.id, p.revision_number) for p in proposals}
     return Briefing(
         agent_id=agent,
         run_id=session.run_id,
@@ -110,4 +140,5 @@ async def build(reader: Reader | Tx, session: AgentSession) -> Briefing:
         claims=claims,
         proposals=proposals,
         decisions=decisions,
+        comments={pid: found for pid, found in comments.items() if found},
     )

@@ -82,9 +82,9 @@ _COMMON = frozenset(
 )
 ALLOWED: dict[str, frozenset[str]] = {
     "implementer": _COMMON | {"proposal.create", "proposal.attach_patch", "workspace.propose", "workspace.sync"},
-    "reviewer": _COMMON | {"vote.cast"},
-    "tester": _COMMON | {"vote.cast", "test.evidence.submit"},
-    "security": _COMMON | {"vote.cast", "security.review"},
+    "reviewer": _COMMON | {"vote.cast", "proposal.comment"},
+    "tester": _COMMON | {"vote.cast", "proposal.comment", "test.evidence.submit"},
+    "security": _COMMON | {"vote.cast", "proposal.comment", "security.review"},
     # The planner turns a run's goal into tasks, then closes its own planning task.
     "planner": _COMMON | {"task.create", "task.update_status"},
 }

@@ -64,6 +64,7 @@ RECORD_KINDS: dict[str, str] = {
     "memory_entries": "memory entry",
     "access_tokens": "access token",
     "workspaces": "workspace",
+    "proposal_comments": "comment",
 }
 
 
@@ -516,6 +517,26 @@ class Workspace(Record):
     removed_at: str
 
 
+@dataclasses.dataclass(frozen=True)
+class ProposalComment(Record):
+    """A line comment on one revision of a proposal (`services.comments`); `line` 0: on the whole
+    file, `path` '': on the whole proposal."""
+
+    table: ClassVar[str] = "proposal_comments"
+
+    id: str
+    proposal_id: str
+    revision: int
+    revision_sha: str
+    path: str
+    line: int
+    side: str
+    body_md: str
+    author: str
+    session_id: str
+    created_at: str
+
+
 ALL_RECORDS: tuple[type[Record], ...] = (
     Run,
     Event,
@@ -543,4 +564,5 @@ ALL_RECORDS: tuple[type[Record], ...] = (
     AccessToken,
     MemoryRevision,
     Workspace,
+    ProposalComment,
 )

@@ -448,7 +448,29 @@ _V5: Step = (
     "CREATE INDEX idx_session_usage_day ON session_usage(day)",
 )
 
-MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5)
+# Version 6: line comments on a proposal's revision (`services.comments`): by the operator or a
+# reviewing agent, on a line the revision's diff shows (`side` new: the new file's line number;
+# old: a removed line's), on a whole file (`line` NULL) or on the whole proposal (`path` '').
+# `revision` is the revision's number, `revision_sha` its patch; a later revision leaves them on
+# the one they were made on.
+_V6: Step = (
+    f"""CREATE TABLE proposal_comments (
+  id TEXT PRIMARY KEY,
+  proposal_id TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  revision_sha TEXT NOT NULL,
+  path TEXT NOT NULL DEFAULT '',
+  line INTEGER,
+  side TEXT NOT NULL DEFAULT 'new',
+  body_md TEXT NOT NULL,
+  author TEXT NOT NULL,
+  session_id TEXT,
+  created_at TEXT NOT NULL DEFAULT {NOW}
+)""",
+    "CREATE INDEX idx_proposal_comments ON proposal_comments(proposal_id, revision, created_at)",
+)
+
+MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.
@@ -480,4 +502,5 @@ TABLES = (
     "memory_revisions",
     "workspaces",
     "session_usage",
+    "proposal_comments",
 )

@@ -14,6 +14,7 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import ProposalStatus, Risk, Vote
 from roundtable.errors import ValidationError
+from roundtable.services import comments as comments_service
 from roundtable.services import paging, quotas
 from roundtable.services import proposals as service
 from roundtable.services import votes as votes_service
@@ -142,7 +143,12 @@ async def get(call: Call) -> dict[str, Any]:
         out["revision_diff"] = await _revision_diff(call, out, since)
         out["patch"] = ""
     if wants_detail(args):
+        out["comments"] = [c.to_dict() for c in await comments_service.every(call.r, args["proposal_id"])]
         return out
+    current = int(out["proposal"].get("revision_number") or 0)
+    shown = await comments_service.for_revision(call.r, args["proposal_id"], current) if current else []
+    if shown:  # the open comments (on the current revision), only when there are any
+        out["comments"] = [comments_service.summary(c) for c in shown]
     out = views.proposal_result(out)
     out["revisions"] = [views.revision(r, _files(r)) for r in out.get("revisions", [])]
     if not out.get("patch_error"):
@@ -172,6 +178,47 @@ async def _revision_diff(call: Call, out: dict[str, Any], since: int) -> str:
     current_text = read_patch(root, str(current["sha256"]))
     paths = tuple(dict.fromkeys([*_files(older), *_files(current)]))
     return await revision_diff(root, older_text, current_text, paths, max_bytes=call.runtime.config.repo.max_read_bytes)
+
+
+async def prepare_comment(call: Call) -> None:
+    """The revision's patch read and split into numbered lines, and the place checked against it,
+    before the write transaction opens (a refusal here records nothing)."""
+    args = call.args
+    async with call.runtime.db.read() as r:
+        row = await comments_service.revision_row(r, args["proposal_id"], opt_int(args, "revision", 0))
+    found = await comments_service.anchors(call.runtime.root, row)
+    comments_service.check_place(found, opt_str(args, "path").strip(), opt_int(args, "line", 0), _side(args))
+    call.notes["anchors"] = found
+
+
+def _side(args: dict[str, Any]) -> str:
+    return opt_str(args, "side", "new")
+
+
+async def comment(call: Call) -> dict[str, Any]:
+    args = call.args
+    found = call.notes["anchors"]
+    made = await comments_service.add(
+        call.w,
+        found=found,
+        revision_given="revision" in args,
+        path=opt_str(args, "path").strip(),
+        line=opt_int(args, "line", 0),
+        side=_side(args),
+        body_md=args["body_md"],
+        author=call.actor,
+        is_operator=call.caller.is_operator,
+        comment_id=clock.new_id("C"),
+        session_id=call.session_id,
+        runs=call.run_hint,
+    )
+    return {
+        "comment": {
+            "id": made.id,
+            "revision": made.revision,
+            "at": comments_service.place(made.path, made.line, made.side),
+        }
+    }
 
 
 async def list_(call: Call) -> dict[str, Any]:
@@ -326,9 +373,29 @@ TOOLS = [
         prepare=prepare_attach,
     ),
     ToolSpec(
+        name="proposal.comment",
+        description=(
+            "Comment on a line of a proposal's diff, a file (no line) or the proposal (no path); not your own."
+        ),
+        input_schema=obj(
+            {
+                "proposal_id": _PROPOSAL,
+                "revision": integer(minimum=1),
+                "path": string(),
+                "line": integer("In the new file (side old: the old).", minimum=1),
+                "side": string(enum=["new", "old"]),
+                "body_md": string(maxLength=comments_service.MAX_BODY),
+            },
+            ["proposal_id", "body_md"],
+        ),
+        output_schema=result({"comment": RECORD}, required=["comment"]),
+        handler=comment,
+        prepare=prepare_comment,
+    ),
+    ToolSpec(
         name="proposal.get",
         description=(
-            "One proposal: current patch, one line per revision, resources, gates. since_revision N returns revision_diff (the files' change since revision N) instead of the patch."
+            "One proposal: current patch, one line per revision, resources, gates, open comments. since_revision N returns revision_diff (the files' change since revision N) instead of the patch."
         ),
         input_schema=obj(
             {
@@ -346,6 +413,7 @@ TOOLS = [
                 "patch": string(),
                 "revision_diff": string(),
                 "gates": RECORD,
+                "comments": RECORDS,
             },
             required=["proposal"],
         ),
@@ -415,7 +483,7 @@ TOOLS = [
         description=("Record a decision and its rationale, optionally about a proposal or task."),
         input_schema=obj(
             {
-                "decision": string("The decision."),
+                "decision": string(),
                 "rationale_md": string(),
                 "decided_by": string("Who decided (default, and the only choice for agents: the caller)."),
                 "proposal_id": _PROPOSAL,

@@ -72,6 +72,7 @@ REFERENCE_ORDER: tuple[str, ...] = (
     "patch.reject",
     "patch.validate",
     "proposal.attach_patch",
+    "proposal.comment",
     "proposal.create",
     "proposal.get",
     "proposal.list",
@@ -136,6 +137,7 @@ _BY_NAME: dict[str, int] = {
     "expected_tests": COMMAND_MAX,
     "revision": ID_MAX,
     "base_hash": ID_MAX,
+    "cursor": 4096,  # = paging's cursor bound, so listings need not repeat it
     "patch": PATCH_MAX,
 }
 
@@ -356,7 +358,7 @@ class Registry:
         return self._by_any_name.get(name)
 
     def exposed(self) -> list[ToolSpec]:
-        """The tools MCP discovery lists (40), in the reference's order."""
+        """The tools MCP discovery lists (41), in the reference's order."""
         return [s for s in self._specs.values() if s.advertised]
 
     def for_audience(self, *audiences: Audience) -> list[ToolSpec]:

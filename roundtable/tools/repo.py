@@ -79,8 +79,8 @@ TOOLS = [
         input_schema=obj(
             {
                 "path": _PATH,
-                "start_line": integer("First line to return (1-based).", minimum=1),
-                "end_line": integer("Last line to return (inclusive).", minimum=1),
+                "start_line": integer(minimum=1),
+                "end_line": integer(minimum=1),
                 "numbered": boolean("Prefix each line with its number and a tab."),
             },
             ["path"],
@@ -109,7 +109,7 @@ TOOLS = [
         ),
         input_schema=obj(
             {
-                "query": string("Text to find (literal, case-insensitive)."),
+                "query": string(),
                 "path": _PATH,
                 "context_lines": integer("Lines of context before and after each match.", minimum=0, maximum=20),
             },

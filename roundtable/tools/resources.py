@@ -254,7 +254,7 @@ TOOLS = [
     ToolSpec(
         name="resource.get",
         description="Fetch one resource record by id (e.g. file:src/app.py).",
-        input_schema=obj({"resource_id": string("e.g. file:src/app.py")}, ["resource_id"]),
+        input_schema=obj({"resource_id": string()}, ["resource_id"]),
         output_schema=result({"resource": RECORD}),
         handler=point_handler(get),
         point_read=get,

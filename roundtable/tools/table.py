@@ -78,13 +78,13 @@ async def turn_complete(call: Call) -> dict[str, Any]:
 
 _RUN = string()
 _AGENT = string("Your agent id (default: the one your credential names).")
-_REQUEST = integer("The request_event_id returned by agent.turn_request.", minimum=1)
+_REQUEST = integer("From agent.turn_request.", minimum=1)
 
 TOOLS = [
     ToolSpec(
         name="table.get_state",
         description=(
-            "The coordination table in one snapshot: runs, agents, tasks, claims, proposals, transactions, approvals, reviews, memory, decisions. At most limit rows per list; has_more means call again with cursor = next_cursor. summary: counts, by_status and usage (tokens, USD) only."
+            "The coordination table in one snapshot, list by list (lists: only those). At most limit rows per list; has_more means call again with cursor = next_cursor. summary: counts, by_status and usage (tokens, USD) only."
         ),
         input_schema=obj(
             {

@@ -154,7 +154,7 @@ TOOLS = [
         ),
         input_schema=obj(
             {
-                "command": string("A command test_suggest lists, by name or exact text."),
+                "command": string(),
                 "proposal_id": string("Its current revision is applied; the run is its evidence."),
                 "task_id": string(),
                 "test_run_id": string(),

@@ -215,7 +215,7 @@ def test_claude_code_and_codex_connect_to_a_project_set_up_by_roundtable(
         assert status["runtimeStatus"] == "connected", status
         tools = status.get("tools") or {}
         # Connected as implementer-1: every advertised tool but the operator's patch_apply/patch_reject.
-        assert len(tools) == len(get_registry().exposed()) - 2 == 38
+        assert len(tools) == len(get_registry().exposed()) - 2 == 39
         assert "agent_turn_request" in tools
     finally:
         log = owner.stop()

@@ -10,13 +10,13 @@ from roundtable.tools.registry import REFERENCE_ORDER, get_registry
 SEED = Path(__file__).resolve().parents[3] / "shared" / "seed" / "000_08ef96d855ff20fa.txt"
 
 
-def test_registry_has_41_mcp_entries_and_40_exposed() -> None:
+def test_registry_has_42_mcp_entries_and_41_exposed() -> None:
     registry = get_registry()
     names = [s.name for s in registry if s.audience in ("mcp", "mcp-operator")]
     assert names == list(REFERENCE_ORDER)
-    assert len(names) == 41
+    assert len(names) == 42
     exposed = [s.name for s in registry.exposed()]
-    assert len(exposed) == 40
+    assert len(exposed) == 41
     assert "repo.dependency_context" not in exposed
     assert "test.evidence.submit" not in exposed
 
@@ -40,8 +40,8 @@ def test_registry_names_equal_the_seed_table() -> None:
         return
     text = SEED.read_text(encoding="utf-8")
     seed_names = set(re.findall(r"^([a-z]+\.[a-z_]+(?:\.[a-z_]+)?) \|$", text, re.M))
-    # Tools roundtable added beyond the reference's table: the agents' workspaces.
-    added = {"workspace.propose", "workspace.sync"}
+    # Tools roundtable added beyond the reference's table: the agents' workspaces, line comments.
+    added = {"workspace.propose", "workspace.sync", "proposal.comment"}
     assert set(REFERENCE_ORDER) - added <= seed_names | {"repo.dependency_context"}
 
 
