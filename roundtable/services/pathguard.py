@@ -70,10 +70,16 @@ def is_sensitive_path(rel: str) -> bool:
 
 
 def _hidden_component(rel: str) -> str:
-    for part in PurePosixPath(rel).parts:
+    """The first of `HIDDEN_DIRS` among the components of a normalised relative path."""
+    for part in rel.split("/"):
         if part in HIDDEN_DIRS:
             return part
     return ""
+
+
+def _posix(rel: str) -> str:
+    """A normalised relative path with `/` separators (the same string on POSIX)."""
+    return rel if os.sep == "/" else PurePosixPath(*Path(rel).parts).as_posix()
 
 
 def _relative(path: str, base: str) -> str | None:
@@ -122,8 +128,8 @@ def resolve_repo_path(root: Path, path: str) -> tuple[Path, str]:
     resolved_rel = _relative(resolved, base)
     if resolved_rel is None:
         raise ToolError(OUTSIDE)
-    rel_posix = PurePosixPath(*Path(rel).parts).as_posix() if rel != "." else "."
-    for candidate in (rel_posix, PurePosixPath(*Path(resolved_rel).parts).as_posix()):
+    rel_posix = _posix(rel) if rel != "." else "."
+    for candidate in (rel_posix, _posix(resolved_rel)):
         hidden = _hidden_component(candidate)
         if hidden:
             raise ToolError(f"path is inside {hidden}/, which is not accessible through roundtable")

@@ -284,13 +284,11 @@ async def update_task_status(
 async def assign_task(tx: Tx, run_id: str, task_id: str, agent_id: str, actor: str) -> bool:
     """The Chair's assignment: only if the task is still open and unassigned (re-checked inside
     this transaction, so a concurrent `task.update_status` wins). Appends `task.assigned`."""
-    # Tx.execute reports a stale lastrowid for UPDATEs, so read rowcount from the cursor.
-    async with tx.conn.execute(
+    changed = await tx.execute(  # an UPDATE: its row count
         "UPDATE tasks SET assigned_agent_id = ?, status = 'in_progress', updated_at = ?"
         " WHERE id = ? AND status = 'open' AND coalesce(assigned_agent_id, '') = ''",
         (agent_id, clock.now(), task_id),
-    ) as cursor:
-        changed = cursor.rowcount
+    )
     if not changed:
         return False
     tx.tables.add("tasks")

@@ -13,14 +13,13 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import dataclasses
 import json
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -32,6 +31,7 @@ import aiosqlite
 from roundtable import clock
 from roundtable.bus import Change, ChangeBus
 from roundtable.errors import NotFound, StoreError
+from roundtable.store.group import Batch, WriteLock
 from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
 from roundtable.store.thread import on_thread
@@ -213,24 +213,94 @@ _INSERT_EVENT = (
 ACTING: ContextVar[tuple[str, str]] = ContextVar("roundtable_acting", default=("", ""))
 
 
-class Tx(_Queries):
-    """A write transaction (`BEGIN IMMEDIATE`). Collects events to publish after commit."""
+def _after(
+    conn: sqlite3.Connection, prelude: tuple[str, ...], busy_ms: int, fn: Callable[..., T], args: tuple[Any, ...]
+) -> T:
+    """A write transaction's first round trip: its opening statements (`BEGIN IMMEDIATE`, or
+    its savepoint inside a shared transaction), then `fn(conn, *args)`."""
+    for sql in prelude:
+        try:
+            conn.execute(sql).close()
+        except sqlite3.OperationalError as exc:
+            if sql.startswith("BEGIN"):
+                raise _busy_or_store_error(exc, busy_ms) from None
+            raise
+    return fn(conn, *args)
 
-    def __init__(self, conn: aiosqlite.Connection, *, principal: str = "", transport: str = "") -> None:
+
+def _fetch(conn: sqlite3.Connection, sql: str, params: Params) -> list[sqlite3.Row]:
+    cursor = conn.execute(sql, params)
+    try:
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def _run_many(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> None:
+    conn.executemany(sql, rows).close()
+
+
+def _rollback_to(conn: sqlite3.Connection, name: str) -> bool:
+    """Undo one writer's savepoint; False when the transaction itself is gone (SQLite rolled it
+    back whole, e.g. on a full disk) — then nothing of the batch is left to commit."""
+    if not conn.in_transaction:
+        return False
+    try:
+        conn.execute(f"ROLLBACK TO {name}").close()
+        conn.execute(f"RELEASE {name}").close()
+    except sqlite3.OperationalError as exc:
+        if "no such savepoint" not in str(exc):
+            raise
+    return conn.in_transaction
+
+
+class Tx(_Queries):
+    """A write transaction (`BEGIN IMMEDIATE`), or one writer's savepoint inside a transaction
+    shared with others (`store/group.py`). Collects events to publish after commit.
+
+    Every statement goes through `_hop`, so the opening statements ride on the first one's
+    round trip; a writer that runs no statement opens nothing."""
+
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        *,
+        principal: str = "",
+        transport: str = "",
+        prelude: tuple[str, ...] = (),
+        savepoint: str = "",
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> None:
         super().__init__(conn)
         self.events: list[dict[str, Any]] = []
         self.tables: set[str] = set()
         # Who this transaction acts for: stamped on every event it appends.
         self.principal = principal
         self.transport = transport
+        self._prelude = prelude
+        self.savepoint = savepoint  # "" when this writer opened the transaction itself
+        self.entered = False  # the opening statements were sent
+        self._busy_ms = busy_timeout_ms
+
+    async def _hop(self, fn: Callable[..., T], *args: Any) -> T:
+        if self.entered or not self._prelude:
+            return await on_thread(self.conn, fn, *args)
+        self.entered = True
+        return await on_thread(self.conn, _after, self._prelude, self._busy_ms, fn, args)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._hop(fn, *args)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        return await self._hop(_fetch, sql, params)
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; returns the new row's id for an INSERT, else the row count."""
         # The row id and the row count are read with the statement: one round trip.
-        return await on_thread(self.conn, _run_statement, sql, params)
+        return await self._hop(_run_statement, sql, params)
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        await self.conn.executemany(sql, list(rows))
+        await self._hop(_run_many, sql, list(rows))
 
     async def insert(self, table: str, values: dict[str, Any]) -> int:
         columns = ", ".join(values)
@@ -242,10 +312,7 @@ class Tx(_Queries):
         sets = ", ".join(f"{c} = ?" for c in values)
         where = " AND ".join(f"{c} = ?" for c in key)
         self.tables.add(table)
-        async with self.conn.execute(
-            f"UPDATE {table} SET {sets} WHERE {where}", [*values.values(), *key.values()]
-        ) as cursor:
-            return cursor.rowcount
+        return await self.execute(f"UPDATE {table} SET {sets} WHERE {where}", [*values.values(), *key.values()])
 
     def _event(
         self, run_id: str, type: str, payload: dict[str, Any], actor_id: str, task_id: str
@@ -346,48 +413,20 @@ async def _settle(conn: aiosqlite.Connection, sql: str) -> None:
         raise asyncio.CancelledError
 
 
-class _WriteLock:
-    """The writer's lock: first come, first served, except that an urgent writer (the Chair's
-    turn hand-over) goes before every ordinary one already waiting. Under fifty agents' writes
-    the ordinary queue is ~50 transactions deep (~300 ms); a hand-over should not wait behind it.
-    The lock passes straight to the next waiter on release, so nobody can barge in between."""
-
-    def __init__(self) -> None:
-        self._locked = False
-        self._urgent: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._ordinary: collections.deque[asyncio.Future[None]] = collections.deque()
-
-    def locked(self) -> bool:
-        return self._locked
-
-    def waiting(self) -> int:
-        return sum(not f.done() for f in (*self._urgent, *self._ordinary))
-
-    async def acquire(self, *, urgent: bool = False) -> None:
-        if not self._locked:
-            self._locked = True
-            return
-        queue = self._urgent if urgent else self._ordinary
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        queue.append(future)
+async def _complete(awaitable: Awaitable[T]) -> T:
+    """Await `awaitable` to its end even if the caller is cancelled meanwhile (the cancellation
+    is re-raised afterwards): a transaction's end is never left half done."""
+    future = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while not future.done():
         try:
-            await future
+            await asyncio.shield(future)
         except asyncio.CancelledError:
-            if future.done() and not future.cancelled():
-                self.release()  # handed the lock just as we were cancelled: pass it on
-            else:
-                with contextlib.suppress(ValueError):
-                    queue.remove(future)
-            raise
-
-    def release(self) -> None:
-        for queue in (self._urgent, self._ordinary):
-            while queue:
-                future = queue.popleft()
-                if not future.done():
-                    future.set_result(None)  # ownership passes; the lock stays locked
-                    return
-        self._locked = False
+            cancelled = True
+    result = future.result()
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
 
 
 class Database:
@@ -405,7 +444,9 @@ class Database:
         self.busy_timeout_ms = busy_timeout_ms
         self.bus = bus
         self._writer = writer
-        self._write_lock = _WriteLock()
+        self._write_lock = WriteLock(on_idle=self._on_idle)
+        self._batch: Batch | None = None  # the open transaction writers share (`store/group.py`)
+        self.commits = 0  # COMMITs issued: writes ÷ commits is the mean batch size
         self._reader_limit = readers
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._reader_count = 0
@@ -508,6 +549,8 @@ class Database:
             with contextlib.suppress(asyncio.CancelledError, StoreError, sqlite3.Error):
                 await self._commit_watch
         async with self._locked():
+            if self._batch is not None:  # a batch handed to us: commit it first
+                await self._end_batch(self._batch, release=False)
             if self._pending:
                 await asyncio.gather(*self._pending, return_exceptions=True)
             for conn in self._all_readers:
@@ -528,7 +571,11 @@ class Database:
     ) -> AsyncIterator[Tx]:
         """One write transaction: commit on success, roll back on any exception. `principal` and
         `transport` name who the transaction acts for; every event it appends records them.
-        `urgent` goes before the ordinary writers already waiting (short Chair transactions)."""
+        `urgent` goes before the ordinary writers already waiting (short Chair transactions).
+
+        Writers waiting for each other share one transaction (group commit, `store/group.py`):
+        each is all-or-nothing through its savepoint, and leaves this block only once the shared
+        COMMIT succeeded — its events published — or failed (`StoreError`, nothing written)."""
         if self._closed:
             raise StoreError("database is closed")
         if self.read_only:
@@ -536,32 +583,122 @@ class Database:
         problem = self.file_problem()
         if problem:
             raise StoreError(f"{problem}; refusing to write (restart the owner)")
-        async with self._locked(urgent):
-            # Defensive: nothing else runs under the lock, so an open transaction here is stale.
-            if self._writer.in_transaction:
-                await self._settle("ROLLBACK")
+        await self._write_lock.acquire(urgent=urgent)
+        batch = self._batch
+        try:
+            if batch is None:
+                # Defensive: no batch is open, so an open transaction here is stale.
+                if self._writer.in_transaction:
+                    await self._settle("ROLLBACK")
+                loop = asyncio.get_running_loop()
+                batch = self._batch = Batch(started=loop.time(), done=loop.create_future())
+            prelude, savepoint = batch.prelude(self._writer.in_transaction)
             acting = ACTING.get()
             tx = Tx(
                 self._writer,
                 principal=principal or acting[0] or "internal",
                 transport=transport or acting[1] or "internal",
+                prelude=prelude,
+                savepoint=savepoint,
+                busy_timeout_ms=self.busy_timeout_ms,
             )
             changes_before = self._writer.total_changes
-            try:
-                try:
-                    await self._settle("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:
-                    raise _busy_or_store_error(exc, self.busy_timeout_ms) from None
-                yield tx
-            except BaseException:
-                if self._writer.in_transaction:
-                    await self._settle("ROLLBACK")
-                raise
+        except BaseException:
+            if batch is not None:
+                await self._leave(batch, urgent=urgent, ok=False)
             else:
-                await self._settle("COMMIT")
-                dirty = self._writer.total_changes != changes_before
-        if dirty or tx.events:
-            self.bus.publish(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
+                self._write_lock.release()
+            raise
+        try:
+            yield tx
+        except BaseException:
+            try:
+                await _complete(self._undo(batch, tx))
+            finally:
+                await self._leave(batch, urgent=urgent, ok=False)
+            raise
+        if tx.entered:
+            batch.savepoint = tx.savepoint or batch.savepoint
+        if self._writer.total_changes != changes_before or tx.events:
+            batch.changes.append(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
+        await self._leave(batch, urgent=urgent, ok=True)
+
+    async def _undo(self, batch: Batch, tx: Tx) -> None:
+        """Roll back what the failed writer `tx` did, and only that."""
+        if not tx.entered:
+            return
+        if not tx.savepoint:  # it opened the transaction: nobody else is in it
+            if self._writer.in_transaction:
+                await self._writer.execute("ROLLBACK")
+            return
+        batch.savepoint = ""  # its prelude released the previous writer's savepoint
+        try:
+            kept = await on_thread(self._writer, _rollback_to, tx.savepoint)
+        except sqlite3.Error as exc:
+            kept = False
+            log.warning("rolling back a grouped write failed: %s", exc)
+        if not kept:
+            batch.lost = "the shared write transaction was rolled back by an error in a call grouped with this one"
+            if self._writer.in_transaction:
+                await self._writer.execute("ROLLBACK")
+
+    async def _leave(self, batch: Batch, *, urgent: bool, ok: bool) -> None:
+        """A writer of `batch` is done (`ok`: it succeeded). Pass the lock — and the open
+        transaction — to the next waiting writer, or end the batch; a successful writer returns
+        once its batch is committed and raises `StoreError` if that failed."""
+        batch.members += 1
+        batch.succeeded += ok
+        if not urgent and self._write_lock.waiting() and batch.open_for(asyncio.get_running_loop().time()):
+            if ok:
+                batch.waiters += 1
+            self._write_lock.release()  # to the next writer, inside this transaction
+            if ok:
+                await _complete(batch.done)
+            return
+        error = await _complete(self._end_batch(batch))
+        if ok and error is not None:
+            raise error
+
+    async def _end_batch(self, batch: Batch, *, release: bool = True) -> StoreError | None:
+        """Commit `batch` (the lock's holder does this), then release the lock, publish every
+        writer's changes in order and answer the writers waiting; returns the failure, if any."""
+        error: StoreError | None = None
+        try:
+            if batch.lost:
+                error = StoreError(f"{batch.lost}; nothing was written — retry")
+            elif self._writer.in_transaction:
+                try:
+                    await self._writer.execute("COMMIT")
+                    self.commits += 1
+                except sqlite3.Error as exc:
+                    others = batch.succeeded - 1
+                    grouped = f" (nor of the {others} calls committed with it)" if others > 0 else ""
+                    error = StoreError(f"commit failed: {exc}; nothing of this call was written{grouped}")
+            if self._writer.in_transaction:
+                await self._writer.execute("ROLLBACK")
+        finally:
+            self._batch = None
+            if release:
+                self._write_lock.release()
+            if error is None:
+                for change in batch.changes:
+                    self.bus.publish(change)
+            if error is not None and batch.waiters:
+                batch.done.set_exception(error)
+            elif not batch.done.done():
+                batch.done.set_result(None)
+        return error
+
+    def _on_idle(self) -> bool:
+        """The lock was released with nobody waiting: commit a batch left open (its next writer
+        was cancelled as the lock reached it). Returns True when it takes the lock over."""
+        batch = self._batch
+        if batch is None or self._closed:
+            return False
+        task = asyncio.ensure_future(self._end_batch(batch))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return True
 
     async def _settle(self, sql: str) -> None:
         await _settle(self._writer, sql)

@@ -73,8 +73,10 @@ def _identity(args: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def _prepare(root: Path, resource_type: str, path: str, symbol: str, base_hash: str) -> tuple[int, int, str]:
-    """Guard the path, find a symbol's span and compute the base hash (blocking; a thread)."""
-    if resource_type in PATH_TYPES and path:
+    """Guard the path, find a symbol's span and compute the base hash (blocking; a thread).
+    A file's or directory's hash guards the path itself: it is not resolved twice."""
+    hashed_here = resource_type in ("file", "directory") and not base_hash
+    if resource_type in PATH_TYPES and path and not hashed_here:
         resolve_repo_path(root, path)
     span = (0, 0)
     if resource_type == "symbol":
@@ -103,8 +105,6 @@ async def claim(call: Call) -> dict[str, Any]:
     if claim_type not in claims_service.MODES:
         raise ValidationError(f"unsupported claim type: {claim_type}")
     claim_id = record_id(args, "claim_id")
-    async with runtime.db.read() as r:  # the claim's events go to its task's run (run_scope)
-        run_id = await resolve(r, call.run_hint, owner=await task_run(r, task_id))
     ttl = opt_int(args, "ttl_seconds", claims_service.DEFAULT_TTL_SECONDS)
     if ttl <= 0:
         ttl = claims_service.DEFAULT_TTL_SECONDS
@@ -131,7 +131,7 @@ async def claim(call: Call) -> dict[str, Any]:
         ),
         ttl_seconds=ttl,
         rationale=rationale,
-        run_id=run_id,
+        run_hint=call.run_hint,  # the claim's events go to its task's run, resolved in the grant (run_scope)
         claim_id=claim_id,
         base_hash=base_hash,
         renewable=opt_bool(args, "renewable", True),

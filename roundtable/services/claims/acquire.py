@@ -26,6 +26,7 @@ from roundtable.services.claims.model import (
     modes_conflict,
 )
 from roundtable.services.claims.queries import overlap_query, overlapping
+from roundtable.services.run_scope import RunHint, resolve_sync
 from roundtable.store.db import Tx
 from roundtable.store.records import Claim, ClaimContention, Resource
 
@@ -47,6 +48,9 @@ class ClaimRequest:
     renewable: bool = True
     resume_policy: str = "hold"
     raw_path: str = ""
+    # When set, `run_id` is resolved from this hint and the task's run inside the grant's own
+    # round trip (`run_scope`), instead of by the caller beforehand.
+    run_hint: RunHint | None = None
 
 
 class ClaimConflict(ToolError):
@@ -123,13 +127,17 @@ def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str)
     """`acquire` on the writer's thread, inside `tx`."""
     res = req.resource
     refs = conn.execute(
-        "SELECT (SELECT 1 FROM tasks WHERE id = ?), (SELECT 1 FROM runs WHERE id = ?), "
-        "(SELECT 1 FROM claims WHERE id = ?)",
-        (req.task_id, req.run_id, req.claim_id),
+        "SELECT (SELECT 1 FROM tasks WHERE id = ?), (SELECT run_id FROM tasks WHERE id = ?), "
+        "(SELECT 1 FROM runs WHERE id = ?), (SELECT 1 FROM claims WHERE id = ?)",
+        (req.task_id, req.task_id, req.run_id, req.claim_id),
     ).fetchone()
-    task_found, run_found, id_taken = refs[0], refs[1], refs[2]
+    task_found, task_run, run_found, id_taken = refs
     if task_found is None:
         raise NotFound("task", req.task_id)
+    if req.run_hint is not None:
+        req = dataclasses.replace(req, run_id=resolve_sync(conn, req.run_hint, owner=str(task_run or "")))
+        if req.run_id:
+            run_found = conn.execute("SELECT 1 FROM runs WHERE id = ?", (req.run_id,)).fetchone()
     if req.run_id and run_found is None:
         raise NotFound("run", req.run_id)
     same_row = conn.execute(_SAME_CLAIM, (req.agent_id, res.id, req.claim_type, now)).fetchone()
