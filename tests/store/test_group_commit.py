@@ -17,6 +17,12 @@ from roundtable.store.db import Database
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(autouse=True)
+def patient_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writers here are held on purpose; the age bound is tested on its own."""
+    monkeypatch.setattr(group, "MAX_AGE_S", 60.0)
+
+
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
     database = await Database.open(tmp_path / "rt.db")
@@ -156,6 +162,16 @@ async def test_a_batch_is_bounded(db: Database) -> None:
     assert all(o is None for o in outcomes)
     assert len(await _ids(db)) == count + 1
     assert db.commits - commits >= 2, "a full batch commits and the rest start another"
+
+
+async def test_an_old_batch_commits_before_taking_more(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(group, "MAX_AGE_S", 0.0)
+    log: list[str] = []
+    commits = db.commits
+    outcomes = await _grouped(db, [lambda i=i: _task(db, f"w{i}") for i in range(3)], log)
+    assert all(o is None for o in outcomes)
+    assert db.commits - commits == 4, "each writer committed on its own"
+    assert len(await _ids(db)) == 4
 
 
 async def test_a_writer_cancelled_waiting_for_its_commit_is_still_committed(db: Database) -> None:
