@@ -447,6 +447,7 @@ class Database:
         self._write_lock = WriteLock(on_idle=self._on_idle)
         self._batch: Batch | None = None  # the open transaction writers share (`store/group.py`)
         self.commits = 0  # COMMITs issued: writes ÷ commits is the mean batch size
+        self._committing = False  # a COMMIT is in flight and its changes not yet published
         self._reader_limit = readers
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._reader_count = 0
@@ -537,7 +538,9 @@ class Database:
         """Announce other processes' commits on the change bus (`store/watch.py`); idempotent.
         Owners and the read-only console start it; a one-shot CLI command needs none."""
         if self._commit_watch is None and not self._closed:
-            watcher = publish_external_commits(CommitWatch(self.path), self.bus, interval, self.file_problem)
+            watcher = publish_external_commits(
+                CommitWatch(self.path), self.bus, interval, self.file_problem, lambda: self._committing
+            )
             self._commit_watch = asyncio.create_task(watcher, name="roundtable-commit-watch")
 
     async def close(self) -> None:
@@ -667,10 +670,11 @@ class Database:
             if batch.lost:
                 error = StoreError(f"{batch.lost}; nothing was written — retry")
             elif self._writer.in_transaction:
+                self._committing = True
                 try:
                     await self._writer.execute("COMMIT")
                     self.commits += 1
-                except sqlite3.Error as exc:
+                except Exception as exc:  # sqlite3.Error, or aiosqlite's closed connection
                     others = batch.succeeded - 1
                     grouped = f" (nor of the {others} calls committed with it)" if others > 0 else ""
                     error = StoreError(f"commit failed: {exc}; nothing of this call was written{grouped}")
@@ -678,6 +682,7 @@ class Database:
                 await self._writer.execute("ROLLBACK")
         finally:
             self._batch = None
+            self._committing = False
             if release:
                 self._write_lock.release()
             if error is None:

@@ -53,13 +53,18 @@ class CommitWatch:
 
 
 async def publish_external_commits(
-    watch: CommitWatch, bus: ChangeBus, interval: float, problem: Callable[[], str] = lambda: ""
+    watch: CommitWatch,
+    bus: ChangeBus,
+    interval: float,
+    problem: Callable[[], str] = lambda: "",
+    committing: Callable[[], bool] = lambda: False,
 ) -> None:
     """Poll `watch` every `interval` seconds until cancelled; publish `Change(external=True)` when
     the database changed and no in-process commit was announced meanwhile (an in-process commit
     already woke every subscriber, and they re-read the database anyway) — and when `problem()`
     (the database file removed or replaced, see `Database.file_problem`) appears or clears, so
-    readers notice a database that is no longer there."""
+    readers notice a database that is no longer there. A change seen while `committing()` (this
+    process's own COMMIT is in flight, its announcement not yet made) is left to that announcement."""
     await watch.changed()  # the baseline
     seen, trouble = bus.version, problem()
     try:
@@ -67,7 +72,7 @@ async def publish_external_commits(
             await asyncio.sleep(interval)
             changed = await watch.changed()
             now = problem()
-            if (changed and bus.version == seen) or now != trouble:
+            if (changed and bus.version == seen and not committing()) or now != trouble:
                 bus.publish(Change(external=True))
             seen, trouble = bus.version, now
     finally:
