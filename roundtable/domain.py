@@ -1,9 +1,15 @@
-"""The vocabulary every layer shares: statuses, vote values, event types and the predicates on
-them. A status or vote spelled anywhere else is a bug waiting to disagree with this
-file — the console once counted `approve_with_notes` as neither for nor against.
+"""The vocabulary every layer shares: statuses, vote values, risks, event types and the
+predicates on them. A status or event type spelled anywhere else is a bug waiting to disagree with
+this file — the console once counted `approve_with_notes` as neither for nor against.
+`tests/test_vocabulary.py` fails on such a literal in Python code outside this module.
 
 `StrEnum` members compare equal to their strings, so rows read from SQLite (plain `str`) work
-with every predicate here.
+with every predicate here, and the values written to the database and the wire are the strings.
+
+SQL text may still spell a status in a `WHERE`/`SET` clause (`status = 'active'`): a bound
+parameter would hide the query's shape and stop SQLite from matching partial indexes
+(`idx_workspaces_live … WHERE state != 'removed'`). The vocabulary test checks every such
+literal names a value defined here, so a renamed or misspelled status still fails it.
 """
 
 from __future__ import annotations
@@ -86,8 +92,8 @@ class RunStatus(StrEnum):
 
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({RunStatus.COMPLETED, RunStatus.BLOCKED, RunStatus.FAILED})
 
-TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({"completed", "done", "closed", "cancelled", "canceled", "failed"})
-BLOCKED_TASK_STATUSES: frozenset[str] = frozenset({"blocked"})
+RUN_ENDINGS: tuple[str, ...] = (RunStatus.COMPLETED, RunStatus.BLOCKED, RunStatus.FAILED)
+"""The statuses the finite loop may end a run with (each records `orchestrator.<status>`)."""
 
 
 class TurnEvent(StrEnum):
@@ -114,6 +120,16 @@ class ApprovalStatus(StrEnum):
     CLOSED = "closed"
 
 
+APPROVAL_DECISIONS: tuple[str, ...] = (
+    ApprovalStatus.APPROVED,
+    ApprovalStatus.DENIED,
+    ApprovalStatus.REJECTED,
+    ApprovalStatus.CHANGES_REQUESTED,
+    ApprovalStatus.DEFERRED,
+)
+"""The statuses a human's decision on an approval may set."""
+
+
 class SessionStatus(StrEnum):
     STARTING = "starting"
     ACTIVE = "active"
@@ -129,6 +145,14 @@ class TaskStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+# Agents set a task's status as free text; these other spellings of "finished" count as terminal.
+TASK_DONE_ALIASES: frozenset[str] = frozenset({"done", "closed", "canceled", "failed"})
+TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({TaskStatus.COMPLETED, TaskStatus.CANCELLED}) | TASK_DONE_ALIASES
+BLOCKED_TASK_STATUSES: frozenset[str] = frozenset({TaskStatus.BLOCKED})
+ENDED_TASK_STATUSES: tuple[str, ...] = (TaskStatus.COMPLETED, TaskStatus.CANCELLED)
+"""The statuses roundtable itself sets on a finished task."""
+
+
 class WorkspaceState(StrEnum):
     ACTIVE = "active"  # made, or synced onto a new base: work not yet proposed
     PROPOSED = "proposed"  # its diff is a revision of its proposal (edits since may follow)
@@ -139,6 +163,9 @@ class ClaimStatus(StrEnum):
     ACTIVE = "active"
     RELEASED = "released"
     EXPIRED = "expired"
+    REVOKED = "revoked"
+    SUSPENDED = "suspended"  # the file changed under the claim's base hash
+    STALE = "stale"
 
 
 class ContentionStatus(StrEnum):
@@ -149,3 +176,148 @@ class ReviewEvent(StrEnum):
     """Events of the review loop beyond votes: a line comment left on a revision."""
 
     COMMENTED = "proposal.commented"
+
+
+class AgentStatus(StrEnum):
+    IDLE = "idle"
+
+
+class TestRunStatus(StrEnum):
+    """`test_runs.status`; `outcome` holds a `TestOutcome` for reported evidence, or `NARROWED`."""
+
+    __test__ = False  # not a pytest class
+
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    ERROR = "error"
+    REPORTED = "reported"  # a tester session's own report, never a pass
+
+
+class TestOutcome(StrEnum):
+    """What a tester session reports it saw (`test.evidence_reported`)."""
+
+    __test__ = False
+
+    PASSED = "passed"
+    FAILED = "failed"
+    INCONCLUSIVE = "inconclusive"
+
+
+class ReviewStatus(StrEnum):
+    """`security_reviews.status`."""
+
+    APPROVED = "approved"
+    NEEDS_CHANGES = "needs_changes"
+    VETO = "veto"
+
+
+class MemoryStatus(StrEnum):
+    ACTIVE = "active"
+    STALE = "stale"
+
+
+class ProposalTransactionState(StrEnum):
+    """`proposals.transaction_state`: where the proposal's apply stands."""
+
+    NOT_STARTED = "not_started"
+    APPLYING = "applying"
+    APPLIED = "applied"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled_back"
+
+
+class GateState(StrEnum):
+    """`proposals.vote_state`, `policy_state` and `approval_state` as a proposal is created."""
+
+    PENDING = "pending"
+
+
+class RecoveryOutcome(StrEnum):
+    """`transaction.recovered`'s `outcome`."""
+
+    COMPLETED = "completed"
+    ROLLED_BACK = "rolled_back"
+    NEEDS_ATTENTION = "needs_attention"
+
+
+class EventType(StrEnum):
+    """Every type of row in `events` (the turn events are `TurnEvent`, a line comment `ReviewEvent`)."""
+
+    RUN_CREATED = "run.created"
+    RUN_RESUMED = "run.resumed"
+    RUN_ENDED = "run.ended"
+    RUN_ARCHIVED = "run.archived"
+    TASK_CREATED = "task.created"
+    TASK_REPLACED = "task.replaced"
+    TASK_UPDATED = "task.updated"
+    TASK_ASSIGNED = "task.assigned"
+    TASK_BLOCKED = "task.blocked"
+    CLAIM_CREATED = "claim.created"
+    CLAIM_EXTENDED = "claim.extended"
+    CLAIM_RELEASED = "claim.released"
+    CLAIM_EXPIRED = "claim.expired"
+    CLAIM_REVOKED = "claim.revoked"
+    CLAIM_SUSPENDED = "claim.suspended"
+    CLAIM_STALE = "claim.stale"
+    PROPOSAL_CREATED = "proposal.created"
+    PROPOSAL_REVISED = "proposal.revised"
+    PROPOSAL_REVIEW_REQUESTED = "proposal.review_requested"
+    VOTE_CAST = "vote.cast"
+    DECISION_RECORDED = "decision.recorded"
+    SECURITY_REVIEWED = "security.reviewed"
+    TEST_STARTED = "test.started"
+    TEST_FINISHED = "test.finished"
+    TEST_EVIDENCE_REPORTED = "test.evidence_reported"
+    APPROVAL_REQUESTED = "approval.requested"
+    APPROVAL_DECIDED = "approval.decided"
+    APPROVAL_UPDATED = "approval.updated"
+    APPROVAL_CLOSED = "approval.closed"
+    PATCH_VALIDATED = "patch.validated"
+    PATCH_APPLIED = "patch.applied"
+    PATCH_APPLY_FAILED = "patch.apply_failed"
+    PATCH_REJECTED = "patch.rejected"
+    PATCH_ROLLED_BACK = "patch.rolled_back"
+    PATCH_ROLLBACK_FAILED = "patch.rollback_failed"
+    TRANSACTION_RECOVERED = "transaction.recovered"
+    WORKSPACE_CREATED = "workspace.created"
+    WORKSPACE_PROPOSED = "workspace.proposed"
+    WORKSPACE_SYNCED = "workspace.synced"
+    WORKSPACE_REMOVED = "workspace.removed"
+    WORKSPACE_UNPROPOSED = "workspace.unproposed"
+    MEMORY_RECORDED = "memory.recorded"
+    MEMORY_REVISED = "memory.revised"
+    MEMORY_MARKED_STALE = "memory.marked_stale"
+    SESSION_LAUNCHED = "session.launched"
+    SESSION_EXITED = "session.exited"
+    SESSION_LIMIT_REACHED = "session.limit_reached"
+    CAPABILITY_DENIED = "capability.denied"
+    CAPABILITY_REVOKED = "capability.revoked"
+    SOCKET_PEER_REFUSED = "socket.peer_refused"
+    CHAIR_ERROR = "chair.error"
+    ORCHESTRATOR_COMPLETED = "orchestrator.completed"
+    ORCHESTRATOR_BLOCKED = "orchestrator.blocked"
+    ORCHESTRATOR_FAILED = "orchestrator.failed"
+    ORCHESTRATOR_RETRY = "orchestrator.retry"
+    AUTOPILOT_ENABLED = "autopilot.enabled"
+    AUTOPILOT_DISABLED = "autopilot.disabled"
+    AUTOPILOT_DISPATCHED = "autopilot.dispatched"
+    AUTOPILOT_SESSION_FAILED = "autopilot.session_failed"
+    AUTOPILOT_STOPPED = "autopilot.stopped"
+    AUTOPILOT_SKIPPED = "autopilot.skipped"
+    AUTOPILOT_TESTS_RUN = "autopilot.tests_run"
+    AUTOPILOT_RATE_LIMITED = "autopilot.rate_limited"
+    BUDGET_EXCEEDED = "budget.exceeded"
+    QUOTA_REACHED = "limits.quota_reached"
+    CONFIG_RELOADED = "config.reloaded"
+
+
+def claim_event(status: str) -> EventType:
+    """The `claim.<status>` event a claim's transition to `status` records."""
+    return EventType(f"claim.{status}")
+
+
+def orchestrator_event(status: str) -> EventType:
+    """The `orchestrator.<status>` event the finite loop records as it ends a run with `status`."""
+    return EventType(f"orchestrator.{status}")

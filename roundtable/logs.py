@@ -20,6 +20,8 @@ import string
 import sys
 from typing import IO, Any
 
+from roundtable.domain import EventType, ReviewEvent, TurnEvent
+
 LOGGER = "roundtable"
 EVENTS_LOGGER = "roundtable.events"
 # Subcommands that run an owner in the foreground and narrate what it does.
@@ -80,47 +82,47 @@ def configure(command: str | None = None) -> None:
 
 # event type → (level, one-line template over the payload and the event's own fields)
 EVENT_LINES: dict[str, tuple[int, str]] = {
-    "run.created": (logging.INFO, "run {run_id} created"),
-    "run.ended": (logging.INFO, "run {run_id} ended ({status})"),
-    "session.launched": (logging.INFO, "session {session_id} launched: {agent_id} ({role}) on task {task_id}"),
-    "session.exited": (logging.INFO, "session {session_id} exited: {status} (exit code {exit_code})"),
-    "agent.turn_requested": (logging.INFO, "turn requested by {agent_id} in run {run_id} (request {id})"),
-    "agent.turn_scheduled": (
+    EventType.RUN_CREATED: (logging.INFO, "run {run_id} created"),
+    EventType.RUN_ENDED: (logging.INFO, "run {run_id} ended ({status})"),
+    EventType.SESSION_LAUNCHED: (logging.INFO, "session {session_id} launched: {agent_id} ({role}) on task {task_id}"),
+    EventType.SESSION_EXITED: (logging.INFO, "session {session_id} exited: {status} (exit code {exit_code})"),
+    TurnEvent.REQUESTED: (logging.INFO, "turn requested by {agent_id} in run {run_id} (request {id})"),
+    TurnEvent.SCHEDULED: (
         logging.INFO,
         "turn scheduled for {agent_id} in run {run_id} (request {request_event_id})",
     ),
-    "agent.turn_started": (logging.INFO, "turn started by {agent_id} in run {run_id} (request {request_event_id})"),
-    "agent.turn_completed": (logging.INFO, "turn completed by {agent_id} in run {run_id} (request {request_event_id})"),
-    "agent.turn_expired": (logging.WARNING, "turn of {agent_id} expired in run {run_id}: {timeout}"),
-    "approval.requested": (logging.INFO, "approval requested: {subject}"),
-    "patch.applied": (logging.INFO, "applied proposal {proposal_id} as transaction {transaction_id}"),
-    "patch.apply_failed": (logging.ERROR, "apply of proposal {proposal_id} failed: {error}"),
-    "patch.rejected": (logging.INFO, "proposal {proposal_id} rejected"),
-    "proposal.commented": (
+    TurnEvent.STARTED: (logging.INFO, "turn started by {agent_id} in run {run_id} (request {request_event_id})"),
+    TurnEvent.COMPLETED: (logging.INFO, "turn completed by {agent_id} in run {run_id} (request {request_event_id})"),
+    TurnEvent.EXPIRED: (logging.WARNING, "turn of {agent_id} expired in run {run_id}: {timeout}"),
+    EventType.APPROVAL_REQUESTED: (logging.INFO, "approval requested: {subject}"),
+    EventType.PATCH_APPLIED: (logging.INFO, "applied proposal {proposal_id} as transaction {transaction_id}"),
+    EventType.PATCH_APPLY_FAILED: (logging.ERROR, "apply of proposal {proposal_id} failed: {error}"),
+    EventType.PATCH_REJECTED: (logging.INFO, "proposal {proposal_id} rejected"),
+    ReviewEvent.COMMENTED: (
         logging.INFO,
         "{actor_id} commented on proposal {proposal_id} r{revision_number} {where}",
     ),
-    "patch.rolled_back": (
+    EventType.PATCH_ROLLED_BACK: (
         logging.WARNING,
         "rolled back transaction {transaction_id} (proposal {proposal_id}): {reason}",
     ),
-    "patch.rollback_failed": (logging.ERROR, "rollback of transaction {transaction_id} failed: {error}"),
-    "transaction.recovered": (logging.WARNING, "recovered interrupted transaction {transaction_id}: {outcome}"),
-    "config.reloaded": (logging.INFO, "configuration reloaded"),
+    EventType.PATCH_ROLLBACK_FAILED: (logging.ERROR, "rollback of transaction {transaction_id} failed: {error}"),
+    EventType.TRANSACTION_RECOVERED: (logging.WARNING, "recovered interrupted transaction {transaction_id}: {outcome}"),
+    EventType.CONFIG_RELOADED: (logging.INFO, "configuration reloaded"),
     # The autopilot: whom it launched and why, what failed, what it gave up on.
-    "autopilot.dispatched": (
+    EventType.AUTOPILOT_DISPATCHED: (
         logging.INFO,
         "autopilot launched {agent_id} for task {task_id} ({reason}, attempt {attempt}) as session {session_id}",
     ),
-    "autopilot.session_failed": (logging.WARNING, "autopilot: {agent_id} failed on task {task_id}: {reason}"),
-    "autopilot.stopped": (logging.ERROR, "autopilot stopped: {reason}"),
-    "autopilot.enabled": (logging.INFO, "autopilot turned on by {principal}"),
-    "autopilot.disabled": (logging.INFO, "autopilot turned off by {principal}"),
-    "task.blocked": (logging.WARNING, "task {task_id} blocked: {reason}"),
+    EventType.AUTOPILOT_SESSION_FAILED: (logging.WARNING, "autopilot: {agent_id} failed on task {task_id}: {reason}"),
+    EventType.AUTOPILOT_STOPPED: (logging.ERROR, "autopilot stopped: {reason}"),
+    EventType.AUTOPILOT_ENABLED: (logging.INFO, "autopilot turned on by {principal}"),
+    EventType.AUTOPILOT_DISABLED: (logging.INFO, "autopilot turned off by {principal}"),
+    EventType.TASK_BLOCKED: (logging.WARNING, "task {task_id} blocked: {reason}"),
     # Limits that stop a runaway agent without the operator.
     "session.limit_reached": (logging.WARNING, "session {session_id} of {agent_id} stopped by a limit: {reason}"),
-    "limits.quota_reached": (logging.WARNING, "{reason}"),
-    "autopilot.rate_limited": (logging.WARNING, "autopilot launches held back: {reason}"),
+    EventType.QUOTA_REACHED: (logging.WARNING, "{reason}"),
+    EventType.AUTOPILOT_RATE_LIMITED: (logging.WARNING, "autopilot launches held back: {reason}"),
 }
 
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.credentials import ensure_private_dir
+from roundtable.domain import TERMINAL_TASK_STATUSES, RunStatus, is_open
 from roundtable.errors import RoundtableError, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.sandbox import sessions as session_sandbox
@@ -165,7 +166,7 @@ class Supervisor:
                 run = await r.one(
                     Run, "SELECT * FROM runs WHERE status = 'active' ORDER BY started_at DESC, id DESC LIMIT 1"
                 )
-            if run is None or run.status != "active":
+            if run is None or run.status != RunStatus.ACTIVE:
                 raise ValidationError(_no_active_run(run_id, run))
             agent = await r.one(Agent, "SELECT * FROM agents WHERE id = ?", (agent_id,))
             if agent is None or not agent.is_enabled:
@@ -177,7 +178,7 @@ class Supervisor:
                     " (implementer, reviewer, tester, security, architect)"
                 )
             task = await r.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
-            if task is None or task.status in capabilities.TERMINAL_TASK:
+            if task is None or task.status in TERMINAL_TASK_STATUSES:
                 raise ValidationError(f"task {task_id} does not exist or is closed")
             if role in capabilities.TASK_ROLES:
                 if proposal_id:
@@ -188,7 +189,7 @@ class Supervisor:
                 if not proposal_id:
                     raise ValidationError(f"a {role} session needs --proposal")
                 proposal = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
-                if proposal is None or proposal.task_id != task_id or proposal.status not in ("pending", "in_review"):
+                if proposal is None or proposal.task_id != task_id or not is_open(proposal.status):
                     raise ValidationError(f"proposal {proposal_id} is not an open proposal of task {task_id}")
         name = adapter_name or agent.adapter
         adapter = adapters.get(self.runtime.config, name)

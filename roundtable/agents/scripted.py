@@ -59,6 +59,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from roundtable.domain import ReviewStatus, Risk, TaskStatus, TestOutcome, TurnEvent, Vote
+
 TURN_TIMEOUT = 60.0
 # Without a notification the turn queue is re-read this often (a missed or late push).
 NOTIFY_FALLBACK = 3.0
@@ -234,7 +236,7 @@ async def _watch_for_turn(s: Session, request_id: int, deadline: float) -> bool:
             payload = event.get("payload") or {}
             if not payload and event.get("payload_json"):
                 payload = json.loads(event["payload_json"])
-            if event.get("type") == "agent.turn_scheduled" and int(payload.get("request_event_id", -1)) == request_id:
+            if event.get("type") == TurnEvent.SCHEDULED and int(payload.get("request_event_id", -1)) == request_id:
                 return True
         cursor = int(page.get("next_after_event_id", cursor))
     return False
@@ -345,7 +347,7 @@ async def implementer(s: Session, task_id: str) -> None:
             title=f"{task.get('title', task_id)}",
             summary_md=f"Scripted change to `{path}` for task {task_id}.",
             affected_resources=[f"file:{path}"],
-            risk="normal",
+            risk=Risk.NORMAL,
             patch=make_patch(path, current, updated),
         ),
         "proposal",
@@ -418,9 +420,9 @@ async def security(s: Session, proposal_id: str) -> None:
     record = _record(review, "review") if "review" in review else _record(review, "security_review")
     status = record.get("status", "")
     emit(step="security_reviewed", status=status)
-    verdict = "reject" if status in ("veto", "needs_changes", "blocked") else "approve"
-    vote = await s.call("vote.cast", vote=verdict, reason_md=f"Security scan status: {status or 'done'}.")
-    emit(step="voted", vote=_record(vote, "vote").get("vote"))
+    verdict = Vote.REJECT if status in (ReviewStatus.VETO, ReviewStatus.NEEDS_CHANGES) else Vote.APPROVE
+    cast = await s.call("vote.cast", vote=verdict, reason_md=f"Security scan status: {status or 'done'}.")
+    emit(step="voted", vote=_record(cast, "vote").get("vote"))
 
 
 async def tester(s: Session, proposal_id: str) -> None:
@@ -428,11 +430,11 @@ async def tester(s: Session, proposal_id: str) -> None:
     run = await s.call(
         "test.evidence.submit",
         command="python -m pytest -q",
-        outcome="passed",
+        outcome=TestOutcome.PASSED,
         summary_md="Scripted tester: read the change; reporting the expected outcome.",
     )
     emit(step="evidence", status=_record(run, "test_run").get("status"))
-    vote = await s.call("vote.cast", vote="approve", reason_md="Evidence submitted.")
+    vote = await s.call("vote.cast", vote=Vote.APPROVE, reason_md="Evidence submitted.")
     emit(step="voted", vote=_record(vote, "vote").get("vote"))
 
 
@@ -476,7 +478,7 @@ async def planner(s: Session, task_id: str, request_id: int = 0) -> None:
         emit(step="task_created", task_id=created.get("id"), title=title)
     # The turn ends before the planning task closes: a session bound to a closed task is refused.
     await end_turn(s, request_id)
-    await s.call("task.update_status", status="completed")
+    await s.call("task.update_status", status=TaskStatus.COMPLETED)
     emit(step="planned", tasks=len(plan))
 
 
@@ -492,7 +494,7 @@ ROLES = {
 async def probe(s: Session, name: str, readable: list[str]) -> None:
     if name == "proposal.create":
         refused, text = await s.attempt(
-            "proposal.create", title="x", summary_md="x", affected_resources=[], risk="normal", patch=""
+            "proposal.create", title="x", summary_md="x", affected_resources=[], risk=Risk.NORMAL, patch=""
         )
     elif name == "claim-write":
         path = readable[0] if readable else "README.md"

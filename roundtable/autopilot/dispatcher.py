@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from roundtable import clock
 from roundtable.autopilot.settings import Overrides, Settings, settings
 from roundtable.autopilot.work import Job, PlanNeed, ReadyNeed, TestNeed, Work, find, ready_for_operator
+from roundtable.domain import EventType, TaskStatus
 from roundtable.errors import RoundtableError, ValidationError
 from roundtable.services import budgets
 from roundtable.services.budgets import Crossing
@@ -346,7 +347,7 @@ class Dispatcher:
             self._planned.add(need.run_id)
             await self._record(
                 need.run_id,
-                "autopilot.skipped",
+                EventType.AUTOPILOT_SKIPPED,
                 {"reason": "no enabled planner agent (autopilot.planner_agent or an architect) for the goal"},
             )
             return
@@ -362,7 +363,7 @@ class Dispatcher:
                 "body_md": body,
                 "assigned_agent_id": planner,
                 "readable_paths": await asyncio.to_thread(_top_level, self.runtime.root),
-                "status": "in_progress",
+                "status": TaskStatus.IN_PROGRESS,
                 "priority": 1,
             },
             DISPATCHER.with_run(need.run_id),
@@ -417,7 +418,9 @@ class Dispatcher:
             report.waiting += 1
             if (over.scope, over.key) not in self._budget_noted:
                 self._budget_noted.add((over.scope, over.key))
-                await self._record(job.run_id, "autopilot.skipped", {"reason": over.reason, "scope": over.scope})
+                await self._record(
+                    job.run_id, EventType.AUTOPILOT_SKIPPED, {"reason": over.reason, "scope": over.scope}
+                )
             return
         if await self._rate_limited(job, s):
             report.waiting += 1
@@ -440,7 +443,7 @@ class Dispatcher:
                 f"{len(self._launch_times)} launches in the last minute "
                 f"(autopilot.launches_per_minute is {s.launches_per_minute})"
             )
-            await self._record(job.run_id, "autopilot.rate_limited", {"reason": reason, "key": job.key}, job)
+            await self._record(job.run_id, EventType.AUTOPILOT_RATE_LIMITED, {"reason": reason, "key": job.key}, job)
         return True
 
     async def _launch(self, job: Job, state: _Attempts, s: Settings, report: PassReport) -> None:
@@ -458,7 +461,9 @@ class Dispatcher:
         except RoundtableError as exc:
             state.last_error = str(exc)
             state.retry_at = time.monotonic() + s.backoff(state.count)
-            await self._record(job.run_id, "autopilot.dispatched", _dispatched(job, state.count, "", str(exc)), job)
+            await self._record(
+                job.run_id, EventType.AUTOPILOT_DISPATCHED, _dispatched(job, state.count, "", str(exc)), job
+            )
             if isinstance(exc, ValidationError):
                 # Refused before anything started (the work changed under us): an attempt, but
                 # not a failed session — it never counts towards stopping the autopilot.
@@ -467,7 +472,9 @@ class Dispatcher:
             return
         session_id = str(launched["session"]["id"])
         self._sessions[session_id] = _Dispatch(job, state.count, time.monotonic())
-        await self._record(job.run_id, "autopilot.dispatched", _dispatched(job, state.count, session_id, ""), job)
+        await self._record(
+            job.run_id, EventType.AUTOPILOT_DISPATCHED, _dispatched(job, state.count, session_id, ""), job
+        )
         report.dispatched.append(job)
         early = self._early_exits.pop(session_id, None)
         if early is not None:
@@ -511,7 +518,7 @@ class Dispatcher:
         retry = s.backoff(state.count) if state.count < s.max_attempts else None
         await self._record(
             job.run_id,
-            "autopilot.session_failed",
+            EventType.AUTOPILOT_SESSION_FAILED,
             {
                 "key": job.key,
                 "session_id": session_id,
@@ -531,7 +538,7 @@ class Dispatcher:
             self._stopped_reason = f"{self._failures} consecutive failed sessions (last: {why})"
             await self._record(
                 job.run_id,
-                "autopilot.stopped",
+                EventType.AUTOPILOT_STOPPED,
                 {"reason": self._stopped_reason, "consecutive_failures": self._failures},
             )
             log.warning("autopilot stopped: %s", self._stopped_reason)
@@ -598,7 +605,7 @@ class Dispatcher:
             raise
         except RoundtableError as exc:
             payload = {"proposal_id": need.proposal_id, "revision": need.revision, "runs": [], "error": str(exc)}
-        await self._record(need.run_id, "autopilot.tests_run", payload)
+        await self._record(need.run_id, EventType.AUTOPILOT_TESTS_RUN, payload)
         self.wake()
 
     # --- records ------------------------------------------------------------------------------

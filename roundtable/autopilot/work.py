@@ -24,19 +24,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roundtable.domain import BLOCKING_VOTES, OPEN_PROPOSAL_STATUSES
+from roundtable.domain import (
+    BLOCKED_TASK_STATUSES,
+    BLOCKING_VOTES,
+    OPEN_PROPOSAL_STATUSES,
+    TERMINAL_TASK_STATUSES,
+    EventType,
+    ReviewStatus,
+    TestRunStatus,
+)
 from roundtable.errors import RoundtableError
 from roundtable.services import capabilities
 from roundtable.services.gates import HOST_RUN_EXCLUDED, current_votes, evaluate
 from roundtable.services.patches import allowances, parse_patch, read_patch
-from roundtable.services.tasks import BLOCKED_STATUSES, TERMINAL_STATUSES
 from roundtable.store.db import Reader
 from roundtable.store.records import Proposal, SecurityReview, Task, TestRun
 
-REVIEW_EVENT = "proposal.review_requested"
+REVIEW_EVENT = EventType.PROPOSAL_REVIEW_REQUESTED
 VOTER_ROLES = ("reviewer", "security", "tester")  # the order further voters are added in
-BLOCKING_REVIEWS = frozenset({"veto", "needs_changes", "blocked", "rejected"})
-FAILED_TESTS = frozenset({"failed", "error", "timeout", "timed_out"})
+BLOCKING_REVIEWS = frozenset({ReviewStatus.VETO, ReviewStatus.NEEDS_CHANGES})
+FAILED_TESTS = frozenset({TestRunStatus.FAILED, TestRunStatus.ERROR, TestRunStatus.TIMED_OUT})
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,7 @@ async def _task_jobs(r: Reader, goals: dict[str, str], work: Work) -> None:
         tuple(goals),
     )
     for task in tasks:
-        if task.status in TERMINAL_STATUSES or task.status in BLOCKED_STATUSES:
+        if task.status in TERMINAL_TASK_STATUSES or task.status in BLOCKED_TASK_STATUSES:
             continue
         agent = task.assigned_agent_id
         role = capabilities.role_for_agent(agent)

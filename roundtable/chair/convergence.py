@@ -12,14 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from roundtable.chair.tick import chair_call
-from roundtable.domain import OPEN_PROPOSAL_STATUSES
+from roundtable.domain import BLOCKED_TASK_STATUSES, OPEN_PROPOSAL_STATUSES, TERMINAL_TASK_STATUSES, RunStatus
 from roundtable.services import turns as turns_service
-from roundtable.services.tasks import BLOCKED_STATUSES, TERMINAL_STATUSES
 
 if TYPE_CHECKING:
     from roundtable.runtime import Runtime
 
-CONVERGED = ("completed", "blocked")
+CONVERGED = (RunStatus.COMPLETED, RunStatus.BLOCKED)
 
 
 async def converge(runtime: Runtime, run_id: str) -> tuple[str, str]:
@@ -37,10 +36,10 @@ async def converge(runtime: Runtime, run_id: str) -> tuple[str, str]:
         ]
     if not task_statuses and not proposal_statuses:
         return "active", "awaiting_initial_work"
-    active = any(s not in BLOCKED_STATUSES and s not in TERMINAL_STATUSES for s in task_statuses) or any(
+    active = any(s not in BLOCKED_TASK_STATUSES and s not in TERMINAL_TASK_STATUSES for s in task_statuses) or any(
         s in OPEN_PROPOSAL_STATUSES for s in proposal_statuses
     )
-    blocked = any(s in BLOCKED_STATUSES for s in task_statuses)
+    blocked = any(s in BLOCKED_TASK_STATUSES for s in task_statuses)
     if not active and not blocked:
         return "completed", "all_tasks_and_proposals_terminal"
     if not active:

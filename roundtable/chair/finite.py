@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from roundtable.chair.convergence import settle
 from roundtable.chair.report import TickReport
 from roundtable.chair.tick import chair_call, tick
+from roundtable.domain import RunStatus
 from roundtable.services.chair_steps import error_text
 
 if TYPE_CHECKING:
@@ -58,9 +59,9 @@ async def run_loop(
                 await chair_call(
                     runtime,
                     "chair.end_run",
-                    {"run_id": run_id, "status": "failed", "iterations": iterations, "error": text},
+                    {"run_id": run_id, "status": RunStatus.FAILED, "iterations": iterations, "error": text},
                 )
-                return LoopResult(iterations, "failed", "retry_limit_exhausted", reports, text)
+                return LoopResult(iterations, RunStatus.FAILED, "retry_limit_exhausted", reports, text)
             await chair_call(
                 runtime,
                 "chair.note_retry",

@@ -20,6 +20,7 @@ from roundtable import clock
 from roundtable.chair.convergence import settle
 from roundtable.chair.report import TickReport
 from roundtable.chair.tick import tick, turns
+from roundtable.domain import TurnEvent
 from roundtable.services import runs as runs_service
 from roundtable.services.chair_steps import error_text
 
@@ -33,7 +34,7 @@ log = logging.getLogger("roundtable.chair")
 # turn deadlines and claim TTLs change with time alone.
 SWEEP_TICKS = 5
 # Changes that make the Chair tick at once instead of at its next period.
-WAKE_EVENTS = frozenset({"agent.turn_completed", "agent.turn_requested"})
+WAKE_EVENTS = frozenset({TurnEvent.COMPLETED, TurnEvent.REQUESTED})
 # Events that send the fast path (`ChairLoop._hand_over_turns`) to schedule a run's next turn.
 TURN_EVENTS = WAKE_EVENTS
 WAKE_TOOLS = frozenset({"task.create", "proposal.create", "proposal.attach_patch"})

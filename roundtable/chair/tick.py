@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.chair.report import TickReport
+from roundtable.domain import TERMINAL_TASK_STATUSES
 from roundtable.services.agents import enabled_with_role
 from roundtable.services.chair_steps import REVIEW_EVENT, error_text
-from roundtable.services.tasks import TERMINAL_STATUSES
 from roundtable.store.records import Proposal, Task
 from roundtable.tools.context import CHAIR
 
@@ -76,7 +76,7 @@ async def _assign_tasks(runtime: Runtime, run_id: str, report: TickReport) -> No
     load = {a.id: 0 for a in implementers}
     for row in rows:
         agent_id, status = str(row[0]), str(row[1])
-        if agent_id in load and status not in TERMINAL_STATUSES:
+        if agent_id in load and status not in TERMINAL_TASK_STATUSES:
             load[agent_id] += 1
     agents = [a.id for a in implementers]
     failures: list[dict[str, str]] = []

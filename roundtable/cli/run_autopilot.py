@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from roundtable.domain import EventType
+
 QUIET_CHECKS = 3
 
 
@@ -41,20 +43,20 @@ def describe(event: dict[str, Any]) -> str | None:
             p = json.loads(event.get("payload_json") or "{}")
         except ValueError:
             p = {}
-    if kind == "autopilot.dispatched":
+    if kind == EventType.AUTOPILOT_DISPATCHED:
         target = p.get("proposal_id") or p.get("task_id")
         failed = f" — launch failed: {p['error']}" if p.get("error") else ""
         return f"dispatched {p.get('agent_id')} for {target} ({p.get('reason')}, attempt {p.get('attempt')}){failed}"
-    if kind == "autopilot.tests_run":
+    if kind == EventType.AUTOPILOT_TESTS_RUN:
         runs = ", ".join(f"{r.get('command')}: {r.get('status')}" for r in p.get("runs") or []) or "none"
         return f"tests on {p.get('proposal_id')}: {runs}"
-    if kind == "task.created":
+    if kind == EventType.TASK_CREATED:
         return f"task {p.get('task_id')} created: {p.get('title')}"
-    if kind == "proposal.created":
+    if kind == EventType.PROPOSAL_CREATED:
         return f"proposal {p.get('proposal_id')} created"
-    if kind == "vote.cast":
+    if kind == EventType.VOTE_CAST:
         return f"{event.get('actor_id')} voted {p.get('vote')} on {p.get('proposal_id')}"
-    if kind == "approval.requested" and p.get("requested_by") == "dispatcher":
+    if kind == EventType.APPROVAL_REQUESTED and p.get("requested_by") == "dispatcher":
         return f"approval {p.get('approval_id')} requested from the operator for {p.get('proposal_id')}"
     return None
 

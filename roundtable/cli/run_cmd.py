@@ -16,6 +16,7 @@ import click
 
 from roundtable.cli.common import handle_errors, root_option, run_async
 from roundtable.config import format_duration, parse_duration
+from roundtable.domain import RunStatus
 
 if TYPE_CHECKING:
     from roundtable import chair as chair_types
@@ -259,7 +260,7 @@ def exit_status(status: str, reason: str, error: str) -> int:
     """The exit status of a headless run that ended with `status` for `reason`."""
     if error or reason == "autopilot_stopped":
         return EXIT_ERROR
-    return EXIT_BLOCKED if status == "blocked" else EXIT_OK
+    return EXIT_BLOCKED if status == RunStatus.BLOCKED else EXIT_OK
 
 
 def _finish_headless(outcome: dict[str, Any], as_json: bool) -> None:
@@ -336,7 +337,7 @@ async def _autopilot_entry(
     )
     error = f"autopilot stopped: {result.error}" if result.reason == "autopilot_stopped" else ""
     code = exit_status(result.status, result.reason, error)
-    if result.reason == "iteration_limit" and result.status == "active":
+    if result.reason == "iteration_limit" and result.status == RunStatus.ACTIVE:
         code = EXIT_BLOCKED  # the autopilot may launch no more: it needs the operator's limits
     return {
         **summary,

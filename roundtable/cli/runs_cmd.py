@@ -18,8 +18,9 @@ from typing import Any
 import click
 
 from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+from roundtable.domain import RUN_ENDINGS, RunStatus
 
-END_STATUSES = ("completed", "blocked", "failed")
+END_STATUSES = RUN_ENDINGS
 
 
 async def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:
@@ -37,7 +38,7 @@ async def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:
     return [
         {**run.to_dict(), "usage": spend.get(run.id, usage.Totals()).to_dict()}
         for run in runs
-        if include_archived or run.status != "archived"
+        if include_archived or run.status != RunStatus.ARCHIVED
     ]
 
 

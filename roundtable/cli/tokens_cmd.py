@@ -67,8 +67,8 @@ def list_(root: Path, as_json: bool) -> None:
         click.echo("no tokens (local harnesses need none: `roundtable connect --agent ID`)")
         return
     for row in rows:
-        state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
-        click.echo(f"{row['id']} {row['principal']} {row['agent_id'] or '-'} {state}")
+        shown = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
+        click.echo(f"{row['id']} {row['principal']} {row['agent_id'] or '-'} {shown}")
 
 
 @tokens.command("revoke")

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from roundtable.domain import EventType
 from roundtable.notify import desktop as desktop_sink
 from roundtable.notify.kinds import EVENT_KINDS, Notification, from_event
 from roundtable.notify.webhooks import STATUS_FILE, WebhookSender
@@ -96,12 +97,16 @@ class Notifier:
                     f" WHERE id > ? AND type IN ({marks}) ORDER BY id LIMIT ?",
                     (self._cursor, *_TYPES, BATCH),
                 )
-                approvals = [str(json_field(row[4], "approval_id")) for row in rows if row[2] == "approval.requested"]
+                approvals = [
+                    str(json_field(row[4], "approval_id")) for row in rows if row[2] == EventType.APPROVAL_REQUESTED
+                ]
                 subjects = await _subjects(r, approvals)
             for row in rows:
                 self._cursor = max(self._cursor, int(row[0]))
                 subject = (
-                    subjects.get(str(json_field(row[4], "approval_id")), "") if row[2] == "approval.requested" else ""
+                    subjects.get(str(json_field(row[4], "approval_id")), "")
+                    if row[2] == EventType.APPROVAL_REQUESTED
+                    else ""
                 )
                 n = from_event(
                     int(row[0]),

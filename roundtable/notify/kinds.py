@@ -18,14 +18,16 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from roundtable.domain import EventType
+
 EVENT_KINDS: dict[str, str] = {
-    "approval.requested": "approval_requested",
-    "task.blocked": "task_blocked",
-    "autopilot.stopped": "autopilot_stopped",
-    "patch.apply_failed": "apply_failed",
-    "patch.rollback_failed": "transaction_attention",
-    "transaction.recovered": "transaction_attention",
-    "budget.exceeded": "budget_exceeded",
+    EventType.APPROVAL_REQUESTED: "approval_requested",
+    EventType.TASK_BLOCKED: "task_blocked",
+    EventType.AUTOPILOT_STOPPED: "autopilot_stopped",
+    EventType.PATCH_APPLY_FAILED: "apply_failed",
+    EventType.PATCH_ROLLBACK_FAILED: "transaction_attention",
+    EventType.TRANSACTION_RECOVERED: "transaction_attention",
+    EventType.BUDGET_EXCEEDED: "budget_exceeded",
 }
 TITLES = {
     "approval_requested": "Approval requested",
@@ -111,7 +113,7 @@ def from_event(
     if not isinstance(payload, dict):
         payload = {}
     payload = {**payload, **(extra or {})}
-    if event_type == "transaction.recovered" and payload.get("outcome") != "needs_attention":
+    if event_type == EventType.TRANSACTION_RECOVERED and payload.get("outcome") != "needs_attention":
         return None
     return Notification(
         kind, TITLES[kind], _clip(_message(kind, payload, task_id or "")), run_id or "", event_id, created_at, project

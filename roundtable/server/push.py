@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from roundtable.domain import EventType, ReviewEvent, TurnEvent
 from roundtable.server import resources
 from roundtable.server.resources import Access, Ref
 
@@ -51,49 +52,51 @@ CAPABILITY_TABLES = frozenset({"session_capabilities", "agent_sessions", "runs",
 # Events after which `resources/list` may list something else.
 LIST_EVENTS = frozenset(
     {
-        "task.created",
-        "task.replaced",
-        "task.updated",
-        "proposal.created",
-        "decision.recorded",
-        "patch.applied",
-        "patch.rejected",
-        "patch.rolled_back",
+        EventType.TASK_CREATED,
+        EventType.TASK_REPLACED,
+        EventType.TASK_UPDATED,
+        EventType.PROPOSAL_CREATED,
+        EventType.DECISION_RECORDED,
+        EventType.PATCH_APPLIED,
+        EventType.PATCH_REJECTED,
+        EventType.PATCH_ROLLED_BACK,
         "run.started",
-        "run.created",
-        "run.ended",
-        "run.archived",
+        EventType.RUN_CREATED,
+        EventType.RUN_ENDED,
+        EventType.RUN_ARCHIVED,
     }
 )
 # For the operator: every event at `info`, these higher.
 OPERATOR_LEVELS: dict[str, str] = {
-    "approval.requested": "notice",
-    "proposal.review_requested": "notice",
-    "patch.applied": "notice",
-    "run.ended": "notice",
-    "capability.denied": "warning",
-    "transaction.recovered": "warning",
-    "agent.turn_expired": "warning",
-    "chair.error": "error",
-    "patch.apply_failed": "error",
-    "patch.rollback_failed": "error",
-    "orchestrator.failed": "error",
+    EventType.APPROVAL_REQUESTED: "notice",
+    EventType.PROPOSAL_REVIEW_REQUESTED: "notice",
+    EventType.PATCH_APPLIED: "notice",
+    EventType.RUN_ENDED: "notice",
+    EventType.CAPABILITY_DENIED: "warning",
+    EventType.TRANSACTION_RECOVERED: "warning",
+    TurnEvent.EXPIRED: "warning",
+    EventType.CHAIR_ERROR: "error",
+    EventType.PATCH_APPLY_FAILED: "error",
+    EventType.PATCH_ROLLBACK_FAILED: "error",
+    EventType.ORCHESTRATOR_FAILED: "error",
 }
 # For an agent: events on its own proposals.
 AUTHOR_LEVELS: dict[str, str] = {
-    "vote.cast": "info",
-    "proposal.commented": "notice",
-    "security.reviewed": "info",
-    "test.finished": "info",
-    "test.evidence_reported": "info",
-    "approval.requested": "info",
-    "approval.decided": "notice",
-    "decision.recorded": "notice",
-    "patch.applied": "notice",
-    "patch.rejected": "warning",
-    "patch.rolled_back": "warning",
+    EventType.VOTE_CAST: "info",
+    ReviewEvent.COMMENTED: "notice",
+    EventType.SECURITY_REVIEWED: "info",
+    EventType.TEST_FINISHED: "info",
+    EventType.TEST_EVIDENCE_REPORTED: "info",
+    EventType.APPROVAL_REQUESTED: "info",
+    EventType.APPROVAL_DECIDED: "notice",
+    EventType.DECISION_RECORDED: "notice",
+    EventType.PATCH_APPLIED: "notice",
+    EventType.PATCH_REJECTED: "warning",
+    EventType.PATCH_ROLLED_BACK: "warning",
 }
-CLAIM_LOSS = frozenset({"claim.suspended", "claim.revoked", "claim.expired", "claim.stale"})
+CLAIM_LOSS = frozenset(
+    {EventType.CLAIM_SUSPENDED, EventType.CLAIM_REVOKED, EventType.CLAIM_EXPIRED, EventType.CLAIM_STALE}
+)
 
 Outbound = Callable[[str, dict[str, Any] | None], Awaitable[None]]
 
@@ -476,25 +479,27 @@ class Hub:
             return OPERATOR_LEVELS.get(kind, "info"), _summary(kind, payload, actor)
         me = bound.agent_id if bound is not None else caller.agent_id
         if not me:
-            if kind in ("run.ended", "run.archived"):
+            if kind in (EventType.RUN_ENDED, EventType.RUN_ARCHIVED):
                 return "notice", _summary(kind, payload, actor)
             return None
-        if kind == "capability.denied" and actor == me:
+        if kind == EventType.CAPABILITY_DENIED and actor == me:
             return "warning", f"refused: {payload.get('tool', '?')} ({payload.get('reason_code', '?')})"
         if actor == me:
             return None  # your own action is no news to you
-        if kind == "agent.turn_scheduled" and payload.get("agent_id") == me:
+        if kind == TurnEvent.SCHEDULED and payload.get("agent_id") == me:
             return "notice", f"your turn is scheduled (request {payload.get('request_event_id')}): start it now"
-        if kind == "agent.turn_expired" and payload.get("agent_id") == me:
+        if kind == TurnEvent.EXPIRED and payload.get("agent_id") == me:
             return (
                 "warning",
                 f"your turn request {payload.get('request_event_id')} expired ({payload.get('timeout', '')})",
             )
-        if kind == "task.assigned" and payload.get("assigned_agent_id") == me:
+        if kind == EventType.TASK_ASSIGNED and payload.get("assigned_agent_id") == me:
             return "notice", f"task {payload.get('task_id')} is assigned to you"
-        if kind == "proposal.review_requested" and me in (payload.get("reviewers") or ()):
+        if kind == EventType.PROPOSAL_REVIEW_REQUESTED and me in (payload.get("reviewers") or ()):
             return "notice", f"your review is requested on proposal {payload.get('proposal_id')}"
-        if kind in ("run.ended", "run.archived") and (bound is None or bound.run_id == event.get("run_id")):
+        if kind in (EventType.RUN_ENDED, EventType.RUN_ARCHIVED) and (
+            bound is None or bound.run_id == event.get("run_id")
+        ):
             return "notice", _summary(kind, payload, actor)
         proposal_id = payload.get("proposal_id")
         if kind in AUTHOR_LEVELS and isinstance(proposal_id, str) and await self._author(proposal_id) == me:

@@ -33,6 +33,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import anyio
 
+from roundtable.domain import TERMINAL_TASK_STATUSES, ProposalStatus
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
 from roundtable.services import turns as turn_service
 from roundtable.services.pathguard import HIDDEN_DIRS, is_sensitive_path
@@ -48,8 +49,8 @@ MARKDOWN = "text/markdown"
 RUN_EVENTS = 20  # events in a run summary
 FINISHED_TURNS = 20  # finished turns kept in the queue resource
 COMPLETION_MAX = 100
-TASK_DONE = ("completed", "done", "closed", "cancelled", "canceled", "failed")
-PROPOSAL_DONE = ("accepted", "rejected", "rolled_back")
+TASK_DONE = tuple(sorted(TERMINAL_TASK_STATUSES))
+PROPOSAL_DONE = (ProposalStatus.ACCEPTED, ProposalStatus.REJECTED, ProposalStatus.ROLLED_BACK)
 
 
 # What a capability session is bound to and may read (None for HTTP principals): the one scope

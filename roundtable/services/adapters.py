@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.config import AdapterConfig, Config
+from roundtable.domain import SessionStatus
 from roundtable.errors import ValidationError
 
 SCRIPTED = "scripted"
@@ -345,7 +346,7 @@ def start_plan(
     return Plan(
         adapter=name,
         argv=argv,
-        status="starting",
+        status=SessionStatus.STARTING,
         resume_command=resume_command(adapter.resume_pattern, external_session_id),
         metadata={"mode": "start", "role": role, "task_id": task_id},
         files=files,

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
+from roundtable.domain import ProposalTransactionState, TransactionStatus
 from roundtable.errors import NotFound, ToolError
 from roundtable.services import failpoints, git
 from roundtable.services.artefacts import (
@@ -226,14 +227,18 @@ async def apply_proposal(
                 "run_id": run,
                 "revision": proposal.current_revision,
                 "before_git_hash": before_hash,
-                "status": "pending",
+                "status": TransactionStatus.PENDING,
                 "applied_by": applied_by,
                 "rollback_patch_path": artefact,
                 "metadata_json": json.dumps(metadata, separators=(",", ":")),
                 "created_at": now,
             },
         )
-        await tx.update("proposals", {"id": proposal.id}, {"transaction_state": "applying", "updated_at": now})
+        await tx.update(
+            "proposals",
+            {"id": proposal.id},
+            {"transaction_state": ProposalTransactionState.APPLYING, "updated_at": now},
+        )
     failpoints.reached(failpoints.APPLY_INTENT)
     artefact_dir = root / artefact
 
@@ -259,7 +264,7 @@ async def _undo_failed_apply(runtime: Project, tx_id: str, proposal_id: str, rea
     try:
         async with runtime.db.read() as r:
             row = await r.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
-        if row is None or row.status != "pending":
+        if row is None or row.status != TransactionStatus.PENDING:
             return
         await asyncio.to_thread(git.kill_leftover, git_token(runtime.root, row))
         left = await asyncio.to_thread(undo, runtime.root, row, sorted(recorded_files(row)))

@@ -24,16 +24,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from roundtable import clock
+from roundtable.domain import APPROVAL_DECISIONS, ApprovalStatus, EventType
 from roundtable.errors import PermissionDenied, ValidationError
 from roundtable.services.evidence import Actor, ProposalRef, proposal_ref
 from roundtable.services.run_scope import resolve, task_run
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import HumanApproval
 
-REQUESTED = "requested"
-APPROVED = "approved"
-CLOSED = "closed"
-DECISION_STATUSES: tuple[str, ...] = ("approved", "denied", "rejected", "changes_requested", "deferred")
+REQUESTED = ApprovalStatus.REQUESTED
+APPROVED = ApprovalStatus.APPROVED
+CLOSED = ApprovalStatus.CLOSED
+DECISION_STATUSES: tuple[str, ...] = APPROVAL_DECISIONS
 STATUSES: tuple[str, ...] = (REQUESTED, *DECISION_STATUSES)
 
 
@@ -171,11 +172,11 @@ async def record_approval(tx: Tx, req: ApprovalInput, actor: Actor) -> tuple[Hum
     approval = await get_approval(tx, approval_id)
 
     if status == REQUESTED:
-        event_type = "approval.requested"
+        event_type = EventType.APPROVAL_REQUESTED
     elif req.status is not None:
-        event_type = "approval.decided"
+        event_type = EventType.APPROVAL_DECIDED
     else:
-        event_type = "approval.updated"
+        event_type = EventType.APPROVAL_UPDATED
     owner = (proposal.run_id if proposal else "") or await task_run(tx, approval.task_id)
     await tx.append_event(
         await resolve(tx, actor.runs, owner=owner),
@@ -252,7 +253,7 @@ async def close_moot(tx: Tx, proposal_id: str, reason: str, *, run_id: str, keep
         await tx.update("human_approvals", {"id": row.id}, {"status": CLOSED, "decision_md": reason, "updated_at": now})
         await tx.append_event(
             run_id,
-            "approval.closed",
+            EventType.APPROVAL_CLOSED,
             {"approval_id": row.id, "proposal_id": proposal_id, "revision": row.revision, "reason": reason},
             actor_id="roundtable",
             task_id=row.task_id,
@@ -310,7 +311,7 @@ async def settle_after_apply(
             )
         await tx.append_event(
             run_id,
-            "approval.decided",
+            EventType.APPROVAL_DECIDED,
             {
                 "approval_id": approval_id,
                 "proposal_id": proposal_id,

@@ -23,23 +23,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import EventType, TaskStatus
 from roundtable.errors import NotFound, ValidationError
 from roundtable.store import rows
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
 ACTOR = "dispatcher"
-TASK_BLOCKED = "task.blocked"
+TASK_BLOCKED = EventType.TASK_BLOCKED
 EVENT_TYPES = frozenset(
     {
-        "autopilot.enabled",
-        "autopilot.disabled",
-        "autopilot.dispatched",
-        "autopilot.session_failed",
-        "autopilot.stopped",
-        "autopilot.skipped",
-        "autopilot.tests_run",
-        "autopilot.rate_limited",
+        EventType.AUTOPILOT_ENABLED,
+        EventType.AUTOPILOT_DISABLED,
+        EventType.AUTOPILOT_DISPATCHED,
+        EventType.AUTOPILOT_SESSION_FAILED,
+        EventType.AUTOPILOT_STOPPED,
+        EventType.AUTOPILOT_SKIPPED,
+        EventType.AUTOPILOT_TESTS_RUN,
+        EventType.AUTOPILOT_RATE_LIMITED,
     }
 )
 MAX_REASON = 2000
@@ -64,11 +65,11 @@ async def block_task(tx: Tx, run_id: str, task_id: str, reason: str, *, actor: s
     task = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
     if task is None:
         raise NotFound("task", task_id)
-    from roundtable.services.tasks import TERMINAL_STATUSES
+    from roundtable.domain import TERMINAL_TASK_STATUSES
 
-    if task.status in TERMINAL_STATUSES:
+    if task.status in TERMINAL_TASK_STATUSES:
         raise ValidationError(f"task {task_id} is {task.status}; a closed task is not blocked")
-    await tx.update("tasks", {"id": task_id}, {"status": "blocked", "updated_at": clock.now()})
+    await tx.update("tasks", {"id": task_id}, {"status": TaskStatus.BLOCKED, "updated_at": clock.now()})
     tx.tables.add("tasks")
     await tx.append_event(
         run_id,

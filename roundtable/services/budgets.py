@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 from roundtable import clock
 from roundtable.config import BudgetsConfig, LimitConfig
+from roundtable.domain import EventType, TaskStatus
 from roundtable.services import usage
 from roundtable.services.usage import Recorded, Totals
 from roundtable.store.db import Reader, Tx
 
-BUDGET_EXCEEDED = "budget.exceeded"
+BUDGET_EXCEEDED = EventType.BUDGET_EXCEEDED
 REASON_PREFIX = "budget:"
 SCOPES = ("task", "run", "day")
 
@@ -102,8 +103,8 @@ class Enforced:
 
 async def enforce(tx: Tx, budgets: BudgetsConfig, rec: Recorded, *, actor: str) -> Enforced:
     """Record each newly reached limit; block an over-budget task and revoke the session."""
+    from roundtable.domain import TERMINAL_TASK_STATUSES
     from roundtable.services import autopilot, sessions
-    from roundtable.services.tasks import TERMINAL_STATUSES
 
     crossings = await reached(tx, budgets, task_id=rec.task_id, run_id=rec.run_id, day=rec.day)
     crossed = []
@@ -122,7 +123,7 @@ async def enforce(tx: Tx, budgets: BudgetsConfig, rec: Recorded, *, actor: str) 
             continue
         stop = crossing.reason
         status = await tx.scalar("SELECT status FROM tasks WHERE id = ?", (rec.task_id,))
-        if status is not None and status not in TERMINAL_STATUSES and status != "blocked":
+        if status is not None and status not in TERMINAL_TASK_STATUSES and status != TaskStatus.BLOCKED:
             await autopilot.block_task(tx, rec.run_id, rec.task_id, crossing.reason, actor=actor)
     if stop:
         await sessions.revoke_capabilities(tx, rec.session_id, stop)

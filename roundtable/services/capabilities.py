@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 
 from roundtable import clock
+from roundtable.domain import DECIDED_PROPOSAL_STATUSES, TERMINAL_TASK_STATUSES, EventType, RunStatus, SessionStatus
 from roundtable.errors import PermissionDenied
 from roundtable.services.claims import parse_resource_id
 from roundtable.services.session_scope import (
@@ -96,8 +97,6 @@ CLAIM_MODES: dict[str, frozenset[str]] = {
     "planner": frozenset({"read"}),
 }
 REPO_READS = frozenset({"repo.read_file", "repo.search", "repo.symbols"})
-TERMINAL_TASK = frozenset({"completed", "done", "closed", "cancelled", "canceled", "failed"})
-DECIDED_PROPOSAL = frozenset({"accepted", "rejected"})
 # Arguments that name who is acting: filled from the capability when absent, refused when they
 # differ. `proposal_id` is bound only for roles that carry a proposal.
 _IDENTITY_ARGS = (
@@ -337,20 +336,20 @@ async def check_call(
     session = AgentSession.from_row({k[2:]: row[k] for k in row.keys() if k.startswith("s_")}) if row["s_id"] else None
     if (
         session is None
-        or session.status != "active"
+        or session.status != SessionStatus.ACTIVE
         or session.ended_at
         or session.agent_id != cap.agent_id
         or session.run_id != cap.run_id
     ):
         raise Denied("session_inactive", "session is not active")
     # 3. Run.
-    if row["run_status"] != "active":
+    if row["run_status"] != RunStatus.ACTIVE:
         raise Denied("run_inactive", f"run {cap.run_id} is not active")
     # 4. Agent.
     if row["agent_enabled"] is None or not row["agent_enabled"] or role_for_agent(cap.agent_id) != cap.role:
         raise Denied("agent_disabled", f"agent {cap.agent_id} is not enabled for role {cap.role}")
     # 5. Task and proposal binding.
-    if row["task_id"] is None or row["task_status"] in TERMINAL_TASK:
+    if row["task_id"] is None or row["task_status"] in TERMINAL_TASK_STATUSES:
         raise Denied("task_inactive", f"task {cap.task_id} is not open")
     if cap.role in TASK_ROLES:
         if row["task_assignee"] != cap.agent_id:
@@ -358,7 +357,7 @@ async def check_call(
     elif (
         row["proposal_task"] is None
         or row["proposal_task"] != cap.task_id
-        or row["proposal_status"] in DECIDED_PROPOSAL
+        or row["proposal_status"] in DECIDED_PROPOSAL_STATUSES
     ):
         raise Denied("proposal_closed", f"proposal {cap.proposal_id or '(none)'} is not open for this session")
     task = Task.from_row({"id": row["task_id"], "readable_paths_json": row["task_readable"]})
@@ -499,10 +498,10 @@ async def record_denial(db: Database, cap: SessionCapability, tool: str, reason_
     """Append `capability.denied` in its own transaction; never the arguments or the token. The
     event is the session's: its agent is the principal and `session` the transport, whatever task
     started the endpoint (a launch over the legacy socket would otherwise lend it `operator`)."""
-    async with db.write(tool="capability.denied", principal=f"agent:{cap.agent_id}", transport="session") as tx:
+    async with db.write(tool=EventType.CAPABILITY_DENIED, principal=f"agent:{cap.agent_id}", transport="session") as tx:
         await tx.append_event(
             cap.run_id,
-            "capability.denied",
+            EventType.CAPABILITY_DENIED,
             {"session_id": cap.session_id, "tool": tool, "reason_code": reason_code},
             actor_id=cap.agent_id,
             task_id=cap.task_id,

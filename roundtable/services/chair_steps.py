@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import RUN_ENDINGS, EventType
 from roundtable.errors import RoundtableError
 from roundtable.services import claims as claims_service
 from roundtable.services import runs as runs_service
@@ -22,10 +23,10 @@ from roundtable.services.project import Project
 from roundtable.services.tasks import assign_task
 from roundtable.store.db import Tx
 
-ERROR_EVENT = "chair.error"
-REVIEW_EVENT = "proposal.review_requested"
+ERROR_EVENT = EventType.CHAIR_ERROR
+REVIEW_EVENT = EventType.PROPOSAL_REVIEW_REQUESTED
 SYSTEM_ACTOR = "system"  # claims the sweep expires are expired by time, not by the Chair
-ENDINGS = ("completed", "blocked", "failed")
+ENDINGS = RUN_ENDINGS
 
 
 def error_text(exc: BaseException) -> str:
@@ -154,4 +155,4 @@ async def end_run(
 
 async def note_retry(tx: Tx, run_id: str, payload: dict[str, Any], *, actor: str) -> None:
     """The finite loop will retry after a failed iteration (`orchestrator.retry`)."""
-    await tx.append_event(run_id, "orchestrator.retry", payload, actor_id=actor)
+    await tx.append_event(run_id, EventType.ORCHESTRATOR_RETRY, payload, actor_id=actor)

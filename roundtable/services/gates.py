@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roundtable.domain import NARROWED, OPEN_PROPOSAL_STATUSES
+from roundtable.domain import NARROWED, OPEN_PROPOSAL_STATUSES, ApprovalStatus, ReviewStatus, TestRunStatus
 from roundtable.errors import ToolError
 from roundtable.services.approvals import latest_decision
 from roundtable.services.claims import covering_write_claims, expired_note, symbol_write_claims
@@ -117,7 +117,7 @@ def select_approval(result: PolicyResult, approvals: list[HumanApproval]) -> Hum
     if not result.needs_human or result.blockers > result.vetoes:
         return None
     for approval in reversed(approvals):
-        if approval.status != "approved" or not approval.decided_by:
+        if approval.status != ApprovalStatus.APPROVED or not approval.decided_by:
             continue
         if result.vetoes > 0 and not approval.override_policy:
             continue
@@ -326,7 +326,7 @@ def approval_gate(result: PolicyResult, approvals: list[HumanApproval], proposal
     policy does not require it (applying then counts as the operator's approval)."""
     number = proposal.revision_number
     latest = latest_decision(approvals, proposal.current_revision)
-    if latest is not None and latest.status != "approved":
+    if latest is not None and latest.status != ApprovalStatus.APPROVED:
         note = f": {latest.decision_md.strip().splitlines()[0][:120]}" if (latest.decision_md or "").strip() else ""
         return Gate(
             "approval",
@@ -336,7 +336,7 @@ def approval_gate(result: PolicyResult, approvals: list[HumanApproval], proposal
     if latest is not None:
         return Gate("approval", True, f"revision {number} approved by {latest.decided_by} ({latest.id})")
     if result.needs_human:
-        asked = next((a for a in reversed(approvals) if a.status == "requested"), None)
+        asked = next((a for a in reversed(approvals) if a.status == ApprovalStatus.REQUESTED), None)
         waiting = f" (request {asked.id} is waiting)" if asked is not None else ""
         return Gate("approval", False, f"the policy requires your approval of revision {number}{waiting}")
     return Gate(
@@ -353,9 +353,9 @@ def security_gate(result: PolicyResult, review: SecurityReview | None, approval:
         return Gate("security", True, "no security review required")
     if review is None:
         return Gate("security", False, "security review required")
-    if review.status == "approved":
+    if review.status == ReviewStatus.APPROVED:
         return Gate("security", True, f"security review {review.id} approved")
-    if review.status == "veto" and approval is not None and approval.override_policy:
+    if review.status == ReviewStatus.VETO and approval is not None and approval.override_policy:
         return Gate("security", True, f"security veto overridden by approval {approval.id}")
     return Gate("security", False, f"security review required (latest review {review.id} is {review.status})")
 
@@ -378,7 +378,7 @@ def tests_gate(result: PolicyResult, proposal: Proposal, runs: list[TestRun]) ->
     expected = [normalise_command(c) for c in json.loads(proposal.expected_tests_json or "[]")]
     if not expected:
         latest = host_runs[-1]
-        if latest.status == "passed":
+        if latest.status == TestRunStatus.PASSED:
             return Gate("tests", True, f"test run {latest.id} passed")
         return Gate("tests", False, f"tests required: latest test run {latest.id} is {latest.status}")
     by_command: dict[str, TestRun] = {}
@@ -388,6 +388,6 @@ def tests_gate(result: PolicyResult, proposal: Proposal, runs: list[TestRun]) ->
         found = by_command.get(command)
         if found is None:
             return Gate("tests", False, f"tests required: expected test not run on the current revision: {command}")
-        if found.status != "passed":
+        if found.status != TestRunStatus.PASSED:
             return Gate("tests", False, f"tests required: {command} is {found.status} (test run {found.id})")
     return Gate("tests", True, f"{len(expected)} expected test command(s) passed")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import EventType, MemoryStatus
 from roundtable.errors import PermissionDenied, ValidationError
 from roundtable.services.run_scope import NO_HINT, RunHint, object_run, resolve
 from roundtable.store.db import Reader, Tx
@@ -47,7 +48,7 @@ async def record(
     source_event_id: int = 0,
     importance: int = DEFAULT_IMPORTANCE,
     memory_id: str = "",
-    status: str = "active",
+    status: str = MemoryStatus.ACTIVE,
     actor: str = "",
     agent: str = "",
     runs: RunHint = NO_HINT,
@@ -80,13 +81,13 @@ async def record(
                 "body_md": body_md,
                 "source_event_id": source_event_id or None,
                 "importance": importance or DEFAULT_IMPORTANCE,
-                "status": status or "active",
+                "status": status or MemoryStatus.ACTIVE,
                 "revision": existing.revision + 1,
                 "updated_at": now,
             },
         )
         entry = await get_entry(tx, existing.id)
-        await _event(tx, "memory.revised", entry, who, runs, previous_revision=existing.revision)
+        await _event(tx, EventType.MEMORY_REVISED, entry, who, runs, previous_revision=existing.revision)
         return entry
     new_id = memory_id or clock.new_id("M")
     await tx.insert(
@@ -99,14 +100,14 @@ async def record(
             "body_md": body_md,
             "source_event_id": source_event_id or None,
             "importance": importance or DEFAULT_IMPORTANCE,
-            "status": status or "active",
+            "status": status or MemoryStatus.ACTIVE,
             "author_id": who,
             "created_at": now,
             "updated_at": now,
         },
     )
     entry = await get_entry(tx, new_id)
-    await _event(tx, "memory.recorded", entry, who, runs)
+    await _event(tx, EventType.MEMORY_RECORDED, entry, who, runs)
     return entry
 
 
@@ -228,10 +229,10 @@ async def mark_stale(
     await tx.update(
         "memory_entries",
         {"id": memory_id},
-        {"status": "stale", "body_md": body, "revision": entry.revision + 1, "updated_at": now},
+        {"status": MemoryStatus.STALE, "body_md": body, "revision": entry.revision + 1, "updated_at": now},
     )
     updated = await get_entry(tx, memory_id)
-    await _event(tx, "memory.marked_stale", updated, who, runs)
+    await _event(tx, EventType.MEMORY_MARKED_STALE, updated, who, runs)
     return updated
 
 

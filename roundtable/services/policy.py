@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import pathspec
 from pydantic import BaseModel, ConfigDict, Field
 
-from roundtable.domain import Vote, approving
+from roundtable.domain import Risk, Vote, approving
 from roundtable.errors import ConfigError
 from roundtable.services.policy_file import (
     ALWAYS_HIGH_PATHS,
@@ -39,7 +39,7 @@ from roundtable.services.policy_file import (
 APPROVING_VOTES = tuple(v.value for v in Vote if approving(v))
 BLOCKING_VOTES = (Vote.REVISE.value, Vote.REJECT.value)
 VOTE_VOCABULARY = tuple(v.value for v in Vote)
-HIGH_RISK_LEVELS = ("high", "critical")
+HIGH_RISK_LEVELS = (Risk.HIGH, Risk.CRITICAL)
 DEPENDENCY_FILES = ("go.mod", "go.sum", "package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock")
 
 
@@ -136,7 +136,7 @@ class Policy(BaseModel):
             elif vote.vote in BLOCKING_VOTES:
                 blockers += 1
                 blocking_votes.append(label)
-            elif vote.vote == "veto":
+            elif vote.vote == Vote.VETO:
                 vetoes += 1
                 blockers += 1
                 blocking_votes.append(label)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import EventType, GateState, ProposalStatus
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
 from roundtable.services.applies import check_applies
 from roundtable.services.approvals import close_moot
@@ -265,7 +266,7 @@ async def create(
     await _link_resources(tx, proposal_id, ids)
     await tx.append_event(
         run,
-        "proposal.created",
+        EventType.PROPOSAL_CREATED,
         {
             "proposal_id": proposal_id,
             "title": title,
@@ -322,10 +323,10 @@ async def attach(
             "current_revision": parsed.sha256,
             "revision_number": number,
             "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
-            "status": "pending",
-            "vote_state": "pending",
-            "policy_state": "pending",
-            "approval_state": "pending",
+            "status": ProposalStatus.PENDING,
+            "vote_state": GateState.PENDING,
+            "policy_state": GateState.PENDING,
+            "approval_state": GateState.PENDING,
             "updated_at": now,
         },
     )
@@ -336,7 +337,7 @@ async def attach(
     await close_moot(tx, proposal_id, f"superseded by revision {number}", run_id=run, keep_revision=parsed.sha256)
     await tx.append_event(
         run,
-        "proposal.revised",
+        EventType.PROPOSAL_REVISED,
         {
             "proposal_id": proposal_id,
             "previous_revision": p.current_revision,
@@ -443,12 +444,12 @@ async def request_review(
             reviewers.append({"role": role})
         for a in matched:
             reviewers.append({"role": role, "agent_id": a.id, "adapter": a.adapter, "status": a.status})
-    if p.status in ("", "pending"):
+    if p.status in ("", ProposalStatus.PENDING):
         now = clock.now()
-        await tx.update("proposals", {"id": proposal_id}, {"status": "in_review", "updated_at": now})
+        await tx.update("proposals", {"id": proposal_id}, {"status": ProposalStatus.IN_REVIEW, "updated_at": now})
         await tx.append_event(
             await resolve(tx, runs, owner=p.run_id),
-            "proposal.review_requested",
+            EventType.PROPOSAL_REVIEW_REQUESTED,
             # `reviewers` (agent ids) and `roles` are the spec's keys; the
             # revision says which patch the reviews are for.
             {
@@ -506,7 +507,7 @@ async def record_decision(
     )
     await tx.append_event(
         await resolve(tx, runs, owner=await object_run(tx, proposal_id=proposal_id, task_id=task_id)),
-        "decision.recorded",
+        EventType.DECISION_RECORDED,
         {"decision_id": decision_id, "proposal_id": proposal_id, "decision": decision},
         actor_id=decided_by,
         task_id=task_id,
@@ -523,11 +524,11 @@ async def reject(
     if p.status not in OPEN_STATUSES:
         raise ToolError(f"proposal {proposal_id} is {p.status}; only pending or in_review proposals can be rejected")
     now = clock.now()
-    await tx.update("proposals", {"id": proposal_id}, {"status": "rejected", "updated_at": now})
+    await tx.update("proposals", {"id": proposal_id}, {"status": ProposalStatus.REJECTED, "updated_at": now})
     decision = await record_decision(
         tx,
         decision_id=decision_id,
-        decision="rejected",
+        decision=ProposalStatus.REJECTED,
         rationale_md=reason_md,
         decided_by=decided_by,
         proposal_id=proposal_id,
@@ -537,7 +538,7 @@ async def reject(
     run = await resolve(tx, runs, owner=p.run_id)
     await tx.append_event(
         run,
-        "patch.rejected",
+        EventType.PATCH_REJECTED,
         {"proposal_id": proposal_id, "decision_id": decision.id, "revision": p.current_revision},
         actor_id=decided_by,
         task_id=p.task_id,

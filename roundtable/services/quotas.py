@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Literal
 
 from roundtable.config import LimitsConfig
+from roundtable.domain import EventType
 from roundtable.errors import LimitReached
 from roundtable.store.db import Tx
 
-QUOTA_EVENT = "limits.quota_reached"
+QUOTA_EVENT = EventType.QUOTA_REACHED
 Kind = Literal["task", "proposal"]
 
 

@@ -25,6 +25,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from roundtable import clock
+from roundtable.domain import EventType, ProposalTransactionState, RecoveryOutcome, TransactionStatus
 from roundtable.services import git
 from roundtable.services.artefacts import git_token, recorded_files, safe_hashes, undo
 from roundtable.services.transactions import complete_apply, complete_rollback
@@ -47,7 +48,7 @@ def _classify(row: Transaction, current: dict[str, str], *, git_ran: bool) -> tu
     foreign = [p for p in paths if current[p] not in (before[p], after[p])]
     at_after = [p for p in paths if current[p] == after[p] and after[p] != before[p]]
     at_before = [p for p in paths if current[p] == before[p] and after[p] != before[p]]
-    applying = row.status == "pending"
+    applying = row.status == TransactionStatus.PENDING
     if foreign and git_ran:
         todo = [p for p in paths if current[p] != before[p]]
         shown = ", ".join(f"{p} ({_state_word(current[p])})" for p in foreign)
@@ -58,12 +59,12 @@ def _classify(row: Transaction, current: dict[str, str], *, git_ran: bool) -> tu
         return "rolled_back", "rolled_back", detail, todo
     if not foreign and paths and all(before[p] == after[p] for p in paths):
         # Only modes change (an allowed mode change): contents cannot tell whether it happened.
-        status = "failed" if applying else "applied"
+        status = TransactionStatus.FAILED if applying else TransactionStatus.APPLIED
         detail = f"the patch changes no file contents, only modes: check the modes of {', '.join(paths)}"
         return "needs_attention", status, detail, []
     if foreign:
         shown = ", ".join(f"{p} ({_state_word(current[p])})" for p in foreign)
-        status = "failed" if applying else "applied"
+        status = TransactionStatus.FAILED if applying else TransactionStatus.APPLIED
         return (
             "needs_attention",
             status,
@@ -101,18 +102,18 @@ async def _recover_one(runtime: Project, row: Transaction) -> str:
     if restore:
         left = await asyncio.to_thread(lambda: undo(root, row, paths, keep=True))
         if left:
-            outcome = "needs_attention"
-            status = "failed" if row.status == "pending" else "applied"
+            outcome = RecoveryOutcome.NEEDS_ATTENTION
+            status = TransactionStatus.FAILED if row.status == TransactionStatus.PENDING else TransactionStatus.APPLIED
             detail = f"could not restore: {', '.join(left)}"
     if killed:
         detail = f"{detail}; {killed}"
-    applying = row.status == "pending"
+    applying = row.status == TransactionStatus.PENDING
     head_now = await git.head(root)
     async with runtime.db.write(tool="recovery") as tx:
         now = clock.now()
-        if outcome == "completed":
+        if outcome == RecoveryOutcome.COMPLETED:
             await complete_apply(tx, row.id, current, head=head_now, actor="recovery", recovered=True)
-        elif status == "rolled_back":
+        elif status == TransactionStatus.ROLLED_BACK:
             await complete_rollback(
                 tx,
                 row.id,
@@ -125,14 +126,18 @@ async def _recover_one(runtime: Project, row: Transaction) -> str:
         else:
             meta = json.loads(row.metadata_json or "{}")
             meta["recovery"] = {"outcome": outcome, "detail": detail, "at": now}
-            if outcome == "needs_attention":
+            if outcome == RecoveryOutcome.NEEDS_ATTENTION:
                 meta["needs_attention"] = detail
             await tx.update("transactions", {"id": row.id}, {"status": status, "metadata_json": json.dumps(meta)})
-            state = "failed" if status == "failed" else "applied"
+            state = (
+                ProposalTransactionState.FAILED
+                if status == TransactionStatus.FAILED
+                else ProposalTransactionState.APPLIED
+            )
             await tx.update("proposals", {"id": row.proposal_id}, {"transaction_state": state, "updated_at": now})
         await tx.append_event(
             row.run_id,
-            "transaction.recovered",
+            EventType.TRANSACTION_RECOVERED,
             {
                 "transaction_id": row.id,
                 "proposal_id": row.proposal_id,
@@ -175,20 +180,20 @@ async def _mark_unrecoverable(runtime: Project, row: Transaction, why: str) -> s
     """Last resort: record that recovery could not resolve the transaction, so it stops
     blocking later applies; the files are left as they are."""
     detail = f"recovery failed ({why}); files left as they are"
-    status = "failed" if row.status == "pending" else "applied"
+    status = TransactionStatus.FAILED if row.status == TransactionStatus.PENDING else TransactionStatus.APPLIED
     try:
         async with runtime.db.write(tool="recovery") as tx:
             meta = json.loads(row.metadata_json or "{}")
             meta["needs_attention"] = detail
-            meta["recovery"] = {"outcome": "needs_attention", "detail": detail, "at": clock.now()}
+            meta["recovery"] = {"outcome": RecoveryOutcome.NEEDS_ATTENTION, "detail": detail, "at": clock.now()}
             await tx.update("transactions", {"id": row.id}, {"status": status, "metadata_json": json.dumps(meta)})
             await tx.append_event(
                 row.run_id,
-                "transaction.recovered",
+                EventType.TRANSACTION_RECOVERED,
                 {
                     "transaction_id": row.id,
                     "proposal_id": row.proposal_id,
-                    "outcome": "needs_attention",
+                    "outcome": RecoveryOutcome.NEEDS_ATTENTION,
                     "detail": detail,
                     "status": status,
                 },

@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
+from roundtable.domain import TransactionStatus
 from roundtable.errors import ToolError
 from roundtable.services import failpoints, git
 from roundtable.services.artefacts import (
@@ -42,7 +43,7 @@ async def rollback_transaction(runtime: Project, transaction_id: str, *, reason:
     now = clock.now()
     async with runtime.db.write(tool="patch.rollback") as tx:
         row = await tx.get(Transaction, transaction_id)
-        if row.status != "applied":
+        if row.status != TransactionStatus.APPLIED:
             raise ToolError(
                 f"transaction {transaction_id} is {row.status}; only applied transactions can be rolled back"
             )
@@ -59,7 +60,9 @@ async def rollback_transaction(runtime: Project, transaction_id: str, *, reason:
         meta["rollback_reason"] = reason
         meta["rollback_by"] = caller
         await tx.update(
-            "transactions", {"id": transaction_id}, {"status": "rolling_back", "metadata_json": json.dumps(meta)}
+            "transactions",
+            {"id": transaction_id},
+            {"status": TransactionStatus.ROLLING_BACK, "metadata_json": json.dumps(meta)},
         )
     failpoints.reached(failpoints.ROLLBACK_INTENT)
     # If the process dies here the `rolling_back` intent stays: the next owner start finishes it.

@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING
 
 from roundtable import clock
+from roundtable.domain import RUN_ENDINGS, EventType, RunStatus
 from roundtable.errors import ToolError
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Run
@@ -19,7 +20,7 @@ from roundtable.store.records import Run
 if TYPE_CHECKING:
     from roundtable.services.project import Project
 
-TERMINAL_RUN_STATUSES = ("completed", "blocked", "failed")
+TERMINAL_RUN_STATUSES = RUN_ENDINGS
 
 
 async def get_run(q: Reader | Tx, run_id: str) -> Run:
@@ -50,14 +51,14 @@ async def create(tx: Tx, goal: str, *, run_id: str = "", actor: str = "", record
         {
             "id": new_id,
             "goal": goal or None,
-            "status": "active",
+            "status": RunStatus.ACTIVE,
             "started_at": clock.now(),
             "ended_at": None,
             "metadata_json": "{}",
         },
     )
     if record:
-        await tx.append_event(new_id, "run.created", {"goal": goal}, actor_id=actor)
+        await tx.append_event(new_id, EventType.RUN_CREATED, {"goal": goal}, actor_id=actor)
     return await get_run(tx, new_id)
 
 
@@ -75,18 +76,18 @@ async def resume(tx: Tx, run_id: str = "", *, actor: str = "") -> Run:
     again with `ended_at` cleared (goal and metadata are kept) and a `run.resumed` event."""
     if run_id:
         run = await get_run(tx, run_id)
-        if run.status == "archived":
+        if run.status == RunStatus.ARCHIVED:
             raise ToolError(f"run {run_id} is archived")
     else:
-        runs = [r for r in await list_runs(tx) if r.status != "archived"]
+        runs = [r for r in await list_runs(tx) if r.status != RunStatus.ARCHIVED]
         if not runs:
             raise ToolError("no run available to resume (create one: roundtable runs create --goal TEXT)")
-        active = [r for r in runs if r.status == "active"]
+        active = [r for r in runs if r.status == RunStatus.ACTIVE]
         run = active[-1] if active else runs[-1]
-    if run.status == "active" and not run.ended_at:
+    if run.status == RunStatus.ACTIVE and not run.ended_at:
         return run
-    await tx.update("runs", {"id": run.id}, {"status": "active", "ended_at": None})
-    await tx.append_event(run.id, "run.resumed", {"previous": run.status}, actor_id=actor)
+    await tx.update("runs", {"id": run.id}, {"status": RunStatus.ACTIVE, "ended_at": None})
+    await tx.append_event(run.id, EventType.RUN_RESUMED, {"previous": run.status}, actor_id=actor)
     return await get_run(tx, run.id)
 
 
@@ -103,11 +104,11 @@ async def end(tx: Tx, run_id: str, status: str, *, actor: str = "") -> Run:
     if not status.strip():
         raise ToolError("run status is required")
     run = await get_run(tx, run_id)
-    if run.status == "archived":
+    if run.status == RunStatus.ARCHIVED:
         raise ToolError(f"run {run_id} is archived")
     now = clock.now()
     await tx.update("runs", {"id": run_id}, {"status": status, "ended_at": run.ended_at or now})
-    await tx.append_event(run_id, "run.ended", {"status": status, "previous": run.status}, actor_id=actor)
+    await tx.append_event(run_id, EventType.RUN_ENDED, {"status": status, "previous": run.status}, actor_id=actor)
     return await get_run(tx, run_id)
 
 
@@ -120,11 +121,11 @@ async def end_run(runtime: Project, run_id: str, status: str) -> Run:
 async def archive(tx: Tx, run_id: str, *, actor: str = "") -> Run:
     """Archive an ended run: hidden from the console's Runs pane and from `resume`."""
     run = await get_run(tx, run_id)
-    if run.status == "active":
+    if run.status == RunStatus.ACTIVE:
         raise ToolError(f"run {run_id} is active: end it first (roundtable runs end {run_id})")
-    if run.status != "archived":
-        await tx.update("runs", {"id": run_id}, {"status": "archived"})
-        await tx.append_event(run_id, "run.archived", {"previous": run.status}, actor_id=actor)
+    if run.status != RunStatus.ARCHIVED:
+        await tx.update("runs", {"id": run_id}, {"status": RunStatus.ARCHIVED})
+        await tx.append_event(run_id, EventType.RUN_ARCHIVED, {"previous": run.status}, actor_id=actor)
     return await get_run(tx, run_id)
 
 

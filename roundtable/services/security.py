@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from roundtable import clock
+from roundtable.domain import EventType, ReviewStatus
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services.evidence import Actor, ProposalRef, proposal_ref, read_revision_patch
 from roundtable.services.pathguard import is_sensitive_path
@@ -39,7 +40,7 @@ from roundtable.store.records import SecurityReview
 if TYPE_CHECKING:
     from roundtable.services.project import Project
 
-MANUAL_STATUSES: tuple[str, ...] = ("approved", "needs_changes", "veto")
+MANUAL_STATUSES: tuple[str, ...] = tuple(ReviewStatus)
 DEFAULT_REVIEWER = "security"
 RECORDED = "Security review recorded."
 
@@ -133,7 +134,7 @@ async def review(runtime: Project, req: ReviewInput, actor: Actor) -> tuple[Secu
                 raise PermissionDenied(f"security review {req.review_id} already exists; agents cannot replace reviews")
 
         findings = list(scan.findings) if scan is not None else []
-        status = req.status or (scan.status if scan is not None else "approved")
+        status = req.status or (scan.status if scan is not None else ReviewStatus.APPROVED)
         summary = req.summary_md or (scan.summary if scan is not None else RECORDED)
         now = clock.now()
         values = {
@@ -156,7 +157,7 @@ async def review(runtime: Project, req: ReviewInput, actor: Actor) -> tuple[Secu
         owner = (proposal.run_id if proposal else "") or await task_run(tx, record.task_id)
         await tx.append_event(
             await resolve(tx, actor.runs, owner=owner),
-            "security.reviewed",
+            EventType.SECURITY_REVIEWED,
             {
                 "review_id": record.id,
                 "proposal_id": record.proposal_id,

@@ -25,6 +25,7 @@ from pathlib import PurePosixPath
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from roundtable.domain import ReviewStatus
 from roundtable.errors import ToolError
 from roundtable.services.patches import Allowances, parse_patch
 from roundtable.services.policy import BUILTIN_DANGEROUS
@@ -33,10 +34,10 @@ SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
 BLOCKING = ("critical", "high", "medium")
 MAX_FINDINGS = 500
 
-APPROVED = "approved"
-NEEDS_CHANGES = "needs_changes"
-VETO = "veto"
-SUMMARIES = {
+APPROVED = ReviewStatus.APPROVED
+NEEDS_CHANGES = ReviewStatus.NEEDS_CHANGES
+VETO = ReviewStatus.VETO
+SUMMARIES: dict[str, str] = {
     VETO: "Security review vetoed the proposal due to critical findings.",
     NEEDS_CHANGES: "Security review found issues that require changes before apply.",
     APPROVED: "Security review completed with no blocking findings.",

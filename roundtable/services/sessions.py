@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import EventType, SessionStatus, TaskStatus
 from roundtable.errors import ValidationError
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession
@@ -32,7 +33,7 @@ class SessionDraft:
     external_session_id: str = ""
     external_resume_command: str = ""
     mcp_socket: str = ""
-    status: str = "active"
+    status: str = SessionStatus.ACTIVE
     metadata: dict[str, Any] | None = None
 
 
@@ -236,7 +237,7 @@ async def open_supervised(
     session = await register(tx, SessionDraft(**{**draft.__dict__, "metadata": metadata}))
     await tx.append_event(
         draft.run_id,
-        "session.launched",
+        EventType.SESSION_LAUNCHED,
         {
             "session_id": draft.id,
             "agent_id": draft.agent_id,
@@ -272,7 +273,7 @@ async def revoke_capabilities(tx: Tx, session_id: str, reason: str) -> bool:
     if revoked:
         await tx.append_event(
             session.run_id,
-            "capability.revoked",
+            EventType.CAPABILITY_REVOKED,
             {"session_id": session_id, "reason": reason},
             actor_id=SUPERVISOR_ACTOR,
         )
@@ -283,16 +284,16 @@ async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
     """A session passed one of its limits (`limits.session_*`): its capabilities are revoked,
     `session.limit_reached` is recorded, and the task it works on is blocked with the reason
     (unless already closed). The supervisor then stops the process."""
+    from roundtable.domain import TERMINAL_TASK_STATUSES
     from roundtable.services import capabilities
     from roundtable.services.autopilot import block_task
-    from roundtable.services.tasks import TERMINAL_STATUSES
 
     session = await get(tx, session_id)
     caps = await capabilities.for_session(tx, session_id)
     task_id = next((c.task_id for c in caps if c.task_id), "")
     await tx.append_event(
         session.run_id,
-        "session.limit_reached",
+        EventType.SESSION_LIMIT_REACHED,
         {"session_id": session_id, "agent_id": session.agent_id, "task_id": task_id, "reason": reason},
         actor_id=SUPERVISOR_ACTOR,
         task_id=task_id,
@@ -301,7 +302,7 @@ async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
     blocked = False
     if task_id:
         status = await tx.scalar("SELECT status FROM tasks WHERE id = ?", (task_id,))
-        if status is not None and status not in TERMINAL_STATUSES and status != "blocked":
+        if status is not None and status not in TERMINAL_TASK_STATUSES and status != TaskStatus.BLOCKED:
             why = f"session {session_id} of {session.agent_id} was stopped by a limit: {reason}"
             await block_task(tx, session.run_id, task_id, why, actor=SUPERVISOR_ACTOR)
             blocked = True
@@ -313,7 +314,7 @@ async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -
     `session.exited` recorded."""
 
     session = await get(tx, session_id)
-    status = "ended" if exit_code == 0 else "failed"
+    status = SessionStatus.ENDED if exit_code == 0 else SessionStatus.FAILED
     await end(tx, session_id, status=status)
     # How it ended stays on the record, where the console shows a failure (not only in an event).
     try:
@@ -327,7 +328,7 @@ async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -
     await revoke_capabilities(tx, session_id, reason)
     await tx.append_event(
         session.run_id,
-        "session.exited",
+        EventType.SESSION_EXITED,
         {"session_id": session_id, "exit_code": exit_code, "status": status},
         actor_id=SUPERVISOR_ACTOR,
     )

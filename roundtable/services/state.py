@@ -14,6 +14,7 @@ import sqlite3
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import ClaimStatus
 from roundtable.errors import ValidationError
 from roundtable.services.session_scope import Scope, where
 from roundtable.store.db import Reader, Tx
@@ -96,8 +97,8 @@ def _task_json(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _claim_json(item: dict[str, Any], now: str) -> dict[str, Any]:
-    if item["status"] == "active" and item["expires_at"] and item["expires_at"] <= now:
-        item["status"] = "expired"
+    if item["status"] == ClaimStatus.ACTIVE and item["expires_at"] and item["expires_at"] <= now:
+        item["status"] = ClaimStatus.EXPIRED
     return item
 
 
@@ -175,11 +176,11 @@ def _where(spec: StateList, query: StateQuery, now: str) -> tuple[list[str], lis
     if query.status:
         if not spec.status:
             return None
-        if spec.key == "claims" and query.status == "expired":
+        if spec.key == "claims" and query.status == ClaimStatus.EXPIRED:
             # Read-time expiry: an active claim past its expiry reads as expired.
             clauses.append("(status = 'expired' OR (status = 'active' AND expires_at != '' AND expires_at <= ?))")
             params.append(now)
-        elif spec.key == "claims" and query.status == "active":
+        elif spec.key == "claims" and query.status == ClaimStatus.ACTIVE:
             clauses.append("status = 'active' AND NOT (expires_at != '' AND expires_at <= ?)")
             params.append(now)
         else:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import EventType, Risk, TaskStatus
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services.paging import PageRequest, after
 from roundtable.services.pathguard import is_sensitive_path, resolve_repo_path
@@ -37,10 +38,6 @@ DEFAULT_PRIORITY = 100
 MAX_TITLE = 500
 MAX_BODY = 200_000
 MAX_READABLE_PATHS = 200
-
-# Active / blocked / terminal task statuses for convergence.
-BLOCKED_STATUSES = frozenset({"blocked"})
-TERMINAL_STATUSES = frozenset({"completed", "done", "closed", "cancelled", "canceled", "failed"})
 
 
 def task_dict(task: Task) -> dict[str, Any]:
@@ -134,11 +131,11 @@ async def create_task(
     title: str,
     body_md: str,
     priority: int = DEFAULT_PRIORITY,
-    risk: str = "normal",
+    risk: str = Risk.NORMAL,
     assigned_agent_id: str = "",
     readable_paths: list[str] | None = None,
     task_id: str = "",
-    status: str = "open",
+    status: str = TaskStatus.OPEN,
     root: Path | None = None,
     actor: str = "",
     agent: str = "",
@@ -211,7 +208,7 @@ def _create_sync(
     tx.emit(
         conn,
         run,
-        "task.replaced" if replaced else "task.created",
+        EventType.TASK_REPLACED if replaced else EventType.TASK_CREATED,
         {
             "task_id": task.id,
             "title": task.title,
@@ -267,7 +264,7 @@ async def update_task_status(
     task = await get_task(tx, task_id)
     await tx.append_event(
         await resolve(tx, runs, owner=task.run_id),
-        "task.updated",
+        EventType.TASK_UPDATED,
         {
             "task_id": task.id,
             "status": task.status,
@@ -293,6 +290,10 @@ async def assign_task(tx: Tx, run_id: str, task_id: str, agent_id: str, actor: s
         return False
     tx.tables.add("tasks")
     await tx.append_event(
-        run_id, "task.assigned", {"task_id": task_id, "assigned_agent_id": agent_id}, actor_id=actor, task_id=task_id
+        run_id,
+        EventType.TASK_ASSIGNED,
+        {"task_id": task_id, "assigned_agent_id": agent_id},
+        actor_id=actor,
+        task_id=task_id,
     )
     return True

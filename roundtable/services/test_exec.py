@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from roundtable import proc
+from roundtable.domain import TestRunStatus
 from roundtable.errors import ToolError, ValidationError
 from roundtable.sandbox.runner import hand_over, launcher_argv, open_spec
 from roundtable.sandbox.spec import MARKER, SETUP_FAILED, Spec
@@ -49,10 +50,10 @@ MAX_COMMAND_CHARS = 1_000
 CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SECRET_ENV = re.compile(r"(?i)token|secret|passw|api_?key|credential|private_?key")
 
-PASSED = "passed"
-FAILED = "failed"
-TIMED_OUT = "timed_out"
-ERROR = "error"
+PASSED = TestRunStatus.PASSED
+FAILED = TestRunStatus.FAILED
+TIMED_OUT = TestRunStatus.TIMED_OUT
+ERROR = TestRunStatus.ERROR
 
 
 PATHS_SLOT = "{paths}"

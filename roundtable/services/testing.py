@@ -36,7 +36,7 @@ import anyio
 
 from roundtable import clock
 from roundtable.atomic import write_atomic
-from roundtable.domain import NARROWED
+from roundtable.domain import NARROWED, EventType, TestOutcome, TestRunStatus
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.services import scratch, test_exec, test_suggest
@@ -54,10 +54,10 @@ if TYPE_CHECKING:
 TESTLOGS_DIR = ".roundtable/testlogs"
 SUMMARY_LINES = 6
 NO_OUTPUT = "No test output captured."
-RUNNING = "running"
-PASSED = "passed"
-REPORTED = "reported"
-OUTCOMES: tuple[str, ...] = ("passed", "failed", "inconclusive")
+RUNNING = TestRunStatus.RUNNING
+PASSED = TestRunStatus.PASSED
+REPORTED = TestRunStatus.REPORTED
+OUTCOMES: tuple[str, ...] = tuple(TestOutcome)
 MAX_EVIDENCE_COMMAND = 1_000
 MAX_EVIDENCE_SUMMARY = 10_000
 
@@ -107,7 +107,7 @@ async def _finish(runtime: Project, test_run_id: str, values: dict[str, object],
         record = await get_test_run(tx, test_run_id)
         await tx.append_event(
             run,
-            "test.finished",
+            EventType.TEST_FINISHED,
             {
                 "test_run_id": record.id,
                 "proposal_id": record.proposal_id,
@@ -227,7 +227,7 @@ async def run_test(
         )
         await tx.append_event(
             run,
-            "test.started",
+            EventType.TEST_STARTED,
             {
                 "test_run_id": test_run_id,
                 "proposal_id": req.proposal_id,
@@ -380,7 +380,7 @@ async def submit_evidence(tx: Tx, req: EvidenceInput, actor: Actor) -> TestRun:
     record = await get_test_run(tx, test_run_id)
     await tx.append_event(
         await resolve(tx, actor.runs, owner=proposal.run_id),
-        "test.evidence_reported",
+        EventType.TEST_EVIDENCE_REPORTED,
         {
             "test_run_id": record.id,
             "proposal_id": record.proposal_id,

@@ -13,7 +13,16 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
-from roundtable.domain import OPEN_PROPOSAL_STATUSES, TERMINAL_TASK_STATUSES, TaskStatus
+from roundtable.domain import (
+    OPEN_PROPOSAL_STATUSES,
+    TERMINAL_TASK_STATUSES,
+    ClaimStatus,
+    EventType,
+    ProposalStatus,
+    ProposalTransactionState,
+    TaskStatus,
+    TransactionStatus,
+)
 from roundtable.services.approvals import settle_after_apply
 from roundtable.services.artefacts import state_hash
 from roundtable.services.run_scope import RunHint
@@ -45,7 +54,7 @@ async def complete_apply(
         "transactions",
         {"id": tx_id},
         {
-            "status": "applied",
+            "status": TransactionStatus.APPLIED,
             "after_git_hash": state_hash(head, after),
             "applied_at": now,
             "metadata_json": json.dumps(meta, separators=(",", ":")),
@@ -54,13 +63,13 @@ async def complete_apply(
     await tx.update(
         "proposals",
         {"id": row.proposal_id},
-        {"status": "accepted", "transaction_state": "applied", "updated_at": now},
+        {"status": ProposalStatus.ACCEPTED, "transaction_state": ProposalTransactionState.APPLIED, "updated_at": now},
     )
     proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (row.proposal_id,))
     assert proposal is not None
     await tx.append_event(
         row.run_id,
-        "patch.applied",
+        EventType.PATCH_APPLIED,
         {
             "proposal_id": row.proposal_id,
             "transaction_id": tx_id,
@@ -97,7 +106,7 @@ async def _settle_work(tx: Tx, proposal: Proposal, tx_id: str, claim_ids: list[s
 
     for claim_id in claim_ids:
         claim = await tx.one(Claim, "SELECT * FROM claims WHERE id = ?", (claim_id,))
-        if claim is None or claim.status != "active":
+        if claim is None or claim.status != ClaimStatus.ACTIVE:
             continue
         await claims.transition(
             tx,
@@ -126,20 +135,26 @@ async def _settle_work(tx: Tx, proposal: Proposal, tx_id: str, claim_ids: list[s
 async def finish_failed(runtime: Project, tx_id: str, proposal_id: str, reason: str, run: str, left: list[str]) -> None:
     async with runtime.db.write(tool="patch.apply") as tx:
         row = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
-        if row is None or row.status != "pending":
+        if row is None or row.status != TransactionStatus.PENDING:
             return
         meta = json.loads(row.metadata_json or "{}")
         meta["error"] = reason
         meta["undone"] = not left
         if left:
             meta["needs_attention"] = f"could not restore: {', '.join(left)}"
-        await tx.update("transactions", {"id": tx_id}, {"status": "failed", "metadata_json": json.dumps(meta)})
-        await tx.update("proposals", {"id": proposal_id}, {"transaction_state": "failed", "updated_at": clock.now()})
+        await tx.update(
+            "transactions", {"id": tx_id}, {"status": TransactionStatus.FAILED, "metadata_json": json.dumps(meta)}
+        )
+        await tx.update(
+            "proposals",
+            {"id": proposal_id},
+            {"transaction_state": ProposalTransactionState.FAILED, "updated_at": clock.now()},
+        )
         payload: dict[str, Any] = {"proposal_id": proposal_id, "transaction_id": tx_id, "error": reason}
         payload["undone"] = not left
         if left:
             payload["needs_attention"] = left
-        await tx.append_event(run, "patch.apply_failed", payload)
+        await tx.append_event(run, EventType.PATCH_APPLY_FAILED, payload)
 
 
 async def complete_rollback(
@@ -151,10 +166,12 @@ async def complete_rollback(
     meta["rolled_back_at"] = clock.now()
     if recovered:
         meta["recovered"] = "rolled_back"
-    await tx.update("transactions", {"id": tx_id}, {"status": "rolled_back", "metadata_json": json.dumps(meta)})
-    changes = {"transaction_state": "rolled_back", "updated_at": clock.now()}
+    await tx.update(
+        "transactions", {"id": tx_id}, {"status": TransactionStatus.ROLLED_BACK, "metadata_json": json.dumps(meta)}
+    )
+    changes = {"transaction_state": ProposalTransactionState.ROLLED_BACK, "updated_at": clock.now()}
     if was_applied:
-        changes["status"] = "rolled_back"
+        changes["status"] = ProposalStatus.ROLLED_BACK
     # An apply undone by recovery never took effect: the proposal stays open and can be retried.
     await tx.update("proposals", {"id": row.proposal_id}, changes)
     proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (row.proposal_id,))
@@ -167,7 +184,7 @@ async def complete_rollback(
             )
     await tx.append_event(
         row.run_id,
-        "patch.rolled_back",
+        EventType.PATCH_ROLLED_BACK,
         {"proposal_id": row.proposal_id, "transaction_id": tx_id, "reason": reason, "recovered": recovered},
         actor_id=actor,
         task_id=proposal.task_id if proposal else "",
@@ -183,10 +200,12 @@ async def rollback_failed(runtime: Project, tx_id: str, left: list[str], actor: 
         row = await tx.get(Transaction, tx_id)
         meta = json.loads(row.metadata_json or "{}")
         meta["needs_attention"] = f"rollback could not restore: {', '.join(left)}"
-        await tx.update("transactions", {"id": tx_id}, {"status": "applied", "metadata_json": json.dumps(meta)})
+        await tx.update(
+            "transactions", {"id": tx_id}, {"status": TransactionStatus.APPLIED, "metadata_json": json.dumps(meta)}
+        )
         await tx.append_event(
             row.run_id,
-            "patch.rollback_failed",
+            EventType.PATCH_ROLLBACK_FAILED,
             {"proposal_id": row.proposal_id, "transaction_id": tx_id, "needs_attention": left},
             actor_id=actor,
         )

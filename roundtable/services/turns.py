@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
-from roundtable.domain import CHAIR_ID, TURN_EVENTS, TurnEvent
+from roundtable.domain import CHAIR_ID, TURN_EVENTS, RunStatus, TurnEvent
 from roundtable.errors import NotYet, ToolError, ValidationError
 from roundtable.services.agents import get_agent
 from roundtable.services.run_scope import active_runs
@@ -230,7 +230,7 @@ async def request_turn(tx: Tx, run_id: str, agent_id: str, reason_md: str) -> di
     if len(reason) > MAX_REASON:
         raise ValidationError(f"reason_md must be {MAX_REASON} characters or fewer")
     run = await get_run(tx, run_id)
-    if run.status != "active":
+    if run.status != RunStatus.ACTIVE:
         raise ToolError(f"run {run_id} is {run.status} and cannot accept turn requests")
     agent = await get_agent(tx, agent_id)
     if not agent.is_enabled:
@@ -270,7 +270,7 @@ async def _check_lifecycle(q: Reader | Tx, run_id: str, agent_id: str, request_i
         raise ValidationError("request_event_id must be a positive number (the one agent.turn_request returned)")
     await _require(q, "agent.turn_start" if event_type == STARTED else "agent.turn_complete", run_id, agent_id)
     run = await get_run(q, run_id)
-    if run.status != "active":
+    if run.status != RunStatus.ACTIVE:
         raise ToolError(f"run {run_id} is {run.status} and cannot accept turn lifecycle events")
     turn = await load_turn(q, run_id, request_id)
     if turn is not None and turn.scheduled_for and turn.scheduled_for != turn.agent_id:

@@ -24,6 +24,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
+from roundtable.domain import EventType
 from roundtable.errors import NotFound, ToolError
 from roundtable.services import claims as claims_service
 from roundtable.services import git, usage, workspaces
@@ -158,7 +159,7 @@ async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunH
     async with runtime.db.write(tool="patch.validate") as tx:
         await tx.append_event(
             await resolve(tx, runs, owner=current.run_id),
-            "patch.validated",
+            EventType.PATCH_VALIDATED,
             {
                 "proposal_id": proposal_id,
                 "revision": current.current_revision,

@@ -20,6 +20,7 @@ import sqlite3
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import EventType
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services.gates import OPEN_STATUSES, VOTING_ROLES
 from roundtable.services.policy import VOTE_VOCABULARY
@@ -107,7 +108,7 @@ async def cast(
     )
     await tx.append_event(
         await resolve(tx, runs, owner=p.run_id),
-        "vote.cast",
+        EventType.VOTE_CAST,
         {
             "proposal_id": proposal_id,
             "vote_id": vote_id,

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
-from roundtable.domain import TaskStatus, WorkspaceState
+from roundtable.domain import EventType, ProposalStatus, Risk, TaskStatus, WorkspaceState
 from roundtable.errors import NotFound, ToolError, ValidationError
 from roundtable.services import hashing, proposals, quotas, scratch
 from roundtable.services import symbols as symbol_index
@@ -323,7 +323,7 @@ async def create(
                 )
                 await tx.append_event(
                     run,
-                    "workspace.created",
+                    EventType.WORKSPACE_CREATED,
                     {"workspace_id": workspace_id, "agent_id": agent_id, "path": str(path), "base_tree": base_tree},
                     actor_id=actor,
                     task_id=task_id,
@@ -348,7 +348,7 @@ class ProposeInput:
     task_id: str
     title: str = ""
     summary_md: str = ""
-    risk: str = "normal"
+    risk: str = Risk.NORMAL
     session_id: str = ""
     proposed_by: str = ""  # "supervisor" when a session left its work unproposed
     counted_agent: str = ""  # the agent whose quotas a new proposal counts against ("" for the owner)
@@ -473,11 +473,11 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                     title=req.title,
                     summary_md=req.summary_md,
                     patch=text,
-                    risk=req.risk.strip().lower() or "normal",
+                    risk=req.risk.strip().lower() or Risk.NORMAL,
                     affected_resources=[],
                     expected_tests=[],
                     rollback_notes="",
-                    status="pending",
+                    status=ProposalStatus.PENDING,
                     session_id=req.session_id,
                     policy=policy,
                     runs=runs,
@@ -513,7 +513,7 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
         stat = patch_stat(parsed)
         await tx.append_event(
             run,
-            "workspace.proposed",
+            EventType.WORKSPACE_PROPOSED,
             {
                 "workspace_id": ws.id,
                 "proposal_id": proposal_id,
@@ -615,7 +615,7 @@ async def sync(runtime: Project, *, agent_id: str, task_id: str, actor: str, run
         )
         await tx.append_event(
             await resolve(tx, runs, owner=ws.run_id),
-            "workspace.synced",
+            EventType.WORKSPACE_SYNCED,
             {"workspace_id": ws.id, "previous_base": ws.base_tree, "base_tree": new_tree, "conflicts": conflicts},
             actor_id=actor,
             task_id=ws.task_id,
@@ -678,7 +678,7 @@ async def remove(
         )
         await tx.append_event(
             await resolve(tx, runs, owner=ws.run_id),
-            "workspace.removed",
+            EventType.WORKSPACE_REMOVED,
             {"workspace_id": ws.id, "agent_id": ws.agent_id, "reason": reason},
             actor_id=actor,
             task_id=ws.task_id,
@@ -720,7 +720,7 @@ async def record_unproposed(tx: Tx, *, workspace_id: str, session_id: str, reaso
     ws = await tx.get(Workspace, workspace_id)
     await tx.append_event(
         ws.run_id,
-        "workspace.unproposed",
+        EventType.WORKSPACE_UNPROPOSED,
         {"workspace_id": ws.id, "session_id": session_id, "reason": reason},
         actor_id=actor,
         task_id=ws.task_id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from roundtable.domain import EventType
 from roundtable.services import autopilot
 from roundtable.services.run_scope import active_runs
 from roundtable.services.tasks import task_dict
@@ -25,7 +26,7 @@ _OBJECT = {"type": "object"}
 async def set_enabled(call: Call) -> dict[str, Any]:
     on = bool(call.args["enabled"])
     runs = [opt_str(call.args, "run_id")] if opt_str(call.args, "run_id") else await active_runs(call.w)
-    kind = "autopilot.enabled" if on else "autopilot.disabled"
+    kind = EventType.AUTOPILOT_ENABLED if on else EventType.AUTOPILOT_DISABLED
     for run_id in runs or [""]:
         await autopilot.record(call.w, run_id, kind, {"enabled": on}, actor=call.actor)
     return {"enabled": on, "runs": runs}

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import RunStatus
 from roundtable.services import chair_steps
 from roundtable.tools.args import opt_str
 from roundtable.tools.context import Call
@@ -89,7 +90,7 @@ async def schedule_turn(call: Call) -> dict[str, Any]:
 async def end_run(call: Call) -> dict[str, Any]:
     a = call.args
     payload: dict[str, Any] = {"iterations": a["iterations"]}
-    if a["status"] == "failed":
+    if a["status"] == RunStatus.FAILED:
         payload["error"] = opt_str(a, "error")
     else:
         payload["reason"] = opt_str(a, "reason")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from roundtable.domain import MemoryStatus
 from roundtable.services import memory
 from roundtable.tools.args import opt_int, opt_str, record_id
 from roundtable.tools.context import Call
@@ -47,7 +48,7 @@ async def record(call: Call) -> dict[str, Any]:
         source_event_id=opt_int(a, "source_event_id", 0),
         importance=opt_int(a, "importance", memory.DEFAULT_IMPORTANCE),
         memory_id=record_id(a, "memory_id"),
-        status=opt_str(a, "status", "active"),
+        status=opt_str(a, "status", MemoryStatus.ACTIVE),
         actor=call.actor,
         agent=call.agent_id,
         runs=call.run_hint,

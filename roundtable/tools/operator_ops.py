@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import EventType
 from roundtable.services import adapter_records, tokens
 from roundtable.services import claims as claims_service
 from roundtable.tools.args import opt_int, opt_str
@@ -57,7 +58,7 @@ async def claim_reconcile(call: Call) -> dict[str, Any]:
 async def socket_peer_refused(call: Call) -> dict[str, Any]:
     a = call.args
     payload = {"pid": opt_int(a, "pid", 0), "uid": opt_int(a, "uid", -1), "reason": a["reason"]}
-    event = await call.w.append_event("", "socket.peer_refused", payload, actor_id=call.actor)
+    event = await call.w.append_event("", EventType.SOCKET_PEER_REFUSED, payload, actor_id=call.actor)
     return {"event": event.to_dict()}
 
 

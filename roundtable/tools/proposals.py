@@ -82,11 +82,11 @@ async def create(call: Call) -> dict[str, Any]:
         summary_md=args["summary_md"],
         patch=patch,
         # Stored lower-case so `High` is as high as `high` (the policy compares exactly).
-        risk=opt_str(args, "risk", "normal").strip().lower() or "normal",
+        risk=opt_str(args, "risk", Risk.NORMAL).strip().lower() or Risk.NORMAL,
         affected_resources=opt_list(args, "affected_resources"),
         expected_tests=opt_list(args, "expected_tests"),
         rollback_notes=opt_str(args, "rollback_notes"),
-        status=opt_str(args, "status", "pending"),
+        status=opt_str(args, "status", ProposalStatus.PENDING),
         session_id=call.session_id,
         policy=call.runtime.policy,
         runs=call.run_hint,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from roundtable.domain import SessionStatus
 from roundtable.errors import ToolError
 from roundtable.services import sessions
 from roundtable.tools.args import opt_int, opt_str
@@ -89,7 +90,7 @@ async def register(call: Call) -> dict[str, Any]:
             provider=opt_str(a, "provider"),
             external_session_id=opt_str(a, "external_session_id"),
             external_resume_command=command,
-            status=opt_str(a, "status", "active"),
+            status=opt_str(a, "status", SessionStatus.ACTIVE),
         ),
     )
     return {"session": session.to_dict()}
@@ -129,7 +130,7 @@ async def open_(call: Call) -> dict[str, Any]:
     a = call.args
     opened = await sessions.open_supervised(
         call.w,
-        _draft(a, status="starting", metadata=dict(a.get("metadata") or {})),
+        _draft(a, status=SessionStatus.STARTING, metadata=dict(a.get("metadata") or {})),
         role=a["role"],
         task_id=a["task_id"],
         proposal_id=opt_str(a, "proposal_id"),
@@ -139,7 +140,7 @@ async def open_(call: Call) -> dict[str, Any]:
 
 
 async def activate(call: Call) -> dict[str, Any]:
-    session = await sessions.heartbeat(call.w, call.args["session_id"], status="active")
+    session = await sessions.heartbeat(call.w, call.args["session_id"], status=SessionStatus.ACTIVE)
     return {"session": session.to_dict()}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from roundtable.domain import Risk
+from roundtable.domain import Risk, TaskStatus
 from roundtable.services import paging, quotas, tasks
 from roundtable.services.autopilot import blocked_reason_on
 from roundtable.services.tasks import task_dict
@@ -25,11 +25,11 @@ async def create(call: Call) -> dict[str, Any]:
         title=a["title"],
         body_md=a["body_md"],
         priority=opt_int(a, "priority", tasks.DEFAULT_PRIORITY),
-        risk=opt_str(a, "risk", "normal"),
+        risk=opt_str(a, "risk", Risk.NORMAL),
         assigned_agent_id=opt_str(a, "assigned_agent_id"),
         readable_paths=opt_list(a, "readable_paths"),
         task_id=record_id(a, "task_id"),
-        status=opt_str(a, "status", "open"),
+        status=opt_str(a, "status", TaskStatus.OPEN),
         root=call.runtime.root,
         actor=call.actor,
         agent=call.agent_id,
@@ -41,7 +41,7 @@ async def create(call: Call) -> dict[str, Any]:
 
 def get(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
     task = task_dict(rows.get(conn, Task, args["task_id"]))
-    if task["status"] == "blocked":  # why (the autopilot gave up on it), when recorded
+    if task["status"] == TaskStatus.BLOCKED:  # why (the autopilot gave up on it), when recorded
         task["blocked_reason"] = blocked_reason_on(conn, task["id"])
     return {"task": task}
 

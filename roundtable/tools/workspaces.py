@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roundtable.domain import Risk
+from roundtable.domain import Risk, WorkspaceState
 from roundtable.errors import ValidationError
 from roundtable.services import workspaces as service
 from roundtable.tools import views
@@ -42,7 +42,7 @@ async def propose(call: Call) -> dict[str, Any]:
         task_id=args["task_id"].strip(),
         title=opt_str(args, "title"),
         summary_md=opt_str(args, "summary_md"),
-        risk=opt_str(args, "risk", "normal"),
+        risk=opt_str(args, "risk", Risk.NORMAL),
         session_id=call.session_id,
         proposed_by=call.actor if call.caller.is_internal else "",
         counted_agent=call.agent_id,
@@ -77,7 +77,7 @@ async def list_(call: Call) -> dict[str, Any]:
     out = []
     for ws in rows:
         item = service.workspace_dict(ws)
-        if opt_bool(call.args, "diffstat", False) and ws.state != "removed":
+        if opt_bool(call.args, "diffstat", False) and ws.state != WorkspaceState.REMOVED:
             item["diffstat"] = await service.diffstat(call.runtime.root, ws)
         out.append(item)
     return {"workspaces": out}

@@ -15,8 +15,10 @@ from roundtable.domain import (
     BLOCKED_TASK_STATUSES,
     TERMINAL_TASK_STATUSES,
     ApprovalStatus,
+    EventType,
     SessionStatus,
     TransactionStatus,
+    TurnEvent,
     is_open,
 )
 from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
@@ -92,24 +94,24 @@ class Activity:
         """What the agent is doing now, in words: `editing calc/ops.py`, `proposed r2, waiting
         for review`, `running tests`, `waiting for its turn` (else the event type)."""
         kind = self.event_type
-        if kind == "claim.created" and self.path:
+        if kind == EventType.CLAIM_CREATED and self.path:
             return f"{'reading' if self.mode in ('read', 'review') else 'editing'} {self.path}"
-        if kind in ("proposal.created", "proposal.revised", "proposal.review_requested"):
+        if kind in (EventType.PROPOSAL_CREATED, EventType.PROPOSAL_REVISED, EventType.PROPOSAL_REVIEW_REQUESTED):
             number = f" r{self.revision_number}" if self.revision_number else ""
             return f"proposed{number}, waiting for review"
         if kind.startswith("test.") or kind == "test_run.recorded":
             return "running tests"
-        if kind == "agent.turn_requested":
+        if kind == TurnEvent.REQUESTED:
             return "waiting for its turn"
-        if kind in ("agent.turn_scheduled", "agent.turn_started"):
+        if kind in (TurnEvent.SCHEDULED, TurnEvent.STARTED):
             return "taking its turn"
-        if kind in ("agent.turn_completed", "agent.turn_expired"):
+        if kind in (TurnEvent.COMPLETED, TurnEvent.EXPIRED):
             return "finished its turn"
-        if kind == "vote.cast":
+        if kind == EventType.VOTE_CAST:
             return "reviewed and voted"
         if kind.startswith("security."):
             return "reviewing security"
-        if kind == "task.created":
+        if kind == EventType.TASK_CREATED:
             return "planning tasks"
         return kind
 

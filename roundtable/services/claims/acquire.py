@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import ClaimStatus, ContentionStatus, EventType
 from roundtable.errors import NotFound, ToolError
 from roundtable.services.claims.model import (
     DEFAULT_TTL_SECONDS,
@@ -167,7 +168,7 @@ def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str)
                     "resource_id": res.id,
                     "claimant_id": req.agent_id,
                     "challenged_claim_id": claim.id,
-                    "status": "open",
+                    "status": ContentionStatus.OPEN,
                     "reason": reason,
                     "requested_resource_id": res.id,
                     "requested_agent_id": req.agent_id,
@@ -200,7 +201,7 @@ def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str)
         task_id=req.task_id,
         claim_type=req.claim_type,
         base_hash=req.base_hash,
-        status="active",
+        status=ClaimStatus.ACTIVE,
         expires_at=expiry_after(now, req.ttl_seconds),
         heartbeat_at="",
         renewable=req.renewable,
@@ -221,7 +222,7 @@ def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str)
     tx.emit(
         conn,
         req.run_id,
-        "claim.created",
+        EventType.CLAIM_CREATED,
         {
             "claim_id": claim.id,
             "resource_id": claim.resource_id,
@@ -260,7 +261,7 @@ def _extend_sync(conn: sqlite3.Connection, tx: Tx, claim: Claim, req: ClaimReque
     tx.emit(
         conn,
         req.run_id,
-        "claim.extended",
+        EventType.CLAIM_EXTENDED,
         {"claim_id": claim.id, "expires_at": expires_at},
         actor_id=req.agent_id,
         task_id=claim.task_id,

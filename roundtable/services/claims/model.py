@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import ClaimStatus
 from roundtable.errors import ValidationError
 from roundtable.store.records import Claim, Resource
 
@@ -132,8 +133,8 @@ EFFECTIVE_STATUS_SQL = "CASE WHEN c.status = 'active' AND c.expires_at <= :now T
 
 def effective(claim: Claim, now: str) -> Claim:
     """The claim as of `now`: an active claim past its expiry reads as `expired`."""
-    if claim.status == "active" and claim.expires_at <= now:
-        return dataclasses.replace(claim, status="expired")
+    if claim.status == ClaimStatus.ACTIVE and claim.expires_at <= now:
+        return dataclasses.replace(claim, status=ClaimStatus.EXPIRED)
     return claim
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from roundtable.domain import ClaimStatus
 from roundtable.errors import PermissionDenied
 from roundtable.services.claims.model import effective
 from roundtable.store.db import Tx
@@ -43,7 +44,7 @@ async def transition(
             "(only the claim's agent or the operator may)"
         )
     current = effective(stored, now)
-    if stored.status != "active" or (current.status != "active" and status != "expired"):
+    if stored.status != ClaimStatus.ACTIVE or (current.status != ClaimStatus.ACTIVE and status != ClaimStatus.EXPIRED):
         return current, False
     await tx.update("claims", {"id": claim_id}, {"status": status})
     await tx.append_event(
