@@ -23,10 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable.chair import ChairLoop
 from roundtable.credentials import ensure_private_dir
-from roundtable.errors import LockError, RoundtableError
+from roundtable.errors import LockError, RoundtableError, ToolError
 from roundtable.services import redact
-from roundtable.services.agents import sync_agents
-from roundtable.services.recovery import recover_interrupted
 
 if TYPE_CHECKING:
     from roundtable.autopilot import Dispatcher
@@ -282,9 +280,9 @@ class Owner:
         self._redactor_ready = asyncio.get_running_loop().run_in_executor(None, redact.warm_up)
         self.runtime.db.watch_commits()  # other processes' commits reach the change bus too
         config = self.runtime.config
-        for line in await recover_interrupted(self.runtime):
-            self.say(str(line))
-        await sync_agents(self.runtime)
+        for line in (await self.runtime.call("transaction.recover", {}))["lines"]:
+            self.say(line)
+        await self.runtime.call("agents.sync", {})
         await self._ensure_credentials()
         if self._goal:
             self.created_run = await select_run(self.runtime, goal=self._goal, resume=False)
@@ -418,12 +416,9 @@ class Owner:
         ]
         for agent_id, principal in wanted:
             try:
-                await tokens.ensure_credential(db, self.root, principal=principal, agent_id=agent_id)
-            except OSError as exc:  # e.g. a read-only checkout: in-process use still works
-                self.say(
-                    f"roundtable: cannot write the {agent_id or 'project'} credential under "
-                    f".roundtable/credentials/ ({exc.strerror}); harnesses cannot connect until it can"
-                )
+                await self.runtime.call("token.ensure", {"principal": principal, "agent_id": agent_id})
+            except ToolError as exc:  # e.g. a read-only checkout: in-process use still works
+                self.say(f"roundtable: {exc}; harnesses cannot connect until it can")
                 return
 
     async def _log_events(self) -> None:

@@ -219,16 +219,14 @@ async def _workspace_of(root: Path, agent_id: str, task_id: str) -> Any:
 
 
 async def _ensure_agent_credential(root: Path, agent_id: str) -> Path:
-    from roundtable.config import load_config
-    from roundtable.services import tokens
-    from roundtable.store.db import Database
+    from roundtable.runtime import Runtime
 
-    config = load_config(root)
-    db = await Database.open(config.sqlite_path(root), readers=1)
+    runtime = await Runtime.open(root)
     try:
-        return await tokens.ensure_credential(db, root, principal=tokens.AGENT, agent_id=agent_id)
+        result = await runtime.call("token.ensure", {"principal": "agent", "agent_id": agent_id})
     finally:
-        await db.close()
+        await runtime.close()
+    return Path(result["path"])
 
 
 @dataclass(frozen=True)

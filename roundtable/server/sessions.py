@@ -36,7 +36,7 @@ from roundtable.services import capabilities, session_scope
 from roundtable.services.redact import redact
 from roundtable.store.db import ACTING
 from roundtable.store.records import SessionCapability
-from roundtable.tools.context import Caller
+from roundtable.tools.context import SUPERVISOR, Caller
 from roundtable.tools.registry import SESSION_AUDIENCES, ToolSpec
 
 log = logging.getLogger("roundtable.server.sessions")
@@ -124,7 +124,11 @@ class CapabilityPrincipal:
         except capabilities.Denied as exc:
             cap = await self.current()  # only needed to attribute the denial
             if cap is not None:
-                await capabilities.record_denial(self.runtime.db, cap, spec.name, exc.reason_code)
+                await self.runtime.call(
+                    "capability.record_denial",
+                    {"capability_id": cap.id, "tool": spec.name, "reason_code": exc.reason_code},
+                    SUPERVISOR,
+                )
             # The check names the refused path or id as given: not from Runtime.call, so redacted here.
             text = redact(str(exc))
             if text != str(exc):

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable import clock
-from roundtable.domain import EventType
-from roundtable.services import adapter_records, tokens
+from roundtable.domain import ClaimStatus, EventType
+from roundtable.errors import ToolError
+from roundtable.services import adapter_records, agents, recovery, tokens
 from roundtable.services import claims as claims_service
 from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call
@@ -25,7 +26,7 @@ async def claim_revoke(call: Call) -> dict[str, Any]:
     updated, changed = await claims_service.transition(
         call.w,
         a["claim_id"],
-        "revoked",
+        ClaimStatus.REVOKED,
         clock.now(),
         actor_id=opt_str(a, "actor_id", call.actor),
         reason=opt_str(a, "reason"),
@@ -68,6 +69,20 @@ async def token_create(call: Call) -> dict[str, Any]:
     return {"token": record.to_dict(), "secret": token}
 
 
+async def token_ensure(call: Call) -> dict[str, Any]:
+    a = call.args
+    principal, agent_id = a["principal"], opt_str(a, "agent_id")
+    try:
+        path = await tokens.ensure_credential(
+            call.runtime.db, call.runtime.root, principal=principal, agent_id=agent_id
+        )
+    except OSError as exc:
+        raise ToolError(
+            f"cannot write the {agent_id or principal} credential under .roundtable/credentials/ ({exc.strerror})"
+        ) from None
+    return {"path": str(path)}
+
+
 async def token_list(call: Call) -> dict[str, Any]:
     rows = [r.to_dict() for r in await tokens.list_tokens(call.r)]
     for row in rows:
@@ -82,6 +97,16 @@ async def token_revoke(call: Call) -> dict[str, Any]:
 
 async def adapters_record(call: Call) -> dict[str, Any]:
     return {"adapters": await adapter_records.record_builtin(call.w)}
+
+
+async def agents_sync(call: Call) -> dict[str, Any]:
+    config = call.runtime.config
+    await agents.sync_adapter_capabilities(call.w, config)
+    return {"disabled": await agents.sync_agents_tx(call.w, config)}
+
+
+async def transaction_recover(call: Call) -> dict[str, Any]:
+    return {"lines": [str(line) for line in await recovery.recover_interrupted(call.runtime)]}
 
 
 _RUN = string("Run to record the events in.")
@@ -146,6 +171,25 @@ TOOLS: list[ToolSpec] = [
         audience="operator",
     ),
     ToolSpec(
+        name="token.ensure",
+        description=(
+            "Make sure a principal's credential file under .roundtable/credentials/ holds a live token "
+            "(a new one is created and written when it is missing, unknown or revoked); returns its path."
+        ),
+        input_schema=obj(
+            {
+                "principal": string("`project`, `agent` or `operator`.", enum=["project", "agent", "operator"]),
+                "agent_id": string("The agent an agent credential acts as."),
+            },
+            ["principal"],
+        ),
+        output_schema=_OBJECT,
+        handler=token_ensure,
+        mode="none",
+        idempotent=True,
+        audience="operator",
+    ),
+    ToolSpec(
         name="token.list",
         description="List bearer tokens (ids, principals, state; never a secret or its hash).",
         input_schema=obj({}),
@@ -162,6 +206,25 @@ TOOLS: list[ToolSpec] = [
         output_schema=_OBJECT,
         handler=token_revoke,
         destructive=True,
+        audience="operator",
+    ),
+    ToolSpec(
+        name="agents.sync",
+        description="Bring the agent rows and adapter capabilities in step with the configuration (agents no longer configured are disabled).",
+        input_schema=obj({}),
+        output_schema=_OBJECT,
+        handler=agents_sync,
+        idempotent=True,
+        audience="operator",
+    ),
+    ToolSpec(
+        name="transaction.recover",
+        description="Finish or roll back apply transactions an interrupted owner left pending (the owner runs it as it starts).",
+        input_schema=obj({}),
+        output_schema=_OBJECT,
+        handler=transaction_recover,
+        mode="none",
+        idempotent=True,
         audience="operator",
     ),
     ToolSpec(

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from roundtable.domain import SessionStatus
 from roundtable.errors import ToolError
-from roundtable.services import sessions
+from roundtable.services import capabilities, sessions
+from roundtable.store.records import SessionCapability
 from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
@@ -181,7 +182,34 @@ _RECORD_ARGS = {
     "mcp_socket": string("MCP socket path."),
 }
 
+
+async def record_denial(call: Call) -> dict[str, Any]:
+    """A session endpoint refused one of its session's calls: `capability.denied`, written as the
+    session's own (its agent the principal, `session` the transport), never with the arguments."""
+    a = call.args
+    async with call.runtime.db.read() as reader:
+        cap = await reader.get(SessionCapability, a["capability_id"])
+    await capabilities.record_denial(call.runtime.db, cap, a["tool"], a["reason_code"])
+    return {"recorded": True}
+
+
 TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        name="capability.record_denial",
+        description="Session endpoint: record that a capability session's call was refused (capability.denied).",
+        input_schema=obj(
+            {
+                "capability_id": string("The refused session's capability."),
+                "tool": string("The tool it called."),
+                "reason_code": string("Why it was refused."),
+            },
+            ["capability_id", "tool", "reason_code"],
+        ),
+        output_schema=_OBJECT,
+        handler=record_denial,
+        mode="none",
+        audience="internal",
+    ),
     ToolSpec(
         name="session.launch",
         description="Start a supervised agent session for a task (and, for reviewers, a proposal).",
