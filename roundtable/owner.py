@@ -279,6 +279,7 @@ class Owner:
         # beside the start, not on the event loop at the first error an agent provokes.
         self._redactor_ready = asyncio.get_running_loop().run_in_executor(None, redact.warm_up)
         self.runtime.db.watch_commits()  # other processes' commits reach the change bus too
+        self.runtime.watch_policy()  # edits to POLICIES.ROUNDTABLE.md apply from the next call
         config = self.runtime.config
         for line in (await self.runtime.call("transaction.recover", {}))["lines"]:
             self.say(line)

@@ -20,6 +20,8 @@ Opening a runtime never recovers an interrupted apply: only an owner does, under
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,7 @@ class Runtime:
         self.db = db
         self.registry = registry
         self._policy: LivePolicy | None = None
+        self._policy_watch: tuple[asyncio.Event, asyncio.Task[None]] | None = None
         self.owner = False
         # The session supervisor, provided by the owner that hosts one (`tools/sessions_ops.py`).
         self.supervisor: SessionControl | None = None
@@ -117,7 +120,23 @@ class Runtime:
             raise
         return runtime
 
+    def watch_policy(self) -> None:
+        """Follow `POLICIES.ROUNDTABLE.md` from now until `close()` (a long-lived owner does this;
+        a one-shot command keeps the policy it opened with)."""
+        if self._policy is None or self._policy_watch is not None:
+            return
+        stop = asyncio.Event()
+        task = asyncio.create_task(self._policy.watch(stop), name="policy watch")
+        task.add_done_callback(_report_watch_end)
+        self._policy_watch = (stop, task)
+
     async def close(self) -> None:
+        if self._policy_watch is not None:
+            stop, task = self._policy_watch
+            self._policy_watch = None
+            stop.set()  # the watcher's thread sees it within one step; then the task ends
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5.0)
         await self.db.close()
 
     async def __aenter__(self) -> Runtime:
@@ -370,3 +389,8 @@ def _clip(value: object, limit: int = 64) -> str:
     """A caller-supplied name, cut for an error message (never echo a megabyte back)."""
     text = str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _report_watch_end(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("the policy file is no longer watched: %s", task.exception())
