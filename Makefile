@@ -62,7 +62,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
 
 soak: $(DEV_STAMP)
-	$(BIN)/python -m bench.soak
+	$(BIN)/python -m bench.soak --seconds 420
 
 clean:
 	rm -rf $(VENV) $(DEMO)

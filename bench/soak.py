@@ -1,6 +1,6 @@
 """`make soak`: 50 concurrent agents against a real owner for a bounded time, then a recount.
 
-`python -m bench.soak [--seconds 60] [--agents 50] [--keep]`
+`python -m bench.soak [--seconds 60] [--agents 50] [--think 1.0] [--keep]`
 
 A temporary git repository is initialised, one active run is created, and `roundtable start`
 (the owner with its Chair loop) runs as a subprocess. Agents are spread over every transport:
@@ -8,7 +8,9 @@ the legacy socket, Streamable HTTP (one MCP session each) and the stdio bridge (
 `roundtable mcp stdio` processes shared by several agents). Each agent mixes reads, task
 writes, contended write claims on a small shared file pool (claim, hold, release), proposals
 with real patches on its own file (and `patch.validate`, which runs `git apply --check`), and
-turns (request → wait to be scheduled → start → complete). A side process writes tasks
+turns (request → wait on `table.watch` for `agent.turn_scheduled` → start → complete), and
+pauses about `--think` seconds between actions as an agent thinking would (0: no pause, a
+stress run that saturates whatever is slowest). A side process writes tasks
 with `roundtable mcp call` every few seconds, in turn through the owner (the command's
 default when an owner listens) and with `--direct` (its own connection, no owner involved), so
 the database is busy from two processes. The owner's RSS is sampled every second.
@@ -23,7 +25,10 @@ At the end the owner is stopped and the database is recounted:
 - claim rows and `claim.created` events agree; `PRAGMA integrity_check` is ok;
 - no transport error or internal error reached an agent (expected refusals — a claim
   conflict, a turn not scheduled yet — are counted, not failures);
-- the owner's RSS stayed flat (last third vs. first third after warm-up).
+- the owner's RSS stayed flat: from minute 2 on (a third into shorter runs) it grows at most
+  20 MiB per 28 minutes (the least-squares slope of the samples); the owner's tracemalloc top-10
+  by growth over that window is printed (`bench.tracedowner`);
+- p99 per call (long polls excluded) under 500 ms, and the owner under half a core.
 
 Prints a table and exits 1 if any invariant breaks.
 """
@@ -34,7 +39,9 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import random
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -50,6 +57,7 @@ from bench.ownerproc import BridgeClient, CallFailed, HttpClient, OwnerProcess, 
 from roundtable import clock
 
 SHARED_FILES = 12
+THINK_S = 1.0  # an agent thinks between tool calls: the offered load is ~1 action/s per agent
 BRIDGES = 4
 # Refusals an agent can legitimately get under contention; anything else is an error.
 EXPECTED = (
@@ -61,7 +69,14 @@ EXPECTED = (
     "already started",
     "scheduled for a different agent",
 )
-RSS_GROWTH_LIMIT_MIB = 40.0
+# RSS may grow at most 20 MiB from minute 2 to minute 30 of a 30-minute soak: the same slope
+# (MiB per minute, over the samples from the window's start on) holds for shorter runs.
+RSS_WINDOW_START_S = 120.0
+RSS_SLOPE_LIMIT_MIB_PER_MIN = 20.0 / 28.0
+P99_LIMIT_MS = 500.0
+OWNER_CPU_LIMIT = 0.5  # of one core, over the load
+TURN_WAIT_MS = 2000  # how long a waiting agent long-polls table.watch for its turn
+TURN_TYPES = ["agent.turn_scheduled", "agent.turn_expired"]
 
 
 @dataclass
@@ -78,10 +93,11 @@ class Ledger:
     refusals: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    by_tool: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
 class Agent:
-    def __init__(self, n: int, client: Any, run_id: str, ledger: Ledger, deadline: float) -> None:
+    def __init__(self, n: int, client: Any, run_id: str, ledger: Ledger, deadline: float, think: float = 0.0) -> None:
         self.n = n
         self.id = f"implementer-{n}"
         self.client = client
@@ -91,6 +107,8 @@ class Agent:
         self.rng = random.Random(n)
         self.task_id = ""
         self.turn = 0  # pending request id
+        self.cursor = 0  # table.watch cursor while waiting for the turn
+        self.think = think  # mean pause between actions (s): an agent thinks between tool calls
         self.writes = 0
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
@@ -110,7 +128,10 @@ class Agent:
             self.ledger.errors.append(f"{transport} {tool}: {type(exc).__name__}: {str(exc)[:200]}")
             raise
         finally:
-            self.ledger.latencies[transport].append((time.perf_counter() - started) * 1000)
+            elapsed = (time.perf_counter() - started) * 1000
+            self.ledger.latencies[transport].append(elapsed)
+            if not (tool == "table.watch" and "wait_ms" in args):  # a long poll waits on purpose
+                self.ledger.by_tool[tool].append(elapsed)
             self.ledger.ops[f"{transport} {tool}"] += 1
         return result
 
@@ -146,11 +167,13 @@ class Agent:
         while time.monotonic() < self.deadline:
             action = self.rng.choices(actions, weights)[0]
             if self.turn and self.rng.random() < 0.5:
-                action = self.take_turn  # a waiting agent checks whether its turn came
+                action = self.take_turn  # a waiting agent waits a while for its turn
             try:
                 await action()
             except Exception:
                 await asyncio.sleep(0.2)  # recorded already; keep the load on
+            if self.think:
+                await asyncio.sleep(self.rng.uniform(0.5, 1.5) * self.think)
 
     async def read(self) -> None:
         reads: list[tuple[str, dict[str, Any]]] = [
@@ -223,29 +246,36 @@ class Agent:
             await self.call("patch.validate", {"proposal_id": proposal_id})
 
     async def take_turn(self) -> None:
+        """Request a turn; while one is pending, wait for the Chair's `agent.turn_scheduled` (or
+        `agent.turn_expired`) naming it on `table.watch` — a long poll that only those two event
+        types end, as agents are told to — and only then call `agent.turn_start`, once."""
         base = {"run_id": self.run_id, "agent_id": self.id}
         if not self.turn:
             out = await self.call("agent.turn_request", {**base, "reason_md": "soak"})
             if out is not None:
-                self.turn = int(out["request_event_id"])
+                self.turn = self.cursor = int(out["request_event_id"])
+            return
+        page = await self.call(
+            "table.watch",
+            {"run_id": self.run_id, "after_event_id": self.cursor, "wait_ms": TURN_WAIT_MS, "types": TURN_TYPES},
+        )
+        if page is None:
+            return
+        self.cursor = int(page["next_after_event_id"])
+        mine = [e["type"] for e in page["events"] if json.loads(e["payload_json"]).get("request_event_id") == self.turn]
+        if "agent.turn_expired" in mine:
+            self.turn = 0
+            return
+        if "agent.turn_scheduled" not in mine:
             return
         args = {**base, "request_event_id": self.turn}
         started = await self.call("agent.turn_start", args)
-        if started is None:
-            refusals = self.ledger.refusals
-            if refusals.get("agent.turn_start: has expired") and await self._expired():
-                self.turn = 0
+        if started is None:  # expired between the page and the start
+            self.turn = 0
             return
         await self.call("agent.turn_complete", args)
         self.ledger.turns_completed += 1
         self.turn = 0
-
-    async def _expired(self) -> bool:
-        page = await self.client.call("table.watch", {"run_id": self.run_id, "limit": 200})
-        return any(
-            e["type"] == "agent.turn_expired" and json.loads(e["payload_json"]).get("request_event_id") == self.turn
-            for e in page.get("events", [])
-        )
 
 
 # --- setup --------------------------------------------------------------------------------------
@@ -318,8 +348,19 @@ async def _sample_rss(owner: OwnerProcess, deadline: float, samples: list[tuple[
         await asyncio.sleep(1.0)
 
 
+def rss_window_start(seconds: float) -> float:
+    """When the RSS window opens: minute 2, or a third into a run shorter than six minutes."""
+    return min(RSS_WINDOW_START_S, seconds / 3)
+
+
+async def _trace(owner: OwnerProcess, seconds: float) -> None:
+    """Start the owner's allocation tracing when the RSS window opens (`bench.tracedowner`)."""
+    await asyncio.sleep(rss_window_start(seconds))
+    os.kill(owner.pid, signal.SIGUSR1)
+
+
 async def _load(
-    root: Path, owner: OwnerProcess, run_id: str, agents: int, seconds: float
+    root: Path, owner: OwnerProcess, run_id: str, agents: int, seconds: float, think: float
 ) -> tuple[Ledger, list[tuple[float, int]]]:
     ledger = Ledger()
     # Each HTTP or bridge agent presents its own credential (identity comes from the credential);
@@ -341,10 +382,12 @@ async def _load(
     deadline = time.monotonic() + seconds
     cpu0 = owner.cpu_seconds()
     rss: list[tuple[float, int]] = []
-    crew = [Agent(n, clients[n - 1], run_id, ledger, deadline) for n in range(1, agents + 1)]
+    crew = [Agent(n, clients[n - 1], run_id, ledger, deadline, think) for n in range(1, agents + 1)]
+    tracer = asyncio.create_task(_trace(owner, seconds))
     await asyncio.gather(
         *(a.run() for a in crew), _direct_writer(root, deadline, ledger), _sample_rss(owner, deadline, rss)
     )
+    tracer.cancel()
     ledger.owner_cpu = owner.cpu_seconds() - cpu0
     for client in {id(c): c for c in clients + bridges}.values():
         await client.close()
@@ -458,19 +501,59 @@ def recount(db: Path, ledger: Ledger, run_id: str, gaps: list[float]) -> list[tu
     return checks
 
 
-def _rss_check(samples: list[tuple[float, int]]) -> tuple[str, bool, str]:
-    values = [kib / 1024 for _, kib in samples]
-    if len(values) < 6:
+def _slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (x, y) points."""
+    mx = statistics.fmean(x for x, _ in points)
+    my = statistics.fmean(y for _, y in points)
+    den = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
+
+
+def _rss_check(samples: list[tuple[float, int]], seconds: float) -> tuple[str, bool, str]:
+    """RSS growth over the window (minute 2 to the end): the least-squares slope of the samples in
+    it, in MiB per minute, against the limit (20 MiB over minutes 2 to 30)."""
+    start = rss_window_start(seconds)
+    window = [(t / 60, kib / 1024) for t, kib in samples if t >= start]
+    if len(window) < 6:
         return ("owner RSS flat", True, "too few samples")
-    third = len(values) // 3
-    early = statistics.median(values[1 : third + 1])
-    late = max(values[-third:])
-    growth = late - early
+    slope = _slope(window)
+    span = window[-1][0] - window[0][0]
+    first = statistics.median(v for _, v in window[:30])
+    last = statistics.median(v for _, v in window[-30:])
     return (
         "owner RSS flat",
-        growth < RSS_GROWTH_LIMIT_MIB,
-        f"{early:.0f} MiB early, {late:.0f} MiB late max (limit +{RSS_GROWTH_LIMIT_MIB:.0f} MiB)",
+        slope <= RSS_SLOPE_LIMIT_MIB_PER_MIN,
+        f"{slope:+.2f} MiB/min from {start / 60:.1f} min on (limit {RSS_SLOPE_LIMIT_MIB_PER_MIN:.2f},"
+        f" i.e. 20 MiB over minutes 2-30): {slope * span:+.1f} MiB over {span:.1f} min;"
+        f" {first:.0f} MiB at the start, {last:.0f} MiB at the end (medians of 30 s)",
     )
+
+
+def _p99(values: list[float]) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * 0.99))] if values else 0.0
+
+
+def _load_checks(ledger: Ledger, seconds: float) -> list[tuple[str, bool, str]]:
+    calls = [v for tool, lat in ledger.by_tool.items() for v in lat]
+    p99 = _p99(calls)
+    worst = max(ledger.by_tool.items(), key=lambda kv: _p99(kv[1]), default=("", []))
+    share = ledger.owner_cpu / seconds
+    total = sum(ledger.ops.values())
+    return [
+        (
+            "p99 per call",
+            p99 < P99_LIMIT_MS,
+            f"{p99:.0f} ms over {len(calls):,} calls (limit {P99_LIMIT_MS:.0f} ms; long polls excluded);"
+            f" slowest tool {worst[0]} p99 {_p99(worst[1]):.0f} ms",
+        ),
+        (
+            "owner under half a core",
+            share < OWNER_CPU_LIMIT,
+            f"{share:.0%} of one core at {total / seconds:.0f} calls/s"
+            f" ({ledger.owner_cpu / max(total, 1) * 1000:.2f} ms of owner CPU per call)",
+        ),
+    ]
 
 
 def _print(ledger: Ledger, checks: list[tuple[str, bool, str]], seconds: float, agents: int) -> None:
@@ -486,6 +569,11 @@ def _print(ledger: Ledger, checks: list[tuple[str, bool, str]], seconds: float, 
     print("|---|---|")
     for name, count in sorted(ledger.ops.items()):
         print(f"| {name} | {count:,} |")
+    print("\n| tool (every transport) | calls | p50 ms | p99 ms | max ms |")
+    print("|---|---|---|---|---|")
+    for tool, lat in sorted(ledger.by_tool.items()):
+        lat.sort()
+        print(f"| {tool} | {len(lat):,} | {statistics.median(lat):.1f} | {_p99(lat):.1f} | {lat[-1]:.1f} |")
     print("\n| expected refusal | count |")
     print("|---|---|")
     for name, count in ledger.refusals.most_common():
@@ -499,26 +587,46 @@ def _print(ledger: Ledger, checks: list[tuple[str, bool, str]], seconds: float, 
         print(f"| {name} | {'PASS' if ok else 'FAIL'} | {detail} |")
 
 
+def _tracemalloc_top(owner: OwnerProcess, path: Path, timeout: float = 60.0) -> list[str]:
+    """Ask the owner for its tracemalloc top-10 (SIGUSR2) and read it."""
+    os.kill(owner.pid, signal.SIGUSR2)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return path.read_text(encoding="utf-8").splitlines()
+        time.sleep(0.2)
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--agents", type=int, default=50)
+    parser.add_argument(
+        "--think", type=float, default=THINK_S, help="mean pause between an agent's actions, in seconds"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary project for inspection")
     opts = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="rt-soak-", dir="/tmp"))
     root, run_id = make_repo(tmp, opts.agents)
     owner = OwnerProcess(root, command="start")
-    owner.start()
+    owner.entry = ("-m", "bench.tracedowner")
+    traced = tmp / "tracemalloc.txt"
+    owner.start(env={"RT_TRACEMALLOC_OUT": str(traced)})
     print(f"owner pid {owner.pid} at {owner.url}; project {root}", file=sys.stderr)
+    load_avg = os.getloadavg()
     try:
-        ledger, rss = asyncio.run(_load(root, owner, run_id, opts.agents, opts.seconds))
+        ledger, rss = asyncio.run(_load(root, owner, run_id, opts.agents, opts.seconds, opts.think))
+        top = _tracemalloc_top(owner, traced)
     finally:
         status = owner.stop()
+    load_avg_end = os.getloadavg()
     from roundtable.config import load_config
 
     gaps: list[float] = []
     checks = recount(load_config(root).sqlite_path(root), ledger, run_id, gaps)
-    checks.append(_rss_check(rss))
+    checks.append(_rss_check(rss, opts.seconds))
+    checks += _load_checks(ledger, opts.seconds)
     checks.append(("no errors surfaced to agents", not ledger.errors, f"{len(ledger.errors)} errors"))
     checks.append(("owner stopped cleanly", status == 0, f"exit status {status}"))
     _print(ledger, checks, opts.seconds, opts.agents)
@@ -529,6 +637,12 @@ def main(argv: list[str] | None = None) -> int:
             f" max {gaps[-1]:.0f} ms ({len(gaps)} hand-overs; idle target < 50 ms)"
         )
     print(f"\nRSS samples (MiB): {' '.join(f'{kib / 1024:.0f}' for _, kib in rss)}")
+    print(f"\nowner tracemalloc, top {len(top) - 1 if top else 0} by growth since the RSS window opened:")
+    print("\n".join(f"  {line}" for line in top) or "  (no snapshot)")
+    print(
+        f"\nload average (1/5/15 min) at the start {' '.join(f'{v:.2f}' for v in load_avg)},"
+        f" at the end {' '.join(f'{v:.2f}' for v in load_avg_end)} ({os.cpu_count()} CPUs)"
+    )
     if not opts.keep:
         import shutil
 

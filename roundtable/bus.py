@@ -11,7 +11,7 @@ something changed and re-reads the database anyway.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,11 +35,14 @@ class Change:
 class Subscription:
     """A bounded queue of changes; iterate it, or `get()` with a timeout."""
 
-    def __init__(self, bus: ChangeBus, maxsize: int) -> None:
+    def __init__(self, bus: ChangeBus, maxsize: int, accept: Callable[[Change], bool] | None = None) -> None:
         self._bus = bus
         self._queue: asyncio.Queue[Change] = asyncio.Queue(maxsize)
+        self._accept = accept
 
     def _offer(self, change: Change) -> None:
+        if self._accept is not None and not self._accept(change):
+            return
         if self._queue.full():
             try:
                 self._queue.get_nowait()
@@ -81,8 +84,10 @@ class ChangeBus:
         self.version = 0
         self._waiters: asyncio.Event | None = None
 
-    def subscribe(self, maxsize: int = 256) -> Subscription:
-        sub = Subscription(self, maxsize)
+    def subscribe(self, maxsize: int = 256, accept: Callable[[Change], bool] | None = None) -> Subscription:
+        """A new subscription; with `accept`, only the changes it returns true for are queued
+        (checked at publish time, so a waiter is not woken by changes it does not care about)."""
+        sub = Subscription(self, maxsize, accept)
         self._subscribers.add(sub)
         return sub
 

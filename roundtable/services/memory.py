@@ -27,6 +27,7 @@ from roundtable.store.records import MemoryEntry, MemoryRevision
 
 DEFAULT_IMPORTANCE = 50
 DEFAULT_QUERY_LIMIT = 10
+MAX_QUERY_LIMIT = 1000
 MAX_TITLE = 500
 MAX_BODY = 100_000
 MAX_REASON = 4000
@@ -171,20 +172,25 @@ def _score(entry: MemoryEntry, needle: str) -> int:
 
 
 async def query(q: Reader | Tx, text: str, *, scope: str = "", kind: str = "", limit: int = 10) -> list[MemoryEntry]:
-    """Entries matching `text` (all when empty), best first; `limit` ≤ 0 means no limit."""
-    entries = await q.all(MemoryEntry, f"SELECT * FROM memory_entries {_ORDER}")
+    """Entries matching `text` (all when empty), best first; at most `limit` (`MAX_QUERY_LIMIT`
+    when it is 0 or less, so an answer never grows with the history). `scope` and `kind` filter in
+    SQL; without `text` the order and the limit do too, so only the rows returned are read."""
+    limit = MAX_QUERY_LIMIT if limit <= 0 else min(limit, MAX_QUERY_LIMIT)
+    terms, params = [], []
+    for column, value in (("scope", scope), ("kind", kind)):
+        if value:
+            terms.append(f"{column} = ?")
+            params.append(value)
+    cond = f"WHERE {' AND '.join(terms)} " if terms else ""
+    if not text:
+        return await q.all(
+            MemoryEntry, f"SELECT * FROM memory_entries {cond}ORDER BY importance DESC, id LIMIT ?", (*params, limit)
+        )
+    entries = await q.all(MemoryEntry, f"SELECT * FROM memory_entries {cond}{_ORDER}", params)
     needle = text.lower()
-    scored: list[tuple[int, MemoryEntry]] = []
-    for entry in entries:
-        if (scope and entry.scope != scope) or (kind and entry.kind != kind):
-            continue
-        score = _score(entry, needle) if needle else entry.importance
-        if needle and score == 0:
-            continue
-        scored.append((score, entry))
+    scored = [(score, entry) for entry in entries if (score := _score(entry, needle))]
     scored.sort(key=lambda item: (-item[0], -item[1].importance, item[1].id))
-    out = [entry for _, entry in scored]
-    return out[:limit] if limit > 0 else out
+    return [entry for _, entry in scored[:limit]]
 
 
 async def summarize(

@@ -20,14 +20,18 @@ QUOTA_EVENT = EventType.QUOTA_REACHED
 Kind = Literal["task", "proposal"]
 
 
-async def _created(tx: Tx, kind: Kind, run_id: str, agent_id: str = "") -> int:
+async def _created(tx: Tx, kind: Kind, limit: int, run_id: str, agent_id: str = "") -> int:
+    """How many `kind`s the run (or the agent in it) has created, counted up to `limit + 1` only:
+    whether the quota is passed is all that is asked, so the count stops there instead of
+    walking the whole history."""
     if kind == "proposal":
-        sql = "SELECT count(*) FROM proposals WHERE run_id = ?" + (" AND agent_id = ?" if agent_id else "")
+        sql = "SELECT 1 FROM proposals WHERE run_id = ?" + (" AND agent_id = ?" if agent_id else "")
     else:
-        sql = "SELECT count(*) FROM events WHERE run_id = ? AND type = 'task.created'" + (
+        sql = "SELECT 1 FROM events WHERE run_id = ? AND type = 'task.created'" + (
             " AND actor_id = ?" if agent_id else ""
         )
-    return int(await tx.scalar(sql, (run_id, agent_id) if agent_id else (run_id,)) or 0)
+    params = (run_id, agent_id) if agent_id else (run_id,)
+    return int(await tx.scalar(f"SELECT count(*) FROM ({sql} LIMIT ?)", (*params, limit + 1)) or 0)
 
 
 async def check(tx: Tx, limits: LimitsConfig, kind: Kind, *, run_id: str, agent_id: str) -> None:
@@ -36,10 +40,10 @@ async def check(tx: Tx, limits: LimitsConfig, kind: Kind, *, run_id: str, agent_
         return
     per_agent = limits.tasks_per_agent if kind == "task" else limits.proposals_per_agent
     per_run = limits.tasks_per_run if kind == "task" else limits.proposals_per_run
-    mine = await _created(tx, kind, run_id, agent_id)
+    mine = await _created(tx, kind, per_agent, run_id, agent_id)
     if mine > per_agent:
         _refuse(kind, run_id, agent_id, "agent", per_agent, f"{agent_id} has created {per_agent} {kind}s")
-    total = await _created(tx, kind, run_id)
+    total = await _created(tx, kind, per_run, run_id)
     if total > per_run:
         _refuse(kind, run_id, agent_id, "run", per_run, f"the run has {per_run} {kind}s")
 

@@ -11,6 +11,7 @@ import base64
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from roundtable import clock
@@ -359,13 +360,26 @@ def normalise_limit(limit: int | None) -> int:
     return min(limit, WATCH_MAX_LIMIT)
 
 
-async def newest_event_after(q: Reader | Tx, run_id: str, after: int) -> bool:
-    """Whether any event (of `run_id`, or of any run when empty) is newer than `after` — cheap."""
-    # fetchall (one thread hop) rather than fetchone (three); the query returns at most one row.
+def _event_filter(run_id: str, types: Sequence[str]) -> tuple[list[str], list[Any]]:
+    """The conditions (and parameters) selecting the events of `run_id` (any run when empty)
+    whose type is one of `types` (any type when empty)."""
+    terms: list[str] = []
+    params: list[Any] = []
     if run_id:
-        rows = await q.fetchall("SELECT 1 FROM events WHERE run_id = ? AND id > ? LIMIT 1", (run_id, after))
-    else:
-        rows = await q.fetchall("SELECT 1 FROM events WHERE id > ? LIMIT 1", (after,))
+        terms.append("run_id = ?")
+        params.append(run_id)
+    if types:
+        terms.append(f"type IN ({', '.join('?' for _ in types)})")
+        params.extend(types)
+    return terms, params
+
+
+async def newest_event_after(q: Reader | Tx, run_id: str, after: int, types: Sequence[str] = ()) -> bool:
+    """Whether any event (of `run_id`, or of any run when empty; of `types` when given) is newer
+    than `after` — one indexed probe."""
+    # fetchall (one thread hop) rather than fetchone (three); the query returns at most one row.
+    terms, params = _event_filter(run_id, types)
+    rows = await q.fetchall(f"SELECT 1 FROM events WHERE {' AND '.join([*terms, 'id > ?'])} LIMIT 1", (*params, after))
     return bool(rows)
 
 
@@ -376,59 +390,92 @@ def _and(scope: Scope | None, table: str, base: str = "") -> tuple[str, tuple[An
     return ("WHERE " + " AND ".join(terms) if terms else ""), params
 
 
-async def watch_page(
-    q: Reader | Tx, run_id: str, limit: int, after: int | None, scope: Scope | None = None
+# The lists of a watch page besides its events: at most `limit` rows each, the oldest first (the
+# ones waiting longest); a list cut short is named in the page's `truncated`.
+_WATCH_LISTS: tuple[tuple[str, type[Record], str, str, str], ...] = (
+    ("blocked_tasks", Task, "tasks", "status = 'blocked'", "priority, created_at, id"),
+    ("pending_proposals", Proposal, "proposals", "status IN ('pending', 'in_review')", "created_at, id"),
+    ("required_approvals", HumanApproval, "human_approvals", "status = 'requested'", "created_at, id"),
+)
+
+
+def _watch_rows(
+    conn: sqlite3.Connection,
+    run_id: str,
+    limit: int,
+    after: int | None,
+    types: tuple[str, ...],
+    scope: Scope | None,
+    now: str,
 ) -> dict[str, Any]:
-    """One `table.watch` result. `after=None` is snapshot mode (the newest `limit` events).
-    `scope` (a capability session's) limits the lists and counts to what it may read."""
-    run_filter = "WHERE run_id = ?" if run_id else ""
-    params: tuple[Any, ...] = (run_id,) if run_id else ()
+    """`watch_page` on the reader's thread: every query of the page in one hop."""
+    terms, params = _event_filter(run_id, types)
     if after is None:
-        events = await _dicts(q, Event, f"SELECT * FROM events {run_filter} ORDER BY id DESC LIMIT ?", (*params, limit))
+        cond = f"WHERE {' AND '.join(terms)} " if terms else ""
+        rows = conn.execute(f"SELECT * FROM events {cond}ORDER BY id DESC LIMIT ?", (*params, limit)).fetchall()
+        events = _convert(_layout(Event), rows)
         events.reverse()
         has_more = False
         next_after = events[-1]["id"] if events else 0
     else:
-        where = f"{run_filter} AND id > ?" if run_id else "WHERE id > ?"
-        events = await _dicts(
-            q, Event, f"SELECT * FROM events {where} ORDER BY id LIMIT ?", (*params, after, limit + 1)
-        )
+        cond = " AND ".join([*terms, "id > ?"])
+        sql = f"SELECT * FROM events WHERE {cond} ORDER BY id LIMIT ?"
+        events = _convert(_layout(Event), conn.execute(sql, (*params, after, limit + 1)).fetchall())
         has_more = len(events) > limit
         events = events[:limit]
         next_after = events[-1]["id"] if events else after
-    now = clock.now()
     w, p = _and(scope, "transactions")
-    transactions = await _dicts(q, Transaction, f"SELECT * FROM transactions {w} ORDER BY id DESC LIMIT ?", (*p, limit))
+    rows = conn.execute(f"SELECT * FROM transactions {w} ORDER BY id DESC LIMIT ?", (*p, limit)).fetchall()
+    transactions = _convert(_layout(Transaction), rows)
     transactions.reverse()
-    w, p = _and(scope, "tasks", "status = 'blocked'")
-    blocked = await _dicts(q, Task, f"SELECT * FROM tasks {w} ORDER BY priority, created_at, id", p)
-    w, p = _and(scope, "proposals", "status IN ('pending', 'in_review')")
-    pending = await _dicts(q, Proposal, f"SELECT * FROM proposals {w} ORDER BY created_at, id", p)
-    w, p = _and(scope, "human_approvals", "status = 'requested'")
-    approvals = await _dicts(q, HumanApproval, f"SELECT * FROM human_approvals {w} ORDER BY created_at, id", p)
+    page: dict[str, Any] = {
+        "run_id": run_id,
+        "events": events,
+        "next_after_event_id": next_after,
+        "has_more_events": has_more,
+        "transactions": transactions,
+    }
+    truncated: list[str] = []
+    for key, cls, table, condition, order in _WATCH_LISTS:
+        w, p = _and(scope, table, condition)
+        rows = conn.execute(f"SELECT * FROM {table} {w} ORDER BY {order} LIMIT ?", (*p, limit + 1)).fetchall()
+        if len(rows) > limit:
+            truncated.append(key)
+        items = _convert(_layout(cls), rows[:limit])
+        page[key] = [_task_json(t) for t in items] if cls is Task else items
     active_w, active_p = _and(scope, "claims", "status = 'active' AND expires_at > ?")
     suspended_w, suspended_p = _and(scope, "claims", "status = 'suspended'")
     open_w, open_p = _and(scope, "tasks", "status IN ('open', 'in_progress', 'blocked')")
     agents_w, agents_p = _and(scope, "agents", "is_enabled = 1")
-    (counts,) = await q.fetchall(
+    counts = conn.execute(
         "SELECT"
         f" (SELECT count(*) FROM claims {active_w}),"
         f" (SELECT count(*) FROM claims {suspended_w}),"
         f" (SELECT count(*) FROM tasks {open_w}),"
         f" (SELECT count(*) FROM agents {agents_w})",
         (now, *active_p, *suspended_p, *open_p, *agents_p),
+    ).fetchone()
+    page.update(
+        active_claims=int(counts[0]),
+        suspended_claims=int(counts[1]),
+        open_tasks=int(counts[2]),
+        active_agents=int(counts[3]),
+        truncated=truncated,
     )
-    return {
-        "run_id": run_id,
-        "events": events,
-        "next_after_event_id": next_after,
-        "has_more_events": has_more,
-        "transactions": transactions,
-        "blocked_tasks": [_task_json(t) for t in blocked],
-        "pending_proposals": pending,
-        "required_approvals": approvals,
-        "active_claims": int(counts[0]),
-        "suspended_claims": int(counts[1]),
-        "open_tasks": int(counts[2]),
-        "active_agents": int(counts[3]),
-    }
+    return page
+
+
+async def watch_page(
+    q: Reader | Tx,
+    run_id: str,
+    limit: int,
+    after: int | None,
+    scope: Scope | None = None,
+    types: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One `table.watch` result, read in one worker-thread hop. `after=None` is snapshot mode
+    (the newest `limit` events). `types` keeps only events of those types. `scope` (a capability
+    session's) limits the lists and counts to what it may read. Every list holds at most `limit`
+    rows, so the page does not grow with the project's history; `truncated` names the lists that
+    have more (`proposal.list`, `task.list` and `table.get_state` page through them)."""
+    return await q.run(_watch_rows, run_id, limit, after, tuple(types), scope, clock.now())

@@ -259,8 +259,8 @@ async def request_turn(tx: Tx, run_id: str, agent_id: str, reason_md: str) -> di
 
 NOT_SCHEDULED = (
     "turn request has not been scheduled by the Chair yet; do not poll agent_turn_start: wait for "
-    "agent.turn_scheduled naming your request (table_watch with wait_ms, or subscribe to "
-    "roundtable://turns/{run_id}), then call it once"
+    "agent.turn_scheduled naming your request (table_watch with after_event_id, wait_ms and types "
+    "[agent.turn_scheduled, agent.turn_expired], or subscribe to roundtable://turns/{run_id}), then call it once"
 )
 
 

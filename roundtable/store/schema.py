@@ -470,7 +470,15 @@ _V6: Step = (
     "CREATE INDEX idx_proposal_comments ON proposal_comments(proposal_id, revision, created_at)",
 )
 
-MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# Version 7: indexes that keep bounded lists bounded as history grows: the pending proposals
+# oldest first (`table.watch`) and one task's proposals in order (`proposal.list`) are read from
+# an index range instead of every proposal of the project or of the task being sorted.
+_V7: Step = (
+    "CREATE INDEX idx_proposals_status ON proposals(status, created_at, id)",
+    "CREATE INDEX idx_proposals_task_order ON proposals(task_id, created_at, id)",
+)
+
+MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.

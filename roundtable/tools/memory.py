@@ -84,7 +84,7 @@ TOOLS = [
                 "query": string(),
                 "scope": string(),
                 "kind": string(),
-                "limit": integer("At most this many (default 10; 0 or less: no limit)."),
+                "limit": integer("At most this many (default 10, at most 1000)."),
             },
             ["query"],
         ),

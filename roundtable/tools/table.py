@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
+from roundtable.bus import Change
 from roundtable.services import state, turns
 from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string
+from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string, strings
 
 _TURN_ARGS = frozenset({"run_id", "agent_id"})
 
@@ -34,29 +36,45 @@ async def get_state(call: Call) -> dict[str, Any]:
 
 async def watch(call: Call) -> dict[str, Any]:
     """One read snapshot; in cursor mode with `wait_ms`, long-poll until an event is newer than
-    the cursor. No connection is held while waiting: the change bus wakes the poll, for this
-    process's commits and (through the store's commit watch) for other processes' alike."""
+    the cursor (of `types`, when given). No connection is held while waiting: the change bus
+    wakes the poll, for this process's commits and (through the store's commit watch) for other
+    processes' alike — and only for a commit whose events could match, so many agents waiting
+    for their turn cost nothing while other work commits."""
     args = call.args
     scope = call.scope
     run_id = args.get("run_id") or (scope.run_id if scope is not None else "")
     limit = state.normalise_limit(opt_int(args, "limit", 0))
     after: int | None = args["after_event_id"] if "after_event_id" in args else None
     wait = opt_int(args, "wait_ms", 0) / 1000.0
+    types = tuple(dict.fromkeys(str(t) for t in args.get("types") or ()))
     db, bus = call.runtime.db, call.runtime.bus
     if after is not None and wait > 0:
         db.watch_commits()  # a CLI process serving this call directly has none running yet
         deadline = time.monotonic() + wait
-        while True:
-            version = bus.version
-            async with db.read() as r:
-                if await state.newest_event_after(r, run_id, after):
+        with bus.subscribe(maxsize=1, accept=_could_match(run_id, types)) as changes:
+            while True:
+                async with db.read() as r:
+                    if await state.newest_event_after(r, run_id, after, types):
+                        break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or await changes.get(remaining) is None:
                     break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            await bus.wait_for_change(version, remaining)
     async with db.read() as r:
-        return await state.watch_page(r, run_id, limit, after, scope)
+        return await state.watch_page(r, run_id, limit, after, scope, types)
+
+
+def _could_match(run_id: str, types: tuple[str, ...]) -> Callable[[Change], bool]:
+    """Whether a committed change may hold an event a long poll waits for: another process's
+    commit (its events are unknown) or one with an event of the run and of the types."""
+
+    def accept(change: Change) -> bool:
+        if change.external:
+            return True
+        return any(
+            (not run_id or e.get("run_id") == run_id) and (not types or e.get("type") in types) for e in change.events
+        )
+
+    return accept
 
 
 async def turn_request(call: Call) -> dict[str, Any]:
@@ -125,7 +143,7 @@ TOOLS = [
     ToolSpec(
         name="table.watch",
         description=(
-            "Events: the latest, or with after_event_id those newer (oldest first; continue from next_after_event_id). wait_ms (up to 30000) waits for one."
+            "Events: the latest, or with after_event_id those newer (oldest first; continue from next_after_event_id). wait_ms (up to 30000) waits for one of types (if given)."
         ),
         input_schema=obj(
             {
@@ -133,6 +151,7 @@ TOOLS = [
                 "limit": integer("Default 10, at most 200."),
                 "after_event_id": integer(minimum=0),
                 "wait_ms": integer(minimum=0, maximum=30000),
+                "types": strings(),
             }
         ),
         output_schema=result(
@@ -149,6 +168,7 @@ TOOLS = [
                 "suspended_claims": integer(),
                 "open_tasks": integer(),
                 "active_agents": integer(),
+                "truncated": strings(),
             },
         ),
         handler=watch,

@@ -128,6 +128,35 @@ async def test_watch_wait_times_out_with_an_empty_page(runtime: Runtime, run_id:
     assert time.monotonic() - started < 1.0
 
 
+async def test_watch_types_filter_the_page_and_what_ends_the_wait(runtime: Runtime, run_id: str) -> None:
+    (last,) = await _events(runtime, run_id, 1)
+    args = {"run_id": run_id, "after_event_id": last, "wait_ms": 10_000, "types": ["wanted.event"]}
+    poll = asyncio.create_task(runtime.call("table.watch", args))
+    await _events(runtime, run_id, 3, "other.event")  # commits the poll does not wait for
+    for _ in range(20):  # let every woken task run: none is, so the poll still waits
+        await asyncio.sleep(0)
+    assert not poll.done()
+    (wanted,) = await _events(runtime, run_id, 1, "wanted.event")
+    page = await asyncio.wait_for(poll, 5)
+    assert [e["id"] for e in page["events"]] == [wanted] and page["next_after_event_id"] == wanted
+    # without waiting, `types` filters the events of both modes too
+    snapshot = await runtime.call("table.watch", {"run_id": run_id, "types": ["other.event"]})
+    assert [e["type"] for e in snapshot["events"]] == ["other.event"] * 3
+
+
+async def test_watch_lists_are_bounded_by_limit(runtime: Runtime, run_id: str) -> None:
+    async with runtime.db.write() as tx:
+        for i in range(5):
+            await tx.insert(
+                "tasks", {"id": f"T-b{i}", "title": f"b{i}", "body_md": "x", "status": "blocked", "priority": 100}
+            )
+    page = await runtime.call("table.watch", {"run_id": run_id, "limit": 3})
+    assert [t["id"] for t in page["blocked_tasks"]] == ["T-b0", "T-b1", "T-b2"]
+    assert page["truncated"] == ["blocked_tasks"]
+    page = await runtime.call("table.watch", {"run_id": run_id, "limit": 5})
+    assert len(page["blocked_tasks"]) == 5 and page["truncated"] == []
+
+
 async def test_watch_wait_sees_writes_from_another_process(project: Path, runtime: Runtime, run_id: str) -> None:
     (last,) = await _events(runtime, run_id, 1)
     other = await Runtime.open(project)  # its own bus: the store's commit watch announces this write
