@@ -391,7 +391,7 @@ def _and(scope: Scope | None, table: str, base: str = "") -> tuple[str, tuple[An
 
 
 # The lists of a watch page besides its events: at most `limit` rows each, the oldest first (the
-# ones waiting longest); a list cut short is named in the page's `truncated`.
+# ones waiting longest); the list tools page through the rest.
 _WATCH_LISTS: tuple[tuple[str, type[Record], str, str, str], ...] = (
     ("blocked_tasks", Task, "tasks", "status = 'blocked'", "priority, created_at, id"),
     ("pending_proposals", Proposal, "proposals", "status IN ('pending', 'in_review')", "created_at, id"),
@@ -435,13 +435,10 @@ def _watch_rows(
         "has_more_events": has_more,
         "transactions": transactions,
     }
-    truncated: list[str] = []
     for key, cls, table, condition, order in _WATCH_LISTS:
         w, p = _and(scope, table, condition)
-        rows = conn.execute(f"SELECT * FROM {table} {w} ORDER BY {order} LIMIT ?", (*p, limit + 1)).fetchall()
-        if len(rows) > limit:
-            truncated.append(key)
-        items = _convert(_layout(cls), rows[:limit])
+        rows = conn.execute(f"SELECT * FROM {table} {w} ORDER BY {order} LIMIT ?", (*p, limit)).fetchall()
+        items = _convert(_layout(cls), rows)
         page[key] = [_task_json(t) for t in items] if cls is Task else items
     active_w, active_p = _and(scope, "claims", "status = 'active' AND expires_at > ?")
     suspended_w, suspended_p = _and(scope, "claims", "status = 'suspended'")
@@ -460,7 +457,6 @@ def _watch_rows(
         suspended_claims=int(counts[1]),
         open_tasks=int(counts[2]),
         active_agents=int(counts[3]),
-        truncated=truncated,
     )
     return page
 
@@ -476,6 +472,6 @@ async def watch_page(
     """One `table.watch` result, read in one worker-thread hop. `after=None` is snapshot mode
     (the newest `limit` events). `types` keeps only events of those types. `scope` (a capability
     session's) limits the lists and counts to what it may read. Every list holds at most `limit`
-    rows, so the page does not grow with the project's history; `truncated` names the lists that
-    have more (`proposal.list`, `task.list` and `table.get_state` page through them)."""
+    rows (the oldest), so the page does not grow with the project's history (`proposal.list`,
+    `task.list` and `table.get_state` page through the rest)."""
     return await q.run(_watch_rows, run_id, limit, after, tuple(types), scope, clock.now())

@@ -143,7 +143,7 @@ TOOLS = [
     ToolSpec(
         name="table.watch",
         description=(
-            "Events: the latest, or with after_event_id those newer (oldest first; continue from next_after_event_id). wait_ms (up to 30000) waits for one of types (if given)."
+            "Events: the latest, or those after after_event_id (oldest first); wait_ms waits for one of types."
         ),
         input_schema=obj(
             {
@@ -168,7 +168,6 @@ TOOLS = [
                 "suspended_claims": integer(),
                 "open_tasks": integer(),
                 "active_agents": integer(),
-                "truncated": strings(),
             },
         ),
         handler=watch,
