@@ -27,6 +27,7 @@ within 1.2x of the shell's calls and bytes.
 from __future__ import annotations
 
 import asyncio
+import shlex
 import shutil
 import subprocess
 import sys
@@ -131,6 +132,8 @@ EDITS: list[dict[str, str]] = [
     {"path": "README.md", "old_string": OLD_README, "new_string": NEW_README},
 ]
 REVISION_EDITS: list[dict[str, str]] = [{"path": "pkg/lists.py", "old_string": OLD_REV, "new_string": NEW_REV}]
+SUMMARY = "Adds conjunction and oxford to natural_list, with a test and README usage."
+REVISE_REASON = "Annotate oxford: `oxford: bool = False`."
 
 
 def _git(root: Path, *args: str) -> str:
@@ -232,11 +235,12 @@ class Agent:
         import json
 
         result = await self.session.call_tool(tool, args)
-        text = "".join(getattr(part, "text", "") for part in result.content)
-        self.tally.add(f"{self.agent_id} {tool}", len(text.encode("utf-8")))
+        # What the harness shows the model: every text block (JSON first; a diff may follow).
+        texts = [getattr(part, "text", "") for part in result.content]
+        self.tally.add(f"{self.agent_id} {tool}", sum(len(text.encode("utf-8")) for text in texts))
         if result.is_error:
-            raise RuntimeError(f"{tool} refused: {text}")
-        return json.loads(text)  # type: ignore[no-any-return]
+            raise RuntimeError(f"{tool} refused: {''.join(texts)}")
+        return json.loads(texts[0])  # type: ignore[no-any-return]
 
 
 # --- the ways of working ----------------------------------------------------------------------------
@@ -261,7 +265,7 @@ async def mcp_path(env: Env) -> Tally:
             {
                 "task_id": task_id,
                 "title": TASK_TITLE,
-                "summary_md": "Adds conjunction and oxford to natural_list, with a test and README usage.",
+                "summary_md": SUMMARY,
                 "affected_resources": [],
                 "risk": "normal",
                 "edits": EDITS,
@@ -278,7 +282,7 @@ async def mcp_path(env: Env) -> Tally:
             {
                 "proposal_id": pid,
                 "vote": "revise",
-                "reason_md": "Annotate oxford: `oxford: bool = False`.",
+                "reason_md": REVISE_REASON,
                 "confidence": 0.9,
             },
         )
@@ -312,24 +316,51 @@ def _edit(root: Path, edit: dict[str, str], tally: Tally) -> None:
     tally.add("edit", len(f"The file {edit['path']} has been updated.".encode()))
 
 
+def _say(root: Path, line: str, tally: Tally, name: str) -> None:
+    """Append one line to the shared review file, as a shell-world reviewer records its verdict
+    (and as nothing else would reach the author): a real command, which prints nothing."""
+    _run(root, ["sh", "-c", f"printf '%s\\n' {shlex.quote(line)} >> ../reviews.txt"], tally, name)
+
+
 async def shell_path(env: Env) -> Tally:
-    """The baseline: the same change by a shell-and-editor agent in its own checkout."""
+    """The baseline: the same scenario by shell-and-editor agents sharing one checkout.
+
+    A proposal is a commit on a branch (`work`, made with the checkout and not counted, as the
+    workspace is not) and a revision is that commit amended: the author hands the change over
+    with `git commit` (title and summary as its message) and the revision with `git commit
+    --amend`, and reads the verdicts with `cat`. A reviewer reads the proposal as git shows a
+    commit (`git show`: author, message and diff — what `proposal_get` gives), after a revision
+    only what changed (`git diff work@{1} work`, as `since_revision` gives it), and writes its
+    verdict as one line of a shared review file."""
     tally = Tally()
     root = env.root.parent / "shell-checkout"
     _git(env.root.parent, "clone", "-q", str(env.root), str(root))
+    _git(root, "switch", "-q", "-c", "work")
     test = [PYTHON, "-m", "unittest", "-q", "tests/test_lists.py"]
+    commit = ["git", "-c", f"user.name={IMPLEMENTER}", "-c", f"user.email={IMPLEMENTER}@localhost", "commit", "-a"]
+    # implementer-1: read, edit, test, hand over.
     grep = _run(root, ["grep", "-rn", "natural_list", "pkg", "tests", "README.md"], tally, "grep -rn")
     line = next(int(x.split(":")[1]) for x in grep.splitlines() if x.startswith("pkg/lists.py") and "def " in x)
     _run(root, ["sed", "-n", f"{line},{line + 12}p", "pkg/lists.py"], tally, "sed -n")
     for edit in EDITS:
         _edit(root, edit, tally)
     _run(root, test, tally, "unittest")
-    _run(root, ["git", "diff"], tally, "git diff (review 1)")
+    _run(root, [*commit, "-m", TASK_TITLE, "-m", SUMMARY], tally, "git commit")
+    # reviewer-1 reads the change and asks for a revision.
+    first, second = REVIEWERS
+    _run(root, ["git", "show", "work"], tally, f"{first} git show")
+    _say(root, f"{first} revise: {REVISE_REASON}", tally, f"{first} verdict")
+    # implementer-1 reads the verdict, revises, tests, hands the revision over.
+    _run(root, ["cat", "../reviews.txt"], tally, "cat reviews")
     for edit in REVISION_EDITS:
         _edit(root, edit, tally)
     _run(root, test, tally, "unittest")
-    _run(root, ["git", "diff"], tally, "git diff (review 1, again)")
-    _run(root, ["git", "diff"], tally, "git diff (review 2)")
+    _run(root, [*commit, "--amend", "--no-edit"], tally, "git commit --amend")
+    # reviewer-1 reads what changed; architect-1 reads the whole change; both approve.
+    _run(root, ["git", "diff", "work@{1}", "work"], tally, f"{first} git diff (revision)")
+    _say(root, f"{first} approve: Thanks.", tally, f"{first} verdict")
+    _run(root, ["git", "show", "work"], tally, f"{second} git show")
+    _say(root, f"{second} approve: Fits.", tally, f"{second} verdict")
     return tally
 
 
@@ -361,11 +392,10 @@ async def workspace_path(env: Env) -> Tally:
             {
                 "task_id": env.task_id,
                 "title": TASK_TITLE,
-                "summary_md": "Adds conjunction and oxford to natural_list, with a test and README usage.",
+                "summary_md": SUMMARY,
             },
         )
-        pid = proposed["proposal"]["id"]
-        await me.call("proposal_request_review", {"proposal_id": pid})
+        pid = proposed["proposal"]["id"]  # and its review requested
 
         first, second = [await Agent(env, who, tally, stack).open() for who in REVIEWERS]
         await first.call("proposal_get", {"proposal_id": pid})
@@ -374,7 +404,7 @@ async def workspace_path(env: Env) -> Tally:
             {
                 "proposal_id": pid,
                 "vote": "revise",
-                "reason_md": "Annotate oxford: `oxford: bool = False`.",
+                "reason_md": REVISE_REASON,
                 "confidence": 0.9,
             },
         )
@@ -383,7 +413,6 @@ async def workspace_path(env: Env) -> Tally:
             _edit(ws, edit, tally)
         _run(ws, test, tally, "unittest")
         await me.call("workspace_propose", {"task_id": env.task_id})
-        await me.call("proposal_request_review", {"proposal_id": pid})
         await first.call("proposal_get", {"proposal_id": pid, "since_revision": 1})
         await first.call(
             "vote_cast", {"proposal_id": pid, "vote": "approve", "reason_md": "Thanks.", "confidence": 0.9}

@@ -380,11 +380,8 @@ async def implement_in_workspace(
     )
     proposal = _record(result, "proposal")
     emit(step="revised" if existing is not None else "proposed", proposal_id=proposal.get("id"))
-    try:
-        await s.call("proposal.request_review", proposal_id=proposal.get("id"))
+    if "reviewers" in result:  # workspace.propose asked for the review itself
         emit(step="review_requested", proposal_id=proposal.get("id"))
-    except CallFailed as exc:
-        emit(step="review_request_failed", error=str(exc))
 
 
 async def _touched_files(s: Session, proposal_id: str) -> list[str]:

@@ -99,7 +99,7 @@ def remove(root: Path, workspace_id: str, reason: str) -> None:
 @handle_errors
 def propose(root: Path, as_json: bool, agent: str, task: str, title: str, summary: str) -> None:
     """Propose the workspace's changes for the agent (a new proposal or a new revision)."""
-    args = {"agent_id": agent, "task_id": task, "title": title, "summary_md": summary}
+    args = {"agent_id": agent, "task_id": task, "title": title, "summary_md": summary, "detail": True}
     result = _call(root, "workspace.propose", args)
     if as_json:
         print_json(result)

@@ -96,13 +96,19 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-def tool_result(spec_name: str, result: dict[str, Any]) -> types.CallToolResult:
+def tool_result(spec: ToolSpec, result: dict[str, Any]) -> types.CallToolResult:
+    """A tool's result: its JSON as the first text block, and each non-empty field the tool
+    names in `text_fields` (a diff, say) as a text block of its own after it instead of inside
+    the JSON; `structuredContent` is the whole result."""
+    texts = [key for key in spec.text_fields if isinstance(result.get(key), str) and result[key]]
+    header = {k: v for k, v in result.items() if k not in texts} if texts else result
     try:
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
-        log.error("encode %s result failed: %s", spec_name, type(exc).__name__)
+        log.error("encode %s result failed: %s", spec.name, type(exc).__name__)
         return _error_result(f"encode tool result: {type(exc).__name__}")
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=result)
+    content = [types.TextContent(text=text), *(types.TextContent(text=str(result[key])) for key in texts)]
+    return types.CallToolResult(content=content, structured_content=result)
 
 
 # --- pagination -----------------------------------------------------------------------------
@@ -403,7 +409,7 @@ def build_server(
         except Exception:
             log.exception("tools/call %s failed", spec.name)
             return _error_result(f"{spec.name} failed with an internal error; the owner's log has details")
-        return tool_result(spec.name, result)
+        return tool_result(spec, result)
 
     # -- resources --
 

@@ -14,9 +14,10 @@ place.
 nothing the agent wrote is executed, its `.git` is verified and never read), then hands the
 bytes to `proposals.create` / `proposals.attach` — so a workspace is refused for exactly what a
 hand-written patch is refused for — after claiming (write) on the author's behalf the touched
-paths nobody else holds, where the policy allows it (`claims.auto_on_propose`). Claims, the
-proposal or its new revision, and the workspace's record are one transaction: a refusal records
-nothing.
+paths nobody else holds, where the policy allows it (`claims.auto_on_propose`), and asks for its
+review (moving it to `in_review`, as `proposal.request_review` does) unless told not to. Claims,
+the proposal or its new revision, the review request and the workspace's record are one
+transaction: a refusal records nothing.
 
 `sync` moves a workspace onto the current tree by a three-way merge (`git merge-tree`), its base
 being the merge base, and reports the conflicting paths; `remove` deletes the directory and
@@ -352,6 +353,7 @@ class ProposeInput:
     session_id: str = ""
     proposed_by: str = ""  # "supervisor" when a session left its work unproposed
     counted_agent: str = ""  # the agent whose quotas a new proposal counts against ("" for the owner)
+    request_review: bool = True  # ask the policy's reviewers in the same transaction
 
 
 async def _auto_claims(
@@ -418,7 +420,9 @@ async def _unresolved(path: Path, conflicts: list[str]) -> str:
 
 async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
     """Propose the workspace's changes: a new proposal, or a new revision of the author's open
-    proposal for the task. Returns the proposal with a diffstat; a refusal records nothing."""
+    proposal for the task, and (unless `request_review` is off) its review requested as
+    `proposal.request_review` does. Returns the proposal with a diffstat and the reviewers asked;
+    a refusal records nothing."""
     root = runtime.root
     async with runtime.db.read() as r:
         ws = await require_live(r, req.agent_id, req.task_id)
@@ -509,6 +513,10 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                 "updated_at": now,
             },
         )
+        reviewers: list[str] | None = None
+        if req.request_review:
+            asked = await proposals.request_review(tx, root, policy, proposal_id, actor, runs)
+            reviewers = [str(r["agent_id"]) for r in asked["reviewers"] if r.get("agent_id")]
         view = await proposals.view(tx, proposal_id)
         stat = patch_stat(parsed)
         await tx.append_event(
@@ -526,7 +534,10 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
             actor_id=actor,
             task_id=req.task_id,
         )
-    return {"proposal": view["proposal"], "diffstat": stat, "claimed": claimed, "workspace_id": ws.id}
+    out = {"proposal": view["proposal"], "diffstat": stat, "claimed": claimed, "workspace_id": ws.id}
+    if reviewers is not None:
+        out["reviewers"] = reviewers
+    return out
 
 
 async def leftover(runtime: Project, agent_id: str, task_id: str) -> Workspace | None:

@@ -135,6 +135,9 @@ async def attach_patch(call: Call) -> dict[str, Any]:
 
 
 async def get(call: Call) -> dict[str, Any]:
+    """The proposal for its reader: what it is for, its resources and the current patch; with
+    since_revision, only what changed since then; detail: the full records, revisions, gates and
+    policy."""
     args = call.args
     out = await service.detail(call.r, call.runtime.root, call.runtime.policy, args["proposal_id"])
     since = opt_int(args, "since_revision", 0)
@@ -145,15 +148,29 @@ async def get(call: Call) -> dict[str, Any]:
     if wants_detail(args):
         out["comments"] = [c.to_dict() for c in await comments_service.every(call.r, args["proposal_id"])]
         return out
+    brief: dict[str, Any]
+    if since:
+        brief = {
+            "proposal": views.proposal_brief(out["proposal"], views.PROPOSAL_REVISED),
+            "since_revision": since,
+            "revision_diff": out["revision_diff"],
+        }
+    else:
+        revisions = out.get("revisions") or []
+        touched = {f"file:{path}" for path in _files(revisions[-1])} if revisions else set()
+        brief = {"proposal": views.proposal_brief(out["proposal"])}
+        # The patch names its own files: resources are listed only when they reach beyond them.
+        beyond = [r for r in views.resources(out.get("proposal_resources") or []) if r.get("resource_id") not in touched]
+        if beyond:
+            brief["proposal_resources"] = beyond
+        brief["patch"] = out["patch"]
     current = int(out["proposal"].get("revision_number") or 0)
     shown = await comments_service.for_revision(call.r, args["proposal_id"], current) if current else []
     if shown:  # the open comments (on the current revision), only when there are any
-        out["comments"] = [comments_service.summary(c) for c in shown]
-    out = views.proposal_result(out)
-    out["revisions"] = [views.revision(r, _files(r)) for r in out.get("revisions", [])]
-    if not out.get("patch_error"):
-        out.pop("patch_error", None)
-    return out
+        brief["comments"] = [comments_service.summary(c) for c in shown]
+    if out.get("patch_error"):
+        brief["patch_error"] = out["patch_error"]
+    return brief
 
 
 def _files(revision: dict[str, Any]) -> list[str]:
@@ -265,7 +282,8 @@ async def vote_cast(call: Call) -> dict[str, Any]:
         policy_version=getattr(policy, "version", ""),
         runs=call.run_hint,
     )
-    return {"vote": vote.to_dict()}
+    record = vote.to_dict()
+    return {"vote": record if wants_detail(args) else views.cast_vote(record)}
 
 
 def vote_list(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
@@ -395,7 +413,8 @@ TOOLS = [
     ToolSpec(
         name="proposal.get",
         description=(
-            "One proposal: current patch, one line per revision, resources, gates, open comments. since_revision N returns revision_diff (the files' change since revision N) instead of the patch."
+            "A proposal to review: what it is for, its patch (a text block after the JSON), resources beyond "
+            "its files, open comments. since_revision N: only the change since N. detail: revisions, gates."
         ),
         input_schema=obj(
             {
@@ -418,6 +437,7 @@ TOOLS = [
             required=["proposal"],
         ),
         handler=get,
+        text_fields=("patch", "revision_diff"),
         mode="read",
         read_only=True,
         idempotent=True,
@@ -449,7 +469,8 @@ TOOLS = [
     ToolSpec(
         name="vote.cast",
         description=(
-            "Vote on a proposal's current revision; a new vote replaces yours. Reviewing agents only, never the author."
+            "Vote on a proposal's current revision; a new vote replaces yours. Reviewing agents only, never the "
+            "author. Returns the vote's id (detail: the whole record)."
         ),
         input_schema=obj(
             {
@@ -461,6 +482,7 @@ TOOLS = [
                 "reason_md": string(),
                 "confidence": number("How sure you are.", minimum=0, maximum=1),
                 "vote_id": string(),
+                "detail": DETAIL,
             },
             ["proposal_id", "vote", "reason_md"],
         ),

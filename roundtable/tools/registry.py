@@ -243,6 +243,9 @@ class ToolSpec:
     # runs it after validation and before the write transaction opens, so the write lock is not
     # held for it; it leaves what it made in `call.notes`.
     prepare: Prepare | None = None
+    # Top-level string results that MCP gives as text blocks of their own after the JSON of the
+    # rest (a diff reads as a diff, not as an escaped JSON string); `structuredContent` keeps them.
+    text_fields: tuple[str, ...] = ()
 
     @property
     def advertised(self) -> bool:

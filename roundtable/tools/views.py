@@ -2,8 +2,9 @@
 
 The tools keep the reference's top-level keys, but what fills them is what an agent needs to act:
 a proposal without the store's bookkeeping (`workspace_id`, `deliberation_id`, `patch_path`, …),
-revisions as one line each, votes and test runs as summaries, a test log as its tail with the way
-to the whole. Every tool that trims takes `detail: true` for the full records.
+or, where it is read for review, only what the change is for and where it stands; votes and test
+runs as summaries, a test log as its tail with the way to the whole. Every tool that trims takes
+`detail: true` for the full records.
 """
 
 from __future__ import annotations
@@ -42,6 +43,22 @@ def proposal(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in INTERNAL_PROPOSAL_FIELDS}
 
 
+# What a reader of `proposal.get` acts on: what the change is for, whose it is, where it stands.
+PROPOSAL_BRIEF = ("id", "task_id", "agent_id", "title", "summary_md", "status", "risk", "revision_number")
+# After a revision: only what a revision can change (title and summary never do).
+PROPOSAL_REVISED = ("id", "status", "revision_number")
+# Shown when the author filled them in.
+PROPOSAL_IF_SET = ("expected_tests", "rollback_notes")
+
+
+def proposal_brief(record: dict[str, Any], fields: tuple[str, ...] = PROPOSAL_BRIEF) -> dict[str, Any]:
+    """A proposal as its reader needs it: `fields`, and expected tests and rollback notes when
+    set."""
+    out = {key: record.get(key) for key in fields if key in record}
+    out.update({key: record[key] for key in PROPOSAL_IF_SET if record.get(key)})
+    return out
+
+
 def resources(links: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Proposal links without the proposal id every one of them repeats."""
     return [{k: v for k, v in link.items() if k != "proposal_id"} for link in links]
@@ -69,17 +86,24 @@ def revision(record: dict[str, Any], files: list[str]) -> dict[str, Any]:
 
 
 def vote(record: dict[str, Any]) -> dict[str, Any]:
+    """A vote as a summary: who, what, how sure, why (cut), and whether it counts."""
     out = {
-        "id": record.get("id"),
         "agent_id": record.get("agent_id"),
         "vote": record.get("vote"),
         "confidence": record.get("confidence"),
         "reason_md": _clip(str(record.get("reason_md") or ""), REASON_CHARS),
-        "revision": record.get("revision"),
     }
+    # Whether it counts says what the revision's hash would (detail: the hash).
     if "current" in record:
         out["current"] = record["current"]
+    else:
+        out["revision"] = record.get("revision")
     return out
+
+
+def cast_vote(record: dict[str, Any]) -> dict[str, Any]:
+    """A vote just cast, as its voter needs to see it: recorded, whose, which."""
+    return {key: record.get(key) for key in ("id", "agent_id", "vote") if key in record}
 
 
 def test_run_summary(record: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from roundtable.tools.args import opt_bool, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, obj, result, string, strings
+from roundtable.tools.views import DETAIL, wants_detail
 
 
 def _agent(call: Call) -> str:
@@ -46,8 +47,19 @@ async def propose(call: Call) -> dict[str, Any]:
         session_id=call.session_id,
         proposed_by=call.actor if call.caller.is_internal else "",
         counted_agent=call.agent_id,
+        request_review=opt_bool(args, "request_review", True),
     )
-    return views.proposal_result(await service.propose(call.runtime, request, actor=call.actor, runs=call.run_hint))
+    out = await service.propose(call.runtime, request, actor=call.actor, runs=call.run_hint)
+    if wants_detail(args):
+        return views.proposal_result(out)
+    brief = {
+        "proposal": views.proposal_brief(out["proposal"], views.PROPOSAL_REVISED),
+        "files": [f"{f['path']} +{f['added']} -{f['deleted']}" for f in out["diffstat"]["files"]],
+        "claimed": out["claimed"],
+    }
+    if "reviewers" in out:
+        brief["reviewers"] = out["reviewers"]
+    return brief
 
 
 async def sync(call: Call) -> dict[str, Any]:
@@ -108,7 +120,9 @@ TOOLS = [
         description=(
             "Propose what you changed in your workspace (your git worktree): a new proposal (title and "
             "summary_md needed) or a new revision of your open one for the task. Touched paths are "
-            "claimed for you where nobody holds them. Returns the proposal and a diffstat."
+            "claimed for you where nobody holds them, and review is requested. Returns the proposal's "
+            "id, status and revision, the files with lines added and deleted, the claims taken and the "
+            "reviewers asked (detail: the records and a diffstat)."
         ),
         input_schema=obj(
             {
@@ -117,12 +131,21 @@ TOOLS = [
                 "title": string("Short title (a new proposal only)."),
                 "summary_md": string("What and why, in Markdown (a new proposal only)."),
                 "risk": string("A new proposal only; high and critical need a human's approval.", enum=list(Risk)),
+                "request_review": boolean("Ask for review now (default true); false leaves it pending."),
+                "detail": DETAIL,
             },
             ["task_id"],
         ),
         output_schema=result(
-            {"proposal": RECORD, "diffstat": RECORD, "claimed": strings(), "workspace_id": string()},
-            required=["proposal", "diffstat"],
+            {
+                "proposal": RECORD,
+                "files": strings(),
+                "diffstat": RECORD,
+                "claimed": strings(),
+                "reviewers": strings(),
+                "workspace_id": string(),
+            },
+            required=["proposal", "claimed"],
         ),
         handler=propose,
         mode="none",
