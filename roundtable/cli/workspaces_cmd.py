@@ -99,15 +99,13 @@ def remove(root: Path, workspace_id: str, reason: str) -> None:
 @handle_errors
 def propose(root: Path, as_json: bool, agent: str, task: str, title: str, summary: str) -> None:
     """Propose the workspace's changes for the agent (a new proposal or a new revision)."""
-    args = {"agent_id": agent, "task_id": task, "title": title, "summary_md": summary, "detail": True}
+    args = {"agent_id": agent, "task_id": task, "title": title, "summary_md": summary}
     result = _call(root, "workspace.propose", args)
     if as_json:
         print_json(result)
         return
-    p, stat = result["proposal"], result["diffstat"]
-    click.echo(
-        f"{p['id']} revision {p['revision_number']}: {len(stat['files'])} files +{stat['added']} -{stat['deleted']}"
-    )
+    p = result["proposal"]
+    click.echo(f"{p['id']} revision {p['revision_number']} ({p['status']}): {', '.join(result['files'])}")
 
 
 @workspaces.command("sync")

@@ -256,7 +256,8 @@ async def read(runtime: Any, access: Access, text: str) -> Content:
     if ref.kind == "task":
         return Content(text, JSON, _json(await access.call("task.get", {"task_id": ref.ident})))
     if ref.kind == "proposal":  # a session's scope is the tool's to apply (another task's is refused)
-        return Content(text, JSON, _json(await access.call("proposal.get", {"proposal_id": ref.ident})))
+        got = await access.call("proposal.get", {"proposal_id": ref.ident, "detail": True})  # the whole record
+        return Content(text, JSON, _json(got))
     if ref.kind == "doc":
         return Content(text, MARKDOWN, await read_doc(runtime.root, ref.ident))
     if ref.kind == "file":

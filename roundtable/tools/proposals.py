@@ -282,8 +282,7 @@ async def vote_cast(call: Call) -> dict[str, Any]:
         policy_version=getattr(policy, "version", ""),
         runs=call.run_hint,
     )
-    record = vote.to_dict()
-    return {"vote": record if wants_detail(args) else views.cast_vote(record)}
+    return {"vote": views.cast_vote(vote.to_dict())}
 
 
 def vote_list(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
@@ -469,8 +468,7 @@ TOOLS = [
     ToolSpec(
         name="vote.cast",
         description=(
-            "Vote on a proposal's current revision; a new vote replaces yours. Reviewing agents only, never the "
-            "author. Returns the vote's id (detail: the whole record)."
+            "Vote on a proposal's current revision; a new vote replaces yours. Reviewing agents only, never the author."
         ),
         input_schema=obj(
             {
@@ -482,7 +480,6 @@ TOOLS = [
                 "reason_md": string(),
                 "confidence": number("How sure you are.", minimum=0, maximum=1),
                 "vote_id": string(),
-                "detail": DETAIL,
             },
             ["proposal_id", "vote", "reason_md"],
         ),

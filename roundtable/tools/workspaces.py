@@ -16,7 +16,6 @@ from roundtable.tools.args import opt_bool, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, obj, result, string, strings
-from roundtable.tools.views import DETAIL, wants_detail
 
 
 def _agent(call: Call) -> str:
@@ -50,8 +49,8 @@ async def propose(call: Call) -> dict[str, Any]:
         request_review=opt_bool(args, "request_review", True),
     )
     out = await service.propose(call.runtime, request, actor=call.actor, runs=call.run_hint)
-    if wants_detail(args):
-        return views.proposal_result(out)
+    # What the author acts on next: ids, where the proposal stands, what went in (the full record
+    # is proposal.get's, with detail).
     brief = {
         "proposal": views.proposal_brief(out["proposal"], views.PROPOSAL_REVISED),
         "files": [f"{f['path']} +{f['added']} -{f['deleted']}" for f in out["diffstat"]["files"]],
@@ -118,11 +117,9 @@ TOOLS = [
     ToolSpec(
         name="workspace.propose",
         description=(
-            "Propose what you changed in your workspace (your git worktree): a new proposal (title and "
-            "summary_md needed) or a new revision of your open one for the task. Touched paths are "
-            "claimed for you where nobody holds them, and review is requested. Returns the proposal's "
-            "id, status and revision, the files with lines added and deleted, the claims taken and the "
-            "reviewers asked (detail: the records and a diffstat)."
+            "Propose your workspace's changes (your git worktree): a new proposal (title and summary_md "
+            "needed) or a new revision of your open one for the task. Touched paths are claimed for you "
+            "where free; review is requested."
         ),
         input_schema=obj(
             {
@@ -131,21 +128,13 @@ TOOLS = [
                 "title": string("Short title (a new proposal only)."),
                 "summary_md": string("What and why, in Markdown (a new proposal only)."),
                 "risk": string("A new proposal only; high and critical need a human's approval.", enum=list(Risk)),
-                "request_review": boolean("Ask for review now (default true); false leaves it pending."),
-                "detail": DETAIL,
+                "request_review": boolean("Default true; false leaves it pending."),
             },
             ["task_id"],
         ),
         output_schema=result(
-            {
-                "proposal": RECORD,
-                "files": strings(),
-                "diffstat": RECORD,
-                "claimed": strings(),
-                "reviewers": strings(),
-                "workspace_id": string(),
-            },
-            required=["proposal", "claimed"],
+            {"proposal": RECORD, "files": strings(), "claimed": strings(), "reviewers": strings()},
+            required=["proposal", "files", "claimed"],
         ),
         handler=propose,
         mode="none",

@@ -170,7 +170,8 @@ async def test_list_and_get(flow: Flow) -> None:
     assert [x["id"] for x in listed["proposals"]] == [p["id"]]
     assert (await flow.call("proposal.list", {"status": "accepted"}))["proposals"] == []
     got = await flow.call("proposal.get", {"proposal_id": p["id"]})
-    assert [r["resource_id"] for r in got["proposal_resources"]] == ["directory:src"]
-    assert got["revisions"][0]["sha256"] == p["current_revision"]
+    assert [r["resource_id"] for r in got["proposal_resources"]] == ["directory:src"]  # beyond the patch's files
+    full = await flow.call("proposal.get", {"proposal_id": p["id"], "detail": True})
+    assert full["revisions"][0]["sha256"] == p["current_revision"]
     with pytest.raises(ToolError, match="get proposal P-missing: not found"):
         await flow.call("proposal.get", {"proposal_id": "P-missing"})

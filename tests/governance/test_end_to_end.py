@@ -29,8 +29,9 @@ async def test_full_flow_apply_and_rollback(flow: Flow, repo: Path) -> None:
     assert stored.read_text() == PATCH
 
     got = await flow.call("proposal.get", {"proposal_id": pid})
-    assert got["patch"] == PATCH
-    assert got["gates"]["ok"] is False  # no votes yet
+    assert got["patch"] == PATCH and "gates" not in got  # a reviewer's view
+    full = await flow.call("proposal.get", {"proposal_id": pid, "detail": True})
+    assert full["patch"] == PATCH and full["gates"]["ok"] is False  # no votes yet
 
     review = await flow.call("proposal.request_review", {"proposal_id": pid})
     assert review["proposal"]["status"] == "in_review"

@@ -109,19 +109,30 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
         second = {"path": "app.txt", "old_string": "line ten\n", "new_string": "line 10!\n"}
         await _call(author, "proposal_attach_patch", {"proposal_id": pid, "edits": [second]})
     async with Client(sdk_http(real.http_url, reviewer), mode="legacy") as client:
-        got = await _call(client, "proposal_get", {"proposal_id": pid})
-        assert set(got) >= {"proposal", "proposal_resources", "revisions", "patch", "gates"}
-        assert [r["number"] for r in got["revisions"]] == [1, 2]
-        assert set(got["revisions"][0]) == {"number", "sha256", "agent_id", "created_at", "files"}
-        assert "-line 10\n+line 10!\n" in got["patch"]
-        since = await _call(client, "proposal_get", {"proposal_id": pid, "since_revision": 1})
-        assert since["patch"] == "" and since["since_revision"] == 1
-        assert "-line ten\n+line 10!\n" in since["revision_diff"] and "-line 10\n" not in since["revision_diff"]
+        # A reviewer's view: what the change is for and where it stands, then the patch as a
+        # text block of its own (a diff, not an escaped JSON string); structuredContent is whole.
+        result = await client.session.call_tool("proposal_get", {"proposal_id": pid})
+        header, patch = (json.loads(result.content[0].text), result.content[1].text)
+        assert set(header) == {"proposal"} and "-line 10\n+line 10!\n" in patch
+        assert set(header["proposal"]) == {
+            "id", "task_id", "agent_id", "title", "summary_md", "status", "risk", "revision_number"
+        }
+        assert header["proposal"]["revision_number"] == 2
+        assert result.structured_content == {**header, "patch": patch}
+        since = await client.session.call_tool("proposal_get", {"proposal_id": pid, "since_revision": 1})
+        brief, diff = json.loads(since.content[0].text), since.content[1].text
+        assert brief["since_revision"] == 1 and set(brief["proposal"]) == {"id", "status", "revision_number"}
+        assert "-line ten\n+line 10!\n" in diff and "-line 10\n" not in diff
         full = await _call(client, "proposal_get", {"proposal_id": pid, "detail": True})
         assert "patch_path" in full["proposal"] and "touched_files_json" in full["revisions"][0]
-        await _call(client, "vote_cast", {"proposal_id": pid, "vote": "approve", "reason_md": "x" * 2000})
+        assert [r["number"] for r in full["revisions"]] == [1, 2] and full["gates"]["ok"] is False
+        assert "patch" not in full  # the patch is always a block of its own
+        vote = await _call(client, "vote_cast", {"proposal_id": pid, "vote": "approve", "reason_md": "x" * 2000})
+        assert set(vote["vote"]) == {"id", "agent_id", "vote"}
         report = await _call(client, "patch_validate", {"proposal_id": pid})
         assert len(report["votes"][0]["reason_md"]) == 300 and "session_id" not in report["votes"][0]
+        listed = await _call(client, "vote_list", {"proposal_id": pid})
+        assert listed["votes"][0]["current"] is True and "revision" not in listed["votes"][0]
         detailed = await _call(client, "patch_validate", {"proposal_id": pid, "detail": True})
         assert len(detailed["votes"][0]["reason_md"]) == 2000
         bad = await client.session.call_tool("proposal_get", {"proposal_id": pid, "since_revision": 3})

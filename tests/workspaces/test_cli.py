@@ -31,7 +31,7 @@ def test_create_list_propose_remove(repo: Path) -> None:
     proposed = _run(
         "workspaces", "propose", "--root", root, "--agent", AUTHOR, "--task", task_id, "--title", "t", "--summary", "s"
     )
-    assert "revision 1: 1 files +1 -1" in proposed
+    assert "revision 1 (in_review): src/app.py +1 -1" in proposed
     ws_id = listed.split()[0]
     assert _run("workspaces", "remove", "--root", root, ws_id).strip() == f"removed {ws_id}"
     assert not path.exists()
@@ -56,7 +56,7 @@ def test_connect_sets_a_harness_up_in_the_workspace(repo: Path) -> None:
     proposed = _run(
         "workspaces", "propose", "--root", root, "--agent", AUTHOR, "--task", task_id, "--title", "t", "--summary", "s"
     )
-    assert "revision 1: 1 files +1 -1" in proposed
+    assert "revision 1 (in_review): src/app.py +1 -1" in proposed
     # Without --task, the agent's only workspace is the one.
     again = _run("connect", "codex", "--root", root, "--agent", AUTHOR, "--workspace")
     assert (path / ".codex" / "config.toml").exists() and f"cd {path}" in again

@@ -74,21 +74,39 @@ async def test_propose_creates_then_revises_from_the_same_workspace(work: Work, 
         base = await r.scalar("SELECT base_commit FROM workspaces")
     out = await work.propose()
     proposal = out["proposal"]
-    assert proposal["revision_number"] == 1 and out["workspace_id"] == work.workspace_id
+    # The author's next step needs ids, where it stands and what went in; nothing else.
+    assert set(out) == {"proposal", "files", "claimed", "reviewers"}
+    assert proposal == {"id": proposal["id"], "status": "in_review", "revision_number": 1}
+    assert out["reviewers"] == ["reviewer-1"]  # asked in the same call
     async with work.rt.db.read() as r:  # the record links it (results leave the bookkeeping out)
         assert await r.scalar("SELECT workspace_id FROM proposals WHERE id = ?", (proposal["id"],)) == work.workspace_id
-    assert read_patch(repo, proposal["current_revision"]) == workspace_diff(work.path, base)
-    assert out["diffstat"]["added"] == 2 and out["diffstat"]["deleted"] == 1
-    assert sorted(f["path"] for f in out["diffstat"]["files"]) == ["new.txt", "src/app.py"]
+        revision = await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (proposal["id"],))
+        asked = await r.scalar("SELECT COUNT(*) FROM events WHERE type = 'proposal.review_requested'")
+    assert asked == 1
+    assert read_patch(repo, revision) == workspace_diff(work.path, base)
+    assert sorted(out["files"]) == ["new.txt +1 -0", "src/app.py +1 -1"]
     assert len(out["claimed"]) == 2  # claimed on the author's behalf (claims.auto_on_propose)
     assert (repo / "src" / "app.py").read_text() == real_before  # the real tree is untouched
     assert not (repo / "new.txt").exists()
     # The next session finds the previous revision in place and revises it.
     (work.path / "src" / "app.py").write_text("print('v3')\n")
     again = await work.propose()
-    assert again["proposal"]["id"] == proposal["id"] and again["proposal"]["revision_number"] == 2
-    assert read_patch(repo, again["proposal"]["current_revision"]) == workspace_diff(work.path, base)
-    assert again["claimed"] == []
+    assert again["proposal"] == {"id": proposal["id"], "status": "in_review", "revision_number": 2}
+    async with work.rt.db.read() as r:
+        revision = await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (proposal["id"],))
+        asked = await r.scalar("SELECT COUNT(*) FROM events WHERE type = 'proposal.review_requested'")
+    assert read_patch(repo, revision) == workspace_diff(work.path, base)
+    assert again["claimed"] == [] and asked == 2  # the new revision is up for review again
+
+
+async def test_propose_can_hold_the_review_back(work: Work) -> None:
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    out = await work.propose(request_review=False)
+    assert out["proposal"]["status"] == "pending" and "reviewers" not in out
+    async with work.rt.db.read() as r:
+        assert await r.scalar("SELECT COUNT(*) FROM events WHERE type = 'proposal.review_requested'") == 0
+    asked = await work.call("proposal.request_review", {"proposal_id": out["proposal"]["id"]})
+    assert asked["proposal"]["status"] == "in_review"  # the separate request still works
 
 
 async def test_propose_without_changes_or_title_is_refused(work: Work) -> None:
@@ -191,7 +209,7 @@ async def test_sync_merges_a_moved_tree_and_reports_conflicts(work: Work, repo: 
     assert (work.path / "notes.md").read_text() == "untracked\nmoved\n"
     assert (work.path / "src" / "app.py").read_text() == "print('v2')\n"
     proposed = await work.propose()
-    assert proposed["diffstat"]["files"] == [{"path": "src/app.py", "added": 1, "deleted": 1}]
+    assert proposed["files"] == ["src/app.py +1 -1"]
     (repo / "src" / "app.py").write_text("print('theirs')\n")
     validated = await work.rt.call("patch.validate", {"proposal_id": proposed["proposal"]["id"]}, OPERATOR)
     assert validated["stale_base"] == ["src/app.py"] and not validated["valid"]
@@ -246,7 +264,7 @@ async def test_a_filter_driver_a_workspace_names_never_runs(work: Work, repo: Pa
     (work.path / ".gitattributes").write_text("* filter=evil\n")
     (work.path / "src" / "app.py").write_text("print('v2')\n")
     out = await work.propose()
-    assert sorted(f["path"] for f in out["diffstat"]["files"]) == [".gitattributes", "src/app.py"]
+    assert sorted(out["files"]) == [".gitattributes +1 -0", "src/app.py +1 -1"]
     (repo / "README.txt").write_text("moved\n")
     await work.call("workspace.sync", {"task_id": work.task_id})
     assert not exists(str(marker))
