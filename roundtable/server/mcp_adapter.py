@@ -107,7 +107,8 @@ def tool_result(spec: ToolSpec, result: dict[str, Any]) -> types.CallToolResult:
     except (TypeError, ValueError) as exc:
         log.error("encode %s result failed: %s", spec.name, type(exc).__name__)
         return _error_result(f"encode tool result: {type(exc).__name__}")
-    content = [types.TextContent(text=text), *(types.TextContent(text=str(result[key])) for key in texts)]
+    content: list[types.ContentBlock] = [types.TextContent(text=text)]
+    content.extend(types.TextContent(text=str(result[key])) for key in texts)
     return types.CallToolResult(content=content, structured_content=result)
 
 

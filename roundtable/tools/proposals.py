@@ -412,8 +412,8 @@ TOOLS = [
     ToolSpec(
         name="proposal.get",
         description=(
-            "A proposal to review: what it is for, its patch (a text block after the JSON), resources beyond "
-            "its files, open comments. since_revision N: only the change since N. detail: revisions, gates."
+            "A proposal to review: what it is for, its patch (own text block), resources beyond its files, "
+            "open comments. since_revision N: the change since N. detail: revisions, gates."
         ),
         input_schema=obj(
             {

@@ -117,17 +117,16 @@ TOOLS = [
     ToolSpec(
         name="workspace.propose",
         description=(
-            "Propose your workspace's changes (your git worktree): a new proposal (title and summary_md "
-            "needed) or a new revision of your open one for the task. Touched paths are claimed for you "
-            "where free; review is requested."
+            "Propose your workspace's changes (your git worktree): a new proposal, or a new revision of "
+            "your open one for the task. Touched paths are claimed for you where free; review is requested."
         ),
         input_schema=obj(
             {
                 "task_id": _TASK,
                 "agent_id": _AGENT,
-                "title": string("Short title (a new proposal only)."),
-                "summary_md": string("What and why, in Markdown (a new proposal only)."),
-                "risk": string("A new proposal only; high and critical need a human's approval.", enum=list(Risk)),
+                "title": string("Needed for a new proposal."),
+                "summary_md": string("What and why; needed for a new proposal."),
+                "risk": string("New proposal only; high and critical need a human's approval.", enum=list(Risk)),
                 "request_review": boolean("Default true; false leaves it pending."),
             },
             ["task_id"],
