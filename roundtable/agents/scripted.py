@@ -32,6 +32,9 @@ without one it claims, reads through `repo.read_file` and proposes a diff it wro
 Relaunched with a briefing (`ROUNDTABLE_BRIEFING_FILE`: why it was launched, what failed
 before), an implementer that already has an open proposal for its task proposes again as a
 revision of it instead of proposing anew (in a workspace, its previous revision is in place).
+When the proposal's current revision carries line comments (`proposal.get` lists them), the
+revision answers each with a note line below the line it is about (`address_comments`: a file
+comment's note goes at the file's end), so a comment visibly makes revision 2.
 
 `--usage-stream FILE` prints FILE's lines (a harness's machine-readable output, e.g. a captured
 Claude Code `stream-json` or Codex `exec --json` stream) before the first call, so the supervisor
@@ -300,6 +303,59 @@ def briefing() -> str:
         return ""
 
 
+NOTE_CHARS = 72
+_PLACE = re.compile(r"^(?P<path>.+?)(?::(?P<old>-)?(?P<line>\d+))?$")
+
+
+def _note(path: str, body: str, indent: str) -> str:
+    """One line answering a comment, in the file's comment syntax."""
+    text = " ".join(body.split())
+    text = text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"
+    if path.endswith((".md", ".txt", ".rst")):
+        return f"{indent}Review note: {text}"
+    if path.endswith((".js", ".ts", ".go", ".c", ".h", ".java", ".rs")):
+        return f"{indent}// Review: {text}"
+    return f"{indent}# Review: {text}"
+
+
+def address_comments(path: str, text: str, comments: list[dict[str, Any]]) -> str:
+    """`text` (the file as the commented revision has it) with a note line answering each comment
+    on `path` (or on the whole proposal): below its line (with that line's indentation), at the
+    end for a file comment or a removed line's. Notes already there are not added again."""
+    lines = text.splitlines()
+    at_end: list[str] = []
+    below: list[tuple[int, str]] = []
+    for comment in comments:
+        place = str(comment.get("at", ""))
+        body = str(comment.get("body_md", ""))
+        match = _PLACE.match(place)
+        where = match.group("path") if match and place != "(whole proposal)" else ""
+        if where and where != path:
+            continue
+        number = int(match.group("line")) if match and match.group("line") and not match.group("old") else 0
+        if 0 < number <= len(lines):
+            line = lines[number - 1]
+            below.append((number, _note(path, body, line[: len(line) - len(line.lstrip())])))
+        else:
+            at_end.append(_note(path, body, ""))
+    for number, note in sorted(below, key=lambda item: item[0], reverse=True):
+        if note not in lines:
+            lines.insert(number, note)
+    lines += [note for note in at_end if note not in lines]
+    return "\n".join(lines) + ("\n" if text.endswith("\n") or not text else "")
+
+
+async def _open_comments(s: Session, proposal: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The comments on the current revision of `proposal` (none without one)."""
+    if proposal is None:
+        return []
+    got = await s.call("proposal.get", proposal_id=proposal.get("id"))
+    found = [c for c in got.get("comments", []) or [] if isinstance(c, dict)]
+    if found:
+        emit(step="comments", count=len(found), at=[c.get("at") for c in found])
+    return found
+
+
 async def _own_open_proposal(s: Session, task_id: str) -> dict[str, Any] | None:
     listed = await s.call("proposal.list", task_id=task_id)
     mine = [
@@ -335,6 +391,7 @@ async def implementer(s: Session, task_id: str) -> None:
     emit(step="read", path=path, bytes=len(current))
     updated = current + ("" if current.endswith("\n") or not current else "\n") + addition
     existing = await _own_open_proposal(s, task_id)
+    updated = address_comments(path, updated, await _open_comments(s, existing))
     if existing is not None:
         # A relaunch for a revision: the same change, attached again (a new revision to review).
         await s.call("proposal.attach_patch", proposal_id=existing.get("id"), patch=make_patch(path, current, updated))
@@ -367,12 +424,15 @@ async def implement_in_workspace(
     target = workspace / path
     current = target.read_text(encoding="utf-8") if target.exists() else ""
     emit(step="read", path=path, bytes=len(current), workspace=str(workspace))
+    updated = current
     if addition not in current:  # a relaunch finds its previous revision in place
         updated = current + ("" if current.endswith("\n") or not current else "\n") + addition
+    existing = await _own_open_proposal(s, task_id)
+    updated = address_comments(path, updated, await _open_comments(s, existing))
+    if updated != current:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(updated, encoding="utf-8")
         emit(step="edited", path=path)
-    existing = await _own_open_proposal(s, task_id)
     result = await s.call(
         "workspace.propose",
         title=f"{task.get('title', task_id)}",

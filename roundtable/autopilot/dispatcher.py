@@ -9,8 +9,8 @@ reads what is needed (`autopilot.work`) and, within the limits of the `autopilot
 - a task assigned to an implementer gets that agent's adapter launched for it;
 - a review requested gets the reviewers, security and tester the policy named launched for the
   proposal's current revision, and the configured tests run on that revision (in the sandbox);
-- a blocking vote or review, or a failed test, relaunches the author with the reason in its
-  briefing.
+- a blocking vote or review, a failed test, or the operator's line comments relaunch the author
+  with the reason (and the comments on that revision) in its briefing.
 
 Every launch is the operator's launch path — the `session.launch` operation, the supervisor, the
 capability, the isolation, the audit — with `dispatcher` as the principal, and an
@@ -644,6 +644,9 @@ def _briefing(job: Job, state: _Attempts) -> str:
     lines = [f"Why you were launched: {job.reason.replace('_', ' ')}.", job.detail]
     if job.quote:
         lines.append(quote(job.quote_author, job.quote))
+    if job.comments:
+        lines.append("Comments on the revision (path:line — body (author)):")
+        lines.append(job.comments)
     if state.count > 1 and state.last_error:
         lines.append(f"Attempt {state.count}; the previous one: {state.last_error}")
     return "\n".join(line for line in lines if line)

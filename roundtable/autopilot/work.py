@@ -8,7 +8,9 @@
   security when the policy requires a security review, and further enabled voters (reviewers,
   then security, then the tester) until the revision can reach the approvals the policy requires;
 - a blocking vote, a blocking security review or a failed host test on the current revision →
-  relaunch the author with the reason (`revision_requested`, `test_failed`);
+  relaunch the author with the reason (`revision_requested`, `test_failed`); the operator's line
+  comments on the current revision → relaunch the author to address them (`comments_left`); either
+  way the comments on that revision are quoted into its briefing;
 - a current revision under review with no host test run → run the configured tests (`TestNeed`);
 - a current revision that waits only for the operator (every gate passes but the dry run and the
   human approval) → ask for the operator's approval (`ReadyNeed`), so it lands in the inbox.
@@ -35,6 +37,8 @@ from roundtable.domain import (
 )
 from roundtable.errors import RoundtableError
 from roundtable.services import capabilities
+from roundtable.services import comments as comments_service
+from roundtable.services.briefing import comments_block
 from roundtable.services.gates import HOST_RUN_EXCLUDED, current_votes, evaluate
 from roundtable.services.patches import allowances, parse_patch, read_patch
 from roundtable.store.db import Reader
@@ -51,7 +55,7 @@ class Job:
     """One session the autopilot wants running."""
 
     key: str
-    reason: str  # plan_goal | task_assigned | review_requested | revision_requested | test_failed
+    reason: str  # plan_goal | task_assigned | review_requested | revision_requested | test_failed | comments_left
     run_id: str
     agent_id: str
     role: str
@@ -62,6 +66,8 @@ class Job:
     # quoted into the briefing as data (`services.briefing.quote`), never as part of `detail`.
     quote: str = ""
     quote_author: str = ""
+    # The comments on the revision to revise, as `path:line — body` lines already quoted as data.
+    comments: str = ""
 
 
 @dataclass(frozen=True)
@@ -167,6 +173,15 @@ async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work, root: Pat
             continue  # the Chair requests the review first
         votes = await current_votes(r, p)
         why = await _blocking_reason(r, p, votes)
+        remarks = await comments_service.for_revision(r, p.id, p.revision_number)
+        if why is None and any(c.author == comments_service.OPERATOR_AUTHOR for c in remarks):
+            why = (
+                "comments_left",
+                f"The operator left comments on revision {p.revision_number} of proposal {p.id}, quoted "
+                "below: address them in a new revision of it, then ask for review again.",
+                "",
+                "",
+            )
         if why is not None:
             reason, detail, quoted, author = why
             if capabilities.role_for_agent(p.agent_id) == "implementer":
@@ -181,6 +196,7 @@ async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work, root: Pat
                         detail=detail,
                         quote=quoted,
                         quote_author=author,
+                        comments=comments_block(remarks) if remarks else "",
                     )
                 )
             continue
