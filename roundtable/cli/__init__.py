@@ -45,6 +45,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tokens": ("roundtable.cli.tokens_cmd", "tokens", "Create or revoke HTTP bearer tokens."),
     "approvals": ("roundtable.cli.approvals_cmd", "approvals", "List approvals waiting for you; approve or deny one."),
     "apply": ("roundtable.cli.approvals_cmd", "apply", "Apply an approved proposal (every gate checked again)."),
+    "proposals": (
+        "roundtable.cli.proposals_cmd",
+        "proposals",
+        "Comment on a line of a proposal's diff, or list the comments.",
+    ),
     "wait": ("roundtable.cli.wait_cmd", "wait", "Wait until this project's owner answers (--ready; for CI)."),
     "workspaces": (
         "roundtable.cli.workspaces_cmd",

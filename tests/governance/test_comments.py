@@ -5,7 +5,9 @@ revision) compactly; the author's resume briefing lists them."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -190,3 +192,25 @@ async def test_a_reviewer_comments_over_mcp_and_the_author_is_refused(owner: Own
         assert got.structured_content["comments"][0]["author"] == "reviewer-1"  # type: ignore[index]
     rows, events = await stored(flow)
     assert [r["author"] for r in rows] == ["reviewer-1"] and events == 1
+
+
+async def test_the_cli_comments_as_the_operator_and_lists_the_comments(flow: Flow, repo: Path) -> None:
+    pid = await proposed(flow)
+
+    async def cli(*argv: str) -> tuple[int, str, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "roundtable", "proposals", *argv, "--root", str(repo),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await proc.communicate()
+        return int(proc.returncode or 0), out.decode(), err.decode()
+
+    code, out, err = await cli("comment", pid, "Rename x.", "--path", "src/app.py", "--line", "2")
+    assert code == 0, err
+    assert out.startswith("C-") and out.rstrip().endswith(f"on {pid} r1 src/app.py:2")
+    code, out, err = await cli("comment", pid, "Out of range.", "--path", "src/app.py", "--line", "9")
+    assert code == 1 and "line 9 of the new src/app.py is not in the diff" in err and not out
+    code, out, err = await cli("comments", pid)
+    assert code == 0 and out == "r1 src/app.py:2 — Rename x. (operator)\n", (out, err)
+    rows, events = await stored(flow)
+    assert len(rows) == 1 and events == 1
