@@ -63,10 +63,17 @@ async def load_entity(reader: Reader, kind: str, entity_id: str) -> Entity | Non
                 "transactions",
                 "SELECT id, status, revision, applied_at FROM transactions WHERE proposal_id = ? ORDER BY created_at, id",
             ),
+            (
+                "comments",
+                "SELECT revision, path, line, author, body_md FROM proposal_comments WHERE proposal_id = ?"
+                " ORDER BY revision, created_at, id",
+            ),
         ):
             related[name] = [
                 dict(zip(r.keys(), tuple(r), strict=True)) for r in await reader.fetchall(sql, (entity_id,))
             ]
+        if not related["comments"]:
+            del related["comments"]  # listed only when there are some
     elif kind == "claim":
         related["contentions"] = [
             dict(zip(r.keys(), tuple(r), strict=True))

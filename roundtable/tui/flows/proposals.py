@@ -16,14 +16,15 @@ from textual import work
 from roundtable import domain
 from roundtable.domain import TransactionStatus
 from roundtable.errors import ToolError
+from roundtable.services import comments as comments_service
 from roundtable.services.patches import read_patch
 from roundtable.services.testing import sandbox_for
-from roundtable.store.records import PatchRevision, Proposal, Transaction
+from roundtable.store.records import PatchRevision, Proposal, ProposalComment, Transaction
 from roundtable.tui.base import OPERATOR_NAME, ConsoleBase, describe
 from roundtable.tui.messages import GateReport
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
 from roundtable.tui.screens.prompt import PromptScreen
-from roundtable.tui.screens.review import ReviewScreen, Revision
+from roundtable.tui.screens.review import Commenting, ReviewScreen, Revision
 from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
@@ -112,7 +113,25 @@ class ProposalFlows(ConsoleBase):
             return
         revisions = [Revision(row.number, row.sha256, text) for row, text in zip(rows, texts, strict=True)]
         previous = revisions[1] if len(revisions) > 1 else None
-        await self.push_screen_wait(ReviewScreen(proposal.title, proposal.id, revisions[0], previous))
+        shown = revisions[0].number
+
+        async def load() -> list[ProposalComment]:
+            async with self.runtime.db.read() as r:
+                return await comments_service.for_revision(r, proposal.id, shown)
+
+        async def leave(path: str, line: int, side: str, body: str) -> bool:
+            args: dict[str, Any] = {"proposal_id": proposal.id, "revision": shown, "body_md": body}
+            if path:
+                args["path"] = path
+            if line:
+                args["line"] = line
+                args["side"] = side
+            where = comments_service.place(path, line, side)
+            done = await self.call_tool("proposal.comment", args, success=f"Comment left on {where}", title="comment")
+            return done is not None
+
+        commenting = Commenting(load, None if self.read_only else leave)
+        await self.push_screen_wait(ReviewScreen(proposal.title, proposal.id, revisions[0], previous, commenting))
         self._after_modal()
 
     # --- gates ------------------------------------------------------------------------------

@@ -74,8 +74,13 @@ class Inspector(VerticalScroll, can_focus=True):
                 ("  revision ", "dim"),
                 (revision or "(none)", "bold"),
             ),
-            Text("\ngates", style="bold underline"),
         ]
+        number = record.get("revision_number") or 0
+        open_comments = [c for c in entity.related.get("comments", []) if c.get("revision") == number]
+        if open_comments:
+            many = "" if len(open_comments) == 1 else "s"
+            parts.append(Text(f"{len(open_comments)} comment{many} on r{number} (d: review view)", style="yellow"))
+        parts.append(Text("\ngates", style="bold underline"))
         report, error = self.gate if self.gate else (None, "")
         status = str(record.get("status") or "")
         if report is None and not error and not domain.is_open(status):
