@@ -5,7 +5,9 @@ A patch is a unified diff, git style (`diff --git` with its extended header line
 `rename old/new`), `copy from/to`, `similarity index`/`dissimilarity index`, `old mode`/`new mode`,
 `new file mode`/`deleted file mode`, the mode on an `index` line, C-style quoted names — and
 returns every path the patch touches (both sides of a rename or copy), each change with its
-operation and modes, the old-side line ranges of every hunk and the added/deleted line counts.
+operation and modes, the old-side line ranges of every hunk and the added/deleted line counts;
+`ParsedPatch.added_lines()` walks the added lines with their new-file numbers (the security scan
+reads them there: one diff model).
 
 It refuses, with a clear message and before anything is stored:
 - binary and combined diffs, NUL bytes, malformed or lying hunk headers;
@@ -40,6 +42,7 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +102,8 @@ class FileChange:
     score: int = 0
     added: int = 0
     deleted: int = 0
+    # [first, end) indices of its hunks' lines in the patch's lines (`ParsedPatch.lines()`).
+    body: tuple[int, int] = (0, 0)
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -137,6 +142,28 @@ class ParsedPatch:
     ranges: dict[str, tuple[tuple[int, int], ...]]
     # Paths whose change the policy had to allow (symlink, submodule, mode change) -> why.
     special: dict[str, str] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """The patch's lines, as `FileChange.body` indexes them."""
+        return self.text.split("\n")
+
+    def added_lines(self) -> Iterator[tuple[FileChange, int, str]]:
+        """Every line the patch adds: (its file diff, its number in the new file, its text without
+        the `+` and without a trailing carriage return), in patch order."""
+        lines = self.lines()
+        for change in self.changes:
+            start, end = change.body
+            new = 0
+            for line in lines[start:end]:
+                tag = line[:1]
+                if tag == "@":
+                    match = _HUNK_HEADER.match(line)
+                    new = int(match.group(3)) if match else new
+                elif tag == "+":
+                    yield change, new, line[1:].rstrip("\r")
+                    new += 1
+                elif tag in (" ", ""):
+                    new += 1
 
 
 def patch_sha256(text: str) -> str:
@@ -307,6 +334,7 @@ class _Raw:
     deleted: int = 0
     hunks: list[tuple[int, int]] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
+    body: tuple[int, int] = (0, 0)
 
 
 def _set_once(raw: _Raw, key: str, line_no: int) -> None:
@@ -486,7 +514,9 @@ def _read_file(lines: list[str], i: int, *, git_style: bool) -> tuple[_Raw, int]
             i += 1
     if i < len(lines) and _binary_marker(lines[i]):
         raise ValidationError(f"binary patches are not supported (line {i + 1})")
-    return raw, _read_hunks(raw, lines, i)
+    end = _read_hunks(raw, lines, i)
+    raw.body = (i, end)
+    return raw, end
 
 
 def _resolve(raw: _Raw, root: Path | None) -> FileChange:
@@ -566,6 +596,7 @@ def _resolve(raw: _Raw, root: Path | None) -> FileChange:
         score=raw.score,
         added=raw.added,
         deleted=raw.deleted,
+        body=raw.body,
     )
 
 

@@ -22,9 +22,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
-
 from roundtable.domain import ReviewStatus
 from roundtable.errors import ToolError
 from roundtable.services.patches import Allowances, parse_patch
@@ -201,12 +198,6 @@ def _scan_line(
         )
 
 
-def _strip_prefix(name: str) -> str:
-    if name in ("/dev/null", ""):
-        return ""
-    return name[2:] if name.startswith(("a/", "b/")) else name
-
-
 def verdict(findings: Iterable[Finding]) -> str:
     severities = {f.severity for f in findings}
     if "critical" in severities:
@@ -244,48 +235,23 @@ def scan_patch(
     is_sensitive: Callable[[str], bool] | None = None,
     is_high_risk: Callable[[str], bool] | None = None,
 ) -> ScanResult:
-    """Scan a unified diff; raises `ToolError` when it does not parse or touches no file."""
+    """Scan a unified diff; raises `ToolError` when it does not parse or touches no file. The
+    patch is read by `patches.parse_patch` (the one diff model: the paths and lines git reads,
+    both sides of a rename or copy), with every special file allowed so the scan can name it."""
     try:
-        patch = PatchSet(text)
-    except UnidiffParseError as exc:
+        parsed = parse_patch(text, None, _EVERYTHING)
+    except ToolError as exc:
         raise ToolError(f"parse patch: {exc}") from None
-    if len(patch) == 0:
-        raise ToolError("parse patch: no file changes found")
     commands, names = _commands_regex(dangerous_commands)
     first_words = frozenset(name.lower().split()[0] for name in names)
     findings: list[Finding] = []
-    touched: list[str] = []
-    # The paths as git reads them (both sides of a rename or copy, which unidiff does not see).
-    try:
-        parsed = parse_patch(text, None, _EVERYTHING)
-    except ToolError:
-        parsed = None
-    if parsed is not None:
-        for path in parsed.touched:
-            touched.append(path)
-            findings.extend(_path_findings(path, is_sensitive, is_high_risk))
-        for path, why in sorted(parsed.special.items()):
-            findings.append(Finding("special_file", "low", f"Patch changes more than contents: {why}.", path))
-    for patched in patch:
-        paths = [
-            p for p in dict.fromkeys((_strip_prefix(patched.source_file), _strip_prefix(patched.target_file))) if p
-        ]
-        touched.extend(p for p in paths if p not in touched)
-        for path in paths:
-            findings.extend(_path_findings(path, is_sensitive, is_high_risk))
-        path = paths[-1] if paths else patched.path
-        if patched.is_binary_file:
-            findings.append(
-                Finding("binary_file", "medium", "Patch changes a binary file, which the scan cannot inspect.", path)
-            )
-        for hunk in patched:
-            for line in hunk:
-                if line.is_added:
-                    findings.extend(
-                        _scan_line(
-                            line.value.rstrip("\r\n"), path, line.target_line_no or 0, commands, names, first_words
-                        )
-                    )
+    touched = list(parsed.touched)
+    for path in touched:
+        findings.extend(_path_findings(path, is_sensitive, is_high_risk))
+    for path, why in sorted(parsed.special.items()):
+        findings.append(Finding("special_file", "low", f"Patch changes more than contents: {why}.", path))
+    for change, number, line in parsed.added_lines():
+        findings.extend(_scan_line(line, change.new or change.old, number, commands, names, first_words))
     unique = sorted(set(findings), key=lambda f: (SEVERITY_RANK.get(f.severity, 9), f.path, f.line, f.code, f.message))
     if len(unique) > MAX_FINDINGS:
         dropped = len(unique) - MAX_FINDINGS
