@@ -7,17 +7,26 @@ every request it makes and the bytes of every result it has to read:
 
 - **mcp**: through the MCP tools alone, over Streamable HTTP with the SDK client, each agent with
   its own credential (implementer-1; reviewer-1 and architect-1 review). Counted: every request
-  after `initialize` (`tools/list` included), the text of every tool result (what a harness
-  shows the model), and the `tools/list` answer on its own line.
-- **shell**: the baseline — the same change by a shell-and-editor agent in a git checkout,
-  replayed with real commands (`grep -n`, `sed -n`, an editor's string replacement, the test
-  command, `git diff`), counting the commands and the bytes of their output.
-
+  after `initialize` (`tools/list` included, once per agent session, as a harness pays it), the
+  text of every tool result (every text block: what a harness shows the model), and the
+  `tools/list` answer on its own line — not in the text bytes, as the shell agents' own tool
+  definitions are not either.
 - **workspace**: the implementer edits in its own workspace (a git worktree the operator made for
   it, as the supervisor does for a session) with the shell-and-editor commands of the baseline,
-  runs the tests there, and proposes what it changed with `workspace_propose` (claims are taken
-  for it); reviews go through the MCP tools as in the mcp path. Host test evidence (`test.run`) is
-  not the author's to gather here, so it is not counted.
+  runs the tests there, and proposes what it changed with `workspace_propose`, which takes the
+  claims and asks for review in the same call; it learns the verdict with `vote_list`. Reviews go
+  through the MCP tools as in the mcp path (`proposal_get`, after the revision with
+  `since_revision`, and `vote_cast`). Host test evidence (`test.run`) is not the author's to
+  gather here, so it is not counted.
+- **shell**: the baseline — the same scenario by shell-and-editor agents sharing one git
+  checkout, replayed with real commands and counting the commands and the bytes of their output.
+  Nothing governs it, but a team still has to hand the change over and hear back: the author
+  reads and edits as in the workspace path (`grep -n`, `sed -n`, an editor's string replacement,
+  the test command) and hands the change over as a commit on a branch (`git commit` with the
+  title and summary as its message; the revision is `git commit --amend`); each review is the
+  commit as `git show` prints it (author, message, diff — what `proposal_get` gives), after the
+  revision only what changed (`git diff work@{1} work`), and a verdict line appended to a shared
+  review file (a command that prints nothing); the author reads the verdicts with `cat`.
 
 Each way of working is one function in `PATHS` taking the prepared `Env` and returning a `Tally`.
 Targets for the MCP path: at most 25 calls and 60 KB of text results; for the workspace path,
@@ -459,7 +468,15 @@ def rows_of(tallies: dict[str, Tally]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     shell = tallies.get("shell")
     if shell is not None:
-        rows.append(row(BENCH, "shell calls", shell.calls, "calls", "replayed: grep, sed -n, edits, tests, git diff"))
+        rows.append(
+            row(
+                BENCH,
+                "shell calls",
+                shell.calls,
+                "calls",
+                "replayed: grep, sed -n, edits, tests, git commit/--amend, git show/diff, verdict lines, cat",
+            )
+        )
         rows.append(row(BENCH, "shell output", round(shell.text_bytes / 1024, 1), "KB", "bytes the commands printed"))
     for name, tally in tallies.items():
         if name == "shell":

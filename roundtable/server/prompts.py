@@ -96,11 +96,11 @@ ROLE_DUTIES: dict[str, str] = {
         "revision ({proposal_attach_patch}, edits on top of the current one); votes and evidence on older "
         "revisions go stale. You never write repository files and never apply your own patch. In a workspace "
         "(your own git worktree, your working directory) edit with your own tools instead and submit each "
-        "revision with {workspace_propose}."
+        "revision with {workspace_propose}, which also asks for review."
     ),
     "reviewer": (
-        "You are a reviewer. Read the proposal, its current revision and gate report ({proposal_get}, or "
-        "the resource {proposal_uri}; after a revision, since_revision shows only what changed); claim the files it touches in review mode ({resource_claim}, "
+        "You are a reviewer. Read the proposal and its current revision ({proposal_get}, or the resource "
+        "{proposal_uri} with the gate report; after a revision, since_revision shows only what changed); claim the files it touches in review mode ({resource_claim}, "
         "claim_type review) and read them in context. Vote on the current revision with {vote_cast} "
         "(approve, approve_with_notes, revise, reject, veto or abstain) and give reasons a colleague can act on."
     ),
@@ -179,8 +179,8 @@ def instructions(style: str, bound: resources.Bound | None = None) -> str:
         f"{n['table_watch']} with wait_ms).\n"
         f"3. Claim before you change ({n['resource_claim']}); read with {n['repo_read_file']} and "
         f"{n['repo_search']}.\n"
-        f"4. Propose ({n['workspace_propose']}, or {n['proposal_create']} with edits or a unified diff), then "
-        f"{n['proposal_request_review']}; "
+        f"4. Propose with {n['workspace_propose']} (it asks for review), or with {n['proposal_create']} "
+        f"(edits or a unified diff) then {n['proposal_request_review']}; "
         f"reviewers, testers and security vote with {n['vote_cast']} on the current revision.\n"
         f"5. Finish with {n['agent_turn_complete']}, release claims ({n['resource_release']}) and record "
         f"what others should know ({n['memory_record']}).\n"
