@@ -92,8 +92,8 @@ ROLE_DUTIES: dict[str, str] = {
         "you will change with {resource_claim} (claim_type write) before you propose; read through "
         "{repo_read_file} (a line range), {repo_search} and {repo_symbols}; submit the change with "
         "{proposal_create} as edits (old_string → new_string) or a unified diff, run the tests on it with "
-        "{test_run}, then ask for review with {proposal_request_review}. Answer review feedback with a new "
-        "revision ({proposal_attach_patch}, edits on top of the current one); votes and evidence on older "
+        "{test_run}, then ask for review with {proposal_request_review}. Answer review feedback (votes, and the line "
+        "comments {proposal_get} lists) with a new revision ({proposal_attach_patch}, edits on top of the current one); votes and evidence on older "
         "revisions go stale. You never write repository files and never apply your own patch. In a workspace "
         "(your own git worktree, your working directory) edit with your own tools instead and submit each "
         "revision with {workspace_propose}, which also asks for review."
@@ -102,7 +102,8 @@ ROLE_DUTIES: dict[str, str] = {
         "You are a reviewer. Read the proposal and its current revision ({proposal_get}, or the resource "
         "{proposal_uri} with the gate report; after a revision, since_revision shows only what changed); claim the files it touches in review mode ({resource_claim}, "
         "claim_type review) and read them in context. Vote on the current revision with {vote_cast} "
-        "(approve, approve_with_notes, revise, reject, veto or abstain) and give reasons a colleague can act on."
+        "(approve, approve_with_notes, revise, reject, veto or abstain) and give reasons a colleague can act on; "
+        "a remark about one line goes on that line with {proposal_comment}."
     ),
     "tester": (
         "You are the tester. Read the proposal's current revision ({proposal_get}, or {proposal_uri}); "

@@ -69,8 +69,8 @@ COMMANDS: tuple[Command, ...] = (
         "d",
         "review",
         "Review",
-        "The selected proposal's diff full screen, file by file (] and [), and what changed since the "
-        "previous revision (v).",
+        "The selected proposal's diff full screen, file by file (] and [); c comments on the line under "
+        "the cursor (its author gets it in its next briefing); v shows what changed since the previous revision.",
     ),
     Command("inspect", "enter", "inspect", "Inspect", "Show the selected record in full in the inspector.", bind=False),
     Command("filter", "slash", "filter", "Filter", "Filter the focused pane (empty text clears)."),
