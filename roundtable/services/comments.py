@@ -26,8 +26,8 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import ReviewEvent, is_open
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
-from roundtable.services.diff_lines import DiffLine, anchor_problem, file_lines
-from roundtable.services.patches import read_patch
+from roundtable.services.diff_lines import DiffLine, anchor_problem, lines_of
+from roundtable.services.patches import Allowances, parse_patch, read_patch
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve
 from roundtable.store import rows
 from roundtable.store.db import Reader, Tx
@@ -66,11 +66,28 @@ async def revision_row(q: Reader | Tx, proposal_id: str, number: int) -> PatchRe
     return row
 
 
+# A stored revision passed every check when it was made: it is read again whatever the policy
+# allows today, to find its lines (never to judge it).
+_READ_ANY = Allowances(symlinks=True, submodules=True, mode_changes=True)
+
+
+def revision_lines(text: str) -> dict[str, list[DiffLine]]:
+    """Each file of a stored revision's patch, as the patch parser reads it (`parse_patch`: git's
+    own reading of names, renames and quoting), with its hunks' lines numbered (`lines_of`)."""
+    parsed = parse_patch(text, None, _READ_ANY)
+    lines = parsed.lines()
+    out: dict[str, list[DiffLine]] = {}
+    for change in parsed.changes:
+        start, end = change.body
+        out[change.new or change.old] = lines_of("\n".join(lines[start:end]))
+    return out
+
+
 async def anchors(root: Path, revision: PatchRevision) -> Anchors:
     """The revision's patch read and split into numbered lines, on a worker thread."""
 
     def load() -> dict[str, list[DiffLine]]:
-        return file_lines(read_patch(root, revision.sha256))
+        return revision_lines(read_patch(root, revision.sha256))
 
     try:
         touched = tuple(str(f) for f in json.loads(revision.touched_files_json or "[]"))

@@ -1,9 +1,11 @@
 """A unified diff read line by line, each line with its numbers in the old and the new file.
 
 What a line comment anchors to (`services.comments`) and what the console's review view shows and
-moves its cursor over are the same lines: a file's part of the patch (`split_files`), each line
-classified (`header`, `hunk`, `context`, `added`, `removed`, `note`) and numbered on the side(s)
-it belongs to, from the hunk headers (`@@ -a,b +c,d @@`). Pure functions of the patch text.
+moves its cursor over are the same lines: a file's part of the patch, each line classified
+(`header`, `hunk`, `context`, `added`, `removed`, `note`) and numbered on the side(s) it belongs to,
+from the hunk headers (`@@ -a,b +c,d @@`) — `lines_of`. The comments find each file's part the way
+the patch parser does (`services.comments.revision_lines`, on `patches.parse_patch`); the review
+view shows whole parts, headers included (`split_files`, `file_lines`). Pure functions of the text.
 """
 
 from __future__ import annotations

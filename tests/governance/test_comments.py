@@ -214,3 +214,33 @@ async def test_the_cli_comments_as_the_operator_and_lists_the_comments(flow: Flo
     assert code == 0 and out == "r1 src/app.py:2 — Rename x. (operator)\n", (out, err)
     rows, events = await stored(flow)
     assert len(rows) == 1 and events == 1
+
+
+def test_a_revisions_lines_are_numbered_per_side_as_git_reads_the_patch() -> None:
+    from roundtable.services.comments import revision_lines
+    from roundtable.services.diff_lines import anchor_problem
+
+    patch = (
+        "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
+        "@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
+        "@@ -10,2 +10,3 @@\n ten\n+ten and a half\n eleven\n\\ No newline at end of file\n"
+        'diff --git "a/old name.py" "b/new name.py"\nsimilarity index 90%\n'
+        'rename from old name.py\nrename to new name.py\n--- "a/old name.py"\n+++ "b/new name.py"\n'
+        "@@ -4 +4 @@\n-x = 1\n+x = 2\n"
+    )
+    found = revision_lines(patch)
+    assert list(found) == ["a.py", "new name.py"]
+    shown = [(d.kind, d.old, d.new) for d in found["a.py"] if d.kind not in ("hunk", "note")]
+    assert shown == [
+        ("context", 1, 1),
+        ("removed", 2, 0),
+        ("added", 0, 2),
+        ("context", 3, 3),
+        ("context", 10, 10),
+        ("added", 0, 11),
+        ("context", 11, 12),
+    ]
+    assert anchor_problem(found["a.py"], "a.py", 11, "new") == ""
+    assert anchor_problem(found["a.py"], "a.py", 2, "old") == ""
+    assert "it shows lines 1-3, 10-12" in anchor_problem(found["a.py"], "a.py", 5, "new")
+    assert anchor_problem(found["new name.py"], "new name.py", 4, "new") == ""
