@@ -49,7 +49,7 @@ from roundtable.errors import RoundtableError, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.sandbox import sessions as session_sandbox
 from roundtable.sandbox.spec import Spec
-from roundtable.services import adapters, budgets, capabilities, git, preflight, sessions, workspaces
+from roundtable.services import adapters, budgets, capabilities, git, preflight, sessions, workspace_git, workspaces
 from roundtable.services.redact import redact
 from roundtable.services.sessions import SessionExit
 from roundtable.services.usage_stream import Meter
@@ -231,6 +231,7 @@ class Supervisor:
         root = self.runtime.root.resolve()
         caller = SUPERVISOR.with_run(run.id)
         workspace = ""
+        own_git: Path | None = None
         if role in WORKSPACE_ROLES and await git.head(root) != "not-git":
             try:
                 made = await self.runtime.call("workspace.create", {"agent_id": agent_id, "task_id": task_id}, caller)
@@ -238,6 +239,7 @@ class Supervisor:
                 shutil.rmtree(directory, ignore_errors=True)
                 raise
             workspace = str(made["workspace"]["path"])
+            own_git = await self._own_git(root, made["workspace"], directory)
         workdir = Path(workspace) if workspace else home
         plan = adapters.start_plan(
             self.runtime.config,
@@ -329,6 +331,8 @@ class Supervisor:
                 env["ROUNDTABLE_BRIEFING_FILE"] = str(home / BRIEFING_FILE)
             if workspace:
                 env["ROUNDTABLE_WORKSPACE"] = workspace
+            if own_git is not None:  # the harness's own `git status` and `git diff` in its workspace
+                env["GIT_DIR"] = str(own_git)
             env["ROUNDTABLE_PROMPT_FILE"] = str(home / adapters.PROMPT_FILE)
             await self.runtime.call("session.activate", {"session_id": session_id}, caller)
             argv = [*plan.argv, *extra_args]
@@ -542,6 +546,19 @@ class Supervisor:
         # session never sees the user's own login): say that, not the harness's advice.
         reason = preflight.NO_CREDENTIAL if code != 0 and live.no_credential else "process_exited"
         await self._finish(live, exit_code=code, reason=reason)
+
+    async def _own_git(self, root: Path, workspace: dict[str, Any], directory: Path) -> Path | None:
+        """A repository of the session's own for its workspace (`workspace_git.private_repo`),
+        in the session's directory: the project's repository does not exist in the sandbox.
+        None, with a warning, when it cannot be made (the session runs without it)."""
+        dest = directory / "git"
+        try:
+            await workspace_git.private_repo(root, str(workspace["base_tree"]), Path(workspace["path"]), dest)
+        except (ToolError, OSError) as exc:
+            log.warning("no git repository for the session in workspace %s: %s", workspace.get("id"), exc)
+            shutil.rmtree(dest, ignore_errors=True)
+            return None
+        return dest
 
     async def _propose_leftovers(self, live: _Live) -> None:
         """A session that ended with changes in its workspace that are not its proposal's

@@ -117,6 +117,35 @@ async def neutral_config(root: Path) -> list[str]:
     return out_args if code == 0 else []
 
 
+async def private_repo(root: Path, base_tree: str, work_tree: Path, dest: Path) -> None:
+    """A repository of the agent's own at `dest` (a new directory), so that git works inside a
+    session's sandbox, where the project's repository does not exist: the objects of the
+    workspace's base tree only (no history, no other branch, nothing the checkout does not
+    already show), one parentless commit of that tree as a detached HEAD, its index, and
+    `core.worktree` the workspace. None of the project's configuration, hooks or refs is copied.
+    Roundtable never runs git with it; the session may do what it likes with it (the session's
+    `GIT_DIR`). Nothing in the workspace is read while it is made."""
+    await _run(root, [*_BASE_CONFIG, "init", "--quiet", "--bare", str(dest)], _env())
+    own = _env({"GIT_DIR": str(dest)})
+    listed = await repo_git(root, ["ls-tree", "-r", "-t", "-z", base_tree])
+    # "<mode> <type> <id>\t<path>" per entry; a submodule's commit is not this repository's.
+    found = [entry.split("\t", 1)[0].split(" ") for entry in listed.split("\0") if entry]
+    ids = "".join(f"{oid}\n" for _mode, kind, oid in found if kind in ("blob", "tree"))
+    ids = f"{base_tree}\n{ids}".encode()
+    # Packed straight into the new repository (`<dest>/objects/pack/pack-<hash>.pack` and .idx).
+    code, _out, err = await git.exec_git(
+        root, [*_BASE_CONFIG, "pack-objects", "--quiet", str(dest / "objects" / "pack" / "pack")], stdin=ids, env=_env()
+    )
+    if code != 0:
+        raise ToolError(f"git pack-objects failed: {err[: git.OUTPUT_CAP].decode('utf-8', 'replace').strip()}")
+    _code, out = await _run(dest, [*_BASE_CONFIG, "commit-tree", base_tree, "-m", "workspace base"], own)
+    commit = out.decode("ascii", "replace").strip()
+    await _run(dest, [*_BASE_CONFIG, "update-ref", "--no-deref", "HEAD", commit], own)
+    await _run(dest, [*_BASE_CONFIG, "config", "core.bare", "false"], own)
+    await _run(dest, [*_BASE_CONFIG, "config", "core.worktree", str(work_tree)], own)
+    await _run(dest, [*_BASE_CONFIG, "read-tree", "HEAD"], own)  # the index; the files are not read
+
+
 def common_objects(tree: Tree) -> Path:
     """The project repository's object directory, from the worktree's record (`commondir`)."""
     try:

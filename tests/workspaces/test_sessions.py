@@ -25,9 +25,12 @@ def owners_of(tree: Path) -> set[int]:
 
 
 EDIT = (
-    "import os, pathlib; p = pathlib.Path('src/app.py'); print('cwd', os.getcwd());"
+    "import os, pathlib, subprocess; p = pathlib.Path('src/app.py'); print('cwd', os.getcwd());"
     "print('ws', os.environ.get('ROUNDTABLE_WORKSPACE'));"
-    "p.write_text(p.read_text() + {line!r} + chr(10))"
+    "p.write_text(p.read_text() + {line!r} + chr(10));"
+    # The harness's own git, inside the sandbox, where the project's repository does not exist.
+    "r = subprocess.run(['git', 'status', '--porcelain'], capture_output=True, text=True);"
+    "print('git status', r.returncode, repr(r.stdout), r.stderr.strip()[:300])"
 )
 LINK = "import os; os.symlink('/etc/passwd', 'passwd')"
 
@@ -69,6 +72,7 @@ async def test_sessions_work_in_their_workspace_and_leftovers_are_proposed(
     assert sessions.metadata(session)["workspace"] == ws_path
     log = sup.log_path(first).read_text()
     assert f"cwd {ws_path}" in log and f"ws {ws_path}" in log
+    assert "git status 0 ' M src/app.py\\n'" in log, log  # its own repository: only its change shows
     assert (Path(ws_path) / "src" / "app.py").read_text() == real + "# one\n# two\n"  # revision 1 was in place
     assert (repo / "src" / "app.py").read_text() == real  # the real tree is untouched
     # Between sessions the workspace is the owner's (as root, the sandbox ran as nobody).
