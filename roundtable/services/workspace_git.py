@@ -16,6 +16,11 @@ Every git command here therefore
 - reads the workspace through a private temporary index, never the worktree's own, and writes
   the objects it makes of the agent's files into a private object directory, never the project's.
 
+`private_repo` makes a session a repository of its own for its workspace (the session's
+`GIT_DIR`), since the project's repository, which the worktree's `.git` points at, does not exist
+inside the sandbox: only the base tree's objects, one parentless commit, no configuration, hooks
+or refs of the project. Roundtable itself never runs git with that repository.
+
 `scan` walks the workspace first (no symlink followed) and refuses what must never reach git's
 reading: a nested repository, roundtable's private `.roundtable/`, a file larger than the patch
 limit, a FIFO, socket or device — each only where git would see it (not ignored).
@@ -130,11 +135,13 @@ async def private_repo(root: Path, base_tree: str, work_tree: Path, dest: Path) 
     listed = await repo_git(root, ["ls-tree", "-r", "-t", "-z", base_tree])
     # "<mode> <type> <id>\t<path>" per entry; a submodule's commit is not this repository's.
     found = [entry.split("\t", 1)[0].split(" ") for entry in listed.split("\0") if entry]
-    ids = "".join(f"{oid}\n" for _mode, kind, oid in found if kind in ("blob", "tree"))
-    ids = f"{base_tree}\n{ids}".encode()
+    ids = f"{base_tree}\n" + "".join(f"{oid}\n" for _mode, kind, oid in found if kind in ("blob", "tree"))
     # Packed straight into the new repository (`<dest>/objects/pack/pack-<hash>.pack` and .idx).
     code, _out, err = await git.exec_git(
-        root, [*_BASE_CONFIG, "pack-objects", "--quiet", str(dest / "objects" / "pack" / "pack")], stdin=ids, env=_env()
+        root,
+        [*_BASE_CONFIG, "pack-objects", "--quiet", str(dest / "objects" / "pack" / "pack")],
+        stdin=ids.encode(),
+        env=_env(),
     )
     if code != 0:
         raise ToolError(f"git pack-objects failed: {err[: git.OUTPUT_CAP].decode('utf-8', 'replace').strip()}")

@@ -35,6 +35,11 @@ def has_object(repo: Path, oid: str) -> bool:
     return subprocess.run(["git", "cat-file", "-e", oid], cwd=repo, capture_output=True).returncode == 0
 
 
+def has_object_in(gitdir: Path, oid: str) -> bool:
+    done = subprocess.run(["git", "--git-dir", str(gitdir), "cat-file", "-e", oid], capture_output=True)
+    return done.returncode == 0
+
+
 def workspace_diff(path: Path, base: str) -> str:
     """`git diff` of the workspace against its base, as a user would run it there."""
     git(path, "add", "-A")
@@ -392,3 +397,42 @@ async def test_a_merge_driver_a_workspace_names_never_runs(work: Work, repo: Pat
     with pytest.raises(ToolError, match="merge-tree failed"):
         await work.call("workspace.sync", {"task_id": work.task_id})
     assert not exists(str(marker))
+
+
+async def test_a_sessions_own_repository_holds_the_base_tree_and_nothing_else(
+    work: Work, repo: Path, tmp_path: Path
+) -> None:
+    from roundtable.services.workspace_git import private_repo
+
+    # The project holds what a session must not see: another branch's file, history, its config.
+    git(repo, "config", "filter.evil.clean", "touch /nonexistent")
+    git(repo, "switch", "-q", "-c", "secret")
+    (repo / "secret.txt").write_text("the other branch\n")
+    git(repo, "add", "secret.txt")
+    git(repo, "commit", "-q", "-m", "secret")
+    secret = git(repo, "rev-parse", "secret:secret.txt").strip()
+    first = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    git(repo, "switch", "-q", "-")
+    async with work.rt.db.read() as r:
+        base_tree = str(await r.scalar("SELECT base_tree FROM workspaces"))
+    own = tmp_path / "git"
+    await private_repo(repo, base_tree, work.path, own)
+
+    def own_git(*args: str) -> str:  # as the harness runs it: only GIT_DIR, in the workspace
+        env = {**os.environ, "GIT_DIR": str(own)}
+        done = subprocess.run(["git", *args], cwd=work.path, env=env, capture_output=True, text=True, check=True)
+        return done.stdout
+
+    assert own_git("status", "--porcelain") == ""  # the checkout is its base: nothing changed
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    (work.path / "new.txt").write_text("fresh\n")
+    assert own_git("status", "--porcelain") == " M src/app.py\n?? new.txt\n"
+    out = await work.propose()
+    async with work.rt.db.read() as r:
+        revision = str(await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (out["proposal"]["id"],)))
+    own_git("add", "-A")
+    assert own_git("diff", "--cached", "--no-renames") == read_patch(repo, revision)  # what it proposed
+    assert own_git("rev-list", "--all").count("\n") == 1  # one parentless commit: no history
+    assert own_git("rev-parse", "HEAD^{tree}").strip() == base_tree
+    assert not has_object_in(own, secret) and not has_object_in(own, first)  # no other branch, no history
+    assert "filter.evil" not in (own / "config").read_text()
