@@ -71,7 +71,7 @@ def _patch(tag: int) -> str:
 
 async def _measure(root: Path) -> list[dict[str, Any]]:
     from roundtable.runtime import Runtime
-    from roundtable.services.agents import sync_agents
+    from roundtable.services.coordination.agents import sync_agents
     from roundtable.tools.context import OPERATOR, Caller
 
     author = Caller("agent", "bench", agent_id="implementer-1")

@@ -53,7 +53,7 @@ def _project(tmp: Path) -> Path:
 async def _wake_latency(root: Path) -> list[dict[str, Any]]:
     from roundtable import chair
     from roundtable.runtime import Runtime
-    from roundtable.services import runs
+    from roundtable.services.coordination import runs
 
     async with await Runtime.open(root) as rt:
         await chair.sync_agents(rt)
@@ -107,7 +107,7 @@ async def _wake_latency(root: Path) -> list[dict[str, Any]]:
 
 async def _seed_runs(rt: Any, root: Path) -> list[str]:
     from roundtable import clock
-    from roundtable.services import runs
+    from roundtable.services.coordination import runs
 
     run_ids = [(await runs.create_run(rt, f"bench {i}")).id for i in range(RUNS)]
     for i in range(TASKS):

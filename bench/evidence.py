@@ -43,8 +43,8 @@ def _patch() -> str:
 
 
 def _scan_samples() -> list[float]:
-    from roundtable.services.pathguard import is_sensitive_path
-    from roundtable.services.security_scan import scan_patch
+    from roundtable.services.governance.security_scan import scan_patch
+    from roundtable.services.repository.pathguard import is_sensitive_path
 
     text = _patch()
     samples = []
@@ -90,8 +90,9 @@ async def _sandbox_samples(root: Path, kind: str) -> dict[str, list[float]]:
     with the patch applied (create + remove), and test.run of a proposal end to end."""
     from roundtable.runtime import Runtime
     from roundtable.sandbox import runner
-    from roundtable.services import scratch, test_exec
-    from roundtable.services.policy import load_policy
+    from roundtable.services.policy.engine import load_policy
+    from roundtable.services.repository import scratch
+    from roundtable.services.testing import test_exec
     from roundtable.tools.context import Caller
 
     _policy(root, kind)

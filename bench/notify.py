@@ -74,7 +74,7 @@ class Arrivals:
 
 async def _cycles(runtime: Any, run_id: str, arrivals: Arrivals) -> tuple[list[float], list[float], int]:
     """Run the turn cycles; (every commit's latency, the `agent.turn_scheduled` ones, misses)."""
-    from roundtable.services import turns
+    from roundtable.services.coordination import turns
 
     every: list[float] = []
     scheduled: list[float] = []
@@ -252,8 +252,9 @@ async def _run(tmp: Path, root: Path) -> list[dict[str, Any]]:
     from roundtable import clock
     from roundtable.owner import Owner
     from roundtable.server.sessions import SessionEndpoint
-    from roundtable.services import capabilities, sessions, tokens
-    from roundtable.services.runs import create_run
+    from roundtable.services.coordination.runs import create_run
+    from roundtable.services.sessions import capabilities, tokens
+    from roundtable.services.sessions import records as sessions
 
     rows: list[dict[str, Any]] = []
     async with Owner(root, http_address="127.0.0.1:0", socket=False, chair=False) as owner:

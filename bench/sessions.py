@@ -38,9 +38,10 @@ async def _run() -> list[dict[str, Any]]:
     from roundtable import clock
     from roundtable.runtime import Runtime
     from roundtable.server.sessions import SessionEndpoint
-    from roundtable.services import capabilities, sessions
-    from roundtable.services.agents import sync_agents
-    from roundtable.services.runs import create_run
+    from roundtable.services.coordination.agents import sync_agents
+    from roundtable.services.coordination.runs import create_run
+    from roundtable.services.sessions import capabilities
+    from roundtable.services.sessions import records as sessions
 
     tmp, root = _TMP
     rows: list[dict[str, Any]] = []

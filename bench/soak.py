@@ -295,7 +295,7 @@ def make_repo(base: Path, agents: int) -> tuple[Path, str]:
     from roundtable import chair
     from roundtable.runtime import Runtime
     from roundtable.scaffold import init_project
-    from roundtable.services import runs
+    from roundtable.services.coordination import runs
 
     root = base / "p"
     (root / "src").mkdir(parents=True)

@@ -136,7 +136,7 @@ def _timed(samples: list[float]) -> str:
 
 async def _in_process(root: Path) -> list[dict[str, Any]]:
     from roundtable.runtime import Runtime
-    from roundtable.services.state import STATE_DEFAULT_LIMIT, load_state
+    from roundtable.services.coordination.state import STATE_DEFAULT_LIMIT, load_state
 
     size = f"{TASKS:,} tasks + {CLAIMS:,} claims"
     rows = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 def write_atomic_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync: bool = True) -> None:
     """Write `data` to `path` through a temporary file in the same directory and a rename.
-    With `sync=False` the caller makes the data durable itself (`services.patches.fsync_all`)."""
+    With `sync=False` the caller makes the data durable itself (`services.repository.patches.fsync_all`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

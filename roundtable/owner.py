@@ -372,7 +372,7 @@ class Owner:
     def _preflight(self) -> None:
         """Which agents cannot run under this owner, and why (`preflight_lines`; whoever hosts the
         owner says them after its ready line, before anything is launched)."""
-        from roundtable.services.preflight import unready_agents
+        from roundtable.services.sessions.preflight import unready_agents
 
         self.preflight_lines = [
             f"roundtable: WARNING: {item.line()}; fix: {item.fix}" for item in unready_agents(self.runtime.config)
@@ -405,8 +405,8 @@ class Owner:
     async def _ensure_credentials(self) -> None:
         """The project credential and one per configured agent, each a live token in its file
         under `.roundtable/credentials/` (harness configs name the file's owner, never a secret)."""
-        from roundtable.services import tokens
-        from roundtable.services.agents import configured_agents
+        from roundtable.services.coordination.agents import configured_agents
+        from roundtable.services.sessions import tokens
 
         db = self.runtime.db
         async with db.read() as reader:

@@ -2,7 +2,7 @@
 output captured (or streamed to a sink), a timeout, and the child killed and reaped on timeout or
 cancellation — no caller can leave a process behind.
 
-Used by git (`services.git.exec_git`), test commands (`services.test_exec`), the sandbox probes
+Used by git (`services.repository.git.exec_git`), test commands (`services.testing.test_exec`), the sandbox probes
 (`sandbox.runner`) and its probes. Long-lived supervised
 sessions are the supervisor's own (they stream, heartbeat and outlive a call). This module
 imports nothing of roundtable, so the small sandbox package may use it.

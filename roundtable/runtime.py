@@ -32,8 +32,8 @@ from jsonschema.validators import validator_for
 from roundtable.bus import ChangeBus
 from roundtable.config import Config, load_config
 from roundtable.errors import LimitReached, PermissionDenied, RoundtableError, StoreError, ToolError, ValidationError
-from roundtable.services.policy import Policy
-from roundtable.services.policy_watch import LivePolicy
+from roundtable.services.policy.engine import Policy
+from roundtable.services.policy.watch import LivePolicy
 from roundtable.services.redact import redact
 from roundtable.store.db import ACTING, BUSY_TIMEOUT_MS, Database
 from roundtable.tools.context import OPERATOR, Call, Caller
@@ -85,7 +85,7 @@ class Runtime:
     @property
     def policy(self) -> Policy | None:
         """`POLICIES.ROUNDTABLE.md` as it is now: a valid edit applies from the next call, an
-        invalid one is logged and ignored (`services/policy_watch.py`)."""
+        invalid one is logged and ignored (`services/policy/watch.py`)."""
         return self._policy.current() if self._policy is not None else None
 
     @policy.setter

@@ -49,10 +49,14 @@ from roundtable.errors import RoundtableError, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.sandbox import sessions as session_sandbox
 from roundtable.sandbox.spec import Spec
-from roundtable.services import adapters, budgets, capabilities, git, preflight, sessions, workspace_git, workspaces
 from roundtable.services.redact import redact
-from roundtable.services.sessions import SessionExit
-from roundtable.services.usage_stream import Meter
+from roundtable.services.repository import git
+from roundtable.services.sessions import adapters, budgets, capabilities, preflight
+from roundtable.services.sessions import records as sessions
+from roundtable.services.sessions.records import SessionExit
+from roundtable.services.sessions.usage_stream import Meter
+from roundtable.services.workspaces import workspace_git
+from roundtable.services.workspaces import worktrees as workspaces
 from roundtable.store.records import Agent, Proposal, Run, Task
 from roundtable.tools.context import SUPERVISOR
 from roundtable.tools.sessions_ops import NOT_RUNNING

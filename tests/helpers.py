@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import credentials
-from roundtable.services import tokens
+from roundtable.services.sessions import tokens
 from roundtable.tools.context import Caller
 
 AUTHOR = "implementer-1"

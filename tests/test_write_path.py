@@ -68,7 +68,7 @@ def _functions(tree: ast.Module) -> dict[str, ast.AST]:
 
 
 def _imports(tree: ast.Module, module: str) -> dict[str, str]:
-    """Local name → what it names (`roundtable.services.runs` or `roundtable.services.runs.end_run`),
+    """Local name → what it names (`roundtable.services.coordination.runs` or `roundtable.services.coordination.runs.end_run`),
     from every import in the module, including those inside functions."""
     names: dict[str, str] = {}
     package = module.rsplit(".", 1)[0]
@@ -88,7 +88,7 @@ def _imports(tree: ast.Module, module: str) -> dict[str, str]:
 
 def _references(node: ast.AST, imports: dict[str, str]) -> list[tuple[int, str]]:
     """(line, qualified name) of every imported name used in `node`: `runs.end_run` →
-    `roundtable.services.runs.end_run`, `end_run` (imported from it) → the same."""
+    `roundtable.services.coordination.runs.end_run`, `end_run` (imported from it) → the same."""
     found: list[tuple[int, str]] = []
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id in imports:
@@ -143,7 +143,7 @@ def upper_layer_calls() -> list[str]:
 
 def test_the_call_graph_scan_finds_service_writers() -> None:
     writers = service_writers()
-    assert writers["roundtable.services.runs.end_run"] == "opens db.write"
+    assert writers["roundtable.services.coordination.runs.end_run"] == "opens db.write"
     # found through the services' own calls, not only by the direct `db.write`
     assert any(why.startswith("calls ") for why in writers.values())
 

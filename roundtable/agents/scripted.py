@@ -152,7 +152,7 @@ async def connect(stack: AsyncExitStack, socket_path: str, token: str, *, direct
     else:
         from mcp.client.stdio import StdioServerParameters
 
-        from roundtable.services.adapters import bridge_argv
+        from roundtable.services.sessions.adapters import bridge_argv
 
         argv = bridge_argv(socket_path, os.getcwd())
         # The bridge reads the token from its environment (never from argv).

@@ -6,6 +6,6 @@ mode, hosted beside the Chair by every owner that hosts the supervisor.
 
 from roundtable.autopilot.dispatcher import Dispatcher, DispatcherStatus, PassReport, SessionHost
 from roundtable.autopilot.settings import Overrides, Settings
-from roundtable.services.sessions import SessionExit
+from roundtable.services.sessions.records import SessionExit
 
 __all__ = ["Dispatcher", "DispatcherStatus", "Overrides", "PassReport", "SessionExit", "SessionHost", "Settings"]

@@ -44,9 +44,9 @@ from roundtable.autopilot.settings import Overrides, Settings, settings
 from roundtable.autopilot.work import Job, PlanNeed, ReadyNeed, TestNeed, Work, find, ready_for_operator
 from roundtable.domain import EventType, TaskStatus
 from roundtable.errors import RoundtableError, ValidationError
-from roundtable.services import budgets
-from roundtable.services.budgets import Crossing
-from roundtable.services.sessions import SessionExit
+from roundtable.services.sessions import budgets
+from roundtable.services.sessions.budgets import Crossing
+from roundtable.services.sessions.records import SessionExit
 from roundtable.tools.context import DISPATCHER, OPERATOR, Caller
 
 if TYPE_CHECKING:
@@ -325,7 +325,7 @@ class Dispatcher:
 
     async def _load_counts(self, work: Work) -> None:
         """Attempts already recorded for these runs (a restarted owner keeps counting)."""
-        from roundtable.services.autopilot import dispatch_counts
+        from roundtable.services.coordination.autopilot import dispatch_counts
 
         runs = {j.run_id for j in work.jobs} - self._loaded_runs
         for run_id in sorted(runs):
@@ -372,7 +372,7 @@ class Dispatcher:
         report.planned.append(need.run_id)
 
     async def _planner(self, s: Settings) -> str:
-        from roundtable.services import capabilities
+        from roundtable.services.sessions import capabilities
 
         async with self.runtime.db.read() as r:
             rows = await r.fetchall("SELECT id FROM agents WHERE is_enabled = 1 ORDER BY created_at, id")
@@ -639,7 +639,7 @@ def _dispatched(job: Job, attempt: int, session_id: str, error: str) -> dict[str
 def _briefing(job: Job, state: _Attempts) -> str:
     """The reason the agent is launched, for its briefing (and what went wrong before). What
     another agent or a test wrote is quoted as data, capped and labelled with its author."""
-    from roundtable.services.briefing import quote
+    from roundtable.services.sessions.briefing import quote
 
     lines = [f"Why you were launched: {job.reason.replace('_', ' ')}.", job.detail]
     if job.quote:
@@ -659,7 +659,7 @@ def _natural(agent_id: str) -> tuple[str, int]:
 
 def _top_level(root: Any) -> list[str]:
     """The repository's visible top-level entries (what a planner may read)."""
-    from roundtable.services.pathguard import is_sensitive_path
+    from roundtable.services.repository.pathguard import is_sensitive_path
 
     try:
         names = sorted(os.listdir(root))

@@ -36,11 +36,11 @@ from roundtable.domain import (
     TestRunStatus,
 )
 from roundtable.errors import RoundtableError
-from roundtable.services import capabilities
-from roundtable.services import comments as comments_service
-from roundtable.services.briefing import comments_block
-from roundtable.services.gates import HOST_RUN_EXCLUDED, current_votes, evaluate
-from roundtable.services.patches import allowances, parse_patch, read_patch
+from roundtable.services.governance import comments as comments_service
+from roundtable.services.governance.gates import HOST_RUN_EXCLUDED, current_votes, evaluate
+from roundtable.services.repository.patches import allowances, parse_patch, read_patch
+from roundtable.services.sessions import capabilities
+from roundtable.services.sessions.briefing import comments_block
 from roundtable.store.db import Reader
 from roundtable.store.records import Proposal, SecurityReview, Task, TestRun
 
@@ -63,7 +63,7 @@ class Job:
     proposal_id: str = ""
     detail: str = ""  # the reason in words, for the session's briefing
     # Text another agent (or a test's output) wrote that the session should see, and its author:
-    # quoted into the briefing as data (`services.briefing.quote`), never as part of `detail`.
+    # quoted into the briefing as data (`services.sessions.briefing.quote`), never as part of `detail`.
     quote: str = ""
     quote_author: str = ""
     # The comments on the revision to revise, as `path:line — body` lines already quoted as data.

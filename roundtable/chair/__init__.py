@@ -18,7 +18,7 @@ from roundtable.chair.finite import LoopResult, run_loop
 from roundtable.chair.loop import ChairLoop, ChairState
 from roundtable.chair.report import TickReport
 from roundtable.chair.tick import tick
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination.agents import sync_agents
 
 __all__ = [
     "ChairLoop",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from roundtable.chair.tick import chair_call
 from roundtable.domain import BLOCKED_TASK_STATUSES, OPEN_PROPOSAL_STATUSES, TERMINAL_TASK_STATUSES, RunStatus
-from roundtable.services import turns as turns_service
+from roundtable.services.coordination import turns as turns_service
 
 if TYPE_CHECKING:
     from roundtable.runtime import Runtime

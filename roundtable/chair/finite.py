@@ -13,7 +13,7 @@ from roundtable.chair.convergence import settle
 from roundtable.chair.report import TickReport
 from roundtable.chair.tick import chair_call, tick
 from roundtable.domain import RunStatus
-from roundtable.services.chair_steps import error_text
+from roundtable.services.coordination.chair_steps import error_text
 
 if TYPE_CHECKING:
     from roundtable.runtime import Runtime

@@ -21,8 +21,8 @@ from roundtable.chair.convergence import settle
 from roundtable.chair.report import TickReport
 from roundtable.chair.tick import tick, turns
 from roundtable.domain import TurnEvent
-from roundtable.services import runs as runs_service
-from roundtable.services.chair_steps import error_text
+from roundtable.services.coordination import runs as runs_service
+from roundtable.services.coordination.chair_steps import error_text
 
 if TYPE_CHECKING:
     from roundtable.bus import Subscription

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.chair.report import TickReport
 from roundtable.domain import TERMINAL_TASK_STATUSES
-from roundtable.services.agents import enabled_with_role
-from roundtable.services.chair_steps import REVIEW_EVENT, error_text
+from roundtable.services.coordination.agents import enabled_with_role
+from roundtable.services.coordination.chair_steps import REVIEW_EVENT, error_text
 from roundtable.store.records import Proposal, Task
 from roundtable.tools.context import CHAIR
 

@@ -73,8 +73,8 @@ def connect(
 ) -> None:
     """Add this project's roundtable server to HARNESS's project-local MCP configuration."""
     from roundtable.config import load_config
-    from roundtable.services import adapters
-    from roundtable.services.agents import configured_agents
+    from roundtable.services.coordination.agents import configured_agents
+    from roundtable.services.sessions import adapters
 
     if trust and harness != "codex":
         raise click.UsageError("--trust is for codex (Codex trusts projects; other harnesses do not need it)")
@@ -110,7 +110,7 @@ def connect(
         path = run_async(_ensure_agent_credential(root, agent_id))
         click.echo(f"credential for {agent_id}: {path} (0600; the harness file names the agent, never the secret)")
     if ws is not None:
-        from roundtable.services import workspaces
+        from roundtable.services.workspaces import worktrees as workspaces
 
         # The harness's own files in the workspace are never part of what it proposes.
         workspaces.mark_local(ws, [edit.rel, *([adapters.CLAUDE_SETTINGS] if harness == "claude" else [])])
@@ -147,7 +147,7 @@ def connect(
 
 
 def _binding(entry: dict[str, Any]) -> tuple[str, str]:
-    from roundtable.services.adapters import entry_option
+    from roundtable.services.sessions.adapters import entry_option
 
     return entry_option(entry, "--root"), entry_option(entry, "--agent")
 
@@ -163,7 +163,7 @@ def _describe_binding(entry: dict[str, Any]) -> str:
 
 def _remaining_steps(harness: str, root: Path, *, trust: bool, approve: bool) -> list[str]:
     """Do what --trust/--approve ask; return the steps still left for the user, in order."""
-    from roundtable.services import adapters
+    from roundtable.services.sessions import adapters
 
     steps: list[str] = []
     if harness == "codex":
@@ -200,7 +200,7 @@ def _remaining_steps(harness: str, root: Path, *, trust: bool, approve: bool) ->
 async def _workspace_of(root: Path, agent_id: str, task_id: str) -> Any:
     """The agent's workspace for `task_id` (made now if needed), or its only live one."""
     from roundtable.runtime import Runtime
-    from roundtable.services import workspaces
+    from roundtable.services.workspaces import worktrees as workspaces
 
     runtime = await Runtime.open(root)
     try:
@@ -283,7 +283,7 @@ def _git_findings(root: Path) -> list[Finding]:
 
 def _policy_finding(root: Path) -> Finding:
     from roundtable.errors import ConfigError
-    from roundtable.services.policy import POLICY_FILE, load_policy
+    from roundtable.services.policy.engine import POLICY_FILE, load_policy
 
     try:
         load_policy(root)
@@ -431,7 +431,7 @@ async def bridge_round_trip(argv: list[str], env: dict[str, str], cwd: Path, tim
 
 def _harness_findings(root: Path, owner_ok: bool, owner_running: bool, configured: set[str]) -> list[Finding]:
     from roundtable.errors import ValidationError
-    from roundtable.services import adapters
+    from roundtable.services.sessions import adapters
 
     found: list[Finding] = []
     for harness in adapters.CONNECT_TARGETS:
@@ -542,7 +542,7 @@ def diagnose(root: Path) -> list[Finding]:
     """Every check `doctor` makes, in order."""
     from roundtable.config import load_config
     from roundtable.errors import ConfigError
-    from roundtable.services.agents import configured_agents
+    from roundtable.services.coordination.agents import configured_agents
 
     root = root.resolve()
     if not root.is_dir():
@@ -625,8 +625,8 @@ def diagnose(root: Path) -> list[Finding]:
 def _tests_findings(root: Path) -> list[Finding]:
     """Whether the test command inferred for a Python project runs the project's interpreter."""
     from roundtable.errors import RoundtableError
-    from roundtable.services import test_suggest
-    from roundtable.services.policy import load_policy
+    from roundtable.services.policy.engine import load_policy
+    from roundtable.services.testing import test_suggest
 
     try:
         if load_policy(root).tests.commands:
@@ -650,7 +650,7 @@ def _tests_findings(root: Path) -> list[Finding]:
 def _agent_findings(config: Any, root: Path) -> list[Finding]:
     """Can each launchable agent's harness run under this owner (program, model credential)?
     A problem when the autopilot launches them (`autopilot.mode: auto`), else a note."""
-    from roundtable.services import preflight
+    from roundtable.services.sessions import preflight
 
     unready = preflight.unready_agents(config)
     if not unready:

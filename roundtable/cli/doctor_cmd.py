@@ -112,7 +112,7 @@ def isolation_findings(root: Path, config: Any) -> list[tuple[bool, str, str, bo
 
     from roundtable.sandbox import runner
     from roundtable.sandbox import sessions as session_sandbox
-    from roundtable.services.policy import load_policy
+    from roundtable.services.policy.engine import load_policy
 
     settings = config.sessions
     try:

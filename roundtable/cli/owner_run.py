@@ -19,7 +19,7 @@ async def isolation_lines(owner: object) -> list[str]:
     """What agents' code will run in here: the sessions' launcher (when this owner hosts the
     supervisor) and the test runs' sandbox — said once at start, loudly when unsandboxed."""
     from roundtable.errors import RoundtableError
-    from roundtable.services import testing
+    from roundtable.services.testing import test_runs as testing
 
     lines: list[str] = []
     supervisor = getattr(owner, "supervisor", None)

@@ -26,7 +26,7 @@ async def _comment(root: Path, args: dict[str, Any]) -> dict[str, Any]:
 
 async def _comments(root: Path, proposal_id: str, every: bool) -> list[dict[str, Any]]:
     from roundtable.runtime import Runtime
-    from roundtable.services import comments
+    from roundtable.services.governance import comments
     from roundtable.store.records import Proposal
 
     async with await Runtime.open(root) as runtime, runtime.db.read() as r:
@@ -79,7 +79,7 @@ def comment(
 @handle_errors
 def comments_cmd(root: Path, as_json: bool, proposal_id: str, every: bool) -> None:
     """The comments on the proposal's current revision (--all: every revision), by place."""
-    from roundtable.services.comments import place
+    from roundtable.services.governance.comments import place
 
     rows = run_async(_comments(root, proposal_id, every))
     if as_json:

@@ -25,7 +25,7 @@ END_STATUSES = RUN_ENDINGS
 
 async def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:
     from roundtable.runtime import Runtime
-    from roundtable.services import usage
+    from roundtable.services.sessions import usage
     from roundtable.store.records import Run
 
     runtime = await Runtime.open(root)
@@ -78,7 +78,7 @@ def list_(root: Path, as_json: bool, include_archived: bool) -> None:
     if not rows:
         click.echo("no runs yet (roundtable runs create --goal TEXT starts one)")
         return
-    from roundtable.services.usage import describe
+    from roundtable.services.sessions.usage import describe
 
     for row in rows:
         ended = f"  ended {row['ended_at']}" if row["ended_at"] else ""

@@ -64,7 +64,7 @@ def sessions(ctx: click.Context, root: Path, as_json: bool) -> None:
 
 
 def _list(root: Path, as_json: bool) -> None:
-    from roundtable.services import sessions as svc
+    from roundtable.services.sessions import records as svc
 
     async def work(db: Any, _config: Any) -> list[Any]:
         async with db.read() as r:
@@ -97,8 +97,8 @@ def list_cmd(root: Path, as_json: bool) -> None:
 @handle_errors
 def show(session_id: str, root: Path, as_json: bool) -> None:
     """A session's record, its capability state (never the token) and its lifecycle notes."""
-    from roundtable.services import capabilities, usage
-    from roundtable.services import sessions as svc
+    from roundtable.services.sessions import capabilities, usage
+    from roundtable.services.sessions import records as svc
 
     async def work(db: Any, _config: Any) -> dict[str, Any]:
         async with db.read() as r:
@@ -291,8 +291,9 @@ def revoke(session_id: str, reason: str, root: Path) -> None:
 @handle_errors
 def resume(session_id: str, agent: str, root: Path) -> None:
     """Print the resume briefing for an agent or a session."""
-    from roundtable.services import briefing, claims
-    from roundtable.services import sessions as svc
+    from roundtable.services.coordination import claims
+    from roundtable.services.sessions import briefing
+    from roundtable.services.sessions import records as svc
 
     if not session_id and not agent:
         fail("resume requires --session or --agent")

@@ -61,7 +61,7 @@ def start(root: Path, interval: str, autopilot: bool, goal: str, http_address: s
     async def about_runs(owner: Any) -> None:
         """The run `--goal` created (before anything listened); else how to create one when no
         run is active."""
-        from roundtable.services.runs import active_run_ids
+        from roundtable.services.coordination.runs import active_run_ids
 
         run = owner.created_run
         if run:

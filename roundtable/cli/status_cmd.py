@@ -21,7 +21,7 @@ MAX_ROWS = 8  # per section, so the whole fits a terminal
 async def gather(root: Path) -> dict[str, Any]:
     """Everything `status` shows, as JSON-ready data."""
     from roundtable.runtime import Runtime
-    from roundtable.services import budgets, usage
+    from roundtable.services.sessions import budgets, usage
     from roundtable.store.records import Run
     from roundtable.tui.models import attention
     from roundtable.tui.overview import load_overview
@@ -115,8 +115,8 @@ def _section(title: str, lines: list[str]) -> None:
 @handle_errors
 def status(root: Path, as_json: bool) -> None:
     """What needs you, the running sessions and their spend, the runs — in one screen."""
-    from roundtable.services.budgets import describe_limit
-    from roundtable.services.usage import describe
+    from roundtable.services.sessions.budgets import describe_limit
+    from roundtable.services.sessions.usage import describe
 
     data = run_async(gather(root))
     if as_json:

@@ -21,7 +21,7 @@ from roundtable.cli.common import fail, handle_errors, json_option, print_json
 @handle_errors
 def symbols(path: str, as_json: bool) -> None:
     """Print one line per symbol: <kind> <name> <path> <start_line> <end_line>."""
-    from roundtable.services.symbols import index_file
+    from roundtable.services.repository.symbols import index_file
 
     if not path.strip():
         raise click.UsageError("symbols requires --path")
@@ -31,7 +31,7 @@ def symbols(path: str, as_json: bool) -> None:
         print_json({"symbols": [s.to_dict() for s in found]})
         return
     if not found:
-        from roundtable.services.symbols import _EXTENSIONS, detect_language
+        from roundtable.services.repository.symbols import _EXTENSIONS, detect_language
 
         if not detect_language(label):
             supported = ", ".join(sorted(_EXTENSIONS))

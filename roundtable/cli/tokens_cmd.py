@@ -42,7 +42,7 @@ def create(root: Path, agent_id: str, operator: bool) -> None:
     click.echo(f"created {result['token']['id']} for {principal}{' ' + agent_id if agent_id else ''}", err=True)
     if agent_id:
         from roundtable.config import load_config
-        from roundtable.services.agents import configured_agents
+        from roundtable.services.coordination.agents import configured_agents
 
         if agent_id not in {a.id for a in configured_agents(load_config(root))}:
             click.echo(

@@ -22,7 +22,7 @@ from roundtable.cli.common import handle_errors, json_option, print_json, root_o
 
 async def _list(root: Path, status: str) -> list[dict[str, Any]]:
     from roundtable.runtime import Runtime
-    from roundtable.services.transactions import list_transactions
+    from roundtable.services.applying.transactions import list_transactions
 
     runtime = await Runtime.open(root)
     try:

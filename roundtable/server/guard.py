@@ -36,7 +36,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Scope
 
-from roundtable.services import capabilities
+from roundtable.services.sessions import capabilities
 from roundtable.tools.context import Caller
 
 log = logging.getLogger("roundtable.server.guard")
@@ -171,7 +171,7 @@ def authenticated(app: ASGIApp, backend: TokenBackend | CapabilityBackend) -> AS
 
 def db_token_resolver(runtime: Any) -> TokenResolver:
     """Resolve a presented token through `access_tokens` (by its sha256) on every request."""
-    from roundtable.services import tokens as token_service
+    from roundtable.services.sessions import tokens as token_service
 
     async def resolve(token: str) -> Caller | None:
         async with runtime.db.read() as reader:

@@ -209,7 +209,7 @@ class HttpAccess:
         now = time.monotonic()
         if now - self._checked_at < self.LIVE_CACHE_SECONDS:
             return self._live
-        from roundtable.services import tokens
+        from roundtable.services.sessions import tokens
 
         async with self.runtime.db.read() as reader:
             found = await tokens.resolve(reader, self._token)

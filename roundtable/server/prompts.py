@@ -3,7 +3,7 @@
 One prompt per role (implementer, reviewer, tester, security, architect) carries the role's duty,
 the project's mandatory rules and start-up checklist (the text of the generated manifest,
 `assets.manifest_md`) and the turn protocol; `resume` is the resume briefing
-(`services/briefing.py`) as a prompt with arguments. Tool names are spelled as the client sees
+(`services/sessions/briefing.py`) as a prompt with arguments. Tool names are spelled as the client sees
 them (`mcp.tool_names`). Nothing here writes: the resume prompt does not suspend stale claims
 (`roundtable resume` does).
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 from roundtable.errors import NotFound, PermissionDenied, ValidationError
 from roundtable.server import resources
-from roundtable.services import briefing
-from roundtable.services import sessions as session_service
-from roundtable.services.agents import get_agent
+from roundtable.services.coordination.agents import get_agent
+from roundtable.services.sessions import briefing
+from roundtable.services.sessions import records as session_service
 from roundtable.store.records import AgentSession
 from roundtable.tools.registry import get_registry
 

@@ -35,10 +35,10 @@ import anyio
 
 from roundtable.domain import TERMINAL_TASK_STATUSES, ProposalStatus
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
-from roundtable.services import turns as turn_service
-from roundtable.services.pathguard import HIDDEN_DIRS, is_sensitive_path
-from roundtable.services.runs import get_run
-from roundtable.services.session_scope import Scope, where
+from roundtable.services.coordination import turns as turn_service
+from roundtable.services.coordination.runs import get_run
+from roundtable.services.coordination.session_scope import Scope, where
+from roundtable.services.repository.pathguard import HIDDEN_DIRS, is_sensitive_path
 from roundtable.tools.context import Caller
 
 SCHEME = "roundtable"
@@ -54,7 +54,7 @@ PROPOSAL_DONE = (ProposalStatus.ACCEPTED, ProposalStatus.REJECTED, ProposalStatu
 
 
 # What a capability session is bound to and may read (None for HTTP principals): the one scope
-# rule its tools apply too (`services.session_scope`).
+# rule its tools apply too (`services.coordination.session_scope`).
 Bound = Scope
 
 
@@ -270,7 +270,7 @@ async def read(runtime: Any, access: Access, text: str) -> Content:
 
 async def run_usage(runtime: Any, run_id: str) -> dict[str, Any]:
     """What the run's supervised sessions spent: in all, and per agent and per task."""
-    from roundtable.services import usage
+    from roundtable.services.sessions import usage
 
     async with runtime.db.read() as r:
         total = await usage.totals(r, run_id=run_id)

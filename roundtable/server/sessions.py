@@ -32,8 +32,9 @@ from roundtable.runtime import Runtime
 from roundtable.server import mcp_adapter, resources
 from roundtable.server.embedded import Embedded, EmbeddedStartError
 from roundtable.server.guard import CapabilityBackend, authenticated
-from roundtable.services import capabilities, session_scope
+from roundtable.services.coordination import session_scope
 from roundtable.services.redact import redact
+from roundtable.services.sessions import capabilities
 from roundtable.store.db import ACTING
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import SUPERVISOR, Caller

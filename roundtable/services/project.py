@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from roundtable.config import Config
-    from roundtable.services.policy import Policy
+    from roundtable.services.policy.engine import Policy
     from roundtable.store.db import Database
 
 

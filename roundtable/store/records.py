@@ -496,7 +496,7 @@ class AccessToken(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Workspace(Record):
-    """One agent's git worktree for one task (`services.workspaces`)."""
+    """One agent's git worktree for one task (`services.workspaces.worktrees`)."""
 
     table: ClassVar[str] = "workspaces"
 
@@ -519,7 +519,7 @@ class Workspace(Record):
 
 @dataclasses.dataclass(frozen=True)
 class ProposalComment(Record):
-    """A line comment on one revision of a proposal (`services.comments`); `line` 0: on the whole
+    """A line comment on one revision of a proposal (`services.governance.comments`); `line` 0: on the whole
     file, `path` '': on the whole proposal."""
 
     table: ClassVar[str] = "proposal_comments"

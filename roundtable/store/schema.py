@@ -419,7 +419,7 @@ _V4: Step = (
     "CREATE INDEX idx_workspaces_task ON workspaces(task_id, state)",
 )
 
-# Version 5: what each supervised session spent (`services.usage`), read from the harness's own
+# Version 5: what each supervised session spent (`services.sessions.usage`), read from the harness's own
 # output as it streams: one row per session, rewritten with the session's running totals. The
 # task, proposal and revision it worked for and the UTC day it started are kept with it, so rollups
 # per task, revision, agent, run and day are one indexed sum. `cost_source` says where the cost
@@ -448,7 +448,7 @@ _V5: Step = (
     "CREATE INDEX idx_session_usage_day ON session_usage(day)",
 )
 
-# Version 6: line comments on a proposal's revision (`services.comments`): by the operator or a
+# Version 6: line comments on a proposal's revision (`services.governance.comments`): by the operator or a
 # reviewing agent, on a line the revision's diff shows (`side` new: the new file's line number;
 # old: a removed line's), on a whole file (`line` NULL) or on the whole proposal (`path` '').
 # `revision` is the revision's number, `revision_sha` its patch; a later revision leaves them on

@@ -1,15 +1,15 @@
 """Human approvals and security review: `human.request_approval`, `human.approval_status`,
-`security.review`. Handlers bind arguments and the caller to `services.approvals` and
-`services.security`; the rules (who may decide, what a scan finds) live there."""
+`security.review`. Handlers bind arguments and the caller to `services.governance.approvals` and
+`services.governance.security`; the rules (who may decide, what a scan finds) live there."""
 
 from __future__ import annotations
 
 import sqlite3
 from typing import Any
 
-from roundtable.services import approvals as approvals_service
-from roundtable.services import security as security_service
-from roundtable.services.evidence import Actor
+from roundtable.services.governance import approvals as approvals_service
+from roundtable.services.governance import security as security_service
+from roundtable.services.governance.evidence import Actor
 from roundtable.store import rows
 from roundtable.store.records import HumanApproval
 from roundtable.tools.args import opt_str, record_id

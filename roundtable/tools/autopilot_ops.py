@@ -3,7 +3,7 @@
 - `autopilot.set_enabled` (audience `operator`): records `autopilot.enabled` / `autopilot.disabled`
   in every active run with the operator as principal; the owner's dispatcher flips its state
   after the call succeeds (`Dispatcher.set_enabled`).
-- `autopilot.record` (internal): one of the dispatcher's events (`services.autopilot.EVENT_TYPES`).
+- `autopilot.record` (internal): one of the dispatcher's events (`services.coordination.autopilot.EVENT_TYPES`).
 - `autopilot.block_task` (internal): a task the dispatcher gave up on, blocked with the reason.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable.domain import EventType
-from roundtable.services import autopilot
+from roundtable.services.coordination import autopilot
+from roundtable.services.coordination.tasks import task_dict
 from roundtable.services.run_scope import active_runs
-from roundtable.services.tasks import task_dict
 from roundtable.tools.args import opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec

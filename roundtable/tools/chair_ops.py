@@ -3,7 +3,7 @@
 Every write the Chair makes goes through `Runtime.call` as the caller `chair` — validated,
 labelled `chair.<step>` on the change bus and in the audit trail, its events stamped with the
 Chair's principal — instead of opening the database itself. The Chair decides what
-to do from the stored state; these handlers do it through `services.chair_steps`.
+to do from the stored state; these handlers do it through `services.coordination.chair_steps`.
 
 - `chair.assign_tasks`: a batch of open tasks to the least loaded implementers (one transaction,
   a savepoint per task);
@@ -21,7 +21,7 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.domain import RunStatus
-from roundtable.services import chair_steps
+from roundtable.services.coordination import chair_steps
 from roundtable.tools.args import opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Handler, ToolSpec, TxMode

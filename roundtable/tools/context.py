@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from roundtable.services.coordination.session_scope import Scope
 from roundtable.services.project import Project
 from roundtable.services.run_scope import RunHint
-from roundtable.services.session_scope import Scope
 from roundtable.store.db import Reader, Tx
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class Call:
 
     @property
     def scope(self) -> Scope | None:
-        """What a capability session may read (`services.session_scope`); None for every other
+        """What a capability session may read (`services.coordination.session_scope`); None for every other
         caller. List reads pass it on so that a session's lists hold only its own work."""
         cap = self.caller.capability
         return Scope.of(cap) if cap is not None and not self.caller.is_operator else None

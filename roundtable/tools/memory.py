@@ -1,12 +1,12 @@
 """Memory: `memory.query`, `memory.record`, `memory.summarize`, `memory.mark_stale`. Who may edit
-which entry (agents their own, the operator every one) is decided in `services.memory`."""
+which entry (agents their own, the operator every one) is decided in `services.coordination.memory`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from roundtable.domain import MemoryStatus
-from roundtable.services import memory
+from roundtable.services.coordination import memory
 from roundtable.tools.args import opt_int, opt_str, record_id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec

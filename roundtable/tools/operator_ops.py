@@ -13,8 +13,10 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import ClaimStatus, EventType
 from roundtable.errors import ToolError
-from roundtable.services import adapter_records, agents, recovery, tokens
-from roundtable.services import claims as claims_service
+from roundtable.services.applying import recovery
+from roundtable.services.coordination import agents
+from roundtable.services.coordination import claims as claims_service
+from roundtable.services.sessions import adapter_records, tokens
 from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec

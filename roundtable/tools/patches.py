@@ -1,16 +1,16 @@
 """The patch pipeline: `patch.validate`, `patch.apply`, `patch.reject`, and the operator's
-unexposed `patch.rollback`. The work lives in `services.validate`, `services.apply`,
-`services.rollback` and `services.proposals`; apply and rollback manage their own transactions (mode `none`)."""
+unexposed `patch.rollback`. The work lives in `services.applying.validate`, `services.applying.apply`,
+`services.applying.rollback` and `services.governance.proposals`; apply and rollback manage their own transactions (mode `none`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from roundtable import clock
-from roundtable.services import apply as apply_service
-from roundtable.services import proposals as proposals_service
-from roundtable.services import rollback as rollback_service
-from roundtable.services.validate import validate as validate_proposal
+from roundtable.services.applying import apply as apply_service
+from roundtable.services.applying import rollback as rollback_service
+from roundtable.services.applying.validate import validate as validate_proposal
+from roundtable.services.governance import proposals as proposals_service
 from roundtable.store.records import HumanApproval, SecurityReview
 from roundtable.tools import views
 from roundtable.tools.args import opt_str, record_id

@@ -1,6 +1,6 @@
 """Proposals, votes and decisions: `proposal.*`, `vote.cast`, `vote.list`, `decision.record`.
 
-Handlers bind arguments and the caller to `services.proposals` and `services.votes`. An agent
+Handlers bind arguments and the caller to `services.governance.proposals` and `services.governance.votes`. An agent
 caller acts only as itself: `Runtime.call` fills `agent_id`/`decided_by` from the principal and
 refuses values naming someone else; the author check below is a second line.
 """
@@ -14,14 +14,15 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import ProposalStatus, Risk, Vote
 from roundtable.errors import ValidationError
-from roundtable.services import comments as comments_service
-from roundtable.services import paging, quotas
-from roundtable.services import proposals as service
-from roundtable.services import votes as votes_service
-from roundtable.services.edits import edits_from_args, files_from_args, revision_diff
-from roundtable.services.gates import OPEN_STATUSES
-from roundtable.services.patches import read_patch
-from roundtable.services.policy import ensure_policy
+from roundtable.services import paging
+from roundtable.services.coordination import quotas
+from roundtable.services.governance import comments as comments_service
+from roundtable.services.governance import proposals as service
+from roundtable.services.governance import votes as votes_service
+from roundtable.services.governance.gates import OPEN_STATUSES
+from roundtable.services.policy.engine import ensure_policy
+from roundtable.services.repository.edits import edits_from_args, files_from_args, revision_diff
+from roundtable.services.repository.patches import read_patch
 from roundtable.store.records import Proposal
 from roundtable.tools import views
 from roundtable.tools.args import identity, opt_float, opt_int, opt_list, opt_str, record_id

@@ -117,7 +117,7 @@ TITLE_MAX = 500
 QUERY_MAX = 4096
 COMMAND_MAX = 16 * 1024
 TEXT_MAX = 1024 * 1024  # Markdown bodies, reasons, notes: the services keep tighter limits of their own
-PATCH_MAX = 16 * 1024 * 1024  # = services.patches.MAX_PATCH_BYTES; the transports' body limits bind first
+PATCH_MAX = 16 * 1024 * 1024  # = services.repository.patches.MAX_PATCH_BYTES; the transports' body limits bind first
 ITEMS_MAX = 10_000
 
 _WORDS = frozenset(

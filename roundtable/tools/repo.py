@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 
 from roundtable.errors import ValidationError
-from roundtable.services import repo as repo_service
-from roundtable.services import symbols as symbol_index
-from roundtable.services.pathguard import resolve_repo_path
+from roundtable.services.repository import repo as repo_service
+from roundtable.services.repository import symbols as symbol_index
+from roundtable.services.repository.pathguard import resolve_repo_path
 from roundtable.tools.args import opt_bool, opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec

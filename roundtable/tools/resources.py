@@ -17,10 +17,13 @@ import anyio
 
 from roundtable import clock
 from roundtable.errors import NotFound, ValidationError
-from roundtable.services import claim_grant, hashing, paging, session_scope
-from roundtable.services import claims as claims_service
-from roundtable.services import symbols as symbol_index
-from roundtable.services.pathguard import clean_rel_path, resolve_repo_path
+from roundtable.services import paging
+from roundtable.services.coordination import claims as claims_service
+from roundtable.services.coordination import session_scope
+from roundtable.services.coordination.claims import grant as claim_grant
+from roundtable.services.repository import hashing
+from roundtable.services.repository import symbols as symbol_index
+from roundtable.services.repository.pathguard import clean_rel_path, resolve_repo_path
 from roundtable.services.run_scope import resolve, task_run
 from roundtable.store import rows
 from roundtable.store.records import Resource

@@ -14,7 +14,7 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import TERMINAL_RUN_STATUSES
 from roundtable.errors import ValidationError
-from roundtable.services import runs
+from roundtable.services.coordination import runs
 from roundtable.tools.args import opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from roundtable.domain import SessionStatus
 from roundtable.errors import ToolError
-from roundtable.services import capabilities, sessions
+from roundtable.services.sessions import capabilities
+from roundtable.services.sessions import records as sessions
 from roundtable.store.records import SessionCapability
 from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call

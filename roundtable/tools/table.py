@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roundtable.bus import Change
-from roundtable.services import state, turns
+from roundtable.services.coordination import state, turns
 from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec

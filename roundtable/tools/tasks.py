@@ -1,5 +1,5 @@
 """Tasks: `task.create`, `task.get`, `task.list`, `task.update_status`. Who may change which task
-(the operator any; an agent its own, or an unassigned one it takes) is decided in `services.tasks`."""
+(the operator any; an agent its own, or an unassigned one it takes) is decided in `services.coordination.tasks`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import sqlite3
 from typing import Any
 
 from roundtable.domain import Risk, TaskStatus
-from roundtable.services import paging, quotas, tasks
-from roundtable.services.autopilot import blocked_reason_on
-from roundtable.services.tasks import task_dict
+from roundtable.services import paging
+from roundtable.services.coordination import quotas, tasks
+from roundtable.services.coordination.autopilot import blocked_reason_on
+from roundtable.services.coordination.tasks import task_dict
 from roundtable.store import rows
 from roundtable.store.records import Task
 from roundtable.tools.args import opt_int, opt_list, opt_str, record_id

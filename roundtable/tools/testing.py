@@ -1,5 +1,5 @@
 """Tests and evidence: `test.suggest`, `test.run`, `test.get_result`, `test.evidence.submit`.
-Handlers bind arguments and the caller to `services.testing` / `services.test_suggest`; which
+Handlers bind arguments and the caller to `services.testing.test_runs` / `services.testing.test_suggest`; which
 commands may run and where (the revision's worktree, the sandbox) is decided in the services."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 import anyio
 
-from roundtable.services import test_exec, test_suggest
-from roundtable.services import testing as testing_service
-from roundtable.services.evidence import proposal_ref, read_revision_patch
-from roundtable.services.patches import allowances, parse_patch
+from roundtable.services.governance.evidence import proposal_ref, read_revision_patch
+from roundtable.services.repository.patches import allowances, parse_patch
+from roundtable.services.testing import test_exec, test_suggest
+from roundtable.services.testing import test_runs as testing_service
 from roundtable.tools import views
 from roundtable.tools.approvals import actor_of
 from roundtable.tools.args import opt_list, opt_str, record_id

@@ -1,7 +1,7 @@
 """Usage operation: the supervisor records what a session has spent (internal, caller `supervisor`).
 
-`session.record_usage` sets the session's running totals (`services.usage.record`) and, in the
-same transaction, enforces the budgets (`services.budgets.enforce`): a newly reached limit records
+`session.record_usage` sets the session's running totals (`services.sessions.usage.record`) and, in the
+same transaction, enforces the budgets (`services.sessions.budgets.enforce`): a newly reached limit records
 `budget.exceeded`; a task over its budget is blocked and the session's capability revoked, and
 the answer's `stop_reason` tells the supervisor to stop the process.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable.errors import ValidationError
-from roundtable.services import budgets, usage
-from roundtable.services.usage_stream import Usage
+from roundtable.services.sessions import budgets, usage
+from roundtable.services.sessions.usage_stream import Usage
 from roundtable.tools.args import opt_int, opt_str
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec

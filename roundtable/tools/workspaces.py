@@ -1,7 +1,7 @@
 """Workspaces: `workspace.propose` and `workspace.sync` (MCP tools for agents and sessions),
 `workspace.create`, `workspace.remove` and `workspace.list` (the operator's; the supervisor
 makes a session's workspace through `workspace.create`), `workspace.sweep` and
-`workspace.record_unproposed` (internal). Handlers bind the caller to `services.workspaces`,
+`workspace.record_unproposed` (internal). Handlers bind the caller to `services.workspaces.worktrees`,
 which runs git outside any transaction and writes in one transaction of its own."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from roundtable.domain import Risk, WorkspaceState
 from roundtable.errors import ValidationError
-from roundtable.services import workspaces as service
+from roundtable.services.workspaces import worktrees as service
 from roundtable.tools import views
 from roundtable.tools.args import opt_bool, opt_str
 from roundtable.tools.context import Call

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.domain import BLOCKED_TASK_STATUSES
-from roundtable.services.autopilot import blocked_reason
-from roundtable.services.patches import patch_rel_path
+from roundtable.services.coordination.autopilot import blocked_reason
+from roundtable.services.repository.patches import patch_rel_path
 from roundtable.store.db import Reader
 
 

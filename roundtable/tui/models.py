@@ -26,7 +26,7 @@ from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run,
 
 @dataclass(frozen=True)
 class TurnRow:
-    """One outstanding turn request (services.turns' `Turn`), as the Turns pane shows it."""
+    """One outstanding turn request (services.coordination.turns' `Turn`), as the Turns pane shows it."""
 
     position: int
     request_id: int

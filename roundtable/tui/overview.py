@@ -1,7 +1,7 @@
 """The refresh's read: one `Overview` for the header and the short panes, in one read snapshot.
 
 The derivations are the services' own, so the console cannot disagree with what agents are
-told: the turn queue is `services.turns.load_turns`, votes count through `domain.approving` /
+told: the turn queue is `services.coordination.turns.load_turns`, votes count through `domain.approving` /
 `domain.blocking`, open proposals are `domain.is_open`. The agents' last actions come from an
 `ActivityLog` that reads only the events appended since the previous refresh.
 """
@@ -25,9 +25,9 @@ from roundtable.domain import (
     SessionStatus,
     TaskStatus,
 )
-from roundtable.services import turns as turn_queue
-from roundtable.services import usage
-from roundtable.services.autopilot import blocked_reason
+from roundtable.services.coordination import turns as turn_queue
+from roundtable.services.coordination.autopilot import blocked_reason
+from roundtable.services.sessions import usage
 from roundtable.store.db import Reader
 from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
 from roundtable.tui.models import Activity, AgentRow, Overview, ProposalRow, SessionRow, TurnRow, open_task

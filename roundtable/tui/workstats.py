@@ -1,6 +1,6 @@
 """The live work in agents' workspaces, for the Agents pane: a diffstat per agent.
 
-Reading a workspace's diff runs git (`services.workspaces.diffstat`), so the stats are computed
+Reading a workspace's diff runs git (`services.workspaces.worktrees.diffstat`), so the stats are computed
 at most once per `interval` and reused by the refreshes in between.
 """
 
@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from roundtable.services import workspaces
+from roundtable.services.workspaces import worktrees as workspaces
 
 INTERVAL = 10.0
 

@@ -24,8 +24,8 @@ from mcp import Client
 
 from roundtable import credentials
 from roundtable.owner import Owner
-from roundtable.services import capabilities, tokens
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.runs import create_run
+from roundtable.services.sessions import capabilities, tokens
 from roundtable.supervisor import start_supervisor
 from roundtable.tools.context import OPERATOR
 from tests.auth.conftest import client, snapshot
@@ -113,7 +113,7 @@ async def test_capability_token_is_refused_on_the_shared_endpoint(owner: Owner) 
     run = await create_run(rt, "goal")
     task = (await rt.call("task.create", {"title": "t", "body_md": "b", "assigned_agent_id": "implementer-1"}))["task"]
     async with rt.db.write() as tx:
-        from roundtable.services import sessions
+        from roundtable.services.sessions import records as sessions
 
         await sessions.register(
             tx,
@@ -297,7 +297,7 @@ print("PROBE " + json.dumps({
 async def test_a_sandboxed_session_cannot_use_the_shared_endpoint(
     kind: str, owner: Owner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from roundtable.services import adapters
+    from roundtable.services.sessions import adapters
 
     monkeypatch.setattr(
         adapters,

@@ -29,7 +29,7 @@ from roundtable.server.guard import (
     caller_of,
     db_token_resolver,
 )
-from roundtable.services import tokens
+from roundtable.services.sessions import tokens
 from tests.sessions.helpers import bind, make_task
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ import pytest
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.services import adapters, capabilities
+from roundtable.services.sessions import adapters, capabilities
 from roundtable.store.records import SessionCapability
 from roundtable.supervisor import start_supervisor
 from tests.helpers import eventually

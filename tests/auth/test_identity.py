@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from roundtable.owner import Owner
-from roundtable.services.gates import current_votes
+from roundtable.services.governance.gates import current_votes
 from roundtable.store.records import Proposal
 from roundtable.tools.context import OPERATOR, Caller
 from tests.auth.conftest import OTHER_PATCH, PATCH, client, events, snapshot

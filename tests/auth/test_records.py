@@ -17,7 +17,7 @@ import pytest
 from roundtable.errors import StoreError, ToolError
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.services import memory as memory_service
+from roundtable.services.coordination import memory as memory_service
 from roundtable.tools.context import OPERATOR, Caller
 from tests.auth.conftest import PATCH, client, events, snapshot
 

@@ -13,7 +13,7 @@ import pytest
 
 from roundtable.runtime import Runtime
 from roundtable.services import redact as redactor
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination.agents import sync_agents
 from tests.helpers import agent
 
 pytestmark = pytest.mark.anyio

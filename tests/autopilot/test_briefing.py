@@ -7,7 +7,7 @@ from __future__ import annotations
 from roundtable.autopilot.dispatcher import _Attempts, _briefing
 from roundtable.autopilot.work import Job
 from roundtable.config import Config
-from roundtable.services import adapters
+from roundtable.services.sessions import adapters
 
 
 def test_the_briefing_is_in_the_prompt_of_a_real_harness() -> None:

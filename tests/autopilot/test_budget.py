@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.owner import Owner
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.runs import create_run
 from roundtable.tools.context import OPERATOR
 from tests.autopilot.helpers import demo_project, edit_config, events, implementers_run, task_status, wait_for_events
 from tests.notify.listener import Listener

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from roundtable.owner import Owner
-from roundtable.services.diff_lines import file_lines
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.runs import create_run
+from roundtable.services.repository.diff_lines import file_lines
 from tests.autopilot.helpers import demo_project, events, wait_for_events
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,7 @@ import pytest
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.services import gates
+from roundtable.services.governance import gates
 from roundtable.store.records import Proposal
 from tests.autopilot.helpers import demo_project, events
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from roundtable.owner import Owner
-from roundtable.services.autopilot import blocked_reason
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.autopilot import blocked_reason
+from roundtable.services.coordination.runs import create_run
 from roundtable.tools.context import OPERATOR
 from tests.autopilot.helpers import demo_project, events, implementers_run, task_status, wait_for_events
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from roundtable import clock, demo
 from roundtable.cli import cli as cli_main
 from roundtable.runtime import Runtime
-from roundtable.services import gates
+from roundtable.services.governance import gates
 from roundtable.store.records import Proposal
 from tests.autopilot.helpers import demo_project, events, to_the_operator
 

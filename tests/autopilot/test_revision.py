@@ -14,7 +14,7 @@ import pytest
 
 from roundtable.agents.scripted import REVISE_REASON
 from roundtable.owner import Owner
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.runs import create_run
 from tests.autopilot.helpers import demo_project, edit_config, events, wait_for_events
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,7 @@ import pytest
 
 from roundtable import clock
 from roundtable.errors import ToolError
-from roundtable.services import claims as service
+from roundtable.services.coordination import claims as service
 from roundtable.tools.context import OPERATOR, Caller
 from tests.claims.conftest import Env
 

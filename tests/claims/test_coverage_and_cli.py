@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from roundtable import clock
 from roundtable.cli import cli
 from roundtable.runtime import Runtime
-from roundtable.services import claims as service
+from roundtable.services.coordination import claims as service
 from tests.claims.conftest import Env, write_tree
 
 

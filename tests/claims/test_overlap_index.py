@@ -8,7 +8,7 @@ import pytest
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.services.claims import ResourceRef, live_claims_overlapping, overlaps, resource_id_for
+from roundtable.services.coordination.claims import ResourceRef, live_claims_overlapping, overlaps, resource_id_for
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ from roundtable import clock
 from roundtable.cli import cli
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services import claims as service
-from roundtable.services import sessions
+from roundtable.services.coordination import claims as service
+from roundtable.services.sessions import records as sessions
 from tests.claims.conftest import Env, write_tree
 from tests.sessions.helpers import make_task
 

@@ -16,7 +16,7 @@ from roundtable.cli import cli
 from roundtable.config import load_config
 from roundtable.errors import ValidationError
 from roundtable.runtime import Runtime
-from roundtable.services import preflight
+from roundtable.services.sessions import preflight
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 

@@ -13,7 +13,7 @@ from roundtable import demo
 from roundtable.agents.demo import _demo_task
 from roundtable.cli import cli
 from roundtable.runtime import Runtime
-from roundtable.services import runs
+from roundtable.services.coordination import runs
 from roundtable.tui.overview import load_overview
 
 pytestmark = pytest.mark.anyio

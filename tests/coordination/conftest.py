@@ -8,7 +8,7 @@ import pytest
 
 from roundtable import chair
 from roundtable.runtime import Runtime
-from roundtable.services import runs
+from roundtable.services.coordination import runs
 
 
 @pytest.fixture

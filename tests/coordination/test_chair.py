@@ -13,7 +13,7 @@ import pytest
 from roundtable import chair, clock
 from roundtable.config import PoolConfig
 from roundtable.runtime import Runtime
-from roundtable.services import runs
+from roundtable.services.coordination import runs
 
 pytestmark = pytest.mark.anyio
 

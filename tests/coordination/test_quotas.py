@@ -13,7 +13,7 @@ import yaml
 from roundtable import chair
 from roundtable.errors import LimitReached
 from roundtable.runtime import Runtime
-from roundtable.services import runs
+from roundtable.services.coordination import runs
 from roundtable.tools.context import OPERATOR
 from tests.helpers import agent, make_git_project
 

@@ -10,7 +10,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.state import STATE_KEYS
+from roundtable.services.coordination.state import STATE_KEYS
 
 pytestmark = pytest.mark.anyio
 
@@ -178,7 +178,7 @@ async def test_watch_wait_sees_writes_from_another_process(project: Path, runtim
 
 async def test_state_rows_equal_record_dicts(runtime: Runtime, run_id: str) -> None:
     """The snapshot's fast row conversion gives exactly the records' `to_dict()` shapes."""
-    from roundtable.services.tasks import task_dict
+    from roundtable.services.coordination.tasks import task_dict
     from roundtable.store.records import Agent, MemoryEntry, Run, Task
 
     await runtime.call("task.create", {"title": "t", "body_md": "b", "readable_paths": ["src"]})

@@ -12,8 +12,8 @@ import pytest
 from roundtable import chair
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services import runs
-from roundtable.services.turns import NOT_SCHEDULED
+from roundtable.services.coordination import runs
+from roundtable.services.coordination.turns import NOT_SCHEDULED
 from roundtable.store.db import DatabaseBusy
 from tests.faults.helpers import db_fingerprint
 from tests.helpers import agent
@@ -265,7 +265,7 @@ async def test_a_turn_without_a_run_says_turns_are_not_needed(runtime: Runtime, 
 
 async def test_open_turns_are_the_unfinished_ones_at_every_step(runtime: Runtime, run_id: str) -> None:
     from roundtable import clock
-    from roundtable.services import turns
+    from roundtable.services.coordination import turns
 
     async def same() -> None:
         async with runtime.db.read() as r:

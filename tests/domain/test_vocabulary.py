@@ -8,7 +8,7 @@ import pytest
 from roundtable import domain
 from roundtable.domain import TURN_DONE_EVENTS as TURN_DONE_TYPES
 from roundtable.runtime import Runtime
-from roundtable.services import policy
+from roundtable.services.policy import engine as policy
 from roundtable.tui.overview import load_proposals
 from tests.tui.seed import REVISION, seed
 

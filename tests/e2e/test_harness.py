@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
 from roundtable.server.sessions import SessionEndpoint
-from roundtable.services.adapters import bridge_argv
+from roundtable.services.sessions.adapters import bridge_argv
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import bind, make_task
 
@@ -56,7 +56,7 @@ async def test_real_harness_when_installed(project: Path) -> None:
     name = installed[0]
     async with Owner(project, http=False, socket=False, chair=True) as owner:
         rt: Runtime = owner.runtime
-        from roundtable.services.runs import create_run
+        from roundtable.services.coordination.runs import create_run
 
         await create_run(rt, "harness smoke test")
         task = await rt.call(

@@ -19,7 +19,7 @@ import pytest
 
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.runs import create_run
 from roundtable.supervisor import Supervisor, start_supervisor
 from tests.helpers import make_git_project
 

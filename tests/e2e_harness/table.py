@@ -21,7 +21,7 @@ import yaml
 from roundtable.demo import SAMPLE_FILES
 from roundtable.runtime import Runtime
 from roundtable.scaffold import init_project
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.runs import create_run
 from tests.support.owners import free_port
 
 from .scripts import unified_patch

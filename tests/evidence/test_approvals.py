@@ -7,7 +7,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.approvals import select_approval
+from roundtable.services.governance.approvals import select_approval
 from roundtable.store.records import HumanApproval
 from roundtable.tools.context import CHAIR, DISPATCHER, OPERATOR, SUPERVISOR, Caller
 

@@ -13,7 +13,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services import test_exec
+from roundtable.services.testing import test_exec
 
 from .conftest import AGENT, make_proposal
 from .test_testing import PY, configure

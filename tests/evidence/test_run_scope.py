@@ -15,9 +15,9 @@ import pytest
 from roundtable import clock
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination.agents import sync_agents
+from roundtable.services.coordination.runs import create_run
 from roundtable.services.run_scope import RunHint, choose
-from roundtable.services.runs import create_run
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import OPERATOR, Caller
 from tests.helpers import agent, git

@@ -10,7 +10,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.security_scan import scan_patch
+from roundtable.services.governance.security_scan import scan_patch
 from roundtable.tools.context import OPERATOR
 
 from .conftest import AGENT, add_lines_patch, count, events, make_proposal, session_caller

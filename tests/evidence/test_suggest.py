@@ -9,7 +9,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.test_suggest import suggest
+from roundtable.services.testing.test_suggest import suggest
 
 from .conftest import AGENT, add_lines_patch, make_proposal
 
@@ -80,8 +80,8 @@ async def test_tool_uses_the_proposal_patch(rt: Runtime) -> None:
 def test_allowed_commands_are_the_markers_exact_argv(tmp_path: Path) -> None:
     """Without configured commands, `test.run` accepts what `test.suggest` lists — for a
     proposal also what its touched files' markers imply — each as an exact argv."""
-    from roundtable.services.policy import TestsPolicy
-    from roundtable.services.test_exec import allowed_commands, resolve
+    from roundtable.services.policy.engine import TestsPolicy
+    from roundtable.services.testing.test_exec import allowed_commands, resolve
 
     _write(tmp_path, "setup.cfg", "[tool:pytest]\n")
     _write(tmp_path, "svc/go.mod", "module example.com/svc\n")

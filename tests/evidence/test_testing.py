@@ -20,9 +20,9 @@ import yaml
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
 from roundtable.sandbox import runner
-from roundtable.services import test_exec
-from roundtable.services.policy import load_policy
-from roundtable.services.testing import passing_runs
+from roundtable.services.policy.engine import load_policy
+from roundtable.services.testing import test_exec
+from roundtable.services.testing.test_runs import passing_runs
 from roundtable.store.records import TestRun
 from roundtable.tools.context import OPERATOR
 from tests.support.processes import processes_with

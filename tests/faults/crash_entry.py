@@ -16,7 +16,7 @@ if __name__ == "__main__":
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
     from roundtable.entry import main
-    from roundtable.services.failpoints import install
+    from roundtable.services.applying.failpoints import install
     from tests.faults.failpoints import CrashAt
 
     install(CrashAt(sys.argv[1]))

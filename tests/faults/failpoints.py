@@ -1,4 +1,4 @@
-"""Failpoint hooks for the fault tests (installed through `roundtable.services.failpoints`).
+"""Failpoint hooks for the fault tests (installed through `roundtable.services.applying.failpoints`).
 
 `CrashAt` ends the process at a point as if it were killed; `FailAt` raises an `OSError` there
 (a failure after git ran, which the apply must undo at once). Child processes get a hook through
@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from roundtable.services.failpoints import POINTS
+from roundtable.services.applying.failpoints import POINTS
 
 CRASH_EXIT = 86
 ENTRY = Path(__file__).with_name("crash_entry.py")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.runtime import Runtime
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination.agents import sync_agents
 from roundtable.store.schema import TABLES
 from roundtable.tools.context import OPERATOR, Caller
 from tests.helpers import agent, git

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from roundtable.services import failpoints
+from roundtable.services.applying import failpoints
 from tests.faults.failpoints import FailAt
 
 

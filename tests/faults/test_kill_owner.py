@@ -30,7 +30,7 @@ import pytest
 from bench.ownerproc import CallFailed, OwnerProcess, SocketClient
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.services import failpoints
+from roundtable.services.applying import failpoints
 from tests.faults.failpoints import CRASH_EXIT, ENTRY
 from tests.faults.helpers import AUTHOR, agent, make_git_project, ready_proposal
 

@@ -37,11 +37,11 @@ from roundtable.cli import cli
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.services import failpoints
-from roundtable.services import git as git_service
-from roundtable.services.artefacts import GIT_PID_FILE
-from roundtable.services.hashing import path_hash
-from roundtable.services.patches import Allowances, check_patch, parse_patch
+from roundtable.services.applying import failpoints
+from roundtable.services.applying.artefacts import GIT_PID_FILE
+from roundtable.services.repository import git as git_service
+from roundtable.services.repository.hashing import path_hash
+from roundtable.services.repository.patches import Allowances, check_patch, parse_patch
 from tests.faults.failpoints import CRASH_EXIT, FailAt, crash_argv
 from tests.faults.helpers import (
     AUTHOR,
@@ -642,8 +642,8 @@ async def test_git_cross_check_refuses_a_reading_git_does_not_share(repo: Path) 
 
 
 def test_security_scan_sees_both_sides_of_a_rename_and_special_files() -> None:
-    from roundtable.services.policy import Policy
-    from roundtable.services.security_scan import scan_patch
+    from roundtable.services.governance.security_scan import scan_patch
+    from roundtable.services.policy.engine import Policy
 
     policy = Policy()
     renamed = scan_patch(RENAME_TO_CI, is_high_risk=policy.is_high_risk)
@@ -709,7 +709,7 @@ async def test_recovery_does_not_guess_about_a_mode_only_change(repo: Path) -> N
 
 
 def test_bounded_reads_refuse_big_and_special_files(tmp_path: Path) -> None:
-    from roundtable.services.hashing import read_regular
+    from roundtable.services.repository.hashing import read_regular
 
     big = tmp_path / "big.txt"
     big.write_bytes(b"x" * 20)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination.agents import sync_agents
 from tests.helpers import agent, git
 from tests.support.governance import AUTHOR, REVIEWERS, Flow, configure_reviewers, make_patch
 

@@ -18,9 +18,9 @@ from mcp import Client
 
 from roundtable.errors import RoundtableError
 from roundtable.owner import Owner
-from roundtable.services import briefing
-from roundtable.services.agents import sync_agents
-from roundtable.services.comments import MAX_BODY
+from roundtable.services.coordination.agents import sync_agents
+from roundtable.services.governance.comments import MAX_BODY
+from roundtable.services.sessions import briefing
 from roundtable.store.records import AgentSession
 from tests.governance.conftest import AUTHOR, Flow, agent
 from tests.helpers import auth_headers, sdk_http
@@ -217,8 +217,8 @@ async def test_the_cli_comments_as_the_operator_and_lists_the_comments(flow: Flo
 
 
 def test_a_revisions_lines_are_numbered_per_side_as_git_reads_the_patch() -> None:
-    from roundtable.services.comments import revision_lines
-    from roundtable.services.diff_lines import anchor_problem
+    from roundtable.services.governance.comments import revision_lines
+    from roundtable.services.repository.diff_lines import anchor_problem
 
     patch = (
         "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"

@@ -1,4 +1,4 @@
-"""Each apply gate as a table: the pure decisions `services.gates.evaluate` assembles, checked
+"""Each apply gate as a table: the pure decisions `services.governance.gates.evaluate` assembles, checked
 directly (the end-to-end gate tests in test_gates.py drive them through real proposals)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from roundtable.services.gates import (
+from roundtable.services.governance.gates import (
     ClaimCheck,
     Gate,
     GateReport,
@@ -21,8 +21,8 @@ from roundtable.services.gates import (
     select_approval,
     status_gate,
 )
-from roundtable.services.gates import tests_gate as gate_of_tests  # not `test*`: pytest would collect it
-from roundtable.services.policy import PolicyResult
+from roundtable.services.governance.gates import tests_gate as gate_of_tests  # not `test*`: pytest would collect it
+from roundtable.services.policy.engine import PolicyResult
 from roundtable.store.records import HumanApproval, Proposal, SecurityReview, TestRun
 
 RESULT = PolicyResult(

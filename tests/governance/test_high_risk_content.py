@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.services.agents import sync_agents
-from roundtable.services.policy import Policy, parse_policy
-from roundtable.services.policy_file import ALWAYS_HIGH_PATHS
+from roundtable.services.coordination.agents import sync_agents
+from roundtable.services.policy.engine import Policy, parse_policy
+from roundtable.services.policy.file import ALWAYS_HIGH_PATHS
 from tests.faults.helpers import AUTHOR, NO_TESTS_GATE, REVIEWERS, add_policy, make_git_project
 from tests.helpers import agent
 

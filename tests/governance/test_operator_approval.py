@@ -165,7 +165,7 @@ async def owner(repo: Path) -> AsyncIterator[Owner]:
 
 
 async def test_a_denied_revision_is_refused_over_mcp_and_the_cli(owner: Owner, repo: Path) -> None:
-    from roundtable.services.agents import sync_agents
+    from roundtable.services.coordination.agents import sync_agents
 
     await sync_agents(owner.runtime)
     flow = Flow(owner.runtime)

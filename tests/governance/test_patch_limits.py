@@ -11,8 +11,8 @@ import pytest
 
 from roundtable.errors import RoundtableError, ValidationError
 from roundtable.runtime import Runtime
-from roundtable.services.agents import sync_agents
-from roundtable.services.patches import MAX_PATCH_BYTES, parse_patch
+from roundtable.services.coordination.agents import sync_agents
+from roundtable.services.repository.patches import MAX_PATCH_BYTES, parse_patch
 from roundtable.store.db import DatabaseBusy
 from tests.faults.helpers import db_fingerprint, tree_fingerprint
 from tests.governance.conftest import AUTHOR, Flow

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.errors import ConfigError
-from roundtable.services.policy import Policy, load_policy, match_pattern, parse_policy
+from roundtable.services.policy.engine import Policy, load_policy, match_pattern, parse_policy
 
 SCAFFOLD = Path(__file__).resolve().parents[2] / "roundtable" / "scaffold" / "POLICIES.ROUNDTABLE.md"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.services.policy import POLICY_FILE
+from roundtable.services.policy.engine import POLICY_FILE
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ import pytest
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.services.recovery import recover_interrupted
+from roundtable.services.applying.recovery import recover_interrupted
 from tests.faults.failpoints import CRASH_EXIT, crash_argv
 from tests.governance.conftest import Flow, make_patch
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.config import Config
-from roundtable.services import adapters
+from roundtable.services.sessions import adapters
 
 
 def plan(name: str, model: str = "") -> adapters.Plan:
@@ -94,7 +94,7 @@ def test_codex_ignores_an_unreadable_operator_config(codex_home: Path) -> None:
 
 def test_claude_gets_its_spending_cap_when_one_is_configured(codex_home: Path) -> None:
     from roundtable.config import parse_config
-    from roundtable.services import adapters
+    from roundtable.services.sessions import adapters
 
     config = parse_config("limits:\n  max_budget_usd: 2.5\n")
     argv = adapters.start_plan(

@@ -18,9 +18,9 @@ from mcp import Client
 
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.services import turns
-from roundtable.services.agents import sync_agents
-from roundtable.services.runs import create_run
+from roundtable.services.coordination import turns
+from roundtable.services.coordination.agents import sync_agents
+from roundtable.services.coordination.runs import create_run
 from tests.helpers import auth_headers, sdk_http
 from tests.sessions.helpers import add_proposal
 

@@ -25,8 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from roundtable.server.sessions import SessionEndpoint
-from roundtable.services import capabilities
-from roundtable.services.adapters import bridge_argv
+from roundtable.services.sessions import capabilities
+from roundtable.services.sessions.adapters import bridge_argv
 from tests.helpers import credential, sdk_http
 from tests.sessions.helpers import bind
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.runs import create_run
 from tests.support.owners import Bridge, OwnerChild, free_port
 
 from .conftest import schedule_turn

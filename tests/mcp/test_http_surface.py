@@ -14,7 +14,7 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
 from roundtable.server import mcp_adapter, resources
-from roundtable.services import turns
+from roundtable.services.coordination import turns
 from tests.helpers import auth_headers, sdk_http
 
 from .conftest import AGENT, Inbox, World, http_client, is_update, schedule_turn
@@ -336,7 +336,7 @@ async def test_resource_list_changed_when_a_task_appears(world: World) -> None:
 
 
 async def test_revoked_token_stops_pushes_on_an_open_stream(world: World) -> None:
-    from roundtable.services import tokens
+    from roundtable.services.sessions import tokens
 
     inbox = Inbox()
     uri = f"roundtable://turns/{world.run_id}"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.owner import Owner
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.runs import create_run
 from roundtable.supervisor import start_supervisor
 from tests.e2e.test_sessions_workflow import TASK_BODY, finish, launch, log_lines
 from tests.helpers import make_git_project

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.services import runs
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination import runs
+from roundtable.services.coordination.agents import sync_agents
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.state import STATE_DEFAULT_LIMIT, STATE_KEYS, load_state
+from roundtable.services.coordination.state import STATE_DEFAULT_LIMIT, STATE_KEYS, load_state
 
 pytestmark = pytest.mark.anyio
 

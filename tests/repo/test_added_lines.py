@@ -4,8 +4,8 @@ lines there (both sides of a rename are its paths, a renamed file's secret is fo
 
 from __future__ import annotations
 
-from roundtable.services.patches import Allowances, parse_patch
-from roundtable.services.security_scan import scan_patch
+from roundtable.services.governance.security_scan import scan_patch
+from roundtable.services.repository.patches import Allowances, parse_patch
 
 EVERYTHING = Allowances(symlinks=True, submodules=True, mode_changes=True)
 

@@ -21,8 +21,8 @@ from roundtable.errors import ToolError
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
 from roundtable.server.socket_client import call_socket
-from roundtable.services import symbols as symbol_index
-from roundtable.services.repo import read_regular_bytes
+from roundtable.services.repository import symbols as symbol_index
+from roundtable.services.repository.repo import read_regular_bytes
 
 pytestmark = pytest.mark.anyio
 

@@ -9,8 +9,13 @@ from pathlib import Path
 import pytest
 
 from roundtable.errors import ToolError
-from roundtable.services import hashing
-from roundtable.services.pathguard import clean_rel_path, is_sensitive_path, resolve_repo_path, walk_repo_files
+from roundtable.services.repository import hashing
+from roundtable.services.repository.pathguard import (
+    clean_rel_path,
+    is_sensitive_path,
+    resolve_repo_path,
+    walk_repo_files,
+)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from roundtable.errors import ToolError
-from roundtable.services.symbols import detect_language, index_source
+from roundtable.services.repository.symbols import detect_language, index_source
 
 PYTHON = b"""import os
 

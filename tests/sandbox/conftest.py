@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.sandbox import runner
-from roundtable.services import test_exec
+from roundtable.services.testing import test_exec
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 SECRET = "s3cr3t-credential-value"

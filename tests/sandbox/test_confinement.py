@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from roundtable.sandbox import runner
-from roundtable.services import test_exec
+from roundtable.services.testing import test_exec
 from tests.support.processes import processes_with
 
 from .conftest import PY, SECRET, Place, run

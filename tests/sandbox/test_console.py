@@ -13,8 +13,8 @@ import yaml
 
 from roundtable.runtime import Runtime
 from roundtable.sandbox import runner
-from roundtable.services import runs
-from roundtable.services.policy import load_policy
+from roundtable.services.coordination import runs
+from roundtable.services.policy.engine import load_policy
 from roundtable.tools.context import OPERATOR
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.widgets.proposals_pane import ProposalsPane

@@ -29,8 +29,8 @@ import yaml
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
 from roundtable.scaffold import init_project_async
-from roundtable.services import adapters
-from roundtable.services.policy import load_policy
+from roundtable.services.policy.engine import load_policy
+from roundtable.services.sessions import adapters
 from roundtable.supervisor import start_supervisor
 from tests.helpers import credential, make_git_project
 from tests.sessions.helpers import make_task

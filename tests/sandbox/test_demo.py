@@ -12,8 +12,8 @@ import pytest
 from roundtable import chair, demo
 from roundtable.agents.demo import start_demo_agents
 from roundtable.runtime import Runtime
-from roundtable.services import runs
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination import runs
+from roundtable.services.coordination.agents import sync_agents
 from roundtable.store.records import Proposal
 from roundtable.tools.context import OPERATOR
 

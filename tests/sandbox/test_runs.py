@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from roundtable.runtime import Runtime
-from roundtable.services.policy import load_policy
+from roundtable.services.policy.engine import load_policy
 from tests.helpers import make_git_project
 from tests.support.evidence import AGENT, add_lines_patch, make_proposal
 

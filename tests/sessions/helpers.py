@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.services import capabilities, sessions
-from roundtable.services.agents import sync_agents
-from roundtable.services.runs import create_run
+from roundtable.services.coordination.agents import sync_agents
+from roundtable.services.coordination.runs import create_run
+from roundtable.services.sessions import capabilities
+from roundtable.services.sessions import records as sessions
 from roundtable.store.records import SessionCapability
 
 

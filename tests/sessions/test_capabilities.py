@@ -8,7 +8,7 @@ import pytest
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.services import capabilities as caps
+from roundtable.services.sessions import capabilities as caps
 from tests.sessions.helpers import add_proposal, bind, make_task
 
 pytestmark = pytest.mark.anyio
@@ -267,7 +267,7 @@ async def test_revoke_expiry_and_extension(runtime: Runtime) -> None:
 
 
 async def test_session_must_be_active(runtime: Runtime) -> None:
-    from roundtable.services import sessions
+    from roundtable.services.sessions import records as sessions
 
     run_id, task_id = await make_task(runtime)
     b = await bind(runtime, "implementer-1", run_id, task_id)

@@ -18,7 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from roundtable.runtime import Runtime
 from roundtable.server.sessions import SessionEndpoint
-from roundtable.services import capabilities, sessions
+from roundtable.services.sessions import capabilities
+from roundtable.services.sessions import records as sessions
 from roundtable.store.db import ACTING
 from tests.sessions.helpers import Bound, add_proposal, bind, make_task
 

@@ -19,7 +19,8 @@ from roundtable.errors import ToolError, ValidationError
 from roundtable.runtime import Runtime
 from roundtable.sandbox import runner
 from roundtable.sandbox import sessions as session_sandbox
-from roundtable.services import adapters, sessions
+from roundtable.services.sessions import adapters
+from roundtable.services.sessions import records as sessions
 from roundtable.supervisor import Supervisor, start_supervisor
 from tests.sessions.helpers import make_task
 

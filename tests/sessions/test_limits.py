@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from roundtable.runtime import Runtime
-from roundtable.services import adapters
+from roundtable.services.sessions import adapters
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 

@@ -13,7 +13,8 @@ from roundtable.cli import cli
 from roundtable.config import Config
 from roundtable.errors import NotFound, ValidationError
 from roundtable.runtime import Runtime
-from roundtable.services import adapters, briefing, sessions
+from roundtable.services.sessions import adapters, briefing
+from roundtable.services.sessions import records as sessions
 from tests.sessions.helpers import make_task
 
 pytestmark = pytest.mark.anyio

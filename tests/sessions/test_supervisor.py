@@ -12,7 +12,8 @@ import pytest
 
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.runtime import Runtime
-from roundtable.services import capabilities, sessions
+from roundtable.services.sessions import capabilities
+from roundtable.services.sessions import records as sessions
 from roundtable.supervisor import NOT_RUNNING, Supervisor, start_supervisor
 from roundtable.tools.context import OPERATOR, Caller
 from tests.sessions.helpers import add_proposal, make_task
@@ -53,7 +54,7 @@ async def test_launch_is_validated(runtime: Runtime, tmp_path: Path) -> None:
 async def test_environment_is_scrubbed_and_token_redacted(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from roundtable.services import adapters
+    from roundtable.services.sessions import adapters
 
     monkeypatch.setenv("SECRET_THING", "leak-me")
     script = (

@@ -14,8 +14,8 @@ import pytest
 
 from roundtable.config import PriceConfig
 from roundtable.runtime import Runtime
-from roundtable.services import usage
-from roundtable.services.usage_stream import Meter, Usage
+from roundtable.services.sessions import usage
+from roundtable.services.sessions.usage_stream import Meter, Usage
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 

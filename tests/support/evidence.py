@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.patches import parse_patch
+from roundtable.services.repository.patches import parse_patch
 from roundtable.tools.context import Caller
 
 AUTHOR = "implementer-1"

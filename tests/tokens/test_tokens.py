@@ -12,7 +12,7 @@ import pytest
 
 from roundtable.runtime import Runtime
 from roundtable.server.guard import db_token_resolver
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination.agents import sync_agents
 
 pytestmark = pytest.mark.anyio
 

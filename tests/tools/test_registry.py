@@ -65,10 +65,10 @@ def test_both_spellings_resolve() -> None:
 
 def test_the_session_role_matrix_names_only_operations_a_session_may_reach() -> None:
     """The audience says who may call an operation at all; a capability session's role then
-    narrows the `mcp`/`session` operations (services.capabilities.ALLOWED). The two
+    narrows the `mcp`/`session` operations (services.sessions.capabilities.ALLOWED). The two
     must agree: a role never lists an operator or internal operation, and every session
     operation is granted to some role."""
-    from roundtable.services.capabilities import ALLOWED
+    from roundtable.services.sessions.capabilities import ALLOWED
     from roundtable.tools.registry import SESSION_AUDIENCES
 
     by_name = {s.name: s for s in get_registry()}

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from roundtable.owner import Owner
-from roundtable.services import tokens as token_service
+from roundtable.services.sessions import tokens as token_service
 from roundtable.tools.registry import INT_MAX
 
 from .conftest import event_count

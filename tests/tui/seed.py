@@ -9,8 +9,8 @@ from typing import Any
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.services import sessions
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination.agents import sync_agents
+from roundtable.services.sessions import records as sessions
 
 FROZEN_NS = clock.parse("2026-01-15T09:30:00Z")
 RUN_ID = "RUN-demo"

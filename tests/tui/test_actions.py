@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.services import runs
+from roundtable.services.coordination import runs
 from roundtable.tui import commands
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.screens.prompt import PromptScreen

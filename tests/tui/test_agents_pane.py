@@ -11,7 +11,7 @@ from textual.widgets import Log
 
 from roundtable.autopilot import Dispatcher, DispatcherStatus
 from roundtable.runtime import Runtime
-from roundtable.services import sessions
+from roundtable.services.sessions import records as sessions
 from roundtable.supervisor import start_supervisor
 from roundtable.tools.context import SUPERVISOR
 from roundtable.tui import overview

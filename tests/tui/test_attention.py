@@ -115,7 +115,7 @@ async def test_help_has_a_legend_for_every_glyph(seeded: Runtime) -> None:
     ],
 )
 async def test_a_failed_session_says_how_it_ended(seeded: Runtime, code: int, reason: str, said: str) -> None:
-    from roundtable.services import sessions
+    from roundtable.services.sessions import records as sessions
     from roundtable.tools.context import SUPERVISOR
 
     async with seeded.db.write() as tx:
@@ -131,7 +131,7 @@ async def test_a_failed_session_says_how_it_ended(seeded: Runtime, code: int, re
 
 
 async def test_an_item_can_be_dismissed_and_a_retried_session_clears(seeded: Runtime) -> None:
-    from roundtable.services import sessions
+    from roundtable.services.sessions import records as sessions
     from roundtable.tools.context import SUPERVISOR
 
     await _block_a_task(seeded)

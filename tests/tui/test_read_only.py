@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from roundtable.cli import cli
 from roundtable.errors import NotFound, StoreError
 from roundtable.runtime import Runtime
-from roundtable.services import runs
+from roundtable.services.coordination import runs
 from roundtable.tui import commands
 from roundtable.tui.launch import existing_run
 from tests.tui.conftest import make_app, settle

@@ -23,7 +23,7 @@ COMMENT = "Say in a docstring that mul multiplies."
 
 
 async def _open(root: Path) -> Runtime:
-    from roundtable.services.diff_lines import file_lines
+    from roundtable.services.repository.diff_lines import file_lines
 
     runtime = await Runtime.open(root)
     await seed(runtime)

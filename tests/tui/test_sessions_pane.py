@@ -12,8 +12,9 @@ import pytest
 from textual.widgets import Button, Select, Static
 
 from roundtable.runtime import Runtime
-from roundtable.services import runs, sessions
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination import runs
+from roundtable.services.coordination.agents import sync_agents
+from roundtable.services.sessions import records as sessions
 from roundtable.supervisor import NOT_RUNNING, start_supervisor
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.screens.launch import LaunchScreen

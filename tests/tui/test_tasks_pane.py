@@ -88,7 +88,7 @@ async def test_create_block_and_cancel_tasks(runtime: Runtime) -> None:
 
 
 async def test_runs_from_the_console(runtime: Runtime) -> None:
-    from roundtable.services import runs
+    from roundtable.services.coordination import runs
     from roundtable.tui.widgets.runs_pane import RunsPane
 
     first = await runs.create_run(runtime, "first goal")

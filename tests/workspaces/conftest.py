@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.services.agents import sync_agents
+from roundtable.services.coordination.agents import sync_agents
 from roundtable.tools.context import OPERATOR
 from tests.helpers import AUTHOR, agent, git
 

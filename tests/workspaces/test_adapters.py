@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from roundtable.config import Config
-from roundtable.services import adapters
+from roundtable.services.sessions import adapters
 
 
 def _argv(name: str, workspace: str = "", sandboxed: bool = False) -> list[str]:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.services import adapters, sessions
-from roundtable.services.patches import read_patch
+from roundtable.services.repository.patches import read_patch
+from roundtable.services.sessions import adapters
+from roundtable.services.sessions import records as sessions
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 

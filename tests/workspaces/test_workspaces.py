@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.errors import ToolError
-from roundtable.services.patches import read_patch
+from roundtable.services.repository.patches import read_patch
 from roundtable.tools.context import OPERATOR
 from tests.helpers import AUTHOR, agent, git
 from tests.workspaces.conftest import OTHER, Work
@@ -62,7 +62,7 @@ async def test_a_workspace_is_the_test_snapshot_outside_the_project(work: Work, 
 
 
 async def test_workspace_inside_the_project_is_refused(rt, repo: Path) -> None:  # type: ignore[no-untyped-def]
-    from roundtable.services.workspaces import base_dir
+    from roundtable.services.workspaces.worktrees import base_dir
 
     config = rt.config.model_copy(
         update={"workspaces": rt.config.workspaces.model_copy(update={"dir": str(repo / "ws")})}
@@ -277,7 +277,7 @@ async def test_a_filter_driver_a_workspace_names_never_runs(work: Work, repo: Pa
 
 async def test_without_auto_claims_an_unclaimed_path_is_refused(repo: Path, ws_dir: Path) -> None:
     from roundtable.runtime import Runtime
-    from roundtable.services.agents import sync_agents
+    from roundtable.services.coordination.agents import sync_agents
 
     policy = repo / "POLICIES.ROUNDTABLE.md"
     policy.write_text(policy.read_text().replace("  auto_on_propose: true", "  auto_on_propose: false"))
@@ -311,7 +311,7 @@ async def test_a_diff_over_the_patch_limit_is_refused_without_reading_it_whole(w
 
 async def test_new_proposals_from_a_workspace_count_against_the_agents_quota(repo: Path) -> None:
     from roundtable.runtime import Runtime
-    from roundtable.services.agents import sync_agents
+    from roundtable.services.coordination.agents import sync_agents
 
     config = repo / ".roundtable" / "config.yaml"
     config.write_text(config.read_text() + "limits:\n  proposals_per_agent: 1\n")
@@ -339,7 +339,7 @@ async def test_new_proposals_from_a_workspace_count_against_the_agents_quota(rep
 async def test_files_a_sync_writes_belong_to_the_sandboxed_owner_and_links_are_not_followed(
     work: Work, repo: Path, tmp_path: Path
 ) -> None:
-    from roundtable.services.workspace_git import give_back
+    from roundtable.services.workspaces.workspace_git import give_back
 
     for dirpath, dirnames, filenames in os.walk(work.path):  # as the sandbox hands it over
         for name in [*dirnames, *filenames]:
@@ -364,8 +364,8 @@ def owner_of(path: Path) -> int:
 async def test_a_policy_keeps_workspaces_of_ended_tasks_for_its_days(repo: Path) -> None:
     from roundtable import clock
     from roundtable.runtime import Runtime
-    from roundtable.services import workspaces as service
-    from roundtable.services.agents import sync_agents
+    from roundtable.services.coordination.agents import sync_agents
+    from roundtable.services.workspaces import worktrees as service
 
     policy = repo / "POLICIES.ROUNDTABLE.md"
     policy.write_text(policy.read_text().replace("  keep_days: 0", "  keep_days: 2"))
@@ -402,7 +402,7 @@ async def test_a_merge_driver_a_workspace_names_never_runs(work: Work, repo: Pat
 async def test_a_sessions_own_repository_holds_the_base_tree_and_nothing_else(
     work: Work, repo: Path, tmp_path: Path
 ) -> None:
-    from roundtable.services.workspace_git import private_repo
+    from roundtable.services.workspaces.workspace_git import private_repo
 
     # The project holds what a session must not see: another branch's file, history, its config.
     git(repo, "config", "filter.evil.clean", "touch /nonexistent")

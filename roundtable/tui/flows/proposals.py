@@ -16,9 +16,9 @@ from textual import work
 from roundtable import domain
 from roundtable.domain import TransactionStatus
 from roundtable.errors import ToolError
-from roundtable.services import comments as comments_service
-from roundtable.services.patches import read_patch
-from roundtable.services.testing import sandbox_for
+from roundtable.services.governance import comments as comments_service
+from roundtable.services.repository.patches import read_patch
+from roundtable.services.testing.test_runs import sandbox_for
 from roundtable.store.records import PatchRevision, Proposal, ProposalComment, Transaction
 from roundtable.tui.base import OPERATOR_NAME, ConsoleBase, describe
 from roundtable.tui.messages import GateReport

@@ -12,9 +12,9 @@ from textual import work
 
 from roundtable import domain
 from roundtable.domain import TERMINAL_TASK_STATUSES
-from roundtable.services.adapters import registry
-from roundtable.services.agents import configured_agents
-from roundtable.services.capabilities import role_for_agent
+from roundtable.services.coordination.agents import configured_agents
+from roundtable.services.sessions.adapters import registry
+from roundtable.services.sessions.capabilities import role_for_agent
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tui.base import ConsoleBase
 from roundtable.tui.models import AgentRow, SessionRow

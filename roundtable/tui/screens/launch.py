@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, Static
 from textual.widgets.select import NoSelection
 
-from roundtable.services.capabilities import role_for_agent
+from roundtable.services.sessions.capabilities import role_for_agent
 from roundtable.store.records import AgentSession
 from roundtable.tui.screens.confirm import ConfirmScreen
 

@@ -21,8 +21,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from roundtable.services.comments import place
-from roundtable.services.diff_lines import DiffLine, file_lines, split_files
+from roundtable.services.governance.comments import place
+from roundtable.services.repository.diff_lines import DiffLine, file_lines, split_files
 from roundtable.store.records import ProposalComment
 from roundtable.tui.screens.prompt import PromptScreen
 

@@ -101,7 +101,7 @@ def render_gate_report(report: dict[str, Any] | None, error: str = "") -> Render
 def cost_line(report: dict[str, Any]) -> Text:
     """`cost: r1 7.2k tokens · $0.03 · r2 …`: what the sessions that made and reviewed each
     revision spent (empty when none reported usage)."""
-    from roundtable.services.usage import describe
+    from roundtable.services.sessions.usage import describe
 
     cost = report.get("cost")
     revisions = cost.get("by_revision") if isinstance(cost, dict) else None

@@ -279,7 +279,7 @@ STATUS_STYLES: dict[str, str] = {
     TransactionStatus.ROLLED_BACK: "magenta",
     RunStatus.COMPLETED: "green",  # also a task's
     TaskStatus.BLOCKED: "red",
-    "scheduled": "cyan",  # a turn's (services.turns.Turn.status)
+    "scheduled": "cyan",  # a turn's (services.coordination.turns.Turn.status)
     "started": "bold green",
     SessionStatus.STARTING: "yellow",
     SessionStatus.ENDED: "dim",

@@ -1,0 +1,554 @@
+"""Proposals and their patch revisions.
+
+A proposal owns an ordered list of revisions (`patch_revisions`); each is a patch stored
+content-addressed under `.roundtable/patches/<sha256>.diff`, with the touched files and the
+fencing numbers of the claims that covered it. The proposal's `current_revision` is the sha256
+of the newest one. Attaching a patch adds a revision, puts the proposal back to `pending`, and
+so makes every vote, approval, review and test run bound to an older revision stale (they are
+kept, but gates only look at the current revision).
+
+State machine: `pending` → `in_review` (review requested) → `accepted` (applied) or `rejected`;
+an applied transaction that is rolled back leaves `rolled_back`. Attach, apply and reject are
+allowed only from `pending`/`in_review`.
+
+A proposal belongs to one run (`run_id`), fixed when it is created: its task's run unless the
+call names one (`services.run_scope`). Its events, and those of decisions about it, go to that run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from roundtable import clock
+from roundtable.domain import EventType, GateState, ProposalStatus
+from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.services.coordination.claims import (
+    check_resource_id,
+    expired_note,
+    parse_resource_id,
+    unclaimed_resources,
+)
+from roundtable.services.coordination.session_scope import Scope
+from roundtable.services.coordination.session_scope import where as scope_where
+from roundtable.services.governance.approvals import close_moot
+from roundtable.services.governance.gates import OPEN_STATUSES, check_claims, current_votes
+from roundtable.services.paging import PageRequest, after
+from roundtable.services.policy.engine import Policy, current_policy
+from roundtable.services.repository.applies import check_applies
+from roundtable.services.repository.edits import Edit, FileWrite, build_patch
+from roundtable.services.repository.patches import (
+    DEFAULT_MAX_PATCH_FILES,
+    ParsedPatch,
+    allowances,
+    check_patch,
+    parse_patch,
+    read_patch,
+    store_patch,
+)
+from roundtable.services.run_scope import NO_HINT, RunHint, object_run, resolve, task_run
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import Agent, Decision, PatchRevision, Proposal, ProposalResource
+
+MAX_EXPECTED_TESTS = 50
+
+
+def proposal_dict(p: Proposal) -> dict[str, Any]:
+    """A proposal as results show it: the record plus `expected_tests` as a list."""
+    out = p.to_dict()
+    try:
+        out["expected_tests"] = json.loads(p.expected_tests_json or "[]")
+    except ValueError:
+        out["expected_tests"] = []
+    return out
+
+
+async def load(q: Reader | Tx, proposal_id: str) -> Proposal:
+    p = await q.get(Proposal, proposal_id)
+    return p
+
+
+async def links(q: Reader | Tx, proposal_id: str) -> list[ProposalResource]:
+    return await q.all(
+        ProposalResource, "SELECT * FROM proposal_resources WHERE proposal_id = ? ORDER BY resource_id", (proposal_id,)
+    )
+
+
+async def revisions(q: Reader | Tx, proposal_id: str) -> list[PatchRevision]:
+    return await q.all(
+        PatchRevision, "SELECT * FROM patch_revisions WHERE proposal_id = ? ORDER BY number", (proposal_id,)
+    )
+
+
+def merge_resources(explicit: list[str], touched: tuple[str, ...]) -> list[str]:
+    """Explicit ids (deduplicated, blanks dropped), then `file:<path>` for every touched
+    path not already covered by an explicit file/symbol id on it or a directory containing it."""
+    ids = list(dict.fromkeys(i.strip() for i in explicit if i.strip()))
+    covered: set[str] = set()
+    dirs: list[str] = []
+    for rid in ids:
+        kind, path, _symbol = parse_resource_id(rid)
+        if kind in ("file", "symbol"):
+            covered.add(path)
+        elif kind == "directory":
+            dirs.append(path.strip("/"))
+    for path in touched:
+        if path in covered or any(d == "" or path == d or path.startswith(d + "/") for d in dirs):
+            continue
+        rid = f"file:{path}"
+        if rid not in ids:
+            ids.append(rid)
+    return ids
+
+
+async def _link_resources(tx: Tx, proposal_id: str, ids: list[str]) -> None:
+    for rid in ids:
+        kind, path, symbol = parse_resource_id(rid)
+        await tx.execute(
+            "INSERT OR IGNORE INTO resources (id, type, path, symbol) VALUES (?, ?, ?, ?)",
+            (rid, kind, path, symbol or None),
+        )
+    await tx.execute("DELETE FROM proposal_resources WHERE proposal_id = ?", (proposal_id,))
+    for rid in ids:
+        await tx.insert("proposal_resources", {"proposal_id": proposal_id, "resource_id": rid})
+
+
+def check_author(caller_agent: str, is_operator: bool, agent_id: str, what: str) -> None:
+    """An agent caller acts only as itself."""
+    if not is_operator and caller_agent and caller_agent != agent_id:
+        raise PermissionDenied(f"{what}: you are {caller_agent}, not {agent_id}")
+
+
+async def _parse_new(root: Path, patch: str, policy: Policy | None, max_files: int) -> ParsedPatch:
+    """A new revision's patch, bounded (`max_files`, the byte limit), parsed and hashed on a
+    worker thread (never on the event loop), and checked against git's own reading and the tree."""
+    allow = allowances(policy if isinstance(policy, Policy) else current_policy(root))
+    parsed = await asyncio.to_thread(parse_patch, patch, root, allow, max_files=max_files)
+    await check_patch(root, parsed, allow)
+    return parsed
+
+
+async def prepare_revision(root: Path, patch: str, policy: Policy | None, max_files: int) -> ParsedPatch:
+    """What `create`/`attach` check of a new revision's patch before any database work (the
+    limits, the parse, git's reading, the tree): a caller runs it before its transaction and
+    passes the result as `prepared`."""
+    return await _parse_new(root, patch, policy, max_files)
+
+
+async def _parsed(
+    root: Path, patch: str, policy: Policy | None, max_files: int, prepared: ParsedPatch | None
+) -> ParsedPatch:
+    if prepared is not None and prepared.text == patch:
+        return prepared
+    return await _parse_new(root, patch, policy, max_files)
+
+
+async def patch_text(
+    root: Path,
+    *,
+    patch: str,
+    edits: list[Edit],
+    files: list[FileWrite],
+    max_bytes: int,
+    current: Proposal | None = None,
+) -> str:
+    """The patch a create or attach call gives: `patch` as sent, or the diff the server builds
+    from `edits`/`files` — against the tree, on top of `current`'s revision for a revision."""
+    if patch and (edits or files):
+        raise ValidationError("give either patch or edits/files, not both")
+    if patch:
+        return patch
+    if not edits and not files:
+        raise ValidationError("argument patch must not be empty: give a patch, or edits and/or files to build one from")
+    prior: str = ""
+    prior_paths: tuple[str, ...] = ()
+    if current is not None and current.current_revision:
+        prior = read_patch(root, current.current_revision)
+        prior_paths = parse_patch(prior, root, allowances(current_policy(root))).touched
+    return await build_patch(root, edits, files, max_bytes=max_bytes, on_top_of=prior, on_top_of_paths=prior_paths)
+
+
+async def _check_affected(tx: Tx, author: str, explicit: list[str], now: str) -> None:
+    """Every resource the author lists must be one they hold a live write claim on."""
+    ids = [i.strip() for i in explicit if i.strip()]
+    for rid in ids:
+        check_resource_id(rid)
+    missing = await unclaimed_resources(tx, author, ids, now)
+    if missing:
+        note = await expired_note(tx, author, missing[0], now)
+        raise ToolError(f"unclaimed affected resource: {missing[0]}{note}")
+
+
+async def _new_revision(
+    tx: Tx, root: Path, proposal_id: str, number: int, author: str, parsed: ParsedPatch, now: str
+) -> dict[str, int]:
+    check = await check_claims(tx, author, parsed, now)
+    if check.error:
+        raise ToolError(check.error)
+    # Then it must apply to the tree as it is now (`git apply --check`): a patch that does not is
+    # refused with the failing hunk and the file's lines, and nothing is recorded.
+    await check_applies(root, parsed)
+    # The file first, then the row that names it (committed by the caller's transaction).
+    rel = await asyncio.to_thread(store_patch, root, parsed)
+    await tx.insert(
+        "patch_revisions",
+        {
+            "proposal_id": proposal_id,
+            "number": number,
+            "sha256": parsed.sha256,
+            "patch_path": rel,
+            "touched_files_json": json.dumps(list(parsed.touched)),
+            "claim_fences_json": json.dumps(check.fences, sort_keys=True),
+            "agent_id": author,
+            "created_at": now,
+        },
+    )
+    return check.fences
+
+
+async def create(
+    tx: Tx,
+    root: Path,
+    *,
+    proposal_id: str,
+    task_id: str,
+    agent_id: str,
+    title: str,
+    summary_md: str,
+    patch: str,
+    risk: str,
+    affected_resources: list[str],
+    expected_tests: list[str],
+    rollback_notes: str,
+    status: str,
+    session_id: str = "",
+    policy: Policy | None = None,
+    runs: RunHint = NO_HINT,
+    max_files: int = DEFAULT_MAX_PATCH_FILES,
+    prepared: ParsedPatch | None = None,
+) -> dict[str, Any]:
+    """A new proposal with its first revision. `prepared`: `patch` already parsed and checked
+    (`prepare_revision`) before the caller's transaction, so the write lock is not held for it."""
+    if status not in OPEN_STATUSES:
+        raise ValidationError(f"status must be one of {', '.join(OPEN_STATUSES)}")
+    tests = [t.strip() for t in expected_tests if t.strip()]
+    if len(tests) > MAX_EXPECTED_TESTS:
+        raise ValidationError(f"expected_tests: at most {MAX_EXPECTED_TESTS} commands")
+    task = await tx.scalar("SELECT id FROM tasks WHERE id = ?", (task_id,))
+    if task is None:
+        raise NotFound("task", task_id)
+    if await tx.scalar("SELECT 1 FROM proposals WHERE id = ?", (proposal_id,)):
+        raise ToolError(f"proposal {proposal_id} already exists; use proposal.attach_patch to revise it")
+    now = clock.now()
+    await _check_affected(tx, agent_id, affected_resources, now)
+    parsed = await _parsed(root, patch, policy, max_files, prepared)
+    fences = await _new_revision(tx, root, proposal_id, 1, agent_id, parsed, now)
+    run = await resolve(tx, runs, owner=await task_run(tx, task_id))
+    await tx.insert(
+        "proposals",
+        {
+            "id": proposal_id,
+            "run_id": run,
+            "task_id": task_id,
+            "agent_id": agent_id,
+            "title": title,
+            "summary_md": summary_md,
+            "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
+            "status": status,
+            "risk": risk,
+            "current_revision": parsed.sha256,
+            "revision_number": 1,
+            "expected_tests_json": json.dumps(tests),
+            "rollback_notes": rollback_notes,
+            "proposer_session_id": session_id or None,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    ids = merge_resources(affected_resources, parsed.touched)
+    await _link_resources(tx, proposal_id, ids)
+    await tx.append_event(
+        run,
+        EventType.PROPOSAL_CREATED,
+        {
+            "proposal_id": proposal_id,
+            "title": title,
+            "revision": parsed.sha256,
+            "revision_number": 1,
+            "files": list(parsed.touched),
+            "claim_fences": fences,
+            "risk": risk,
+        },
+        actor_id=agent_id,
+        task_id=task_id,
+    )
+    return await view(tx, proposal_id)
+
+
+async def attach(
+    tx: Tx,
+    root: Path,
+    *,
+    proposal_id: str,
+    patch: str,
+    affected_resources: list[str],
+    actor: str,
+    policy: Policy | None = None,
+    runs: RunHint = NO_HINT,
+    max_files: int = DEFAULT_MAX_PATCH_FILES,
+    prepared: ParsedPatch | None = None,
+) -> dict[str, Any]:
+    """A new revision of an open proposal (`prepared` as for `create`)."""
+    p = await load(tx, proposal_id)
+    if p.status not in OPEN_STATUSES:
+        raise ToolError(
+            f"proposal {proposal_id} is {p.status}; patches can be attached only while pending or in_review"
+        )
+    now = clock.now()
+    await _check_affected(tx, p.agent_id, affected_resources, now)
+    parsed = await _parsed(root, patch, policy, max_files, prepared)
+    if parsed.sha256 == p.current_revision:
+        return await view(tx, proposal_id)  # the same bytes: nothing to revise
+    number = p.revision_number + 1
+    fences = await _new_revision(tx, root, proposal_id, number, p.agent_id, parsed, now)
+    stale = {}
+    for table in ("votes", "human_approvals", "security_reviews", "test_runs"):
+        stale[table] = int(
+            await tx.scalar(
+                f"SELECT COUNT(*) FROM {table} WHERE proposal_id = ? AND revision IS NOT ?",
+                (proposal_id, parsed.sha256),
+            )
+        )
+    await tx.update(
+        "proposals",
+        {"id": proposal_id},
+        {
+            "current_revision": parsed.sha256,
+            "revision_number": number,
+            "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
+            "status": ProposalStatus.PENDING,
+            "vote_state": GateState.PENDING,
+            "policy_state": GateState.PENDING,
+            "approval_state": GateState.PENDING,
+            "updated_at": now,
+        },
+    )
+    existing = [link.resource_id for link in await links(tx, proposal_id)]
+    ids = merge_resources([*existing, *affected_resources], parsed.touched)
+    await _link_resources(tx, proposal_id, ids)
+    run = await resolve(tx, runs, owner=p.run_id)
+    await close_moot(tx, proposal_id, f"superseded by revision {number}", run_id=run, keep_revision=parsed.sha256)
+    await tx.append_event(
+        run,
+        EventType.PROPOSAL_REVISED,
+        {
+            "proposal_id": proposal_id,
+            "previous_revision": p.current_revision,
+            "revision": parsed.sha256,
+            "revision_number": number,
+            "files": list(parsed.touched),
+            "claim_fences": fences,
+            "stale": stale,
+        },
+        actor_id=actor,
+        task_id=p.task_id,
+    )
+    return await view(tx, proposal_id)
+
+
+async def view(q: Reader | Tx, proposal_id: str) -> dict[str, Any]:
+    p = await load(q, proposal_id)
+    return {
+        "proposal": proposal_dict(p),
+        "proposal_resources": [link.to_dict() for link in await links(q, proposal_id)],
+    }
+
+
+async def detail(q: Reader | Tx, root: Path, policy: Policy | None, proposal_id: str) -> dict[str, Any]:
+    """`proposal.get`: the record, links, revisions, the current patch text and the gates
+    (without the dry run, which needs git)."""
+    from roundtable.services.governance.gates import evaluate
+
+    out = await view(q, proposal_id)
+    p = await load(q, proposal_id)
+    out["revisions"] = [r.to_dict() for r in await revisions(q, proposal_id)]
+    patch_text = ""
+    patch_error = ""
+    if p.current_revision:
+        try:
+            patch_text = read_patch(root, p.current_revision)
+        except ToolError as exc:
+            patch_error = str(exc)
+    out["patch"] = patch_text
+    out["patch_error"] = patch_error
+    if isinstance(policy, Policy):
+        report = await evaluate(q, root, policy, p, clock.now())
+        out["gates"] = report.summary()
+        out["policy"] = report.policy.to_dict() if report.policy else None
+    return out
+
+
+PROPOSAL_ORDER = ("created_at", "id")
+
+
+async def listing(
+    q: Reader | Tx, task_id: str, status: str, scope: Scope | None = None, page: PageRequest | None = None
+) -> list[dict[str, Any]]:
+    """Proposals in creation order, filtered by task and status; only those `scope` may read
+    when one is given (a session's). With `page`: at most one more than its limit, after its key."""
+    sql = "SELECT * FROM proposals"
+    where: list[str] = []
+    params: list[Any] = []
+    scoped, scoped_params = scope_where(scope, "proposals")
+    if scoped:
+        where.append(scoped)
+        params.extend(scoped_params)
+    if task_id:
+        where.append("task_id = ?")
+        params.append(task_id)
+    if status:
+        where.append("status = ?")
+        params.append(status)
+    limit = ""
+    if page is not None:
+        if page.key is not None:
+            after_sql, after_params = after(PROPOSAL_ORDER, page.key)
+            where.append(after_sql)
+            params.extend(after_params)
+        limit = f" LIMIT {page.limit + 1}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    rows = await q.all(Proposal, sql + f" ORDER BY {', '.join(PROPOSAL_ORDER)}{limit}", params)
+    return [proposal_dict(p) for p in rows]
+
+
+def _read_parsed(root: Path, sha256: str, policy: Policy) -> ParsedPatch:
+    """A stored revision, read and parsed (blocking: call from a worker thread)."""
+    return parse_patch(read_patch(root, sha256), root, allowances(policy))
+
+
+async def request_review(
+    tx: Tx, root: Path, policy: Policy, proposal_id: str, actor: str, runs: RunHint = NO_HINT
+) -> dict[str, Any]:
+    """Who should review (by policy role) and move `pending` → `in_review`."""
+    p = await load(tx, proposal_id)
+    if not p.current_revision:
+        raise ToolError(f"proposal {proposal_id} has no patch revision")
+    parsed = await asyncio.to_thread(_read_parsed, root, p.current_revision, policy)
+    result = policy.evaluate(
+        p.risk, list(parsed.touched), await current_votes(tx, p), extra_high_paths=list(parsed.special)
+    )
+    roles = list(result.required_roles)
+    agents = await tx.all(Agent, "SELECT * FROM agents WHERE is_enabled = 1 ORDER BY created_at, id")
+    reviewers: list[dict[str, Any]] = []
+    for role in roles:
+        matched = [a for a in agents if a.id != p.agent_id and a.role.lower() == role.lower()]
+        if not matched:
+            reviewers.append({"role": role})
+        for a in matched:
+            reviewers.append({"role": role, "agent_id": a.id, "adapter": a.adapter, "status": a.status})
+    if p.status in ("", ProposalStatus.PENDING):
+        now = clock.now()
+        await tx.update("proposals", {"id": proposal_id}, {"status": ProposalStatus.IN_REVIEW, "updated_at": now})
+        await tx.append_event(
+            await resolve(tx, runs, owner=p.run_id),
+            EventType.PROPOSAL_REVIEW_REQUESTED,
+            # `reviewers` (agent ids) and `roles` are the spec's keys; the
+            # revision says which patch the reviews are for.
+            {
+                "proposal_id": proposal_id,
+                "reviewers": [r["agent_id"] for r in reviewers if "agent_id" in r],
+                "roles": roles,
+                "revision": p.current_revision,
+            },
+            actor_id=actor,
+            task_id=p.task_id,
+        )
+    out = await view(tx, proposal_id)
+    out.update(
+        {
+            "review_roles": roles,
+            "reviewers": reviewers,
+            "policy": result.to_dict(),
+            "human_approval_required": result.needs_human,
+            "security_review_required": result.security_review_required,
+        }
+    )
+    return out
+
+
+async def record_decision(
+    tx: Tx,
+    *,
+    decision_id: str,
+    decision: str,
+    rationale_md: str,
+    decided_by: str,
+    proposal_id: str,
+    task_id: str,
+    runs: RunHint = NO_HINT,
+) -> Decision:
+    if await tx.scalar("SELECT 1 FROM decisions WHERE id = ?", (decision_id,)):
+        raise ToolError(f"decision {decision_id} already exists")
+    if proposal_id:
+        p = await load(tx, proposal_id)
+        task_id = task_id or p.task_id
+    if task_id and await tx.scalar("SELECT 1 FROM tasks WHERE id = ?", (task_id,)) is None:
+        raise NotFound("task", task_id)
+    now = clock.now()
+    await tx.insert(
+        "decisions",
+        {
+            "id": decision_id,
+            "proposal_id": proposal_id or None,
+            "task_id": task_id or None,
+            "decision": decision,
+            "rationale_md": rationale_md,
+            "decided_by": decided_by,
+            "created_at": now,
+        },
+    )
+    await tx.append_event(
+        await resolve(tx, runs, owner=await object_run(tx, proposal_id=proposal_id, task_id=task_id)),
+        EventType.DECISION_RECORDED,
+        {"decision_id": decision_id, "proposal_id": proposal_id, "decision": decision},
+        actor_id=decided_by,
+        task_id=task_id,
+    )
+    row = await tx.one(Decision, "SELECT * FROM decisions WHERE id = ?", (decision_id,))
+    assert row is not None
+    return row
+
+
+async def reject(
+    tx: Tx, *, proposal_id: str, reason_md: str, decision_id: str, decided_by: str, runs: RunHint = NO_HINT
+) -> dict[str, Any]:
+    p = await load(tx, proposal_id)
+    if p.status not in OPEN_STATUSES:
+        raise ToolError(f"proposal {proposal_id} is {p.status}; only pending or in_review proposals can be rejected")
+    now = clock.now()
+    await tx.update("proposals", {"id": proposal_id}, {"status": ProposalStatus.REJECTED, "updated_at": now})
+    decision = await record_decision(
+        tx,
+        decision_id=decision_id,
+        decision=ProposalStatus.REJECTED,
+        rationale_md=reason_md,
+        decided_by=decided_by,
+        proposal_id=proposal_id,
+        task_id=p.task_id,
+        runs=runs,
+    )
+    run = await resolve(tx, runs, owner=p.run_id)
+    await tx.append_event(
+        run,
+        EventType.PATCH_REJECTED,
+        {"proposal_id": proposal_id, "decision_id": decision.id, "revision": p.current_revision},
+        actor_id=decided_by,
+        task_id=p.task_id,
+    )
+    await close_moot(tx, proposal_id, f"proposal rejected ({decision.id})", run_id=run)
+    out = await view(tx, proposal_id)
+    out["decision"] = decision.to_dict()
+    return out

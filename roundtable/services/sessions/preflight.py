@@ -1,0 +1,102 @@
+"""Preflight: can each configured agent's harness run here, before anything is launched?
+
+For every agent the supervisor can launch, its adapter's executable must be on the PATH a
+session gets, and the model credential the harness reads must be in the owner's environment
+(a supervised session has a private HOME, so a login the user made elsewhere is not found):
+Claude Code `ANTHROPIC_API_KEY` or `ANTHROPIC_AUTH_TOKEN`; Codex `CODEX_API_KEY` or the `env_key`
+of a provider in the operator's Codex configuration. `doctor`, `start` and every launch ask here.
+A harness's own "not logged in" answer is reported as `NO_CREDENTIAL` (`credential_failure`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from roundtable.config import Config
+from roundtable.errors import ValidationError
+from roundtable.services.coordination.agents import configured_agents
+from roundtable.services.sessions import adapters, capabilities
+
+NO_CREDENTIAL = "no model credential in the owner's environment"
+# What harnesses print when they have no usable credential (Claude Code: "Not logged in · Please
+# run /login"; an API answering 401).
+_NO_LOGIN = re.compile(r"not logged in|please run /login|invalid api key|authentication_error|401 unauthorized", re.I)
+
+
+@dataclass(frozen=True)
+class Unready:
+    """Agents that cannot run, and why."""
+
+    agents: tuple[str, ...]
+    adapter: str
+    problem: str
+    fix: str
+
+    def line(self) -> str:
+        who = ", ".join(self.agents) if len(self.agents) <= 3 else f"{self.agents[0]} … {self.agents[-1]}"
+        return f"{who} cannot run (adapter {self.adapter}): {self.problem}"
+
+
+def session_path() -> str:
+    """The PATH a supervised session searches: this interpreter's directory first."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+
+
+def credential_names(adapter: str) -> tuple[str, ...]:
+    """The variables of which at least one must be set for `adapter` to reach its model ('' none)."""
+    if adapter == "claude":
+        return ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    if adapter == "codex":
+        return ("CODEX_API_KEY", *adapters.codex_provider_env(adapters.codex_model_settings()))
+    return ()
+
+
+def adapter_problem(config: Config, name: str, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(why adapter `name` cannot start a session here, the fix), or ('', '')."""
+    env = os.environ if environ is None else environ
+    try:
+        adapter = adapters.get(config, name)
+    except ValidationError as exc:
+        return str(exc), f"add adapters.{name} to .roundtable/config.yaml or point the agent at a configured adapter"
+    words = shlex.split(adapter.command or name) if (adapter.command or name).strip() else []
+    if not words:
+        return f"adapter {name} has no command", f"set adapters.{name}.command in .roundtable/config.yaml"
+    if shutil.which(words[0], path=session_path()) is None:
+        return (
+            f"{words[0]} not found on PATH",
+            f"install {words[0]}, or give these agents an installed harness (agents.*.adapter in .roundtable/config.yaml)",
+        )
+    names = credential_names(name)
+    if names and not any(env.get(n, "").strip() for n in names):
+        return (
+            f"{NO_CREDENTIAL} (set {' or '.join(names)} for the owner; a supervised session does not see your login)",
+            f"export {names[0]}=… in the shell that runs `roundtable start` (or the console)",
+        )
+    return "", ""
+
+
+def unready_agents(config: Config, environ: Mapping[str, str] | None = None) -> list[Unready]:
+    """Every launchable configured agent whose harness cannot run here, grouped by adapter."""
+    by_adapter: dict[str, list[str]] = {}
+    for spec in configured_agents(config):
+        if capabilities.role_for_agent(spec.id) is None:
+            continue  # the Chair and the memory oracle are never launched
+        by_adapter.setdefault(spec.adapter, []).append(spec.id)
+    out = []
+    for name, agents in by_adapter.items():
+        problem, fix = adapter_problem(config, name, environ)
+        if problem:
+            out.append(Unready(tuple(agents), name, problem, fix))
+    return out
+
+
+def credential_failure(output: str) -> bool:
+    """Whether a harness's output says it has no usable model credential."""
+    return bool(_NO_LOGIN.search(output))

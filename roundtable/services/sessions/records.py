@@ -1,0 +1,335 @@
+"""Agent session records: register (upsert), heartbeat, end, lookup and listing.
+
+A session row says which agent runs where, through which adapter, and how to resume it. Its
+lifecycle notes (`registered`, `heartbeat`, `ended`) go to `agent_session_events`, never to the
+run event log. Every function takes the transaction or reader it works in, so callers choose
+the boundaries (the supervisor writes a session row and its capability in one transaction).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from roundtable import clock
+from roundtable.domain import EventType, SessionStatus, TaskStatus
+from roundtable.errors import ValidationError
+from roundtable.store.db import Reader, Tx
+from roundtable.store.records import AgentSession
+
+
+@dataclass(frozen=True)
+class SessionDraft:
+    """What a registration stores; omitted optional fields are cleared on re-registration."""
+
+    id: str
+    agent_id: str
+    run_id: str
+    adapter: str
+    working_directory: str
+    provider: str = ""
+    model: str = ""
+    external_session_id: str = ""
+    external_resume_command: str = ""
+    mcp_socket: str = ""
+    status: str = SessionStatus.ACTIVE
+    metadata: dict[str, Any] | None = None
+
+
+def resume_command(pattern: str, external_session_id: str) -> str:
+    """The adapter's resume pattern with the external session id filled in ('' when unknown)."""
+    if not pattern.strip() or not external_session_id.strip():
+        return ""
+    return pattern.replace("{{external_session_id}}", external_session_id)
+
+
+def _metadata_text(metadata: dict[str, Any] | None) -> str | None:
+    if not metadata:
+        return None
+    try:
+        return json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"session metadata is not serialisable: {exc}") from None
+
+
+async def _session_event(tx: Tx, session_id: str, event_type: str, payload: dict[str, Any]) -> None:
+    await tx.insert(
+        "agent_session_events",
+        {
+            "session_id": session_id,
+            "event_type": event_type,
+            "payload_json": json.dumps(payload, separators=(",", ":")),
+            "created_at": clock.now(),
+        },
+    )
+
+
+async def register(tx: Tx, draft: SessionDraft) -> AgentSession:
+    """Upsert the session by id; `started_at` keeps its first value."""
+    required = (draft.id, draft.agent_id, draft.run_id, draft.adapter, draft.working_directory)
+    if any(not value.strip() for value in required):
+        raise ValidationError("id, agent, run, adapter, and cwd are required")
+    metadata_json = _metadata_text(draft.metadata)
+    now = clock.now()
+    await tx.execute(
+        """INSERT INTO agent_sessions (id, agent_id, run_id, adapter, provider, model,
+               external_session_id, external_resume_command, working_directory, mcp_socket,
+               status, started_at, last_seen_at, ended_at, metadata_json)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, COALESCE(?, '{}'))
+           ON CONFLICT(id) DO UPDATE SET
+               agent_id = excluded.agent_id, run_id = excluded.run_id, adapter = excluded.adapter,
+               provider = excluded.provider, model = excluded.model,
+               external_session_id = excluded.external_session_id,
+               external_resume_command = excluded.external_resume_command,
+               working_directory = excluded.working_directory, mcp_socket = excluded.mcp_socket,
+               status = excluded.status, last_seen_at = excluded.last_seen_at, ended_at = NULL,
+               metadata_json = excluded.metadata_json""",
+        (
+            draft.id,
+            draft.agent_id,
+            draft.run_id,
+            draft.adapter,
+            draft.provider or None,
+            draft.model or None,
+            draft.external_session_id or None,
+            draft.external_resume_command or None,
+            draft.working_directory,
+            draft.mcp_socket or None,
+            draft.status or "active",
+            now,
+            now,
+            metadata_json,
+        ),
+    )
+    tx.tables.add("agent_sessions")
+    session = await get(tx, draft.id)
+    await _session_event(tx, session.id, "registered", {"status": session.status, "adapter": session.adapter})
+    return session
+
+
+async def get(reader: Reader | Tx, session_id: str) -> AgentSession:
+    session = await reader.get(AgentSession, session_id)
+    return session
+
+
+async def heartbeat(tx: Tx, session_id: str, *, status: str = "", external_session_id: str = "") -> AgentSession:
+    """Touch `last_seen_at`; status and external id change only when given."""
+    if not session_id.strip():
+        raise ValidationError("session is required")
+    session = await get(tx, session_id)
+    now = clock.now()
+    await tx.update(
+        "agent_sessions",
+        {"id": session.id},
+        {
+            "status": status.strip() or session.status,
+            "external_session_id": external_session_id.strip() or session.external_session_id or None,
+            "last_seen_at": now,
+        },
+    )
+    session = await get(tx, session_id)
+    await _session_event(tx, session.id, "heartbeat", {"status": session.status, "last_seen_at": now})
+    return session
+
+
+async def end(tx: Tx, session_id: str, *, status: str = "") -> AgentSession:
+    """Mark the session ended (or the given status); repeatable, each call replaces the end time."""
+    if not session_id.strip():
+        raise ValidationError("session is required")
+    session = await get(tx, session_id)
+    now = clock.now()
+    final = status.strip() or "ended"
+    await tx.update("agent_sessions", {"id": session.id}, {"status": final, "ended_at": now, "last_seen_at": now})
+    await _session_event(tx, session.id, "ended", {"status": final, "ended_at": now})
+    return await get(tx, session_id)
+
+
+async def for_agent(reader: Reader | Tx, agent_id: str) -> AgentSession | None:
+    """The agent's current session: `active` first, then latest seen, then latest started, then id."""
+    return await reader.one(
+        AgentSession,
+        """SELECT * FROM agent_sessions WHERE agent_id = ?
+           ORDER BY (status = 'active') DESC, COALESCE(last_seen_at, '') DESC, started_at DESC, id DESC
+           LIMIT 1""",
+        (agent_id,),
+    )
+
+
+async def list_sessions(reader: Reader | Tx, *, status: str = "") -> list[AgentSession]:
+    if status:
+        return await reader.all(
+            AgentSession, "SELECT * FROM agent_sessions WHERE status = ? ORDER BY started_at, id", (status,)
+        )
+    return await reader.all(AgentSession, "SELECT * FROM agent_sessions ORDER BY started_at, id")
+
+
+async def session_events(reader: Reader | Tx, session_id: str) -> list[dict[str, Any]]:
+    rows = await reader.fetchall(
+        "SELECT id, event_type, payload_json, created_at FROM agent_session_events WHERE session_id = ? ORDER BY id",
+        (session_id,),
+    )
+    return [
+        {
+            "id": r["id"],
+            "event_type": r["event_type"],
+            "payload": json.loads(r["payload_json"]),
+            "created_at": r["created_at"],
+        }
+        for r in rows
+    ]
+
+
+def metadata(session: AgentSession) -> dict[str, Any]:
+    try:
+        value = json.loads(session.metadata_json or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class SessionExit:
+    """A supervised session ended: `exit_code` (non-zero = failed) and why it ended
+    (`process_exited`, `launch_failed`, `shutdown`)."""
+
+    session_id: str
+    exit_code: int
+    reason: str
+
+
+# --- the supervisor's bookkeeping (its internal operations, `tools/sessions_ops.py`) -------------
+
+SUPERVISOR_ACTOR = "supervisor"
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A supervised session recorded: its row, its capability and the token (never stored)."""
+
+    session: AgentSession
+    capability_id: str
+    token: str
+
+
+async def open_supervised(
+    tx: Tx,
+    draft: SessionDraft,
+    *,
+    role: str,
+    task_id: str,
+    proposal_id: str,
+    launched_by: str,
+) -> Opened:
+    """Issue the capability, record the session (`starting`) and `session.launched`, in `tx`."""
+    from roundtable.services.sessions import capabilities
+
+    token, cap = await capabilities.issue(
+        tx,
+        session_id=draft.id,
+        agent_id=draft.agent_id,
+        run_id=draft.run_id,
+        role=role,
+        task_id=task_id,
+        proposal_id=proposal_id,
+    )
+    metadata = {**(draft.metadata or {}), "capability_id": cap.id}
+    session = await register(tx, SessionDraft(**{**draft.__dict__, "metadata": metadata}))
+    await tx.append_event(
+        draft.run_id,
+        EventType.SESSION_LAUNCHED,
+        {
+            "session_id": draft.id,
+            "agent_id": draft.agent_id,
+            "role": role,
+            "task_id": task_id,
+            "proposal_id": proposal_id,
+            "launched_by": launched_by,
+        },
+        actor_id=SUPERVISOR_ACTOR,
+        task_id=task_id,
+    )
+    return Opened(session, cap.id, token)
+
+
+async def keep_alive(tx: Tx, session_id: str, capability_id: str) -> None:
+    """A running session's heartbeat: touch the row and extend its capability."""
+    from roundtable.services.sessions import capabilities
+
+    await heartbeat(tx, session_id)
+    await capabilities.extend(tx, capability_id)
+
+
+async def revoke_capabilities(tx: Tx, session_id: str, reason: str) -> bool:
+    """Revoke every live capability of the session (`capability.revoked` once); False when
+    none was live."""
+    from roundtable.services.sessions import capabilities
+
+    session = await get(tx, session_id)
+    revoked = False
+    for cap in await capabilities.for_session(tx, session_id):
+        if await capabilities.revoke(tx, cap.id, reason):
+            revoked = True
+    if revoked:
+        await tx.append_event(
+            session.run_id,
+            EventType.CAPABILITY_REVOKED,
+            {"session_id": session_id, "reason": reason},
+            actor_id=SUPERVISOR_ACTOR,
+        )
+    return revoked
+
+
+async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
+    """A session passed one of its limits (`limits.session_*`): its capabilities are revoked,
+    `session.limit_reached` is recorded, and the task it works on is blocked with the reason
+    (unless already closed). The supervisor then stops the process."""
+    from roundtable.domain import TERMINAL_TASK_STATUSES
+    from roundtable.services.coordination.autopilot import block_task
+    from roundtable.services.sessions import capabilities
+
+    session = await get(tx, session_id)
+    caps = await capabilities.for_session(tx, session_id)
+    task_id = next((c.task_id for c in caps if c.task_id), "")
+    await tx.append_event(
+        session.run_id,
+        EventType.SESSION_LIMIT_REACHED,
+        {"session_id": session_id, "agent_id": session.agent_id, "task_id": task_id, "reason": reason},
+        actor_id=SUPERVISOR_ACTOR,
+        task_id=task_id,
+    )
+    await revoke_capabilities(tx, session_id, f"limit: {reason}")
+    blocked = False
+    if task_id:
+        status = await tx.scalar("SELECT status FROM tasks WHERE id = ?", (task_id,))
+        if status is not None and status not in TERMINAL_TASK_STATUSES and status != TaskStatus.BLOCKED:
+            why = f"session {session_id} of {session.agent_id} was stopped by a limit: {reason}"
+            await block_task(tx, session.run_id, task_id, why, actor=SUPERVISOR_ACTOR)
+            blocked = True
+    return {"session_id": session_id, "task_id": task_id, "blocked": blocked}
+
+
+async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
+    """The process ended: the session `ended` (exit 0) or `failed`, its capability revoked,
+    `session.exited` recorded."""
+
+    session = await get(tx, session_id)
+    status = SessionStatus.ENDED if exit_code == 0 else SessionStatus.FAILED
+    await end(tx, session_id, status=status)
+    # How it ended stays on the record, where the console shows a failure (not only in an event).
+    try:
+        meta = json.loads(session.metadata_json or "{}")
+    except ValueError:
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    meta.update({"exit_code": exit_code, "exit_reason": reason})
+    await tx.update("agent_sessions", {"id": session_id}, {"metadata_json": json.dumps(meta, sort_keys=True)})
+    ended = await get(tx, session_id)
+    await revoke_capabilities(tx, session_id, reason)
+    await tx.append_event(
+        session.run_id,
+        EventType.SESSION_EXITED,
+        {"session_id": session_id, "exit_code": exit_code, "status": status},
+        actor_id=SUPERVISOR_ACTOR,
+    )
+    return ended
