@@ -65,10 +65,20 @@ def rows_from_file(benchmark: str, path: Path, what: str) -> list[dict[str, obje
     except (OSError, ValueError):
         return [row(benchmark, f"{what} loop lag", "not recorded", "", "the owner wrote no lag file")]
     note = f"lateness of 10 ms sleeps in the owner's loop, {data['samples']} wake-ups over the module"
-    return [
+    out = [
         row(benchmark, f"{what} loop lag p99", float(data["p99_ms"]), "ms", note),
         row(benchmark, f"{what} loop lag max", float(data["max_ms"]), "ms", note),
     ]
+    if "inline_p99_us" in data:  # point reads on the loop's thread (`roundtable/store/inline.py`)
+        inline = (
+            f"thread CPU of the last {data['inline_reads']} point reads answered on the owner's loop;"
+            f" {data['inline_fallbacks']} sent to a reader thread"
+        )
+        out += [
+            row(benchmark, f"{what} inline point read p50", float(data["inline_p50_us"]), "µs", inline),
+            row(benchmark, f"{what} inline point read p99", float(data["inline_p99_us"]), "µs", inline, target="< 50"),
+        ]
+    return out
 
 
 class _Probing(asyncio.DefaultEventLoopPolicy):

@@ -129,6 +129,7 @@ def run() -> list[dict[str, Any]]:
         ),
     ]
 
+
 if __name__ == "__main__":
     for r in run():
         print(f"{r['metric']:<55} {r['value']:>10} {r['unit']:<10} {r['note']}")

@@ -3,7 +3,8 @@ so the benchmark measures the transports and `Runtime.call` alone (`bench.echo`)
 read tool (`task.get`, on a task this script creates and announces) through the same owner.
 
 With a fourth argument (a file path), a loop-lag probe (`bench.looplag`) runs in the owner's
-event loop from ready to SIGTERM and its p99 and max (ms) are written there as JSON on SIGTERM."""
+event loop from ready to SIGTERM and its p99 and max (ms) are written there as JSON on SIGTERM,
+with the p50 and p99 (µs) of the latest point reads answered on the loop's thread."""
 
 from __future__ import annotations
 
@@ -37,8 +38,18 @@ async def main(root: str, port: int, sock: str, lag_file: str = "") -> None:
         async with LoopLag() as lag:  # from ready to SIGTERM: what the benchmark's calls cause
             print(f"ready {task['task']['id']}", flush=True)
             await stop.wait()
+        inline = sorted(owner.runtime.db.inline.recent_us())
+        fallbacks = owner.runtime.db.inline.fallbacks
     if lag_file:
-        text = json.dumps({"p99_ms": lag.p99_ms, "max_ms": lag.max_ms, "samples": len(lag.samples_ms)})
+        data = {"p99_ms": lag.p99_ms, "max_ms": lag.max_ms, "samples": len(lag.samples_ms)}
+        if inline:  # the point reads answered on the loop's thread (`store/inline.py`)
+            data |= {
+                "inline_p50_us": inline[len(inline) // 2],
+                "inline_p99_us": inline[min(len(inline) - 1, int(len(inline) * 0.99))],
+                "inline_reads": len(inline),
+                "inline_fallbacks": fallbacks,
+            }
+        text = json.dumps(data)
         await asyncio.to_thread(Path(lag_file).write_text, text)
 
 

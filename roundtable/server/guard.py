@@ -170,12 +170,12 @@ def authenticated(app: ASGIApp, backend: TokenBackend | CapabilityBackend) -> AS
 
 
 def db_token_resolver(runtime: Any) -> TokenResolver:
-    """Resolve a presented token through `access_tokens` (by its sha256) on every request."""
+    """Resolve a presented token through `access_tokens` (by its sha256) on every request: one
+    lookup by a unique key, answered as a point read (on the loop's thread while measured fast)."""
     from roundtable.services.sessions import tokens as token_service
 
     async def resolve(token: str) -> Caller | None:
-        async with runtime.db.read() as reader:
-            found = await token_service.resolve(reader, token)
+        found = await runtime.db.read_point(token_service.resolve_on, token)
         if found is None:
             return None
         principal, agent_id = found

@@ -182,15 +182,34 @@ def foreign_namespace(pid: int) -> str:
     operator. Fails closed: a peer whose namespaces cannot be read counts as foreign."""
     if pid <= 0:
         return "its process is not visible from the owner's PID namespace"
+    ours = _own_namespaces()
     for kind in NAMESPACES:
         try:
             theirs = os.stat(f"/proc/{pid}/ns/{kind}")
-            ours = os.stat(f"/proc/self/ns/{kind}")
         except OSError as exc:
             return f"its {kind} namespace cannot be read ({exc.strerror})"
-        if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
+        if (theirs.st_dev, theirs.st_ino) != ours.get(kind):
             return f"it runs in another {kind} namespace (a sandbox)"
     return ""
+
+
+_OWN: dict[int, dict[str, tuple[int, int]]] = {}
+
+
+def _own_namespaces() -> dict[str, tuple[int, int]]:
+    """This process's namespaces (device, inode), read once per process (a kind that cannot be
+    read is left out, so no peer matches it: closed)."""
+    pid = os.getpid()
+    found = _OWN.get(pid)
+    if found is None:
+        found = {}
+        for kind in NAMESPACES:
+            with contextlib.suppress(OSError):
+                st = os.stat(f"/proc/self/ns/{kind}")
+                found[kind] = (st.st_dev, st.st_ino)
+        _OWN.clear()
+        _OWN[pid] = found
+    return found
 
 
 def _prepare_directory(directory: Path) -> None:
@@ -331,7 +350,8 @@ class SocketServer:
                 await self._refuse(reader, writer, "server busy: too many connections")
                 return
             try:
-                line = await asyncio.wait_for(self._read_line(reader), self.read_timeout)
+                async with asyncio.timeout(self.read_timeout):  # no extra task, unlike wait_for
+                    line = await self._read_line(reader)
             except RequestError as exc:
                 await self._refuse(reader, writer, str(exc))
                 return

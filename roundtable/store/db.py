@@ -32,6 +32,7 @@ from roundtable import clock
 from roundtable.bus import Change, ChangeBus
 from roundtable.errors import NotFound, StoreError
 from roundtable.store.group import Batch, WriteLock
+from roundtable.store.inline import InlineReader, Missing
 from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
 from roundtable.store.thread import on_thread
@@ -460,6 +461,7 @@ class Database:
         # none) — it would go to the unlinked file and be lost.
         self._abspath = Path(os.path.abspath(path))
         self._identity = _file_identity(self._abspath)
+        self._inline: InlineReader | None = None  # bounded point reads on the loop's thread
 
     def file_problem(self) -> str:
         """Why the database path no longer names the file this object opened ('' while it does)."""
@@ -558,6 +560,8 @@ class Database:
                 await asyncio.gather(*self._pending, return_exceptions=True)
             for conn in self._all_readers:
                 await conn.close()
+            if self._inline is not None:
+                self._inline.close()
             await self._writer.close()
 
     @asynccontextmanager
@@ -751,6 +755,24 @@ class Database:
             return await on_thread(conn, _in_snapshot, fn, args)
         finally:
             self._readers.put_nowait(conn)
+
+    @property
+    def inline(self) -> InlineReader:
+        """The loop-thread connection for bounded point reads (`store/inline.py`)."""
+        if self._inline is None:
+            self._inline = InlineReader(self._abspath, read_only=self.read_only)
+        return self._inline
+
+    async def read_point(self, fn: Callable[..., T], *args: Any) -> T:
+        """`read_call` for a bounded point read (one primary-key lookup): answered on the event
+        loop's thread while such reads are measured under `inline.LIMIT_S`, else on a reader's
+        thread; never waits for a lock on the loop (`store/inline.py`)."""
+        if self._closed:
+            raise StoreError("database is closed")
+        result = self.inline.call(fn, args)
+        if isinstance(result, Missing):
+            return await self.read_call(fn, *args)
+        return result
 
     def _finish_end_read(self, task: asyncio.Future[Any]) -> None:
         self._pending.discard(task)

@@ -239,6 +239,9 @@ class ToolSpec:
     # Set for a `read` answered by one sync function (`point_handler`): `Runtime.call` runs it
     # whole on a reader's thread, snapshot included, in one hop (`Database.read_call`).
     point_read: PointRead | None = None
+    # The point read is one primary-key lookup (bounded): it may be answered on the event loop's
+    # thread while such reads are measured fast (`Database.read_point`, `store/inline.py`).
+    inline: bool = False
     # Work a write needs that touches no database (parsing a patch, asking git): `Runtime.call`
     # runs it after validation and before the write transaction opens, so the write lock is not
     # held for it; it leaves what it made in `call.notes`.

@@ -98,6 +98,7 @@ TOOLS = [
         output_schema=result({"task": RECORD}),
         handler=point_handler(get),
         point_read=get,
+        inline=True,
         mode="read",
         read_only=True,
         idempotent=True,

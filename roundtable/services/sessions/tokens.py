@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -79,15 +81,14 @@ async def list_tokens(q: Reader | Tx) -> list[AccessToken]:
     return await q.all(AccessToken, "SELECT * FROM access_tokens ORDER BY created_at, id")
 
 
-async def resolve(q: Reader | Tx, token: str) -> tuple[str, str] | None:
-    """(principal, agent_id) of a live token, or None. An agent token resolves only while its
-    agent is registered and enabled."""
-    row = await q.fetchone(
-        "SELECT t.principal, t.agent_id, a.is_enabled FROM access_tokens t"
-        " LEFT JOIN agents a ON a.id = t.agent_id"
-        " WHERE t.token_sha256 = ? AND t.revoked_at IS NULL",
-        (digest(token),),
-    )
+_RESOLVE_SQL = (
+    "SELECT t.principal, t.agent_id, a.is_enabled FROM access_tokens t"
+    " LEFT JOIN agents a ON a.id = t.agent_id"
+    " WHERE t.token_sha256 = ? AND t.revoked_at IS NULL"
+)
+
+
+def _resolved(row: Any) -> tuple[str, str] | None:
     if row is None:
         return None
     principal = str(row["principal"])
@@ -99,6 +100,17 @@ async def resolve(q: Reader | Tx, token: str) -> tuple[str, str] | None:
     if principal in (OPERATOR, PROJECT):
         return principal, ""
     return None
+
+
+async def resolve(q: Reader | Tx, token: str) -> tuple[str, str] | None:
+    """(principal, agent_id) of a live token, or None. An agent token resolves only while its
+    agent is registered and enabled."""
+    return _resolved(await q.fetchone(_RESOLVE_SQL, (digest(token),)))
+
+
+def resolve_on(conn: sqlite3.Connection, token: str) -> tuple[str, str] | None:
+    """`resolve` as a point read on a connection (one lookup by the token's unique digest)."""
+    return _resolved(conn.execute(_RESOLVE_SQL, (digest(token),)).fetchone())
 
 
 async def _live(q: Reader | Tx, token: str, principal: str, agent_id: str) -> bool:
