@@ -156,6 +156,9 @@ class Dispatcher:
         self._lock = asyncio.Lock()
         self._closing = False
         self.last_pass = PassReport()
+        # Times round the loop (a pass, or a look while off): what a caller waits on to know the
+        # loop has seen the state as it is now.
+        self.cycles = 0
         host.add_exit_listener(self._on_exit)
 
     # --- the console's interface ------------------------------------------------------------
@@ -202,6 +205,7 @@ class Dispatcher:
                         raise
                     except Exception:
                         log.exception("autopilot pass failed")
+                self.cycles += 1
                 await self._wait(changes)
 
     async def _wait(self, changes: Any) -> None:
@@ -483,19 +487,24 @@ class Dispatcher:
     def _on_exit(self, done: SessionExit) -> None:
         if self._closing:
             return
-        dispatch = self._sessions.pop(done.session_id, None)
+        # The session stays listed until `_after_exit` has counted it, under the pass lock: a pass
+        # running now must not see its job free before its failure, backoff and stop are recorded.
+        dispatch = self._sessions.get(done.session_id)
         if dispatch is None:
             if self._lock.locked():  # perhaps ours, its launch not returned yet: `_launch` picks it up
                 self._early_exits[done.session_id] = done
                 while len(self._early_exits) > 64:  # an operator's sessions are never claimed
                     self._early_exits.pop(next(iter(self._early_exits)))
             return
+        if f"exit:{done.session_id}" in self._background:
+            return  # already being counted
         task = asyncio.get_running_loop().create_task(self._after_exit(dispatch, done))
         self._background[f"exit:{done.session_id}"] = task  # kept until recorded (busy while it is)
         task.add_done_callback(lambda _t: self._background.pop(f"exit:{done.session_id}", None))
 
     async def _after_exit(self, dispatch: _Dispatch, done: SessionExit) -> None:
         async with self._lock:
+            self._sessions.pop(done.session_id, None)
             s = self.settings()
             job = dispatch.job
             state = self._attempts.setdefault(job.key, _Attempts())

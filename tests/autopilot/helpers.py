@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from roundtable import clock, demo
+from roundtable.autopilot import Dispatcher
 from roundtable.runtime import Runtime
 
 
@@ -79,6 +80,22 @@ async def wait_for_events(rt: Runtime, kind: str, count: int, timeout: float = 1
         if time.monotonic() > deadline:
             raise AssertionError(f"{len(found)} {kind} event(s) after {timeout}s, wanted {count}")
         await asyncio.sleep(0.1)
+
+
+async def dispatcher_cycles(dispatcher: Dispatcher | None, count: int = 2, timeout: float = 60.0) -> None:
+    """Wait until the dispatcher's loop has gone round `count` more times (woken each time): a
+    pass that would act on the state as it is now has then run — the sync point before asserting
+    that nothing more happened."""
+    assert dispatcher is not None
+    goal = dispatcher.cycles + count
+    deadline = time.monotonic() + timeout
+    while dispatcher.cycles < goal:
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"the dispatcher went round {dispatcher.cycles - goal + count} of {count} times in {timeout}s"
+            )
+        dispatcher.wake()
+        await asyncio.sleep(0.02)
 
 
 async def task_status(rt: Runtime, task_id: str) -> str:

@@ -4,7 +4,6 @@ once. Real owner (Chair, supervisor, dispatcher), real agent processes, real SQL
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -18,7 +17,14 @@ from roundtable.owner import Owner
 from roundtable.services.coordination.autopilot import blocked_reason
 from roundtable.services.coordination.runs import create_run
 from roundtable.tools.context import OPERATOR
-from tests.autopilot.helpers import demo_project, events, implementers_run, task_status, wait_for_events
+from tests.autopilot.helpers import (
+    demo_project,
+    dispatcher_cycles,
+    events,
+    implementers_run,
+    task_status,
+    wait_for_events,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +68,7 @@ async def test_a_failing_agent_is_retried_with_backoff_then_blocked(tmp_path: Pa
             assert await blocked_reason(r, task_id) == reason
         got = await rt.call("task.get", {"task_id": task_id}, OPERATOR)
         assert got["task"]["status"] == "blocked" and got["task"]["blocked_reason"] == reason
-        await asyncio.sleep(1.0)  # blocked stays blocked: no third launch
+        await dispatcher_cycles(owner.dispatcher)  # blocked stays blocked: no third launch
         assert len(await events(rt, "autopilot.dispatched")) == 2
         assert owner.dispatcher is not None and owner.dispatcher.status().enabled
 
@@ -114,7 +120,7 @@ async def test_consecutive_failures_stop_the_autopilot(tmp_path: Path) -> None:
         state = dispatcher.status()
         assert not state.enabled and state.mode == "manual" and state.consecutive_failures == 2
         assert state.stopped_reason == stopped[0]["payload"]["reason"]
-        await asyncio.sleep(1.0)
+        await dispatcher_cycles(dispatcher)
         assert len(await events(rt, "autopilot.dispatched")) == 2  # nothing after the stop
         assert await task_status(rt, task_id) == "in_progress"  # not blocked: the autopilot stopped first
         # The operator turns it back on: the stop is cleared and the work goes on.
@@ -142,7 +148,7 @@ async def test_manual_mode_launches_nothing_until_the_operator_turns_it_on(tmp_p
         dispatcher = owner.dispatcher
         assert dispatcher is not None and not dispatcher.enabled
         run = await create_run(rt, "Improve the calculator")
-        await asyncio.sleep(1.5)
+        await dispatcher_cycles(dispatcher)  # it has looked at the new run, and stayed off
         assert not await events(rt, "autopilot.dispatched", "session.launched", "task.created")
         await dispatcher.set_enabled(True)
         enabled = await events(rt, "autopilot.enabled")
@@ -162,7 +168,7 @@ async def test_a_goal_without_a_planner_is_recorded_not_guessed(tmp_path: Path) 
         run = await create_run(rt, "Improve the calculator")
         skipped = await wait_for_events(rt, "autopilot.skipped", 1)
         assert skipped[0]["run_id"] == run.id and "no enabled planner agent" in skipped[0]["payload"]["reason"]
-        await asyncio.sleep(0.5)
+        await dispatcher_cycles(owner.dispatcher)
         assert not await events(rt, "task.created", "autopilot.dispatched")
         assert len(await events(rt, "autopilot.skipped")) == 1  # once, not every pass
 

@@ -51,6 +51,16 @@ async def _healthy(o: Owner) -> None:
         await http.close()
 
 
+async def _connections_done(o: Owner, timeout: float = 20.0) -> None:
+    """Wait until the socket server has finished with every connection (answered, or dropped).
+    Call it after a later connection was answered: connections are accepted in order, so every
+    earlier one is then counted."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while o.socket._connections:
+        assert asyncio.get_running_loop().time() < deadline, f"{o.socket._connections} connection(s) still open"
+        await asyncio.sleep(0.01)
+
+
 async def _socket_abandon(path: str, mode: str) -> None:
     reader, writer = await asyncio.open_unix_connection(path)
     writer.write(b'{"tool":"task.list","args":{}}\n')
@@ -67,7 +77,8 @@ async def test_socket_clients_that_vanish(owner: Owner) -> None:
     path = str(owner.socket_path)
     for _ in range(2):
         await asyncio.gather(*(_socket_abandon(path, m) for m in ("close", "read-some", "reset") * 3), _healthy(owner))
-    await asyncio.sleep(0.3)
+    await _healthy(owner)
+    await _connections_done(owner)
     await _healthy(owner)
 
 
@@ -76,10 +87,10 @@ async def test_socket_write_from_a_vanishing_client_is_committed_at_most_once(ow
     writer.write(b'{"tool":"task.create","args":{"title":"ghost","body_md":"b"}}\n')
     await writer.drain()
     writer.close()
-    await asyncio.sleep(0.5)
+    await _healthy(owner)
+    await _connections_done(owner)  # the server is done with it: the call ran whole, or not at all
     async with owner.runtime.db.read() as r:
         assert await r.scalar("SELECT count(*) FROM tasks WHERE title = 'ghost'") in (0, 1)
-    await _healthy(owner)
 
 
 async def test_http_clients_that_vanish(owner: Owner) -> None:

@@ -47,6 +47,15 @@ async def notifying(project: Path, notify: dict[str, Any], **config: Any) -> Asy
         await rt.close()
 
 
+async def _marker(rt: Runtime, task_id: str) -> None:
+    """An `autopilot.stopped` with the reason `marker` in `task_id`'s run: every webhook wants it."""
+    async with rt.db.read() as r:
+        run_id = str(await r.scalar("SELECT run_id FROM tasks WHERE id = ?", (task_id,)))
+    await rt.call(
+        "autopilot.record", {"type": "autopilot.stopped", "payload": {"reason": "marker"}, "run_id": run_id}, DISPATCHER
+    )
+
+
 async def _every_kind(rt: Runtime) -> str:
     """Make one event of each kind with the operations that record them; returns the task id."""
     run_id, task_id = await make_task(rt)
@@ -87,8 +96,12 @@ async def test_every_kind_reaches_a_webhook_listener(project: Path) -> None:
         hooks = [{"url": listener.url + "/hook", "format": "plain"}]
         async with notifying(project, {"webhooks": hooks}, budgets={"task": {"tokens": 1000, "usd": 0}}) as (rt, _n):
             task_id = await _every_kind(rt)
-            got = await listener.wait_for(7)
-            await asyncio.sleep(0.3)  # nothing more comes (the recovered-and-settled transaction is no news)
+            # A marker recorded after everything else: the webhook's POSTs go out in event order,
+            # so once it arrives nothing earlier is still to come (the recovered-and-settled
+            # transaction is no news).
+            await _marker(rt, task_id)
+            *got, marker = await listener.wait_for(8)
+    assert marker.body["message"].endswith("the autopilot stopped: marker") and len(listener.received) == 8
     kinds = [r.body["kind"] for r in got]
     assert sorted(kinds) == sorted([*NOTIFY_EVENTS, "transaction_attention"]) and len(got) == 7
     assert {r.path for r in got} == {"/hook"}
@@ -125,14 +138,18 @@ async def test_each_body_format_and_event_filter(project: Path) -> None:
             )  # not in notify.events
             (to_ntfy,) = await ntfy.wait_for(1)
             (to_slack,) = await slack.wait_for(1)
-            await asyncio.sleep(0.3)
-    assert plain.received == []  # it asked for approvals only
+            # A marker that `plain` does want, recorded last: its POSTs go out in event order.
+            await rt.call(
+                "human.request_approval", {"subject": "marker", "reason_md": "r", "task_id": task_id}, OPERATOR
+            )
+            (marker,) = await plain.wait_for(1)
+    assert marker.body["kind"] == "approval_requested"  # it asked for approvals only: nothing before the marker
     # What doctor reads: the webhooks that delivered, and when.
     status = json.loads((project / ".roundtable" / "logs" / "notify-status.json").read_text())
     assert [(w["delivered"], bool(w["last_success_at"]), w["failing_since"]) for w in status["webhooks"]] == [
-        (0, False, ""),
-        (1, True, ""),
-        (1, True, ""),
+        (1, True, ""),  # the marker only
+        (2, True, ""),
+        (2, True, ""),
     ]
     assert to_ntfy.path == "/"
     assert to_ntfy.body["topic"] == "roundtable-alerts" and to_ntfy.body["tags"] == ["task_blocked"]
