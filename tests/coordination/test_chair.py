@@ -241,9 +241,20 @@ async def test_chair_loop_wakes_on_turn_request_and_on_wake(runtime: Runtime, ru
         assert scheduled[0]["request_event_id"] == req["request_event_id"]
         loop.pause()
         assert loop.paused and loop.state.paused
+
+        async def round_trip() -> None:
+            """Wake the loop and wait until it has gone round once (it plans its next tick anew)."""
+            planned = loop.state.next_tick_at
+            loop.wake()
+            for _ in range(500):
+                if loop.state.next_tick_at != planned:
+                    return
+                await asyncio.sleep(0.01)
+            raise AssertionError("the woken loop did not go round")
+
+        await round_trip()  # a cycle already under way when paused finishes
         ticks = loop.state.ticks
-        loop.wake()
-        await asyncio.sleep(0.1)
+        await round_trip()
         assert loop.state.ticks == ticks  # paused: woken but no tick
         loop.resume()
         for _ in range(100):

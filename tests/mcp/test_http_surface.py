@@ -338,10 +338,14 @@ async def test_resource_list_changed_when_a_task_appears(world: World) -> None:
 async def test_revoked_token_stops_pushes_on_an_open_stream(world: World) -> None:
     from roundtable.services.sessions import tokens
 
-    inbox = Inbox()
+    inbox, witness = Inbox(), Inbox()
     uri = f"roundtable://turns/{world.run_id}"
-    async with http_client(world, agent_id="implementer-2", inbox=inbox) as client:
+    async with (
+        http_client(world, agent_id="implementer-2", inbox=inbox) as client,
+        http_client(world, operator=True, inbox=witness) as operator,
+    ):
         await client.session.subscribe_resource(uri)
+        await operator.session.subscribe_resource(uri)
         await schedule_turn(world.runtime, world.run_id)
         await inbox.wait_for(is_update(uri, "agent.turn_scheduled"))
         async with world.runtime.db.write() as tx:
@@ -350,9 +354,10 @@ async def test_revoked_token_stops_pushes_on_an_open_stream(world: World) -> Non
             )
             await tokens.revoke(tx, row["id"])
         await asyncio.sleep(1.1)  # liveness is re-checked at most once a second
-        seen = len(inbox.updates(uri))
+        seen, told = len(inbox.updates(uri)), len(witness.updates(uri))
         await schedule_turn(world.runtime, world.run_id, "implementer-2")
-        await asyncio.sleep(0.5)
+        # The same push reaches a live subscriber: once it has, the revoked one's turn has passed.
+        await witness.wait_for(lambda _item: len(witness.updates(uri)) > told)
         assert len(inbox.updates(uri)) == seen
 
 
