@@ -123,7 +123,7 @@ async def test_each_body_format_and_event_filter(project: Path) -> None:
         ]
         async with notifying(project, {"webhooks": hooks, "events": ["task_blocked", "approval_requested"]}) as (
             rt,
-            _n,
+            notifier,
         ):
             run_id, task_id = await make_task(rt)
             await rt.call(
@@ -143,6 +143,7 @@ async def test_each_body_format_and_event_filter(project: Path) -> None:
                 "human.request_approval", {"subject": "marker", "reason_md": "r", "task_id": task_id}, OPERATOR
             )
             (marker,) = await plain.wait_for(1)
+            assert await notifier.webhooks.drained(10)  # every answer read: the counts are final
     assert marker.body["kind"] == "approval_requested"  # it asked for approvals only: nothing before the marker
     # What doctor reads: the webhooks that delivered, and when.
     status = json.loads((project / ".roundtable" / "logs" / "notify-status.json").read_text())
