@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +27,9 @@ from roundtable.errors import NotYet, ToolError, ValidationError
 from roundtable.services.coordination.agents import get_agent
 from roundtable.services.coordination.runs import get_run
 from roundtable.services.run_scope import active_runs
+from roundtable.store import rows
 from roundtable.store.db import Database, Reader, Tx
-from roundtable.store.records import Event
+from roundtable.store.records import Event, Run
 
 log = logging.getLogger("roundtable.turns")
 
@@ -139,24 +141,34 @@ async def load_open_turns(q: Reader | Tx, run_id: str) -> dict[int, Turn]:
     return {rid: turn for rid, turn in _turns_from(events, run_id).items() if not turn.finished}
 
 
+_REQUEST_SQL = "SELECT * FROM events WHERE id = ? AND run_id = ? AND type = ?"
+_LATER = [t for t in TURN_EVENTS if t != REQUESTED]
+_LATER_SQL = (
+    f"SELECT * FROM events WHERE run_id = ? AND type IN ({', '.join('?' for _ in _LATER)}) AND id > ? "
+    "AND json_extract(payload_json, '$.request_event_id') = ?"
+)
+
+
 async def load_turn(q: Reader | Tx, run_id: str, request_id: int) -> Turn | None:
     """One turn request of `run_id` and its lifecycle, or None: the request event by its id, then
     the lifecycle events after it that name it — the work grows with the events since the
     request, not with the run's history."""
-    request = await q.one(
-        Event, "SELECT * FROM events WHERE id = ? AND run_id = ? AND type = ?", (request_id, run_id, REQUESTED)
-    )
+    request = await q.one(Event, _REQUEST_SQL, (request_id, run_id, REQUESTED))
     if request is None:
         return None
-    later = [t for t in TURN_EVENTS if t != REQUESTED]
-    events = await q.all(
-        Event,
-        f"SELECT * FROM events WHERE run_id = ? AND type IN ({', '.join('?' for _ in later)}) AND id > ? "
-        "AND json_extract(payload_json, '$.request_event_id') = ?",
-        (run_id, *later, request_id, request_id),
-    )
+    events = await q.all(Event, _LATER_SQL, (run_id, *_LATER, request_id, request_id))
     events.sort(key=lambda e: e.id)
     return _turns_from([request, *events], run_id).get(request_id)
+
+
+def _load_turn_on(conn: sqlite3.Connection, run_id: str, request_id: int) -> Turn | None:
+    """`load_turn` on a connection's own thread (the same two queries)."""
+    found = rows.records(conn, Event, _REQUEST_SQL, (request_id, run_id, REQUESTED))
+    if not found:
+        return None
+    events = rows.records(conn, Event, _LATER_SQL, (run_id, *_LATER, request_id, request_id))
+    events.sort(key=lambda e: e.id)
+    return _turns_from([found[0], *events], run_id).get(request_id)
 
 
 def _turns_from(events: list[Event], run_id: str) -> dict[int, Turn]:
@@ -267,12 +279,24 @@ NOT_SCHEDULED = (
 async def _check_lifecycle(q: Reader | Tx, run_id: str, agent_id: str, request_id: int, event_type: str) -> None:
     """Refuse a start or completion the request's state does not allow (reads only)."""
     if request_id <= 0:
-        raise ValidationError("request_event_id must be a positive number (the one agent.turn_request returned)")
+        raise ValidationError(_BAD_REQUEST_ID)
     await _require(q, "agent.turn_start" if event_type == STARTED else "agent.turn_complete", run_id, agent_id)
-    run = await get_run(q, run_id)
+    _judge(await get_run(q, run_id), await load_turn(q, run_id, request_id), run_id, agent_id, event_type)
+
+
+def _check_start_on(conn: sqlite3.Connection, run_id: str, agent_id: str, request_id: int) -> None:
+    """`_check_lifecycle` of a start with every field given, on a connection's own thread: the
+    run and the turn read in one hop."""
+    _judge(rows.get(conn, Run, run_id), _load_turn_on(conn, run_id, request_id), run_id, agent_id, STARTED)
+
+
+_BAD_REQUEST_ID = "request_event_id must be a positive number (the one agent.turn_request returned)"
+
+
+def _judge(run: Run, turn: Turn | None, run_id: str, agent_id: str, event_type: str) -> None:
+    """Refuse what a run's status and a turn's state do not allow for `event_type`."""
     if run.status != RunStatus.ACTIVE:
         raise ToolError(f"run {run_id} is {run.status} and cannot accept turn lifecycle events")
-    turn = await load_turn(q, run_id, request_id)
     if turn is not None and turn.scheduled_for and turn.scheduled_for != turn.agent_id:
         raise ToolError("turn request was scheduled for a different agent")
     if turn is None or turn.agent_id != agent_id:
@@ -305,10 +329,14 @@ async def start_turn(tx: Tx, run_id: str, agent_id: str, request_id: int) -> dic
 
 async def poll_start_turn(db: Database, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:
     """`agent.turn_start`: checked first on a read snapshot, so a call before the turn is
-    scheduled (an agent polling) is refused after a point read without taking the write lock;
-    an allowed start is checked again and recorded in one write transaction."""
-    async with db.read() as r:
-        await _check_lifecycle(r, run_id, agent_id, request_id, STARTED)
+    scheduled (an agent polling) is refused after one hop to a reader (the run and the turn's
+    events by index) without taking the write lock; an allowed start is checked again and
+    recorded in one write transaction."""
+    if request_id > 0 and run_id and agent_id:
+        await db.read_call(_check_start_on, run_id, agent_id, request_id)
+    else:  # a missing field: the refusal names it (and the active runs)
+        async with db.read() as r:
+            await _check_lifecycle(r, run_id, agent_id, request_id, STARTED)
     async with db.write(tool="agent.turn_start") as tx:
         return await start_turn(tx, run_id, agent_id, request_id)
 
