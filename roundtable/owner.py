@@ -17,7 +17,7 @@ import fcntl
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +27,13 @@ from roundtable.errors import LockError, RoundtableError, ToolError
 from roundtable.services import redact
 
 if TYPE_CHECKING:
-    from roundtable.autopilot import Dispatcher
+    from roundtable.autopilot import Dispatcher, Overrides
+    from roundtable.config import Config
     from roundtable.notify import Notifier
+    from roundtable.runtime import Runtime
+    from roundtable.server.http import HttpServer
+    from roundtable.server.socket import SocketServer
+    from roundtable.supervisor import Supervisor
 
 log = logging.getLogger("roundtable.owner")
 
@@ -111,7 +116,7 @@ def acquire_lock(root: Path | str) -> Iterator[Path]:
         os.close(fd)
 
 
-async def select_run(runtime: Any, *, goal: str, resume: bool, run_id: str = "") -> dict[str, Any]:
+async def select_run(runtime: Runtime, *, goal: str, resume: bool, run_id: str = "") -> dict[str, Any]:
     """Resume (`run_id`, else the latest active run) or create a run through the operator
     operations `run.resume` / `run.create`; returns the run's record."""
     if resume:
@@ -170,7 +175,7 @@ class Owner:
         drain_timeout: float = DRAIN_TIMEOUT,
         chair_interval: float | None = None,
         autopilot: bool | None = None,
-        autopilot_overrides: Any = None,
+        autopilot_overrides: Overrides | None = None,
         dispatcher_options: dict[str, Any] | None = None,
         notify: bool | None = None,
         goal: str = "",
@@ -186,7 +191,7 @@ class Owner:
         # The supervisor launches agent sessions; `start` and the console host it, `mcp serve`
         # does not. By default it follows the Chair.
         self._want_supervisor = chair if supervisor is None else supervisor
-        self.supervisor: Any = None
+        self.supervisor: Supervisor | None = None
         self.preflight_lines: list[str] = []  # agents that cannot run here (`_preflight`)
         self.address_note = ""  # why the HTTP listener is not on the default address
         self._owner_file: Path | None = None
@@ -196,7 +201,7 @@ class Owner:
         self._autopilot = autopilot
         self._autopilot_overrides = autopilot_overrides
         self._dispatcher_options = dict(dispatcher_options or {})
-        self._dispatch_task: asyncio.Task[Any] | None = None
+        self._dispatch_task: asyncio.Task[None] | None = None
         # The notifier tells the operator what needs them outside the console (`notify:`); by
         # default it runs where the Chair does (`start`, the console), not in `mcp serve`.
         self._want_notify = chair if notify is None else notify
@@ -206,15 +211,15 @@ class Owner:
         self._socket_path_override = Path(socket_path) if socket_path is not None else None
         self.drain_timeout = drain_timeout
         self.chair_interval = chair_interval
-        self.runtime: Any = None
-        self.chair: Any = None
-        self.http: Any = None
-        self.socket: Any = None
+        self._runtime: Runtime | None = None
+        self.chair: ChairLoop | None = None
+        self.http: HttpServer | None = None
+        self.socket: SocketServer | None = None
         self.lock_path: Path | None = None
         self._lock: contextlib.ExitStack | None = None
-        self._chair_task: asyncio.Task[Any] | None = None
-        self._watch_task: asyncio.Task[Any] | None = None
-        self._events_task: asyncio.Task[Any] | None = None
+        self._chair_task: asyncio.Task[None] | None = None
+        self._watch_task: asyncio.Task[None] | None = None
+        self._events_task: asyncio.Task[None] | None = None
         self._redactor_ready: asyncio.Future[int] | None = None
         self.db_check_interval = DB_CHECK_INTERVAL
         self.stopped = asyncio.Event()
@@ -223,6 +228,13 @@ class Owner:
         self.fatal_error = ""
 
     # --- public view ------------------------------------------------------------------------
+
+    @property
+    def runtime(self) -> Runtime:
+        """The project's runtime, open while the owner runs."""
+        if self._runtime is None:
+            raise RuntimeError("the owner is not running (use `async with Owner(root) as owner`)")
+        return self._runtime
 
     @property
     def http_url(self) -> str:
@@ -273,7 +285,7 @@ class Owner:
     async def _start(self) -> None:
         from roundtable.runtime import Runtime
 
-        self.runtime = await Runtime.open(self.root)
+        self._runtime = await Runtime.open(self.root)
         self.runtime.owner = True
         # The secrets redactor's rules compile on first use (a tenth of a second or more): do it
         # beside the start, not on the event loop at the first error an agent provokes.
@@ -318,12 +330,12 @@ class Owner:
         if self._want_supervisor:
             from roundtable.supervisor import start_supervisor
 
-            self.supervisor = await start_supervisor(self.runtime)
-            self._log_launch_failures(self.supervisor)
+            supervisor = self.supervisor = await start_supervisor(self.runtime)
+            self._log_launch_failures(supervisor)
             self._preflight()
-            self._start_dispatcher()
+            self._start_dispatcher(supervisor)
 
-    async def _http_address(self, config: Any) -> str | None:
+    async def _http_address(self, config: Config) -> str | None:
         """The address to listen on: the override (`--http-address`, `ROUNDTABLE_HTTP_ADDRESS`),
         else the config's. Only the built-in default gives way: when another program (another
         project's owner) holds it, a free loopback port is taken (`address_note` says so, and
@@ -378,14 +390,14 @@ class Owner:
             f"roundtable: WARNING: {item.line()}; fix: {item.fix}" for item in unready_agents(self.runtime.config)
         ]
 
-    def _start_dispatcher(self) -> None:
+    def _start_dispatcher(self, supervisor: Supervisor) -> None:
         """The autopilot's dispatcher beside the supervisor, on (auto) or off (manual)."""
         from roundtable.autopilot import Dispatcher, Overrides
 
         enabled = self._autopilot if self._autopilot is not None else self.runtime.config.autopilot.mode == "auto"
         self.dispatcher = Dispatcher(
             self.runtime,
-            self.supervisor,
+            supervisor,
             enabled=enabled,
             overrides=self._autopilot_overrides or Overrides(),
             **self._dispatcher_options,
@@ -436,7 +448,7 @@ class Owner:
                     if described is not None:
                         events_log.log(*described)
 
-    def _log_launch_failures(self, supervisor: Any) -> None:
+    def _log_launch_failures(self, supervisor: Supervisor) -> None:
         """Log why a launch failed (`launch codex failed: No such file or directory`): the event
         log records only that the session failed (exit code -1), not the error text."""
         from roundtable.logs import EVENTS_LOGGER
@@ -465,7 +477,7 @@ class Owner:
         unlinked file and be lost. (`Runtime.call` also refuses writes from that moment on.)"""
         while True:
             await asyncio.sleep(self.db_check_interval)
-            problem = self.runtime.database_problem() if self.runtime is not None else ""
+            problem = self._runtime.database_problem() if self._runtime is not None else ""
             if problem:
                 self.fatal_error = (
                     f"{problem}; the owner stops (restore the file or run `roundtable init`, then start again)"
@@ -476,6 +488,7 @@ class Owner:
                 return
 
     async def _run_chair(self) -> None:
+        assert self.chair is not None
         try:
             await self.chair.run()
         except asyncio.CancelledError:
@@ -520,8 +533,8 @@ class Owner:
             with contextlib.suppress(BaseException):
                 await self._events_task
             self._events_task = None
-        if self.runtime is not None:
-            await self._step(self.runtime.close(), "runtime")
+        if self._runtime is not None:
+            await self._step(self._runtime.close(), "runtime")
         if self._lock is not None:
             self._lock.close()
             self._lock = None
@@ -535,7 +548,7 @@ class Owner:
         await self.notifier.close()
         self.notifier = None
 
-    async def _step(self, coro: Any, what: str) -> None:
+    async def _step(self, coro: Awaitable[object], what: str) -> None:
         try:
             await coro
         except RoundtableError as exc:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, BaseUser
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -38,6 +38,9 @@ from starlette.types import ASGIApp, Scope
 
 from roundtable.services.sessions import capabilities
 from roundtable.tools.context import Caller
+
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
 
 log = logging.getLogger("roundtable.server.guard")
 
@@ -140,7 +143,7 @@ class TokenBackend(AuthenticationBackend):
 class CapabilityBackend(AuthenticationBackend):
     """A session endpoint's backend: only its own capability's token, on every path."""
 
-    def __init__(self, runtime: Any, capability_id: str) -> None:
+    def __init__(self, runtime: Runtime, capability_id: str) -> None:
         self.runtime = runtime
         self.capability_id = capability_id
 
@@ -169,7 +172,7 @@ def authenticated(app: ASGIApp, backend: TokenBackend | CapabilityBackend) -> AS
     return AuthenticationMiddleware(app, backend=backend, on_error=backend.on_error)
 
 
-def db_token_resolver(runtime: Any) -> TokenResolver:
+def db_token_resolver(runtime: Runtime) -> TokenResolver:
     """Resolve a presented token through `access_tokens` (by its sha256) on every request: one
     lookup by a unique key, answered as a point read (on the loop's thread while measured fast)."""
     from roundtable.services.sessions import tokens as token_service

@@ -48,7 +48,7 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h11
 import uvicorn
@@ -73,6 +73,11 @@ from roundtable.server.stdio import (
     credential_id,
     credential_proof,
 )
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from roundtable.runtime import Runtime
 
 __all__ = ["HttpError", "HttpLimits", "HttpServer", "http_options", "security_settings"]
 
@@ -360,7 +365,9 @@ async def _json_error(send: Send, status: int, message: str, code: int = -32600)
 class SessionLimiter:
     """ASGI layer between authentication and the SDK: sessions per principal, bound to it."""
 
-    def __init__(self, app: ASGIApp, manager: Any, *, per_principal: int, path: str = "/mcp") -> None:
+    def __init__(
+        self, app: ASGIApp, manager: StreamableHTTPSessionManager, *, per_principal: int, path: str = "/mcp"
+    ) -> None:
         self.app = app
         self.manager = manager
         self.per_principal = per_principal
@@ -520,7 +527,7 @@ class HttpServer:
 
     def __init__(
         self,
-        runtime: Any,
+        runtime: Runtime,
         options: HttpOptions,
         *,
         health: Callable[[], str] = lambda: "ready",

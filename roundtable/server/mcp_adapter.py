@@ -1,10 +1,12 @@
-"""The one MCP server builder: the SDK's low-level `Server` bound to `Runtime.call`.
+"""The one MCP server: the SDK's low-level `Server` bound to `Runtime.call`.
 
-`build_server(runtime, principals)` builds the server of both HTTP endpoints; `Principals` is
-what differs between them — who the caller of a request is and which tools it is shown:
-`TokenPrincipals` for the shared endpoint (the caller the bearer token resolved to, the
-advertised tools it may call) and `sessions.CapabilityPrincipal` for a capability session (the session's
-agent, its role's tools with the identity arguments it gets for free). Both serve:
+`RoundtableServer(runtime, principals)` is the server of both HTTP endpoints: a subclass of the
+SDK's `Server` whose request handlers are its own methods, registered when it is constructed
+(`build_server` makes one). `Principals` is what differs between the endpoints — who the caller
+of a request is and which tools it is shown: `TokenPrincipals` for the shared endpoint (the
+caller the bearer token resolved to, the advertised tools it may call) and
+`sessions.CapabilityPrincipal` for a capability session (the session's agent, its role's tools
+with the identity arguments it gets for free). Both serve:
 
 - **tools**: `tools/list` (names in the configured style, description, input schema,
   annotations; sized for agents, see `tool_model`), paginated by an opaque cursor; `tools/call` accepts both spellings and
@@ -31,8 +33,8 @@ import importlib.metadata
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -40,13 +42,16 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 
 from roundtable.errors import NotFound, RoundtableError
-from roundtable.runtime import IDENTITY_ARGS
+from roundtable.runtime import IDENTITY_ARGS, Runtime
 from roundtable.server import prompts, push, resources, sdk
 from roundtable.server.guard import caller_of, credential_of
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
 from roundtable.tools.registry import ADVERTISED, ToolSpec, listed_schema
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 log = logging.getLogger("roundtable.server.mcp")
 
@@ -188,7 +193,7 @@ class HttpAccess:
     bound: Bound | None = None
     LIVE_CACHE_SECONDS = 1.0
 
-    def __init__(self, runtime: Any, caller: Caller, token: str = "") -> None:
+    def __init__(self, runtime: Runtime, caller: Caller, token: str = "") -> None:
         self.runtime = runtime
         self.caller = caller
         self._token = token
@@ -245,7 +250,7 @@ class TokenPrincipals:
     tool_state = None
     bound = None
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
 
     def access(self, ctx: Ctx) -> HttpAccess:
@@ -266,23 +271,92 @@ class TokenPrincipals:
         spec = self.runtime.registry.lookup(name)
         if spec is None or spec.handler is None or spec.audience not in HTTP_AUDIENCES:
             return None
-        return spec  # type: ignore[no-any-return]
+        return spec
 
     async def prepare(self) -> None:
         return None
 
 
-class RoundtableServer(Server[Any]):
-    """The SDK server with instructions computed when a client initializes (the tool-name style
-    is configuration) and list-changed capabilities advertised."""
+def _mcp_error(exc: RoundtableError) -> MCPError:
+    """A JSON-RPC error for a refused resource, prompt or completion request. Its text may come
+    from elsewhere than `Runtime.call` (a URI the resource layer refused, an authority check),
+    so it passes the redactor here."""
+    text = redact(str(exc))
+    if isinstance(exc, NotFound):
+        return MCPError(RESOURCE_NOT_FOUND, text)
+    return MCPError(types.INVALID_PARAMS, text)  # refused, or an invalid argument
+
+
+@contextlib.contextmanager
+def _mapped(what: str) -> Iterator[None]:
+    """Turn our errors into JSON-RPC errors with safe messages; log anything else."""
+    try:
+        yield
+    except MCPError:
+        raise
+    except RoundtableError as exc:
+        raise _mcp_error(exc) from None
+    except Exception:
+        log.exception("%s failed", what)
+        raise MCPError(types.INTERNAL_ERROR, INTERNAL_ERROR_TEXT) from None
+
+
+def session_manager(server: Server[Any] | None) -> StreamableHTTPSessionManager | None:
+    """The server's Streamable HTTP session manager, or None before its app was built."""
+    try:
+        return server.session_manager if server is not None else None
+    except RuntimeError:
+        return None
+
+
+class RoundtableServer(Server[dict[str, Any]]):
+    """The MCP server of one endpoint: the SDK's low-level `Server` whose request handlers are
+    this class's methods, bound to `Runtime.call` through the callers `principals` describes.
+
+    Instructions are computed when a client initializes (the tool-name style is configuration)
+    and the list-changed capabilities follow the principals. The pushes (`push.Hub`) start and
+    stop with the server's lifespan."""
 
     def __init__(
-        self, *args: Any, principals: Principals, style: Callable[[], str], hub: push.Hub, **kwargs: Any
+        self,
+        runtime: Runtime,
+        principals: Principals | None = None,
+        *,
+        tool_names: str | Callable[[], str] | None = None,
+        page_size: int = PAGE_SIZE,
     ) -> None:
-        self.principals = principals
-        self.style = style
-        self.hub = hub
-        super().__init__(*args, **kwargs)
+        self.runtime = runtime
+        self.principals: Principals = principals if principals is not None else TokenPrincipals(runtime)
+        self._tool_names = tool_names
+        self.page_size = page_size
+        self.hub = push.Hub(
+            runtime,
+            tool_state=self.principals.tool_state,
+            list_changes=self.principals.list_changes,
+            stream_ready=self.stream_ready,
+        )
+        super().__init__(
+            SERVER_NAME,
+            version=server_version(),
+            lifespan=self.lifespan,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources,
+            on_list_resource_templates=self.list_templates,
+            on_read_resource=self.read_resource,
+            on_subscribe_resource=self.subscribe,
+            on_unsubscribe_resource=self.unsubscribe,
+            on_subscriptions_listen=self.listen,
+            on_list_prompts=self.list_prompts,
+            on_get_prompt=self.get_prompt,
+            on_completion=self.complete,
+            get_tool_input_schema=self.tool_input_schema,
+        )
+        # Registered after construction: the constructor argument warns that logging is deprecated
+        # from 2026-07-28; handshake-era clients (most harnesses today) still use it.
+        self.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+
+    # -- what the SDK reads of the server --
 
     @property  # type: ignore[override]
     def instructions(self) -> str | None:
@@ -305,106 +379,64 @@ class RoundtableServer(Server[Any]):
         )
         return super().create_initialization_options(options, experimental_capabilities, extensions)
 
+    def style(self) -> str:
+        """The tool-name style: `tool_names` when given, else the configuration's
+        `mcp.tool_names`, read per request so a reload takes effect."""
+        names = self._tool_names
+        if names is None:
+            return str(self.runtime.config.mcp.tool_names)
+        return names() if callable(names) else names
 
-def _mcp_error(exc: RoundtableError) -> MCPError:
-    """A JSON-RPC error for a refused resource, prompt or completion request. Its text may come
-    from elsewhere than `Runtime.call` (a URI the resource layer refused, an authority check),
-    so it passes the redactor here."""
-    text = redact(str(exc))
-    if isinstance(exc, NotFound):
-        return MCPError(RESOURCE_NOT_FOUND, text)
-    return MCPError(types.INVALID_PARAMS, text)  # refused, or an invalid argument
+    def tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        spec = self.runtime.registry.lookup(name)
+        return spec.input_schema if spec is not None else None
 
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            await self.principals.prepare()
+        except Exception:  # served without the bound ids in the instructions
+            log.exception("preparing the MCP endpoint failed")
+        await self.hub.start()
+        try:
+            yield {}
+        finally:
+            await self.hub.stop()
 
-@contextlib.contextmanager
-def _mapped(what: str) -> Any:
-    """Turn our errors into JSON-RPC errors with safe messages; log anything else."""
-    try:
-        yield
-    except MCPError:
-        raise
-    except RoundtableError as exc:
-        raise _mcp_error(exc) from None
-    except Exception:
-        log.exception("%s failed", what)
-        raise MCPError(types.INTERNAL_ERROR, INTERNAL_ERROR_TEXT) from None
-
-
-def session_manager(server: Server[Any] | None) -> Any:
-    """The server's Streamable HTTP session manager, or None before its app was built."""
-    try:
-        return server.session_manager if server is not None else None
-    except RuntimeError:
-        return None
-
-
-def build_server(
-    runtime: Any,
-    principals: Principals | None = None,
-    *,
-    tool_names: str | Callable[[], str] | None = None,
-    page_size: int = PAGE_SIZE,
-) -> RoundtableServer:
-    """The MCP server of one endpoint: tools, resources, prompts, completion and logging for the
-    callers `principals` describes (default: the shared endpoint's `TokenPrincipals`). Tool
-    names follow `tool_names` (default: the configuration's `mcp.tool_names`, read per request
-    so a reload takes effect)."""
-    callers: Principals = principals if principals is not None else TokenPrincipals(runtime)
-
-    def style() -> str:
-        if tool_names is None:
-            return str(runtime.config.mcp.tool_names)
-        return tool_names() if callable(tool_names) else tool_names
-
-    holder: dict[str, Any] = {}
-
-    def stream_ready(connection: Any) -> bool | None:
+    def stream_ready(self, connection: object) -> bool | None:
         """Whether the session's GET stream is connected (None when that cannot be told)."""
         sid = getattr(connection, "session_id", None)
-        manager = session_manager(holder.get("server"))
+        manager = session_manager(self)
         if manager is None or not sid:
             return None
         transport = sdk.session_transports(manager).get(sid)
         return None if transport is None else sdk.get_stream_open(transport)
 
-    hub = push.Hub(runtime, tool_state=callers.tool_state, list_changes=callers.list_changes, stream_ready=stream_ready)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_server: Any) -> AsyncIterator[dict[str, Any]]:
-        try:
-            await callers.prepare()
-        except Exception:  # served without the bound ids in the instructions
-            log.exception("preparing the MCP endpoint failed")
-        await hub.start()
-        try:
-            yield {}
-        finally:
-            await hub.stop()
-
-    def attach(ctx: Ctx, access: Access) -> push.Conn | None:
-        return hub.attach(sdk.connection_of(ctx), access)
+    def _attach(self, ctx: Ctx, access: Access) -> push.Conn | None:
+        return self.hub.attach(sdk.connection_of(ctx), access)
 
     # -- tools --
 
-    async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        callers = self.principals
         with _mapped("tools/list"):
-            chosen_style = style()
+            chosen_style = self.style()
             listed = sorted(
                 (tool_model(spec, chosen_style, schema) for spec, schema in await callers.tools(ctx)),
                 key=lambda tool: tool.name,
             )
-            conn = attach(ctx, callers.access(ctx)) if callers.tool_state is not None else None
+            conn = self._attach(ctx, callers.access(ctx)) if callers.tool_state is not None else None
             if conn is not None:
                 conn.tools = True
-        chosen, cursor = page(listed, params.cursor if params else None, "tools", page_size)
+        chosen, cursor = page(listed, params.cursor if params else None, "tools", self.page_size)
         return types.ListToolsResult(tools=chosen, next_cursor=cursor)
 
-    async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        spec = callers.nameable(params.name)
+    async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = self.principals.nameable(params.name)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
         try:
-            result = await callers.access(ctx).call(spec.name, dict(params.arguments or {}))
+            result = await self.principals.access(ctx).call(spec.name, dict(params.arguments or {}))
         except RoundtableError as exc:  # Runtime.call (or the capability check) redacted it
             return _error_result(str(exc))
         except Exception:
@@ -414,15 +446,15 @@ def build_server(
 
     # -- resources --
 
-    async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    async def list_resources(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         with _mapped("resources/list"):
-            access = callers.access(ctx)
-            listed = await resources.listing(runtime, access)
-            if callers.list_changes:
-                conn = attach(ctx, access)
+            access = self.principals.access(ctx)
+            listed = await resources.listing(self.runtime, access)
+            if self.principals.list_changes:
+                conn = self._attach(ctx, access)
                 if conn is not None:
                     conn.resources_list = True
-        chosen, cursor = page(listed, params.cursor if params else None, "resources", page_size)
+        chosen, cursor = page(listed, params.cursor if params else None, "resources", self.page_size)
         return types.ListResourcesResult(
             resources=[
                 types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
@@ -432,9 +464,9 @@ def build_server(
         )
 
     async def list_templates(
-        ctx: Ctx, params: types.PaginatedRequestParams | None
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        chosen, cursor = page(resources.TEMPLATES, params.cursor if params else None, "templates", page_size)
+        chosen, cursor = page(resources.TEMPLATES, params.cursor if params else None, "templates", self.page_size)
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
@@ -449,48 +481,49 @@ def build_server(
             next_cursor=cursor,
         )
 
-    async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         with _mapped("resources/read"):
-            content = await resources.read(runtime, callers.access(ctx), params.uri)
+            content = await resources.read(self.runtime, self.principals.access(ctx), params.uri)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=content.uri, mime_type=content.mime_type, text=content.text)]
         )
 
-    async def authorised_ref(access: Access, text: str) -> resources.Ref:
+    async def _authorised_ref(self, access: Access, text: str) -> resources.Ref:
         """The parsed URI once `access` has read it (subscribing needs the right to read)."""
         ref = resources.parse(text)
         if ref is None:
             raise NotFound("resource", text[:200])
-        await resources.read(runtime, access, text)
+        await resources.read(self.runtime, access, text)
         return ref
 
-    async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         with _mapped("resources/subscribe"):
-            access = callers.access(ctx)
-            ref = await authorised_ref(access, params.uri)
-            conn = attach(ctx, access)
+            access = self.principals.access(ctx)
+            ref = await self._authorised_ref(access, params.uri)
+            conn = self._attach(ctx, access)
             if conn is None:
                 raise MCPError(types.INVALID_REQUEST, "this connection has no stream for notifications")
-            hub.subscribe(conn, params.uri, ref)
+            self.hub.subscribe(conn, params.uri, ref)
         return types.EmptyResult()
 
-    async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        conn = hub.conns.get(id(sdk.connection_of(ctx)))
+    async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        conn = self.hub.conns.get(id(sdk.connection_of(ctx)))
         if conn is not None:
-            hub.unsubscribe(conn, params.uri)
+            self.hub.unsubscribe(conn, params.uri)
         return types.EmptyResult()
 
-    async def listen(ctx: Ctx, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
+    async def listen(self, ctx: Ctx, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
         """`subscriptions/listen` (2026-07-28): the honoured subset is what the caller may read."""
         subscription_id = ctx.request_id
         if subscription_id is None:
             raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
+        callers = self.principals
         wanted = params.notifications
         access = callers.access(ctx)
         allowed: dict[str, resources.Ref] = {}
         for text in list(wanted.resource_subscriptions or [])[: push.MAX_SUBSCRIPTIONS]:
             with contextlib.suppress(RoundtableError):
-                allowed[text] = await authorised_ref(access, text)
+                allowed[text] = await self._authorised_ref(access, text)
         honoured = types.SubscriptionFilter(
             tools_list_changed=True if wanted.tools_list_changed and callers.tool_state is not None else None,
             resources_list_changed=True if wanted.resources_list_changed and callers.list_changes else None,
@@ -514,7 +547,7 @@ def build_server(
                 return  # log messages never ride a listen stream
             await ctx.session.send_notification(note, related_request_id=subscription_id)
 
-        conn = hub.open_listen(access, outbound)
+        conn = self.hub.open_listen(access, outbound)
         conn.subs.update(allowed)
         conn.tools = bool(honoured.tools_list_changed)
         conn.resources_list = bool(honoured.resources_list_changed)
@@ -527,13 +560,13 @@ def build_server(
             )
             await conn.drain()
         finally:
-            hub.detach(conn.key)
+            self.hub.detach(conn.key)
         return types.SubscriptionsListenResult(_meta=meta)
 
     # -- prompts --
 
-    async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        chosen, cursor = page(prompts.PROMPTS, params.cursor if params else None, "prompts", page_size)
+    async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        chosen, cursor = page(prompts.PROMPTS, params.cursor if params else None, "prompts", self.page_size)
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(
@@ -550,12 +583,12 @@ def build_server(
             next_cursor=cursor,
         )
 
-    async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         with _mapped("prompts/get"):
             if params.name not in prompts.BY_NAME:
                 raise MCPError(types.INVALID_PARAMS, f"unknown prompt: {params.name[:100]}")
             description, text = await prompts.render(
-                runtime, callers.access(ctx), params.name, dict(params.arguments or {}), style()
+                self.runtime, self.principals.access(ctx), params.name, dict(params.arguments or {}), self.style()
             )
         return types.GetPromptResult(
             description=description,
@@ -564,58 +597,44 @@ def build_server(
 
     # -- completion --
 
-    async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+    async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
         ref = params.ref
         argument = params.argument.name
         prefix = params.argument.value
         context = dict(params.context.arguments or {}) if params.context else {}
         values: list[str] = []
         with _mapped("completion/complete"):
-            access = callers.access(ctx)
+            access = self.principals.access(ctx)
             if isinstance(ref, types.PromptReference):
                 spec = prompts.BY_NAME.get(ref.name)
                 if spec is not None and argument in {a.name for a in spec.arguments}:
-                    values = await resources.candidates(runtime, access, argument, context)
+                    values = await resources.candidates(self.runtime, access, argument, context)
             else:
                 template = resources.TEMPLATE_BY_URI.get(ref.uri)
                 if template is not None and argument in template.arguments:
                     if argument == "path":
-                        values = await resources.path_candidates(runtime, access, prefix)
+                        values = await resources.path_candidates(self.runtime, access, prefix)
                     else:
-                        values = await resources.candidates(runtime, access, argument, context)
+                        values = await resources.candidates(self.runtime, access, argument, context)
         shown, total = resources.complete(values, prefix)
         return types.CompleteResult(completion=types.Completion(values=shown, total=total, has_more=total > len(shown)))
 
     # -- logging --
 
-    async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        conn = attach(ctx, callers.access(ctx))
+    async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        conn = self._attach(ctx, self.principals.access(ctx))
         if conn is not None:
-            hub.set_level(conn, params.level)
+            self.hub.set_level(conn, params.level)
         return types.EmptyResult()
 
-    server = RoundtableServer(
-        SERVER_NAME,
-        version=server_version(),
-        lifespan=lifespan,
-        principals=callers,
-        style=style,
-        hub=hub,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
-        on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe,
-        on_subscriptions_listen=listen,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_completion=complete,
-        get_tool_input_schema=lambda name: s.input_schema if (s := runtime.registry.lookup(name)) else None,
-    )
-    # Registered after construction: the constructor argument warns that logging is deprecated
-    # from 2026-07-28; handshake-era clients (most harnesses today) still use it.
-    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
-    holder["server"] = server
-    return server
+
+def build_server(
+    runtime: Runtime,
+    principals: Principals | None = None,
+    *,
+    tool_names: str | Callable[[], str] | None = None,
+    page_size: int = PAGE_SIZE,
+) -> RoundtableServer:
+    """The MCP server of one endpoint for the callers `principals` describes (default: the shared
+    endpoint's `TokenPrincipals`); see `RoundtableServer`."""
+    return RoundtableServer(runtime, principals, tool_names=tool_names, page_size=page_size)

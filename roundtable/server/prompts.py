@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from roundtable.errors import NotFound, PermissionDenied, ValidationError
 from roundtable.server import resources
@@ -21,6 +21,9 @@ from roundtable.services.sessions import briefing
 from roundtable.services.sessions import records as session_service
 from roundtable.store.records import AgentSession
 from roundtable.tools.registry import get_registry
+
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,7 @@ def instructions(style: str, bound: resources.Bound | None = None) -> str:
     )
 
 
-def _manifest_sections(runtime: Any, style: str) -> str:
+def _manifest_sections(runtime: Runtime, style: str) -> str:
     """The manifest's mandatory rules and start-up checklist, restyled."""
     from roundtable.assets import manifest_md
 
@@ -204,7 +207,7 @@ def _manifest_sections(runtime: Any, style: str) -> str:
 
 
 async def render(
-    runtime: Any, access: resources.Access, name: str, args: dict[str, str], style: str
+    runtime: Runtime, access: resources.Access, name: str, args: dict[str, str], style: str
 ) -> tuple[str, str]:
     """(description, text) of prompt `name` for `access`; raises `NotFound` for an unknown prompt
     and `RoundtableError` when an argument names something the caller may not read."""
@@ -222,7 +225,7 @@ async def render(
     return spec.description, await _role(runtime, access, spec, args, style)
 
 
-async def _role(runtime: Any, access: resources.Access, spec: PromptSpec, args: dict[str, str], style: str) -> str:
+async def _role(runtime: Runtime, access: resources.Access, spec: PromptSpec, args: dict[str, str], style: str) -> str:
     bound = access.bound
     n = _names(style)
     task_id = args.get("task_id") or (bound.task_id if bound is not None else "")
@@ -257,7 +260,7 @@ async def _role(runtime: Any, access: resources.Access, spec: PromptSpec, args: 
     return "\n".join(parts).rstrip() + "\n"
 
 
-async def _resume(runtime: Any, access: resources.Access, args: dict[str, str]) -> str:
+async def _resume(runtime: Runtime, access: resources.Access, args: dict[str, str]) -> str:
     bound = access.bound
     caller = access.caller
     own = bound.agent_id if bound is not None else ("" if caller.is_operator else caller.agent_id)

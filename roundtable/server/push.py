@@ -29,11 +29,15 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roundtable.domain import EventType, ReviewEvent, TurnEvent
 from roundtable.server import resources
 from roundtable.server.resources import Access, Ref
+
+if TYPE_CHECKING:
+    from roundtable.bus import Subscription
+    from roundtable.runtime import Runtime
 
 log = logging.getLogger("roundtable.server.push")
 
@@ -202,7 +206,7 @@ class Hub:
 
     def __init__(
         self,
-        runtime: Any,
+        runtime: Runtime,
         *,
         tool_state: Callable[[], Awaitable[Hashable]] | None = None,
         list_changes: bool = True,
@@ -217,7 +221,7 @@ class Hub:
         self.tick = tick
         self._tools: Hashable = None
         self._task: asyncio.Task[None] | None = None
-        self._sub: Any = None
+        self._sub: Subscription | None = None
         self._seen = 0
         self._stamps: dict[tuple[str, str], tuple[int, int]] = {}
         self._authors: dict[str, str] = {}

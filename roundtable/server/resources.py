@@ -28,7 +28,7 @@ import mimetypes
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import anyio
@@ -40,6 +40,11 @@ from roundtable.services.coordination.runs import get_run
 from roundtable.services.coordination.session_scope import Scope, where
 from roundtable.services.repository.pathguard import HIDDEN_DIRS, is_sensitive_path
 from roundtable.tools.context import Caller
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from roundtable.runtime import Runtime
 
 SCHEME = "roundtable"
 DOCS: tuple[str, ...] = ("AGENTS.ROUNDTABLE.md", "POLICIES.ROUNDTABLE.md", "PROJECT.ROUNDTABLE.md")
@@ -232,7 +237,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-async def read(runtime: Any, access: Access, text: str) -> Content:
+async def read(runtime: Runtime, access: Access, text: str) -> Content:
     """The content of resource `text` for `access`; raises `NotFound`, `PermissionDenied` or
     another `RoundtableError` (the caller maps them to JSON-RPC errors)."""
     ref = parse(text)
@@ -268,7 +273,7 @@ async def read(runtime: Any, access: Access, text: str) -> Content:
     raise NotFound("resource", text[:200])  # pragma: no cover - parse() admits only the kinds above
 
 
-async def run_usage(runtime: Any, run_id: str) -> dict[str, Any]:
+async def run_usage(runtime: Runtime, run_id: str) -> dict[str, Any]:
     """What the run's supervised sessions spent: in all, and per agent and per task."""
     from roundtable.services.sessions import usage
 
@@ -283,7 +288,7 @@ async def run_usage(runtime: Any, run_id: str) -> dict[str, Any]:
     }
 
 
-async def read_doc(root: Any, name: str) -> str:
+async def read_doc(root: Path, name: str) -> str:
     if name not in DOCS:
         raise NotFound("document", name)
 
@@ -306,7 +311,7 @@ async def read_doc(root: Any, name: str) -> str:
     return await anyio.to_thread.run_sync(load)
 
 
-def doc_stamp(root: Any, name: str) -> tuple[int, int]:
+def doc_stamp(root: Path, name: str) -> tuple[int, int]:
     """(mtime_ns, size) of a document, (0, -1) when it is missing (for change detection)."""
     try:
         st = os.stat(os.path.join(os.fspath(root), name), follow_symlinks=False)
@@ -315,7 +320,7 @@ def doc_stamp(root: Any, name: str) -> tuple[int, int]:
     return (st.st_mtime_ns, st.st_size)
 
 
-async def turn_queue(runtime: Any, run_id: str) -> dict[str, Any]:
+async def turn_queue(runtime: Runtime, run_id: str) -> dict[str, Any]:
     """The turn queue of `run_id` (the caller has already been authorised for it)."""
     async with runtime.db.read() as reader:
         run = await get_run(reader, run_id)
@@ -344,7 +349,7 @@ class Listed:
     mime_type: str
 
 
-async def listing(runtime: Any, access: Access) -> list[Listed]:
+async def listing(runtime: Runtime, access: Access) -> list[Listed]:
     """The concrete resources `access` may read: the rulebook, the table, and the live runs,
     open tasks and undecided proposals (closed ones stay readable through the templates)."""
     out: list[Listed] = []
@@ -409,7 +414,7 @@ def _marks(values: Iterable[object]) -> str:
 # --- completion -----------------------------------------------------------------------------
 
 
-async def candidates(runtime: Any, access: Access, argument: str, context: dict[str, str]) -> list[str]:
+async def candidates(runtime: Runtime, access: Access, argument: str, context: dict[str, str]) -> list[str]:
     """Every value `access` may see for an argument named `argument` (prompt or template)."""
     bound = access.bound
     if argument == "run_id":
@@ -445,7 +450,7 @@ async def candidates(runtime: Any, access: Access, argument: str, context: dict[
     return []
 
 
-async def path_candidates(runtime: Any, access: Access, prefix: str) -> list[str]:
+async def path_candidates(runtime: Runtime, access: Access, prefix: str) -> list[str]:
     """Repository paths that complete `prefix` (one directory level), hiding `.git/`,
     `.roundtable/` and credential locations; a session sees only its readable paths."""
     bound = access.bound
@@ -494,7 +499,7 @@ async def path_candidates(runtime: Any, access: Access, prefix: str) -> list[str
     return paths
 
 
-async def _ids(runtime: Any, sql: str, params: tuple[Any, ...] = ()) -> list[str]:
+async def _ids(runtime: Runtime, sql: str, params: tuple[Any, ...] = ()) -> list[str]:
     async with runtime.db.read() as reader:
         rows = await reader.fetchall(sql + " LIMIT 5000", params)
     return [str(row[0]) for row in rows]

@@ -72,10 +72,10 @@ class CapabilityPrincipal:
 
     # -- mcp_adapter.Principals --
 
-    def access(self, ctx: Any) -> CapabilityPrincipal:
+    def access(self, ctx: mcp_adapter.Ctx) -> CapabilityPrincipal:
         return self
 
-    async def tools(self, ctx: Any) -> list[tuple[ToolSpec, dict[str, Any]]]:
+    async def tools(self, ctx: mcp_adapter.Ctx) -> list[tuple[ToolSpec, dict[str, Any]]]:
         cap = await self.current()
         if cap is None or not capabilities.is_live(cap) or await self.tool_state() == ():
             return []

@@ -24,10 +24,13 @@ import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roundtable.errors import RoundtableError, ToolError
 from roundtable.tools.context import Caller
+
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
 
 log = logging.getLogger("roundtable.server.socket")
 
@@ -277,7 +280,7 @@ class SocketServer:
 
     def __init__(
         self,
-        runtime: Any,
+        runtime: Runtime,
         path: Path | str,
         *,
         log: Callable[[str], None] | None = None,
