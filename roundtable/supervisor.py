@@ -329,6 +329,7 @@ class Supervisor:
             env = self._environment(
                 home, plan.env, token, socket_path, session_id, agent_id, run.id, task_id, proposal_id
             )
+            env.update(plan.settings)
             # The harness's model credentials and endpoint, from the owner's environment (by name).
             env.update({name: os.environ[name] for name in plan.inherit if name in os.environ})
             if briefing.strip():

@@ -53,6 +53,13 @@ def test_claude_gets_the_session_bridge_inline_its_tools_allowed_and_no_builtin_
     assert "rtcap_" not in " ".join(argv)
 
 
+def test_claude_waits_for_the_roundtable_server_before_its_first_turn(codex_home: Path) -> None:
+    # Left to its default, `claude -p` starts after ~5 s with a slow server "pending" and never
+    # offers its tools; the supervisor sets this in the session's environment.
+    assert plan("claude").settings == {"MCP_CONNECTION_NONBLOCKING": "0"}
+    assert plan("codex").settings == {}
+
+
 def test_claude_inherits_its_model_key_and_endpoint_by_name(codex_home: Path) -> None:
     inherit = plan("claude").inherit
     assert {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"} <= set(inherit)

@@ -61,6 +61,7 @@ class Plan:
     metadata: dict[str, Any]
     files: dict[str, str] = field(default_factory=dict)  # path relative to the private home → text
     env: dict[str, str] = field(default_factory=dict)  # extra non-secret variables (HOME-relative dirs)
+    settings: dict[str, str] = field(default_factory=dict)  # extra non-secret variables, literal values
     # Names of the owner's environment variables the harness needs (its model credentials and
     # endpoint); the supervisor copies those that are set. Values never enter the plan.
     inherit: tuple[str, ...] = ()
@@ -233,6 +234,14 @@ def _harness_argv(
     return [*base, *model_args, "--prompt", PROMPT_POINTER]
 
 
+# Literal settings a harness needs to be given roundtable's tools. Claude Code in `-p` mode starts
+# its first turn once its MCP servers have had a few seconds to connect (MCP_CONNECT_TIMEOUT_MS,
+# 5 s by default), then leaves a slower one "pending" for the whole session: a bridge started on
+# a loaded machine left the session with no roundtable tools at all. Waiting for the servers
+# (bounded by its MCP_TIMEOUT, 30 s) is what a supervised session needs.
+HARNESS_SETTINGS: dict[str, dict[str, str]] = {"claude": {"MCP_CONNECTION_NONBLOCKING": "0"}}
+
+
 def harness_files(name: str, socket_path: str, root: str = "") -> tuple[dict[str, str], dict[str, str]]:
     """(files relative to the private home, env pointing the harness at them) for `name`."""
     argv = bridge_argv(socket_path, root)
@@ -341,6 +350,7 @@ def start_plan(
         name, adapter.command or name, model, mcp_config, workspace, config.limits.max_budget_usd, sandboxed
     )
     files, env = harness_files(name, socket_path, working_directory) if socket_path else ({}, {})
+    settings = HARNESS_SETTINGS.get(name, {}) if socket_path else {}
     from roundtable.services.sessions.records import resume_command
 
     return Plan(
@@ -351,6 +361,7 @@ def start_plan(
         metadata={"mode": "start", "role": role, "task_id": task_id},
         files=files,
         env=env,
+        settings=settings,
         inherit=(*HARNESS_ENV.get(name, ()), *(codex_provider_env(codex_model_settings()) if name == "codex" else ())),
         prompt=prompt,
     )
