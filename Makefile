@@ -33,7 +33,7 @@ $(DEV_STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	touch $@ $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m roundtable.demo --root $(DEMO)
+	$(BIN)/roundtable demo --root $(DEMO)
 
 install:
 	$(PYTHON) -m venv $(INSTALL_VENV)

@@ -236,14 +236,20 @@ def run(
             _headless_entry(root, goal, run_id, resume, count, interval, retry_backoff, max_consecutive_errors, as_json)
         )
         _finish_headless(outcome, as_json)
-    from roundtable.tui.launch import run_console  # Textual loads only for the console
+    from roundtable.tui.launch import DemoStart, run_console  # Textual loads only for the console
+
+    start_demo: DemoStart | None = None
+    if demo:
+        from roundtable.demo import team
+
+        start_demo = team.start
 
     run_console(
         root=root,
         goal=goal,
         resume=resume,
         read_only=read_only,
-        demo=demo,
+        demo=start_demo,
         run_id=run_id,
         autopilot=True if autopilot else None,
         autopilot_overrides=overrides,

@@ -13,16 +13,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roundtable.domain import RunStatus
 from roundtable.errors import LockError
 from roundtable.runtime import Runtime
 from roundtable.tui.widgets.header import OwnerInfo
 
+if TYPE_CHECKING:
+    from roundtable.owner import Owner
+
 log = logging.getLogger("roundtable.tui")
+
+# What `run --demo` hands the console: started with the owner, it returns the function that stops
+# what it started (or None). The console never imports the demo package; the CLI passes it in.
+DemoStart = Callable[["Owner"], Awaitable[Callable[[], Awaitable[None]] | None]]
 
 
 def run_console(
@@ -31,7 +38,7 @@ def run_console(
     goal: str | None = None,
     resume: bool = False,
     read_only: bool = False,
-    demo: bool = False,
+    demo: DemoStart | None = None,
     run_id: str = "",
     autopilot: bool | None = None,
     autopilot_overrides: Any = None,
@@ -87,7 +94,7 @@ async def console_main(
     goal: str,
     resume: bool,
     read_only: bool,
-    demo: bool,
+    demo: DemoStart | None,
     run_id: str = "",
     autopilot: bool | None = None,
     autopilot_overrides: Any = None,
@@ -149,7 +156,7 @@ async def _read_only_console(root: Path, run_id: str) -> int:
         note = "read-only: no Chair, no listeners, nothing is written"
         info = OwnerInfo(project=runtime.config.project_name, note=note if run else f"{note}; no run yet")
         app = RoundtableApp(runtime, run_id=run, owner_info=info, read_only=True)
-        await _run_app(app, _Relay(), False, None)
+        await _run_app(app, _Relay(), None, None)
     finally:
         await runtime.close()
     return int(app.return_code or 0)
@@ -172,34 +179,21 @@ async def existing_run(runtime: Runtime, run_id: str = "") -> str:
     return str(row[0]) if row is not None else ""
 
 
-async def _run_app(app: Any, relay: _Relay, demo: bool, owner: Any) -> None:
+async def _run_app(app: Any, relay: _Relay, demo: DemoStart | None, owner: Owner | None) -> None:
     relay.app = app
-    stop_demo: Callable[[], Any] | None = None
-    if demo:
-        stop_demo = await _start_demo(owner, relay)
+    stop_demo: Callable[[], Awaitable[None]] | None = None
+    if demo is not None and owner is not None:
+        try:
+            stop_demo = await demo(owner)
+        except Exception as exc:
+            relay(f"demo agents failed to start: {exc}")
     app.startup_notes = list(relay.lines)
     try:
         await app.run_async()
     finally:
         relay.app = None
         if stop_demo is not None:
-            outcome = stop_demo()
-            if hasattr(outcome, "__await__"):
-                await outcome
-
-
-async def _start_demo(owner: Any, relay: _Relay) -> Callable[[], Any] | None:
-    """Start the scripted demo agents on this owner; returns their stop function."""
-    from roundtable.agents import demo as demo_agents
-
-    try:
-        outcome: Any = demo_agents.start(owner)
-        if hasattr(outcome, "__await__"):
-            outcome = await outcome
-    except Exception as exc:
-        relay(f"demo agents failed to start: {exc}")
-        return None
-    return outcome if callable(outcome) else None
+            await stop_demo()
 
 
 async def select_run(runtime: Runtime, *, goal: str, resume: bool, run_id: str = "") -> str:

@@ -12,8 +12,9 @@ from typing import Any
 
 import yaml
 
-from roundtable import clock, demo
+from roundtable import clock
 from roundtable.autopilot import Dispatcher
+from roundtable.demo import workspace as demo
 from roundtable.runtime import Runtime
 
 

@@ -31,7 +31,7 @@ async def test_a_task_budget_stops_the_session_blocks_the_task_and_notifies_once
     caplog.set_level(logging.WARNING, logger="roundtable.server.sessions")
     root = await demo_project(tmp_path / "p", max_attempts=3, retry_backoff_seconds=0.2)
     # The implementer's harness reports the spend of its first model turn before its first call.
-    implementers_run(root, "costly", command=f"{sys.executable} -m roundtable.agents.scripted --usage-stream {STREAM}")
+    implementers_run(root, "costly", command=f"{sys.executable} -m roundtable.demo.scripted --usage-stream {STREAM}")
     async with Listener() as listener:
 
         def change(data: dict) -> None:  # type: ignore[type-arg]

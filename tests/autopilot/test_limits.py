@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from roundtable import clock, demo
+from roundtable import clock
 from roundtable.cli import cli as cli_main
+from roundtable.demo import workspace as demo
 from roundtable.runtime import Runtime
 from roundtable.services.governance import gates
 from roundtable.store.records import Proposal

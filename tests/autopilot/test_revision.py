@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from roundtable.agents.scripted import REVISE_REASON
+from roundtable.demo.scripted import REVISE_REASON
 from roundtable.owner import Owner
 from roundtable.services.coordination.runs import create_run
 from tests.autopilot.helpers import demo_project, edit_config, events, wait_for_events
@@ -24,7 +24,7 @@ async def test_a_revision_request_relaunches_the_author_with_the_reason(tmp_path
     root = await demo_project(tmp_path / "p", max_attempts=2, retry_backoff_seconds=0.2)
 
     def reviewers_ask_for_revisions(data: dict) -> None:  # type: ignore[type-arg]
-        command = f"{sys.executable} -m roundtable.agents.scripted --vote revise"
+        command = f"{sys.executable} -m roundtable.demo.scripted --vote revise"
         data["adapters"]["revising"] = {"command": command, "supports_mcp": True}
         data["agents"]["reviewers"]["adapter"] = "revising"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from roundtable import demo
+from roundtable.demo import workspace as demo
 from tests.autopilot.helpers import edit_config
 
 SCRIPT = Path(__file__).with_name("ci_flow.sh")

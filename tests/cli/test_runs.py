@@ -9,9 +9,9 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from roundtable import demo
-from roundtable.agents.demo import _demo_task
 from roundtable.cli import cli
+from roundtable.demo import workspace as demo
+from roundtable.demo.team import _demo_task
 from roundtable.runtime import Runtime
 from roundtable.services.coordination import runs
 from roundtable.tui.overview import load_overview
@@ -92,7 +92,7 @@ async def test_list_end_and_archive(project: Path) -> None:
 async def test_a_second_demo_start_resumes_its_run_and_task(tmp_path: Path) -> None:
     root = tmp_path / "demo"
     await anyio.to_thread.run_sync(demo.prepare, root)
-    assert not demo._has_run(root, demo.DEMO_RUN)
+    assert not demo.has_run(root, demo.DEMO_RUN)
     rt = await Runtime.open(root)
     try:
         await runs.create_run(rt, demo.DEMO_GOAL, run_id=demo.DEMO_RUN)
@@ -103,4 +103,4 @@ async def test_a_second_demo_start_resumes_its_run_and_task(tmp_path: Path) -> N
     finally:
         await rt.close()
     assert first == again
-    assert demo._has_run(root, demo.DEMO_RUN)
+    assert demo.has_run(root, demo.DEMO_RUN)

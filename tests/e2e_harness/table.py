@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from roundtable.demo import SAMPLE_FILES
+from roundtable.demo.workspace import SAMPLE_FILES
 from roundtable.runtime import Runtime
 from roundtable.scaffold import init_project
 from roundtable.services.coordination.runs import create_run

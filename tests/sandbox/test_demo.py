@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from roundtable import chair, demo
-from roundtable.agents.demo import start_demo_agents
+from roundtable import chair
+from roundtable.demo import workspace as demo
+from roundtable.demo.team import start_demo_agents
 from roundtable.runtime import Runtime
 from roundtable.services.coordination import runs
 from roundtable.services.coordination.agents import sync_agents

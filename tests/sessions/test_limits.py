@@ -25,7 +25,7 @@ pytestmark = pytest.mark.anyio
 LOOP = """
 import asyncio, os, sys
 from contextlib import AsyncExitStack
-from roundtable.agents.scripted import connect
+from roundtable.demo.scripted import connect
 
 async def main():
     tool, args = sys.argv[1], {"title": "x", "summary_md": "x", "affected_resources": [], "risk": "normal", "patch": "junk"}
@@ -119,7 +119,7 @@ async def test_a_model_that_never_stops_calling_is_stopped(project: Path, monkey
 POLL = """
 import asyncio, json, os
 from contextlib import AsyncExitStack
-from roundtable.agents.scripted import connect
+from roundtable.demo.scripted import connect
 
 async def main():
     async with AsyncExitStack() as stack:

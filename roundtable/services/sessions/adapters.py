@@ -14,7 +14,7 @@ written to a file or put on a command line.
 harness the user runs by hand (no socket, the shared loopback endpoint).
 
 Besides the configured adapters there is one built-in, `scripted`: the SDK-based scripted agent
-shipped with roundtable (`python -m roundtable.agents.scripted`), used by the demo and tests.
+shipped with roundtable (`python -m roundtable.demo.scripted`), used by the demo and tests.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from roundtable.errors import ValidationError
 
 SCRIPTED = "scripted"
 SCRIPTED_ADAPTER = AdapterConfig(
-    command=f"{sys.executable} -m roundtable.agents.scripted",
+    command=f"{sys.executable} -m roundtable.demo.scripted",
     supports_resume=False,
     resume_pattern="",
     supports_mcp=True,

@@ -6,7 +6,7 @@ scripted implementer; once it has proposed, the scripted reviewer, security and 
 the proposal. The patch is left waiting for the operator's approval. The console calls
 `start(owner)`, which picks the latest active run and returns the stop function.
 
-The demo project's tests already expect `mul()` (`roundtable.demo`): the tester's own report is
+The demo project's tests already expect `mul()` (`roundtable.demo.workspace`): the tester's own report is
 only `reported` evidence, and the host-verified pass comes from the operator's `T` key, which
 runs `make test` on the proposal's revision (a scratch worktree with the patch applied) in the
 sandbox — on the base tree the same tests fail.
@@ -17,14 +17,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roundtable.runtime import Runtime
 from roundtable.store.records import Proposal, Run
 from roundtable.supervisor import Supervisor, start_supervisor, supervisor_for
 
-log = logging.getLogger("roundtable.agents.demo")
+if TYPE_CHECKING:
+    from roundtable.owner import Owner
+
+log = logging.getLogger("roundtable.demo.team")
 
 MUL_RECIPE = """Add multiplication to the calculator.
 
@@ -151,10 +155,11 @@ async def start_demo_agents(owner_or_runtime: Any, run_id: str) -> DemoAgents:
     return demo
 
 
-async def start(owner: Any) -> Any:
-    """Console hook: start the demo on the latest active run; returns the stop function. With the
-    owner's autopilot on, the dispatcher plans and launches the demo's agents: nothing to start."""
-    dispatcher = getattr(owner, "dispatcher", None)
+async def start(owner: Owner) -> Callable[[], Awaitable[None]] | None:
+    """Console hook (`roundtable run --demo`): start the demo on the latest active run; returns
+    the stop function. With the owner's autopilot on, the dispatcher plans and launches the
+    demo's agents: nothing to start."""
+    dispatcher = owner.dispatcher
     if dispatcher is not None and dispatcher.enabled:
         log.info("demo: the autopilot launches the agents")
         return None

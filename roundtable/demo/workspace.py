@@ -1,17 +1,15 @@
-"""`make run`: prepare a demo workspace under `demo/` (once) and start the best experience.
+"""The demo's project: a small git repository with a few source files, initialised for
+Roundtable, with every agent played by the built-in scripted agent and the autopilot on.
 
-The workspace is a small git repository with a few source files, initialised for Roundtable,
-with every agent played by the built-in scripted agent and the autopilot on (`configure`). Then
-the operator's console (`roundtable run --autopilot --goal …`) starts on it: the planner turns the
-goal into a task, the implementer claims and proposes, the reviewer, security and the tester do
-their part, the tests run on the revision, and the patch waits in the operator's approval inbox —
-the operator only approves and applies (or rolls back).
+`roundtable demo` (`make run`) prepares it once (`prepare`, `configure`) and starts the
+operator's console on its run (`DEMO_RUN`, created with `DEMO_GOAL`, resumed after): the planner
+turns the goal into a task, the implementer claims and proposes, the reviewer, security and the
+tester do their part, the tests run on the revision, and the patch waits in the operator's
+approval inbox — the operator only approves and applies (or rolls back).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import os
 import subprocess
 import sys
@@ -77,7 +75,7 @@ def prepare(root: Path) -> None:
 
 
 SCRIPTED_AGENT = {
-    "command": f"{sys.executable} -m roundtable.agents.scripted",
+    "command": f"{sys.executable} -m roundtable.demo.scripted",
     "supports_resume": False,
     "supports_mcp": True,
     "supports_readonly_workspace": True,
@@ -128,7 +126,7 @@ DEMO_RUN = "RUN-demo"
 DEMO_GOAL = "Improve the calculator"
 
 
-def _has_run(root: Path, run_id: str) -> bool:
+def has_run(root: Path, run_id: str) -> bool:
     """Whether the demo's database already holds `run_id` (read-only; no database → False)."""
     import sqlite3
 
@@ -144,39 +142,3 @@ def _has_run(root: Path, run_id: str) -> bool:
     except sqlite3.Error:
         return False
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--root", type=Path, default=Path("demo"))
-    options = parser.parse_args(argv)
-    prepare(options.root)
-    configure(options.root)
-    from roundtable.cli import main as cli_main
-
-    if importlib.util.find_spec("roundtable.tui.app") is not None:
-        # One demo run: a second `make run` resumes it instead of starting a duplicate.
-        if _has_run(options.root, DEMO_RUN):
-            command = ["run", "--root", str(options.root), "--run", DEMO_RUN, "--resume", "--demo", "--autopilot"]
-        else:
-            command = [
-                "run",
-                "--root",
-                str(options.root),
-                "--run",
-                DEMO_RUN,
-                "--goal",
-                DEMO_GOAL,
-                "--demo",
-                "--autopilot",
-            ]
-    elif importlib.util.find_spec("roundtable.cli.start_cmd") is not None:
-        command = ["start", "--root", str(options.root), "--autopilot"]
-    else:
-        command = ["table", "--root", str(options.root)]
-    sys.argv = ["roundtable", *command]
-    cli_main()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
