@@ -2,7 +2,8 @@
 
 Every caller — an agent over any transport, the console, the CLI, the Chair — goes through
 `Runtime.call(tool, args, caller)`: the tool is looked up by either spelling, the caller's
-authority is checked, the arguments are validated against its advertised schema, and the handler
+authority is checked, the arguments are validated through its `Args` model (the one declaration
+its advertised schema is generated from; the handler gets the typed model), and the handler
 runs inside one write transaction (or one read snapshot), so a failed call changes nothing.
 Committed changes are announced on the change bus by the store.
 
@@ -24,10 +25,9 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import jsonschema
-from jsonschema.validators import validator_for
+from pydantic import ValidationError as ModelError
 
 from roundtable.bus import ChangeBus
 from roundtable.config import Config, load_config
@@ -36,11 +36,14 @@ from roundtable.services.policy.engine import Policy
 from roundtable.services.policy.watch import LivePolicy
 from roundtable.services.redact import redact
 from roundtable.store.db import ACTING, BUSY_TIMEOUT_MS, Database
+from roundtable.tools.args import Args
 from roundtable.tools.context import OPERATOR, Call, Caller
+from roundtable.tools.refusals import refusal
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 from roundtable.tools.sessions_ops import SessionControl
 
 log = logging.getLogger("roundtable.runtime")
+A = TypeVar("A", bound=Args)
 
 # Arguments that name who acts. For a caller bound to an agent they are filled from the principal
 # when absent and refused when they differ; `_CHECK_ONLY` ones are never filled, because their
@@ -54,8 +57,6 @@ _CHECK_ONLY: frozenset[tuple[str, str]] = frozenset(
 _VERBATIM_ARGS = frozenset(
     {"patch", "path", "paths", "readable_paths", "affected_resources", "resource_id", "base_hash", "revision", "symbol"}
 )
-# Enumerated words the services have always read case-insensitively (`High`, `APPROVE`).
-CASE_FREE_WORDS = frozenset({"risk", "vote"})
 ANONYMOUS_REFUSAL = (
     "{tool} changes state, and this connection is anonymous (no credential or an unbound one, such as "
     "the project credential: read-only tools only). Bind the client to an agent identity: "
@@ -76,7 +77,6 @@ class Runtime:
         self.owner = False
         # The session supervisor, provided by the owner that hosts one (`tools/sessions_ops.py`).
         self.supervisor: SessionControl | None = None
-        self._validators: dict[str, Any] = {}
 
     @property
     def bus(self) -> ChangeBus:
@@ -156,29 +156,18 @@ class Runtime:
             raise ToolError(f"tool not implemented: {_clip(tool)}")
         return spec
 
-    def validate(self, spec: ToolSpec, args: object) -> dict[str, Any]:
-        """Check `args` against the tool's schema; returns the arguments as a dict."""
+    def validate(self, spec: ToolSpec, args: object) -> Args:
+        """Check `args` through the operation's `Args` model; returns the validated model (the
+        handler's `call.args`). A refusal is one sentence naming the first problem
+        (`tools/refusals.py`)."""
         if args is None:
             args = {}
         if not isinstance(args, dict):
             raise ValidationError(f"{spec.name}: arguments must be a JSON object")
-        args = normalise_words(spec, args)
-        validator = self._validators.get(spec.name)
-        if validator is None:
-            cls = validator_for(spec.input_schema)
-            validator = cls(spec.input_schema)
-            self._validators[spec.name] = validator
         try:
-            errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.validator))
-        except ValueError:  # jsonschema formats the instance: an integer past Python's 4,300-digit limit
-            raise ValidationError(f"{spec.name}: an integer argument is out of range (64-bit at most)") from None
-        if errors:
-            raise ValidationError(_describe(spec, errors[0]))
-        for key in spec.input_schema.get("required", ()):
-            value = args.get(key)
-            if isinstance(value, str) and not value.strip() and key not in spec.allow_blank:
-                raise ValidationError(f"{spec.name}: argument {key} must not be empty")
-        return args
+            return spec.args.model_validate(args)
+        except ModelError as exc:
+            raise ValidationError(refusal(spec.name, spec.input_schema, exc)) from None
 
     def database_problem(self) -> str:
         """Why the database file no longer is the one this process opened ('' while it is)."""
@@ -281,39 +270,18 @@ def bind_identity(spec: ToolSpec, args: dict[str, Any], caller: Caller) -> dict[
     return out
 
 
-def normalise_words(spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
-    """Enumerated words (`risk`, `vote`, a status) are read case-insensitively, as the services
-    always have (`High` is `high`); an optional one left blank counts as absent."""
-    properties = spec.input_schema.get("properties", {})
-    required = spec.input_schema.get("required", ())
-    out = args
-    for key, value in args.items():
-        if key not in CASE_FREE_WORDS:
-            continue
-        choices = properties.get(key, {}).get("enum") if isinstance(properties.get(key), dict) else None
-        if not choices or not isinstance(value, str) or value in choices:
-            continue
-        word = value.strip().lower()
-        if word in choices:
-            out = {**out, key: word}
-        elif not word and key not in required:
-            out = {k: v for k, v in out.items() if k != key}
-    return out
-
-
-def redact_args(args: dict[str, Any]) -> dict[str, Any]:
+def redact_args(args: A) -> A:
     """The arguments with credentials in free text replaced by `[REDACTED]` (ids, paths, hashes
     and patches verbatim), so nothing an agent sends stores a secret in the database."""
-    out: dict[str, Any] | None = None
-    for key, value in args.items():
+    changed: dict[str, Any] = {}
+    for key in args._text_fields:
         if key in _VERBATIM_ARGS or key.endswith("_id"):
             continue
+        value = getattr(args, key)
         cleaned = _redact_value(value)
         if cleaned is not value:
-            if out is None:
-                out = dict(args)
-            out[key] = cleaned
-    return args if out is None else out
+            changed[key] = cleaned
+    return args.model_copy(update=changed) if changed else args
 
 
 def _redact_value(value: Any) -> Any:
@@ -331,60 +299,6 @@ def _redacted(exc: RoundtableError) -> RoundtableError:
     if text != str(exc):
         return ToolError(text)
     return exc
-
-
-def _describe(spec: ToolSpec, error: jsonschema.ValidationError) -> str:
-    """One clear sentence for the first schema violation. It never echoes the offending value
-    (it may be megabytes long or a secret): only its size, and at most 64 characters of a key."""
-    from roundtable.tools.registry import FLOAT_MAX
-
-    def clip(text: str, limit: int = 64) -> str:
-        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
-
-    def plural(count: int, word: str) -> str:
-        return f"{count} {word}" + ("" if count == 1 else "s")
-
-    path = ""  # readable_paths[3], not readable_paths.3
-    for part in error.absolute_path:
-        path += f"[{part}]" if isinstance(part, int) else ("." if path else "") + clip(str(part))
-    name = spec.name
-    bound: Any = error.validator_value  # typed `Any | Unset`; set on every error we describe
-    if error.validator == "additionalProperties":
-        allowed = ", ".join(sorted(spec.input_schema.get("properties", {}))) or "none"
-        extra = sorted(set(error.instance) - set(spec.input_schema.get("properties", {})))  # type: ignore[arg-type]
-        shown = ", ".join(clip(key) for key in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
-        return f"{name}: unknown argument {shown} (allowed: {allowed})"
-    if error.validator == "required":
-        missing = str(error.message).split("'")[1] if "'" in str(error.message) else str(error.message)
-        return f"{name}: missing required argument {missing}"
-    if error.validator == "type":
-        kind = " or ".join(bound) if isinstance(bound, list) else str(bound)
-        article = "an" if kind[:1] in "aeiou" else "a"
-        return f"{name}: argument {path} must be {article} {kind}"
-    infinite = isinstance(error.instance, float) and error.instance in (float("inf"), float("-inf"))
-    if error.validator in ("minimum", "maximum") and (
-        infinite or (isinstance(bound, float) and abs(bound) == FLOAT_MAX)
-    ):
-        return f"{name}: argument {path} must be a finite number"
-    if error.validator == "minimum":
-        return f"{name}: argument {path} must be at least {bound}"
-    if error.validator == "maximum":
-        return f"{name}: argument {path} must be at most {bound}"
-    if error.validator == "enum":
-        return f"{name}: argument {path} must be one of {', '.join(map(str, bound))}"
-    if error.validator == "maxLength":
-        size = len(error.instance) if isinstance(error.instance, str) else 0
-        return f"{name}: argument {path} is too long: {size} characters, at most {bound} allowed"
-    if error.validator == "minLength":
-        return f"{name}: argument {path} is too short: at least {plural(int(bound), 'character')} required"
-    if error.validator == "pattern":
-        return f"{name}: argument {path} has an invalid format: it must match the pattern {bound}"
-    if error.validator == "maxItems":
-        size = len(error.instance) if isinstance(error.instance, list) else 0
-        return f"{name}: argument {path} has too many items: {size}, at most {bound} allowed"
-    if error.validator == "minItems":
-        return f"{name}: argument {path} needs at least {plural(int(bound), 'item')}"
-    return f"{name}: argument {path or '(root)'} is invalid: {clip(str(error.message), 200)}"
 
 
 def _clip(value: object, limit: int = 64) -> str:

@@ -6,9 +6,9 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
+from roundtable.tools.args import Args, NoArgs, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import obj, string
 
 pytestmark = pytest.mark.anyio
 
@@ -34,13 +34,19 @@ async def test_bad_calls_are_clear_errors(runtime: Runtime, tool: str, args: obj
     assert message in str(info.value)
 
 
+class FailArgs(Args):
+    a: Text = ""
+
+
 async def test_failed_call_leaves_database_untouched(runtime: Runtime) -> None:
     async def half_then_fail(call: Call) -> dict[str, object]:
         await call.w.insert("tasks", {"id": "T-1", "title": "t", "body_md": "b"})
         await call.w.append_event("", "task.created", {"task_id": "T-1"})
         raise ToolError("refused after writing")
 
-    spec = ToolSpec("x.fail", "test", obj({"a": string()}), {"type": "object"}, half_then_fail)
+    spec = ToolSpec(
+        name="x.fail", description="test", args=FailArgs, output_schema={"type": "object"}, handler=half_then_fail
+    )
     runtime.registry._by_any_name["x.fail"] = spec
     with pytest.raises(ToolError, match="refused after writing"):
         await runtime.call("x.fail", {})
@@ -53,7 +59,9 @@ async def test_internal_errors_do_not_leak(runtime: Runtime) -> None:
     async def crash(call: Call) -> dict[str, object]:
         raise RuntimeError("secret detail /home/x")
 
-    runtime.registry._by_any_name["x.crash"] = ToolSpec("x.crash", "t", obj(), {"type": "object"}, crash)
+    runtime.registry._by_any_name["x.crash"] = ToolSpec(
+        name="x.crash", description="t", args=NoArgs, output_schema={"type": "object"}, handler=crash
+    )
     with pytest.raises(ToolError) as info:
         await runtime.call("x.crash", {})
     assert "secret detail" not in str(info.value)

@@ -42,16 +42,16 @@ def _enums() -> list[type[StrEnum]]:
     return [v for v in vars(domain).values() if isinstance(v, type) and issubclass(v, StrEnum) and v is not StrEnum]
 
 
-EVENT_TYPES: frozenset[str] = frozenset(
-    str(m) for e in _enums() for m in e if "." in str(m)
-)
+EVENT_TYPES: frozenset[str] = frozenset(str(m) for e in _enums() for m in e if "." in str(m))
 # An operation may share its name with the event it records (`vote.cast`): such a value is an
 # event type only where it is used as one (appended, or compared with an event's type).
 SHARED_WITH_TOOLS: frozenset[str] = EVENT_TYPES & frozenset(get_registry().names())
 EVENT_CONTEXT = re.compile(r"(^|_)(type|kind|event)s?$", re.IGNORECASE)
-STATUSES: frozenset[str] = frozenset(
-    str(m) for e in _enums() if e.__name__ not in {"EventType", "TurnEvent"} for m in e
-) | frozenset(domain.TERMINAL_TASK_STATUSES) | {domain.NARROWED}
+STATUSES: frozenset[str] = (
+    frozenset(str(m) for e in _enums() if e.__name__ not in {"EventType", "TurnEvent"} for m in e)
+    | frozenset(domain.TERMINAL_TASK_STATUSES)
+    | {domain.NARROWED}
+)
 
 
 def _name(node: ast.AST) -> str:
@@ -135,7 +135,9 @@ def findings(path: Path) -> list[str]:
                 for const in _constants(node.args[position]):
                     if const.value in EVENT_TYPES:
                         flag(const, "event type")
-        if isinstance(node, ast.Compare) and any(EVENT_CONTEXT.search(_name(o)) for o in [node.left, *node.comparators]):
+        if isinstance(node, ast.Compare) and any(
+            EVENT_CONTEXT.search(_name(o)) for o in [node.left, *node.comparators]
+        ):
             for const in _constants(node):
                 if const.value in EVENT_TYPES:
                     flag(const, "event type")

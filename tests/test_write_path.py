@@ -80,7 +80,9 @@ def _imports(tree: ast.Module, module: str) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             for alias in node.names:
                 names[alias.asname or alias.name] = f"{base}.{alias.name}"
     return names

@@ -17,13 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.owner import Owner
+from roundtable.tools.args import Args, Int
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 
-SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False}
+
+class EchoArgs(Args):
+    n: Int = 0
 
 
 async def echo(call: Any) -> dict[str, Any]:
-    return dict(call.args)
+    return {"n": call.args.n} if call.args.given("n") else {}
 
 
 async def main(root: str, port: int, sock: str, lag_file: str = "") -> None:
@@ -32,7 +35,15 @@ async def main(root: str, port: int, sock: str, lag_file: str = "") -> None:
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with Owner(Path(root), http_address=f"127.0.0.1:{port}", socket_path=sock, chair=False) as owner:
-        spec = ToolSpec("bench.echo", "echo", SCHEMA, {"type": "object"}, echo, mode="none", read_only=True)
+        spec = ToolSpec(
+            name="bench.echo",
+            description="echo",
+            args=EchoArgs,
+            output_schema={"type": "object"},
+            handler=echo,
+            mode="none",
+            read_only=True,
+        )
         owner.runtime.registry = Registry({**{s.name: s for s in get_registry()}, spec.name: spec})
         task = await owner.runtime.call("task.create", {"title": "bench", "body_md": "a task to read"})
         async with LoopLag() as lag:  # from ready to SIGTERM: what the benchmark's calls cause

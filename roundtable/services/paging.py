@@ -35,13 +35,11 @@ class PageRequest:
     key: tuple[Any, ...] | None  # the sort key to continue after (None: the first page)
 
 
-def request(tool: str, args: dict[str, Any], filters: Sequence[Any], width: int) -> PageRequest:
+def request(tool: str, filters: Sequence[Any], width: int, *, limit: int | None, cursor: str) -> PageRequest:
     """The page a list call's `limit` and `cursor` arguments ask for; `width` is how many
     columns its sort key has."""
-    raw_limit = args.get("limit")
-    limit = DEFAULT_LIMIT if not isinstance(raw_limit, int) or raw_limit <= 0 else min(raw_limit, MAX_LIMIT)
-    cursor = args.get("cursor")
-    key = decode(tool, cursor, list(filters), width) if isinstance(cursor, str) and cursor else None
+    limit = DEFAULT_LIMIT if limit is None or limit <= 0 else min(limit, MAX_LIMIT)
+    key = decode(tool, cursor, list(filters), width) if cursor else None
     return PageRequest(tool, tuple(filters), limit, key)
 
 

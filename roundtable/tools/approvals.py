@@ -5,17 +5,19 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
 
 from roundtable.services.governance import approvals as approvals_service
 from roundtable.services.governance import security as security_service
 from roundtable.services.governance.evidence import Actor
 from roundtable.store import rows
 from roundtable.store.records import HumanApproval
-from roundtable.tools.args import opt_str, record_id
+from roundtable.tools.args import Args, Flag, Id, NewId, ResourceId, Text, Title
 from roundtable.tools.context import Call, Caller
 from roundtable.tools.registry import ToolSpec, point_handler
-from roundtable.tools.schema import RECORD, RECORDS, boolean, obj, result, string
+from roundtable.tools.schema import RECORD, RECORDS, result
 
 
 def actor_of(caller: Caller) -> Actor:
@@ -35,45 +37,78 @@ def actor_of(caller: Caller) -> Actor:
     )
 
 
-def _given(args: dict[str, Any], key: str) -> str | None:
-    """An optional string argument, `None` when absent or empty."""
-    value = args.get(key)
-    return value if isinstance(value, str) and value != "" else None
+if TYPE_CHECKING:
+    ApprovalWord = str
+    VerdictWord = str
+else:
+    ApprovalWord = Literal[approvals_service.STATUSES]
+    VerdictWord = Literal[security_service.MANUAL_STATUSES]
 
 
-def approval_status(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
-    return {"approval": rows.get(conn, HumanApproval, args["approval_id"]).to_dict()}
+class ApprovalStatusArgs(Args):
+    approval_id: Id
 
 
-async def request_approval(call: Call) -> dict[str, Any]:
-    args = call.args
-    override = args.get("override_policy")
+def approval_status(conn: sqlite3.Connection, args: ApprovalStatusArgs) -> dict[str, Any]:
+    return {"approval": rows.get(conn, HumanApproval, args.approval_id).to_dict()}
+
+
+class RequestApprovalArgs(Args):
+    subject: Title
+    reason_md: Text
+    approval_id: NewId = Field("", description="An existing request to refresh.")
+    proposal_id: Id = ""
+    task_id: Id = ""
+    requested_by: Id | None = Field(None, description="Who asks (default: the caller).")
+    status: ApprovalWord | None = Field(
+        None,
+        description="requested (default); operator only: approved, denied, rejected, changes_requested, deferred.",
+    )
+    decision_md: Text | None = Field(None, description="Operator: the decision note.")
+    decided_by: Id | None = Field(None, description="Operator: who decided (default: the operator caller).")
+    override_policy: Flag | None = Field(
+        None, description="Operator, with status approved: also override a security veto."
+    )
+
+
+async def request_approval(call: Call[RequestApprovalArgs]) -> dict[str, Any]:
+    a = call.args
     req = approvals_service.ApprovalInput(
-        subject=args["subject"],
-        reason_md=args["reason_md"],
-        approval_id=record_id(args, "approval_id"),
-        proposal_id=opt_str(args, "proposal_id"),
-        task_id=opt_str(args, "task_id"),
-        status=_given(args, "status"),
-        requested_by=_given(args, "requested_by"),
-        decision_md=_given(args, "decision_md"),
-        decided_by=_given(args, "decided_by"),
-        override_policy=override if isinstance(override, bool) else None,
+        subject=a.subject,
+        reason_md=a.reason_md,
+        approval_id=a.approval_id,
+        proposal_id=a.proposal_id,
+        task_id=a.task_id,
+        status=a.status,
+        requested_by=a.requested_by,
+        decision_md=a.decision_md,
+        decided_by=a.decided_by,
+        override_policy=a.override_policy,
     )
     approval, _ = await approvals_service.record_approval(call.w, req, actor_of(call.caller))
     return {"approval": approval.to_dict()}
 
 
-async def security_review(call: Call) -> dict[str, Any]:
-    args = call.args
+class SecurityReviewArgs(Args):
+    proposal_id: Id = ""
+    resource_id: ResourceId = Field("", description="Resource reviewed (resource-only reviews: operator).")
+    review_id: NewId = Field("", description="Explicit id (default: generated); an existing id is replaced (operator).")
+    task_id: Id = ""
+    reviewer_id: Id = Field("", description="Reviewer (default: security for scans, the caller for manual reviews).")
+    status: VerdictWord | None = Field(None, description="Manual verdict.")
+    summary_md: Text = Field("", description="Summary, in Markdown.")
+
+
+async def security_review(call: Call[SecurityReviewArgs]) -> dict[str, Any]:
+    a = call.args
     req = security_service.ReviewInput(
-        proposal_id=opt_str(args, "proposal_id"),
-        resource_id=opt_str(args, "resource_id"),
-        review_id=record_id(args, "review_id"),
-        task_id=opt_str(args, "task_id"),
-        reviewer_id=opt_str(args, "reviewer_id"),
-        status=opt_str(args, "status"),
-        summary_md=opt_str(args, "summary_md"),
+        proposal_id=a.proposal_id,
+        resource_id=a.resource_id,
+        review_id=a.review_id,
+        task_id=a.task_id,
+        reviewer_id=a.reviewer_id,
+        status=a.status or "",
+        summary_md=a.summary_md,
     )
     review, findings = await security_service.review(call.runtime, req, actor_of(call.caller))
     return {"review": review.to_dict(), "findings": [f.to_dict() for f in findings]}
@@ -83,7 +118,7 @@ TOOLS = [
     ToolSpec(
         name="human.approval_status",
         description="Read one human approval's status.",
-        input_schema=obj({"approval_id": string()}, ["approval_id"]),
+        args=ApprovalStatusArgs,
         output_schema=result({"approval": RECORD}, required=["approval"]),
         handler=point_handler(approval_status),
         point_read=approval_status,
@@ -96,24 +131,7 @@ TOOLS = [
         description=(
             "Ask the operator to approve something, usually a proposal's current revision. Agents may only request or refresh their own request; deciding is the operator's."
         ),
-        input_schema=obj(
-            {
-                "subject": string(),
-                "reason_md": string(),
-                "approval_id": string("An existing request to refresh."),
-                "proposal_id": string(),
-                "task_id": string(),
-                "requested_by": string("Who asks (default: the caller)."),
-                "status": string(
-                    "requested (default); operator only: approved, denied, rejected, changes_requested, deferred.",
-                    enum=list(approvals_service.STATUSES),
-                ),
-                "decision_md": string("Operator: the decision note."),
-                "decided_by": string("Operator: who decided (default: the operator caller)."),
-                "override_policy": boolean("Operator, with status approved: also override a security veto."),
-            },
-            ["subject", "reason_md"],
-        ),
+        args=RequestApprovalArgs,
         output_schema=result({"approval": RECORD}, required=["approval"]),
         handler=request_approval,
         operator_args=frozenset({"status", "decision_md", "override_policy"}),
@@ -123,17 +141,7 @@ TOOLS = [
         description=(
             "Without status: scan a proposal's current revision (secrets, dangerous calls, sensitive paths) and record the verdict. With status: a manual review (operator or security session)."
         ),
-        input_schema=obj(
-            {
-                "proposal_id": string(),
-                "resource_id": string("Resource reviewed (resource-only reviews: operator)."),
-                "review_id": string("Explicit id (default: generated); an existing id is replaced (operator)."),
-                "task_id": string(),
-                "reviewer_id": string("Reviewer (default: security for scans, the caller for manual reviews)."),
-                "status": string("Manual verdict.", enum=list(security_service.MANUAL_STATUSES)),
-                "summary_md": string("Summary, in Markdown."),
-            }
-        ),
+        args=SecurityReviewArgs,
         output_schema=result({"review": RECORD, "findings": RECORDS}),
         handler=security_review,
         operator_args=frozenset({"resource_id", "review_id", "status", "summary_md"}),

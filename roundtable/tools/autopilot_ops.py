@@ -9,40 +9,67 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
 
 from roundtable.domain import EventType
 from roundtable.services.coordination import autopilot
 from roundtable.services.coordination.tasks import task_dict
 from roundtable.services.run_scope import active_runs
-from roundtable.tools.args import opt_str
+from roundtable.tools.args import Args, Flag, Id, Object, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import boolean, obj, string
 
 _OBJECT = {"type": "object"}
 
 
-async def set_enabled(call: Call) -> dict[str, Any]:
-    on = bool(call.args["enabled"])
-    runs = [opt_str(call.args, "run_id")] if opt_str(call.args, "run_id") else await active_runs(call.w)
-    kind = EventType.AUTOPILOT_ENABLED if on else EventType.AUTOPILOT_DISABLED
-    for run_id in runs or [""]:
-        await autopilot.record(call.w, run_id, kind, {"enabled": on}, actor=call.actor)
-    return {"enabled": on, "runs": runs}
+if TYPE_CHECKING:
+    DispatcherEvent = str
+else:
+    DispatcherEvent = Literal[tuple(sorted(autopilot.EVENT_TYPES))]
 
 
-async def record(call: Call) -> dict[str, Any]:
+class SetEnabledArgs(Args):
+    enabled: Flag = Field(description="On (true) or off (false).")
+    run_id: Id = Field("", description="Only this run's log.")
+
+
+async def set_enabled(call: Call[SetEnabledArgs]) -> dict[str, Any]:
     a = call.args
-    event_id = await autopilot.record(
-        call.w, a["run_id"], a["type"], dict(a["payload"]), actor=call.actor, task_id=opt_str(a, "task_id")
-    )
+    runs = [a.run_id] if a.run_id else await active_runs(call.w)
+    kind = EventType.AUTOPILOT_ENABLED if a.enabled else EventType.AUTOPILOT_DISABLED
+    for run_id in runs or [""]:
+        await autopilot.record(call.w, run_id, kind, {"enabled": a.enabled}, actor=call.actor)
+    return {"enabled": a.enabled, "runs": runs}
+
+
+class RecordArgs(Args):
+    allow_blank = frozenset({"run_id"})
+
+    type: DispatcherEvent = Field(description="The event type.")
+    payload: Object
+    run_id: Id = Field(description="The run the event belongs to.")
+    task_id: Id = Field("", description="The task it concerns.")
+
+
+async def record(call: Call[RecordArgs]) -> dict[str, Any]:
+    a = call.args
+    event_id = await autopilot.record(call.w, a.run_id, a.type, dict(a.payload), actor=call.actor, task_id=a.task_id)
     return {"event_id": event_id}
 
 
-async def block_task(call: Call) -> dict[str, Any]:
+class BlockTaskArgs(Args):
+    allow_blank = frozenset({"run_id"})
+
+    task_id: Id = Field(description="The task.")
+    reason: Text = Field(description="Why it is blocked.")
+    run_id: Id = Field(description="The run the event belongs to.")
+
+
+async def block_task(call: Call[BlockTaskArgs]) -> dict[str, Any]:
     a = call.args
-    task = await autopilot.block_task(call.w, a["run_id"], a["task_id"], a["reason"], actor=call.actor)
+    task = await autopilot.block_task(call.w, a.run_id, a.task_id, a.reason, actor=call.actor)
     return {"task": task_dict(task)}
 
 
@@ -50,10 +77,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="autopilot.set_enabled",
         description="Turn the autopilot on or off (recorded in every active run, or in run_id).",
-        input_schema=obj(
-            {"enabled": boolean("On (true) or off (false)."), "run_id": string("Only this run's log.")},
-            ["enabled"],
-        ),
+        args=SetEnabledArgs,
         output_schema=_OBJECT,
         handler=set_enabled,
         audience="operator",
@@ -61,34 +85,17 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="autopilot.record",
         description="Record one of the dispatcher's events.",
-        input_schema=obj(
-            {
-                "type": string("The event type.", enum=sorted(autopilot.EVENT_TYPES)),
-                "payload": _OBJECT,
-                "run_id": string("The run the event belongs to."),
-                "task_id": string("The task it concerns."),
-            },
-            ["type", "payload", "run_id"],
-        ),
+        args=RecordArgs,
         output_schema=_OBJECT,
         handler=record,
         audience="internal",
-        allow_blank=frozenset({"run_id"}),
     ),
     ToolSpec(
         name="autopilot.block_task",
         description="Block a task the autopilot gave up on, with the reason (task.blocked).",
-        input_schema=obj(
-            {
-                "task_id": string("The task."),
-                "reason": string("Why it is blocked."),
-                "run_id": string("The run the event belongs to."),
-            },
-            ["task_id", "reason", "run_id"],
-        ),
+        args=BlockTaskArgs,
         output_schema=_OBJECT,
         handler=block_task,
         audience="internal",
-        allow_blank=frozenset({"run_id"}),
     ),
 ]

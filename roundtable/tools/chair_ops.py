@@ -17,65 +17,86 @@ to do from the stored state; these handlers do it through `services.coordination
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import RunStatus
 from roundtable.services.coordination import chair_steps
-from roundtable.tools.args import opt_str
+from roundtable.tools.args import Args, Count, Id, Text, Texts
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Handler, ToolSpec, TxMode
-from roundtable.tools.schema import integer, obj, string, strings
 
 _OBJECT = {"type": "object"}
-_RUN = string("The run the Chair is ticking (its events go there).")
-_NOW = string("Evaluate time-based expiry at this instant (RFC 3339 UTC; default now).")
+_RUN = "The run the Chair is ticking (its events go there)."
+_NOW = "Evaluate time-based expiry at this instant (RFC 3339 UTC; default now)."
 
 
-def _now(call: Call) -> str:
-    return opt_str(call.args, "now") or clock.now()
+class RunArgs(Args):
+    run_id: Id = Field(description=_RUN)
 
 
-async def record_error(call: Call) -> dict[str, Any]:
+class TimedArgs(RunArgs):
+    now: Text = Field("", description=_NOW)
+
+
+class RecordErrorArgs(RunArgs):
+    step: Text = Field(description="The tick step.")
+    item: Text = Field("", description="The task or proposal that failed ('' for the step itself).")
+    error: Text = Field(description="What went wrong.")
+
+
+async def record_error(call: Call[RecordErrorArgs]) -> dict[str, Any]:
     a = call.args
-    recorded = await chair_steps.record_error(
-        call.w, a["run_id"], a["step"], opt_str(a, "item"), a["error"], actor=call.actor
-    )
+    recorded = await chair_steps.record_error(call.w, a.run_id, a.step, a.item, a.error, actor=call.actor)
     return {"recorded": recorded}
 
 
-async def assign_tasks(call: Call) -> dict[str, Any]:
+class AssignTasksArgs(RunArgs):
+    task_ids: Texts = Field(description="The tasks, in assignment order.")
+    agents: Texts = Field(description="The enabled implementers, in pool order (ties go to the earliest).")
+    load: dict[str, Count] = Field({}, description="Open tasks per agent.")
+
+
+async def assign_tasks(call: Call[AssignTasksArgs]) -> dict[str, Any]:
     a = call.args
     done = await chair_steps.assign_tasks(
-        call.w, a["run_id"], list(a["task_ids"]), list(a["agents"]), dict(a.get("load") or {}), actor=call.actor
+        call.w, a.run_id, list(a.task_ids), list(a.agents), dict(a.load), actor=call.actor
     )
     return {"assigned": done.assigned, "failures": done.failures, "load": done.load}
 
 
-async def mark_in_review(call: Call) -> dict[str, Any]:
+class MarkInReviewArgs(RunArgs):
+    proposal_id: Id = Field(description="The proposal.")
+    task_id: Id = Field("", description="Its task.")
+    revision: Id = Field(description="The revision reviewed (its sha256, or r<number> before any patch).")
+    roles: Texts = Field([], description="The roles the policy asks to review.")
+    reviewers: Texts = Field([], description="The reviewers asked (agent ids).")
+
+
+async def mark_in_review(call: Call[MarkInReviewArgs]) -> dict[str, Any]:
     a = call.args
     payload = {
-        "proposal_id": a["proposal_id"],
-        "reviewers": list(a.get("reviewers") or []),
-        "roles": list(a.get("roles") or []),
-        "revision": a["revision"],
+        "proposal_id": a.proposal_id,
+        "reviewers": list(a.reviewers),
+        "roles": list(a.roles),
+        "revision": a.revision,
     }
-    announced = await chair_steps.mark_in_review(
-        call.w, a["run_id"], a["proposal_id"], opt_str(a, "task_id"), payload, actor=call.actor
-    )
+    announced = await chair_steps.mark_in_review(call.w, a.run_id, a.proposal_id, a.task_id, payload, actor=call.actor)
     return {"review_requested": payload, "announced": announced}
 
 
-async def sweep_claims(call: Call) -> dict[str, Any]:
-    return {"expired": await chair_steps.sweep_claims(call.w, call.args["run_id"], _now(call))}
+async def sweep_claims(call: Call[TimedArgs]) -> dict[str, Any]:
+    return {"expired": await chair_steps.sweep_claims(call.w, call.args.run_id, call.args.now or clock.now())}
 
 
-async def expire_turns(call: Call) -> dict[str, Any]:
+async def expire_turns(call: Call[TimedArgs]) -> dict[str, Any]:
     timings = call.runtime.config.chair
     expired = await chair_steps.expire_turns(
         call.runtime,
-        call.args["run_id"],
-        _now(call),
+        call.args.run_id,
+        call.args.now or clock.now(),
         start_timeout=timings.turn_start_timeout,
         turn_timeout=timings.turn_timeout,
         label=call.tool,
@@ -83,39 +104,60 @@ async def expire_turns(call: Call) -> dict[str, Any]:
     return {"expired": expired}
 
 
-async def schedule_turn(call: Call) -> dict[str, Any]:
-    return {"scheduled": await chair_steps.schedule_turn(call.runtime, call.args["run_id"], label=call.tool)}
+async def schedule_turn(call: Call[RunArgs]) -> dict[str, Any]:
+    return {"scheduled": await chair_steps.schedule_turn(call.runtime, call.args.run_id, label=call.tool)}
 
 
-async def end_run(call: Call) -> dict[str, Any]:
+if TYPE_CHECKING:
+    Ending = str
+else:
+    Ending = Literal[chair_steps.ENDINGS]
+
+
+class EndRunArgs(RunArgs):
+    status: Ending = Field(description="How the run ended.")
+    iterations: Count
+    reason: Text = Field("", description="Why it converged.")
+    error: Text = Field("", description="Why it failed.")
+
+
+async def end_run(call: Call[EndRunArgs]) -> dict[str, Any]:
     a = call.args
-    payload: dict[str, Any] = {"iterations": a["iterations"]}
-    if a["status"] == RunStatus.FAILED:
-        payload["error"] = opt_str(a, "error")
+    payload: dict[str, Any] = {"iterations": a.iterations}
+    if a.status == RunStatus.FAILED:
+        payload["error"] = a.error
     else:
-        payload["reason"] = opt_str(a, "reason")
-    await chair_steps.end_run(call.runtime, a["run_id"], a["status"], payload, actor=call.actor, label=call.tool)
-    return {"run_id": a["run_id"], "status": a["status"], **payload}
+        payload["reason"] = a.reason
+    await chair_steps.end_run(call.runtime, a.run_id, a.status, payload, actor=call.actor, label=call.tool)
+    return {"run_id": a.run_id, "status": a.status, **payload}
 
 
-async def note_retry(call: Call) -> dict[str, Any]:
+class NoteRetryArgs(RunArgs):
+    iteration: Count
+    attempt: Count
+    max_attempts: Count
+    error: Text = Field(description="What failed.")
+    next_retry_delay: Text = Field(description="The delay before the retry, e.g. 250ms.")
+
+
+async def note_retry(call: Call[NoteRetryArgs]) -> dict[str, Any]:
     a = call.args
     payload = {
-        "iteration": a["iteration"],
-        "attempt": a["attempt"],
-        "max_attempts": a["max_attempts"],
-        "error": a["error"],
-        "next_retry_delay": a["next_retry_delay"],
+        "iteration": a.iteration,
+        "attempt": a.attempt,
+        "max_attempts": a.max_attempts,
+        "error": a.error,
+        "next_retry_delay": a.next_retry_delay,
     }
-    await chair_steps.note_retry(call.w, a["run_id"], payload, actor=call.actor)
+    await chair_steps.note_retry(call.w, a.run_id, payload, actor=call.actor)
     return payload
 
 
-def _spec(name: str, description: str, schema: dict[str, Any], handler: Handler, *, mode: TxMode = "write") -> ToolSpec:
+def _spec(name: str, description: str, args: type[Args], handler: Handler, *, mode: TxMode = "write") -> ToolSpec:
     return ToolSpec(
         name=name,
         description=description,
-        input_schema=schema,
+        args=args,
         output_schema=_OBJECT,
         handler=handler,
         mode=mode,
@@ -123,103 +165,56 @@ def _spec(name: str, description: str, schema: dict[str, Any], handler: Handler,
     )
 
 
-_COUNT = integer(minimum=0)
-
 TOOLS: list[ToolSpec] = [
     _spec(
         "chair.assign_tasks",
         "Assign open, unassigned tasks in order to the least loaded of the given implementers.",
-        obj(
-            {
-                "run_id": _RUN,
-                "task_ids": strings("The tasks, in assignment order."),
-                "agents": strings("The enabled implementers, in pool order (ties go to the earliest)."),
-                "load": {"type": "object", "additionalProperties": _COUNT, "description": "Open tasks per agent."},
-            },
-            ["run_id", "task_ids", "agents"],
-        ),
+        AssignTasksArgs,
         assign_tasks,
     ),
     _spec(
         "chair.mark_in_review",
         "A review was requested for a proposal's revision: pending becomes in_review, announced once.",
-        obj(
-            {
-                "run_id": _RUN,
-                "proposal_id": string("The proposal."),
-                "task_id": string("Its task."),
-                "revision": string("The revision reviewed (its sha256, or r<number> before any patch)."),
-                "roles": strings("The roles the policy asks to review."),
-                "reviewers": strings("The reviewers asked (agent ids)."),
-            },
-            ["run_id", "proposal_id", "revision"],
-        ),
+        MarkInReviewArgs,
         mark_in_review,
     ),
     _spec(
         "chair.sweep_claims",
         "Expire every active claim past its TTL (claim.expired, actor system).",
-        obj({"run_id": _RUN, "now": _NOW}, ["run_id"]),
+        TimedArgs,
         sweep_claims,
     ),
     _spec(
         "chair.expire_turns",
         "Expire overdue turns and turns of agents no longer enabled (agent.turn_expired).",
-        obj({"run_id": _RUN, "now": _NOW}, ["run_id"]),
+        TimedArgs,
         expire_turns,
         mode="none",
     ),
     _spec(
         "chair.schedule_turn",
         "Schedule the run's oldest waiting turn unless a turn is in flight (agent.turn_scheduled).",
-        obj({"run_id": _RUN}, ["run_id"]),
+        RunArgs,
         schedule_turn,
         mode="none",
     ),
     _spec(
         "chair.record_error",
         "Record a failing item of a tick (chair.error), once per item and message.",
-        obj(
-            {
-                "run_id": _RUN,
-                "step": string("The tick step."),
-                "item": string("The task or proposal that failed ('' for the step itself)."),
-                "error": string("What went wrong."),
-            },
-            ["run_id", "step", "error"],
-        ),
+        RecordErrorArgs,
         record_error,
     ),
     _spec(
         "chair.end_run",
         "End a run the loop settled: converged (completed, blocked) or failed (orchestrator.<status>).",
-        obj(
-            {
-                "run_id": _RUN,
-                "status": string("How the run ended.", enum=list(chair_steps.ENDINGS)),
-                "iterations": _COUNT,
-                "reason": string("Why it converged."),
-                "error": string("Why it failed."),
-            },
-            ["run_id", "status", "iterations"],
-        ),
+        EndRunArgs,
         end_run,
         mode="none",
     ),
     _spec(
         "chair.note_retry",
         "The finite loop retries after a failed iteration (orchestrator.retry).",
-        obj(
-            {
-                "run_id": _RUN,
-                "iteration": _COUNT,
-                "attempt": _COUNT,
-                "max_attempts": _COUNT,
-                "error": string("What failed."),
-                "next_retry_delay": string("The delay before the retry, e.g. 250ms."),
-            },
-            ["run_id", "iteration", "attempt", "max_attempts", "error", "next_retry_delay"],
-        ),
+        NoteRetryArgs,
         note_retry,
     ),
 ]

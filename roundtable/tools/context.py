@@ -9,7 +9,7 @@ argument that names who acts (`agent_id`, `actor_id`, `decided_by`, …) against
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from roundtable.services.coordination.session_scope import Scope
 from roundtable.services.project import Project
@@ -107,13 +107,18 @@ class Host(Project, Protocol):
     def bus(self) -> ChangeBus: ...
 
 
+A = TypeVar("A")
+
+
 @dataclass
-class Call:
-    """One tool call in progress. `tx` is set for write-mode tools, `reader` for read-mode ones."""
+class Call(Generic[A]):
+    """One tool call in progress: `args` is the operation's validated `Args` model (a handler
+    declares it: `call: Call[CreateArgs]`). `tx` is set for write-mode tools, `reader` for
+    read-mode ones."""
 
     runtime: Host
     tool: str
-    args: dict[str, Any]
+    args: A
     caller: Caller
     tx: Tx | None = None
     reader: Reader | None = None
@@ -147,7 +152,7 @@ class Call:
         """What this call says about the run of its changes: its `run_id` argument where the tool
         has one, else the capability's run; and the caller's own run (`services.run_scope`)."""
         hint = self.caller.run_hint
-        given = self.args.get("run_id") if isinstance(self.args, dict) else None
+        given = self.args.get("run_id") if isinstance(self.args, dict) else getattr(self.args, "run_id", None)
         return replace(hint, named=given.strip()) if isinstance(given, str) and given.strip() else hint
 
     @property

@@ -5,19 +5,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from roundtable.domain import MemoryStatus
 from roundtable.services.coordination import memory
-from roundtable.tools.args import opt_int, opt_str, record_id
+from roundtable.tools.args import Args, Count, Id, Int, NewId, Query, RepoPath, Text, Title, Word
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, integer, obj, result, string
+from roundtable.tools.schema import RECORD, RECORDS, integer, result, string
 
 
-async def mark_stale(call: Call) -> dict[str, Any]:
+class MarkStaleArgs(Args):
+    memory_id: Id
+    reason_md: Text
+
+
+async def mark_stale(call: Call[MarkStaleArgs]) -> dict[str, Any]:
     entry = await memory.mark_stale(
         call.w,
-        call.args["memory_id"],
-        call.args["reason_md"],
+        call.args.memory_id,
+        call.args.reason_md,
         actor=call.actor,
         agent=call.agent_id,
         runs=call.run_hint,
@@ -25,30 +32,44 @@ async def mark_stale(call: Call) -> dict[str, Any]:
     return {"entry": entry.to_dict()}
 
 
-async def query(call: Call) -> dict[str, Any]:
+class QueryArgs(Args):
+    allow_blank = frozenset({"query"})
+
+    query: Query
+    scope: RepoPath = ""
+    kind: Word = ""
+    limit: Int = Field(memory.DEFAULT_QUERY_LIMIT, description="At most this many (default 10, at most 1000).")
+
+
+async def query(call: Call[QueryArgs]) -> dict[str, Any]:
     a = call.args
-    entries = await memory.query(
-        call.r,
-        a.get("query", ""),
-        scope=opt_str(a, "scope"),
-        kind=opt_str(a, "kind"),
-        limit=opt_int(a, "limit", memory.DEFAULT_QUERY_LIMIT),
-    )
+    entries = await memory.query(call.r, a.query, scope=a.scope, kind=a.kind, limit=a.limit)
     return {"entries": memory.entries_dicts(entries)}
 
 
-async def record(call: Call) -> dict[str, Any]:
+class RecordArgs(Args):
+    scope: RepoPath = Field(description="e.g. a task id, proposal id or 'project'.")
+    kind: Word = Field(description="e.g. decision, finding, convention.")
+    title: Title
+    body_md: Text
+    source_event_id: Count = 0
+    importance: Int = Field(memory.DEFAULT_IMPORTANCE, description="Default 50; higher first.")
+    memory_id: NewId = ""
+    status: Word = Field(MemoryStatus.ACTIVE, description="Default active.")
+
+
+async def record(call: Call[RecordArgs]) -> dict[str, Any]:
     a = call.args
     entry = await memory.record(
         call.w,
-        scope=a["scope"],
-        kind=a["kind"],
-        title=a["title"],
-        body_md=a["body_md"],
-        source_event_id=opt_int(a, "source_event_id", 0),
-        importance=opt_int(a, "importance", memory.DEFAULT_IMPORTANCE),
-        memory_id=record_id(a, "memory_id"),
-        status=opt_str(a, "status", MemoryStatus.ACTIVE),
+        scope=a.scope,
+        kind=a.kind,
+        title=a.title,
+        body_md=a.body_md,
+        source_event_id=a.source_event_id,
+        importance=a.importance,
+        memory_id=a.memory_id,
+        status=a.status,
         actor=call.actor,
         agent=call.agent_id,
         runs=call.run_hint,
@@ -56,11 +77,15 @@ async def record(call: Call) -> dict[str, Any]:
     return {"entry": entry.to_dict()}
 
 
-async def summarize(call: Call) -> dict[str, Any]:
+class SummarizeArgs(Args):
+    task_id: Id = ""
+    proposal_id: Id = ""
+    scope: RepoPath = ""
+
+
+async def summarize(call: Call[SummarizeArgs]) -> dict[str, Any]:
     a = call.args
-    entries, summary = await memory.summarize(
-        call.r, task_id=opt_str(a, "task_id"), proposal_id=opt_str(a, "proposal_id"), scope=opt_str(a, "scope")
-    )
+    entries, summary = await memory.summarize(call.r, task_id=a.task_id, proposal_id=a.proposal_id, scope=a.scope)
     return {"entries": memory.entries_dicts(entries), "summary_md": summary, "entry_count": len(entries)}
 
 
@@ -68,10 +93,7 @@ TOOLS = [
     ToolSpec(
         name="memory.mark_stale",
         description=("Mark your memory entry stale, with a reason."),
-        input_schema=obj(
-            {"memory_id": string(), "reason_md": string()},
-            ["memory_id", "reason_md"],
-        ),
+        args=MarkStaleArgs,
         output_schema=result({"entry": RECORD}),
         handler=mark_stale,
         idempotent=True,
@@ -79,47 +101,26 @@ TOOLS = [
     ToolSpec(
         name="memory.query",
         description=("Search memory (case-insensitive; empty query lists all), most important first."),
-        input_schema=obj(
-            {
-                "query": string(),
-                "scope": string(),
-                "kind": string(),
-                "limit": integer("At most this many (default 10, at most 1000)."),
-            },
-            ["query"],
-        ),
+        args=QueryArgs,
         output_schema=result({"entries": RECORDS}),
         handler=query,
         mode="read",
         read_only=True,
         idempotent=True,
-        allow_blank=frozenset({"query"}),
     ),
     ToolSpec(
         name="memory.record",
         description=(
             "Record something worth remembering (decision, finding, convention); with the memory_id of your own entry, a new revision of it."
         ),
-        input_schema=obj(
-            {
-                "scope": string("e.g. a task id, proposal id or 'project'."),
-                "kind": string("e.g. decision, finding, convention."),
-                "title": string(),
-                "body_md": string(),
-                "source_event_id": integer(minimum=0),
-                "importance": integer("Default 50; higher first."),
-                "memory_id": string(),
-                "status": string("Default active."),
-            },
-            ["scope", "kind", "title", "body_md"],
-        ),
+        args=RecordArgs,
         output_schema=result({"entry": RECORD}),
         handler=record,
     ),
     ToolSpec(
         name="memory.summarize",
         description=("Summarise the memory of a task, proposal or scope."),
-        input_schema=obj({"task_id": string(), "proposal_id": string(), "scope": string()}),
+        args=SummarizeArgs,
         output_schema=result({"entries": RECORDS, "summary_md": string(), "entry_count": integer()}),
         handler=summarize,
         mode="read",

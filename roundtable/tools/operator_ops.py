@@ -8,7 +8,9 @@ in one transaction through `Runtime.call` instead of opening the database themse
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import ClaimStatus, EventType
@@ -17,63 +19,97 @@ from roundtable.services.applying import recovery
 from roundtable.services.coordination import agents
 from roundtable.services.coordination import claims as claims_service
 from roundtable.services.sessions import adapter_records, tokens
-from roundtable.tools.args import opt_int, opt_str
+from roundtable.tools.args import Args, Count, Id, Int, NoArgs, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import integer, obj, string
+
+_RUN = "Run to record the events in."
 
 
-async def claim_revoke(call: Call) -> dict[str, Any]:
+class ClaimRevokeArgs(Args):
+    claim_id: Id = Field(description="The claim.")
+    reason: Text = Field("", description="Why (recorded in the event).")
+    actor_id: Id = Field("", description="Actor recorded in the event (default: the caller).")
+    run_id: Id = Field("", description=_RUN)
+
+
+async def claim_revoke(call: Call[ClaimRevokeArgs]) -> dict[str, Any]:
     a = call.args
     updated, changed = await claims_service.transition(
         call.w,
-        a["claim_id"],
+        a.claim_id,
         ClaimStatus.REVOKED,
         clock.now(),
-        actor_id=opt_str(a, "actor_id", call.actor),
-        reason=opt_str(a, "reason"),
-        run_id=opt_str(a, "run_id"),
+        actor_id=a.actor_id or call.actor,
+        reason=a.reason,
+        run_id=a.run_id,
         operator=True,
     )
     return {"claim": updated.to_dict(), "changed": changed}
 
 
-async def claim_expire_due(call: Call) -> dict[str, Any]:
+class ExpireDueArgs(Args):
+    run_id: Id = Field("", description=_RUN)
+    at_unix_ns: Count | None = Field(None, description="Evaluate expiry at this time (Unix ns; default now).")
+
+
+async def claim_expire_due(call: Call[ExpireDueArgs]) -> dict[str, Any]:
     a = call.args
-    at_ns = a.get("at_unix_ns")
-    now = clock.format_ns(int(at_ns)) if at_ns is not None else clock.now()
-    swept = await claims_service.expire_due(call.w, now, run_id=opt_str(a, "run_id"))
+    now = clock.format_ns(a.at_unix_ns) if a.at_unix_ns is not None else clock.now()
+    swept = await claims_service.expire_due(call.w, now, run_id=a.run_id)
     return {"claims": [c.to_dict() for c in swept]}
 
 
-async def claim_reconcile(call: Call) -> dict[str, Any]:
+class ReconcileArgs(Args):
+    run_id: Id = Field("", description=_RUN)
+    agent_id: Id = Field("", description="Only this agent's claims.")
+    actor_id: Id = Field("", description="Actor recorded in the events (default system).")
+
+
+async def claim_reconcile(call: Call[ReconcileArgs]) -> dict[str, Any]:
     a = call.args
     suspended = await claims_service.reconcile(
         call.runtime.db,
         call.runtime.root,
-        agent_id=opt_str(a, "agent_id"),
-        actor=opt_str(a, "actor_id", "system"),
-        run_id=opt_str(a, "run_id"),
+        agent_id=a.agent_id,
+        actor=a.actor_id or "system",
+        run_id=a.run_id,
     )
     return {"claims": [c.to_dict() for c in suspended]}
 
 
-async def socket_peer_refused(call: Call) -> dict[str, Any]:
+class PeerRefusedArgs(Args):
+    pid: Int = Field(0, description="The peer's pid, as the owner sees it (0: not visible).")
+    uid: Int = Field(-1, description="The peer's uid.")
+    reason: Text = Field(description="Why it was refused.")
+
+
+async def socket_peer_refused(call: Call[PeerRefusedArgs]) -> dict[str, Any]:
     a = call.args
-    payload = {"pid": opt_int(a, "pid", 0), "uid": opt_int(a, "uid", -1), "reason": a["reason"]}
+    payload = {"pid": a.pid, "uid": a.uid, "reason": a.reason}
     event = await call.w.append_event("", EventType.SOCKET_PEER_REFUSED, payload, actor_id=call.actor)
     return {"event": event.to_dict()}
 
 
-async def token_create(call: Call) -> dict[str, Any]:
+class TokenCreateArgs(Args):
+    principal: Literal["agent", "operator"] = Field(description="`agent` or `operator`.")
+    agent_id: Id = Field("", description="The agent an agent token acts as.")
+
+
+async def token_create(call: Call[TokenCreateArgs]) -> dict[str, Any]:
     a = call.args
-    record, token = await tokens.create(call.w, principal=a["principal"], agent_id=opt_str(a, "agent_id"))
+    record, token = await tokens.create(call.w, principal=a.principal, agent_id=a.agent_id)
     return {"token": record.to_dict(), "secret": token}
 
 
-async def token_ensure(call: Call) -> dict[str, Any]:
+class TokenEnsureArgs(Args):
+    principal: Literal["project", "agent", "operator"] = Field(description="`project`, `agent` or `operator`.")
+    agent_id: Id = Field("", description="The agent an agent credential acts as.")
+
+
+async def token_ensure(call: Call[TokenEnsureArgs]) -> dict[str, Any]:
     a = call.args
-    principal, agent_id = a["principal"], opt_str(a, "agent_id")
+    principal, agent_id = a.principal, a.agent_id
     try:
         path = await tokens.ensure_credential(
             call.runtime.db, call.runtime.root, principal=principal, agent_id=agent_id
@@ -85,60 +121,52 @@ async def token_ensure(call: Call) -> dict[str, Any]:
     return {"path": str(path)}
 
 
-async def token_list(call: Call) -> dict[str, Any]:
+async def token_list(call: Call[NoArgs]) -> dict[str, Any]:
     rows = [r.to_dict() for r in await tokens.list_tokens(call.r)]
     for row in rows:
         row.pop("token_sha256", None)
     return {"tokens": rows}
 
 
-async def token_revoke(call: Call) -> dict[str, Any]:
-    record = await tokens.revoke(call.w, call.args["token_id"])
+class TokenRevokeArgs(Args):
+    token_id: Id = Field(description="The token id.")
+
+
+async def token_revoke(call: Call[TokenRevokeArgs]) -> dict[str, Any]:
+    record = await tokens.revoke(call.w, call.args.token_id)
     return {"token": record.to_dict()}
 
 
-async def adapters_record(call: Call) -> dict[str, Any]:
+async def adapters_record(call: Call[NoArgs]) -> dict[str, Any]:
     return {"adapters": await adapter_records.record_builtin(call.w)}
 
 
-async def agents_sync(call: Call) -> dict[str, Any]:
+async def agents_sync(call: Call[NoArgs]) -> dict[str, Any]:
     config = call.runtime.config
     await agents.sync_adapter_capabilities(call.w, config)
     return {"disabled": await agents.sync_agents_tx(call.w, config)}
 
 
-async def transaction_recover(call: Call) -> dict[str, Any]:
+async def transaction_recover(call: Call[NoArgs]) -> dict[str, Any]:
     return {"lines": [str(line) for line in await recovery.recover_interrupted(call.runtime)]}
 
 
-_RUN = string("Run to record the events in.")
 _OBJECT = {"type": "object"}
 
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="claim.revoke",
         description="Revoke any active claim (one claim.revoked event).",
-        input_schema=obj(
-            {
-                "claim_id": string("The claim."),
-                "reason": string("Why (recorded in the event)."),
-                "actor_id": string("Actor recorded in the event (default: the caller)."),
-                "run_id": _RUN,
-            },
-            ["claim_id"],
-        ),
+        args=ClaimRevokeArgs,
         output_schema=_OBJECT,
         handler=claim_revoke,
         destructive=True,
         audience="operator",
-        allow_blank=frozenset({"reason"}),
     ),
     ToolSpec(
         name="claim.expire_due",
         description="Expire every active claim whose TTL has elapsed (one claim.expired event each).",
-        input_schema=obj(
-            {"run_id": _RUN, "at_unix_ns": integer("Evaluate expiry at this time (Unix ns; default now).", minimum=0)}
-        ),
+        args=ExpireDueArgs,
         output_schema=_OBJECT,
         handler=claim_expire_due,
         audience="operator",
@@ -146,13 +174,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="claim.reconcile",
         description="Suspend active write/exclusive claims whose resource changed since it was claimed.",
-        input_schema=obj(
-            {
-                "run_id": _RUN,
-                "agent_id": string("Only this agent's claims."),
-                "actor_id": string("Actor recorded in the events (default system)."),
-            }
-        ),
+        args=ReconcileArgs,
         output_schema=_OBJECT,
         handler=claim_reconcile,
         mode="none",
@@ -161,13 +183,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="token.create",
         description="Create a bearer token for the HTTP endpoint; the secret is returned once, only its hash stored.",
-        input_schema=obj(
-            {
-                "principal": string("`agent` or `operator`.", enum=["agent", "operator"]),
-                "agent_id": string("The agent an agent token acts as."),
-            },
-            ["principal"],
-        ),
+        args=TokenCreateArgs,
         output_schema=_OBJECT,
         handler=token_create,
         audience="operator",
@@ -178,13 +194,7 @@ TOOLS: list[ToolSpec] = [
             "Make sure a principal's credential file under .roundtable/credentials/ holds a live token "
             "(a new one is created and written when it is missing, unknown or revoked); returns its path."
         ),
-        input_schema=obj(
-            {
-                "principal": string("`project`, `agent` or `operator`.", enum=["project", "agent", "operator"]),
-                "agent_id": string("The agent an agent credential acts as."),
-            },
-            ["principal"],
-        ),
+        args=TokenEnsureArgs,
         output_schema=_OBJECT,
         handler=token_ensure,
         mode="none",
@@ -194,7 +204,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="token.list",
         description="List bearer tokens (ids, principals, state; never a secret or its hash).",
-        input_schema=obj({}),
+        args=NoArgs,
         output_schema=_OBJECT,
         handler=token_list,
         mode="read",
@@ -204,7 +214,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="token.revoke",
         description="Revoke a bearer token; the next request with it gets 401.",
-        input_schema=obj({"token_id": string("The token id.")}, ["token_id"]),
+        args=TokenRevokeArgs,
         output_schema=_OBJECT,
         handler=token_revoke,
         destructive=True,
@@ -213,7 +223,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="agents.sync",
         description="Bring the agent rows and adapter capabilities in step with the configuration (agents no longer configured are disabled).",
-        input_schema=obj({}),
+        args=NoArgs,
         output_schema=_OBJECT,
         handler=agents_sync,
         idempotent=True,
@@ -222,7 +232,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="transaction.recover",
         description="Finish or roll back apply transactions an interrupted owner left pending (the owner runs it as it starts).",
-        input_schema=obj({}),
+        args=NoArgs,
         output_schema=_OBJECT,
         handler=transaction_recover,
         mode="none",
@@ -232,7 +242,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="adapters.record",
         description="Record the built-in adapters' capabilities (resume, MCP, read-only workspace, session capture).",
-        input_schema=obj({}),
+        args=NoArgs,
         output_schema=_OBJECT,
         handler=adapters_record,
         idempotent=True,
@@ -241,14 +251,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="socket.peer_refused",
         description="Legacy socket: a same-uid peer outside the owner's namespaces was refused.",
-        input_schema=obj(
-            {
-                "pid": integer("The peer's pid, as the owner sees it (0: not visible)."),
-                "uid": integer("The peer's uid."),
-                "reason": string("Why it was refused."),
-            },
-            ["reason"],
-        ),
+        args=PeerRefusedArgs,
         output_schema=_OBJECT,
         handler=socket_peer_refused,
         audience="internal",

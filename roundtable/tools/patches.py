@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from roundtable import clock
 from roundtable.services.applying import apply as apply_service
 from roundtable.services.applying import rollback as rollback_service
@@ -13,16 +15,19 @@ from roundtable.services.applying.validate import validate as validate_proposal
 from roundtable.services.governance import proposals as proposals_service
 from roundtable.store.records import HumanApproval, SecurityReview
 from roundtable.tools import views
-from roundtable.tools.args import opt_str, record_id
+from roundtable.tools.args import Args, Detail, Id, NewId, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import obj, string
-from roundtable.tools.views import DETAIL, wants_detail
 
 
-async def validate(call: Call) -> dict[str, Any]:
-    out = await validate_proposal(call.runtime, call.args["proposal_id"], actor=call.actor, runs=call.run_hint)
-    if wants_detail(call.args):
+class ProposalArgs(Args):
+    proposal_id: Id
+    detail: Detail = False
+
+
+async def validate(call: Call[ProposalArgs]) -> dict[str, Any]:
+    out = await validate_proposal(call.runtime, call.args.proposal_id, actor=call.actor, runs=call.run_hint)
+    if call.args.detail:
         return out
     out = views.proposal_result(out)
     out["votes"] = [views.vote(v) for v in out.get("votes", [])]
@@ -35,15 +40,25 @@ async def validate(call: Call) -> dict[str, Any]:
     return out
 
 
-async def apply(call: Call) -> dict[str, Any]:
-    args = call.args
+class ApplyArgs(Args):
+    proposal_id: Id
+    transaction_id: NewId = ""
+    run_id: Id = Field("", description="Run to record the transaction in.")
+    applied_by: Id = Field("", description="Who applies.")
+    revision: Id = Field(
+        "", description="The revision (sha256) the operator reviewed; refused if it is no longer current."
+    )
+
+
+async def apply(call: Call[ApplyArgs]) -> dict[str, Any]:
+    a = call.args
     out = await apply_service.apply_proposal(
         call.runtime,
-        args["proposal_id"],
-        transaction_id=record_id(args, "transaction_id"),
-        run_id=opt_str(args, "run_id"),
-        applied_by=opt_str(args, "applied_by", call.actor),
-        expected_revision=opt_str(args, "revision"),
+        a.proposal_id,
+        transaction_id=a.transaction_id,
+        run_id=a.run_id,
+        applied_by=a.applied_by or call.actor,
+        expected_revision=a.revision,
         runs=call.run_hint,
     )
     meta = out["metadata"]
@@ -63,24 +78,36 @@ async def apply(call: Call) -> dict[str, Any]:
     }
 
 
-async def reject(call: Call) -> dict[str, Any]:
-    args = call.args
+class RejectArgs(Args):
+    proposal_id: Id
+    reason_md: Text
+    decision_id: NewId = ""
+    decided_by: Id = Field("", description="Who decides.")
+
+
+async def reject(call: Call[RejectArgs]) -> dict[str, Any]:
+    a = call.args
     return await proposals_service.reject(
         call.w,
-        proposal_id=args["proposal_id"],
-        reason_md=args["reason_md"],
-        decision_id=record_id(args, "decision_id", clock.new_id("D")),
-        decided_by=opt_str(args, "decided_by", call.actor),
+        proposal_id=a.proposal_id,
+        reason_md=a.reason_md,
+        decision_id=a.decision_id or clock.new_id("D"),
+        decided_by=a.decided_by or call.actor,
         runs=call.run_hint,
     )
 
 
-async def rollback(call: Call) -> dict[str, Any]:
-    args = call.args
+class RollbackArgs(Args):
+    transaction_id: Id = Field(description="Transaction to roll back.")
+    reason_md: Text = ""
+
+
+async def rollback(call: Call[RollbackArgs]) -> dict[str, Any]:
+    a = call.args
     out = await rollback_service.rollback_transaction(
         call.runtime,
-        args["transaction_id"],
-        reason=opt_str(args, "reason_md", "operator rollback"),
+        a.transaction_id,
+        reason=a.reason_md or "operator rollback",
         caller=call.actor,
     )
     return {
@@ -89,15 +116,13 @@ async def rollback(call: Call) -> dict[str, Any]:
     }
 
 
-_PROPOSAL = string()
-
 TOOLS = [
     ToolSpec(
         name="patch.validate",
         description=(
             "Check a proposal's current revision against every gate (claims, parse, dry-run apply, policy, votes, approval, security, tests); votes and test runs summarised unless detail."
         ),
-        input_schema=obj({"proposal_id": _PROPOSAL, "detail": DETAIL}, ["proposal_id"]),
+        args=ProposalArgs,
         output_schema={"type": "object"},
         handler=validate,
         mode="none",
@@ -109,16 +134,7 @@ TOOLS = [
             "Operator only: re-check every gate and apply the proposal's current revision with a "
             "transaction record and a rollback artefact."
         ),
-        input_schema=obj(
-            {
-                "proposal_id": _PROPOSAL,
-                "transaction_id": string(),
-                "run_id": string("Run to record the transaction in."),
-                "applied_by": string("Who applies."),
-                "revision": string("The revision (sha256) the operator reviewed; refused if it is no longer current."),
-            },
-            ["proposal_id"],
-        ),
+        args=ApplyArgs,
         output_schema={"type": "object"},
         handler=apply,
         mode="none",
@@ -128,15 +144,7 @@ TOOLS = [
     ToolSpec(
         name="patch.reject",
         description="Operator only: reject an open proposal with a reason (recorded as a decision).",
-        input_schema=obj(
-            {
-                "proposal_id": _PROPOSAL,
-                "reason_md": string(),
-                "decision_id": string(),
-                "decided_by": string("Who decides."),
-            },
-            ["proposal_id", "reason_md"],
-        ),
+        args=RejectArgs,
         output_schema={"type": "object"},
         handler=reject,
         destructive=True,
@@ -145,9 +153,7 @@ TOOLS = [
     ToolSpec(
         name="patch.rollback",
         description="Operator only: revert an applied transaction if the files still match its after-hashes.",
-        input_schema=obj(
-            {"transaction_id": string("Transaction to roll back."), "reason_md": string()}, ["transaction_id"]
-        ),
+        args=RollbackArgs,
         output_schema={"type": "object"},
         handler=rollback,
         mode="none",

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from annotated_types import MaxLen
+from pydantic import Field, Strict
 
 from roundtable import clock
-from roundtable.domain import ProposalStatus, Risk, Vote
+from roundtable.domain import ProposalStatus
 from roundtable.errors import ValidationError
 from roundtable.services import paging
 from roundtable.services.coordination import quotas
@@ -21,42 +24,97 @@ from roundtable.services.governance import proposals as service
 from roundtable.services.governance import votes as votes_service
 from roundtable.services.governance.gates import OPEN_STATUSES
 from roundtable.services.policy.engine import ensure_policy
-from roundtable.services.repository.edits import edits_from_args, files_from_args, revision_diff
+from roundtable.services.repository.edits import Edit, FileWrite, revision_diff
 from roundtable.services.repository.patches import read_patch
 from roundtable.store.records import Proposal
 from roundtable.tools import views
-from roundtable.tools.args import identity, opt_float, opt_int, opt_list, opt_str, record_id
+from roundtable.tools.args import (
+    ITEMS_MAX,
+    Args,
+    Commands,
+    Detail,
+    Flag,
+    Fraction,
+    Id,
+    Item,
+    NewId,
+    OpenProposalStatus,
+    PageArgs,
+    Patch,
+    Positive,
+    RepoPath,
+    ResourceIds,
+    RiskWord,
+    Text,
+    Title,
+    VoteWord,
+    identity,
+)
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec, point_handler
-from roundtable.tools.schema import (
-    PAGE_ARGS,
-    PAGE_RESULT,
-    RECORD,
-    RECORDS,
-    boolean,
-    integer,
-    number,
-    obj,
-    result,
-    string,
-    strings,
+from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, result, string
+
+
+class EditArg(Item):
+    path: RepoPath
+    old_string: Text
+    new_string: Text
+    replace_all: Flag = False
+
+
+class FileArg(Item):
+    path: RepoPath
+    content: Text
+
+
+_EDITS = (
+    "Instead of patch: replacements the server turns into the diff. Each old_string must occur "
+    "exactly once in the file (unless replace_all); edits to one file apply in order."
 )
-from roundtable.tools.views import DETAIL, wants_detail
+_FILES = "Instead of patch: whole new contents of new or rewritten files."
+Edits = Annotated[list[EditArg], MaxLen(ITEMS_MAX)]
+Files = Annotated[list[FileArg], MaxLen(ITEMS_MAX)]
 
 
-async def _patch(call: Call, current: Proposal | None = None) -> str:
-    args = call.args
+class CreateArgs(Args):
+    task_id: Id
+    agent_id: Id = Field(
+        "", description="The author (default: the agent your credential names; agents may not name another)."
+    )
+    title: Title
+    summary_md: Text = Field(description="What and why.")
+    affected_resources: ResourceIds = Field(description="Resource ids beyond the touched files, e.g. directory:src.")
+    risk: RiskWord = Field(description="high and critical need a human's approval.")
+    patch: Patch = Field("", description="Unified diff, git format (a/ b/ prefixes).")
+    edits: Edits = Field([], description=_EDITS)
+    files: Files = Field([], description=_FILES)
+    expected_tests: Commands = []
+    rollback_notes: Text = ""
+    proposal_id: NewId = ""
+    status: OpenProposalStatus = ProposalStatus.PENDING
+
+
+class AttachArgs(Args):
+    proposal_id: Id
+    patch: Patch = Field("", description="The whole new diff against the tree.")
+    edits: Edits = Field([], description="Instead of patch: replacements made on top of the current revision.")
+    files: Files = Field([], description=_FILES)
+    affected_resources: ResourceIds = []
+
+
+async def _patch(call: Call[CreateArgs] | Call[AttachArgs], current: Proposal | None = None) -> str:
+    a = call.args
     return await service.patch_text(
         call.runtime.root,
-        patch=opt_str(args, "patch"),
-        edits=edits_from_args(args.get("edits") or []),
-        files=files_from_args(args.get("files") or []),
+        patch=a.patch,
+        edits=[Edit(e.path, e.old_string, e.new_string, e.replace_all) for e in a.edits],
+        files=[FileWrite(f.path, f.content) for f in a.files],
         max_bytes=call.runtime.config.repo.max_read_bytes,
         current=current,
     )
 
 
-async def prepare_create(call: Call) -> None:
+async def prepare_create(call: Call[CreateArgs]) -> None:
     """The new proposal's patch, built (from edits/files) or taken as sent, then bounded, parsed
     and checked against git and the tree — before the write transaction opens."""
     patch = await _patch(call)
@@ -66,28 +124,27 @@ async def prepare_create(call: Call) -> None:
     )
 
 
-async def create(call: Call) -> dict[str, Any]:
-    args = call.args
-    agent_id = identity(args, "agent_id", "proposal.create")
+async def create(call: Call[CreateArgs]) -> dict[str, Any]:
+    a = call.args
+    agent_id = identity(a.agent_id, "agent_id", "proposal.create")
     service.check_author(call.agent_id, call.caller.is_operator, agent_id, "proposal.create")
-    proposal_id = record_id(args, "proposal_id", clock.new_id("P"))
+    proposal_id = a.proposal_id or clock.new_id("P")
     prepared = call.notes.get("prepared")
     patch = prepared.text if prepared is not None else await _patch(call)
     created = await service.create(
         call.w,
         call.runtime.root,
         proposal_id=proposal_id,
-        task_id=args["task_id"].strip(),
+        task_id=a.task_id.strip(),
         agent_id=agent_id,
-        title=args["title"],
-        summary_md=args["summary_md"],
+        title=a.title,
+        summary_md=a.summary_md,
         patch=patch,
-        # Stored lower-case so `High` is as high as `high` (the policy compares exactly).
-        risk=opt_str(args, "risk", Risk.NORMAL).strip().lower() or Risk.NORMAL,
-        affected_resources=opt_list(args, "affected_resources"),
-        expected_tests=opt_list(args, "expected_tests"),
-        rollback_notes=opt_str(args, "rollback_notes"),
-        status=opt_str(args, "status", ProposalStatus.PENDING),
+        risk=a.risk,  # lower-case (the model reads `High` as `high`; the policy compares exactly)
+        affected_resources=a.affected_resources,
+        expected_tests=a.expected_tests,
+        rollback_notes=a.rollback_notes,
+        status=a.status,
         session_id=call.session_id,
         policy=call.runtime.policy,
         runs=call.run_hint,
@@ -99,12 +156,12 @@ async def create(call: Call) -> dict[str, Any]:
     return views.proposal_result(created)
 
 
-async def prepare_attach(call: Call) -> None:
+async def prepare_attach(call: Call[AttachArgs]) -> None:
     """For an open proposal its author may revise: the new revision's patch, built on the current
     revision as a snapshot shows it and checked, before the write transaction opens (the handler
     uses it only if the revision is still current; anything else is refused there, as before)."""
     async with call.runtime.db.read() as r:
-        p = await service.load(r, call.args["proposal_id"])
+        p = await service.load(r, call.args.proposal_id)
     if p.status not in OPEN_STATUSES or (not call.caller.is_operator and call.agent_id != p.agent_id):
         return
     patch = await _patch(call, p)
@@ -114,9 +171,9 @@ async def prepare_attach(call: Call) -> None:
     call.notes["prepared"] = (p.current_revision, prepared)
 
 
-async def attach_patch(call: Call) -> dict[str, Any]:
-    args = call.args
-    p = await service.load(call.w, args["proposal_id"])
+async def attach_patch(call: Call[AttachArgs]) -> dict[str, Any]:
+    a = call.args
+    p = await service.load(call.w, a.proposal_id)
     service.check_author(call.agent_id, call.caller.is_operator, p.agent_id, "proposal.attach_patch")
     noted = call.notes.get("prepared")
     prepared = noted[1] if noted is not None and noted[0] == p.current_revision else None
@@ -126,7 +183,7 @@ async def attach_patch(call: Call) -> dict[str, Any]:
         proposal_id=p.id,
         patch=prepared.text if prepared is not None else await _patch(call, p),
         prepared=prepared,
-        affected_resources=opt_list(args, "affected_resources"),
+        affected_resources=a.affected_resources,
         actor=call.actor,
         policy=call.runtime.policy,
         runs=call.run_hint,
@@ -135,19 +192,25 @@ async def attach_patch(call: Call) -> dict[str, Any]:
     return views.proposal_result(out)
 
 
-async def get(call: Call) -> dict[str, Any]:
+class GetArgs(Args):
+    proposal_id: Id
+    since_revision: Positive | None = None
+    detail: Detail = False
+
+
+async def get(call: Call[GetArgs]) -> dict[str, Any]:
     """The proposal for its reader: what it is for, its resources and the current patch; with
     since_revision, only what changed since then; detail: the full records, revisions, gates and
     policy."""
-    args = call.args
-    out = await service.detail(call.r, call.runtime.root, call.runtime.policy, args["proposal_id"])
-    since = opt_int(args, "since_revision", 0)
+    a = call.args
+    out = await service.detail(call.r, call.runtime.root, call.runtime.policy, a.proposal_id)
+    since = a.since_revision
     if since:
         out["since_revision"] = since
         out["revision_diff"] = await _revision_diff(call, out, since)
         out["patch"] = ""
-    if wants_detail(args):
-        out["comments"] = [c.to_dict() for c in await comments_service.every(call.r, args["proposal_id"])]
+    if a.detail:
+        out["comments"] = [c.to_dict() for c in await comments_service.every(call.r, a.proposal_id)]
         return out
     brief: dict[str, Any]
     if since:
@@ -161,12 +224,14 @@ async def get(call: Call) -> dict[str, Any]:
         touched = {f"file:{path}" for path in _files(revisions[-1])} if revisions else set()
         brief = {"proposal": views.proposal_brief(out["proposal"])}
         # The patch names its own files: resources are listed only when they reach beyond them.
-        beyond = [r for r in views.resources(out.get("proposal_resources") or []) if r.get("resource_id") not in touched]
+        beyond = [
+            r for r in views.resources(out.get("proposal_resources") or []) if r.get("resource_id") not in touched
+        ]
         if beyond:
             brief["proposal_resources"] = beyond
         brief["patch"] = out["patch"]
     current = int(out["proposal"].get("revision_number") or 0)
-    shown = await comments_service.for_revision(call.r, args["proposal_id"], current) if current else []
+    shown = await comments_service.for_revision(call.r, a.proposal_id, current) if current else []
     if shown:  # the open comments (on the current revision), only when there are any
         brief["comments"] = [comments_service.summary(c) for c in shown]
     if out.get("patch_error"):
@@ -182,7 +247,7 @@ def _files(revision: dict[str, Any]) -> list[str]:
     return [str(f) for f in files] if isinstance(files, list) else []
 
 
-async def _revision_diff(call: Call, out: dict[str, Any], since: int) -> str:
+async def _revision_diff(call: Call[GetArgs], out: dict[str, Any], since: int) -> str:
     """The change from revision `since` to the current one, as a diff of the files."""
     revisions = out.get("revisions", [])
     older = next((r for r in revisions if r.get("number") == since), None)
@@ -198,32 +263,37 @@ async def _revision_diff(call: Call, out: dict[str, Any], since: int) -> str:
     return await revision_diff(root, older_text, current_text, paths, max_bytes=call.runtime.config.repo.max_read_bytes)
 
 
-async def prepare_comment(call: Call) -> None:
+class CommentArgs(Args):
+    proposal_id: Id
+    revision: Positive | None = None
+    path: RepoPath = ""
+    line: Positive = Field(0, description="In the new file (side old: the old).")
+    side: Literal["new", "old"] = "new"
+    body_md: Annotated[Text, MaxLen(comments_service.MAX_BODY)]
+
+
+async def prepare_comment(call: Call[CommentArgs]) -> None:
     """The revision's patch read and split into numbered lines, and the place checked against it,
     before the write transaction opens (a refusal here records nothing)."""
-    args = call.args
+    a = call.args
     async with call.runtime.db.read() as r:
-        row = await comments_service.revision_row(r, args["proposal_id"], opt_int(args, "revision", 0))
+        row = await comments_service.revision_row(r, a.proposal_id, a.revision or 0)
     found = await comments_service.anchors(call.runtime.root, row)
-    comments_service.check_place(found, opt_str(args, "path").strip(), opt_int(args, "line", 0), _side(args))
+    comments_service.check_place(found, a.path.strip(), a.line, a.side)
     call.notes["anchors"] = found
 
 
-def _side(args: dict[str, Any]) -> str:
-    return opt_str(args, "side", "new")
-
-
-async def comment(call: Call) -> dict[str, Any]:
-    args = call.args
+async def comment(call: Call[CommentArgs]) -> dict[str, Any]:
+    a = call.args
     found = call.notes["anchors"]
     made = await comments_service.add(
         call.w,
         found=found,
-        revision_given="revision" in args,
-        path=opt_str(args, "path").strip(),
-        line=opt_int(args, "line", 0),
-        side=_side(args),
-        body_md=args["body_md"],
+        revision_given=a.revision is not None,
+        path=a.path.strip(),
+        line=a.line,
+        side=a.side,
+        body_md=a.body_md,
         author=call.actor,
         is_operator=call.caller.is_operator,
         comment_id=clock.new_id("C"),
@@ -239,46 +309,69 @@ async def comment(call: Call) -> dict[str, Any]:
     }
 
 
-async def list_(call: Call) -> dict[str, Any]:
-    args = call.args
-    task_id, status = opt_str(args, "task_id"), opt_str(args, "status")
-    page = paging.request("proposal.list", args, [task_id, status], len(service.PROPOSAL_ORDER))
+class ListArgs(PageArgs):
+    task_id: Id = Field("", description="Exact task id.")
+    status: Annotated[ProposalStatus, Strict(False)] | None = None
+    detail: Detail = False
+
+
+async def list_(call: Call[ListArgs]) -> dict[str, Any]:
+    a = call.args
+    task_id, status = a.task_id, a.status or ""
+    page = paging.request(
+        "proposal.list", [task_id, status], len(service.PROPOSAL_ORDER), limit=a.limit, cursor=a.cursor
+    )
     found, more = paging.finish(
         page,
         await service.listing(call.r, task_id, status, call.scope, page),
         lambda p: (p["created_at"], p["id"]),
     )
-    return {"proposals": found if wants_detail(args) else [views.proposal(p) for p in found], **more}
+    return {"proposals": found if a.detail else [views.proposal(p) for p in found], **more}
 
 
-async def request_review(call: Call) -> dict[str, Any]:
+class ProposalArgs(Args):
+    proposal_id: Id
+
+
+async def request_review(call: Call[ProposalArgs]) -> dict[str, Any]:
     if call.agent_id:  # an agent asks for reviews of its own proposal only
-        p = await service.load(call.w, call.args["proposal_id"])
+        p = await service.load(call.w, call.args.proposal_id)
         service.check_author(call.agent_id, False, p.agent_id, "proposal.request_review")
     out = await service.request_review(
         call.w,
         call.runtime.root,
         ensure_policy(call.runtime.policy),
-        call.args["proposal_id"],
+        call.args.proposal_id,
         call.actor,
         call.run_hint,
     )
     return views.proposal_result(out)
 
 
-async def vote_cast(call: Call) -> dict[str, Any]:
-    args = call.args
-    agent_id = identity(args, "agent_id", "vote.cast")
+class VoteArgs(Args):
+    proposal_id: Id
+    agent_id: Id = Field(
+        "", description="The voter (default: the agent your credential names; agents may not name another)."
+    )
+    vote: VoteWord
+    reason_md: Text
+    confidence: Fraction = Field(0.0, description="How sure you are.")
+    vote_id: NewId = ""
+
+
+async def vote_cast(call: Call[VoteArgs]) -> dict[str, Any]:
+    a = call.args
+    agent_id = identity(a.agent_id, "agent_id", "vote.cast")
     service.check_author(call.agent_id, call.caller.is_operator, agent_id, "vote.cast")
     policy = call.runtime.policy
     vote = await votes_service.cast(
         call.w,
-        proposal_id=args["proposal_id"],
+        proposal_id=a.proposal_id,
         agent_id=agent_id,
-        vote=args["vote"],
-        reason_md=args["reason_md"],
-        confidence=opt_float(args, "confidence", 0.0),
-        vote_id=record_id(args, "vote_id", clock.new_id("V")),
+        vote=a.vote,
+        reason_md=a.reason_md,
+        confidence=a.confidence,
+        vote_id=a.vote_id or clock.new_id("V"),
         session_id=call.session_id,
         policy_version=getattr(policy, "version", ""),
         runs=call.run_hint,
@@ -286,57 +379,41 @@ async def vote_cast(call: Call) -> dict[str, Any]:
     return {"vote": views.cast_vote(vote.to_dict())}
 
 
-def vote_list(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
-    votes = votes_service.listing_on(conn, args["proposal_id"])
-    return {"votes": votes if wants_detail(args) else [views.vote(v) for v in votes]}
+class VoteListArgs(Args):
+    proposal_id: Id
+    detail: Detail = False
 
 
-async def decision_record(call: Call) -> dict[str, Any]:
-    args = call.args
-    decided_by = identity(args, "decided_by", "decision.record")
+def vote_list(conn: sqlite3.Connection, args: VoteListArgs) -> dict[str, Any]:
+    votes = votes_service.listing_on(conn, args.proposal_id)
+    return {"votes": votes if args.detail else [views.vote(v) for v in votes]}
+
+
+class DecisionArgs(Args):
+    decision: Text
+    rationale_md: Text
+    decided_by: Id = Field("", description="Who decided (default, and the only choice for agents: the caller).")
+    proposal_id: Id = ""
+    task_id: Id = ""
+    decision_id: NewId = ""
+
+
+async def decision_record(call: Call[DecisionArgs]) -> dict[str, Any]:
+    a = call.args
+    decided_by = identity(a.decided_by, "decided_by", "decision.record")
     service.check_author(call.agent_id, call.caller.is_operator, decided_by, "decision.record")
     decision = await service.record_decision(
         call.w,
-        decision_id=record_id(args, "decision_id", clock.new_id("D")),
-        decision=args["decision"],
-        rationale_md=args["rationale_md"],
+        decision_id=a.decision_id or clock.new_id("D"),
+        decision=a.decision,
+        rationale_md=a.rationale_md,
         decided_by=decided_by,
-        proposal_id=opt_str(args, "proposal_id"),
-        task_id=opt_str(args, "task_id"),
+        proposal_id=a.proposal_id,
+        task_id=a.task_id,
         runs=call.run_hint,
     )
     return {"decision": decision.to_dict()}
 
-
-_PROPOSAL = string()
-_EDITS = {
-    "type": "array",
-    "description": (
-        "Instead of patch: replacements the server turns into the diff. Each old_string must occur "
-        "exactly once in the file (unless replace_all); edits to one file apply in order."
-    ),
-    "items": {
-        "type": "object",
-        "properties": {
-            "path": string(),
-            "old_string": string(),
-            "new_string": string(),
-            "replace_all": boolean(),
-        },
-        "required": ["path", "old_string", "new_string"],
-        "additionalProperties": False,
-    },
-}
-_FILES = {
-    "type": "array",
-    "description": "Instead of patch: whole new contents of new or rewritten files.",
-    "items": {
-        "type": "object",
-        "properties": {"path": string(), "content": string()},
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    },
-}
 
 TOOLS = [
     ToolSpec(
@@ -344,26 +421,7 @@ TOOLS = [
         description=(
             "Propose a change as a unified diff (patch) or as edits/files the server turns into one. It must apply to the current tree and you must hold write claims on every file it touches."
         ),
-        input_schema=obj(
-            {
-                "task_id": string(),
-                "agent_id": string(
-                    "The author (default: the agent your credential names; agents may not name another)."
-                ),
-                "title": string(),
-                "summary_md": string("What and why."),
-                "affected_resources": strings("Resource ids beyond the touched files, e.g. directory:src."),
-                "risk": string("high and critical need a human's approval.", enum=list(Risk)),
-                "patch": string("Unified diff, git format (a/ b/ prefixes)."),
-                "edits": _EDITS,
-                "files": _FILES,
-                "expected_tests": strings(),
-                "rollback_notes": string(),
-                "proposal_id": string(),
-                "status": string(enum=list(OPEN_STATUSES)),
-            },
-            ["task_id", "title", "summary_md", "affected_resources", "risk"],
-        ),
+        args=CreateArgs,
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
         handler=create,
         prepare=prepare_create,
@@ -373,19 +431,7 @@ TOOLS = [
         description=(
             "New revision: a whole patch, or edits/files applied on top of the current revision. Older votes and evidence go stale."
         ),
-        input_schema=obj(
-            {
-                "proposal_id": _PROPOSAL,
-                "patch": string("The whole new diff against the tree."),
-                "edits": {
-                    **_EDITS,
-                    "description": "Instead of patch: replacements made on top of the current revision.",
-                },
-                "files": _FILES,
-                "affected_resources": strings(),
-            },
-            ["proposal_id"],
-        ),
+        args=AttachArgs,
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
         handler=attach_patch,
         prepare=prepare_attach,
@@ -395,17 +441,7 @@ TOOLS = [
         description=(
             "Comment on a line of a proposal's diff, a file (no line) or the proposal (no path); not your own."
         ),
-        input_schema=obj(
-            {
-                "proposal_id": _PROPOSAL,
-                "revision": integer(minimum=1),
-                "path": string(),
-                "line": integer("In the new file (side old: the old).", minimum=1),
-                "side": string(enum=["new", "old"]),
-                "body_md": string(maxLength=comments_service.MAX_BODY),
-            },
-            ["proposal_id", "body_md"],
-        ),
+        args=CommentArgs,
         output_schema=result({"comment": RECORD}, required=["comment"]),
         handler=comment,
         prepare=prepare_comment,
@@ -416,14 +452,7 @@ TOOLS = [
             "A proposal to review: what it is for, its patch (own text block), resources beyond its files, "
             "open comments. since_revision N: the change since N. detail: revisions, gates."
         ),
-        input_schema=obj(
-            {
-                "proposal_id": _PROPOSAL,
-                "since_revision": integer(minimum=1),
-                "detail": DETAIL,
-            },
-            ["proposal_id"],
-        ),
+        args=GetArgs,
         output_schema=result(
             {
                 "proposal": RECORD,
@@ -445,14 +474,7 @@ TOOLS = [
     ToolSpec(
         name="proposal.list",
         description="List proposals, optionally by task_id and/or status, one page at a time.",
-        input_schema=obj(
-            {
-                "task_id": string("Exact task id."),
-                "status": string(enum=list(ProposalStatus)),
-                "detail": DETAIL,
-                **PAGE_ARGS,
-            }
-        ),
+        args=ListArgs,
         output_schema=result({"proposals": RECORDS, **PAGE_RESULT}),
         handler=list_,
         mode="read",
@@ -462,7 +484,7 @@ TOOLS = [
     ToolSpec(
         name="proposal.request_review",
         description=("Ask reviewers (by policy role) to review your proposal; it moves to in_review."),
-        input_schema=obj({"proposal_id": _PROPOSAL}, ["proposal_id"]),
+        args=ProposalArgs,
         output_schema={"type": "object"},
         handler=request_review,
     ),
@@ -471,26 +493,14 @@ TOOLS = [
         description=(
             "Vote on a proposal's current revision; a new vote replaces yours. Reviewing agents only, never the author."
         ),
-        input_schema=obj(
-            {
-                "proposal_id": _PROPOSAL,
-                "agent_id": string(
-                    "The voter (default: the agent your credential names; agents may not name another)."
-                ),
-                "vote": string(enum=list(Vote)),
-                "reason_md": string(),
-                "confidence": number("How sure you are.", minimum=0, maximum=1),
-                "vote_id": string(),
-            },
-            ["proposal_id", "vote", "reason_md"],
-        ),
+        args=VoteArgs,
         output_schema=result({"vote": RECORD}, required=["vote"]),
         handler=vote_cast,
     ),
     ToolSpec(
         name="vote.list",
         description=("The votes on a proposal (reasons cut to 300 characters unless detail)."),
-        input_schema=obj({"proposal_id": _PROPOSAL, "detail": DETAIL}, ["proposal_id"]),
+        args=VoteListArgs,
         output_schema=result({"votes": RECORDS}),
         handler=point_handler(vote_list),
         point_read=vote_list,
@@ -501,17 +511,7 @@ TOOLS = [
     ToolSpec(
         name="decision.record",
         description=("Record a decision and its rationale, optionally about a proposal or task."),
-        input_schema=obj(
-            {
-                "decision": string(),
-                "rationale_md": string(),
-                "decided_by": string("Who decided (default, and the only choice for agents: the caller)."),
-                "proposal_id": _PROPOSAL,
-                "task_id": string(),
-                "decision_id": string(),
-            },
-            ["decision", "rationale_md"],
-        ),
+        args=DecisionArgs,
         output_schema=result({"decision": RECORD}, required=["decision"]),
         handler=decision_record,
     ),

@@ -9,23 +9,40 @@ may call it (see `Audience`). Operations are declared in the group modules (`too
 `tools/tasks.py`, …); the MCP tools are ordered by the reference's declaration order.
 `repo.dependency_context` is registered but not advertised (it has no handler).
 
-Every input schema passes through `bounded_schema` here, the one place that bounds arguments
-(an integer around 10^30 reached SQLite and a 5,000-character path reached
-the filesystem, both as internal errors). An integer without explicit bounds gets SQLite's
-64-bit range, a number the finite float range, a string a `maxLength` chosen by what the
-argument holds (`string_limit`), an array a `maxItems`; bounds a tool declares itself are kept.
-The generated assets show every bound; `tools/list` leaves the generic ceilings out
-(`listed_schema`) and the server applies them all the same.
+Each operation declares its arguments once, as an `Args` model (`tools/args.py`): its input
+schema is generated from it (`tools/schema.py`), `Runtime.call` validates through it, and the
+handler receives the validated model. Every argument is bounded by its type (an integer
+SQLite's 64-bit range, a number the finite float range, a string a `maxLength` by what it
+holds, an array a `maxItems`). The generated assets show every bound; `tools/list` leaves the
+generic ceilings out (`listed_schema`) and the server applies them all the same.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
+
+from roundtable.tools.args import (
+    COMMAND_MAX,
+    FLOAT_MAX,
+    ID_MAX,
+    INT_MAX,
+    INT_MIN,
+    ITEMS_MAX,
+    PATCH_MAX,
+    PATH_MAX,
+    QUERY_MAX,
+    RESOURCE_ID_MAX,
+    SYMBOL_MAX,
+    TEXT_MAX,
+    TITLE_MAX,
+    WORD_MAX,
+    Args,
+)
+from roundtable.tools.schema import input_schema
 
 if TYPE_CHECKING:
     import sqlite3
@@ -36,7 +53,7 @@ Handler = Callable[["Call"], Awaitable[dict[str, Any]]]
 Prepare = Callable[["Call"], Awaitable[None]]
 # A read answered by one plain function of the connection and the call's arguments (it runs on
 # the connection's own thread; `roundtable/store/rows.py` has the lookups it needs).
-PointRead = Callable[["sqlite3.Connection", dict[str, Any]], dict[str, Any]]
+PointRead = Callable[["sqlite3.Connection", Any], dict[str, Any]]
 TxMode = Literal["write", "read", "none"]
 Audience = Literal["mcp", "mcp-operator", "session", "operator", "internal"]
 """Who may call an operation, and where it is listed:
@@ -103,23 +120,10 @@ REFERENCE_ORDER: tuple[str, ...] = (
 )
 
 
-# --- argument bounds ------------------------------------------------------------------------
+# --- what `tools/list` shows ---------------------------------------------------------------
 
-INT_MIN = -(2**63)  # SQLite INTEGER is a signed 64-bit value
-INT_MAX = 2**63 - 1
-FLOAT_MAX = sys.float_info.max  # finite: Infinity fails the bound (NaN is refused by the decoders)
-ID_MAX = 128  # ids that become file names are 1-128 characters
-WORD_MAX = 128  # enumerated words: status, risk, vote, claim_type, …
-PATH_MAX = 4096  # Linux PATH_MAX
-SYMBOL_MAX = 1024
-RESOURCE_ID_MAX = 8192  # a type prefix, a path and a symbol name
-TITLE_MAX = 500
-QUERY_MAX = 4096
-COMMAND_MAX = 16 * 1024
-TEXT_MAX = 1024 * 1024  # Markdown bodies, reasons, notes: the services keep tighter limits of their own
-PATCH_MAX = 16 * 1024 * 1024  # = services.repository.patches.MAX_PATCH_BYTES; the transports' body limits bind first
-ITEMS_MAX = 10_000
-
+# The maxLength every string argument of that name gets from its type (`tools/args.py`): generic
+# ceilings `tools/list` leaves out (the server applies them all the same).
 _WORDS = frozenset(
     {"status", "risk", "vote", "claim_type", "resource_type", "resume_policy", "language", "kind", "outcome"}
 )
@@ -143,7 +147,7 @@ _BY_NAME: dict[str, int] = {
 
 
 def string_limit(name: str) -> int:
-    """The default `maxLength` of a string argument (or array item) called `name`."""
+    """The generic `maxLength` of a string argument (or array item) called `name`."""
     if name in _BY_NAME:
         return _BY_NAME[name]
     if name.endswith(("_id", "_by")):
@@ -153,31 +157,9 @@ def string_limit(name: str) -> int:
     return TEXT_MAX
 
 
-def bounded_schema(schema: dict[str, Any], name: str = "") -> dict[str, Any]:
-    """A copy of `schema` with default bounds on every integer, number, string and array
-    (`name` is the property the schema belongs to; array items inherit it). Explicit bounds win."""
-    out = dict(schema)
-    kind = out.get("type")
-    if kind == "integer":
-        out.setdefault("minimum", INT_MIN)
-        out.setdefault("maximum", INT_MAX)
-    elif kind == "number":
-        out.setdefault("minimum", -FLOAT_MAX)
-        out.setdefault("maximum", FLOAT_MAX)
-    elif kind == "string" and "enum" not in out:
-        out.setdefault("maxLength", string_limit(name))
-    elif kind == "array":
-        out.setdefault("maxItems", ITEMS_MAX)
-        if isinstance(out.get("items"), dict):
-            out["items"] = bounded_schema(out["items"], name)
-    elif kind == "object" and isinstance(out.get("properties"), dict):
-        out["properties"] = {key: bounded_schema(value, key) for key, value in out["properties"].items()}
-    return out
-
-
 def listed_schema(schema: dict[str, Any], name: str = "") -> dict[str, Any]:
-    """`schema` as `tools/list` shows it: without the default bounds `bounded_schema` gave every
-    argument (64-bit integers, finite numbers, a `maxLength` by the argument's name, 10,000
+    """`schema` as `tools/list` shows it: without the generic bounds every argument's type gives
+    it (64-bit integers, finite numbers, a `maxLength` by what the argument holds, 10,000
     items) — the server applies them all the same, and `tools.schema.json` shows them. Bounds a
     tool declares (`confidence` 0..1, `start_line` ≥ 1) stay."""
     out = dict(schema)
@@ -216,39 +198,46 @@ def point_handler(fn: PointRead) -> Handler:
     return handler
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ToolSpec:
-    """One operation. `mode` says which transaction `Runtime.call` opens around the handler:
-    `write` (one BEGIN IMMEDIATE transaction, `call.tx`), `read` (one snapshot, `call.reader`)
-    or `none` (the handler manages its own, for long work such as running tests or git)."""
+    """One operation. `args` is the model of its arguments (`tools/args.py`): the registry
+    generates `input_schema` from it, `Runtime.call` validates through it and the handler gets
+    the instance as `call.args`. `mode` says which transaction `Runtime.call` opens around the
+    handler: `write` (one BEGIN IMMEDIATE transaction, `call.tx`), `read` (one snapshot,
+    `call.reader`) or `none` (the handler manages its own, for long work such as running tests
+    or git)."""
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    args: type[Args]
     output_schema: dict[str, Any]
     handler: Handler | None
+    input_schema: dict[str, Any] = field(default_factory=dict)  # generated from `args`
     mode: TxMode = "write"
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
     audience: Audience = "mcp"
-    allow_blank: frozenset[str] = field(default_factory=frozenset)
     # Arguments only the operator may use (deciding an approval, running unsandboxed, …): the
     # services refuse them to anyone else, and `tools/list` does not show them to agents.
     operator_args: frozenset[str] = field(default_factory=frozenset)
     # Set for a `read` answered by one sync function (`point_handler`): `Runtime.call` runs it
     # whole on a reader's thread, snapshot included, in one hop (`Database.read_call`).
     point_read: PointRead | None = None
-    # The point read is one primary-key lookup (bounded): it may be answered on the event loop's
-    # thread while such reads are measured fast (`Database.read_point`, `store/inline.py`).
-    inline: bool = False
     # Work a write needs that touches no database (parsing a patch, asking git): `Runtime.call`
     # runs it after validation and before the write transaction opens, so the write lock is not
     # held for it; it leaves what it made in `call.notes`.
     prepare: Prepare | None = None
+    # The point read is one primary-key lookup (bounded): it may be answered on the event loop's
+    # thread while such reads are measured fast (`Database.read_point`, `store/inline.py`).
+    inline: bool = False
     # Top-level string results that MCP gives as text blocks of their own after the JSON of the
     # rest (a diff reads as a diff, not as an escaped JSON string); `structuredContent` keeps them.
     text_fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.input_schema:
+            object.__setattr__(self, "input_schema", input_schema(self.args))
 
     @property
     def advertised(self) -> bool:
@@ -331,7 +320,6 @@ def _collect() -> dict[str, ToolSpec]:
             # default `mcp.tool_names`); `description_for("dotted")` gives the dotted wording.
             specs[spec.name] = replace(
                 spec,
-                input_schema=bounded_schema(spec.input_schema),
                 description=render_tool_names(spec.description, "underscore"),
             )
     listed = {name for name, spec in specs.items() if spec.audience in ADVERTISED}

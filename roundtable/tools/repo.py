@@ -3,50 +3,78 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
+from annotated_types import Le
+from pydantic import Field
 
-from roundtable.errors import ValidationError
 from roundtable.services.repository import repo as repo_service
 from roundtable.services.repository import symbols as symbol_index
 from roundtable.services.repository.pathguard import resolve_repo_path
-from roundtable.tools.args import opt_bool, opt_int, opt_str
+from roundtable.tools.args import Args, Count, Flag, Positive, Query, RepoPath
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORDS, boolean, integer, obj, result, string
-
-_PATH = string()
+from roundtable.tools.schema import RECORDS, boolean, integer, result, string
 
 
-async def read_file(call: Call) -> dict[str, Any]:
+class ReadFileArgs(Args):
+    path: RepoPath
+    start_line: Positive = 0
+    end_line: Positive = 0
+    numbered: Flag = Field(False, description="Prefix each line with its number and a tab.")
+
+
+async def read_file(call: Call[ReadFileArgs]) -> dict[str, Any]:
     runtime = call.runtime
-    args = call.args
+    a = call.args
     return await anyio.to_thread.run_sync(
         lambda: repo_service.read_file(
             runtime.root,
-            args["path"],
+            a.path,
             runtime.config.repo.max_read_bytes,
-            start_line=opt_int(args, "start_line", 0),
-            end_line=opt_int(args, "end_line", 0),
-            numbered=opt_bool(args, "numbered", False),
+            start_line=a.start_line,
+            end_line=a.end_line,
+            numbered=a.numbered,
         )
     )
 
 
-async def search(call: Call) -> dict[str, Any]:
+class SearchArgs(Args):
+    query: Query
+    path: RepoPath = ""
+    context_lines: Annotated[Count, Le(20)] = Field(0, description="Lines of context before and after each match.")
+
+
+async def search(call: Call[SearchArgs]) -> dict[str, Any]:
     runtime = call.runtime
+    a = call.args
     found = await anyio.to_thread.run_sync(
         lambda: repo_service.search(
             runtime.root,
-            call.args["query"],
-            path=opt_str(call.args, "path"),
+            a.query,
+            path=a.path,
             max_matches=runtime.config.repo.max_search_matches,
             max_file_bytes=runtime.config.repo.max_read_bytes,
-            context_lines=opt_int(call.args, "context_lines", 0),
+            context_lines=a.context_lines,
         )
     )
     return {"matches": found.matches, "truncated": found.truncated}
+
+
+if TYPE_CHECKING:
+    Language = str
+else:
+    Language = Literal[symbol_index.LANGUAGES]
+
+
+class SymbolsArgs(Args):
+    path: RepoPath
+    language: Language | None = None  # only this language
+
+
+class PathArgs(Args):
+    path: RepoPath
 
 
 def _symbols(root: Any, path: str, max_bytes: int) -> list[symbol_index.Symbol]:
@@ -54,16 +82,10 @@ def _symbols(root: Any, path: str, max_bytes: int) -> list[symbol_index.Symbol]:
     return symbol_index.index_file(absolute, rel, max_bytes=max_bytes)
 
 
-async def symbols(call: Call) -> dict[str, Any]:
-    language = opt_str(call.args, "language")
-    if language and language not in symbol_index.LANGUAGES:
-        raise ValidationError(
-            f"repo.symbols: language must be one of {', '.join(symbol_index.LANGUAGES)} (got {language})"
-        )
+async def symbols(call: Call[SymbolsArgs]) -> dict[str, Any]:
+    language = call.args.language
     runtime = call.runtime
-    found = await anyio.to_thread.run_sync(
-        _symbols, runtime.root, call.args["path"], runtime.config.repo.max_read_bytes
-    )
+    found = await anyio.to_thread.run_sync(_symbols, runtime.root, call.args.path, runtime.config.repo.max_read_bytes)
     if language:
         found = [s for s in found if s.language == language]
     truncated = len(found) > symbol_index.MAX_SYMBOLS
@@ -76,15 +98,7 @@ TOOLS = [
         description=(
             "Read a repository text file, whole or lines start_line..end_line (1-based; the answer then gives total_lines); numbered prefixes line numbers. Binary files: binary true, no content."
         ),
-        input_schema=obj(
-            {
-                "path": _PATH,
-                "start_line": integer(minimum=1),
-                "end_line": integer(minimum=1),
-                "numbered": boolean("Prefix each line with its number and a tab."),
-            },
-            ["path"],
-        ),
+        args=ReadFileArgs,
         output_schema=result(
             {
                 "path": string(),
@@ -107,14 +121,7 @@ TOOLS = [
         description=(
             "Case-insensitive literal search of repository text files: {path, line, content} per match (before/after with context_lines); truncated when over the cap."
         ),
-        input_schema=obj(
-            {
-                "query": string(),
-                "path": _PATH,
-                "context_lines": integer("Lines of context before and after each match.", minimum=0, maximum=20),
-            },
-            ["query"],
-        ),
+        args=SearchArgs,
         output_schema=result({"matches": RECORDS, "truncated": boolean()}, required=["matches"]),
         handler=search,
         mode="none",
@@ -126,9 +133,7 @@ TOOLS = [
         description=(
             "The symbols (functions, classes, methods, types) of a Python, Go, TypeScript or JavaScript file, each with the resource_id to claim."
         ),
-        input_schema=obj(
-            {"path": _PATH, "language": string("Only this language: python, go, typescript, javascript.")}, ["path"]
-        ),
+        args=SymbolsArgs,
         output_schema=result({"symbols": RECORDS, "truncated": boolean()}, required=["symbols"]),
         handler=symbols,
         mode="none",
@@ -138,7 +143,7 @@ TOOLS = [
     ToolSpec(
         name="repo.dependency_context",
         description="Not implemented.",
-        input_schema=obj({"path": _PATH}, ["path"]),
+        args=PathArgs,
         output_schema={"type": "object"},
         handler=None,
         mode="none",

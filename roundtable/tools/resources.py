@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
+from annotated_types import Le
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.errors import NotFound, ValidationError
@@ -27,29 +29,62 @@ from roundtable.services.repository.pathguard import clean_rel_path, resolve_rep
 from roundtable.services.run_scope import resolve, task_run
 from roundtable.store import rows
 from roundtable.store.records import Resource
-from roundtable.tools.args import opt_bool, opt_int, opt_str, record_id
+from roundtable.tools.args import (
+    Args,
+    Count,
+    Flag,
+    Id,
+    NewId,
+    PageArgs,
+    Query,
+    RepoPath,
+    ResourceId,
+    Symbol,
+    Text,
+    Word,
+)
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec, point_handler
-from roundtable.tools.schema import PAGE_ARGS, PAGE_RESULT, RECORD, RECORDS, boolean, integer, obj, result, string
+from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, boolean, result
 
 PATH_TYPES = ("file", "directory", "symbol")
 MAX_TEXT = 4000
 
 
-def _short(args: dict[str, Any], key: str) -> str:
-    value = opt_str(args, key)
+def _short(value: str, key: str) -> str:
     if len(value) > MAX_TEXT:
         raise ValidationError(f"{key} is too long ({len(value)} characters; at most {MAX_TEXT})")
     return value
 
 
-def _identity(args: dict[str, Any]) -> tuple[str, str, str, str]:
+class ClaimArgs(Args):
+    resource_type: Word = Field(description="file, directory or symbol.")
+    resource_id: ResourceId = Field("", description="e.g. file:src/app.py (or give path).")
+    claim_type: Word = Field(description="read, write, review or exclusive.")
+    task_id: Id
+    ttl_seconds: Annotated[Count, Le(claims_service.MAX_TTL_SECONDS)] = Field(
+        0, description="Lifetime in seconds (default 900)."
+    )
+    rationale: Text = ""
+    agent_id: Id = Field(
+        "", description="The claimant (default: the agent your credential names; agents may not name another)."
+    )
+    run_id: Id = ""
+    claim_id: NewId = ""
+    path: RepoPath = ""
+    symbol: Symbol = ""
+    base_hash: Id = ""
+    renewable: Flag = True
+    resume_policy: Word = ""
+
+
+def _identity(args: ClaimArgs) -> tuple[str, str, str, str]:
     """(type, clean path, symbol, canonical id) from the arguments; a supplied `resource_id`
     must name the same resource as `resource_type`/`path`/`symbol` (it may fill them in)."""
-    resource_type = opt_str(args, "resource_type").strip()
-    supplied = opt_str(args, "resource_id").strip()
-    raw_path = opt_str(args, "path")
-    symbol = opt_str(args, "symbol").strip()
+    resource_type = args.resource_type.strip()
+    supplied = args.resource_id.strip()
+    raw_path = args.path
+    symbol = args.symbol.strip()
     if not supplied and not raw_path.strip():
         if resource_type != "directory":
             raise ValidationError("resource id or resource path is required")
@@ -89,31 +124,23 @@ def _prepare(root: Path, resource_type: str, path: str, symbol: str, base_hash: 
     return span[0], span[1], base_hash
 
 
-async def claim(call: Call) -> dict[str, Any]:
+async def claim(call: Call[ClaimArgs]) -> dict[str, Any]:
     args = call.args
     runtime = call.runtime
     # Runtime.call has bound `agent_id` to an agent caller's own id; the operator names the claimant.
-    agent_id = opt_str(args, "agent_id").strip()
-    task_id = opt_str(args, "task_id").strip()
-    claim_type = opt_str(args, "claim_type").strip()
+    agent_id = args.agent_id.strip()
+    task_id = args.task_id.strip()
+    claim_type = args.claim_type.strip()
     if not agent_id:
         raise ValidationError("agent id is required")
-    if not task_id:
-        raise ValidationError("task id is required")
-    if not opt_str(args, "resource_type").strip():
-        raise ValidationError("resource type is required")
-    if not claim_type:
-        raise ValidationError("claim type is required")
     resource_type, path, symbol, resource_id = _identity(args)
     if claim_type not in claims_service.MODES:
         raise ValidationError(f"unsupported claim type: {claim_type}")
-    claim_id = record_id(args, "claim_id")
-    ttl = opt_int(args, "ttl_seconds", claims_service.DEFAULT_TTL_SECONDS)
-    if ttl <= 0:
-        ttl = claims_service.DEFAULT_TTL_SECONDS
-    rationale = _short(args, "rationale")
-    resume_policy = _short(args, "resume_policy") or "hold"
-    base_hash = opt_str(args, "base_hash").strip()
+    claim_id = args.claim_id
+    ttl = args.ttl_seconds or claims_service.DEFAULT_TTL_SECONDS
+    rationale = _short(args.rationale, "rationale")
+    resume_policy = args.resume_policy or "hold"
+    base_hash = args.base_hash.strip()
     start, end, base_hash = await anyio.to_thread.run_sync(
         _prepare, runtime.root, resource_type, path, symbol, base_hash
     )
@@ -137,9 +164,9 @@ async def claim(call: Call) -> dict[str, Any]:
         run_hint=call.run_hint,  # the claim's events go to its task's run, resolved in the grant (run_scope)
         claim_id=claim_id,
         base_hash=base_hash,
-        renewable=opt_bool(args, "renewable", True),
+        renewable=args.renewable,
         resume_policy=resume_policy,
-        raw_path=opt_str(args, "path"),
+        raw_path=args.path,
     )
     granted = await claim_grant.grant(runtime.db, request, label=call.tool)
     return {
@@ -149,34 +176,49 @@ async def claim(call: Call) -> dict[str, Any]:
     }
 
 
-async def release(call: Call) -> dict[str, Any]:
+class ReleaseArgs(Args):
+    claim_id: Id
+    run_id: Id = ""
+    actor_id: Id = Field("", description="Who releases (default and only choice for agents: your own agent id).")
+    reason: Text = ""
+
+
+async def release(call: Call[ReleaseArgs]) -> dict[str, Any]:
     args = call.args
     caller = call.caller
     # For an agent caller Runtime.call has bound `actor_id` to its own id (another agent's claim
     # is then refused by the transition); the operator may release any claim.
-    actor = opt_str(args, "actor_id").strip() or call.actor
-    run_id = opt_str(args, "run_id").strip()
+    actor = args.actor_id.strip() or call.actor
+    run_id = args.run_id.strip()
     if run_id and await call.w.scalar("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
         raise NotFound("run", run_id)
-    claimed_for = await call.w.scalar("SELECT task_id FROM claims WHERE id = ?", (opt_str(args, "claim_id").strip(),))
+    claimed_for = await call.w.scalar("SELECT task_id FROM claims WHERE id = ?", (args.claim_id.strip(),))
     run_id = await resolve(call.w, call.run_hint, owner=await task_run(call.w, str(claimed_for or "")))
     updated, changed = await claims_service.transition(
         call.w,
-        opt_str(args, "claim_id").strip(),
+        args.claim_id.strip(),
         "released",
         clock.now(),
         actor_id=actor,
-        reason=_short(args, "reason"),
+        reason=_short(args.reason, "reason"),
         run_id=run_id,
         operator=caller.is_operator,
     )
     return {"claim": updated.to_dict(), "changed": changed}
 
 
-async def claim_status(call: Call) -> dict[str, Any]:
+class ClaimStatusArgs(PageArgs):
+    resource_id: ResourceId = ""
+    agent_id: Id = ""
+    status: Word = Field("", description="active, released, revoked, suspended or expired.")
+
+
+async def claim_status(call: Call[ClaimStatusArgs]) -> dict[str, Any]:
     args = call.args
-    resource_id, agent_id, status = opt_str(args, "resource_id"), opt_str(args, "agent_id"), opt_str(args, "status")
-    page = paging.request("resource.claim_status", args, [resource_id, agent_id, status], 2)
+    resource_id, agent_id, status = args.resource_id, args.agent_id, args.status
+    page = paging.request(
+        "resource.claim_status", [resource_id, agent_id, status], 2, limit=args.limit, cursor=args.cursor
+    )
     found, more = paging.finish(
         page,
         await claims_service.list_claims(
@@ -187,13 +229,25 @@ async def claim_status(call: Call) -> dict[str, Any]:
     return {"claims": [c.to_dict() for c in found], **more}
 
 
-def get(conn: sqlite3.Connection, args: dict[str, Any]) -> dict[str, Any]:
-    return {"resource": rows.get(conn, Resource, args["resource_id"]).to_dict()}
+class GetArgs(Args):
+    resource_id: ResourceId
 
 
-async def search(call: Call) -> dict[str, Any]:
-    query, resource_type = opt_str(call.args, "query"), opt_str(call.args, "resource_type")
-    page = paging.request("resource.search", call.args, [query, resource_type], 1)
+def get(conn: sqlite3.Connection, args: GetArgs) -> dict[str, Any]:
+    return {"resource": rows.get(conn, Resource, args.resource_id).to_dict()}
+
+
+class SearchArgs(PageArgs):
+    allow_blank = frozenset({"query"})
+
+    query: Query
+    resource_type: Word = ""
+
+
+async def search(call: Call[SearchArgs]) -> dict[str, Any]:
+    a = call.args
+    query, resource_type = a.query, a.resource_type
+    page = paging.request("resource.search", [query, resource_type], 1, limit=a.limit, cursor=a.cursor)
     found, more = paging.finish(
         page, await claims_service.search_resources(call.r, query, resource_type, page), lambda r: (r.id,)
     )
@@ -210,29 +264,7 @@ TOOLS = [
         description=(
             "Claim a file, directory or symbol before changing it (path, or resource_id such as file:src/app.py). write conflicts with write and exclusive, exclusive with all; claiming again extends your own claim. Expires after ttl_seconds (default 900)."
         ),
-        input_schema=obj(
-            {
-                "resource_type": string("file, directory or symbol."),
-                "resource_id": string("e.g. file:src/app.py (or give path)."),
-                "claim_type": string("read, write, review or exclusive."),
-                "task_id": string(),
-                "ttl_seconds": integer(
-                    "Lifetime in seconds (default 900).", minimum=0, maximum=claims_service.MAX_TTL_SECONDS
-                ),
-                "rationale": string(),
-                "agent_id": string(
-                    "The claimant (default: the agent your credential names; agents may not name another)."
-                ),
-                "run_id": string(),
-                "claim_id": string(),
-                "path": string(),
-                "symbol": string(),
-                "base_hash": string(),
-                "renewable": boolean(),
-                "resume_policy": string(),
-            },
-            ["resource_type", "claim_type", "task_id"],
-        ),
+        args=ClaimArgs,
         output_schema=result({"claim": RECORD, "resource": RECORD, "extended": boolean()}, required=["claim"]),
         handler=claim,
         mode="none",
@@ -240,14 +272,7 @@ TOOLS = [
     ToolSpec(
         name="resource.claim_status",
         description=("List claims by resource_id, agent_id and/or status (expiry evaluated now), one page at a time."),
-        input_schema=obj(
-            {
-                "resource_id": string(),
-                "agent_id": string(),
-                "status": string("active, released, revoked, suspended or expired."),
-                **PAGE_ARGS,
-            }
-        ),
+        args=ClaimStatusArgs,
         output_schema=result({"claims": RECORDS, **PAGE_RESULT}),
         handler=claim_status,
         mode="read",
@@ -257,7 +282,7 @@ TOOLS = [
     ToolSpec(
         name="resource.get",
         description="Fetch one resource record by id (e.g. file:src/app.py).",
-        input_schema=obj({"resource_id": string()}, ["resource_id"]),
+        args=GetArgs,
         output_schema=result({"resource": RECORD}),
         handler=point_handler(get),
         point_read=get,
@@ -271,15 +296,7 @@ TOOLS = [
         description=(
             "Release your claim (the operator may release any). A claim no longer active comes back with changed: false."
         ),
-        input_schema=obj(
-            {
-                "claim_id": string(),
-                "run_id": string(),
-                "actor_id": string("Who releases (default and only choice for agents: your own agent id)."),
-                "reason": string(),
-            },
-            ["claim_id"],
-        ),
+        args=ReleaseArgs,
         output_schema=result({"claim": RECORD, "changed": boolean()}, required=["claim"]),
         handler=release,
         idempotent=True,
@@ -289,12 +306,11 @@ TOOLS = [
         description=(
             "Search known resources by text (id, type, path, symbol), optionally of one resource_type, one page at a time."
         ),
-        input_schema=obj({"query": string(), "resource_type": string(), **PAGE_ARGS}, ["query"]),
+        args=SearchArgs,
         output_schema=result({"resources": RECORDS, **PAGE_RESULT}),
         handler=search,
         mode="read",
         read_only=True,
         idempotent=True,
-        allow_blank=frozenset({"query"}),
     ),
 ]

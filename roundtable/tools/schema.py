@@ -1,16 +1,53 @@
-"""Small builders for the JSON Schemas the registry advertises.
+"""The JSON Schemas the registry advertises.
 
-Every input schema is a closed object (`additionalProperties: false`) so unknown arguments are
-rejected with the list of allowed keys; output schemas describe the top-level result keys.
+An input schema is generated from the operation's `Args` model (`input_schema`), in the compact
+form clients are given: no titles or defaults, enums and nested objects inlined (no `$defs`),
+an optional argument as its own type (not `anyOf … null`). It is a closed object
+(`additionalProperties: false`): unknown arguments are refused with the list of allowed keys.
+Output schemas describe the top-level result keys (`result`, with the small builders below).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from roundtable.services import paging
+from pydantic import BaseModel
 
 Schema = dict[str, Any]
+
+
+def input_schema(model: type[BaseModel]) -> Schema:
+    """The advertised JSON Schema of an operation's arguments."""
+    raw = model.model_json_schema(mode="validation")
+    defs: dict[str, Schema] = raw.pop("$defs", {})
+    raw.pop("description", None)  # the model's docstring is for readers of the code
+    return _compact(raw, defs)
+
+
+def _compact(schema: Schema, defs: dict[str, Schema]) -> Schema:
+    options = schema.get("anyOf")
+    if isinstance(options, list):  # `X | None`: null means absent, so advertise X
+        kept = [o for o in options if o != {"type": "null"}]
+        if len(kept) == 1:
+            schema = {**kept[0], **{k: v for k, v in schema.items() if k != "anyOf"}}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):  # an enum or a nested model: inline it, keeping the field's own keys
+        target = defs[ref.rsplit("/", 1)[-1]]
+        target = {k: v for k, v in target.items() if k != "description"}  # a docstring, for code readers
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    out: Schema = {}
+    for key, value in schema.items():
+        if key in ("title", "default"):
+            continue
+        if key == "additionalProperties" and value is True:
+            continue
+        if key == "properties":
+            out[key] = {name: _compact(sub, defs) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = _compact(value, defs)
+        else:
+            out[key] = value
+    return out
 
 
 def string(description: str = "", **extra: Any) -> Schema:
@@ -21,23 +58,8 @@ def string(description: str = "", **extra: Any) -> Schema:
     return out
 
 
-def integer(description: str = "", *, minimum: int | None = None, maximum: int | None = None) -> Schema:
+def integer(description: str = "") -> Schema:
     out: Schema = {"type": "integer"}
-    if minimum is not None:
-        out["minimum"] = minimum
-    if maximum is not None:
-        out["maximum"] = maximum
-    if description:
-        out["description"] = description
-    return out
-
-
-def number(description: str = "", *, minimum: float | None = None, maximum: float | None = None) -> Schema:
-    out: Schema = {"type": "number"}
-    if minimum is not None:
-        out["minimum"] = minimum
-    if maximum is not None:
-        out["maximum"] = maximum
     if description:
         out["description"] = description
     return out
@@ -57,14 +79,6 @@ def strings(description: str = "") -> Schema:
     return out
 
 
-def obj(properties: dict[str, Schema] | None = None, required: list[str] | None = None) -> Schema:
-    """A closed input object; `required` keeps the order given."""
-    out: Schema = {"type": "object", "properties": dict(properties or {}), "additionalProperties": False}
-    if required:
-        out["required"] = list(required)
-    return out
-
-
 RECORD: Schema = {"type": "object"}
 RECORDS: Schema = {"type": "array", "items": {"type": "object"}}
 
@@ -78,9 +92,5 @@ def result(properties: dict[str, Schema], required: list[str] | None = None) -> 
     }
 
 
-# Keyset paging of the list tools (`services.paging`): what a call may pass and what it gets.
-PAGE_ARGS: dict[str, Schema] = {
-    "limit": integer(f"Rows per page: default {paging.DEFAULT_LIMIT}, at most {paging.MAX_LIMIT}.", minimum=1),
-    "cursor": string("next_cursor of the previous page (same filters).", maxLength=4096),
-}
+# What a list tool's page adds to its result (`services.paging`).
 PAGE_RESULT: dict[str, Schema] = {"has_more": boolean(), "next_cursor": string()}

@@ -4,49 +4,83 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from annotated_types import Le, MaxLen
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from roundtable.bus import Change
 from roundtable.services.coordination import state, turns
-from roundtable.tools.args import opt_int, opt_str
+from roundtable.tools.args import ITEMS_MAX, Args, Count, Cursor, Flag, Id, Int, Positive, Text, Texts, Word
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string, strings
+from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, result, string
 
-_TURN_ARGS = frozenset({"run_id", "agent_id"})
+if TYPE_CHECKING:
+    StateList = str
+else:
+    StateList = Literal[state.STATE_KEYS]
 
 
-async def get_state(call: Call) -> dict[str, Any]:
+def _unique(value: list[str]) -> list[str]:
+    if len(set(value)) != len(value):
+        raise PydanticCustomError("unique", "must not name a list twice")
+    return value
+
+
+class GetStateArgs(Args):
+    run_id: Id = ""
+    status: Word = Field("", description="Only rows with this status.")
+    agent_id: Id = Field("", description="Only rows of this agent.")
+    lists: Annotated[list[StateList], MaxLen(ITEMS_MAX), AfterValidator(_unique)] = Field(
+        [], json_schema_extra={"uniqueItems": True}
+    )
+    limit: Annotated[Positive, Le(state.STATE_MAX_LIMIT)] | None = Field(
+        None, description=f"Rows per list, default {state.STATE_DEFAULT_LIMIT}, at most {state.STATE_MAX_LIMIT}."
+    )
+    cursor: Cursor = Field("", description="next_cursor of the previous page.")
+    summary: Flag = Field(False, description="Counts only.")
+
+
+async def get_state(call: Call[GetStateArgs]) -> dict[str, Any]:
     """One page of the table (see `state.state_page`): bounded by default, filterable, with a
     cursor to the next page and a summary mode that returns counts only."""
     a = call.args
-    limit = opt_int(a, "limit", 0)
     query = state.StateQuery(
-        run_id=a.get("run_id") or "",
-        status=a.get("status") or "",
-        agent_id=a.get("agent_id") or "",
-        lists=tuple(k for k in state.STATE_KEYS if k in a["lists"]) if a.get("lists") else state.STATE_KEYS,
-        limit=min(limit, state.STATE_MAX_LIMIT) if limit > 0 else state.STATE_DEFAULT_LIMIT,
-        summary=bool(a.get("summary")),
-        cursor=a.get("cursor") or "",
+        run_id=a.run_id,
+        status=a.status,
+        agent_id=a.agent_id,
+        lists=tuple(k for k in state.STATE_KEYS if k in a.lists) if a.lists else state.STATE_KEYS,
+        limit=a.limit or state.STATE_DEFAULT_LIMIT,
+        summary=a.summary,
+        cursor=a.cursor,
         scope=call.scope,
     )
     return await state.state_page(call.r, query)
 
 
-async def watch(call: Call) -> dict[str, Any]:
+class WatchArgs(Args):
+    run_id: Id = ""
+    limit: Int = Field(0, description="Default 10, at most 200.")
+    after_event_id: Count | None = None
+    wait_ms: Annotated[Count, Le(30000)] = 0
+    types: Texts = []
+
+
+async def watch(call: Call[WatchArgs]) -> dict[str, Any]:
     """One read snapshot; in cursor mode with `wait_ms`, long-poll until an event is newer than
     the cursor (of `types`, when given). No connection is held while waiting: the change bus
     wakes the poll, for this process's commits and (through the store's commit watch) for other
     processes' alike — and only for a commit whose events could match, so many agents waiting
     for their turn cost nothing while other work commits."""
-    args = call.args
+    a = call.args
     scope = call.scope
-    run_id = args.get("run_id") or (scope.run_id if scope is not None else "")
-    limit = state.normalise_limit(opt_int(args, "limit", 0))
-    after: int | None = args["after_event_id"] if "after_event_id" in args else None
-    wait = opt_int(args, "wait_ms", 0) / 1000.0
-    types = tuple(dict.fromkeys(str(t) for t in args.get("types") or ()))
+    run_id = a.run_id or (scope.run_id if scope is not None else "")
+    limit = state.normalise_limit(a.limit)
+    after = a.after_event_id
+    wait = a.wait_ms / 1000.0
+    types = tuple(dict.fromkeys(a.types))
     db, bus = call.runtime.db, call.runtime.bus
     if after is not None and wait > 0:
         db.watch_commits()  # a CLI process serving this call directly has none running yet
@@ -77,26 +111,40 @@ def _could_match(run_id: str, types: tuple[str, ...]) -> Callable[[Change], bool
     return accept
 
 
-async def turn_request(call: Call) -> dict[str, Any]:
+_AGENT = "Your agent id (default: the one your credential names)."
+_REQUEST = "From agent.turn_request."
+
+
+class TurnRequestArgs(Args):
+    allow_blank = frozenset({"run_id", "reason_md"})
+
+    run_id: Id
+    agent_id: Id = Field("", description=_AGENT)
+    reason_md: Text = Field(description="Why you need a turn (1-1000 characters).")
+
+
+async def turn_request(call: Call[TurnRequestArgs]) -> dict[str, Any]:
     a = call.args
-    return await turns.request_turn(call.w, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["reason_md"])
+    return await turns.request_turn(call.w, a.run_id, a.agent_id, a.reason_md)
 
 
-async def turn_start(call: Call) -> dict[str, Any]:
+class TurnArgs(Args):
+    allow_blank = frozenset({"run_id"})
+
+    run_id: Id
+    agent_id: Id = Field("", description=_AGENT)
+    request_event_id: Positive = Field(description=_REQUEST)
+
+
+async def turn_start(call: Call[TurnArgs]) -> dict[str, Any]:
     a = call.args
-    return await turns.poll_start_turn(
-        call.runtime.db, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["request_event_id"]
-    )
+    return await turns.poll_start_turn(call.runtime.db, a.run_id, a.agent_id, a.request_event_id)
 
 
-async def turn_complete(call: Call) -> dict[str, Any]:
+async def turn_complete(call: Call[TurnArgs]) -> dict[str, Any]:
     a = call.args
-    return await turns.complete_turn(call.w, opt_str(a, "run_id"), opt_str(a, "agent_id"), a["request_event_id"])
+    return await turns.complete_turn(call.w, a.run_id, a.agent_id, a.request_event_id)
 
-
-_RUN = string()
-_AGENT = string("Your agent id (default: the one your credential names).")
-_REQUEST = integer("From agent.turn_request.", minimum=1)
 
 TOOLS = [
     ToolSpec(
@@ -104,25 +152,7 @@ TOOLS = [
         description=(
             "The coordination table in one snapshot, list by list (lists: only those). At most limit rows per list; has_more means call again with cursor = next_cursor. summary: counts, by_status and usage (tokens, USD) only."
         ),
-        input_schema=obj(
-            {
-                "run_id": string(),
-                "status": string("Only rows with this status."),
-                "agent_id": string("Only rows of this agent."),
-                "lists": {
-                    "type": "array",
-                    "items": {"type": "string", "enum": list(state.STATE_KEYS)},
-                    "uniqueItems": True,
-                },
-                "limit": integer(
-                    f"Rows per list, default {state.STATE_DEFAULT_LIMIT}, at most {state.STATE_MAX_LIMIT}.",
-                    minimum=1,
-                    maximum=state.STATE_MAX_LIMIT,
-                ),
-                "cursor": string("next_cursor of the previous page.", maxLength=4096),
-                "summary": boolean("Counts only."),
-            }
-        ),
+        args=GetStateArgs,
         output_schema=result(
             {
                 **{key: RECORDS for key in state.STATE_KEYS},
@@ -145,15 +175,7 @@ TOOLS = [
         description=(
             "Events: the latest, or those after after_event_id (oldest first); wait_ms waits for one of types."
         ),
-        input_schema=obj(
-            {
-                "run_id": string(),
-                "limit": integer("Default 10, at most 200."),
-                "after_event_id": integer(minimum=0),
-                "wait_ms": integer(minimum=0, maximum=30000),
-                "types": strings(),
-            }
-        ),
+        args=WatchArgs,
         output_schema=result(
             {
                 "run_id": string(),
@@ -179,10 +201,7 @@ TOOLS = [
         description=(
             "Ask the Chair for a turn in an active run (turns are not needed without one). One outstanding request per agent and run; then watch for agent.turn_scheduled."
         ),
-        input_schema=obj(
-            {"run_id": _RUN, "agent_id": _AGENT, "reason_md": string("Why you need a turn (1-1000 characters).")},
-            ["run_id", "reason_md"],
-        ),
+        args=TurnRequestArgs,
         output_schema=result(
             {
                 "request_event_id": integer(),
@@ -193,29 +212,20 @@ TOOLS = [
             }
         ),
         handler=turn_request,
-        allow_blank=_TURN_ARGS | {"reason_md"},
     ),
     ToolSpec(
         name="agent.turn_start",
         description=("Start your turn once agent.turn_scheduled names your request."),
-        input_schema=obj(
-            {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
-            ["run_id", "request_event_id"],
-        ),
+        args=TurnArgs,
         output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
         handler=turn_start,
         mode="none",  # refuses an unscheduled start on a read, opens its write only to record one
-        allow_blank=_TURN_ARGS,
     ),
     ToolSpec(
         name="agent.turn_complete",
         description=("Finish your turn; the Chair schedules the next request."),
-        input_schema=obj(
-            {"run_id": _RUN, "agent_id": _AGENT, "request_event_id": _REQUEST},
-            ["run_id", "request_event_id"],
-        ),
+        args=TurnArgs,
         output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
         handler=turn_complete,
-        allow_blank=_TURN_ARGS,
     ),
 ]

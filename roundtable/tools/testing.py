@@ -4,9 +4,10 @@ commands may run and where (the revision's worktree, the sandbox) is decided in 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+from pydantic import Field
 
 from roundtable.services.governance.evidence import proposal_ref, read_revision_patch
 from roundtable.services.repository.patches import allowances, parse_patch
@@ -14,34 +15,50 @@ from roundtable.services.testing import test_exec, test_suggest
 from roundtable.services.testing import test_runs as testing_service
 from roundtable.tools import views
 from roundtable.tools.approvals import actor_of
-from roundtable.tools.args import opt_list, opt_str, record_id
+from roundtable.tools.args import Args, Command, Flag, Id, NewId, Text, Texts
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, obj, result, string, strings
-from roundtable.tools.views import wants_detail
+from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, result, string
 
 
-async def get_result(call: Call) -> dict[str, Any]:
-    run, log, log_error = await testing_service.get_result(call.runtime, call.args["test_run_id"])
+class GetResultArgs(Args):
+    test_run_id: Id
+
+
+async def get_result(call: Call[GetResultArgs]) -> dict[str, Any]:
+    run, log, log_error = await testing_service.get_result(call.runtime, call.args.test_run_id)
     out: dict[str, Any] = {"test_run": run.to_dict(), "log": log}
     if log_error:
         out["log_error"] = log_error
     return out
 
 
-async def run(call: Call) -> dict[str, Any]:
-    args = call.args
+class RunArgs(Args):
+    command: Command
+    proposal_id: Id = Field("", description="Its current revision is applied; the run is its evidence.")
+    task_id: Id = ""
+    test_run_id: NewId = ""
+    unsandboxed: Flag = Field(
+        False, description="Operator only, after confirming: run without a sandbox when none works on this machine."
+    )
+    paths: Texts = Field([], description="Only these files or tests (path or path::test), if the command takes paths.")
+    k: Text = Field("", description="Only tests matching this expression (pytest -k), if the command takes k.")
+    detail: Flag = Field(False, description="The whole log, not its tail.")
+
+
+async def run(call: Call[RunArgs]) -> dict[str, Any]:
+    a = call.args
     req = testing_service.RunInput(
-        command=args["command"],
-        proposal_id=opt_str(args, "proposal_id"),
-        task_id=opt_str(args, "task_id"),
-        test_run_id=record_id(args, "test_run_id"),
-        unsandboxed=bool(args.get("unsandboxed", False)),
-        paths=tuple(opt_list(args, "paths")),
-        k=opt_str(args, "k"),
+        command=a.command,
+        proposal_id=a.proposal_id,
+        task_id=a.task_id,
+        test_run_id=a.test_run_id,
+        unsandboxed=a.unsandboxed,
+        paths=tuple(a.paths),
+        k=a.k,
     )
     record, log = await testing_service.run_test(call.runtime, req, actor_of(call.caller))
-    if wants_detail(args):
+    if a.detail:
         return {"test_run": record.to_dict(), "log": log}
     tail, cut = views.log_tail(log)
     out: dict[str, Any] = {"test_run": record.to_dict(), "log": tail}
@@ -52,10 +69,15 @@ async def run(call: Call) -> dict[str, Any]:
     return out
 
 
-async def suggest(call: Call) -> dict[str, Any]:
+class SuggestArgs(Args):
+    proposal_id: Id = ""
+    task_id: Id = ""
+
+
+async def suggest(call: Call[SuggestArgs]) -> dict[str, Any]:
     runtime = call.runtime
-    proposal_id = opt_str(call.args, "proposal_id")
-    task_id = opt_str(call.args, "task_id")
+    proposal_id = call.args.proposal_id
+    task_id = call.args.task_id
     configured = testing_service.tests_policy(runtime).commands
     if configured:
         # The operator configured the commands: those are the only ones test.run accepts.
@@ -121,13 +143,23 @@ async def _for_policy(call: Call, configured: set[str]) -> dict[str, Any]:
     }
 
 
-async def evidence_submit(call: Call) -> dict[str, Any]:
-    args = call.args
+if TYPE_CHECKING:
+    Outcome = str
+else:
+    Outcome = Literal[testing_service.OUTCOMES]
+
+
+class EvidenceArgs(Args):
+    proposal_id: Id = Field(description="Your session's proposal.")
+    command: Command = Field(description="The command you ran (at most 1000 characters).")
+    outcome: Outcome = Field(description="What happened.")
+    summary_md: Text = Field(description="What you saw (at most 10000 characters).")
+
+
+async def evidence_submit(call: Call[EvidenceArgs]) -> dict[str, Any]:
+    a = call.args
     req = testing_service.EvidenceInput(
-        proposal_id=args["proposal_id"],
-        command=args["command"],
-        outcome=args["outcome"],
-        summary_md=args["summary_md"],
+        proposal_id=a.proposal_id, command=a.command, outcome=a.outcome, summary_md=a.summary_md
     )
     record = await testing_service.submit_evidence(call.w, req, actor_of(call.caller))
     return {"test_run": record.to_dict()}
@@ -137,7 +169,7 @@ TOOLS = [
     ToolSpec(
         name="test.get_result",
         description=("One test run: status, exit code and the whole log."),
-        input_schema=obj({"test_run_id": string()}, ["test_run_id"]),
+        args=GetResultArgs,
         output_schema=result(
             {"test_run": RECORD, "log": string(), "log_error": string("Why the log could not be read.")},
             required=["test_run", "log"],
@@ -152,21 +184,7 @@ TOOLS = [
         description=(
             "Run one of the test commands test_suggest lists (by name or exact text) on the current tree with the proposal's revision applied, sandboxed. A failing test is status failed, not an error; with proposal_id the run is evidence for its current revision."
         ),
-        input_schema=obj(
-            {
-                "command": string(),
-                "proposal_id": string("Its current revision is applied; the run is its evidence."),
-                "task_id": string(),
-                "test_run_id": string(),
-                "unsandboxed": boolean(
-                    "Operator only, after confirming: run without a sandbox when none works on this machine."
-                ),
-                "paths": strings("Only these files or tests (path or path::test), if the command takes paths."),
-                "k": string("Only tests matching this expression (pytest -k), if the command takes k."),
-                "detail": boolean("The whole log, not its tail."),
-            },
-            ["command"],
-        ),
+        args=RunArgs,
         output_schema=result(
             {
                 "test_run": RECORD,
@@ -186,7 +204,7 @@ TOOLS = [
         description=(
             "The test commands test_run accepts: those the operator configured, else those the repository's markers imply (narrowed to a proposal's files), and lint or type checks the operator could enable."
         ),
-        input_schema=obj({"proposal_id": string(), "task_id": string()}),
+        args=SuggestArgs,
         output_schema=result(
             {
                 "task_id": string(),
@@ -209,15 +227,7 @@ TOOLS = [
             "Tester sessions: report a test you ran yourself. Stored with status reported and your "
             "outcome; it is not host-verified and never counts as a pass."
         ),
-        input_schema=obj(
-            {
-                "proposal_id": string("Your session's proposal."),
-                "command": string("The command you ran (at most 1000 characters)."),
-                "outcome": string("What happened.", enum=list(testing_service.OUTCOMES)),
-                "summary_md": string("What you saw (at most 10000 characters)."),
-            },
-            ["proposal_id", "command", "outcome", "summary_md"],
-        ),
+        args=EvidenceArgs,
         output_schema=result({"test_run": RECORD}, required=["test_run"]),
         handler=evidence_submit,
         audience="session",

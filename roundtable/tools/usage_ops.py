@@ -8,33 +8,47 @@ the answer's `stop_reason` tells the supervisor to stop the process.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from roundtable.errors import ValidationError
+from annotated_types import Ge
+from pydantic import Field
+
 from roundtable.services.sessions import budgets, usage
 from roundtable.services.sessions.usage_stream import Usage
-from roundtable.tools.args import opt_int, opt_str
+from roundtable.tools.args import Args, Count, Id, Number, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import integer, number, obj, string
 
 _OBJECT = {"type": "object"}
 
 
-async def record_usage(call: Call) -> dict[str, Any]:
+_COUNT = "Tokens so far (running total)."
+
+
+class RecordUsageArgs(Args):
+    allow_blank = frozenset({"model"})
+
+    session_id: Id = Field(description="The session id.")
+    input_tokens: Count = Field(0, description=_COUNT)
+    cached_input_tokens: Count = Field(0, description=_COUNT)
+    output_tokens: Count = Field(0, description=_COUNT)
+    cost_usd: Annotated[Number, Ge(0)] | None = Field(
+        None, description="Cost the harness reported, in USD (omit when it reports none)."
+    )
+    model: Text = Field("", description="Model(s) the harness reported.")
+
+
+async def record_usage(call: Call[RecordUsageArgs]) -> dict[str, Any]:
     a = call.args
-    cost = a.get("cost_usd")
-    if cost is not None and (not isinstance(cost, int | float) or cost < 0):
-        raise ValidationError("cost_usd must be a non-negative number")
     spent = Usage(
-        input_tokens=opt_int(a, "input_tokens", 0),
-        cached_input_tokens=opt_int(a, "cached_input_tokens", 0),
-        output_tokens=opt_int(a, "output_tokens", 0),
-        cost_usd=float(cost) if cost is not None else None,
-        model=opt_str(a, "model"),
+        input_tokens=a.input_tokens,
+        cached_input_tokens=a.cached_input_tokens,
+        output_tokens=a.output_tokens,
+        cost_usd=a.cost_usd,
+        model=a.model,
     )
     config = call.runtime.config
-    recorded = await usage.record(call.w, a["session_id"], spent, config.usage.prices)
+    recorded = await usage.record(call.w, a.session_id, spent, config.usage.prices)
     enforced = await budgets.enforce(call.w, config.budgets, recorded, actor=call.actor)
     return {
         "session_id": recorded.session_id,
@@ -46,26 +60,13 @@ async def record_usage(call: Call) -> dict[str, Any]:
     }
 
 
-_COUNT = "Tokens so far (running total)."
-
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="session.record_usage",
         description="Supervisor: a session's usage so far, read from its harness's output; enforces budgets.",
-        input_schema=obj(
-            {
-                "session_id": string("The session id."),
-                "input_tokens": integer(_COUNT, minimum=0),
-                "cached_input_tokens": integer(_COUNT, minimum=0),
-                "output_tokens": integer(_COUNT, minimum=0),
-                "cost_usd": number("Cost the harness reported, in USD (omit when it reports none)."),
-                "model": string("Model(s) the harness reported."),
-            },
-            ["session_id"],
-        ),
+        args=RecordUsageArgs,
         output_schema=_OBJECT,
         handler=record_usage,
         audience="internal",
-        allow_blank=frozenset({"model"}),
     ),
 ]

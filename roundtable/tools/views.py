@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from roundtable.tools.schema import Schema, boolean
-
 # Proposal columns that are the store's bookkeeping, not something an agent acts on.
 INTERNAL_PROPOSAL_FIELDS = (
     "workspace_id",
@@ -26,12 +24,6 @@ INTERNAL_PROPOSAL_FIELDS = (
 REASON_CHARS = 300  # a vote's reason in a summary
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 4096
-
-DETAIL: Schema = boolean("Full records, not summaries.")
-
-
-def wants_detail(args: dict[str, Any]) -> bool:
-    return args.get("detail") is True
 
 
 def _clip(text: str, limit: int) -> str:

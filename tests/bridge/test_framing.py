@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from roundtable.owner import Owner
 from roundtable.server.stdio import events, frame
+from roundtable.tools.args import Args, Text
 from roundtable.tools.context import OPERATOR
 from roundtable.tools.registry import Registry, ToolSpec
 from tests.helpers import make_git_project
@@ -95,12 +96,25 @@ def test_sse_reader_and_frames_on_arbitrary_unicode(texts: list[str], newline: s
         assert value == message and _check_line(line) == message
 
 
+class EchoArgs(Args):
+    allow_blank = frozenset({"text"})
+
+    text: Text
+
+
 async def test_fuzzed_strings_through_the_bridge_equal_http(project: Path) -> None:
     async def echo(c: Any) -> dict[str, Any]:
-        return {"text": c.args["text"], "mirror": {c.args["text"]: [c.args["text"]]}}
+        return {"text": c.args.text, "mirror": {c.args.text: [c.args.text]}}
 
-    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "additionalProperties": False}
-    spec = ToolSpec("fuzz.echo", "echo", schema, {"type": "object"}, echo, mode="none", read_only=True)
+    spec = ToolSpec(
+        name="fuzz.echo",
+        description="echo",
+        args=EchoArgs,
+        output_schema={"type": "object"},
+        handler=echo,
+        mode="none",
+        read_only=True,
+    )
     rng = random.Random(20261130)
     texts = [TRICKY, "first line\u2028second part", "\r", "a\rb", *(_text(rng) for _ in range(150))]
     async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:

@@ -68,7 +68,9 @@ async def test_a_valid_edit_applies_and_an_invalid_one_is_ignored(
     assert state is not None and _approvals(runtime) == 3
 
     def warnings() -> list[str]:
-        return [r.getMessage() for r in caplog.records if r.name == "roundtable.policy" and r.levelno >= logging.WARNING]
+        return [
+            r.getMessage() for r in caplog.records if r.name == "roundtable.policy" and r.levelno >= logging.WARNING
+        ]
 
     with caplog.at_level(logging.INFO, logger="roundtable.policy"):
         _edit(project, "    approvals_required: 3", "    approvals_required: lots")

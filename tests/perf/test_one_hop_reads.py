@@ -10,6 +10,7 @@ from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
 from roundtable.tools.context import OPERATOR, Call
 from roundtable.tools.registry import get_registry
+from roundtable.tools.tasks import GetArgs
 
 pytestmark = pytest.mark.anyio
 POINT_READS = {"task.get", "resource.get", "vote.list", "human.approval_status"}
@@ -37,7 +38,9 @@ async def test_task_get_through_the_one_hop_path(runtime: Runtime) -> None:
     spec = runtime.registry.lookup("task.get")
     assert spec is not None and spec.handler is not None
     async with runtime.db.read() as reader:
-        call = Call(runtime=runtime, tool="task.get", args={"task_id": created["id"]}, caller=OPERATOR, reader=reader)
+        call = Call(
+            runtime=runtime, tool="task.get", args=GetArgs(task_id=created["id"]), caller=OPERATOR, reader=reader
+        )
         assert (await spec.handler(call))["task"] == created
 
 

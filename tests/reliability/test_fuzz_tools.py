@@ -133,7 +133,7 @@ async def _one(runtime: Runtime, root: Path, tool: str, args: dict[str, Any], as
 
 # The longest integer any transport delivers: every JSON decoder in use refuses more than 4,300
 # digits (Python's conversion limit; the socket and `mcp call` say so, HTTP's parser too). A
-# longer one exists only in-process, where jsonschema's own messages could not format it.
+# longer one exists only in-process.
 HUGE = 10**4299
 
 

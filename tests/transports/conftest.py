@@ -17,6 +17,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
+from roundtable.tools.args import Args, Int, NoArgs, Number, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Registry, ToolSpec
 from tests.helpers import auth_headers
@@ -26,7 +27,7 @@ OBJ: dict[str, Any] = {"type": "object"}
 
 async def _echo(call: Call) -> dict[str, Any]:
     return {
-        "args": call.args,
+        "args": call.args.model_dump(exclude_unset=True),
         "kind": call.caller.kind,
         "transport": call.caller.transport,
         "agent_id": call.caller.agent_id,
@@ -46,28 +47,40 @@ async def _crash(call: Call) -> dict[str, Any]:
 
 
 async def _write(call: Call) -> dict[str, Any]:
-    await call.w.append_event("", "test.written", {"n": call.args["n"]})
-    return {"n": call.args["n"]}
+    await call.w.append_event("", "test.written", {"n": call.args.n})
+    return {"n": call.args.n}
 
 
 async def _slow(call: Call) -> dict[str, Any]:
-    await asyncio.sleep(float(call.args.get("seconds", 0.3)))
+    await asyncio.sleep(call.args.seconds)
     return {"slept": True}
 
 
-def _spec(name: str, handler: Any, props: dict[str, Any] | None = None, **kw: Any) -> ToolSpec:
-    schema = {"type": "object", "properties": props or {}, "additionalProperties": False}
-    return ToolSpec(name, f"test tool {name}", schema, OBJ, handler, **kw)
+class EchoArgs(Args):
+    text: Text = ""
+    n: Int = 0
+
+
+class WriteArgs(Args):
+    n: Int = 0
+
+
+class SlowArgs(Args):
+    seconds: Number = 0.3
+
+
+def _spec(name: str, handler: Any, args: type[Args] = NoArgs, **kw: Any) -> ToolSpec:
+    return ToolSpec(name=name, description=f"test tool {name}", args=args, output_schema=OBJ, handler=handler, **kw)
 
 
 def make_registry() -> Registry:
     specs = [
-        _spec("test.echo", _echo, {"text": {"type": "string"}, "n": {"type": "integer"}}, mode="none", read_only=True),
+        _spec("test.echo", _echo, EchoArgs, mode="none", read_only=True),
         _spec("test.empty", _empty, mode="none"),
         _spec("test.fail", _fail, mode="none"),
         _spec("test.crash", _crash, mode="none"),
-        _spec("test.write", _write, {"n": {"type": "integer"}}),
-        _spec("test.slow", _slow, {"seconds": {"type": "number"}}, mode="none"),
+        _spec("test.write", _write, WriteArgs),
+        _spec("test.slow", _slow, SlowArgs, mode="none"),
     ]
     return Registry({s.name: s for s in specs})
 

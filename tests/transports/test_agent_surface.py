@@ -115,7 +115,14 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
         header, patch = (json.loads(result.content[0].text), result.content[1].text)
         assert set(header) == {"proposal"} and "-line 10\n+line 10!\n" in patch
         assert set(header["proposal"]) == {
-            "id", "task_id", "agent_id", "title", "summary_md", "status", "risk", "revision_number"
+            "id",
+            "task_id",
+            "agent_id",
+            "title",
+            "summary_md",
+            "status",
+            "risk",
+            "revision_number",
         }
         assert header["proposal"]["revision_number"] == 2
         assert result.structured_content == {**header, "patch": patch}

@@ -11,6 +11,7 @@ from mcp import Client
 
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
+from roundtable.tools.args import NoArgs
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Registry, ToolSpec
 from tests.helpers import sdk_http
@@ -29,8 +30,14 @@ async def _leak(call: Call) -> dict[str, Any]:
 @pytest.fixture
 def leaky(owner: Owner) -> Owner:
     specs = {spec.name: spec for spec in make_registry()}
-    schema = {"type": "object", "properties": {}, "additionalProperties": False}
-    specs["test.leak"] = ToolSpec("test.leak", "fails naming a secret", schema, {"type": "object"}, _leak, mode="none")
+    specs["test.leak"] = ToolSpec(
+        name="test.leak",
+        description="fails naming a secret",
+        args=NoArgs,
+        output_schema={"type": "object"},
+        handler=_leak,
+        mode="none",
+    )
     owner.runtime.registry = Registry(specs)
     return owner
 

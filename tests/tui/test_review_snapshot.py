@@ -28,7 +28,9 @@ async def _open(root: Path) -> Runtime:
     runtime = await Runtime.open(root)
     await seed(runtime)
     line = next(d.new for d in file_lines(DIFF)["calc/ops.py"] if d.text == "+    return a * b")
-    await runtime.call("proposal.comment", {"proposal_id": "P-1", "path": "calc/ops.py", "line": line, "body_md": COMMENT})
+    await runtime.call(
+        "proposal.comment", {"proposal_id": "P-1", "path": "calc/ops.py", "line": line, "body_md": COMMENT}
+    )
     return runtime
 
 

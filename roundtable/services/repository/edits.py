@@ -23,7 +23,6 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -66,23 +65,6 @@ class FileWrite:
 
     path: str
     content: str
-
-
-def edits_from_args(raw: list[Any]) -> list[Edit]:
-    """`edits` as the schema delivered them (objects with the declared keys)."""
-    return [
-        Edit(
-            path=str(item["path"]),
-            old_string=str(item["old_string"]),
-            new_string=str(item["new_string"]),
-            replace_all=bool(item.get("replace_all", False)),
-        )
-        for item in raw
-    ]
-
-
-def files_from_args(raw: list[Any]) -> list[FileWrite]:
-    return [FileWrite(path=str(item["path"]), content=str(item["content"])) for item in raw]
 
 
 def _shown(text: str, limit: int = 120) -> str:
