@@ -114,6 +114,19 @@ async def test_vote_errors(flow: Flow) -> None:
             {"proposal_id": p["id"], "agent_id": "r", "vote": "approve", "reason_md": "x", "confidence": 2},
             "argument confidence must be at most 1",
         ),
+        (
+            {"proposal_id": p["id"], "agent_id": "r", "vote": "approve", "reason_md": "x", "confidence": 1.5},
+            "argument confidence must be at most 1",
+        ),
+        (
+            {"proposal_id": p["id"], "agent_id": "r", "vote": "approve", "reason_md": "x", "confidence": -0.1},
+            "argument confidence must be at least 0",
+        ),
+        (
+            {"proposal_id": p["id"], "agent_id": "r", "vote": "approve", "reason_md": "x", "vote_id": "../V"},
+            "argument vote_id must be 1-128 letters",
+        ),
+        ({"proposal_id": p["id"], "agent_id": "r", "vote": None, "reason_md": "x"}, "vote must be one of"),
     ]
     for args, message in cases:
         with pytest.raises(ToolError, match=message):

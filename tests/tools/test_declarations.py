@@ -143,6 +143,22 @@ def test_schemas_are_compact() -> None:
             {"proposal_id": "P", "vote": "approve", "reason_md": "r", "confidence": float("inf")},
             "argument confidence must be a finite number",
         ),
+        ("table.watch", {"after_event_id": None}, "argument after_event_id must be an integer"),
+        (
+            "task.create",
+            {"title": "t", "body_md": "b", "assigned_agent_id": None},
+            "assigned_agent_id must be a string",
+        ),
+        (
+            "human.request_approval",
+            {"subject": "s", "reason_md": "r", "status": None},
+            "argument status must be a string",
+        ),
+        (
+            "human.request_approval",
+            {"subject": "s", "reason_md": "r", "status": "maybe"},
+            "status must be one of requested,",
+        ),
         ("proposal.list", {"status": "merged"}, "argument status must be one of pending, in_review, accepted"),
         (
             "proposal.create",
