@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from roundtable.cli.common import handle_errors, http_address_option, root_option, run_async
+
+if TYPE_CHECKING:
+    from roundtable.owner import Owner
 
 
 @click.command()
@@ -21,7 +24,7 @@ def serve(root: Path, http_address: str | None) -> None:
 
     config = load_config(root)
 
-    def ready(owner: Any) -> str:
+    def ready(owner: Owner) -> str:
         return (
             f"roundtable mcp serve listening on {owner.http_url} and {config.mcp.transport}://{config.mcp.socket_path}"
             + (f" ({owner.address_note}; written to .roundtable/owner.json)" if owner.address_note else "")

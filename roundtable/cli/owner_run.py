@@ -7,29 +7,33 @@ import contextlib
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from roundtable.owner import Owner
 
 
 def echo(line: str) -> None:
     click.echo(line)
 
 
-async def isolation_lines(owner: object) -> list[str]:
+async def isolation_lines(owner: Owner) -> list[str]:
     """What agents' code will run in here: the sessions' launcher (when this owner hosts the
     supervisor) and the test runs' sandbox — said once at start, loudly when unsandboxed."""
     from roundtable.errors import RoundtableError
     from roundtable.services.testing import test_runs as testing
 
     lines: list[str] = []
-    supervisor = getattr(owner, "supervisor", None)
+    supervisor = owner.supervisor
     if supervisor is not None:
         try:
             launcher = await supervisor.launcher()
             lines.append(f"agent sessions: {launcher.describe()}")
         except RoundtableError as exc:
             lines.append(f"agent sessions: cannot be launched ({exc})")
-    sandbox = await testing.sandbox_for(owner.runtime)  # type: ignore[attr-defined]
+    sandbox = await testing.sandbox_for(owner.runtime)
     lines.append(f"test runs: {sandbox.describe()}")
     return lines
 
@@ -38,13 +42,13 @@ async def serve_forever(
     root: Path,
     *,
     chair: bool,
-    ready: Callable[[object], str],
+    ready: Callable[[Owner], str],
     stopped_line: str,
     log: Callable[[str], None] = echo,
     chair_interval: float | None = None,
     autopilot: bool | None = None,
     http_address: str | None = None,
-    after_ready: Callable[[object], Awaitable[None]] | None = None,
+    after_ready: Callable[[Owner], Awaitable[None]] | None = None,
     goal: str = "",
 ) -> None:
     """Enter the owner, print the ready line, run `after_ready` (e.g. create the run of

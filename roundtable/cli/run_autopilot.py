@@ -18,9 +18,13 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roundtable.domain import EventType
+
+if TYPE_CHECKING:
+    from roundtable.owner import Owner
+    from roundtable.runtime import Runtime
 
 QUIET_CHECKS = 3
 
@@ -62,7 +66,7 @@ def describe(event: dict[str, Any]) -> str | None:
 
 
 async def drive(
-    owner: Any, run_id: str, *, interval: float, ticks: int, echo: Callable[[str], None]
+    owner: Owner, run_id: str, *, interval: float, ticks: int, echo: Callable[[str], None]
 ) -> AutopilotResult:
     """Run the Chair loop and wait for the dispatcher to go quiet (see the module docstring)."""
     from roundtable.chair import ChairLoop
@@ -102,7 +106,7 @@ async def drive(
                 await task
 
 
-async def _open_proposals(runtime: Any, run_id: str) -> int:
+async def _open_proposals(runtime: Runtime, run_id: str) -> int:
     async with runtime.db.read() as r:
         count = await r.scalar(
             "SELECT count(*) FROM proposals WHERE run_id = ? AND status IN ('pending', 'in_review')", (run_id,)
@@ -110,7 +114,7 @@ async def _open_proposals(runtime: Any, run_id: str) -> int:
     return int(count or 0)
 
 
-async def _echo_events(runtime: Any, echo: Callable[[str], None]) -> None:
+async def _echo_events(runtime: Runtime, echo: Callable[[str], None]) -> None:
     with runtime.bus.subscribe(maxsize=4096) as changes:
         async for change in changes:
             for event in change.events:

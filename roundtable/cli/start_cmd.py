@@ -10,11 +10,14 @@ per meaningful event — session launches and failed launches, turns, applies, r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from roundtable.cli.common import fail, handle_errors, http_address_option, root_option, run_async
+
+if TYPE_CHECKING:
+    from roundtable.owner import Owner
 
 
 @click.command()
@@ -50,7 +53,7 @@ def start(root: Path, interval: str, autopilot: bool, goal: str, http_address: s
     def say(line: str) -> None:
         owner_log.info("%s", line)
 
-    def ready(owner: Any) -> str:
+    def ready(owner: Owner) -> str:
         return (
             f"roundtable coordinator ready; project={root.resolve()} http={owner.http_url} "
             f"socket={config.mcp.socket_path} interval={format_duration(tick)}"
@@ -58,7 +61,7 @@ def start(root: Path, interval: str, autopilot: bool, goal: str, http_address: s
             + (f" ({owner.address_note}; written to .roundtable/owner.json)" if owner.address_note else "")
         )
 
-    async def about_runs(owner: Any) -> None:
+    async def about_runs(owner: Owner) -> None:
         """The run `--goal` created (before anything listened); else how to create one when no
         run is active."""
         from roundtable.services.coordination.runs import active_run_ids

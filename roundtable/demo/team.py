@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from roundtable.runtime import Runtime
 from roundtable.store.records import Proposal, Run
@@ -72,7 +72,7 @@ class DemoAgents:
                     await self.supervisor.revoke(session_id, "demo stopped")
 
 
-def _runtime_of(owner_or_runtime: Any) -> Runtime:
+def _runtime_of(owner_or_runtime: Owner | Runtime) -> Runtime:
     runtime = getattr(owner_or_runtime, "runtime", owner_or_runtime)
     if not isinstance(runtime, Runtime):
         raise TypeError("start_demo_agents needs an Owner or a Runtime")
@@ -135,7 +135,7 @@ async def _play(demo: DemoAgents, run_id: str, task_id: str) -> None:
         await sup.wait(session_id, 600)
 
 
-async def start_demo_agents(owner_or_runtime: Any, run_id: str) -> DemoAgents:
+async def start_demo_agents(owner_or_runtime: Owner | Runtime, run_id: str) -> DemoAgents:
     """Create the demo task and start the scripted team in the background."""
     runtime = _runtime_of(owner_or_runtime)
     existing = supervisor_for(runtime)

@@ -23,6 +23,7 @@ from roundtable.runtime import Runtime
 from roundtable.tui.widgets.header import OwnerInfo
 
 if TYPE_CHECKING:
+    from roundtable.autopilot import Overrides
     from roundtable.owner import Owner
 
 log = logging.getLogger("roundtable.tui")
@@ -41,7 +42,7 @@ def run_console(
     demo: DemoStart | None = None,
     run_id: str = "",
     autopilot: bool | None = None,
-    autopilot_overrides: Any = None,
+    autopilot_overrides: Overrides | None = None,
 ) -> None:
     """Blocking entry point used by `roundtable run` (`autopilot` None follows the config)."""
     asyncio.run(
@@ -97,7 +98,7 @@ async def console_main(
     demo: DemoStart | None,
     run_id: str = "",
     autopilot: bool | None = None,
-    autopilot_overrides: Any = None,
+    autopilot_overrides: Overrides | None = None,
 ) -> int:
     """Run the console; returns the app's exit status (non-zero if it crashed)."""
     from roundtable.tui.app import RoundtableApp

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 
@@ -12,6 +12,9 @@ from roundtable.tui.sources import ClaimLine, ClaimsSource
 from roundtable.tui.timefmt import human_delta, seconds_until
 from roundtable.tui.widgets.virtual_list import VirtualList
 
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
+
 
 class ClaimsPane(VirtualList):
     BINDINGS: ClassVar = commands.pane_bindings("claims")
@@ -19,7 +22,7 @@ class ClaimsPane(VirtualList):
     kind = "claim"
     TITLE = "Claims"
 
-    def __init__(self, runtime: Any, **kwargs: Any) -> None:
+    def __init__(self, runtime: Runtime, **kwargs: Any) -> None:
         super().__init__(runtime, ClaimsSource(), **kwargs)
 
     def header(self) -> Text:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 
@@ -12,6 +12,9 @@ from roundtable.tui.sources import EventLine, EventsSource
 from roundtable.tui.timefmt import short_time
 from roundtable.tui.widgets.virtual_list import VirtualList
 
+if TYPE_CHECKING:
+    from roundtable.runtime import Runtime
+
 
 class EventsPane(VirtualList):
     BINDINGS: ClassVar = commands.pane_bindings("events")
@@ -19,7 +22,7 @@ class EventsPane(VirtualList):
     TITLE = "Events"
     FOLLOWS = True
 
-    def __init__(self, runtime: Any, **kwargs: Any) -> None:
+    def __init__(self, runtime: Runtime, **kwargs: Any) -> None:
         super().__init__(runtime, EventsSource(), follow=True, **kwargs)
 
     def header(self) -> Text:
