@@ -7,7 +7,6 @@ command lives in its own module and heavy imports (the MCP SDK, Textual) happen 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from typing import Any
 
@@ -68,20 +67,11 @@ class LazyGroup(click.Group):
         self._lazy = lazy
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self._available()})
-
-    def _available(self) -> list[str]:
-        names = []
-        for name, (module, _attr, _help) in self._lazy.items():
-            if importlib.util.find_spec(module) is not None:
-                names.append(name)
-        return names
+        return sorted({*super().list_commands(ctx), *self._lazy})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self._lazy:
             module_name, attr, _help = self._lazy[cmd_name]
-            if importlib.util.find_spec(module_name) is None:
-                return None
             command = getattr(importlib.import_module(module_name), attr)
             assert isinstance(command, click.Command)
             return command
