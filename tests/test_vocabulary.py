@@ -30,7 +30,7 @@ DOMAIN = ROOT / "domain.py"
 # Migration steps are SQL history: they are never edited, so they keep the values they were written with.
 EXEMPT = {ROOT / "store" / "schema.py"}
 
-CONTEXT = re.compile(r"(status|state|vote|risk|outcome|decision|ending)", re.IGNORECASE)
+CONTEXT = re.compile(r"(status|state|vote|risk|outcome|decision|ending|transition)", re.IGNORECASE)
 SQL = re.compile(r"\b(SELECT|UPDATE|INSERT|DELETE|WHERE)\b")
 SQL_LITERAL = re.compile(
     r"(?<![a-z_])(?P<col>[a-z_.]*(?:status|state|outcome)|(?:[a-z]+\.)?type)\s*(?:=|!=|<>|\bIN\b|\bNOT IN\b)\s*\(?(?P<vals>'[^']*'(?:\s*,\s*'[^']*')*)",

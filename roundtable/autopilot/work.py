@@ -44,7 +44,6 @@ from roundtable.services.sessions.briefing import comments_block
 from roundtable.store.db import Reader
 from roundtable.store.records import Proposal, SecurityReview, Task, TestRun
 
-REVIEW_EVENT = EventType.PROPOSAL_REVIEW_REQUESTED
 VOTER_ROLES = ("reviewer", "security", "tester")  # the order further voters are added in
 BLOCKING_REVIEWS = frozenset({ReviewStatus.VETO, ReviewStatus.NEEDS_CHANGES})
 FAILED_TESTS = frozenset({TestRunStatus.FAILED, TestRunStatus.ERROR, TestRunStatus.TIMED_OUT})
@@ -167,7 +166,7 @@ async def _proposal_jobs(r: Reader, goals: dict[str, str], work: Work, root: Pat
         requested = await r.scalar(
             "SELECT payload_json FROM events WHERE type = ? AND json_extract(payload_json, '$.proposal_id') = ?"
             " AND json_extract(payload_json, '$.revision') = ? ORDER BY id DESC LIMIT 1",
-            (REVIEW_EVENT, p.id, rev),
+            (EventType.PROPOSAL_REVIEW_REQUESTED, p.id, rev),
         )
         if not requested:
             continue  # the Chair requests the review first

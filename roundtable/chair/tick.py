@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.chair.report import TickReport
-from roundtable.domain import TERMINAL_TASK_STATUSES
+from roundtable.domain import TERMINAL_TASK_STATUSES, EventType
 from roundtable.services.coordination.agents import enabled_with_role
-from roundtable.services.coordination.chair_steps import REVIEW_EVENT, error_text
+from roundtable.services.coordination.chair_steps import error_text
 from roundtable.store.records import Proposal, Task
 from roundtable.tools.context import CHAIR
 
@@ -111,7 +111,7 @@ async def _request_reviews(runtime: Runtime, run_id: str, report: TickReport) ->
         done_rows = await r.fetchall(
             "SELECT json_extract(payload_json, '$.proposal_id'), json_extract(payload_json, '$.revision')"
             " FROM events WHERE type = ?",
-            (REVIEW_EVENT,),
+            (EventType.PROPOSAL_REVIEW_REQUESTED,),
         )
     done = {(str(a), str(b)) for a, b in done_rows}
     for proposal in proposals:

@@ -18,6 +18,7 @@ from annotated_types import Le
 from pydantic import Field
 
 from roundtable import clock
+from roundtable.domain import ClaimStatus
 from roundtable.errors import NotFound, ValidationError
 from roundtable.services import paging
 from roundtable.services.coordination import claims as claims_service
@@ -197,7 +198,7 @@ async def release(call: Call[ReleaseArgs]) -> dict[str, Any]:
     updated, changed = await claims_service.transition(
         call.w,
         args.claim_id.strip(),
-        "released",
+        ClaimStatus.RELEASED,
         clock.now(),
         actor_id=actor,
         reason=_short(args.reason, "reason"),

@@ -111,7 +111,7 @@ async def _settle_work(tx: Tx, proposal: Proposal, tx_id: str, claim_ids: list[s
         await claims.transition(
             tx,
             claim_id,
-            "released",
+            ClaimStatus.RELEASED,
             now,
             actor_id=actor,
             reason=f"applied in {tx_id}",

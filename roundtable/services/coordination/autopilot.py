@@ -30,7 +30,6 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
 ACTOR = "dispatcher"
-TASK_BLOCKED = EventType.TASK_BLOCKED
 EVENT_TYPES = frozenset(
     {
         EventType.AUTOPILOT_ENABLED,
@@ -73,7 +72,7 @@ async def block_task(tx: Tx, run_id: str, task_id: str, reason: str, *, actor: s
     tx.tables.add("tasks")
     await tx.append_event(
         run_id,
-        TASK_BLOCKED,
+        EventType.TASK_BLOCKED,
         {"task_id": task_id, "reason": clip(reason), "previous_status": task.status},
         actor_id=actor,
         task_id=task_id,
@@ -93,7 +92,7 @@ def blocked_reason_on(conn: sqlite3.Connection, task_id: str) -> str:
     raw = rows.scalar(
         conn,
         "SELECT payload_json FROM events WHERE type = ? AND task_id = ? ORDER BY id DESC LIMIT 1",
-        (TASK_BLOCKED, task_id),
+        (EventType.TASK_BLOCKED, task_id),
     )
     if not raw:
         return ""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roundtable import clock
-from roundtable.domain import RUN_ENDINGS, EventType
+from roundtable.domain import RUN_ENDINGS, EventType, orchestrator_event
 from roundtable.errors import RoundtableError
 from roundtable.services.coordination import claims as claims_service
 from roundtable.services.coordination import runs as runs_service
@@ -23,8 +23,6 @@ from roundtable.services.coordination.tasks import assign_task
 from roundtable.services.project import Project
 from roundtable.store.db import Tx
 
-ERROR_EVENT = EventType.CHAIR_ERROR
-REVIEW_EVENT = EventType.PROPOSAL_REVIEW_REQUESTED
 SYSTEM_ACTOR = "system"  # claims the sweep expires are expired by time, not by the Chair
 ENDINGS = RUN_ENDINGS
 
@@ -44,11 +42,11 @@ async def record_error(tx: Tx, run_id: str, step: str, item: str, error: str, *,
         "SELECT payload_json FROM events WHERE run_id = ? AND type = ? AND"
         " json_extract(payload_json, '$.step') = ? AND json_extract(payload_json, '$.item') = ?"
         " ORDER BY id DESC LIMIT 1",
-        (run_id, ERROR_EVENT, step, item),
+        (run_id, EventType.CHAIR_ERROR, step, item),
     )
     if last is not None and json.loads(last).get("error") == error:
         return False
-    await tx.append_event(run_id, ERROR_EVENT, {"step": step, "item": item, "error": error}, actor_id=actor)
+    await tx.append_event(run_id, EventType.CHAIR_ERROR, {"step": step, "item": item, "error": error}, actor_id=actor)
     return True
 
 
@@ -99,7 +97,7 @@ async def mark_in_review(
     announced = await tx.scalar(
         "SELECT 1 FROM events WHERE type = ? AND json_extract(payload_json, '$.proposal_id') = ?"
         " AND json_extract(payload_json, '$.revision') = ? LIMIT 1",
-        (REVIEW_EVENT, proposal_id, payload["revision"]),
+        (EventType.PROPOSAL_REVIEW_REQUESTED, proposal_id, payload["revision"]),
     )
     await tx.execute(
         "UPDATE proposals SET status = 'in_review', updated_at = ? WHERE id = ? AND status = 'pending'",
@@ -108,7 +106,7 @@ async def mark_in_review(
     tx.tables.add("proposals")
     if announced:
         return False
-    await tx.append_event(run_id, REVIEW_EVENT, payload, actor_id=actor, task_id=task_id)
+    await tx.append_event(run_id, EventType.PROPOSAL_REVIEW_REQUESTED, payload, actor_id=actor, task_id=task_id)
     return True
 
 
@@ -150,7 +148,7 @@ async def end_run(
         raise ValueError(f"unknown run ending {status!r}")
     await runs_service.end_run(project, run_id, status)
     async with project.db.write(tool=label) as tx:
-        await tx.append_event(run_id, f"orchestrator.{status}", payload, actor_id=actor)
+        await tx.append_event(run_id, orchestrator_event(status), payload, actor_id=actor)
 
 
 async def note_retry(tx: Tx, run_id: str, payload: dict[str, Any], *, actor: str) -> None:

@@ -16,7 +16,6 @@ from roundtable.domain import EventType
 from roundtable.errors import LimitReached
 from roundtable.store.db import Tx
 
-QUOTA_EVENT = EventType.QUOTA_REACHED
 Kind = Literal["task", "proposal"]
 
 
@@ -55,6 +54,6 @@ def _refuse(kind: Kind, run_id: str, agent_id: str, scope: str, limit: int, what
         f"{kind} quota reached: {what}{where} (the limit, {key}, is {limit}); no more are accepted — "
         "finish the work with what exists or ask the operator",
         run_id=run_id,
-        event_type=QUOTA_EVENT,
+        event_type=EventType.QUOTA_REACHED,
         payload={"kind": kind, "scope": scope, "limit": limit, "agent_id": agent_id, "key": key},
     )

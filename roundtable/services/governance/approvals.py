@@ -31,11 +31,8 @@ from roundtable.services.run_scope import resolve, task_run
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import HumanApproval
 
-REQUESTED = ApprovalStatus.REQUESTED
-APPROVED = ApprovalStatus.APPROVED
-CLOSED = ApprovalStatus.CLOSED
 DECISION_STATUSES: tuple[str, ...] = APPROVAL_DECISIONS
-STATUSES: tuple[str, ...] = (REQUESTED, *DECISION_STATUSES)
+STATUSES: tuple[str, ...] = (ApprovalStatus.REQUESTED, *DECISION_STATUSES)
 
 
 @dataclass(frozen=True)
@@ -57,7 +54,7 @@ class ApprovalInput:
     def decides(self) -> bool:
         """Whether this call carries anything only the operator may set."""
         return (
-            (self.status is not None and self.status != REQUESTED)
+            (self.status is not None and self.status != ApprovalStatus.REQUESTED)
             or bool(self.decided_by)
             or bool(self.decision_md)
             or self.override_policy is True
@@ -81,7 +78,7 @@ def _check_authority(req: ApprovalInput, actor: Actor, existing: HumanApproval |
         raise PermissionDenied(f"human approvals are decided by the human operator, not {who}")
     if actor.operator or existing is None:
         return
-    if existing.status != REQUESTED:
+    if existing.status != ApprovalStatus.REQUESTED:
         raise PermissionDenied(
             f"approval {existing.id} was already decided ({existing.status}); request a new approval instead"
         )
@@ -136,14 +133,14 @@ async def record_approval(tx: Tx, req: ApprovalInput, actor: Actor) -> tuple[Hum
         decided_by = req.decided_by or existing.decided_by
         decision_md = existing.decision_md if req.decision_md is None else req.decision_md
     else:
-        status = req.status or REQUESTED
+        status = req.status or ApprovalStatus.REQUESTED
         revision = proposal.revision if proposal else ""
         override = bool(req.override_policy)
-        decided_by = req.decided_by or (actor.name if status != REQUESTED else "")
+        decided_by = req.decided_by or (actor.name if status != ApprovalStatus.REQUESTED else "")
         decision_md = req.decision_md or ""
-    if override and status != APPROVED:
+    if override and status != ApprovalStatus.APPROVED:
         raise ValidationError("override_policy can only be set together with status approved")
-    if status == REQUESTED and (req.decided_by or req.override_policy):
+    if status == ApprovalStatus.REQUESTED and (req.decided_by or req.override_policy):
         raise ValidationError("decided_by and override_policy need a decision status (approved, denied, ...)")
     if proposal is not None and decided_by and decided_by == proposal.agent_id:
         raise PermissionDenied(
@@ -171,7 +168,7 @@ async def record_approval(tx: Tx, req: ApprovalInput, actor: Actor) -> tuple[Hum
         await tx.update("human_approvals", {"id": approval_id}, values)
     approval = await get_approval(tx, approval_id)
 
-    if status == REQUESTED:
+    if status == ApprovalStatus.REQUESTED:
         event_type = EventType.APPROVAL_REQUESTED
     elif req.status is not None:
         event_type = EventType.APPROVAL_DECIDED
@@ -214,12 +211,14 @@ def select_approval(
     if not needs_human or blockers > vetoes or not revision:
         return None
     decided = [
-        a for a in approvals if a.proposal_id and a.revision == revision and a.status != REQUESTED and a.decided_by
+        a
+        for a in approvals
+        if a.proposal_id and a.revision == revision and a.status != ApprovalStatus.REQUESTED and a.decided_by
     ]
     if not decided:
         return None
     latest = max(decided, key=lambda a: (a.updated_at, a.created_at, a.id))
-    if latest.status != APPROVED:
+    if latest.status != ApprovalStatus.APPROVED:
         return None
     if vetoes > 0 and not latest.override_policy:
         return None
@@ -243,14 +242,18 @@ async def close_moot(tx: Tx, proposal_id: str, reason: str, *, run_id: str, keep
     rows = await tx.all(
         HumanApproval,
         "SELECT * FROM human_approvals WHERE proposal_id = ? AND status = ? ORDER BY created_at, id",
-        (proposal_id, REQUESTED),
+        (proposal_id, ApprovalStatus.REQUESTED),
     )
     now = clock.now()
     closed: list[str] = []
     for row in rows:
         if keep_revision and row.revision == keep_revision:
             continue
-        await tx.update("human_approvals", {"id": row.id}, {"status": CLOSED, "decision_md": reason, "updated_at": now})
+        await tx.update(
+            "human_approvals",
+            {"id": row.id},
+            {"status": ApprovalStatus.CLOSED, "decision_md": reason, "updated_at": now},
+        )
         await tx.append_event(
             run_id,
             EventType.APPROVAL_CLOSED,
@@ -283,12 +286,12 @@ async def settle_after_apply(
         (proposal_id, revision),
     )
     latest = latest_decision(rows, revision)
-    approval_id = latest.id if latest is not None and latest.status == APPROVED else ""
+    approval_id = latest.id if latest is not None and latest.status == ApprovalStatus.APPROVED else ""
     if not approval_id:
         now = clock.now()
         note = f"approved by applying revision {revision_number} ({transaction_id})"
-        pending = next((r for r in reversed(rows) if r.status == REQUESTED), None)
-        values = {"status": APPROVED, "decided_by": applied_by, "decision_md": note, "updated_at": now}
+        pending = next((r for r in reversed(rows) if r.status == ApprovalStatus.REQUESTED), None)
+        values = {"status": ApprovalStatus.APPROVED, "decided_by": applied_by, "decision_md": note, "updated_at": now}
         if pending is not None:
             approval_id = pending.id
             await tx.update("human_approvals", {"id": approval_id}, values)
@@ -315,7 +318,7 @@ async def settle_after_apply(
             {
                 "approval_id": approval_id,
                 "proposal_id": proposal_id,
-                "status": APPROVED,
+                "status": ApprovalStatus.APPROVED,
                 "revision": revision,
                 "decided_by": applied_by,
                 "implicit": True,

@@ -31,13 +31,10 @@ SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
 BLOCKING = ("critical", "high", "medium")
 MAX_FINDINGS = 500
 
-APPROVED = ReviewStatus.APPROVED
-NEEDS_CHANGES = ReviewStatus.NEEDS_CHANGES
-VETO = ReviewStatus.VETO
 SUMMARIES: dict[str, str] = {
-    VETO: "Security review vetoed the proposal due to critical findings.",
-    NEEDS_CHANGES: "Security review found issues that require changes before apply.",
-    APPROVED: "Security review completed with no blocking findings.",
+    ReviewStatus.VETO: "Security review vetoed the proposal due to critical findings.",
+    ReviewStatus.NEEDS_CHANGES: "Security review found issues that require changes before apply.",
+    ReviewStatus.APPROVED: "Security review completed with no blocking findings.",
 }
 
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
@@ -201,10 +198,10 @@ def _scan_line(
 def verdict(findings: Iterable[Finding]) -> str:
     severities = {f.severity for f in findings}
     if "critical" in severities:
-        return VETO
+        return ReviewStatus.VETO
     if severities & set(BLOCKING):
-        return NEEDS_CHANGES
-    return APPROVED
+        return ReviewStatus.NEEDS_CHANGES
+    return ReviewStatus.APPROVED
 
 
 _EVERYTHING = Allowances(symlinks=True, submodules=True, mode_changes=True)

@@ -20,7 +20,6 @@ from roundtable.services.sessions import usage
 from roundtable.services.sessions.usage import Recorded, Totals
 from roundtable.store.db import Reader, Tx
 
-BUDGET_EXCEEDED = EventType.BUDGET_EXCEEDED
 REASON_PREFIX = "budget:"
 SCOPES = ("task", "run", "day")
 
@@ -88,7 +87,7 @@ async def _recorded(tx: Tx, crossing: Crossing) -> bool:
         await tx.scalar(
             "SELECT 1 FROM events WHERE type = ? AND json_extract(payload_json, '$.scope') = ?"
             " AND json_extract(payload_json, '$.key') = ? LIMIT 1",
-            (BUDGET_EXCEEDED, crossing.scope, crossing.key),
+            (EventType.BUDGET_EXCEEDED, crossing.scope, crossing.key),
         )
     )
 
@@ -114,7 +113,7 @@ async def enforce(tx: Tx, budgets: BudgetsConfig, rec: Recorded, *, actor: str) 
         if not await _recorded(tx, crossing):
             await tx.append_event(
                 rec.run_id,
-                BUDGET_EXCEEDED,
+                EventType.BUDGET_EXCEEDED,
                 crossing.payload(rec.session_id),
                 actor_id=actor,
                 task_id=rec.task_id if crossing.scope == "task" else "",

@@ -50,11 +50,6 @@ MAX_COMMAND_CHARS = 1_000
 CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SECRET_ENV = re.compile(r"(?i)token|secret|passw|api_?key|credential|private_?key")
 
-PASSED = TestRunStatus.PASSED
-FAILED = TestRunStatus.FAILED
-TIMED_OUT = TestRunStatus.TIMED_OUT
-ERROR = TestRunStatus.ERROR
-
 
 PATHS_SLOT = "{paths}"
 K_SLOT = "{k}"
@@ -340,11 +335,11 @@ async def execute(
             )
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return Execution(ERROR, None, "", f"could not start {argv[0]}: {reason}")
+        return Execution(TestRunStatus.ERROR, None, "", f"could not start {argv[0]}: {reason}")
     if done.timed_out:
-        return Execution(TIMED_OUT, done.code, capture.text(), f"timed out after {timeout:g} s")
+        return Execution(TestRunStatus.TIMED_OUT, done.code, capture.text(), f"timed out after {timeout:g} s")
     code = done.code
     output = capture.text()
     if spec is not None and code == SETUP_FAILED and (why := _setup_failure(output)):
-        return Execution(ERROR, code, output, f"the sandbox could not be set up: {why}")
-    return Execution(PASSED if code == 0 else FAILED, code, output)
+        return Execution(TestRunStatus.ERROR, code, output, f"the sandbox could not be set up: {why}")
+    return Execution(TestRunStatus.PASSED if code == 0 else TestRunStatus.FAILED, code, output)

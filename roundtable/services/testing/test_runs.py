@@ -55,9 +55,6 @@ if TYPE_CHECKING:
 TESTLOGS_DIR = ".roundtable/testlogs"
 SUMMARY_LINES = 6
 NO_OUTPUT = "No test output captured."
-RUNNING = TestRunStatus.RUNNING
-PASSED = TestRunStatus.PASSED
-REPORTED = TestRunStatus.REPORTED
 OUTCOMES: tuple[str, ...] = tuple(TestOutcome)
 MAX_EVIDENCE_COMMAND = 1_000
 MAX_EVIDENCE_SUMMARY = 10_000
@@ -216,7 +213,7 @@ async def run_test(
                 "proposal_id": req.proposal_id or None,
                 "task_id": task_id or None,
                 "command": label,
-                "status": RUNNING,
+                "status": TestRunStatus.RUNNING,
                 "revision": (proposal.revision if proposal else "") or None,
                 "agent_id": actor.agent_id or None,
                 "session_id": actor.session_id or None,
@@ -251,7 +248,7 @@ async def run_test(
             await _finish(
                 runtime,
                 test_run_id,
-                {"status": test_exec.ERROR, "summary_md": f"Could not write the test log: {exc.strerror}."},
+                {"status": TestRunStatus.ERROR, "summary_md": f"Could not write the test log: {exc.strerror}."},
                 actor,
                 run,
             )
@@ -261,7 +258,7 @@ async def run_test(
             await _finish(
                 runtime,
                 test_run_id,
-                {"status": test_exec.ERROR, "summary_md": "Test run was cancelled before it finished."},
+                {"status": TestRunStatus.ERROR, "summary_md": "Test run was cancelled before it finished."},
                 actor,
                 run,
             )
@@ -296,10 +293,10 @@ async def _execute(
     try:
         tree = await scratch.create(runtime.root, patch, excluded=excluded)
     except ToolError as exc:
-        return test_exec.Execution(test_exec.ERROR, None, "", str(exc))
+        return test_exec.Execution(TestRunStatus.ERROR, None, "", str(exc))
     try:
         if missing := await anyio.to_thread.run_sync(_program_missing, argv, tree.path):
-            return test_exec.Execution(test_exec.ERROR, None, "", missing)
+            return test_exec.Execution(TestRunStatus.ERROR, None, "", missing)
         spec = None
         if sandbox.usable:
             spec = sandbox_runner.build_spec(
@@ -368,7 +365,7 @@ async def submit_evidence(tx: Tx, req: EvidenceInput, actor: Actor) -> TestRun:
             "proposal_id": proposal.id,
             "task_id": proposal.task_id or None,
             "command": req.command,
-            "status": REPORTED,
+            "status": TestRunStatus.REPORTED,
             "summary_md": redact(req.summary_md),
             "revision": proposal.revision or None,
             "outcome": req.outcome,
@@ -401,5 +398,9 @@ def passing_runs(runs: Sequence[TestRun], revision: str) -> list[TestRun]:
     return [
         r
         for r in runs
-        if r.proposal_id and revision and r.revision == revision and r.status == PASSED and r.outcome != NARROWED
+        if r.proposal_id
+        and revision
+        and r.revision == revision
+        and r.status == TestRunStatus.PASSED
+        and r.outcome != NARROWED
     ]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import clock
+from roundtable.domain import ClaimStatus
 from roundtable.errors import ToolError
 from roundtable.services.coordination.claims.model import resource_from_row
 from roundtable.services.coordination.claims.transitions import transition
@@ -91,7 +92,7 @@ async def reconcile(
                 continue
             reason = f"{STALE_REASON}: claimed {base} current {digest}"
             updated, changed = await transition(
-                tx, claim_id, "suspended", at, actor_id=actor, reason=reason, run_id=run_id, operator=True
+                tx, claim_id, ClaimStatus.SUSPENDED, at, actor_id=actor, reason=reason, run_id=run_id, operator=True
             )
             if changed:
                 out.append(updated)

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from roundtable.domain import ClaimStatus
+from roundtable.domain import ClaimStatus, claim_event
 from roundtable.errors import PermissionDenied
 from roundtable.services.coordination.claims.model import effective
 from roundtable.store.db import Tx
 from roundtable.store.records import Claim
 
-_VERBS = {"released": "release", "revoked": "revoke", "suspended": "suspend", "expired": "expire"}
+_VERBS: dict[str, str] = {
+    ClaimStatus.RELEASED: "release",
+    ClaimStatus.REVOKED: "revoke",
+    ClaimStatus.SUSPENDED: "suspend",
+    ClaimStatus.EXPIRED: "expire",
+}
 
 
 async def transition(
@@ -49,7 +54,7 @@ async def transition(
     await tx.update("claims", {"id": claim_id}, {"status": status})
     await tx.append_event(
         run_id,
-        f"claim.{status}",
+        claim_event(status),
         {"claim_id": claim_id, "resource_id": stored.resource_id, "status": status, "reason": reason},
         actor_id=actor_id,
         task_id=stored.task_id,
