@@ -44,7 +44,7 @@ def test_only_the_runtime_and_the_services_open_write_transactions() -> None:
 
 SERVICES = PACKAGE / "services"
 # Modules above the tools layer: they change state only through `Runtime.call`.
-UPPER = ("cli/", "tui/", "server/", "supervisor.py", "owner.py", "autopilot/", "chair/", "notify/")
+UPPER = ("cli/", "tui/", "demo/", "server/", "supervisor.py", "owner.py", "autopilot/", "chair/", "notify/")
 
 
 def _module_name(path: Path) -> str:
