@@ -1,6 +1,6 @@
 """The policy engine: path profiles, high-risk paths and consensus over `POLICIES.ROUNDTABLE.md`.
 
-The file's format, its models and the built-in defaults are `policy_file`'s; a missing file
+The file's format, its models and the built-in defaults are `policy.file`'s; a missing file
 means those defaults (which equal the YAML of the scaffolded file). `Policy` is the effective
 policy one owner runs with.
 
