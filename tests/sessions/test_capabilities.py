@@ -156,6 +156,12 @@ async def test_reviewer_claim_review_is_allowed(runtime: Runtime) -> None:
     assert out.args["agent_id"] == "reviewer-1"
     out = await check(runtime, b.cap.id, "vote.cast", {"vote": "approve", "reason_md": "ok"})
     assert out.args["proposal_id"] == pid
+    # Line comments, on the bound proposal only; an implementer's session has no such tool.
+    out = await check(runtime, b.cap.id, "proposal.comment", {"body_md": "why?"})
+    assert out.args["proposal_id"] == pid and out.args["body_md"] == "why?"
+    with pytest.raises(caps.Denied):
+        await check(runtime, b.cap.id, "proposal.comment", {"proposal_id": "P-other", "body_md": "x"})
+    assert "proposal.comment" not in caps.allowed_tools("implementer")
 
 
 async def test_repo_reads_need_readable_path_and_claim(runtime: Runtime) -> None:
