@@ -20,7 +20,8 @@ import click
 from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
 from roundtable.domain import RUN_ENDINGS, RunStatus
 
-END_STATUSES = RUN_ENDINGS
+# Plain strings: click offers an enum member's name (COMPLETED), not its value.
+END_STATUSES = [str(status) for status in RUN_ENDINGS]
 
 
 async def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ RUN_ID = "RUN-demo"
 DIFF = """diff --git a/calc/ops.py b/calc/ops.py
 --- a/calc/ops.py
 +++ b/calc/ops.py
-@@ -5,3 +5,7 @@ def add(a: int, b: int) -> int:
+@@ -5,2 +5,6 @@ def add(a: int, b: int) -> int:
  def sub(a: int, b: int) -> int:
      return a - b
 +
