@@ -9,11 +9,11 @@ contention rows are committed in a second one.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Annotated, Any
 
-import anyio
 from annotated_types import Le
 from pydantic import Field
 
@@ -142,9 +142,7 @@ async def claim(call: Call[ClaimArgs]) -> dict[str, Any]:
     rationale = _short(args.rationale, "rationale")
     resume_policy = args.resume_policy or "hold"
     base_hash = args.base_hash.strip()
-    start, end, base_hash = await anyio.to_thread.run_sync(
-        _prepare, runtime.root, resource_type, path, symbol, base_hash
-    )
+    start, end, base_hash = await asyncio.to_thread(_prepare, runtime.root, resource_type, path, symbol, base_hash)
     request = claims_service.ClaimRequest(
         agent_id=agent_id,
         task_id=task_id,
