@@ -624,6 +624,12 @@ class Database:
             finally:
                 await self._leave(batch, urgent=urgent, ok=False)
             raise
+        if tx.entered and not self._writer.in_transaction:
+            # SQLite ended the transaction under this writer (some errors roll it back whole,
+            # and the writer went on): nothing of it, nor of the writers before it, is left.
+            batch.lost = "the write transaction was rolled back by an error inside it"
+            await self._leave(batch, urgent=urgent, ok=False)
+            raise StoreError(f"{batch.lost}; nothing was written — retry")
         if tx.entered:
             batch.savepoint = tx.savepoint or batch.savepoint
         if self._writer.total_changes != changes_before or tx.events:

@@ -128,6 +128,50 @@ async def test_a_failed_commit_fails_every_writer_and_publishes_nothing(db: Data
     assert await _ids(db) == {"T-after"}
 
 
+async def test_a_transaction_ended_under_its_writers_fails_them_all(db: Database) -> None:
+    async def ender() -> None:  # as SQLite does on some errors (a full disk), and the writer went on
+        async with db.write(tool="ender") as tx:
+            await tx.insert("tasks", {"id": "T-ender", "title": "e", "body_md": "b"})
+            await tx.execute("ROLLBACK")
+
+    log: list[str] = []
+    with db.bus.subscribe() as sub:
+        outcomes = await _grouped(db, [lambda: _task(db, "a"), ender, lambda: _task(db, "b")], log)
+        changes = sub.drain()
+    # The holder and `a` were in the lost transaction; `b` began a new one after it.
+    assert [type(o).__name__ for o in outcomes] == ["StoreError", "StoreError", "NoneType", "StoreError"]
+    assert all("rolled back" in str(o) for o in outcomes if o is not None)
+    assert await _ids(db) == {"T-b"}
+    assert [e["task_id"] for c in changes for e in c.events] == ["T-b"]
+
+
+async def test_a_full_disk_under_one_writer_fails_its_batch_and_publishes_nothing(db: Database) -> None:
+    async with db.write(tool="setup") as tx:
+        await tx.execute("CREATE TABLE blobs (data BLOB)")
+    pages = await db._writer.execute_fetchall("PRAGMA page_count")
+    await db._writer.execute(f"PRAGMA max_page_count = {int(next(iter(pages))[0]) + 8}")
+
+    async def huge() -> None:
+        async with db.write(tool="huge") as tx:
+            await tx.execute("INSERT INTO blobs (data) VALUES (zeroblob(1000000))")
+
+    log: list[str] = []
+    with db.bus.subscribe() as sub:
+        outcomes = await _grouped(db, [lambda: _task(db, "a"), huge, lambda: _task(db, "b")], log)
+        changes = sub.drain()
+    # SQLite rolls the whole transaction back on a full disk: the holder and `a` are told so
+    # (nothing of theirs was written); `b` began a new transaction after it.
+    a, full, b, holder = outcomes
+    assert "full" in str(full), full
+    for lost in (holder, a):
+        assert isinstance(lost, StoreError) and "rolled back" in str(lost) and "retry" in str(lost), lost
+    assert b is None
+    assert await _ids(db) == {"T-b"}
+    assert [e["task_id"] for c in changes for e in c.events] == ["T-b"]
+    async with db.read() as r:
+        assert await r.scalar("SELECT count(*) FROM blobs") == 0
+
+
 async def test_concurrent_writers_publish_gap_free_events_in_commit_order(db: Database) -> None:
     with db.bus.subscribe(maxsize=1000) as sub:
         outcomes = await asyncio.gather(
