@@ -5,7 +5,7 @@ publishes nothing, events stay in commit order, and a lone writer commits at onc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -55,7 +55,10 @@ async def _task(db: Database, name: str, *, fail: bool = False, log: list[str] |
             raise Refused(name)
 
 
-async def _grouped(db: Database, writers: list[Callable[[], object]], log: list[str]) -> list[object]:
+Writer = Callable[[], Awaitable[object]]
+
+
+async def _grouped(db: Database, writers: list[Writer], log: list[str]) -> list[object]:
     """Run `writers` queued behind a holder, so that they join the holder's transaction; returns
     their outcomes (a result or the exception), the holder's last."""
     release = asyncio.Event()
@@ -68,10 +71,14 @@ async def _grouped(db: Database, writers: list[Callable[[], object]], log: list[
 
     first = asyncio.create_task(holder())
     await _until(db._write_lock.locked)
-    tasks = [asyncio.create_task(w()) for w in writers]  # type: ignore[arg-type]
+    tasks = [asyncio.ensure_future(w()) for w in writers]
     await _until(lambda: db._write_lock.waiting() >= len(writers))
     release.set()
     return await asyncio.gather(*tasks, first, return_exceptions=True)
+
+
+def _writer(db: Database, name: str) -> Writer:
+    return lambda: _task(db, name)
 
 
 async def _ids(db: Database) -> set[str]:
@@ -202,7 +209,7 @@ async def test_a_batch_is_bounded(db: Database) -> None:
     log: list[str] = []
     count = group.MAX_MEMBERS + 8
     commits = db.commits
-    outcomes = await _grouped(db, [lambda i=i: _task(db, f"w{i}") for i in range(count)], log)
+    outcomes = await _grouped(db, [_writer(db, f"w{i}") for i in range(count)], log)
     assert all(o is None for o in outcomes)
     assert len(await _ids(db)) == count + 1
     assert db.commits - commits >= 2, "a full batch commits and the rest start another"
@@ -212,7 +219,7 @@ async def test_an_old_batch_commits_before_taking_more(db: Database, monkeypatch
     monkeypatch.setattr(group, "MAX_AGE_S", 0.0)
     log: list[str] = []
     commits = db.commits
-    outcomes = await _grouped(db, [lambda i=i: _task(db, f"w{i}") for i in range(3)], log)
+    outcomes = await _grouped(db, [_writer(db, f"w{i}") for i in range(3)], log)
     assert all(o is None for o in outcomes)
     assert db.commits - commits == 4, "each writer committed on its own"
     assert len(await _ids(db)) == 4
@@ -283,7 +290,7 @@ async def test_two_claims_of_one_path_in_one_batch_exactly_one_wins(tmp_path: Pa
         task = (await rt.call("task.create", {"title": "t", "body_md": "b"}))["task"]["id"]
         db = rt.db
 
-        def claim(agent: str, path: str) -> Callable[[], object]:
+        def claim(agent: str, path: str) -> Writer:
             args = {"resource_type": "file", "path": path, "claim_type": "write", "task_id": task, "agent_id": agent}
             return lambda: rt.call("resource.claim", args)
 
