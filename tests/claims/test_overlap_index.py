@@ -72,3 +72,15 @@ async def test_indexed_candidates_match_the_overlap_table(runtime: Runtime) -> N
             assert found == expected, ref
     # The root directory overlaps every path resource; the other type only itself.
     assert sum(overlaps(refs[0], other) for other in refs) == len(refs) - 1
+
+
+async def test_the_own_claim_lookup_goes_through_the_resource_index(runtime: Runtime) -> None:
+    """A claimant's own live claim on the resource is found through the resource's index, not by
+    scanning every live claim (a claim's cost would grow with the claims held)."""
+    from roundtable.services.claims.acquire import _SAME_CLAIM
+
+    async with runtime.db.read() as r:
+        plan = " ".join(
+            str(row[3]) for row in await r.fetchall(f"EXPLAIN QUERY PLAN {_SAME_CLAIM}", ("a", "b", "c", "d"))
+        )
+    assert "idx_claims_resource_status" in plan, plan

@@ -110,9 +110,11 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     return granted
 
 
+# Through the resource's index (the unary `+` keeps the planner off the (status, expires_at)
+# one, which would scan every live claim): a claim's cost must not grow with the claims held.
 _SAME_CLAIM = (
-    "SELECT * FROM claims WHERE agent_id = ? AND resource_id = ? AND claim_type = ? "
-    "AND status = 'active' AND expires_at > ? ORDER BY created_at DESC, id DESC LIMIT 1"
+    "SELECT * FROM claims WHERE +agent_id = ? AND resource_id = ? AND +claim_type = ? "
+    "AND status = 'active' AND +expires_at > ? ORDER BY created_at DESC, id DESC LIMIT 1"
 )
 _UPSERT_RESOURCE = (
     "INSERT INTO resources (id, type, path, symbol, language, start_line, end_line, current_hash, "
