@@ -31,7 +31,8 @@ import aiosqlite
 from roundtable import clock
 from roundtable.bus import Change, ChangeBus
 from roundtable.errors import NotFound, StoreError
-from roundtable.store.group import Batch, WriteLock
+from roundtable.store import group
+from roundtable.store.group import Batch, Job, WriteLock
 from roundtable.store.inline import InlineReader, Missing
 from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -241,6 +242,80 @@ def _run_many(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> None:
     conn.executemany(sql, rows).close()
 
 
+_LOST_INSIDE = "the write transaction was rolled back by an error inside it"
+_LOST_BESIDE = "the shared write transaction was rolled back by an error in a call grouped with this one"
+
+
+@dataclasses.dataclass
+class _Ran:
+    """What `_run_jobs` did on the writer's thread: per job (ok, its value or exception, whether
+    it changed anything); why the transaction was lost, if it was; the COMMIT's failure."""
+
+    outcomes: list[tuple[bool, Any, bool]]
+    lost: str = ""
+    committed: bool = False
+    commit_error: Exception | None = None
+
+
+def _run_jobs(
+    conn: sqlite3.Connection,
+    begin: bool,
+    release: str,
+    jobs: list[tuple[Callable[..., Any], tuple[Any, ...], Tx]],
+    commit: bool,
+    busy_ms: int,
+) -> _Ran:
+    """Several writes in one round trip (`Database.write_run`): open the transaction (or release
+    the last writer's savepoint), run each job in a savepoint of its own — a failing one is
+    rolled back alone — and COMMIT when asked."""
+    try:
+        if begin:
+            conn.execute("BEGIN IMMEDIATE").close()
+        elif release:
+            conn.execute(f"RELEASE {release}").close()
+    except sqlite3.OperationalError as exc:
+        failure: Exception = _busy_or_store_error(exc, busy_ms) if begin else exc
+        return _Ran([(False, failure, False)] * len(jobs))
+    ran = _Ran([])
+    for index, (fn, args, tx) in enumerate(jobs):
+        if ran.lost:
+            ran.outcomes.append((False, StoreError(f"{ran.lost}; nothing was written — retry"), False))
+            continue
+        name = f"rt_job_{index}"
+        before = conn.total_changes
+        conn.execute(f"SAVEPOINT {name}").close()
+        try:
+            value = fn(conn, tx, *args)
+        except Exception as exc:
+            if conn.in_transaction:
+                conn.execute(f"ROLLBACK TO {name}").close()
+                conn.execute(f"RELEASE {name}").close()
+            else:
+                ran.lost = _LOST_BESIDE
+            ran.outcomes.append((False, exc, False))
+            continue
+        if not conn.in_transaction:
+            ran.lost = _LOST_INSIDE
+            ran.outcomes.append((False, StoreError(f"{ran.lost}; nothing was written — retry"), False))
+            continue
+        conn.execute(f"RELEASE {name}").close()
+        ran.outcomes.append((True, value, conn.total_changes != before))
+    if commit and not ran.lost and conn.in_transaction:
+        try:
+            conn.execute("COMMIT").close()
+            ran.committed = True
+        except sqlite3.Error as exc:
+            ran.commit_error = exc
+            if conn.in_transaction:
+                conn.execute("ROLLBACK").close()
+    return ran
+
+
+def _rollback_open(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK").close()
+
+
 def _rollback_to(conn: sqlite3.Connection, name: str) -> bool:
     """Undo one writer's savepoint; False when the transaction itself is gone (SQLite rolled it
     back whole, e.g. on a full disk) — then nothing of the batch is left to commit."""
@@ -430,6 +505,19 @@ async def _complete(awaitable: Awaitable[T]) -> T:
     return result
 
 
+def _settle_jobs(done: asyncio.Future[None], finished: list[tuple[Job, Any]]) -> None:
+    """The transaction these jobs ran in has ended: answer them with their values, or with its
+    failure."""
+    error = None if done.cancelled() else done.exception()
+    for job, value in finished:
+        if job.done.done():
+            continue
+        if error is None:
+            job.done.set_result(value)
+        else:
+            job.done.set_exception(error)
+
+
 class Database:
     """The store: one writer connection, a pool of readers, and the change bus."""
 
@@ -583,13 +671,7 @@ class Database:
         Writers waiting for each other share one transaction (group commit, `store/group.py`):
         each is all-or-nothing through its savepoint, and leaves this block only once the shared
         COMMIT succeeded — its events published — or failed (`StoreError`, nothing written)."""
-        if self._closed:
-            raise StoreError("database is closed")
-        if self.read_only:
-            raise StoreError(f"read-only: {tool or 'this action'} would write to the database")
-        problem = self.file_problem()
-        if problem:
-            raise StoreError(f"{problem}; refusing to write (restart the owner)")
+        self._check_writable(tool)
         await self._write_lock.acquire(urgent=urgent)
         batch = self._batch
         try:
@@ -627,7 +709,7 @@ class Database:
         if tx.entered and not self._writer.in_transaction:
             # SQLite ended the transaction under this writer (some errors roll it back whole,
             # and the writer went on): nothing of it, nor of the writers before it, is left.
-            batch.lost = "the write transaction was rolled back by an error inside it"
+            batch.lost = _LOST_INSIDE
             await self._leave(batch, urgent=urgent, ok=False)
             raise StoreError(f"{batch.lost}; nothing was written — retry")
         if tx.entered:
@@ -636,13 +718,22 @@ class Database:
             batch.changes.append(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
         await self._leave(batch, urgent=urgent, ok=True)
 
+    def _check_writable(self, tool: str) -> None:
+        if self._closed:
+            raise StoreError("database is closed")
+        if self.read_only:
+            raise StoreError(f"read-only: {tool or 'this action'} would write to the database")
+        problem = self.file_problem()
+        if problem:
+            raise StoreError(f"{problem}; refusing to write (restart the owner)")
+
     async def _undo(self, batch: Batch, tx: Tx) -> None:
         """Roll back what the failed writer `tx` did, and only that."""
         if not tx.entered:
             return
         if not tx.savepoint:  # it opened the transaction: nobody else is in it
-            if self._writer.in_transaction:
-                await self._writer.execute("ROLLBACK")
+            # On the thread, in its queue: after a cancelled writer's statement still on its way.
+            await on_thread(self._writer, _rollback_open)
             return
         batch.savepoint = ""  # its prelude released the previous writer's savepoint
         try:
@@ -651,7 +742,7 @@ class Database:
             kept = False
             log.warning("rolling back a grouped write failed: %s", exc)
         if not kept:
-            batch.lost = "the shared write transaction was rolled back by an error in a call grouped with this one"
+            batch.lost = _LOST_BESIDE
             if self._writer.in_transaction:
                 await self._writer.execute("ROLLBACK")
 
@@ -691,18 +782,130 @@ class Database:
             if self._writer.in_transaction:
                 await self._writer.execute("ROLLBACK")
         finally:
-            self._batch = None
-            self._committing = False
-            if release:
-                self._write_lock.release()
-            if error is None:
-                for change in batch.changes:
-                    self.bus.publish(change)
-            if error is not None and batch.waiters:
-                batch.done.set_exception(error)
-            elif not batch.done.done():
-                batch.done.set_result(None)
+            self._finish(batch, error, release=release)
         return error
+
+    def _finish(self, batch: Batch, error: StoreError | None, *, release: bool = True) -> None:
+        """`batch` is over (committed unless `error`): release the lock, publish every writer's
+        changes in commit order, answer the writers waiting for it."""
+        self._batch = None
+        self._committing = False
+        if release:
+            self._write_lock.release()
+        if error is None:
+            for change in batch.changes:
+                self.bus.publish(change)
+        if error is not None and batch.waiters:
+            batch.done.set_exception(error)
+        elif not batch.done.done():
+            batch.done.set_result(None)
+
+    async def write_run(
+        self,
+        fn: Callable[..., T],
+        *args: Any,
+        tool: str = "",
+        principal: str = "",
+        transport: str = "",
+        urgent: bool = False,
+    ) -> T:
+        """One write whose whole work is `fn(conn, tx, *args)`: a synchronous function of the
+        `sqlite3.Connection` and of its `Tx` (events through `tx.emit`), run on the writer's
+        thread in a savepoint of its own, so its exception leaves nothing. Returns its value once
+        committed (`StoreError` when the COMMIT failed).
+
+        Whoever gets the lock takes the jobs waiting right behind it and runs them all in its one
+        round trip, with the COMMIT too when nobody else waits: many writes for one hop."""
+        self._check_writable(tool)
+        acting = ACTING.get()
+        tx = Tx(
+            self._writer,
+            principal=principal or acting[0] or "internal",
+            transport=transport or acting[1] or "internal",
+            busy_timeout_ms=self.busy_timeout_ms,
+        )
+        job = Job(fn, args, tx, tool, asyncio.get_running_loop().create_future())
+        try:
+            ours = await self._write_lock.acquire(urgent=urgent, job=job)
+        except asyncio.CancelledError:  # a holder may have taken the job: it still runs
+            job.done.add_done_callback(lambda done: done.cancelled() or done.exception())
+            raise
+        if ours:
+            await _complete(self._lead(job, urgent))
+        result: T = await _complete(job.done)
+        return result
+
+    async def _lead(self, first: Job, urgent: bool) -> None:
+        """Holding the lock: run `first` and the jobs queued behind it in one round trip, then
+        commit (in that round trip) or pass the open transaction on; every job's `done` is
+        settled here or, when the transaction is passed on, by its COMMIT."""
+        loop = asyncio.get_running_loop()
+        jobs = [first]
+        try:
+            batch = self._batch
+            if batch is None:
+                if self._writer.in_transaction:
+                    await self._writer.execute("ROLLBACK")  # stale: no batch is open
+                batch = self._batch = Batch(started=loop.time(), done=loop.create_future())
+            if not urgent and batch.open_for(loop.time()):
+                jobs += self._write_lock.take_jobs(group.MAX_MEMBERS - batch.members - 1)
+            batch.members += len(jobs)
+            commit = urgent or not (self._write_lock.waiting() and batch.open_for(loop.time()))
+            release, batch.savepoint = batch.savepoint, ""
+            self._committing = commit
+            ran = await on_thread(
+                self._writer,
+                _run_jobs,
+                not self._writer.in_transaction,
+                release,
+                [(j.fn, j.args, j.tx) for j in jobs],
+                commit,
+                self.busy_timeout_ms,
+            )
+        except Exception as exc:  # e.g. the connection closed under us
+            log.warning("a grouped write failed: %s", exc)
+            failure = StoreError(f"the write failed: {exc}; nothing was written")
+            for job in jobs:
+                if not job.done.done():
+                    job.done.set_exception(failure)
+            if self._batch is not None:
+                self._batch.lost = self._batch.lost or "the shared write transaction failed"
+                await self._end_batch(self._batch)
+            else:
+                self._write_lock.release()
+            return
+        finished = []
+        for job, (ok, value, dirty) in zip(jobs, ran.outcomes, strict=True):
+            if not ok:
+                job.done.set_exception(value)
+                continue
+            batch.succeeded += 1
+            finished.append((job, value))
+            if dirty or job.tx.events:
+                batch.changes.append(
+                    Change(tool=job.tool, events=tuple(job.tx.events), tables=frozenset(job.tx.tables))
+                )
+        batch.lost = batch.lost or ran.lost
+        if not commit and not batch.lost:  # others wait: they go on in this transaction
+            batch.waiters += len(finished)
+            batch.done.add_done_callback(lambda done: _settle_jobs(done, finished))
+            self._write_lock.release()
+            return
+        error: StoreError | None = None
+        if ran.committed:
+            self.commits += 1
+        elif batch.lost:
+            error = StoreError(f"{batch.lost}; nothing was written — retry")
+        elif ran.commit_error is not None:
+            others = batch.succeeded - 1
+            grouped = f" (nor of the {others} calls committed with it)" if others > 0 else ""
+            error = StoreError(f"commit failed: {ran.commit_error}; nothing of this call was written{grouped}")
+        self._finish(batch, error)
+        for job, value in finished:
+            if error is None:
+                job.done.set_result(value)
+            else:
+                job.done.set_exception(error)
 
     def _on_idle(self) -> bool:
         """The lock was released with nobody waiting: commit a batch left open (its next writer

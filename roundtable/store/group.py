@@ -25,11 +25,32 @@ import collections
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from roundtable.bus import Change
 
 MAX_MEMBERS = 32  # writers per transaction at most
 MAX_AGE_S = 0.010  # a batch older than this commits at its next writer's end
+
+
+@dataclass
+class Job:
+    """A write whose whole work is one synchronous function of the connection,
+    `fn(conn, tx, *args)` (`Database.write_run`): a lock holder may run it for its caller, with
+    others, in its own round trip to the writer's thread. `done` carries its outcome once the
+    transaction it ran in has committed."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    tx: Any  # the job's `Tx` (its events, tables and principal)
+    tool: str
+    done: asyncio.Future[Any]
+
+
+@dataclass
+class _Waiter:
+    future: asyncio.Future[bool]
+    job: Job | None
 
 
 class WriteLock:
@@ -38,49 +59,74 @@ class WriteLock:
     the ordinary queue is ~50 transactions deep; a hand-over should not wait behind it. The lock
     passes straight to the next waiter on release, so nobody can barge in between.
 
+    A waiter may carry a `Job`: the holder can then take it out of the queue and run it itself
+    (`take_jobs`), and the waiter, instead of the lock, gets its job's outcome.
+
     `on_idle` is asked, when the lock is released with nobody waiting, whether it takes the lock
     over (returns True: the lock stays held, by whoever it hands it to) — the batch left open by
     a writer whose successor was cancelled as the lock reached it is committed that way."""
 
     def __init__(self, on_idle: Callable[[], bool] | None = None) -> None:
         self._locked = False
-        self._urgent: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._ordinary: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._urgent: collections.deque[_Waiter] = collections.deque()
+        self._ordinary: collections.deque[_Waiter] = collections.deque()
         self._on_idle = on_idle
 
     def locked(self) -> bool:
         return self._locked
 
     def waiting(self) -> int:
-        return sum(not f.done() for f in (*self._urgent, *self._ordinary))
+        return sum(not w.future.done() for w in (*self._urgent, *self._ordinary))
 
-    async def acquire(self, *, urgent: bool = False) -> None:
+    async def acquire(self, *, urgent: bool = False, job: Job | None = None) -> bool:
+        """Wait for the lock: True once it is ours; False when a holder took `job` to run (its
+        outcome then comes on `job.done`)."""
         if not self._locked:
             self._locked = True
-            return
+            return True
         queue = self._urgent if urgent else self._ordinary
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        queue.append(future)
+        waiter = _Waiter(asyncio.get_running_loop().create_future(), job)
+        queue.append(waiter)
         try:
-            await future
+            return await waiter.future
         except asyncio.CancelledError:
+            future = waiter.future
             if future.done() and not future.cancelled():
-                self.release()  # handed the lock just as we were cancelled: pass it on
+                if future.result():
+                    self.release()  # handed the lock just as we were cancelled: pass it on
             else:
                 with contextlib.suppress(ValueError):
-                    queue.remove(future)
+                    queue.remove(waiter)
             raise
 
     def release(self) -> None:
         for queue in (self._urgent, self._ordinary):
             while queue:
-                future = queue.popleft()
-                if not future.done():
-                    future.set_result(None)  # ownership passes; the lock stays locked
+                waiter = queue.popleft()
+                if not waiter.future.done():
+                    waiter.future.set_result(True)  # ownership passes; the lock stays locked
                     return
         if self._on_idle is not None and self._on_idle():
             return
         self._locked = False
+
+    def take_jobs(self, limit: int) -> list[Job]:
+        """Up to `limit` jobs of the ordinary waiters at the head of the queue, in order (none
+        while an urgent writer waits, and none past a waiter without a job: order is kept)."""
+        if any(not w.future.done() for w in self._urgent):
+            return []
+        jobs: list[Job] = []
+        while self._ordinary and len(jobs) < limit:
+            waiter = self._ordinary[0]
+            if waiter.future.done():
+                self._ordinary.popleft()
+                continue
+            if waiter.job is None:
+                break
+            self._ordinary.popleft()
+            waiter.future.set_result(False)
+            jobs.append(waiter.job)
+        return jobs
 
 
 @dataclass

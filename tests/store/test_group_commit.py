@@ -5,6 +5,7 @@ publishes nothing, events stay in commit order, and a lone writer commits at onc
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from roundtable.errors import StoreError, ToolError
 from roundtable.store import group
-from roundtable.store.db import Database
+from roundtable.store.db import Database, Tx
 
 pytestmark = pytest.mark.anyio
 
@@ -79,6 +80,18 @@ async def _grouped(db: Database, writers: list[Writer], log: list[str]) -> list[
 
 def _writer(db: Database, name: str) -> Writer:
     return lambda: _task(db, name)
+
+
+def _job(conn: sqlite3.Connection, tx: Tx, name: str, fail: bool) -> str:
+    conn.execute("INSERT INTO tasks (id, title, body_md) VALUES (?, ?, 'b')", (f"T-{name}", name))
+    tx.emit(conn, "", "task.created", {"task_id": f"T-{name}"}, task_id=f"T-{name}")
+    if fail:
+        raise Refused(name)
+    return name
+
+
+def _run(db: Database, name: str, *, fail: bool = False) -> Writer:
+    return lambda: db.write_run(_job, name, fail, tool=name)
 
 
 async def _ids(db: Database) -> set[str]:
@@ -312,3 +325,48 @@ async def test_two_claims_of_one_path_in_one_batch_exactly_one_wins(tmp_path: Pa
             contentions = await r.scalar("SELECT count(*) FROM claim_contentions")
         assert fences == list(range(fences[0], fences[0] + 2)), "fences gap-free"
         assert contentions == 1
+
+
+async def test_queued_write_jobs_share_one_round_trip_and_keep_their_own_outcomes(db: Database) -> None:
+    log: list[str] = []
+    commits = db.commits
+    with db.bus.subscribe() as sub:
+        outcomes = await _grouped(
+            db, [_run(db, "a"), _run(db, "refused", fail=True), _run(db, "b"), _run(db, "c")], log
+        )
+        changes = sub.drain()
+    assert outcomes[:4] == ["a", outcomes[1], "b", "c"] and isinstance(outcomes[1], Refused)
+    assert db.commits == commits + 1
+    assert await _ids(db) == {"T-holder", "T-a", "T-b", "T-c"}
+    assert [e["task_id"] for c in changes for e in c.events] == ["T-a", "T-b", "T-c"]
+    ids = [e["id"] for c in changes for e in c.events]
+    assert ids == list(range(ids[0], ids[0] + 3))
+
+
+async def test_a_failed_commit_fails_every_write_job(db: Database) -> None:
+    async with db.write(tool="setup") as tx:
+        await tx.execute("CREATE TABLE parent (id TEXT PRIMARY KEY)")
+        await tx.execute("CREATE TABLE child (parent_id TEXT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
+
+    def dangling(conn: sqlite3.Connection, tx: Tx) -> None:
+        conn.execute("INSERT INTO child (parent_id) VALUES ('nobody')")
+
+    log: list[str] = []
+    with db.bus.subscribe() as sub:
+        outcomes = await _grouped(db, [_run(db, "a"), lambda: db.write_run(dangling), _run(db, "b")], log)
+        assert sub.drain() == []
+    assert all(isinstance(o, StoreError) and "commit failed" in str(o) for o in outcomes), outcomes
+    assert await _ids(db) == set()
+
+
+async def test_a_lone_write_job_commits_at_once_and_jobs_mix_with_writers(db: Database) -> None:
+    commits = db.commits
+    assert await db.write_run(_job, "alone", False) == "alone"
+    assert db.commits == commits + 1
+    outcomes = await asyncio.gather(
+        *(_run(db, f"j{i}", fail=i == 5)() if i % 2 else _task(db, f"w{i}") for i in range(20)),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(o, Refused) for o in outcomes) == 1
+    assert await _ids(db) == {"T-alone"} | {f"T-{'j' if i % 2 else 'w'}{i}" for i in range(20) if i != 5}
+    assert not db._write_lock.locked()

@@ -9,7 +9,8 @@ quota counts every creator but the operator's and the owner's own components are
 
 from __future__ import annotations
 
-from typing import Literal
+import sqlite3
+from typing import Any, Literal
 
 from roundtable.config import LimitsConfig
 from roundtable.domain import EventType
@@ -19,10 +20,10 @@ from roundtable.store.db import Tx
 Kind = Literal["task", "proposal"]
 
 
-async def _created(tx: Tx, kind: Kind, limit: int, run_id: str, agent_id: str = "") -> int:
-    """How many `kind`s the run (or the agent in it) has created, counted up to `limit + 1` only:
-    whether the quota is passed is all that is asked, so the count stops there instead of
-    walking the whole history."""
+def _count(kind: Kind, limit: int, run_id: str, agent_id: str = "") -> tuple[str, tuple[Any, ...]]:
+    """The query counting the `kind`s the run (or the agent in it) has created, up to
+    `limit + 1` only: whether the quota is passed is all that is asked, so the count stops there
+    instead of walking the whole history."""
     if kind == "proposal":
         sql = "SELECT 1 FROM proposals WHERE run_id = ?" + (" AND agent_id = ?" if agent_id else "")
     else:
@@ -30,7 +31,28 @@ async def _created(tx: Tx, kind: Kind, limit: int, run_id: str, agent_id: str = 
             " AND actor_id = ?" if agent_id else ""
         )
     params = (run_id, agent_id) if agent_id else (run_id,)
-    return int(await tx.scalar(f"SELECT count(*) FROM ({sql} LIMIT ?)", (*params, limit + 1)) or 0)
+    return f"SELECT count(*) FROM ({sql} LIMIT ?)", (*params, limit + 1)
+
+
+async def _created(tx: Tx, kind: Kind, limit: int, run_id: str, agent_id: str = "") -> int:
+    return int(await tx.scalar(*_count(kind, limit, run_id, agent_id)) or 0)
+
+
+def check_sync(conn: sqlite3.Connection, limits: LimitsConfig, kind: Kind, *, run_id: str, agent_id: str) -> None:
+    """`check` for code on the writer's thread (a write job)."""
+    if not agent_id:
+        return
+
+    def created(limit: int, agent: str = "") -> int:
+        row = conn.execute(*_count(kind, limit, run_id, agent)).fetchone()
+        return int(row[0] or 0) if row is not None else 0
+
+    per_agent = limits.tasks_per_agent if kind == "task" else limits.proposals_per_agent
+    per_run = limits.tasks_per_run if kind == "task" else limits.proposals_per_run
+    if created(per_agent, agent_id) > per_agent:
+        _refuse(kind, run_id, agent_id, "agent", per_agent, f"{agent_id} has created {per_agent} {kind}s")
+    if created(per_run) > per_run:
+        _refuse(kind, run_id, agent_id, "run", per_run, f"the run has {per_run} {kind}s")
 
 
 async def check(tx: Tx, limits: LimitsConfig, kind: Kind, *, run_id: str, agent_id: str) -> None:

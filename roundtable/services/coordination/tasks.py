@@ -25,13 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import clock
+from roundtable.config import LimitsConfig
 from roundtable.domain import EventType, Risk, TaskStatus
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
+from roundtable.services.coordination import quotas
 from roundtable.services.coordination.session_scope import Scope, where
 from roundtable.services.paging import PageRequest, after
 from roundtable.services.repository.pathguard import is_sensitive_path, resolve_repo_path
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, resolve_sync
-from roundtable.store.db import Reader, Tx
+from roundtable.store.db import Database, Reader, Tx
 from roundtable.store.records import Task
 
 DEFAULT_PRIORITY = 100
@@ -125,6 +127,38 @@ async def list_tasks(q: Reader | Tx, scope: Scope | None = None, page: PageReque
     return await q.all(Task, f"SELECT * FROM tasks {filtered}ORDER BY {', '.join(TASK_ORDER)}{limit}", params)
 
 
+def _task_values(
+    title: str,
+    body_md: str,
+    priority: int,
+    risk: str,
+    assigned_agent_id: str,
+    readable_paths: list[str] | None,
+    task_id: str,
+    status: str,
+    root: Path | None,
+) -> tuple[Any, ...]:
+    """A new task's checked column values, in `_UPSERT_TASK`'s order (without the times and run)."""
+    if not title or not body_md:
+        raise ValidationError("title and body_md are required")
+    if len(title) > MAX_TITLE:
+        raise ValidationError(f"title must be {MAX_TITLE} characters or fewer")
+    if len(body_md) > MAX_BODY:
+        raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
+    paths = validate_readable_paths(readable_paths or [], root)
+    values = (
+        task_id or clock.new_id("T"),
+        title,
+        body_md,
+        status or "open",
+        priority or DEFAULT_PRIORITY,
+        risk or "normal",
+        assigned_agent_id or None,
+        json.dumps(paths, ensure_ascii=False),
+    )
+    return values
+
+
 async def create_task(
     tx: Tx,
     *,
@@ -144,26 +178,55 @@ async def create_task(
     """Create a task, or (operator only) replace one with the same id (keeping its `created_at`
     and its run). `agent` is the acting agent ("" for operator authority); `actor` is recorded on
     the event; `runs` is what the call says about the run (`services.run_scope`)."""
-    if not title or not body_md:
-        raise ValidationError("title and body_md are required")
-    if len(title) > MAX_TITLE:
-        raise ValidationError(f"title must be {MAX_TITLE} characters or fewer")
-    if len(body_md) > MAX_BODY:
-        raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
-    paths = validate_readable_paths(readable_paths or [], root)
-    values = (
-        task_id or clock.new_id("T"),
-        title,
-        body_md,
-        status or "open",
-        priority or DEFAULT_PRIORITY,
-        risk or "normal",
-        assigned_agent_id or None,
-        json.dumps(paths, ensure_ascii=False),
-    )
+    values = _task_values(title, body_md, priority, risk, assigned_agent_id, readable_paths, task_id, status, root)
     # Every read and write of the call in one hop to the writer's thread.
     task: Task = await tx.run(_create_sync, tx, values, bool(task_id), assigned_agent_id, actor, agent, runs)
     tx.tables.add("tasks")
+    return task
+
+
+async def create_task_grouped(
+    db: Database,
+    limits: LimitsConfig,
+    *,
+    tool: str,
+    title: str,
+    body_md: str,
+    priority: int = DEFAULT_PRIORITY,
+    risk: str = "normal",
+    assigned_agent_id: str = "",
+    readable_paths: list[str] | None = None,
+    task_id: str = "",
+    status: str = "open",
+    root: Path | None = None,
+    actor: str = "",
+    agent: str = "",
+    runs: RunHint = NO_HINT,
+) -> Task:
+    """`create_task` and the agent's task quota (`quotas`) as one write job
+    (`Database.write_run`): it shares its round trip and its COMMIT with the writes queued
+    beside it. Returns the task once committed."""
+    values = _task_values(title, body_md, priority, risk, assigned_agent_id, readable_paths, task_id, status, root)
+    task: Task = await db.write_run(
+        _create_job, values, bool(task_id), assigned_agent_id, actor, agent, runs, limits, tool=tool
+    )
+    return task
+
+
+def _create_job(
+    conn: sqlite3.Connection,
+    tx: Tx,
+    values: tuple[Any, ...],
+    given_id: bool,
+    assigned_agent_id: str,
+    actor: str,
+    agent: str,
+    runs: RunHint,
+    limits: LimitsConfig,
+) -> Task:
+    task = _create_sync(conn, tx, values, given_id, assigned_agent_id, actor, agent, runs)
+    tx.tables.add("tasks")
+    quotas.check_sync(conn, limits, "task", run_id=task.run_id, agent_id=agent)
     return task
 
 

@@ -98,6 +98,13 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
     Every read and write runs in ONE hop to the writer's thread (`Tx.run`): a claim is on the
     hot path, and each hop costs more than the SQLite work of its statement.
     """
+    check_request(req)
+    granted: Granted = await tx.run(_acquire_sync, tx, req, now)
+    return granted
+
+
+def check_request(req: ClaimRequest) -> None:
+    """Refuse a request whose resource id, path or symbol is malformed (before any write)."""
     res = req.resource
     for value, what in (
         (res.id, "resource id"),
@@ -106,8 +113,11 @@ async def acquire(tx: Tx, req: ClaimRequest, now: str) -> Granted:
         (req.raw_path, "path"),
     ):
         check_resource_id(value or "", what=what)
-    granted: Granted = await tx.run(_acquire_sync, tx, req, now)
-    return granted
+
+
+def acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str) -> Granted:
+    """`acquire` as one write job (`Database.write_run`): on the writer's thread, inside `tx`."""
+    return _acquire_sync(conn, tx, req, now)
 
 
 # Through the resource's index (the unary `+` keeps the planner off the (status, expires_at)
