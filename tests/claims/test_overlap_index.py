@@ -77,7 +77,7 @@ async def test_indexed_candidates_match_the_overlap_table(runtime: Runtime) -> N
 async def test_the_own_claim_lookup_goes_through_the_resource_index(runtime: Runtime) -> None:
     """A claimant's own live claim on the resource is found through the resource's index, not by
     scanning every live claim (a claim's cost would grow with the claims held)."""
-    from roundtable.services.claims.acquire import _SAME_CLAIM
+    from roundtable.services.coordination.claims.acquire import _SAME_CLAIM
 
     async with runtime.db.read() as r:
         plan = " ".join(
