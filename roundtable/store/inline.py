@@ -7,8 +7,10 @@ runs such a read on a plain `sqlite3` connection of the loop's thread instead, i
 snapshot, and keeps it there only while it stays under `LIMIT_S`:
 
 - every inline read is timed (the loop thread's CPU time, so a machine busy with other
-  processes does not count against it); when the moving average passes `LIMIT_S`, inline reads
-  stop for `BACKOFF_CALLS` calls (they go to a reader thread as before), then are tried again;
+  processes does not count against it); every `WINDOW` reads, when the median of the window
+  passes `LIMIT_S`, inline reads stop for `BACKOFF_CALLS` calls (they go to a reader thread as
+  before), then are tried again. The median, not the mean: a collection of Python's garbage
+  collector that happens to start inside a read is not the read's cost;
 - the connection never waits for a lock (`busy_timeout` 0): a read that would wait is answered
   by a reader thread instead, so the loop never blocks on another process;
 - it is opened `query_only`: nothing can write through it.
@@ -28,9 +30,9 @@ from urllib.parse import quote
 
 T = TypeVar("T")
 
-LIMIT_S = 50e-6  # an inline read must average under this, or reads go back to a thread
-BACKOFF_CALLS = 1000  # reads sent to a thread after the average passed the limit
-_WEIGHT = 0.05  # of the newest duration in the moving average
+LIMIT_S = 50e-6  # the median inline read must stay under this, or reads go back to a thread
+BACKOFF_CALLS = 1000  # reads sent to a thread after a window's median passed the limit
+WINDOW = 64  # reads per judgement
 _RECENT = 4096  # durations kept for reporting
 
 
@@ -57,13 +59,14 @@ class InlineReader:
         self.path = path
         self.read_only = read_only
         self.limit_s = limit_s
-        self.average_s = 0.0
+        self.median_s = 0.0  # of the last full window
         self.calls = 0
         self.fallbacks = 0  # reads sent to a thread (backing off, or a lock was held)
         self._skip = 0
         self._conn: sqlite3.Connection | None = None
         self._broken = False
         self._recent: collections.deque[float] = collections.deque(maxlen=_RECENT)
+        self._window: list[float] = []
 
     def _open(self) -> sqlite3.Connection:
         mode = "ro" if self.read_only else "rw"
@@ -100,11 +103,14 @@ class InlineReader:
 
     def _measure(self, elapsed: float) -> None:
         self._recent.append(elapsed * 1e6)
-        self.average_s += _WEIGHT * (elapsed - self.average_s)
+        self._window.append(elapsed)
         self.calls += 1
-        if self.average_s > self.limit_s:
+        if len(self._window) < WINDOW:
+            return
+        self.median_s = sorted(self._window)[WINDOW // 2]
+        self._window.clear()
+        if self.median_s > self.limit_s:
             self._skip = BACKOFF_CALLS
-            self.average_s = 0.0
 
     def recent_us(self) -> list[float]:
         """The durations of the latest inline reads, in µs."""
