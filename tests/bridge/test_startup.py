@@ -33,7 +33,7 @@ async def test_no_owner_fails_fast_and_answers_the_pending_request(project: Path
     status, out, err = await bridge.close()
     elapsed = time.monotonic() - started
     assert status == 1
-    assert elapsed < 3.0  # ~1 s on an idle machine; loose because the test machine is shared
+    assert elapsed < 10.0  # fails fast (~1 s idle) rather than waiting out a harness's 30 s connect timeout
     lines = err.decode().splitlines()
     assert len(lines) == 1
     assert lines[0] == (

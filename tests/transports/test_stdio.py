@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -158,10 +157,9 @@ async def test_bridge_survives_owner_restart(project: Path, sockdir: Path) -> No
             await proc.wait()
 
 
-async def test_bridge_start_time(owner: Owner) -> None:
-    """Spawn → first tools/list answer. The target is 250 ms on an idle machine; the bound here is
-    loose because the test machine is shared."""
-    start = time.perf_counter()
+async def test_bridge_answers_tools_list_right_after_initialize(owner: Owner) -> None:
+    """Spawn → first tools/list answer, pipelined after initialize as harnesses send it. How long
+    that takes is measured by `python -m bench startup`, not here."""
     proc = await _spawn("--root", str(owner.root), "--url", owner.http_url)
     await _send(
         proc,
@@ -171,10 +169,8 @@ async def test_bridge_start_time(owner: Owner) -> None:
     )
     await _recv(proc)
     listed = await _recv(proc)
-    elapsed = time.perf_counter() - start
     # The project credential is unbound: it is shown the read-only tools, the only ones it may call.
     assert listed["id"] == 2 and [t["name"] for t in listed["result"]["tools"]] == ["test_echo"]
-    assert elapsed < 2.0
     assert proc.stdin is not None
     proc.stdin.close()
     assert await proc.wait() == 0
