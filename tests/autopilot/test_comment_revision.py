@@ -13,7 +13,7 @@ import pytest
 
 from roundtable.owner import Owner
 from roundtable.services.coordination.runs import create_run
-from roundtable.services.repository.diff_lines import file_lines
+from roundtable.services.governance.comments import read_revision
 from tests.autopilot.helpers import demo_project, events, wait_for_events
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +30,7 @@ async def test_an_operator_comment_makes_revision_2(tmp_path: Path) -> None:
         pid = asked["payload"]["proposal_id"]
         got = await rt.call("proposal.get", {"proposal_id": pid})
         assert got["proposal"]["revision_number"] == 1
-        added = [d for d in file_lines(got["patch"])["calc/ops.py"] if d.kind == "added"]
+        added = [d for d in read_revision(got["patch"]).file_lines()["calc/ops.py"] if d.kind == "added"]
         line = next(d.new for d in added if "return a * b" in d.text)
         await rt.call("proposal.comment", {"proposal_id": pid, "path": "calc/ops.py", "line": line, "body_md": COMMENT})
 

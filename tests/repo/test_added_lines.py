@@ -34,3 +34,26 @@ def test_the_scan_reads_a_renamed_files_lines_under_its_new_name() -> None:
     assert result.touched == ("new/conf.py", "old/conf.py")
     secrets = [f for f in result.findings if f.line]
     assert secrets and {(f.path, f.line) for f in secrets} == {("new/conf.py", 4)}
+
+
+def test_the_review_views_files_are_the_parsers_files_headers_included() -> None:
+    """What the console shows and comments anchor to come from the same reading: a quoted name with
+    a space and a rename are found where a `diff --git a/X b/Y` pattern would split them wrongly."""
+    patch = (
+        'diff --git "a/my b/x.py" "b/my b/x.py"\n--- "a/my b/x.py"\n+++ "b/my b/x.py"\n@@ -1 +1,2 @@\n a\n+b\n'
+        "diff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\nrename to new.py\n"
+        "--- a/old.py\n+++ b/new.py\n@@ -4,2 +4,2 @@\n-z\n+y\n keep\n"
+    )
+    parsed = parse_patch(patch, None, EVERYTHING)
+    parts = parsed.file_parts()
+    assert list(parts) == ["my b/x.py", "new.py"]
+    assert parts["new.py"].startswith("diff --git a/old.py b/new.py\n") and parts["new.py"].endswith(" keep\n")
+    lines = parsed.file_lines()
+    assert [(d.kind, d.old, d.new) for d in lines["new.py"] if d.kind != "header"] == [
+        ("hunk", 0, 0),
+        ("removed", 4, 0),
+        ("added", 0, 4),
+        ("context", 5, 5),
+    ]
+    numbered = [(path, d.new, d.text[1:]) for path, found in lines.items() for d in found if d.kind == "added"]
+    assert numbered == [(c.new, n, text) for c, n, text in parsed.added_lines()]

@@ -23,11 +23,11 @@ COMMENT = "Say in a docstring that mul multiplies."
 
 
 async def _open(root: Path) -> Runtime:
-    from roundtable.services.repository.diff_lines import file_lines
+    from roundtable.services.governance.comments import read_revision
 
     runtime = await Runtime.open(root)
     await seed(runtime)
-    line = next(d.new for d in file_lines(DIFF)["calc/ops.py"] if d.text == "+    return a * b")
+    line = next(d.new for d in read_revision(DIFF).file_lines()["calc/ops.py"] if d.text == "+    return a * b")
     await runtime.call(
         "proposal.comment", {"proposal_id": "P-1", "path": "calc/ops.py", "line": line, "body_md": COMMENT}
     )

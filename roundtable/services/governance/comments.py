@@ -27,7 +27,7 @@ from roundtable import clock
 from roundtable.domain import ReviewEvent, is_open
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services.repository.diff_lines import DiffLine, anchor_problem, lines_of
-from roundtable.services.repository.patches import Allowances, parse_patch, read_patch
+from roundtable.services.repository.patches import Allowances, ParsedPatch, parse_patch, read_patch
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve
 from roundtable.store import rows
 from roundtable.store.db import Reader, Tx
@@ -71,16 +71,18 @@ async def revision_row(q: Reader | Tx, proposal_id: str, number: int) -> PatchRe
 _READ_ANY = Allowances(symlinks=True, submodules=True, mode_changes=True)
 
 
+def read_revision(text: str) -> ParsedPatch:
+    """A stored revision's patch as the patch parser reads it (`parse_patch`: git's own reading of
+    names, renames and quoting), whatever the policy allowed when it was proposed."""
+    return parse_patch(text, None, _READ_ANY)
+
+
 def revision_lines(text: str) -> dict[str, list[DiffLine]]:
-    """Each file of a stored revision's patch, as the patch parser reads it (`parse_patch`: git's
-    own reading of names, renames and quoting), with its hunks' lines numbered (`lines_of`)."""
-    parsed = parse_patch(text, None, _READ_ANY)
+    """Each file of a stored revision's patch (`read_revision`), with its hunks' lines numbered
+    (`lines_of`)."""
+    parsed = read_revision(text)
     lines = parsed.lines()
-    out: dict[str, list[DiffLine]] = {}
-    for change in parsed.changes:
-        start, end = change.body
-        out[change.new or change.old] = lines_of("\n".join(lines[start:end]))
-    return out
+    return {c.new or c.old: lines_of("\n".join(lines[c.body[0] : c.body[1]])) for c in parsed.changes}
 
 
 async def anchors(root: Path, revision: PatchRevision) -> Anchors:

@@ -1,11 +1,12 @@
-"""A unified diff read line by line, each line with its numbers in the old and the new file.
+"""One file's part of a unified diff, line by line, each line with its numbers in the old and the new file.
 
-What a line comment anchors to (`services.governance.comments`) and what the console's review view shows and
-moves its cursor over are the same lines: a file's part of the patch, each line classified
-(`header`, `hunk`, `context`, `added`, `removed`, `note`) and numbered on the side(s) it belongs to,
-from the hunk headers (`@@ -a,b +c,d @@`) — `lines_of`. The comments find each file's part the way
-the patch parser does (`services.governance.comments.revision_lines`, on `patches.parse_patch`); the review
-view shows whole parts, headers included (`split_files`, `file_lines`). Pure functions of the text.
+The patch parser (`patches.parse_patch`) is the one reader of a patch's structure: files, names,
+renames, hunks. This module numbers the lines of one file's part it found — each line classified
+(`header`, `hunk`, `context`, `added`, `removed`, `note`) and numbered on the side(s) it belongs
+to, from the hunk headers (`@@ -a,b +c,d @@`): `lines_of`. The same numbering gives the security
+scan its added lines (`ParsedPatch.added_lines`), a line comment its anchor
+(`services.governance.comments`) and the console's review view the lines its cursor moves over
+(`ParsedPatch.file_lines`). Pure functions of the text.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ Kind = Literal["header", "hunk", "context", "added", "removed", "note"]
 Side = Literal["new", "old"]
 SIDES: tuple[str, ...] = ("new", "old")
 
-_FILE_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+)$")
-_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 @dataclass(frozen=True)
@@ -48,31 +48,13 @@ class DiffLine:
         return None
 
 
-def split_files(patch: str) -> dict[str, str]:
-    """A unified diff as {path: that file's part}, in patch order (plain `---`/`+++` diffs are
-    one part named by their `+++` line)."""
-    parts: dict[str, list[str]] = {}
-    current = ""
-    for line in patch.splitlines(keepends=True):
-        match = _FILE_HEADER.match(line.rstrip("\n"))
-        if match:
-            current = match.group(2)
-            parts[current] = []
-        elif not current and line.startswith("+++ "):
-            current = line[4:].strip().removeprefix("b/")
-            parts[current] = []
-        if current:
-            parts[current].append(line)
-    return {path: "".join(lines) for path, lines in parts.items()}
-
-
 def lines_of(part: str) -> list[DiffLine]:
     """One file's part of a diff, line by line, numbered from its hunk headers."""
     out: list[DiffLine] = []
     old = new = 0
     old_left = new_left = 0
     for text in part.splitlines():
-        match = _HUNK_HEADER.match(text)
+        match = HUNK_HEADER.match(text)
         if match:
             old, new = int(match.group(1)), int(match.group(3))
             old_left = int(match.group(2)) if match.group(2) is not None else 1
@@ -94,11 +76,6 @@ def lines_of(part: str) -> list[DiffLine]:
         else:
             out.append(DiffLine("header", text))
     return out
-
-
-def file_lines(patch: str) -> dict[str, list[DiffLine]]:
-    """Every file of `patch` with its lines (`lines_of`), in patch order."""
-    return {path: lines_of(part) for path, part in split_files(patch).items()}
 
 
 def anchor_problem(lines: list[DiffLine], path: str, line: int, side: str) -> str:

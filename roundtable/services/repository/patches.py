@@ -50,6 +50,7 @@ from pathlib import Path
 from roundtable.atomic import write_atomic_bytes
 from roundtable.errors import ToolError, ValidationError
 from roundtable.services.repository import git
+from roundtable.services.repository.diff_lines import HUNK_HEADER, DiffLine, lines_of
 from roundtable.services.repository.hashing import path_hash
 from roundtable.services.repository.pathguard import resolve_repo_path
 
@@ -104,6 +105,8 @@ class FileChange:
     deleted: int = 0
     # [first, end) indices of its hunks' lines in the patch's lines (`ParsedPatch.lines()`).
     body: tuple[int, int] = (0, 0)
+    # Index of its first header line (`diff --git` or `---`) in the same lines.
+    head: int = 0
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -153,17 +156,19 @@ class ParsedPatch:
         lines = self.lines()
         for change in self.changes:
             start, end = change.body
-            new = 0
-            for line in lines[start:end]:
-                tag = line[:1]
-                if tag == "@":
-                    match = _HUNK_HEADER.match(line)
-                    new = int(match.group(3)) if match else new
-                elif tag == "+":
-                    yield change, new, line[1:].rstrip("\r")
-                    new += 1
-                elif tag in (" ", ""):
-                    new += 1
+            for line in lines_of("\n".join(lines[start:end])):
+                if line.kind == "added":
+                    yield change, line.new, line.text[1:].rstrip("\r")
+
+    def file_parts(self) -> dict[str, str]:
+        """Each file's part of the patch, headers included, by its path (the new one; the old one
+        for a deletion), in patch order."""
+        lines = self.lines()
+        return {c.new or c.old: "\n".join(lines[c.head : c.body[1]]).rstrip("\n") + "\n" for c in self.changes}
+
+    def file_lines(self) -> dict[str, list[DiffLine]]:
+        """Each file's part of the patch line by line, numbered on its sides (`diff_lines.lines_of`)."""
+        return {path: lines_of(part) for path, part in self.file_parts().items()}
 
 
 def patch_sha256(text: str) -> str:
@@ -206,7 +211,6 @@ def _old_range(a: int, b: int, c: int) -> tuple[int, int]:
     return (start, max(a + b - 1, start))
 
 
-_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, '"': 34}
 
 
@@ -410,7 +414,7 @@ def _check_header_line(line: str, line_no: int) -> None:
 def _read_hunks(raw: _Raw, lines: list[str], i: int) -> int:
     """Read the hunks starting at `lines[i]`; returns the index after the last one."""
     while i < len(lines) and lines[i].startswith("@@"):
-        m = _HUNK_HEADER.match(lines[i])
+        m = HUNK_HEADER.match(lines[i])
         if m is None:
             raise ValidationError(f"invalid patch: malformed hunk header on line {i + 1}: {_shown(lines[i][:80])}")
         a, b = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
@@ -597,6 +601,7 @@ def _resolve(raw: _Raw, root: Path | None) -> FileChange:
         added=raw.added,
         deleted=raw.deleted,
         body=raw.body,
+        head=raw.line_no - 1,
     )
 
 
@@ -671,7 +676,7 @@ def parse_patch(
     if lines and lines[-1] == "":
         lines.pop()
     for number, line in enumerate(lines, 1):
-        if line.startswith("@@") and not _HUNK_HEADER.match(line):
+        if line.startswith("@@") and not HUNK_HEADER.match(line):
             raise ValidationError(f"invalid patch: malformed hunk header on line {number}: {_shown(line[:80])}")
     raws: list[_Raw] = []
     i = 0

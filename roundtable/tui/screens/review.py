@@ -21,15 +21,15 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from roundtable.services.governance.comments import place
-from roundtable.services.repository.diff_lines import DiffLine, file_lines, split_files
+from roundtable.services.governance.comments import place, read_revision
+from roundtable.services.repository.diff_lines import DiffLine
 from roundtable.store.records import ProposalComment
 from roundtable.tui.screens.prompt import PromptScreen
 
 READ_ONLY_COMMENT = "Read-only console: comments cannot be left here (the console running the owner can)."
 _STYLES = {"added": "green", "removed": "red", "hunk": "cyan", "header": "bold", "note": "dim"}
 
-__all__ = ["READ_ONLY_COMMENT", "ReviewScreen", "Revision", "interdiff", "split_files"]
+__all__ = ["READ_ONLY_COMMENT", "ReviewScreen", "Revision", "interdiff"]
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,8 @@ def interdiff(path: str, before: Revision | None, after: Revision) -> str:
     """What changed in `path`'s diff from revision `before` to `after` (a diff of the diffs)."""
     if before is None:
         return ""
-    old = split_files(before.text).get(path, "")
-    new = split_files(after.text).get(path, "")
+    old = read_revision(before.text).file_parts().get(path, "")
+    new = read_revision(after.text).file_parts().get(path, "")
     return "".join(
         difflib.unified_diff(
             old.splitlines(keepends=True),
@@ -96,7 +96,7 @@ class ReviewScreen(ModalScreen[None]):
         self.current = current
         self.previous = previous
         self.commenting = commenting
-        self.files = file_lines(current.text)
+        self.files = read_revision(current.text).file_lines()
         self.paths = list(self.files)
         self.index = 0
         self.since = False
