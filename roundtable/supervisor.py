@@ -23,7 +23,8 @@ Operators reach a running supervisor through the operator operations `session.la
 owner hosting it provides as `runtime.supervisor`; the autopilot's dispatcher uses the same
 operations as the internal caller `dispatcher`. Every write the supervisor makes is one of its
 internal operations (`session.open`, `session.activate`, `session.keep_alive`,
-`session.revoke_capabilities`, `session.record_exit`), called as `SUPERVISOR`. Exit listeners
+`session.revoke_capabilities`, `session.record_exit`, `session.record_refusal` for a launch
+refused before anything started), called as `SUPERVISOR`. Exit listeners
 (`add_exit_listener`) hear of every session that ends (the dispatcher's retries).
 """
 
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("roundtable.supervisor")
 
 HEARTBEAT_INTERVAL = 30.0
+SIGNALLED = 128  # a sandboxed command killed by signal N exits 128+N (`sandbox.inner.status_of`)
 REVOKE_GRACE = 5.0
 # A session over its task's budget is stopped at its next tool call; one that makes none is
 # stopped after this long.
@@ -222,10 +224,19 @@ class Supervisor:
         `ROUNDTABLE_BRIEFING_FILE`; `launched_by` is the principal that asked for it."""
         if self._closing:
             raise ToolError(NOT_RUNNING)
-        run, agent, role, adapter_name = await self._validate(agent_id, task_id, proposal_id, run_id, adapter)
-        launcher = await self.launcher()
-        if not launcher.usable:
-            raise ToolError(f"launch refused: {launcher.refusal()}")
+        refused = {"agent_id": agent_id, "task_id": task_id, "proposal_id": proposal_id, "launched_by": launched_by}
+        try:
+            run, agent, role, adapter_name = await self._validate(agent_id, task_id, proposal_id, run_id, adapter)
+        except RoundtableError as exc:
+            await self._record_refusal(run_id, refused, exc)
+            raise
+        try:
+            launcher = await self.launcher()
+            if not launcher.usable:
+                raise ToolError(f"launch refused: {launcher.refusal()}")
+        except RoundtableError as exc:
+            await self._record_refusal(run.id, refused, exc)
+            raise
         session_id = clock.new_id("S")
         directory = Path(tempfile.mkdtemp(prefix="rt-", dir=self.base_dir or socket_base()))
         os.chmod(directory, 0o700)
@@ -239,8 +250,10 @@ class Supervisor:
         if role in WORKSPACE_ROLES and await git.head(root) != "not-git":
             try:
                 made = await self.runtime.call("workspace.create", {"agent_id": agent_id, "task_id": task_id}, caller)
-            except BaseException:
+            except BaseException as exc:
                 shutil.rmtree(directory, ignore_errors=True)
+                if isinstance(exc, RoundtableError):
+                    await self._record_refusal(run.id, refused, exc)
                 raise
             workspace = str(made["workspace"]["path"])
             own_git = await self._own_git(root, made["workspace"], directory)
@@ -377,6 +390,19 @@ class Supervisor:
         async with self.runtime.db.read() as r:
             session = await sessions.get(r, session_id)
         return {"session": session.to_dict(), "pid": live.process.pid, "argv0": plan.argv[0]}
+
+    async def _record_refusal(self, run_id: str, refused: dict[str, str], exc: RoundtableError) -> None:
+        """A launch refused before anything started is recorded (`session.record_refusal`), in
+        its own transaction, so the console lists it with its reason; the refusal itself
+        stands whether or not the record could be written."""
+        try:
+            await self.runtime.call(
+                "session.record_refusal",
+                {**refused, "run_id": run_id, "reason": str(exc) or type(exc).__name__},
+                SUPERVISOR.with_run(run_id),
+            )
+        except Exception as failed:
+            log.warning("recording the refused launch of %r failed: %s", refused["agent_id"], failed)
 
     @staticmethod
     async def _spawn(
@@ -541,6 +567,10 @@ class Supervisor:
     async def _wait(self, live: _Live) -> None:
         assert live.process is not None
         code = await live.process.wait()
+        if live.spec is not None and SIGNALLED < code <= SIGNALLED + 64:
+            # The sandbox reports a command killed by signal N as 128+N, as a shell does; record
+            # it as an unsandboxed process's -N, so "killed by SIGTERM" is said either way.
+            code = SIGNALLED - code
         for task in live.tasks:
             if task is not asyncio.current_task() and task.get_name().startswith("session-log"):
                 with contextlib.suppress(Exception):

@@ -152,6 +152,7 @@ class Dispatcher:
         self._rate_noted = 0.0  # when the last `autopilot.rate_limited` was recorded
         self._loaded_runs: set[str] = set()
         self._budget_noted: set[tuple[str, str]] = set()  # (scope, key) whose hold was recorded
+        self._limit_noted: set[str] = set()  # runs whose max_iterations hold was recorded
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._closing = False
@@ -413,6 +414,13 @@ class Dispatcher:
             return
         if self.limit_reached(job.run_id, s):
             report.waiting += 1
+            if job.run_id not in self._limit_noted:
+                self._limit_noted.add(job.run_id)
+                reason = (
+                    f"run {job.run_id} has had its {s.max_iterations} launches (autopilot.max_iterations); "
+                    f"{job.agent_id} is not launched for {job.task_id}"
+                )
+                await self._record(job.run_id, "autopilot.skipped", {"reason": reason, "scope": "iterations"})
             return
         over = await self._over_budget(job)
         if over is not None:

@@ -10,7 +10,8 @@ Operator operations (never advertised; the CLI reaches a running owner's over th
 
 Internal operations (the supervisor's bookkeeping, caller `supervisor`): `session.open` (issue the
 capability, record the session and `session.launched`), `session.activate`, `session.keep_alive`,
-`session.revoke_capabilities`, `session.limit_reached`, `session.record_exit`.
+`session.revoke_capabilities`, `session.limit_reached`, `session.record_exit`, and
+`session.record_refusal` (a launch refused before anything started).
 """
 
 from __future__ import annotations
@@ -235,6 +236,29 @@ async def limit_reached(call: Call[LimitReachedArgs]) -> dict[str, Any]:
     return await sessions.limit_reached(call.w, a.session_id, a.reason)
 
 
+class RecordRefusalArgs(Args):
+    agent_id: Id = Field(description="Agent.")
+    task_id: Id = Field("", description="Task.")
+    proposal_id: Id = Field("", description="Proposal.")
+    run_id: Id = Field("", description="Run (blank when none is active).")
+    reason: Text = Field(description="Why it was refused.")
+    launched_by: Id = Field("operator", description="Principal that asked for the launch.")
+
+
+async def record_refusal(call: Call[RecordRefusalArgs]) -> dict[str, Any]:
+    a = call.args
+    event_id = await sessions.record_refusal(
+        call.w,
+        a.run_id,
+        agent_id=a.agent_id,
+        task_id=a.task_id,
+        proposal_id=a.proposal_id,
+        reason=a.reason,
+        launched_by=a.launched_by,
+    )
+    return {"event_id": event_id}
+
+
 class RecordExitArgs(Args):
     session_id: Id = Field(description=_SESSION)
     exit_code: Int = Field(0, description="Exit code.")
@@ -362,6 +386,14 @@ TOOLS: list[ToolSpec] = [
         args=RecordExitArgs,
         output_schema=_OBJECT,
         handler=record_exit,
+        audience="internal",
+    ),
+    ToolSpec(
+        name="session.record_refusal",
+        description="Supervisor: a launch was refused before anything started; record who, for what and why.",
+        args=RecordRefusalArgs,
+        output_schema=_OBJECT,
+        handler=record_refusal,
         audience="internal",
     ),
 ]

@@ -15,12 +15,15 @@ share. `RoundtableApp` needs only an open runtime, so tests build it from the `r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from textual import actions
+from textual.actions import ActionParseResult
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.dom import DOMNode
 from textual.widgets import Footer, Static
 
 from roundtable import clock
@@ -139,13 +142,30 @@ class RoundtableApp(LiveMixin, PanesMixin, ApprovalFlows, ProposalFlows, Session
         self.start_live()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """A read-only console hides every mutating command (footer, key and palette) instead of
-        offering it; the store refuses writes as well (`Database.read_only`)."""
+        """A read-only console does not offer a mutating command (footer); pressed anyway, its
+        key is refused aloud (`run_action`). The store refuses writes as well
+        (`Database.read_only`)."""
         if self.read_only:
             command = commands.BY_ACTION.get(action)
-            if command is not None and command.mutating and not command.refused_aloud:
+            if command is not None and command.mutating:
                 return False
         return True
+
+    async def run_action(
+        self,
+        action: str | ActionParseResult,
+        default_namespace: DOMNode | None = None,
+        namespaces: Mapping[str, DOMNode] | None = None,
+    ) -> bool:
+        """Every key, pane binding and palette entry comes here: in a read-only console a
+        mutating command is refused with one message, the same for every key."""
+        if self.read_only:
+            name = actions.parse(action)[1] if isinstance(action, str) else action[1]
+            command = commands.BY_ACTION.get(name)
+            if command is not None and command.mutating:
+                self.notify(commands.read_only_refusal(command), severity="warning", title="read-only")
+                return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     async def action_quit(self) -> None:
         self.exit()

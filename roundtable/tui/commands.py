@@ -32,10 +32,7 @@ class Command:
     action: str
     title: str
     help: str
-    mutating: bool = False
-    # A mutating command a read-only console still runs, so that it can say why it does nothing
-    # (the others are hidden and inert there).
-    refused_aloud: bool = False
+    mutating: bool = False  # a read-only console refuses it (`read_only_refusal`)
     bind: bool = True
     palette: bool = True
     footer: bool = False
@@ -159,7 +156,6 @@ COMMANDS: tuple[Command, ...] = (
         "Switch the autopilot: on, the owner launches the agents the Chair's decisions call for; off, "
         "nothing is launched without you. The header badge shows AUTO, MANUAL or STOPPED: reason.",
         mutating=True,
-        refused_aloud=True,
     ),
     Command("refresh", "ctrl+r", "refresh", "Refresh", "Reload every pane now."),
     Command(
@@ -209,6 +205,14 @@ PANE_COMMANDS: dict[str, tuple[str, ...]] = {
     "agents": ("session_log", "launch_session"),
     "inspector": ("review", "validate", "run_tests", "approve", "deny", "apply", "reject"),
 }
+
+
+def read_only_refusal(command: Command) -> str:
+    """What a read-only console says when a mutating command's key is pressed (every one alike)."""
+    return (
+        f"{command.title}: refused — this console is read-only and changes nothing "
+        "(the project's owner console, `roundtable run`, can)."
+    )
 
 
 def bindings() -> list[Binding]:

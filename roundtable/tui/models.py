@@ -141,6 +141,25 @@ class AgentRow:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """A launch that did not happen: the supervisor refused it (`session.launch_refused`), or
+    the autopilot held it back (`autopilot.skipped`: a budget, its launch limit, no planner)."""
+
+    event_id: int
+    at: str
+    reason: str
+    agent_id: str = ""
+    task_id: str = ""
+    proposal_id: str = ""
+    held: bool = False  # the autopilot's hold, not the supervisor's refusal
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """What a later refusal of the same launch replaces."""
+        return ("held", self.reason) if self.held else (self.agent_id, self.task_id, self.proposal_id)
+
+
+@dataclass(frozen=True)
 class Overview:
     """Everything the header and the short panes show, read in one snapshot."""
 
@@ -158,6 +177,7 @@ class Overview:
     agents: list[AgentRow] = field(default_factory=list)
     blocked_reasons: dict[str, str] = field(default_factory=dict)  # task id -> why it is blocked
     run_spend: str = ""  # what the run's sessions spent, "" when none reported
+    refusals: list[Refusal] = field(default_factory=list)  # newest first
 
 
 @dataclass(frozen=True)
@@ -168,6 +188,7 @@ class AttentionItem:
     item_id: str
     text: str
     pane: str  # the pane that lists it ("" when no pane does)
+    row: str = ""  # the row that shows it in that pane, when it is not `item_id`
 
     @property
     def key(self) -> str:
@@ -181,7 +202,7 @@ TRANSACTIONS_NEEDING_ATTENTION = frozenset({TransactionStatus.FAILED, Transactio
 
 def attention(overview: Overview, dismissed: frozenset[str] | set[str] = frozenset()) -> list[AttentionItem]:
     """What needs the operator, most urgent first: approvals waiting for a decision, applies that
-    need attention, blocked tasks, failed sessions."""
+    need attention, blocked tasks, failed sessions, refused launches."""
     items = [
         AttentionItem("approval", a.id, f"approval requested: {a.subject}", "approvals")
         for a in overview.approvals
@@ -209,7 +230,50 @@ def attention(overview: Overview, dismissed: frozenset[str] | set[str] = frozens
         for row in overview.sessions
         if row.session.status == SessionStatus.FAILED and not _retried(row, overview.sessions)
     ]
+    items += [
+        AttentionItem(
+            "launch",
+            str(r.event_id),
+            _refusal_text(r, overview),
+            "agents" if r.agent_id else "",
+            row=r.agent_id,
+        )
+        for r in open_refusals(overview)
+    ]
     return [i for i in items if i.key not in dismissed]
+
+
+def open_refusals(overview: Overview) -> list[Refusal]:
+    """The refused or held launches still standing: the newest of each launch, unless a
+    session of that agent (any session, for a hold) started since, or the work it was for is
+    closed."""
+    closed_tasks = {t.id for t in overview.tasks if t.status in TERMINAL_TASK_STATUSES}
+    open_proposals = {r.proposal.id for r in overview.proposals if is_open(r.proposal.status)}
+    listed_proposals = {r.proposal.id for r in overview.proposals}
+    seen: set[tuple[str, ...]] = set()
+    out: list[Refusal] = []
+    for r in overview.refusals:
+        if r.key in seen:
+            continue
+        seen.add(r.key)
+        started_since = any(
+            s.session.started_at > r.at and (r.held or s.session.agent_id == r.agent_id) for s in overview.sessions
+        )
+        closed = r.task_id in closed_tasks or (
+            r.proposal_id in listed_proposals and r.proposal_id not in open_proposals
+        )
+        if not started_since and not closed:
+            out.append(r)
+    return out
+
+
+def _refusal_text(refusal: Refusal, overview: Overview) -> str:
+    reason = refusal.reason.removeprefix("launch refused: ")
+    if refusal.held:
+        return f"launch held: {reason}"
+    title = next((t.title for t in overview.tasks if t.id == refusal.task_id), "")
+    what = f" for {title}" if title else ""
+    return f"launch refused: {refusal.agent_id}{what} — {reason}"
 
 
 def _retried(failed: SessionRow, rows: list[SessionRow]) -> bool:
@@ -225,22 +289,37 @@ def _retried(failed: SessionRow, rows: list[SessionRow]) -> bool:
 def exit_text(session: AgentSession) -> str:
     """How a session's process ended, from its record: `exit 1: launch_failed`, `killed by
     SIGKILL`, or "" when it has not ended (or ended before this was recorded)."""
+    ended = _exit(session)
+    if ended is None:
+        return ""
+    how, reason = ended
+    how = how if how.startswith("exit") else f"killed by {how}"
+    return f"{how}: {reason}" if reason else how
+
+
+def exit_brief(session: AgentSession) -> str:
+    """The short form a pane shows beside a session's status: `exit 1`, `SIGKILL`, or "" (not
+    ended, or ended with exit 0)."""
+    ended = _exit(session)
+    return "" if ended is None or ended[0] == "exit 0" else ended[0]
+
+
+def _exit(session: AgentSession) -> tuple[str, str] | None:
+    """(`exit N` or the signal's name, the recorded reason) from the session's metadata."""
     try:
         meta = json.loads(session.metadata_json or "{}")
     except ValueError:
-        return ""
+        return None
     if not isinstance(meta, dict) or not isinstance(meta.get("exit_code"), int):
-        return ""
+        return None
     code = int(meta["exit_code"])
     reason = str(meta.get("exit_reason") or "")
     if code < 0 and reason != "launch_failed":
         try:
-            how = f"killed by {signal.Signals(-code).name}"
+            return signal.Signals(-code).name, reason
         except ValueError:
-            how = f"killed by signal {-code}"
-    else:
-        how = f"exit {code}"
-    return f"{how}: {reason}" if reason else how
+            return f"signal {-code}", reason
+    return f"exit {code}", reason
 
 
 def join_words(first: str, second: str) -> str:

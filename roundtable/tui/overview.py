@@ -28,15 +28,27 @@ from roundtable.domain import (
 from roundtable.services.coordination import turns as turn_queue
 from roundtable.services.coordination.autopilot import blocked_reason
 from roundtable.services.sessions import usage
+from roundtable.services.sessions.records import LAUNCH_REFUSED
 from roundtable.store.db import Reader
 from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
-from roundtable.tui.models import Activity, AgentRow, Overview, ProposalRow, SessionRow, TurnRow, open_task
+from roundtable.tui.models import (
+    Activity,
+    AgentRow,
+    Overview,
+    ProposalRow,
+    Refusal,
+    SessionRow,
+    TurnRow,
+    open_task,
+)
 from roundtable.tui.timefmt import stamp_ns
 
 # The agents' last actions come from at most this many newest events: the first refresh reads
 # that far back, later ones only what was appended since (events are append-only).
 ACTIVITY_LOOKBACK = 5_000
 BLOCKED_REASONS = 50  # the reasons of at most this many blocked tasks are read per refresh
+REFUSALS = 50  # the newest refused or held launches read per refresh
+AUTOPILOT_HELD = "autopilot.skipped"
 
 
 @dataclass
@@ -124,6 +136,7 @@ async def load_overview(
     latest = await activity.update(reader) if activity is not None else {}
     agents = await load_agents(reader, sessions=sessions, tasks=tasks, turns=turns, activity=latest, work=work)
     run_spend = await usage.totals(reader, run_id=run.id) if run is not None else usage.Totals()
+    refusals = await load_refusals(reader)
     return Overview(
         run,
         runs,
@@ -139,7 +152,32 @@ async def load_overview(
         agents,
         {task_id: reason for task_id, reason in reasons.items() if reason},
         usage.describe(run_spend) if run_spend.sessions else "",
+        refusals,
     )
+
+
+async def load_refusals(reader: Reader, *, limit: int = REFUSALS) -> list[Refusal]:
+    """The newest launches the supervisor refused and the autopilot held back, newest first
+    (`models.open_refusals` decides which still stand)."""
+    rows = await reader.fetchall(
+        "SELECT id, type, created_at, task_id, payload_json FROM events WHERE type IN (?, ?) ORDER BY id DESC LIMIT ?",
+        (LAUNCH_REFUSED, AUTOPILOT_HELD, limit),
+    )
+    out: list[Refusal] = []
+    for row in rows:
+        payload = _payload(row["payload_json"])
+        out.append(
+            Refusal(
+                event_id=int(row["id"]),
+                at=str(row["created_at"]),
+                reason=str(payload.get("reason") or "no reason recorded"),
+                agent_id=str(payload.get("agent_id") or ""),
+                task_id=str(payload.get("task_id") or row["task_id"] or ""),
+                proposal_id=str(payload.get("proposal_id") or ""),
+                held=row["type"] == AUTOPILOT_HELD,
+            )
+        )
+    return out
 
 
 def _marks(values: Iterable[Any]) -> str:

@@ -139,11 +139,12 @@ class PanesMixin(ConsoleBase):
             return
         pane = self._main.query_one(f"#{item.pane}", TablePane)
         pane.focus()
+        row = item.row or item.item_id
         for index, row_key in enumerate(pane.rows):
-            if row_key.value == item.item_id:
+            if row_key.value == row:
                 pane.move_cursor(row=index)
                 break
-        self.load_inspector(pane.kind, item.item_id)
+        self.load_inspector(pane.kind, row)
 
     def action_inspect(self) -> None:
         focused = self.focused

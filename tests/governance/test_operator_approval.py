@@ -58,6 +58,16 @@ async def approval_rows(flow: Flow, proposal_id: str) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
+async def states(flow: Flow, proposal_id: str) -> tuple[str, str, str]:
+    """The proposal's recorded vote, policy and approval states (the Inspector shows them)."""
+    async with flow.rt.db.read() as r:
+        row = await r.fetchone(
+            "SELECT vote_state, policy_state, approval_state FROM proposals WHERE id = ?", (proposal_id,)
+        )
+    assert row is not None
+    return (str(row[0]), str(row[1]), str(row[2]))
+
+
 def gate(report: dict[str, Any], name: str) -> dict[str, Any]:
     return next(g for g in report["gates"] if g["name"] == name)
 
@@ -81,6 +91,7 @@ async def test_a_denial_blocks_the_apply_until_a_later_approval(flow: Flow, repo
     out = await flow.call("patch.apply", {"proposal_id": pid})
     assert out["transaction"]["status"] == "applied"
     assert out["human_approval"]["id"] == approval_id
+    assert await states(flow, pid) == ("approved", "passed", "approved")  # the final states, not "pending"
 
 
 async def test_no_approval_required_is_said_and_the_apply_records_it(flow: Flow) -> None:
@@ -97,6 +108,7 @@ async def test_no_approval_required_is_said_and_the_apply_records_it(flow: Flow)
     assert implicit["decided_by"] == "operator"
     assert implicit["revision"] == proposal["current_revision"]
     assert implicit["decision_md"].startswith("approved by applying revision 1 (TX-")
+    assert await states(flow, pid) == ("approved", "passed", "implicit")
 
 
 async def test_an_apply_decides_the_open_request_and_closes_the_rest(flow: Flow) -> None:

@@ -148,11 +148,14 @@ async def test_auto_prefers_bubblewrap_then_landlock() -> None:
         assert auto.kind == "none" and landlock_problem in auto.reason
 
 
-async def test_no_sandbox_and_no_opt_in_refuses_the_launch_and_records_nothing(
+async def test_no_sandbox_and_no_opt_in_refuses_the_launch_and_records_only_the_refusal(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from roundtable.tui.models import attention
+    from roundtable.tui.overview import load_overview
+
     monkeypatch.setenv(ENV_VAR, "subprocess")  # stands for "no sandbox works here"
-    _run_id, task_id = await make_task(runtime)
+    run_id, task_id = await make_task(runtime)
     base = tmp_path / "s"
     base.mkdir()
     sup = Supervisor(runtime, base_dir=base)
@@ -161,7 +164,19 @@ async def test_no_sandbox_and_no_opt_in_refuses_the_launch_and_records_nothing(
     async with runtime.db.read() as r:
         assert await sessions.list_sessions(r) == []
         assert await r.scalar("SELECT count(*) FROM session_capabilities") == 0
+        refusal = await r.fetchone(
+            "SELECT run_id, actor_id, payload_json FROM events WHERE type = 'session.launch_refused'"
+        )
+        overview = await load_overview(r, run_id, runtime.config)
     assert list(base.iterdir()) == []
+    assert refusal is not None and refusal["run_id"] == run_id and refusal["actor_id"] == "supervisor"
+    payload = json.loads(refusal["payload_json"])
+    assert payload["agent_id"] == "implementer-1" and payload["task_id"] == task_id
+    assert "no sandbox works for agent sessions here" in payload["reason"]
+    # The console's "needs you" list shows it with its reason, like a failed session.
+    [item] = [i for i in attention(overview) if i.kind == "launch"]
+    assert item.text.startswith("launch refused: implementer-1 for ") and "no sandbox works" in item.text
+    assert item.pane == "agents" and item.row == "implementer-1"
 
 
 async def test_forced_subprocess_with_the_opt_in_is_recorded(

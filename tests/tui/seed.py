@@ -259,6 +259,8 @@ async def seed_live_session(runtime: Runtime) -> None:
             )
             await sessions.register(tx, draft)
         await sessions.end(tx, FAILED_SESSION, status="failed")
+        exited = json.dumps({"exit_code": 1, "exit_reason": "process_exited"})
+        await tx.update("agent_sessions", {"id": FAILED_SESSION}, {"metadata_json": exited})
         for sid, started, seen, ended in ((LIVE_SESSION, -240, -5, None), (FAILED_SESSION, -900, -880, at(-880))):
             values = {"started_at": at(started), "last_seen_at": at(seen), "ended_at": ended}
             await tx.update("agent_sessions", {"id": sid}, values)

@@ -202,7 +202,15 @@ async def test_read_only_refuses_every_mutating_action(rt: Runtime, project: Pat
         # the mutating keys are not offered in the footer
         offered = {active.binding.action for active in app.active_bindings.values()}
         assert offered, "the console offers its read-only keys"
-        assert not offered & {c.action for c in commands.COMMANDS if c.mutating and not c.refused_aloud}
+        assert not offered & {c.action for c in commands.COMMANDS if c.mutating}
+        # ... and every one of them, pressed anyway, says the same kind of refusal (none silent)
+        for command in commands.COMMANDS:
+            if command.mutating and command.bind:
+                app.clear_notifications()
+                await pilot.press(command.key)
+                refusal = commands.read_only_refusal(command)
+                await wait_for(lambda r=refusal: r in notifications(app), what=f"refusal of {command.key}")
+        assert await scalar(rt, "SELECT COUNT(*) FROM events") == events_before
         assert {"help", "refresh", "filter"} <= offered
         assert "READ-ONLY" in str(app.header.compose_text())
 

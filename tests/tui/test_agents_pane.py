@@ -7,16 +7,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from textual.widgets import Log
 
 from roundtable.autopilot import Dispatcher, DispatcherStatus
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import records as sessions
 from roundtable.supervisor import start_supervisor
 from roundtable.tools.context import SUPERVISOR
-from roundtable.tui import overview
+from roundtable.tui import commands, overview
 from roundtable.tui.autopilot import badge
-from roundtable.tui.flows.chair import NO_CHAIR, NO_DISPATCHER, READ_ONLY_AUTOPILOT
+from roundtable.tui.flows.chair import NO_CHAIR, NO_DISPATCHER
 from roundtable.tui.models import Activity
 from roundtable.tui.overview import ActivityLog
 from roundtable.tui.screens.session_log import SessionLogScreen
@@ -71,7 +70,7 @@ async def test_agents_pane_shows_who_is_doing_what_and_follows_the_bus(seeded: R
             "  42s claim.granted",
         ]
         assert "spent 7.2k tokens · $0.03" in str(app.header.compose_text())
-        assert cells(pane, "tester-1")[2] == "failed" and cells(pane, "tester-1")[5] == "1"
+        assert cells(pane, "tester-1")[2] == "failed · exit 1" and cells(pane, "tester-1")[5] == "1"
         assert cells(pane, "reviewer-1")[4] == "requested"
         assert cells(pane, "security-1")[2:] == ["idle", "—", "—", "0", "—", "    —"]
 
@@ -111,7 +110,8 @@ async def test_log_viewer_follows_the_log_and_says_when_there_is_none(seeded: Ru
         await pilot.press("l")
         await wait_for(lambda: isinstance(app.screen, SessionLogScreen), what="log viewer")
         screen = app.screen
-        log = screen.query_one(Log)
+        assert isinstance(screen, SessionLogScreen)
+        log = screen
         await wait_for(lambda: list(log.lines) == list(LOG_LINES), what="the log's lines")
         assert "[REDACTED]" in log.lines[2]
         note = str(screen.query_one("#log-note").render())
@@ -129,14 +129,15 @@ async def test_log_viewer_follows_the_log_and_says_when_there_is_none(seeded: Ru
         await pilot.press("escape")
         await wait_for(lambda: not isinstance(app.screen, SessionLogScreen), what="viewer closed")
 
-        # an agent whose session left no log: the viewer says so (and keeps waiting for one)
+        # an agent whose ended session left no log: the viewer says so, and how it ended
         await select_agent(app, "tester-1")
         await pilot.press("l")
         await wait_for(lambda: isinstance(app.screen, SessionLogScreen), what="log viewer")
         note_widget = app.screen.query_one("#log-note")
-        await wait_for(lambda: "No log yet" in str(note_widget.render()), what="no-log message")
+        await wait_for(lambda: "No log for" in str(note_widget.render()), what="no-log message")
         assert FAILED_SESSION in str(note_widget.render())
-        assert not app.screen.query_one(Log).lines
+        assert "it ended (exit 1: process_exited)" in str(note_widget.render())  # not "waiting for it'
+        assert isinstance(app.screen, SessionLogScreen) and not app.screen.lines
         await pilot.press("escape")
         await wait_for(lambda: not isinstance(app.screen, SessionLogScreen), what="viewer closed")
 
@@ -210,7 +211,8 @@ async def test_autopilot_refused_read_only_and_without_an_owner(seeded: Runtime,
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app)
         await pilot.press("P")
-        await wait_for(lambda: READ_ONLY_AUTOPILOT in notifications(app), what="read-only refusal")
+        refusal = commands.read_only_refusal(commands.BY_ID["autopilot"])
+        await wait_for(lambda: refusal in notifications(app), what="read-only refusal")
         assert not dispatcher.enabled
     app = make_app(seeded)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -260,8 +262,44 @@ async def test_l_on_the_sessions_pane_opens_that_sessions_log(seeded: Runtime) -
         await pilot.press("l")
         await wait_for(lambda: isinstance(app.screen, SessionLogScreen), what="log viewer")
         assert isinstance(app.screen, SessionLogScreen) and app.screen.session.id == LIVE_SESSION
-        log = app.screen.query_one(Log)
+        log = app.screen
         await wait_for(lambda: len(log.lines) == len(LOG_LINES), what="the log's lines")
+
+
+async def test_the_log_viewer_wraps_long_lines_and_says_how_a_killed_session_ended(seeded: Runtime) -> None:
+    from textual.widgets import RichLog
+
+    await seed_live_session(seeded)
+    path = log_path(seeded.root, LIVE_SESSION)
+    assert path is not None
+    long_line = "[scripted] " + "x" * 150 + " END"
+    path.write_text(long_line + "\n", encoding="utf-8")
+    app = make_app(seeded)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        await pilot.press("0")
+        await select_agent(app, "implementer-1")
+        await pilot.press("l")
+        await wait_for(lambda: isinstance(app.screen, SessionLogScreen), what="log viewer")
+        screen = app.screen
+        assert isinstance(screen, SessionLogScreen)
+        view = screen.query_one(RichLog)
+        await wait_for(lambda: len(view.lines) >= 2, what="the long line wrapped")
+        shown = [strip.text.rstrip() for strip in view.lines]
+        assert all(len(line) <= 80 for line in shown) and shown[-1].endswith("END")  # nothing cut off
+
+        # the supervisor stops it: the viewer says it was killed, by which signal, not "waiting"
+        await seeded.call(
+            "session.record_exit", {"session_id": LIVE_SESSION, "exit_code": -15, "reason": "revoked"}, SUPERVISOR
+        )
+        note = screen.query_one("#log-note")
+        said = "the session ended: killed by SIGTERM: revoked"
+        await wait_for(lambda: said in str(note.render()), what="the end in the note")
+        await wait_for(
+            lambda: "— session ended: killed by SIGTERM: revoked —" in [s.text.rstrip() for s in view.lines],
+            what="the end line",
+        )
+        assert "failed" in str(screen.query_one("#log-box").border_title)
 
 
 @pytest.mark.parametrize(

@@ -168,3 +168,43 @@ async def test_an_item_can_be_dismissed_and_a_retried_session_clears(seeded: Run
     async with seeded.db.read() as r:
         overview = await load_overview(r, RUN_ID, seeded.config)
     assert "S-1" not in [i.item_id for i in attention(overview)]
+
+
+async def test_refused_and_held_launches_are_listed_until_a_session_starts(seeded: Runtime) -> None:
+    from roundtable.services.sessions import records as sessions
+    from roundtable.tools.context import DISPATCHER, SUPERVISOR
+
+    refused = {"agent_id": "implementer-1", "task_id": "T-1", "run_id": RUN_ID, "launched_by": "dispatcher"}
+    for reason in ("launch refused: no sandbox works for agent sessions here", "implementer-1 cannot run (codex)"):
+        await seeded.call("session.record_refusal", {**refused, "reason": reason}, SUPERVISOR)
+    held = {"reason": "run budget reached: 50k of 50k tokens", "scope": "run"}
+    await seeded.call("autopilot.record", {"type": "autopilot.skipped", "payload": held, "run_id": RUN_ID}, DISPATCHER)
+    async with seeded.db.read() as r:
+        items = [i for i in attention(await load_overview(r, RUN_ID, seeded.config)) if i.kind == "launch"]
+    # the newest refusal of the launch stands for it; the hold is listed on its own
+    assert [i.text for i in items] == [
+        "launch held: run budget reached: 50k of 50k tokens",
+        "launch refused: implementer-1 for Add mul() — implementer-1 cannot run (codex)",
+    ]
+    assert items[1].pane == "agents" and items[1].row == "implementer-1" and items[0].pane == ""
+
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await pilot.press("exclamation_mark")
+        await wait_for(lambda: isinstance(app.screen, AttentionScreen), what="needs-you list")
+        await pilot.press("end", "enter")  # the refusal, last: enter goes to the agent
+        await wait_for(lambda: not isinstance(app.screen, AttentionScreen), what="list closed")
+        agents = app.query_one("#agents")
+        await wait_for(lambda: app.focused is agents, what="Agents pane focused")
+        assert agents.selected_key() == "implementer-1"  # type: ignore[attr-defined]
+
+    # A session of that agent starting since clears both (the hold clears with any session).
+    async with seeded.db.write() as tx:
+        draft = sessions.SessionDraft(
+            id="S-after", agent_id="implementer-1", run_id=RUN_ID, adapter="scripted", working_directory="/w"
+        )
+        await sessions.register(tx, draft)
+        await tx.update("agent_sessions", {"id": "S-after"}, {"started_at": clock.now()})
+    async with seeded.db.read() as r:
+        assert not [i for i in attention(await load_overview(r, RUN_ID, seeded.config)) if i.kind == "launch"]

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Log
 
 from roundtable.autopilot import Dispatcher
 from roundtable.runtime import Runtime
@@ -121,8 +120,9 @@ def test_session_log_viewer_at_80x24(snap_compare: Any, live_runtime: Runtime) -
         await _ready(app)
         await pilot.press("0", "l")
         await wait_for(lambda: isinstance(app.screen, SessionLogScreen), what="log viewer")
-        log = app.screen.query_one(Log)
-        await wait_for(lambda: len(log.lines) == len(LOG_LINES), what="log lines")
+        screen = app.screen
+        assert isinstance(screen, SessionLogScreen)
+        await wait_for(lambda: len(screen.lines) == len(LOG_LINES), what="log lines")
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=ready)

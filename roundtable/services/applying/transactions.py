@@ -80,7 +80,7 @@ async def complete_apply(
         actor_id=actor,
         task_id=proposal.task_id,
     )
-    meta["human_approval_id"] = await settle_after_apply(
+    meta["human_approval_id"], implicit = await settle_after_apply(
         tx,
         proposal_id=proposal.id,
         task_id=proposal.task_id,
@@ -92,10 +92,23 @@ async def complete_apply(
         run_id=row.run_id,
     )
     await tx.update("transactions", {"id": tx_id}, {"metadata_json": json.dumps(meta, separators=(",", ":"))})
+    await tx.update("proposals", {"id": proposal.id}, final_states(meta.get("policy"), implicit=implicit))
     await _settle_work(tx, proposal, tx_id, list(meta.get("claim_fences") or {}), actor=actor, now=now)
     updated = await tx.one(Transaction, "SELECT * FROM transactions WHERE id = ?", (tx_id,))
     assert updated is not None
     return {"proposal": proposal, "transaction": updated, "metadata": meta}
+
+
+def final_states(policy: Any, *, implicit: bool) -> dict[str, str]:
+    """A proposal's vote, policy and approval states once applied (every gate passed at that
+    moment): the votes `approved` it, or a human approval stood in for them (`overridden`);
+    the operator approved it before applying (`approved`) or by applying (`implicit`)."""
+    approvable = isinstance(policy, dict) and bool(policy.get("approvable"))
+    return {
+        "vote_state": "approved" if approvable else "overridden",
+        "policy_state": "passed",
+        "approval_state": "implicit" if implicit else "approved",
+    }
 
 
 async def _settle_work(tx: Tx, proposal: Proposal, tx_id: str, claim_ids: list[str], *, actor: str, now: str) -> None:

@@ -276,10 +276,11 @@ async def settle_after_apply(
     applied_by: str,
     transaction_id: str,
     run_id: str,
-) -> str:
+) -> tuple[str, bool]:
     """After an apply of `revision`: unless the operator approved it already, record their
     implicit approval (applying it is one) — deciding the open request of that revision if there
-    is one — then close every other open request of the proposal. Returns the approval id."""
+    is one — then close every other open request of the proposal. Returns the approval id and
+    whether the approval is the implicit one."""
     rows = await tx.all(
         HumanApproval,
         "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
@@ -287,7 +288,8 @@ async def settle_after_apply(
     )
     latest = latest_decision(rows, revision)
     approval_id = latest.id if latest is not None and latest.status == ApprovalStatus.APPROVED else ""
-    if not approval_id:
+    implicit = not approval_id
+    if implicit:
         now = clock.now()
         note = f"approved by applying revision {revision_number} ({transaction_id})"
         pending = next((r for r in reversed(rows) if r.status == ApprovalStatus.REQUESTED), None)
@@ -327,4 +329,4 @@ async def settle_after_apply(
             task_id=task_id,
         )
     await close_moot(tx, proposal_id, f"proposal applied in {transaction_id}", run_id=run_id)
-    return approval_id
+    return approval_id, implicit

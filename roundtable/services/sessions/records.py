@@ -133,8 +133,9 @@ async def heartbeat(tx: Tx, session_id: str, *, status: str = "", external_sessi
     return session
 
 
-async def end(tx: Tx, session_id: str, *, status: str = "") -> AgentSession:
-    """Mark the session ended (or the given status); repeatable, each call replaces the end time."""
+async def end(tx: Tx, session_id: str, *, status: str = "", actor: str = "operator") -> AgentSession:
+    """Mark the session ended (or the given status) and release the read claims it leaves
+    behind (`release_reads`); repeatable, each call replaces the end time."""
     if not session_id.strip():
         raise ValidationError("session is required")
     session = await get(tx, session_id)
@@ -142,7 +143,51 @@ async def end(tx: Tx, session_id: str, *, status: str = "") -> AgentSession:
     final = status.strip() or "ended"
     await tx.update("agent_sessions", {"id": session.id}, {"status": final, "ended_at": now, "last_seen_at": now})
     await _session_event(tx, session.id, "ended", {"status": final, "ended_at": now})
+    await release_reads(tx, session, now, actor=actor)
     return await get(tx, session_id)
+
+
+# Claims that only look: once the session that took them has ended nothing needs them, and left
+# active they would show the files as contended until they expire.
+LOOKING_MODES = ("read", "review")
+
+
+async def release_reads(tx: Tx, session: AgentSession, now: str, *, actor: str) -> list[str]:
+    """Release (`claim.released`, reason `session … ended`) the read and review claims the
+    session's agent took while the session ran, unless another session of that agent is still
+    live. Write claims stay: a proposal's claims gate needs them until it is applied or rejected,
+    and they are released then. Returns the released claim ids."""
+    from roundtable.services.coordination.claims import transition
+    from roundtable.store.records import Claim
+
+    still_live = await tx.scalar(
+        "SELECT 1 FROM agent_sessions WHERE agent_id = ? AND id != ? AND ended_at IS NULL LIMIT 1",
+        (session.agent_id, session.id),
+    )
+    if still_live:
+        return []
+    marks = ", ".join("?" for _ in LOOKING_MODES)
+    taken = await tx.all(
+        Claim,
+        f"SELECT * FROM claims WHERE agent_id = ? AND status = 'active' AND claim_type IN ({marks})"
+        " AND created_at >= ? ORDER BY created_at, id",
+        (session.agent_id, *LOOKING_MODES, session.started_at),
+    )
+    released = []
+    for claim in taken:
+        _claim, changed = await transition(
+            tx,
+            claim.id,
+            "released",
+            now,
+            actor_id=actor,
+            reason=f"session {session.id} ended",
+            run_id=session.run_id,
+            operator=True,
+        )
+        if changed:
+            released.append(claim.id)
+    return released
 
 
 async def for_agent(reader: Reader | Tx, agent_id: str) -> AgentSession | None:
@@ -309,13 +354,45 @@ async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
     return {"session_id": session_id, "task_id": task_id, "blocked": blocked}
 
 
+LAUNCH_REFUSED = "session.launch_refused"
+
+
+async def record_refusal(
+    tx: Tx,
+    run_id: str,
+    *,
+    agent_id: str,
+    task_id: str,
+    proposal_id: str,
+    reason: str,
+    launched_by: str,
+) -> int:
+    """A launch the supervisor refused before anything started (no usable sandbox, no model
+    credential, the work no longer open, …): `session.launch_refused` with the reason, so the
+    console lists it where failed sessions are listed. Returns the event id."""
+    event = await tx.append_event(
+        run_id,
+        LAUNCH_REFUSED,
+        {
+            "agent_id": agent_id,
+            "task_id": task_id,
+            "proposal_id": proposal_id,
+            "reason": reason[:2000],
+            "launched_by": launched_by,
+        },
+        actor_id=SUPERVISOR_ACTOR,
+        task_id=task_id,
+    )
+    return int(event.id)
+
+
 async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
     """The process ended: the session `ended` (exit 0) or `failed`, its capability revoked,
     `session.exited` recorded."""
 
     session = await get(tx, session_id)
     status = SessionStatus.ENDED if exit_code == 0 else SessionStatus.FAILED
-    await end(tx, session_id, status=status)
+    await end(tx, session_id, status=status, actor=SUPERVISOR_ACTOR)
     # How it ended stays on the record, where the console shows a failure (not only in an event).
     try:
         meta = json.loads(session.metadata_json or "{}")

@@ -11,7 +11,6 @@ from roundtable.tui.base import ConsoleBase
 
 NO_CHAIR = "No Chair runs in this console."
 NO_DISPATCHER = "No autopilot in this console: the owner hosts no dispatcher."
-READ_ONLY_AUTOPILOT = "Read-only console: the autopilot cannot be switched (nothing here launches agents)."
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -41,10 +40,7 @@ class ChairFlows(ConsoleBase):
         self.header.update_view()
 
     async def action_autopilot(self) -> None:
-        """Toggle the dispatcher. Offered even read-only, where it says why it does nothing."""
-        if self.read_only:
-            self.notify(READ_ONLY_AUTOPILOT, severity="warning", title="refused")
-            return
+        """Toggle the dispatcher (a read-only console refuses it before it gets here)."""
         dispatcher = self.dispatcher
         if dispatcher is None:
             self.notify(NO_DISPATCHER, severity="warning", title="autopilot")

@@ -15,6 +15,7 @@ from roundtable.domain import TERMINAL_TASK_STATUSES
 from roundtable.services.coordination.agents import configured_agents
 from roundtable.services.sessions.adapters import registry
 from roundtable.services.sessions.capabilities import role_for_agent
+from roundtable.store.records import AgentSession
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tui.base import ConsoleBase
 from roundtable.tui.models import AgentRow, SessionRow
@@ -172,4 +173,11 @@ class SessionFlows(ConsoleBase):
             if found is None:
                 return
             row = found
-        self.push_screen(SessionLogScreen(self.runtime.root, row.session), lambda _r: self._after_modal())
+        session_id = row.session.id
+
+        async def reload() -> AgentSession | None:
+            async with self.runtime.db.read() as reader:
+                return await reader.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
+
+        screen = SessionLogScreen(self.runtime.root, row.session, reload)
+        self.push_screen(screen, lambda _r: self._after_modal())

@@ -1,5 +1,5 @@
 """Agents: who is doing what — each registered agent with its role, its current (else latest)
-session's state, the task it works on (its title, and the diffstat of the live work in its workspace), its place in the turn queue, how many of its sessions
+session's state (with its exit code or signal when it ended with one), the task it works on (its title, and the diffstat of the live work in its workspace), its place in the turn queue, how many of its sessions
 failed (✗), what its sessions spent (tokens · USD) and the last thing it recorded, with how long ago. `l` opens the agent's latest session log, `L`
 launches it (prefilled with its task)."""
 
@@ -13,6 +13,7 @@ from roundtable.domain import SessionStatus
 from roundtable.tui import commands
 from roundtable.tui.models import AgentRow, Overview
 from roundtable.tui.timefmt import human_delta, stamp_ns
+from roundtable.tui.widgets.sessions_pane import session_status_cell
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 IDLE_STYLES = {"idle": "dim", "disabled": "dim strike"}
@@ -35,9 +36,12 @@ class AgentsPane(TablePane):
     @staticmethod
     def cells(agent: AgentRow, now_ns: int) -> tuple[Text | str, ...]:
         state = agent.session_state
-        session = Text(state, style=IDLE_STYLES[state]) if state in IDLE_STYLES else status_cell(state)
-        if agent.session is not None and not agent.session.live and state != SessionStatus.FAILED:
-            session.stylize("dim")
+        if agent.session is not None:
+            session = session_status_cell(agent.session.session)
+            if not agent.session.live and state != SessionStatus.FAILED:
+                session.stylize("dim")
+        else:
+            session = Text(state, style=IDLE_STYLES[state]) if state in IDLE_STYLES else status_cell(state)
         return (
             agent.agent_id,
             agent.role or "—",

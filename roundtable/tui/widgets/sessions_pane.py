@@ -1,7 +1,7 @@
 """Sessions: agent sessions the supervisor launched (or harnesses registered), live ones first.
 
-Each row shows the session's binding (role, task, proposal) and how long its capability has
-left; `L` launches a session and `K` revokes the selected one. The token never reaches the
+Each row shows the session's status (with its exit code or signal once its process ended
+with one), its binding (role, task, proposal) and how long its capability has left; `L` launches a session and `K` revokes the selected one. The token never reaches the
 console: only the capability's lifetime and revocation are read.
 """
 
@@ -11,8 +11,9 @@ from typing import ClassVar
 
 from rich.text import Text
 
+from roundtable.store.records import AgentSession
 from roundtable.tui import commands
-from roundtable.tui.models import Overview, SessionRow
+from roundtable.tui.models import Overview, SessionRow, exit_brief
 from roundtable.tui.timefmt import human_delta, seconds_until, since
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
@@ -39,7 +40,7 @@ class SessionsPane(TablePane):
                     s.id,
                     (
                         s.agent_id,
-                        status_cell(s.status),
+                        session_status_cell(s),
                         row.role or "—",
                         capability_cell(row, now),
                         since(s.last_seen_at, now),
@@ -52,6 +53,14 @@ class SessionsPane(TablePane):
                 )
             )
         return out
+
+
+def session_status_cell(session: AgentSession) -> Text:
+    """The session's status with how its process ended when that was not exit 0
+    (`failed · exit 1`, `failed · SIGKILL`)."""
+    cell = status_cell(session.status)
+    brief = exit_brief(session)
+    return cell + Text(f" · {brief}", style="red") if brief else cell
 
 
 def capability_cell(row: SessionRow, now_ns: int) -> Text:
