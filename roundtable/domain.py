@@ -229,9 +229,16 @@ class ProposalTransactionState(StrEnum):
 
 
 class GateState(StrEnum):
-    """`proposals.vote_state`, `policy_state` and `approval_state` as a proposal is created."""
+    """`proposals.vote_state`, `policy_state` and `approval_state`: `pending` as a proposal is
+    created (and revised); once it is applied, what every gate said at that moment — the votes
+    `approved` it or an approval stood in for them (`overridden`), the policy `passed`, the
+    operator `approved` it before applying or by applying (`implicit`)."""
 
     PENDING = "pending"
+    APPROVED = "approved"
+    OVERRIDDEN = "overridden"
+    PASSED = "passed"
+    IMPLICIT = "implicit"
 
 
 class RecoveryOutcome(StrEnum):
@@ -291,6 +298,7 @@ class EventType(StrEnum):
     MEMORY_MARKED_STALE = "memory.marked_stale"
     SESSION_LAUNCHED = "session.launched"
     SESSION_EXITED = "session.exited"
+    SESSION_LAUNCH_REFUSED = "session.launch_refused"  # refused before anything started
     SESSION_LIMIT_REACHED = "session.limit_reached"
     CAPABILITY_DENIED = "capability.denied"
     CAPABILITY_REVOKED = "capability.revoked"

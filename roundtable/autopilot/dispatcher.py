@@ -420,7 +420,7 @@ class Dispatcher:
                     f"run {job.run_id} has had its {s.max_iterations} launches (autopilot.max_iterations); "
                     f"{job.agent_id} is not launched for {job.task_id}"
                 )
-                await self._record(job.run_id, "autopilot.skipped", {"reason": reason, "scope": "iterations"})
+                await self._record(job.run_id, EventType.AUTOPILOT_SKIPPED, {"reason": reason, "scope": "iterations"})
             return
         over = await self._over_budget(job)
         if over is not None:

@@ -21,6 +21,7 @@ from roundtable.domain import (
     TERMINAL_TASK_STATUSES,
     ApprovalStatus,
     ClaimStatus,
+    EventType,
     RunStatus,
     SessionStatus,
     TaskStatus,
@@ -48,7 +49,7 @@ from roundtable.tui.timefmt import stamp_ns
 ACTIVITY_LOOKBACK = 5_000
 BLOCKED_REASONS = 50  # the reasons of at most this many blocked tasks are read per refresh
 REFUSALS = 50  # the newest refused or held launches read per refresh
-AUTOPILOT_HELD = "autopilot.skipped"
+AUTOPILOT_HELD = EventType.AUTOPILOT_SKIPPED
 
 
 @dataclass

@@ -18,6 +18,7 @@ from roundtable.domain import (
     TERMINAL_TASK_STATUSES,
     ClaimStatus,
     EventType,
+    GateState,
     ProposalStatus,
     ProposalTransactionState,
     TaskStatus,
@@ -105,9 +106,9 @@ def final_states(policy: Any, *, implicit: bool) -> dict[str, str]:
     the operator approved it before applying (`approved`) or by applying (`implicit`)."""
     approvable = isinstance(policy, dict) and bool(policy.get("approvable"))
     return {
-        "vote_state": "approved" if approvable else "overridden",
-        "policy_state": "passed",
-        "approval_state": "implicit" if implicit else "approved",
+        "vote_state": GateState.APPROVED if approvable else GateState.OVERRIDDEN,
+        "policy_state": GateState.PASSED,
+        "approval_state": GateState.IMPLICIT if implicit else GateState.APPROVED,
     }
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
-from roundtable.domain import EventType, SessionStatus, TaskStatus
+from roundtable.domain import ClaimStatus, EventType, SessionStatus, TaskStatus
 from roundtable.errors import ValidationError
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession
@@ -178,7 +178,7 @@ async def release_reads(tx: Tx, session: AgentSession, now: str, *, actor: str) 
         _claim, changed = await transition(
             tx,
             claim.id,
-            "released",
+            ClaimStatus.RELEASED,
             now,
             actor_id=actor,
             reason=f"session {session.id} ended",
@@ -354,7 +354,7 @@ async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
     return {"session_id": session_id, "task_id": task_id, "blocked": blocked}
 
 
-LAUNCH_REFUSED = "session.launch_refused"
+LAUNCH_REFUSED = EventType.SESSION_LAUNCH_REFUSED
 
 
 async def record_refusal(
