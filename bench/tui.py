@@ -4,7 +4,8 @@
 - first paint: from starting the app until the header, the short panes and the first page of
   both virtual lists (claims, events) are on screen;
 - key press → repaint: a press through Textual's Pilot, returning once the app is idle again
-  (moving one row, paging, jumping to the far end of the event list);
+  and every row in view has been read (moving one row, paging, jumping to the far end of the
+  event list; a page the list reads ahead of the view may still be on its way);
 - filter: from submitting a filter over 100,000 events until the filtered count is shown.
 
 `ROUNDTABLE_BENCH_EVENTS=1000000 python -m bench tui` measures a bigger event log.
@@ -73,7 +74,7 @@ async def _settled(app: Any, timeout: float = 60.0) -> None:
         if (
             app.overview is not None
             and lists
-            and all(v.loaded and not v._pending and (v._pages or not v.total) for v in lists)
+            and all(v.loaded and v.on_screen() and (v._pages or not v.total) for v in lists)
         ):
             return
         await asyncio.sleep(0.002)

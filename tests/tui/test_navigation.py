@@ -172,3 +172,26 @@ async def test_palette_lists_and_runs_registry_commands(seeded: Runtime) -> None
 async def _status(runtime: Runtime, approval_id: str) -> str:
     async with runtime.db.read() as r:
         return str(await r.scalar("SELECT status FROM human_approvals WHERE id = ?", (approval_id,)))
+
+
+async def test_paging_reads_the_next_page_before_the_view_reaches_it(seeded: Runtime) -> None:
+    """The page a screen below the view is read ahead: paging down finds it already read."""
+    from roundtable.tui.widgets.virtual_list import PAGE
+    from tests.tui.seed import bulk
+
+    await bulk(seeded, events=3 * PAGE)
+    app = make_app(seeded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        events = app.query_one(EventsPane)
+        events.focus()
+        await pilot.press("g")  # the first page
+        await wait_for(lambda: events.cursor == 0 and 0 in events._pages, what="at the top")
+        visible = events._visible_rows()
+        # page down until the view's last row is within a screen of the second page, still on the first
+        while int(events.scroll_offset.y) + 2 * visible <= PAGE:
+            await pilot.press("pagedown")
+        assert int(events.scroll_offset.y) + visible <= PAGE, "still on the first page"
+        await wait_for(lambda: 1 in events._pages, what="the next page read ahead")
+        await pilot.press("pagedown")
+        assert events.on_screen()  # the press that crosses into it paints rows, not placeholders

@@ -4,7 +4,9 @@ pages rows from SQLite by key with a small cache.
 Opening costs one count query and one page, whatever the table's size. Moving one page on
 reads the next page after the last cached key; a jump (end, scrollbar drag) reads one page by
 position. Loads run in workers, so input never waits for the database; a line whose page is
-still loading shows a placeholder until the page arrives.
+still loading shows a placeholder until the page arrives. The pages a screen above and below
+the view are read ahead, so paging through the list finds the next page already read instead of
+painting placeholders and then the rows.
 """
 
 from __future__ import annotations
@@ -195,7 +197,8 @@ class VirtualList(ScrollView, can_focus=True):
         while len(self._pages) > CACHE_PAGES:
             self._pages.popitem(last=False)
         self._post_selection()
-        self.refresh()
+        if self._in_view(page):
+            self.refresh()  # a page read ahead, out of view, needs no repaint
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
@@ -243,6 +246,25 @@ class VirtualList(ScrollView, can_focus=True):
         self._scroll_to_cursor()
         self.refresh()
         self._post_selection()
+        self.call_after_refresh(self._read_ahead)  # after the repaint: never in the key's path
+
+    def _read_ahead(self) -> None:
+        """Request the pages a screen above and below the view that are not read yet."""
+        top = int(self.scroll_offset.y)
+        visible = self._visible_rows()
+        for index in (top - visible, top + 2 * visible - 1):
+            if 0 <= index < self.total and index // PAGE not in self._pages:
+                self._request(index // PAGE)
+
+    def _in_view(self, page: int) -> bool:
+        top = int(self.scroll_offset.y)
+        return page * PAGE < top + self._visible_rows() and top < (page + 1) * PAGE
+
+    def on_screen(self) -> bool:
+        """Every row in view has been read (a page read ahead may still be on its way)."""
+        top = int(self.scroll_offset.y)
+        last = min(top + self._visible_rows(), self.total) - 1
+        return all(page in self._pages for page in range(top // PAGE, last // PAGE + 1)) if last >= top else True
 
     def _post_selection(self) -> None:
         # Moving through a long list only remembers the row; the inspector loads on enter, so
