@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from roundtable import clock
-from roundtable.autopilot import Dispatcher
+from roundtable.autopilot import Dispatcher, DispatcherStatus
 from roundtable.domain import RunStatus
 from roundtable.tui.autopilot import badge
 from roundtable.tui.models import Overview, attention
@@ -66,14 +66,27 @@ class ConsoleHeader(Static):
         return self.app.size.width if self.is_attached else 80
 
     def compose_text(self) -> Text:
+        """Three lines, each made of parts in display order with a rank (the lowest is shortened
+        or dropped first) and its forms (whole first, then shorter; "" drops it), so at 80
+        columns the least important parts give way and nothing that matters is cut."""
         now = self.clock_ns()
-        width = self.line_width
-        # Each line is parts in display order, each with its rank (the lowest is shortened or
-        # dropped first) and its forms (whole first, then shorter; "" drops it), so at 80
-        # columns the least important parts give way and nothing that matters is cut.
+        autopilot = self.dispatcher.status() if self.dispatcher is not None else None
+        lines = [
+            fit(parts, self.line_width)
+            for parts in (self._line1(autopilot), self._line2(now, autopilot), self._line3(now))
+        ]
+        for line in lines:
+            line.no_wrap = True
+            line.overflow = "ellipsis"
+        text = Text("\n").join(lines)
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        return text
+
+    def _line1(self, autopilot: DispatcherStatus | None) -> list[Part]:
+        """Who and what: READ-ONLY, what needs you, the autopilot, the project, the run, its goal."""
         dismissed: set[str] = getattr(self.app, "dismissed", set()) if self.is_attached else set()
         needs = attention(self.overview, dismissed) if self.overview is not None else []
-        autopilot = self.dispatcher.status() if self.dispatcher is not None else None
         line1: list[Part] = [Part(100, (Text(" roundtable ", style="bold reverse"),))]
         if self.read_only:
             line1.append(Part(95, (Text(" READ-ONLY ", style="bold magenta"),)))
@@ -98,7 +111,10 @@ class ConsoleHeader(Static):
             if self.overview is not None and self.overview.run_spend:
                 line1.append(Part(40, (Text(f"  spent {self.overview.run_spend}", style="bold"), Text(""))))
             line1.append(Part(10, (Text(f"  goal: {run.goal or 'not set'}"), Text("")), elastic=True))
+        return line1
 
+    def _line2(self, now: int, autopilot: DispatcherStatus | None) -> list[Part]:
+        """The loops and the listeners: the Chair, the autopilot's sessions, counts, addresses."""
         line2: list[Part] = [
             Part(
                 90,
@@ -147,6 +163,10 @@ class ConsoleHeader(Static):
             )
             line2.append(Part(15, (Text("  socket ", style="dim") + Text(self.owner.socket_path or "off"), Text(""))))
 
+        return line2
+
+    def _line3(self, now: int) -> list[Part]:
+        """Live or stale, long work in progress, the help hint."""
         line3: list[Part]
         if self.stale is not None:
             since = clock.format_ns(self.stale.since_ns)
@@ -174,14 +194,7 @@ class ConsoleHeader(Static):
                     ),
                 )
             )
-        lines = [fit(parts, width) for parts in (line1, line2, line3)]
-        for line in lines:
-            line.no_wrap = True
-            line.overflow = "ellipsis"
-        text = Text("\n").join(lines)
-        text.no_wrap = True
-        text.overflow = "ellipsis"
-        return text
+        return line3
 
     def _run_forms(self) -> tuple[Text, ...]:
         """` run RUN-… [active]`, then with the id's short tail (as the Runs pane shows it)."""
