@@ -272,6 +272,20 @@ def _readable(task: dict[str, Any]) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
+def file_in(root: Path, path: str) -> str:
+    """`path` itself, or when it is a directory under `root` its first regular file in name
+    order (`calc` → `calc/__init__.py`); a directory with no file stays as it is."""
+    target = root / path
+    if not target.is_dir():
+        return path
+    for dirpath, dirnames, filenames in os.walk(target):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if (Path(dirpath) / name).is_file() and not name.startswith("."):
+                return (Path(dirpath) / name).relative_to(root).as_posix()
+    return path
+
+
 def make_patch(path: str, before: str, after: str) -> str:
     diff = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
@@ -420,7 +434,9 @@ async def implementer(s: Session, task_id: str) -> None:
 async def implement_in_workspace(
     s: Session, task: dict[str, Any], task_id: str, workspace: Path, path: str, addition: str
 ) -> None:
-    """Edit the file in the workspace with plain file I/O and propose the workspace's diff."""
+    """Edit the file in the workspace with plain file I/O and propose the workspace's diff (a
+    readable path that is a directory: its first file)."""
+    path = file_in(workspace, path)
     target = workspace / path
     current = target.read_text(encoding="utf-8") if target.exists() else ""
     emit(step="read", path=path, bytes=len(current), workspace=str(workspace))
