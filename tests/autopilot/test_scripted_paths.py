@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from roundtable.agents.scripted import file_in
+from roundtable.demo.scripted import file_in
 
 
 def test_a_directory_stands_for_its_first_file(tmp_path: Path) -> None:
