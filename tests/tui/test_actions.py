@@ -274,3 +274,26 @@ async def test_a_new_run_is_the_run_create_operation(rt: Runtime) -> None:
         assert row and app.run_id == row
         by = await scalar(rt, "SELECT principal || '/' || transport FROM events WHERE type = 'run.created'")
         assert by == "operator/tui"
+
+
+async def test_the_approvals_cursor_moves_on_when_its_request_is_closed(rt: Runtime) -> None:
+    """Revision 2 closes revision 1's request and asks again: the cursor follows to the new
+    request, so `a` approves what is waiting instead of refusing a closed one."""
+    proposal = await ready_proposal(rt)
+    first = await request_approval(rt, proposal["id"])
+    other = await request_approval(rt, proposal["id"], subject="another")  # stays waiting, another row
+    app = make_app(rt)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app)
+        await _select(app, ApprovalsPane, first["id"])
+        pane = app.query_one(ApprovalsPane)
+        async with rt.db.write(tool="test.revise") as tx:
+            await tx.update("human_approvals", {"id": first["id"]}, {"status": "closed"})
+            await tx.update("human_approvals", {"id": other["id"]}, {"status": "closed"})
+        second = await request_approval(rt, proposal["id"], subject="revision 2")
+        await wait_for(lambda: pane.selected_key() == second["id"], what="the cursor on the waiting request")
+        await pilot.press("a")
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), what="approve confirmation")
+        await pilot.press("y")
+        await wait_for(lambda: any("approved" in n for n in notifications(app)), what="approved notice")
+    assert await scalar(rt, "SELECT status FROM human_approvals WHERE id = ?", (second["id"],)) == "approved"

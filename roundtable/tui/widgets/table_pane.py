@@ -96,7 +96,7 @@ class TablePane(DataTable[Cell]):
         if self.filter_text:
             needle = self.filter_text.lower()
             rows = [r for r in rows if needle in " ".join(str(c) for c in r[1]).lower()]
-        keep = self.selected_key()
+        keep = self.cursor_key(self.selected_key(), overview)
         if names != self._columns_shown:
             self._set_columns(names)
         signature = [(key, tuple(str(c) for c in cells)) for key, cells in rows]
@@ -113,6 +113,11 @@ class TablePane(DataTable[Cell]):
                     self.move_cursor(row=index, animate=False)
                     break
         self._set_title(len(rows), total)
+
+    def cursor_key(self, selected: str | None, overview: Overview) -> str | None:
+        """The record the cursor stays on across a rebuild: the one it was on (a pane may
+        move it on when that record stopped needing anything)."""
+        return selected
 
     def on_resize(self, _event: object) -> None:
         """Columns follow the pane's width: rebuild at the new size."""
