@@ -34,7 +34,7 @@ class CreateArgs(Args):
 
 async def create(call: Call[CreateArgs]) -> dict[str, Any]:
     a = call.args
-    task = await tasks.create_task_grouped(  # its own write: one job, grouped with the writes beside it
+    task = await tasks.create_task(  # its own write: one job, grouped with the writes beside it
         call.runtime.db,
         call.runtime.config.limits,
         tool=call.tool,

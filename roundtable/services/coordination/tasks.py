@@ -160,32 +160,6 @@ def _task_values(
 
 
 async def create_task(
-    tx: Tx,
-    *,
-    title: str,
-    body_md: str,
-    priority: int = DEFAULT_PRIORITY,
-    risk: str = Risk.NORMAL,
-    assigned_agent_id: str = "",
-    readable_paths: list[str] | None = None,
-    task_id: str = "",
-    status: str = TaskStatus.OPEN,
-    root: Path | None = None,
-    actor: str = "",
-    agent: str = "",
-    runs: RunHint = NO_HINT,
-) -> Task:
-    """Create a task, or (operator only) replace one with the same id (keeping its `created_at`
-    and its run). `agent` is the acting agent ("" for operator authority); `actor` is recorded on
-    the event; `runs` is what the call says about the run (`services.run_scope`)."""
-    values = _task_values(title, body_md, priority, risk, assigned_agent_id, readable_paths, task_id, status, root)
-    # Every read and write of the call in one hop to the writer's thread.
-    task: Task = await tx.run(_create_sync, tx, values, bool(task_id), assigned_agent_id, actor, agent, runs)
-    tx.tables.add("tasks")
-    return task
-
-
-async def create_task_grouped(
     db: Database,
     limits: LimitsConfig,
     *,
@@ -203,9 +177,12 @@ async def create_task_grouped(
     agent: str = "",
     runs: RunHint = NO_HINT,
 ) -> Task:
-    """`create_task` and the agent's task quota (`quotas`) as one write job
-    (`Database.write_run`): it shares its round trip and its COMMIT with the writes queued
-    beside it. Returns the task once committed."""
+    """Create a task, or (operator only) replace one with the same id (keeping its `created_at`
+    and its run), with the agent's task quota (`quotas`) checked in the same write job
+    (`Database.write_run`): it shares its round trip and its COMMIT with the writes queued beside
+    it. `agent` is the acting agent ("" for operator authority); `actor` is recorded on the event;
+    `runs` is what the call says about the run (`services.run_scope`). Returns the task once
+    committed."""
     values = _task_values(title, body_md, priority, risk, assigned_agent_id, readable_paths, task_id, status, root)
     task: Task = await db.write_run(
         _create_job, values, bool(task_id), assigned_agent_id, actor, agent, runs, limits, tool=tool
@@ -250,7 +227,7 @@ def _create_sync(
     agent: str,
     runs: RunHint,
 ) -> Task:
-    """`create_task`'s reads and writes, on the writer's thread inside `tx`."""
+    """`create_task`'s reads and writes, on the writer's thread inside `tx` (without the quota)."""
     task_id = values[0]
     found = conn.execute("SELECT run_id FROM tasks WHERE id = ?", (task_id,)).fetchone() if given_id else None
     replaced = found is not None
