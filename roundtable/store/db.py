@@ -84,6 +84,26 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
+def _file_problem(path: Path, identity: tuple[int, int] | None) -> str:
+    """Why `path` no longer names the file whose (device, inode) is `identity` ('' while it does;
+    always '' for an in-memory database, whose identity is None)."""
+    if identity is None:
+        return ""
+    try:
+        now = _file_identity(path)
+    except OSError as exc:
+        return f"the database file {path} cannot be checked: {exc.strerror}"
+    if now is None:
+        return f"the database file {path} was removed while this process had it open"
+    if now != identity:
+        return f"the database file {path} was replaced while this process had it open"
+    return ""
+
+
+def _refusal(problem: str) -> StoreError:
+    return StoreError(f"{problem}; refusing to write (restart the owner)")
+
+
 def _create_private_file(path: Path) -> None:
     """Create the database file with mode 0600 before SQLite does (it would use 0644)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -264,10 +284,15 @@ def _run_jobs(
     jobs: list[tuple[Callable[..., Any], tuple[Any, ...], Tx]],
     commit: bool,
     busy_ms: int,
+    file: tuple[Path, tuple[int, int] | None],
 ) -> _Ran:
     """Several writes in one round trip (`Database.write_run`): open the transaction (or release
     the last writer's savepoint), run each job in a savepoint of its own — a failing one is
-    rolled back alone — and COMMIT when asked."""
+    rolled back alone — and COMMIT when asked. A transaction is begun only while `file` (path,
+    identity) still names the database file opened: a write to an unlinked file would be lost."""
+    problem = _file_problem(*file) if begin else ""
+    if problem:
+        return _Ran([(False, _refusal(problem), False)] * len(jobs))
     try:
         if begin:
             conn.execute("BEGIN IMMEDIATE").close()
@@ -553,17 +578,7 @@ class Database:
 
     def file_problem(self) -> str:
         """Why the database path no longer names the file this object opened ('' while it does)."""
-        if self._identity is None:
-            return ""
-        try:
-            now = _file_identity(self._abspath)
-        except OSError as exc:
-            return f"the database file {self._abspath} cannot be checked: {exc.strerror}"
-        if now is None:
-            return f"the database file {self._abspath} was removed while this process had it open"
-        if now != self._identity:
-            return f"the database file {self._abspath} was replaced while this process had it open"
-        return ""
+        return _file_problem(self._abspath, self._identity)
 
     @classmethod
     async def open(
@@ -675,6 +690,10 @@ class Database:
         await self._write_lock.acquire(urgent=urgent)
         batch = self._batch
         try:
+            if batch is None or not self._writer.in_transaction:
+                problem = self.file_problem()  # once per transaction, where it begins
+                if problem:
+                    raise _refusal(problem)
             if batch is None:
                 # Defensive: no batch is open, so an open transaction here is stale.
                 if self._writer.in_transaction:
@@ -719,13 +738,12 @@ class Database:
         await self._leave(batch, urgent=urgent, ok=True)
 
     def _check_writable(self, tool: str) -> None:
+        """Refuse a write to a closed or read-only database. (Whether the file is still the one
+        opened is checked once per transaction, where it begins: `_begin_batch`, `_run_jobs`.)"""
         if self._closed:
             raise StoreError("database is closed")
         if self.read_only:
             raise StoreError(f"read-only: {tool or 'this action'} would write to the database")
-        problem = self.file_problem()
-        if problem:
-            raise StoreError(f"{problem}; refusing to write (restart the owner)")
 
     async def _undo(self, batch: Batch, tx: Tx) -> None:
         """Roll back what the failed writer `tx` did, and only that."""
@@ -861,6 +879,7 @@ class Database:
                 [(j.fn, j.args, j.tx) for j in jobs],
                 commit,
                 self.busy_timeout_ms,
+                (self._abspath, self._identity),
             )
         except Exception as exc:  # e.g. the connection closed under us
             log.warning("a grouped write failed: %s", exc)

@@ -1,15 +1,20 @@
 """Resources and claims: `resource.claim`, `resource.release`, `resource.claim_status`,
 `resource.get`, `resource.search`.
 
-`resource.claim` manages its own transactions (mode `none`): the content hash and symbol span
-are computed in a worker thread *before* the write lock is taken, then the conflict check and
-the grant run in one write transaction; a refusal rolls that transaction back and the
-contention rows are committed in a second one.
+`resource.claim` manages its own transactions (mode `none`): a file's path guard and content
+hash run on the writer's thread inside the claim's write job (bounded: a file of at most
+`HASH_ON_WRITER_BYTES`); a larger file, a directory's hash and a symbol's span are computed in a
+worker thread *before* the write lock is taken. The conflict check and the grant run in one write
+transaction; a refusal rolls that transaction back and the contention rows are committed in a
+second one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
+import os
 import sqlite3
 from pathlib import Path
 from typing import Annotated, Any
@@ -111,6 +116,29 @@ def _identity(args: ClaimArgs) -> tuple[str, str, str, str]:
     return resource_type, path, symbol, resource_id
 
 
+# A file up to this size is hashed on the writer's thread, inside the claim's write job (tens of
+# microseconds); a larger one, a directory or a symbol goes to a worker thread first.
+HASH_ON_WRITER_BYTES = 256 * 1024
+
+
+def _prepare_on_writer(root: Path, request: claims_service.ClaimRequest) -> claims_service.ClaimRequest:
+    """The bounded preparation of a file claim (path guard, base hash) as `grant`'s `prepare`:
+    on the writer's thread, just before the grant; `Unprepared` for anything not bounded."""
+    resource = request.resource
+    if resource.type != "file" or request.base_hash:
+        raise claim_grant.Unprepared
+    try:  # the size of what the path leads to (the hash itself never follows a final symlink)
+        size = os.stat(root / resource.path).st_size
+    except (OSError, ValueError):
+        size = 0
+    if size > HASH_ON_WRITER_BYTES:
+        raise claim_grant.Unprepared
+    _start, _end, base_hash = _prepare(root, resource.type, resource.path, resource.symbol, "")
+    return dataclasses.replace(
+        request, base_hash=base_hash, resource=dataclasses.replace(resource, current_hash=base_hash)
+    )
+
+
 def _prepare(root: Path, resource_type: str, path: str, symbol: str, base_hash: str) -> tuple[int, int, str]:
     """Guard the path, find a symbol's span and compute the base hash (blocking; a thread).
     A file's or directory's hash guards the path itself: it is not resolved twice."""
@@ -142,7 +170,10 @@ async def claim(call: Call[ClaimArgs]) -> dict[str, Any]:
     rationale = _short(args.rationale, "rationale")
     resume_policy = args.resume_policy or "hold"
     base_hash = args.base_hash.strip()
-    start, end, base_hash = await asyncio.to_thread(_prepare, runtime.root, resource_type, path, symbol, base_hash)
+    on_writer = resource_type == "file" and not base_hash
+    start, end = 0, 0
+    if not on_writer:
+        start, end, base_hash = await asyncio.to_thread(_prepare, runtime.root, resource_type, path, symbol, base_hash)
     request = claims_service.ClaimRequest(
         agent_id=agent_id,
         task_id=task_id,
@@ -167,7 +198,19 @@ async def claim(call: Call[ClaimArgs]) -> dict[str, Any]:
         resume_policy=resume_policy,
         raw_path=args.path,
     )
-    granted = await claim_grant.grant(runtime.db, request, label=call.tool)
+    if on_writer:
+        try:
+            granted = await claim_grant.grant(
+                runtime.db, request, label=call.tool, prepare=functools.partial(_prepare_on_writer, runtime.root)
+            )
+        except claim_grant.Unprepared:  # a large file: hashed on a worker thread, then granted
+            _, _, base_hash = await asyncio.to_thread(_prepare, runtime.root, resource_type, path, symbol, "")
+            request = dataclasses.replace(
+                request, base_hash=base_hash, resource=dataclasses.replace(request.resource, current_hash=base_hash)
+            )
+            granted = await claim_grant.grant(runtime.db, request, label=call.tool)
+    else:
+        granted = await claim_grant.grant(runtime.db, request, label=call.tool)
     return {
         "claim": granted.claim.to_dict(),
         "resource": granted.resource.to_dict(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -74,6 +75,28 @@ async def test_claim_derives_path_and_symbol_from_resource_id(env: Env) -> None:
 async def test_missing_file_claims_with_empty_hash(env: Env) -> None:
     out = await env.claim("implementer-1", path="src/new_module.py")
     assert out["claim"]["base_hash"] == "" and out["resource"]["path"] == "src/new_module.py"
+
+
+async def test_a_large_file_is_hashed_off_the_writer_and_claimed_the_same(env: Env) -> None:
+    """A file over the writer's bound takes the worker-thread path: same grant, same hash; and a
+    path a guard refuses is refused on either path with nothing recorded."""
+    from roundtable.tools.resources import HASH_ON_WRITER_BYTES
+
+    big = env.root / "src" / "big.bin"
+    big.write_bytes(b"x" * (HASH_ON_WRITER_BYTES + 1))
+    small = env.root / "src" / "small.bin"
+    small.write_bytes(b"y" * 10)
+    for path in (big, small):
+        out = await env.claim("implementer-1", path=str(path.relative_to(env.root)))
+        assert out["claim"]["base_hash"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert out["resource"]["current_hash"] == out["claim"]["base_hash"]
+    async with env.runtime.db.read() as r:
+        before = await r.scalar("SELECT count(*) FROM claims")
+    for refused in ("../outside.py", ".git/config"):
+        with pytest.raises(ToolError):
+            await env.claim("implementer-1", path=refused)
+    async with env.runtime.db.read() as r:
+        assert await r.scalar("SELECT count(*) FROM claims") == before
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,9 @@ evidence of contention survives the refusal."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
+
 from roundtable import clock
 from roundtable.errors import ToolError
 from roundtable.services.coordination.claims.acquire import (
@@ -14,15 +17,38 @@ from roundtable.services.coordination.claims.acquire import (
     check_request,
     record_contentions,
 )
-from roundtable.store.db import Database
+from roundtable.store.db import Database, Tx
 
 
-async def grant(db: Database, request: ClaimRequest, *, label: str) -> Granted:
+class Unprepared(Exception):
+    """Raised by a claim's `prepare` on the writer's thread when the resource's hash or span is
+    not bounded work (a directory, a symbol, a large file): the caller computes it on a worker
+    thread and grants again. Nothing was written."""
+
+
+Prepare = Callable[[ClaimRequest], ClaimRequest]
+
+
+def _prepare_and_acquire(
+    conn: sqlite3.Connection, tx: Tx, request: ClaimRequest, now: str, prepare: Prepare | None
+) -> Granted:
+    if prepare is not None:
+        request = prepare(request)
+        check_request(request)
+    return acquire_sync(conn, tx, request, now)
+
+
+async def grant(db: Database, request: ClaimRequest, *, label: str, prepare: Prepare | None = None) -> Granted:
     """Grant `request` (one write transaction labelled `label`), or record its contentions and
-    raise `ToolError` with the first conflict."""
+    raise `ToolError` with the first conflict.
+
+    `prepare`, when given, completes the request (its path guard, base hash, span) on the
+    writer's thread just before the grant — bounded file work that saves the claim a trip to a
+    worker thread; it raises `Unprepared` (passed on, nothing written) when the work is not
+    bounded."""
     check_request(request)
     try:  # one write job: it shares a round trip and a COMMIT with the writes queued beside it
-        return await db.write_run(acquire_sync, request, clock.now(), tool=label)
+        return await db.write_run(_prepare_and_acquire, request, clock.now(), prepare, tool=label)
     except ClaimConflict as conflict:
         async with db.write(tool=label) as tx:
             await record_contentions(tx, conflict.contentions)
