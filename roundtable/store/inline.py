@@ -31,7 +31,9 @@ from urllib.parse import quote
 T = TypeVar("T")
 
 LIMIT_S = 50e-6  # the median inline read must stay under this, or reads go back to a thread
-BACKOFF_CALLS = 1000  # reads sent to a thread after a window's median passed the limit
+# Reads sent to a thread after a window's median passed the limit: one window, so a burst of
+# contention (other processes thrashing the caches) costs a few hops, not a thousand.
+BACKOFF_CALLS = 64
 WINDOW = 64  # reads per judgement
 _RECENT = 4096  # durations kept for reporting
 
