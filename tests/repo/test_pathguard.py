@@ -146,3 +146,32 @@ def test_hashes(tree: Path) -> None:
     (tree / "src" / "code.py").write_text("def g(:\n  x\n")
     assert hashing.resource_hash(tree, "symbol", "src/code.py", "g", (1, 1)) == hashlib.sha256(b"def g(:").hexdigest()
     assert hashing.resource_hash(tree, "service", "x") == ""
+
+
+def test_a_root_swapped_for_a_symlink_elsewhere_is_resolved_again(tmp_path: Path) -> None:
+    """The resolved root is cached per (device, inode): once the root's path leads to another
+    directory, paths resolve under the new one, never the cached string."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for d in (first, second):
+        (d / "src").mkdir(parents=True)
+        (d / "src" / "a.py").write_text(d.name)
+    root = tmp_path / "root"
+    root.symlink_to(first)
+    assert resolve_repo_path(root, "src/a.py")[0] == (first / "src" / "a.py").resolve()
+    root.unlink()
+    root.symlink_to(second)
+    assert resolve_repo_path(root, "src/a.py")[0] == (second / "src" / "a.py").resolve()
+
+
+def test_a_root_renamed_under_a_link_resolves_afresh_and_still_refuses_escapes(tmp_path: Path) -> None:
+    real = tmp_path / "proj"
+    (real / "src").mkdir(parents=True)
+    assert resolve_repo_path(real, "src")[1] == "src"
+    moved = tmp_path / "moved"
+    real.rename(moved)
+    real.symlink_to(moved)  # the same directory (inode) now reached through a link
+    assert resolve_repo_path(real, "src")[0] == (moved / "src").resolve()
+    (moved / "out").symlink_to(tmp_path)
+    (tmp_path / "first").mkdir()
+    with pytest.raises(ToolError):
+        resolve_repo_path(real, "out/first")

@@ -94,7 +94,33 @@ def _relative(path: str, base: str) -> str | None:
 
 def real_root(root: Path) -> Path:
     """The root made absolute with its symlinks resolved."""
-    return Path(os.path.realpath(root))
+    return Path(_real_root(root))
+
+
+# Resolved roots, each kept with the (device, inode) its path led to: one `stat` instead of a
+# `realpath` (an lstat per component) on every path a call names. A root whose path leads
+# elsewhere now is resolved again; one whose components were renamed (the same directory under
+# another name) makes a path look outside the cached string: `resolve_repo_path` then resolves
+# the root afresh and judges the path once more.
+_REAL_ROOTS: dict[str, tuple[tuple[int, int], str]] = {}
+_REAL_ROOTS_MAX = 64
+
+
+def _real_root(root: Path | str, *, fresh: bool = False) -> str:
+    key = os.path.abspath(root)
+    try:
+        st = os.stat(key)
+    except OSError:
+        return os.path.realpath(key)
+    identity = (st.st_dev, st.st_ino)
+    cached = _REAL_ROOTS.get(key)
+    if cached is not None and cached[0] == identity and not fresh:
+        return cached[1]
+    real = os.path.realpath(key)
+    if len(_REAL_ROOTS) >= _REAL_ROOTS_MAX:
+        _REAL_ROOTS.clear()
+    _REAL_ROOTS[key] = (identity, real)
+    return real
 
 
 def resolve_repo_path(root: Path, path: str) -> tuple[Path, str]:
@@ -108,7 +134,17 @@ def resolve_repo_path(root: Path, path: str) -> tuple[Path, str]:
         raise ToolError("path is required")
     if "\x00" in path:
         raise ToolError("path must not contain NUL bytes")
-    base = str(real_root(root))
+    base = _real_root(root)
+    try:
+        return _resolve(root, path, base)
+    except ToolError:
+        fresh = _real_root(root, fresh=True)  # refused against a stale resolved root? once more
+        if fresh == base:
+            raise
+        return _resolve(root, path, fresh)
+
+
+def _resolve(root: Path, path: str, base: str) -> tuple[Path, str]:
     given = os.path.normpath(os.path.abspath(root))
     if os.path.isabs(path):
         lexical = os.path.normpath(path)
@@ -169,7 +205,7 @@ def walk_repo_files(root: Path, under: str = "") -> Iterator[tuple[Path, str]]:
     `under` (a repository-relative directory that already passed `resolve_repo_path`) limits
     the walk to that subtree; relative paths stay relative to the root.
     """
-    base = str(real_root(root))
+    base = os.path.realpath(root)
     start = clean_rel_path(under)
     if start:
         resolved = os.path.realpath(os.path.join(base, start))
