@@ -8,7 +8,9 @@ tick, with our turn expiry and hand-over). In order:
 2. assign open, unassigned tasks to the enabled implementers, least loaded first
    (round-robin when loads are equal), each with a `task.assigned` event;
 3. request reviews for pending proposals: once per proposal revision, through the
-   `proposal.request_review` tool, then a `proposal.review_requested` event;
+   `proposal.request_review` tool, then a `proposal.review_requested` event (a request moves
+   the proposal to `in_review`, a new revision back to `pending`: the step reads only the
+   pending ones, so its work does not grow with the run's history);
 4. sweep claims past `expires_at` to `expired` (one `claim.expired` event each).
 
 The spec schedules turns last; we do it first because every item is its own write transaction
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.chair.report import TickReport
-from roundtable.domain import TERMINAL_TASK_STATUSES, EventType
+from roundtable.domain import TERMINAL_TASK_STATUSES, ProposalStatus
 from roundtable.services.coordination.agents import enabled_with_role
 from roundtable.services.coordination.chair_steps import error_text
 from roundtable.store.records import Proposal, Task
@@ -98,26 +100,18 @@ def _revision_key(proposal: Proposal) -> str:
     return proposal.current_revision or f"r{proposal.revision_number}"
 
 
+# The proposals that still need a review request: the pending ones. Requesting a review moves a
+# proposal to `in_review` in the same transaction as its `proposal.review_requested` event, and a
+# new revision moves it back to `pending`, so this reads only work still to do (an index range over
+# pending proposals), never the run's history of requests.
+NEEDS_REVIEW_SQL = "SELECT * FROM proposals WHERE status = ? AND run_id IN (?, '') ORDER BY created_at, id"
+
+
 async def _request_reviews(runtime: Runtime, run_id: str, report: TickReport) -> None:
     async with runtime.db.read() as r:
-        proposals = await r.all(
-            Proposal,
-            "SELECT * FROM proposals WHERE status IN ('pending', 'in_review') AND run_id IN (?, '')"
-            " ORDER BY created_at, id",
-            (run_id,),  # the run's own proposals and those of no run
-        )
-        if not proposals:
-            return
-        done_rows = await r.fetchall(
-            "SELECT json_extract(payload_json, '$.proposal_id'), json_extract(payload_json, '$.revision')"
-            " FROM events WHERE type = ?",
-            (EventType.PROPOSAL_REVIEW_REQUESTED,),
-        )
-    done = {(str(a), str(b)) for a, b in done_rows}
+        proposals = await r.all(Proposal, NEEDS_REVIEW_SQL, (ProposalStatus.PENDING, run_id))  # and no run's
     for proposal in proposals:
         revision = _revision_key(proposal)
-        if (proposal.id, revision) in done:
-            continue
         try:
             roles, reviewers = await _review_via_tool(runtime, proposal)
             marked = await chair_call(

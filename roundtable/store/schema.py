@@ -478,7 +478,16 @@ _V7: Step = (
     "CREATE INDEX idx_proposals_task_order ON proposals(task_id, created_at, id)",
 )
 
-MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# Version 8: whether a proposal's revision was already announced for review is one index probe
+# (the Chair asks once per request) instead of a walk over every review request ever made.
+# Partial: only `proposal.review_requested` events carry it, so other writes pay nothing.
+_V8: Step = (
+    "CREATE INDEX idx_events_review_requested ON events("
+    "json_extract(payload_json, '$.proposal_id'), json_extract(payload_json, '$.revision'))"
+    " WHERE type = 'proposal.review_requested'",
+)
+
+MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.

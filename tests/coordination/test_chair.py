@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from roundtable import chair, clock
+from roundtable.chair.tick import NEEDS_REVIEW_SQL
 from roundtable.config import PoolConfig
 from roundtable.runtime import Runtime
-from roundtable.services.coordination import runs
+from roundtable.services.coordination import chair_steps, runs
 
 pytestmark = pytest.mark.anyio
 
@@ -95,6 +96,36 @@ async def test_requests_review_once_per_revision(runtime: Runtime, project: Path
     assert len(events) == 1 and events[0]["proposal_id"] == "P-1" and events[0]["revision"] == sha
     assert (await chair.tick(runtime, run_id)).reviews_requested == []
     assert len(await _events(runtime, "proposal.review_requested")) == 1
+
+
+async def test_review_requests_read_only_proposals_still_waiting(runtime: Runtime, project: Path, run_id: str) -> None:
+    """The step reads the pending proposals only, and a request checks its revision with one index
+    probe: proposals already in review and the history of requests are not read on every tick
+    (that work grew with the run's history)."""
+    for n in range(40):
+        await _proposal(runtime, project, f"P-old-{n:02d}")
+    first = await chair.tick(runtime, run_id)
+    assert len(first.reviews_requested) == 40
+    sha = await _proposal(runtime, project, "P-new")
+    report = await chair.tick(runtime, run_id)
+    assert report.errors == []
+    assert [r["proposal_id"] for r in report.reviews_requested] == ["P-new"]
+    # A new revision puts a proposal back to pending (as `proposal.attach_patch` does): asked again.
+    async with runtime.db.write() as tx:
+        await tx.execute(
+            "UPDATE proposals SET status = 'pending', revision_number = 2 WHERE id = 'P-old-07'",
+        )
+    again = await chair.tick(runtime, run_id)
+    assert [(r["proposal_id"], r["revision"]) for r in again.reviews_requested] == [("P-old-07", sha)]
+    assert (await chair.tick(runtime, run_id)).reviews_requested == []
+    # Both reads are index ranges: the pending proposals, then one probe for the revision's request.
+    async with runtime.db.read() as r:
+        for sql, args, index in (
+            (NEEDS_REVIEW_SQL, ("pending", run_id), "SEARCH proposals USING INDEX idx_proposals_"),
+            (chair_steps.ANNOUNCED_SQL, ("P-new", sha), "SEARCH events USING INDEX idx_events_review_requested"),
+        ):
+            plan = " ".join(str(row[3]) for row in await r.fetchall("EXPLAIN QUERY PLAN " + sql, args))
+            assert index in plan and "=?" in plan and "SCAN" not in plan, plan
 
 
 async def test_tick_continues_past_failing_items(runtime: Runtime, project: Path, run_id: str) -> None:

@@ -88,17 +88,22 @@ async def assign_tasks(
     return out
 
 
+# Whether a review of one revision was announced: the type is a literal so that SQLite uses the
+# partial index `idx_events_review_requested` (a bound parameter would not match its WHERE).
+ANNOUNCED_SQL = (
+    f"SELECT 1 FROM events WHERE type = '{EventType.PROPOSAL_REVIEW_REQUESTED.value}'"
+    " AND json_extract(payload_json, '$.proposal_id') = ? AND json_extract(payload_json, '$.revision') = ?"
+    " LIMIT 1"
+)
+
+
 async def mark_in_review(
     tx: Tx, run_id: str, proposal_id: str, task_id: str, payload: dict[str, Any], *, actor: str
 ) -> bool:
     """A review was requested for the proposal's revision (`payload["revision"]`): a pending
     proposal becomes `in_review`, and `proposal.review_requested` is appended unless the proposal
     tool already announced this revision. Returns whether the event was appended."""
-    announced = await tx.scalar(
-        "SELECT 1 FROM events WHERE type = ? AND json_extract(payload_json, '$.proposal_id') = ?"
-        " AND json_extract(payload_json, '$.revision') = ? LIMIT 1",
-        (EventType.PROPOSAL_REVIEW_REQUESTED, proposal_id, payload["revision"]),
-    )
+    announced = await tx.scalar(ANNOUNCED_SQL, (proposal_id, payload["revision"]))
     await tx.execute(
         "UPDATE proposals SET status = 'in_review', updated_at = ? WHERE id = ? AND status = 'pending'",
         (clock.now(), proposal_id),
