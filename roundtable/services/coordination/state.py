@@ -391,12 +391,30 @@ def _and(scope: Scope | None, table: str, base: str = "") -> tuple[str, tuple[An
 
 
 # The lists of a watch page besides its events: at most `limit` rows each, the oldest first (the
-# ones waiting longest); the list tools page through the rest.
-_WATCH_LISTS: tuple[tuple[str, type[Record], str, str, str], ...] = (
-    ("blocked_tasks", Task, "tasks", "status = 'blocked'", "priority, created_at, id"),
-    ("pending_proposals", Proposal, "proposals", "status IN ('pending', 'in_review')", "created_at, id"),
-    ("required_approvals", HumanApproval, "human_approvals", "status = 'requested'", "created_at, id"),
+# ones waiting longest); the list tools page through the rest. A list of several statuses is read
+# as one index range per status, each cut at `limit`, then merged: `status IN (…)` would read
+# every open row of the project and sort them all on each call (work growing with history).
+_WATCH_LISTS: tuple[tuple[str, type[Record], str, tuple[str, ...], str], ...] = (
+    ("blocked_tasks", Task, "tasks", ("status = 'blocked'",), "priority, created_at, id"),
+    ("pending_proposals", Proposal, "proposals", ("status = 'pending'", "status = 'in_review'"), "created_at, id"),
+    ("required_approvals", HumanApproval, "human_approvals", ("status = 'requested'",), "created_at, id"),
 )
+
+
+def _list_sql(
+    scope: Scope | None, table: str, conditions: tuple[str, ...], order: str, limit: int
+) -> tuple[str, tuple[Any, ...]]:
+    """The first `limit` rows of `table` matching any of `conditions`, in `order`."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for condition in conditions:
+        w, p = _and(scope, table, condition)
+        parts.append(f"SELECT * FROM {table} {w} ORDER BY {order} LIMIT ?")
+        params += [*p, limit]
+    if len(parts) == 1:
+        return parts[0], tuple(params)
+    union = " UNION ALL ".join(f"SELECT * FROM ({part})" for part in parts)
+    return f"SELECT * FROM ({union}) ORDER BY {order} LIMIT ?", (*params, limit)
 
 
 def _watch_rows(
@@ -435,9 +453,9 @@ def _watch_rows(
         "has_more_events": has_more,
         "transactions": transactions,
     }
-    for key, cls, table, condition, order in _WATCH_LISTS:
-        w, p = _and(scope, table, condition)
-        rows = conn.execute(f"SELECT * FROM {table} {w} ORDER BY {order} LIMIT ?", (*p, limit)).fetchall()
+    for key, cls, table, conditions, order in _WATCH_LISTS:
+        sql, p = _list_sql(scope, table, conditions, order, limit)
+        rows = conn.execute(sql, p).fetchall()
         items = _convert(_layout(cls), rows)
         page[key] = [_task_json(t) for t in items] if cls is Task else items
     active_w, active_p = _and(scope, "claims", "status = 'active' AND expires_at > ?")
