@@ -10,7 +10,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.coordination.state import STATE_KEYS
+from roundtable.services.coordination.state import STATE_KEYS, watch_list_sql
 
 pytestmark = pytest.mark.anyio
 
@@ -154,6 +154,38 @@ async def test_watch_lists_are_bounded_by_limit(runtime: Runtime, run_id: str) -
     assert [t["id"] for t in page["blocked_tasks"]] == ["T-b0", "T-b1", "T-b2"]
     page = await runtime.call("table.watch", {"run_id": run_id, "limit": 6})
     assert len(page["blocked_tasks"]) == 5
+
+
+async def test_watch_pending_proposals_are_the_oldest_of_both_statuses_read_by_index(
+    runtime: Runtime, run_id: str
+) -> None:
+    """Pending and in-review proposals interleave oldest first, cut at `limit`; each status is an
+    index range read up to the limit, never every open proposal sorted on each call."""
+    statuses = ["in_review", "pending", "accepted", "pending", "in_review", "in_review", "pending"]
+    async with runtime.db.write() as tx:
+        for i, status in enumerate(statuses):
+            await tx.insert(
+                "proposals",
+                {
+                    "id": f"P-{i}",
+                    "task_id": "T-1",
+                    "agent_id": "implementer-1",
+                    "title": f"p{i}",
+                    "summary_md": "s",
+                    "patch_path": "x.diff",
+                    "status": status,
+                    "created_at": f"2026-01-01T00:00:0{i}.000000000Z",
+                },
+            )
+    page = await runtime.call("table.watch", {"run_id": run_id, "limit": 4})
+    assert [p["id"] for p in page["pending_proposals"]] == ["P-0", "P-1", "P-3", "P-4"]
+    page = await runtime.call("table.watch", {"run_id": run_id, "limit": 10})
+    assert [p["id"] for p in page["pending_proposals"]] == ["P-0", "P-1", "P-3", "P-4", "P-5", "P-6"]
+    sql, params = watch_list_sql(None, "proposals", ("status = 'pending'", "status = 'in_review'"), "created_at, id", 4)
+    async with runtime.db.read() as r:
+        plan = [str(row[3]) for row in await r.fetchall("EXPLAIN QUERY PLAN " + sql, params)]
+    assert plan.count("SEARCH proposals USING INDEX idx_proposals_status (status=?)") == 2, plan
+    assert not any(step.startswith("SCAN proposals") for step in plan), plan
 
 
 async def test_watch_wait_sees_writes_from_another_process(project: Path, runtime: Runtime, run_id: str) -> None:

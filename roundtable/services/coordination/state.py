@@ -401,7 +401,7 @@ _WATCH_LISTS: tuple[tuple[str, type[Record], str, tuple[str, ...], str], ...] = 
 )
 
 
-def _list_sql(
+def watch_list_sql(
     scope: Scope | None, table: str, conditions: tuple[str, ...], order: str, limit: int
 ) -> tuple[str, tuple[Any, ...]]:
     """The first `limit` rows of `table` matching any of `conditions`, in `order`."""
@@ -454,7 +454,7 @@ def _watch_rows(
         "transactions": transactions,
     }
     for key, cls, table, conditions, order in _WATCH_LISTS:
-        sql, p = _list_sql(scope, table, conditions, order, limit)
+        sql, p = watch_list_sql(scope, table, conditions, order, limit)
         rows = conn.execute(sql, p).fetchall()
         items = _convert(_layout(cls), rows)
         page[key] = [_task_json(t) for t in items] if cls is Task else items
