@@ -89,14 +89,25 @@ def _parse_constant(name: str) -> Any:
     raise StrictJSONError(f"{name} is not valid JSON")
 
 
-def loads_strict(text: str, **kwargs: Any) -> Any:
+# Built once (a decoder is not free to build, and every request needs one).
+_STRICT_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+# The request line's: its objects also remember their members in order.
+_REQUEST_DECODER = json.JSONDecoder(
+    parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant, object_pairs_hook=_pairs_hook
+)
+_RESPONSE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def loads_strict(text: str) -> Any:
     """`json.loads` that refuses what JSON and the reference's Go decoder refuse: NaN and
     ±Infinity, numbers out of float range, integers too long for Python to convert, and nesting
     too deep for the parser (each a `StrictJSONError`); syntax errors stay `JSONDecodeError`."""
+    return _strict(_STRICT_DECODER, text)
+
+
+def _strict(decoder: json.JSONDecoder, text: str) -> Any:
     try:
-        return json.loads(
-            text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant, **kwargs
-        )
+        return decoder.decode(text)
     except RecursionError:
         raise StrictJSONError("nesting too deep") from None
 
@@ -108,7 +119,7 @@ def decode_request(line: bytes) -> tuple[str, dict[str, Any]]:
     except UnicodeDecodeError:
         raise RequestError("invalid request: not UTF-8 text") from None
     try:
-        value = loads_strict(text, object_pairs_hook=_pairs_hook)
+        value = _strict(_REQUEST_DECODER, text)
     except json.JSONDecodeError as exc:
         raise RequestError(f"invalid request: {exc.msg} at offset {exc.pos}") from None
     except ValueError as exc:  # StrictJSONError, or any other conversion the decoder refuses
@@ -153,7 +164,7 @@ def encode_response(ok: bool, result: dict[str, Any] | None = None, error: str =
         body["result"] = result
     if not ok and error:
         body["error"] = error
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return _RESPONSE_ENCODER.encode(body).encode("utf-8") + b"\n"
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
