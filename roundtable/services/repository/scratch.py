@@ -19,6 +19,7 @@ import os
 import shutil
 import stat
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,20 @@ class Scratch:
     base: Path  # the private directory holding the worktree (and the temporary index)
     path: Path  # the worktree
     commit: str  # the snapshot commit checked out
+
+
+# git's worktree bookkeeping is not safe against itself: a `worktree prune` that runs while a
+# `worktree add` has made its admin directory but not yet written it deletes that directory, and
+# the add fails. Adds and prunes of one repository take turns (per event loop, per root).
+_ADMIN_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def worktree_admin(root: Path) -> asyncio.Lock:
+    """The lock that `git worktree add` and `git worktree prune` of `root` hold."""
+    locks = _ADMIN_LOCKS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(os.path.abspath(root), asyncio.Lock())
 
 
 async def _git(cwd: Path, args: list[str], *, env: dict[str, str] | None = None, stdin: bytes = b"") -> str:
@@ -112,7 +127,8 @@ async def create(root: Path, patch: str | None, *, excluded: list[str] | None = 
     scratch = Scratch(root, base, path, "")
     try:
         commit = await snapshot(root, base, excluded or [])
-        await _git(root, ["worktree", "add", "--detach", "--quiet", str(path), commit])
+        async with worktree_admin(root):
+            await _git(root, ["worktree", "add", "--detach", "--quiet", str(path), commit])
         scratch = Scratch(root, base, path, commit)
         if patch is not None:
             result = await git.run_git(path, git._apply_args(check=False, reverse=False), patch.encode())
@@ -151,6 +167,7 @@ async def remove(scratch: Scratch) -> None:
         pass
     await asyncio.to_thread(_force_rmtree, scratch.base)
     try:
-        await _git(scratch.root, ["worktree", "prune"])
+        async with worktree_admin(scratch.root):
+            await _git(scratch.root, ["worktree", "prune"])
     except (ToolError, OSError):
         pass

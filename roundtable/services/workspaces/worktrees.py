@@ -294,7 +294,8 @@ async def create(
     try:
         async with _private_dir() as tmp:
             commit, base_tree = await _snapshot(runtime, tmp)
-        await repo_git(root, ["worktree", "add", "--detach", "--quiet", str(path), commit])
+        async with scratch.worktree_admin(root):
+            await repo_git(root, ["worktree", "add", "--detach", "--quiet", str(path), commit])
         made = True
         text = await asyncio.to_thread((path / ".git").read_text, "utf-8")
         if not text.startswith("gitdir: "):
@@ -670,7 +671,8 @@ async def _delete(root: Path, path: Path) -> None:
     """Delete a workspace directory (never following a link) and prune git's record of it."""
     await asyncio.to_thread(scratch._force_rmtree, path)
     try:
-        await repo_git(root, ["worktree", "prune"])
+        async with scratch.worktree_admin(root):
+            await repo_git(root, ["worktree", "prune"])
     except (ToolError, OSError):
         pass
 

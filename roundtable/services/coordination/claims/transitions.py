@@ -73,7 +73,14 @@ async def expire_due(tx: Tx, now: str, *, run_id: str = "", actor_id: str = "sys
     out = []
     for claim in due:
         updated, changed = await transition(
-            tx, claim.id, ClaimStatus.EXPIRED, now, actor_id=actor_id, reason="ttl elapsed", run_id=run_id, operator=True
+            tx,
+            claim.id,
+            ClaimStatus.EXPIRED,
+            now,
+            actor_id=actor_id,
+            reason="ttl elapsed",
+            run_id=run_id,
+            operator=True,
         )
         if changed:
             out.append(updated)
