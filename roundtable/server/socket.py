@@ -383,8 +383,11 @@ class SocketServer:
                 return  # decoded during shutdown: neither executed nor answered
             self._idle.discard(task)
             self._busy.add(task)
-            # The call runs as its own task so a cancelled connection never cuts a transaction short.
-            reply = await asyncio.shield(asyncio.ensure_future(self._dispatch(tool, args)))
+            spec = self.runtime.registry.lookup(tool)
+            if spec is not None and spec.read_only:  # a read: nothing to cut short
+                reply = await self._dispatch(tool, args)
+            else:  # its own task, so a cancelled connection never cuts a transaction short
+                reply = await asyncio.shield(asyncio.ensure_future(self._dispatch(tool, args)))
             with contextlib.suppress(OSError):
                 writer.write(reply)
                 await writer.drain()
