@@ -9,7 +9,8 @@ snapshot, and keeps it there only while it stays under `LIMIT_S`:
 - every inline read is timed (the loop thread's CPU time, so a machine busy with other
   processes does not count against it); every `WINDOW` reads, when the median of the window
   passes `LIMIT_S`, inline reads stop for `BACKOFF_CALLS` calls (they go to a reader thread as
-  before), then are tried again. The median, not the mean: a collection of Python's garbage
+  before), then are tried again — each further slow window doubles the pause, up to
+  `BACKOFF_MAX`. The median, not the mean: a collection of Python's garbage
   collector that happens to start inside a read is not the read's cost;
 - the connection never waits for a lock (`busy_timeout` 0): a read that would wait is answered
   by a reader thread instead, so the loop never blocks on another process;
@@ -31,10 +32,13 @@ from urllib.parse import quote
 T = TypeVar("T")
 
 LIMIT_S = 50e-6  # the median inline read must stay under this, or reads go back to a thread
-# Reads sent to a thread after a window's median passed the limit: one window, so a burst of
-# contention (other processes thrashing the caches) costs a few hops, not a thousand.
+# Reads sent to a thread after a window's median passed the limit: one window at first, so a
+# burst of contention (other processes thrashing the caches) costs a few hops, not a thousand;
+# doubled after each further slow window (reads that stay slow, e.g. cold after every idle
+# spell, are then tried inline ever more rarely), back to one window after a fast one.
 BACKOFF_CALLS = 64
-WINDOW = 64  # reads per judgement
+BACKOFF_MAX = 4096
+WINDOW = 32  # reads per judgement
 _RECENT = 4096  # durations kept for reporting
 
 
@@ -65,6 +69,7 @@ class InlineReader:
         self.calls = 0
         self.fallbacks = 0  # reads sent to a thread (backing off, or a lock was held)
         self._skip = 0
+        self._backoff = BACKOFF_CALLS  # the next slow window's
         self._conn: sqlite3.Connection | None = None
         self._broken = False
         self._recent: collections.deque[float] = collections.deque(maxlen=_RECENT)
@@ -112,7 +117,10 @@ class InlineReader:
         self.median_s = sorted(self._window)[WINDOW // 2]
         self._window.clear()
         if self.median_s > self.limit_s:
-            self._skip = BACKOFF_CALLS
+            self._skip = self._backoff
+            self._backoff = min(BACKOFF_MAX, self._backoff * 2)
+        else:
+            self._backoff = BACKOFF_CALLS
 
     def recent_us(self) -> list[float]:
         """The durations of the latest inline reads, in µs."""

@@ -55,6 +55,25 @@ async def test_reads_measured_slower_than_the_limit_go_back_to_a_reader_thread(d
     assert db.inline.fallbacks == 1 and db.inline._skip == BACKOFF_CALLS - 1
 
 
+async def test_reads_that_stay_slow_are_tried_inline_ever_more_rarely_and_fast_ones_reset(db: Database) -> None:
+    db.inline.limit_s = 0.0
+    pauses = []
+    for _ in range(3):  # a slow window, then the pause it earns
+        for _ in range(WINDOW):
+            await db.read_point(_title, "T-1")
+        pauses.append(db.inline._skip)
+        for _ in range(db.inline._skip):
+            await db.read_point(_title, "T-1")
+    assert pauses == [BACKOFF_CALLS, 2 * BACKOFF_CALLS, 4 * BACKOFF_CALLS]
+    db.inline.limit_s = 10.0  # fast again: a good window restores the first pause
+    for _ in range(WINDOW):
+        await db.read_point(_title, "T-1")
+    db.inline.limit_s = 0.0
+    for _ in range(WINDOW):
+        await db.read_point(_title, "T-1")
+    assert db.inline._skip == BACKOFF_CALLS
+
+
 async def test_the_inline_connection_cannot_write(db: Database) -> None:
     def write(conn: sqlite3.Connection) -> None:
         conn.execute("UPDATE tasks SET title = 'x'")
