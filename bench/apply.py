@@ -82,19 +82,16 @@ async def _measure(root: Path) -> list[dict[str, Any]]:
     async with await Runtime.open(root) as rt:
         await sync_agents(rt)  # votes count only from registered agents
         task = (await rt.call("task.create", {"title": "bench", "body_md": "b"}))["task"]["id"]
-        await rt.call(
-            "resource.claim",
-            {
-                "resource_type": "directory",
-                "claim_type": "write",
-                "task_id": task,
-                "path": "src",
-                "agent_id": "implementer-1",
-                "ttl_seconds": 3600,
-            },
-            author,
-        )
+        claim = {
+            "resource_type": "directory",
+            "claim_type": "write",
+            "task_id": task,
+            "path": "src",
+            "agent_id": "implementer-1",
+            "ttl_seconds": 3600,
+        }
         for it in range(ITERATIONS):
+            await rt.call("resource.claim", claim, author)  # an apply releases the author's claims
             args = {
                 "task_id": task,
                 "agent_id": "implementer-1",
