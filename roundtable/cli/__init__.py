@@ -16,7 +16,11 @@ import click
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("roundtable.cli.init_cmd", "init", "Scaffold .roundtable/, config, policies and MCP assets."),
     "run": ("roundtable.cli.run_cmd", "run", "Chair a run from the operator's console (or --headless)."),
-    "demo": ("roundtable.cli.demo_cmd", "demo", "The demo: a small project of scripted agents, and the console on its run."),
+    "demo": (
+        "roundtable.cli.demo_cmd",
+        "demo",
+        "The demo: a small project of scripted agents, and the console on its run.",
+    ),
     "start": ("roundtable.cli.start_cmd", "start", "Run the long-lived owner: HTTP, socket, Chair, supervisor."),
     "table": ("roundtable.cli.table_cmd", "table", "Print a compact summary of the coordination table."),
     "status": (

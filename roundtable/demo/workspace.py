@@ -141,4 +141,3 @@ def has_run(root: Path, run_id: str) -> bool:
             conn.close()
     except sqlite3.Error:
         return False
-

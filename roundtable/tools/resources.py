@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import os
 import sqlite3
 from pathlib import Path
 from typing import Annotated, Any
@@ -125,15 +124,12 @@ def _prepare_on_writer(root: Path, request: claims_service.ClaimRequest) -> clai
     """The bounded preparation of a file claim (path guard, base hash) as `grant`'s `prepare`:
     on the writer's thread, just before the grant; `Unprepared` for anything not bounded."""
     resource = request.resource
-    if resource.type != "file" or request.base_hash:
+    if resource.type != "file" or request.base_hash or not resource.path:
         raise claim_grant.Unprepared
-    try:  # the size of what the path leads to (the hash itself never follows a final symlink)
-        size = os.stat(root / resource.path).st_size
-    except (OSError, ValueError):
-        size = 0
-    if size > HASH_ON_WRITER_BYTES:
-        raise claim_grant.Unprepared
-    _start, _end, base_hash = _prepare(root, resource.type, resource.path, resource.symbol, "")
+    try:
+        base_hash = hashing.file_hash(root, resource.path, max_bytes=HASH_ON_WRITER_BYTES)
+    except hashing.LargerThan:
+        raise claim_grant.Unprepared from None
     return dataclasses.replace(
         request, base_hash=base_hash, resource=dataclasses.replace(resource, current_hash=base_hash)
     )

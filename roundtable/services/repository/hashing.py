@@ -71,9 +71,14 @@ def _hash_file_into(digest: hashlib._Hash, path: Path, label: str = "") -> None:
         os.close(fd)
 
 
-def path_hash(path: Path, label: str = "") -> str:
+class LargerThan(Exception):
+    """A regular file over the `max_bytes` its caller set (nothing was read)."""
+
+
+def path_hash(path: Path, label: str = "", *, max_bytes: int | None = None) -> str:
     """The hash of whatever is at `path`, never following a final symlink: `""` when nothing is
-    there, the sha256 of a regular file's bytes, else a sentinel (see the module docstring)."""
+    there, the sha256 of a regular file's bytes, else a sentinel (see the module docstring).
+    `LargerThan` for a regular file over `max_bytes`, when given."""
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -82,18 +87,22 @@ def path_hash(path: Path, label: str = "") -> str:
         return "symlink:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
     if not stat.S_ISREG(st.st_mode):
         return _kind_sentinel(st.st_mode)
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise LargerThan
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         return ""
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # swapped for a symlink after the lstat
-            return path_hash(path, label)
+            return path_hash(path, label, max_bytes=max_bytes)
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return _kind_sentinel(st.st_mode)
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise LargerThan
         digest = hashlib.sha256()
         _hash_fd_into(digest, fd, label or str(path))
         return digest.hexdigest()
@@ -128,12 +137,13 @@ def read_regular(path: Path, limit: int, label: str = "") -> bytes | None:
         os.close(fd)
 
 
-def file_hash(root: Path, rel: str) -> str:
+def file_hash(root: Path, rel: str, *, max_bytes: int | None = None) -> str:
+    """The hash of the file at `rel` (see `path_hash`); `LargerThan` over `max_bytes`."""
     absolute, shown = resolve_repo_path(root, rel)
     # The guard checked where the path leads; the last component is hashed as itself (a
     # symlink is a link, as git sees it), the directories above it as the OS resolves them.
     try:
-        digest = path_hash(Path(root) / shown if shown != "." else absolute, shown)
+        digest = path_hash(Path(root) / shown if shown != "." else absolute, shown, max_bytes=max_bytes)
     except OSError as exc:
         raise ToolError(f"hash file {shown}: {exc.strerror or exc}") from None
     if digest == DIRECTORY:

@@ -133,7 +133,9 @@ _UPSERT_RESOURCE = (
     "language = excluded.language, start_line = excluded.start_line, end_line = excluded.end_line, "
     "current_hash = excluded.current_hash"
 )
-_NEXT_COUNTER = "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1"
+_NEXT_COUNTER = (
+    "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1 RETURNING value"
+)
 
 
 def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str) -> Granted:
@@ -204,8 +206,11 @@ def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str)
         metadata_json=res.metadata_json or "{}",
     )
     conn.execute(_UPSERT_RESOURCE, _resource_values(resource)).close()
-    conn.execute(_NEXT_COUNTER, (FENCE_COUNTER,)).close()
-    fence = int(conn.execute("SELECT value FROM counters WHERE name = ?", (FENCE_COUNTER,)).fetchone()[0])
+    cursor = conn.execute(_NEXT_COUNTER, (FENCE_COUNTER,))
+    try:
+        fence = int(cursor.fetchone()[0])
+    finally:
+        cursor.close()
     claim = Claim(
         id=req.claim_id or clock.new_id("C"),
         resource_id=res.id,
