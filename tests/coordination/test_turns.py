@@ -293,3 +293,27 @@ async def test_open_turns_are_the_unfinished_ones_at_every_step(runtime: Runtime
         await same()
         async with runtime.db.read() as r:
             assert await turns.load_open_turns(r, run_id) == {}
+
+
+async def test_open_turns_read_only_the_queue_not_the_history(runtime: Runtime, run_id: str) -> None:
+    """Turns are scheduled oldest first, one at a time, so requests before the last scheduled one
+    are finished: the queue is read from there on. A history row no reader could parse, before
+    it, shows that the Chair's every tick no longer walks the run's whole turn history."""
+    from roundtable.services.coordination import turns
+
+    async with runtime.db.write() as tx:
+        old = await tx.append_event(run_id, "agent.turn_completed", {}, actor_id="x")
+    first = await _request(runtime, run_id, "implementer-1")
+    report = await chair.tick(runtime, run_id)
+    assert report.scheduled is not None and report.scheduled["request_event_id"] == first["request_event_id"]
+    async with runtime.db.write() as tx:  # now before the last scheduled request: history
+        await tx.execute("UPDATE events SET payload_json = '{not json' WHERE id = ?", (old.id,))
+    args = {"run_id": run_id, "agent_id": "implementer-1", "request_event_id": first["request_event_id"]}
+    await runtime.call("agent.turn_start", args)
+    await runtime.call("agent.turn_complete", args)
+    second = await _request(runtime, run_id, "implementer-2")
+    report = await chair.tick(runtime, run_id)
+    assert report.errors == [] and report.scheduled is not None
+    assert report.scheduled["request_event_id"] == second["request_event_id"]
+    async with runtime.db.read() as r:
+        assert list(await turns.load_open_turns(r, run_id)) == [second["request_event_id"]]

@@ -116,19 +116,33 @@ async def load_turns(q: Reader | Tx, run_id: str) -> dict[int, Turn]:
     return _turns_from(events, run_id)
 
 
+# The request the latest `agent.turn_scheduled` of a run named (0 when none). Turns are scheduled
+# one at a time, the oldest unfinished request first, so when that request was scheduled every
+# older one had finished — and a finished turn stays finished: the open requests are among the
+# ones from it on.
+_FLOOR = (
+    "coalesce((SELECT json_extract(payload_json, '$.request_event_id') FROM events"
+    " WHERE run_id = ? AND type = ? ORDER BY id DESC LIMIT 1), 0)"
+)
+
+
 async def load_open_turns(q: Reader | Tx, run_id: str) -> dict[int, Turn]:
     """The unfinished turn requests of `run_id` (`load_turns` without the finished ones), keyed by
-    request id. Only ids are read for the whole history; events are loaded from the oldest
-    unfinished request on, so the work stays near the queue's size as the run's history grows."""
+    request id. Only the requests from the last scheduled one on (`_FLOOR`) and the finishing
+    events after it are read, then the events from the oldest unfinished request on, so the work
+    stays near the queue's size as the run's history grows."""
     finished = {
         int(row[0])
         for row in await q.fetchall(
             "SELECT json_extract(payload_json, '$.request_event_id') FROM events WHERE run_id = ? "
-            "AND type IN (?, ?) AND json_type(payload_json, '$.request_event_id') = 'integer'",
-            (run_id, COMPLETED, EXPIRED),
+            f"AND type IN (?, ?) AND id > {_FLOOR} AND json_type(payload_json, '$.request_event_id') = 'integer'",
+            (run_id, COMPLETED, EXPIRED, run_id, SCHEDULED),
         )
     }
-    requests = await q.fetchall("SELECT id FROM events WHERE run_id = ? AND type = ?", (run_id, REQUESTED))
+    requests = await q.fetchall(
+        f"SELECT id FROM events WHERE run_id = ? AND type = ? AND id >= {_FLOOR}",
+        (run_id, REQUESTED, run_id, SCHEDULED),
+    )
     open_ids = [int(row[0]) for row in requests if int(row[0]) not in finished]
     if not open_ids:
         return {}
