@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from roundtable import memory_tuning
 from roundtable.chair import ChairLoop
 from roundtable.credentials import ensure_private_dir
 from roundtable.errors import LockError, RoundtableError, ToolError
@@ -220,6 +221,7 @@ class Owner:
         self._chair_task: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._events_task: asyncio.Task[None] | None = None
+        self._trim_task: asyncio.Task[None] | None = None
         self._redactor_ready: asyncio.Future[int] | None = None
         self.db_check_interval = DB_CHECK_INTERVAL
         self.stopped = asyncio.Event()
@@ -285,6 +287,7 @@ class Owner:
     async def _start(self) -> None:
         from roundtable.runtime import Runtime
 
+        log.info("memory: %s", memory_tuning.tune().detail)  # before the store's threads start
         self._runtime = await Runtime.open(self.root)
         self.runtime.owner = True
         # The secrets redactor's rules compile on first use (a tenth of a second or more): do it
@@ -319,6 +322,7 @@ class Owner:
                 self.say(NO_AUTH_WARNING.format(url=self.http.url))
         self._watch_task = asyncio.create_task(self._watch_database(), name="roundtable-db-watch")
         self._events_task = asyncio.create_task(self._log_events(), name="roundtable-event-log")
+        self._trim_task = asyncio.create_task(memory_tuning.trim_periodically(), name="roundtable-malloc-trim")
         if self._want_notify:
             from roundtable.notify import Notifier
 
@@ -504,6 +508,11 @@ class Owner:
             with contextlib.suppress(BaseException):
                 await self._watch_task
             self._watch_task = None
+        if self._trim_task is not None:
+            self._trim_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._trim_task
+            self._trim_task = None
         if self.socket is not None:
             await self._step(self.socket.close(drain_timeout=self.drain_timeout), "socket")
         if self.http is not None:
