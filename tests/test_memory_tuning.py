@@ -1,5 +1,6 @@
-"""The owner's malloc settings: on glibc `tune()` really caps the arenas new threads get and
-`trim()` runs; turned off (or on another C library) both change nothing.
+"""The owner's memory settings: on glibc `tune()` really caps the arenas new threads get and
+`trim()` runs; SQLite's soft heap limit holds for the connections opened afterwards; turned off
+nothing changes, and on another C library only the SQLite limit applies.
 
 Each case runs in a fresh interpreter: an arena limit holds for the whole process and an arena
 once created stays, so the count must start from a process that never tuned anything."""
@@ -43,8 +44,10 @@ for line in open("/proc/self/maps"):
     if len(fields) == 5 and fields[1].startswith("rw") and lo % (64 << 20) == 0 and hi - lo < (64 << 20) + 1:
         arenas += 1
 trimmed = memory_tuning.trim()
-print(json.dumps({"applied": tuning.applied if tuning else None,
-                  "detail": tuning.detail if tuning else "", "arenas": arenas, "trimmed": trimmed}))
+import sqlite3
+limit = sqlite3.connect(":memory:").execute("PRAGMA soft_heap_limit").fetchone()[0]
+print(json.dumps({"applied": tuning.applied if tuning else None, "detail": tuning.detail if tuning else "",
+                  "arenas": arenas, "trimmed": trimmed, "sqlite_limit": limit}))
 """
 
 
@@ -65,6 +68,8 @@ def test_tune_caps_the_arenas_new_threads_get() -> None:
     # besides the main heap.
     assert int(untuned["arenas"]) >= 4, untuned  # type: ignore[call-overload]
     assert int(tuned["arenas"]) <= 1, tuned  # type: ignore[call-overload]
+    # SQLite's soft heap limit holds for every connection the process opens afterwards.
+    assert untuned["sqlite_limit"] == 0 and tuned["sqlite_limit"] == memory_tuning.SQLITE_HEAP_LIMIT
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
@@ -73,7 +78,7 @@ def test_turned_off_it_changes_nothing() -> None:
 
     off = _probe("2", env={**os.environ, memory_tuning.ENV: "0"})
     assert off["applied"] is False and memory_tuning.ENV in str(off["detail"])
-    assert off["trimmed"] is False
+    assert off["trimmed"] is False and off["sqlite_limit"] == 0
     if GLIBC:
         assert int(off["arenas"]) >= 4, off  # type: ignore[call-overload]
 
@@ -82,4 +87,5 @@ def test_turned_off_it_changes_nothing() -> None:
 def test_a_no_op_off_glibc() -> None:
     tuning = memory_tuning.tune()
     assert tuning.applied is False and "not glibc" in tuning.detail
+    assert tuning.sqlite_heap_limit == memory_tuning.SQLITE_HEAP_LIMIT
     assert memory_tuning.trim() is False
