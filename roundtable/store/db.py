@@ -417,8 +417,8 @@ class Tx(_Queries):
 
     def _event(
         self, run_id: str, type: str, payload: dict[str, Any], actor_id: str, task_id: str
-    ) -> tuple[str, tuple[Any, ...], Event]:
-        """The INSERT for one event and the `Event` it stores (its id filled in after the insert)."""
+    ) -> tuple[str, tuple[Any, ...], Callable[[int], Event]]:
+        """The INSERT for one event, and the `Event` it stores once its id is known."""
         created_at = clock.now()
         payload_json = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         params = (
@@ -431,18 +431,21 @@ class Tx(_Queries):
             self.principal or None,
             self.transport or None,
         )
-        event = Event(
-            id=0,
-            run_id=run_id,
-            type=type,
-            actor_id=actor_id,
-            task_id=task_id,
-            payload_json=payload_json,
-            created_at=created_at,
-            principal=self.principal,
-            transport=self.transport,
-        )
-        return _INSERT_EVENT, params, event
+
+        def stored(event_id: int) -> Event:
+            return Event(
+                id=event_id,
+                run_id=run_id,
+                type=type,
+                actor_id=actor_id,
+                task_id=task_id,
+                payload_json=payload_json,
+                created_at=created_at,
+                principal=self.principal,
+                transport=self.transport,
+            )
+
+        return _INSERT_EVENT, params, stored
 
     def _record(self, event: Event) -> Event:
         self.events.append(event.to_dict())
@@ -459,9 +462,9 @@ class Tx(_Queries):
         task_id: str = "",
     ) -> Event:
         """Append one event inside this transaction; it is published only if the commit succeeds."""
-        sql, params, event = self._event(run_id, type, payload, actor_id, task_id)
+        sql, params, stored = self._event(run_id, type, payload, actor_id, task_id)
         event_id = await self.execute(sql, params)
-        return self._record(dataclasses.replace(event, id=event_id))
+        return self._record(stored(event_id))
 
     def emit(
         self,
@@ -475,13 +478,13 @@ class Tx(_Queries):
     ) -> Event:
         """`append_event` for code running on the writer's thread inside `Tx.run` (synchronous):
         the event is inserted on `conn` and published only if the commit succeeds."""
-        sql, params, event = self._event(run_id, type, payload, actor_id, task_id)
+        sql, params, stored = self._event(run_id, type, payload, actor_id, task_id)
         cursor = conn.execute(sql, params)
         try:
             event_id = cursor.lastrowid or 0
         finally:
             cursor.close()
-        return self._record(dataclasses.replace(event, id=event_id))
+        return self._record(stored(event_id))
 
 
 class DatabaseBusy(StoreError):

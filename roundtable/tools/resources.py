@@ -130,9 +130,7 @@ def _prepare_on_writer(root: Path, request: claims_service.ClaimRequest) -> clai
         base_hash = hashing.file_hash(root, resource.path, max_bytes=HASH_ON_WRITER_BYTES)
     except hashing.LargerThan:
         raise claim_grant.Unprepared from None
-    return dataclasses.replace(
-        request, base_hash=base_hash, resource=dataclasses.replace(resource, current_hash=base_hash)
-    )
+    return dataclasses.replace(request, base_hash=base_hash)  # the grant records it as the resource's hash too
 
 
 def _prepare(root: Path, resource_type: str, path: str, symbol: str, base_hash: str) -> tuple[int, int, str]:

@@ -138,6 +138,10 @@ _NEXT_COUNTER = (
 )
 
 
+_CLAIM_COLUMNS = tuple(field.name for field in dataclasses.fields(Claim))  # `to_dict`'s order
+_INSERT_CLAIM = f"INSERT INTO claims ({', '.join(_CLAIM_COLUMNS)}) VALUES ({', '.join('?' for _ in _CLAIM_COLUMNS)})"
+
+
 def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str) -> Granted:
     """`acquire` on the writer's thread, inside `tx`."""
     res = req.resource
@@ -232,9 +236,7 @@ def _acquire_sync(conn: sqlite3.Connection, tx: Tx, req: ClaimRequest, now: str)
     for key in ("heartbeat_at", "workspace_id"):
         values[key] = None
     values["renewable"] = 1 if claim.renewable else 0
-    conn.execute(
-        f"INSERT INTO claims ({', '.join(values)}) VALUES ({', '.join('?' for _ in values)})", list(values.values())
-    ).close()
+    conn.execute(_INSERT_CLAIM, tuple(values.values())).close()
     tx.tables.update(("resources", "counters", "claims"))
     tx.emit(
         conn,

@@ -32,9 +32,8 @@ Prepare = Callable[[ClaimRequest], ClaimRequest]
 def _prepare_and_acquire(
     conn: sqlite3.Connection, tx: Tx, request: ClaimRequest, now: str, prepare: Prepare | None
 ) -> Granted:
-    if prepare is not None:
+    if prepare is not None:  # (it sets the base hash, computed here: nothing a caller sent)
         request = prepare(request)
-        check_request(request)
     return acquire_sync(conn, tx, request, now)
 
 
