@@ -72,14 +72,17 @@ async def _assign_tasks(runtime: Runtime, run_id: str, report: TickReport) -> No
         )
         if not implementers or not tasks:
             return
+        # Counted by SQLite: a Python row for every task ever assigned, on every tick, grew with
+        # the project's history.
+        ids, ended = [a.id for a in implementers], sorted(TERMINAL_TASK_STATUSES)
         rows = await r.fetchall(
-            "SELECT assigned_agent_id, status FROM tasks WHERE coalesce(assigned_agent_id, '') != ''"
+            f"SELECT assigned_agent_id, count(*) FROM tasks WHERE assigned_agent_id IN ({', '.join('?' for _ in ids)})"
+            f" AND status NOT IN ({', '.join('?' for _ in ended)}) GROUP BY assigned_agent_id",
+            (*ids, *ended),
         )
     load = {a.id: 0 for a in implementers}
-    for row in rows:
-        agent_id, status = str(row[0]), str(row[1])
-        if agent_id in load and status not in TERMINAL_TASK_STATUSES:
-            load[agent_id] += 1
+    for agent_id, count in rows:
+        load[str(agent_id)] = int(count)
     agents = [a.id for a in implementers]
     failures: list[dict[str, str]] = []
     # Many assignments share one transaction (a commit each would make a backlog of a thousand

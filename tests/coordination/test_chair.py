@@ -85,6 +85,20 @@ async def test_assigns_open_tasks_round_robin_to_enabled_implementers(runtime: R
     assert (await chair.tick(runtime, run_id)).assigned == []
 
 
+async def test_load_counts_only_unfinished_tasks_of_each_implementer(runtime: Runtime, run_id: str) -> None:
+    """Finished tasks (any spelling of finished) weigh nothing; any other status, free text
+    included, is load."""
+    for task_id, status, agent in (
+        ("T-a", "completed", "implementer-1"),
+        ("T-b", "done", "implementer-1"),
+        ("T-c", "cancelled", "implementer-1"),
+        ("T-d", "waiting for review", "implementer-2"),
+    ):
+        await _task(runtime, task_id, status=status, assigned_agent_id=agent)
+    await _task(runtime, "T-new")
+    assert (await chair.tick(runtime, run_id)).assigned == [{"task_id": "T-new", "agent_id": "implementer-1"}]
+
+
 async def test_requests_review_once_per_revision(runtime: Runtime, project: Path, run_id: str) -> None:
     sha = await _proposal(runtime, project, "P-1")
     report = await chair.tick(runtime, run_id)
