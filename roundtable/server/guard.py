@@ -4,8 +4,8 @@ Both endpoints read the credential the same way, in one place (`bearer_credentia
 `Authorization` header's scheme is matched case-insensitively (RFC 7235 §2.1, RFC 9110 §11.1:
 `Bearer`, `bearer`, `bEaReR`), followed by one credential without spaces. A missing header and a
 malformed one are told apart (only a missing one may be anonymous). The credential is resolved
-on every request — re-read from the database, so revoking it refuses the very next request —
-and never echoed or logged.
+on every request — from the database whenever anyone committed since it was last read
+(`server.tokencache`), so revoking it refuses the very next request — and never echoed or logged.
 
 - `TokenBackend` guards `/mcp` of the shared endpoint. With `mcp.auth: token`
   (the default, on every bind: loopback TCP is reachable by every local uid) a request without
@@ -36,6 +36,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Scope
 
+from roundtable.server.tokencache import HTTP_CALLER, CredentialResolver
 from roundtable.services.sessions import capabilities
 from roundtable.tools.context import Caller
 
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("roundtable.server.guard")
 
 CAPABILITY_PREFIX = "rtcap_"
-# An HTTP caller bound to no agent: `Runtime.call` lets it call read-only tools only.
-HTTP_CALLER = Caller("agent", "http")
 SESSION_CALLER = Caller("agent", "session")
 UNAUTHORIZED = (
     "unauthorized: this endpoint needs a bearer credential (Authorization: Bearer <token>); "
@@ -172,20 +171,7 @@ def authenticated(app: ASGIApp, backend: TokenBackend | CapabilityBackend) -> AS
     return AuthenticationMiddleware(app, backend=backend, on_error=backend.on_error)
 
 
-def db_token_resolver(runtime: Runtime) -> TokenResolver:
-    """Resolve a presented token through `access_tokens` (by its sha256) on every request: one
-    lookup by a unique key, answered as a point read (on the loop's thread while measured fast)."""
-    from roundtable.services.sessions import tokens as token_service
-
-    async def resolve(token: str) -> Caller | None:
-        found = await runtime.db.read_point(token_service.resolve_on, token)
-        if found is None:
-            return None
-        principal, agent_id = found
-        if principal == token_service.OPERATOR:
-            return Caller("operator", "http")
-        if principal == token_service.AGENT:
-            return Caller("agent", "http", agent_id=agent_id)
-        return HTTP_CALLER  # the project credential: unbound, anonymous
-
-    return resolve
+def db_token_resolver(runtime: Runtime) -> CredentialResolver:
+    """Resolve a presented token through `access_tokens` (by its sha256): read again after any
+    commit by anyone, so revocation refuses the next request (`server.tokencache`)."""
+    return CredentialResolver(runtime)

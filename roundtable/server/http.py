@@ -73,6 +73,7 @@ from roundtable.server.stdio import (
     credential_id,
     credential_proof,
 )
+from roundtable.server.tokencache import CredentialResolver
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -546,6 +547,7 @@ class HttpServer:
         self.mcp = build_server(runtime)
         self._embedded: Embedded | None = None
         self._drain: Drain | None = None
+        self._resolver: CredentialResolver | None = None
         self.sessions: SessionLimiter | None = None
         self.connections: ConnectionStats | None = None
         self.port = options.port
@@ -617,9 +619,8 @@ class HttpServer:
             custom_starlette_routes=[Route("/healthz", self._healthz, methods=["GET", "HEAD", "POST"])],
         )
         self.sessions = SessionLimiter(app, self.mcp.session_manager, per_principal=self.limits.sessions_per_principal)
-        backend = TokenBackend(
-            db_token_resolver(self.runtime), token=self.options.token, require_tokens=self.options.require_tokens
-        )
+        self._resolver = db_token_resolver(self.runtime)
+        backend = TokenBackend(self._resolver, token=self.options.token, require_tokens=self.options.require_tokens)
         self._drain = Drain(authenticated(self.sessions, backend))
         return ProjectHeader(self._drain, self.project_id)
 
@@ -699,6 +700,8 @@ class HttpServer:
                 await asyncio.wait_for(drain.idle.wait(), drain_timeout)
         await self._end_sessions()
         await self._embedded.stop(drain_timeout)
+        if self._resolver is not None:
+            self._resolver.close()
 
     async def _end_sessions(self) -> None:
         """Terminate every MCP session so open GET streams end now, not at the grace deadline."""

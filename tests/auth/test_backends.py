@@ -7,6 +7,8 @@ transport (no sockets needed to judge a header).
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -213,3 +215,49 @@ async def test_revocation_refuses_the_next_request(
     async with runtime.db.write() as tx:
         await tx.execute("UPDATE session_capabilities SET token_sha256 = 'gone' WHERE id = ?", (creds.capability_id,))
     assert (await apps["session"].post("/mcp", headers=session_headers)).status_code == 401
+
+
+async def test_a_credential_is_read_again_after_any_commit(runtime: Runtime, creds: Creds) -> None:
+    resolve = db_token_resolver(runtime)
+    try:
+        first = await resolve(creds.agent)
+        assert first is not None and first.principal == "agent:implementer-1"
+        for _ in range(5):  # nothing committed since: answered without a read
+            assert await resolve(creds.agent) == first
+        assert await resolve("rttok_unknown") is None
+        assert await resolve("rttok_unknown") is None
+        assert resolve.lookups == 2
+        await make_task(runtime)  # any commit, even one that changes no credential
+        assert await resolve(creds.agent) == first
+        assert resolve.lookups == 3
+    finally:
+        resolve.close()
+
+
+def _write_elsewhere(path: str, statement: str, params: tuple[Any, ...]) -> None:
+    """A commit on a connection of its own, as the CLI in direct mode or another process makes."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute(statement, params)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("statement", "params"),
+    [
+        ("UPDATE access_tokens SET revoked_at = '2026-01-01T00:00:00Z' WHERE token_sha256 = ?", "digest"),
+        ("UPDATE agents SET is_enabled = 0 WHERE id = ?", ("implementer-1",)),
+        ("DELETE FROM access_tokens WHERE token_sha256 = ?", "digest"),
+    ],
+)
+async def test_a_change_by_another_connection_refuses_the_next_request(
+    runtime: Runtime, apps: dict[str, httpx.AsyncClient], creds: Creds, statement: str, params: Any
+) -> None:
+    headers = {"authorization": f"Bearer {creds.agent}"}
+    for _ in range(3):  # known, and kept since nothing changed
+        assert (await apps["shared"].post("/mcp", headers=headers)).status_code == 200
+    bound = (tokens.digest(creds.agent),) if params == "digest" else params
+    await asyncio.to_thread(_write_elsewhere, str(runtime.db.path), statement, bound)
+    assert (await apps["shared"].post("/mcp", headers=headers)).status_code == 401
