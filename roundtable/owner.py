@@ -287,7 +287,8 @@ class Owner:
     async def _start(self) -> None:
         from roundtable.runtime import Runtime
 
-        log.info("memory: %s", memory_tuning.tune().detail)  # before the store's threads start
+        # Before the store's threads start; at debug level: the first line on stdout is "ready".
+        log.debug("memory: %s", memory_tuning.tune().detail)
         self._runtime = await Runtime.open(self.root)
         self.runtime.owner = True
         # The secrets redactor's rules compile on first use (a tenth of a second or more): do it
