@@ -48,7 +48,7 @@ from roundtable.server.guard import caller_of, credential_of
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
-from roundtable.tools.registry import ADVERTISED, ToolSpec, listed_schema
+from roundtable.tools.registry import ADVERTISED, Registry, ToolSpec, listed_schema
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -173,6 +173,11 @@ class Principals(Protocol):
         caller sees it."""
         ...
 
+    def listing_key(self, ctx: Ctx) -> Hashable | None:
+        """What `tools/list` depends on besides the registry and the name style, when that is all
+        (its listing is then built once and kept); None when it is built per request."""
+        ...
+
     def nameable(self, name: str) -> ToolSpec | None:
         """The tool a `tools/call` may name (either spelling); None: an unknown tool."""
         ...
@@ -267,6 +272,11 @@ class TokenPrincipals:
             if spec.callable_by(operator=caller.is_operator, anonymous=caller.is_anonymous)
         ]
 
+    def listing_key(self, ctx: Ctx) -> Hashable | None:
+        """The listing depends only on the kind of caller: operator, agent or anonymous."""
+        caller = caller_of(getattr(ctx.request, "scope", None))
+        return (caller.is_operator, caller.is_anonymous)
+
     def nameable(self, name: str) -> ToolSpec | None:
         spec = self.runtime.registry.lookup(name)
         if spec is None or spec.handler is None or spec.audience not in HTTP_AUDIENCES:
@@ -329,6 +339,9 @@ class RoundtableServer(Server[dict[str, Any]]):
         self.principals: Principals = principals if principals is not None else TokenPrincipals(runtime)
         self._tool_names = tool_names
         self.page_size = page_size
+        # Built `tools/list` listings by the principals' listing key, with the registry and name
+        # style they were built from (a new registry or style builds them again).
+        self._listings: dict[Hashable, tuple[Registry, str, list[types.Tool]]] = {}
         self.hub = push.Hub(
             runtime,
             tool_state=self.principals.tool_state,
@@ -421,15 +434,27 @@ class RoundtableServer(Server[dict[str, Any]]):
         callers = self.principals
         with _mapped("tools/list"):
             chosen_style = self.style()
-            listed = sorted(
-                (tool_model(spec, chosen_style, schema) for spec, schema in await callers.tools(ctx)),
-                key=lambda tool: tool.name,
-            )
+            listed = await self._listing(ctx, chosen_style)
             conn = self._attach(ctx, callers.access(ctx)) if callers.tool_state is not None else None
             if conn is not None:
                 conn.tools = True
         chosen, cursor = page(listed, params.cursor if params else None, "tools", self.page_size)
         return types.ListToolsResult(tools=chosen, next_cursor=cursor)
+
+    async def _listing(self, ctx: Ctx, style: str) -> list[types.Tool]:
+        """The tools this request's caller is shown, sorted by name; built once per listing key."""
+        key = self.principals.listing_key(ctx)
+        registry = self.runtime.registry
+        kept = self._listings.get(key) if key is not None else None
+        if kept is not None and kept[0] is registry and kept[1] == style:
+            return kept[2]
+        listed = sorted(
+            (tool_model(spec, style, schema) for spec, schema in await self.principals.tools(ctx)),
+            key=lambda tool: tool.name,
+        )
+        if key is not None:
+            self._listings[key] = (registry, style, listed)
+        return listed
 
     async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = self.principals.nameable(params.name)

@@ -86,6 +86,10 @@ class CapabilityPrincipal:
             if spec.name in allowed and self._nameable(spec)
         ]
 
+    def listing_key(self, ctx: mcp_adapter.Ctx) -> None:
+        """Never kept: the listing follows the capability's state, read per request."""
+        return None
+
     def nameable(self, name: str) -> ToolSpec | None:
         spec = self.runtime.registry.lookup(name)
         return spec if spec is not None and self._nameable(spec) else None

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from roundtable.owner import Owner
-from roundtable.tools.registry import get_registry
+from roundtable.tools.registry import Registry, get_registry
 from tests.helpers import auth_headers, sdk_http
 
 pytestmark = pytest.mark.anyio
@@ -144,3 +144,19 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
         assert len(detailed["votes"][0]["reason_md"]) == 2000
         bad = await client.session.call_tool("proposal_get", {"proposal_id": pid, "since_revision": 3})
         assert bad.is_error and "since_revision 3: the proposal has revisions 1 to 2" in bad.content[0].text
+
+
+async def test_a_kept_listing_follows_the_registry_and_the_name_style(real: Owner) -> None:
+    agent = await auth_headers(real.runtime, agent_id="implementer-1")
+    operator = await auth_headers(real.runtime, operator=True)
+    first, _ = await _listing(real, agent)
+    assert "patch_apply" in (await _listing(real, operator))[0]  # another principal, its own listing
+    assert (await _listing(real, agent))[0] == first and "patch_apply" not in first
+    # A registry without task.get is listed without it at once …
+    real.runtime.registry = Registry({s.name: s for s in get_registry() if s.name != "task.get"})
+    fewer, _ = await _listing(real, agent)
+    assert "task_get" in first and "task_get" not in fewer and len(fewer) == len(first) - 1
+    # … and so is another name style.
+    object.__setattr__(real.runtime.config.mcp, "tool_names", "dotted")
+    dotted, _ = await _listing(real, agent)
+    assert "task.list" in dotted and "task_list" not in dotted
