@@ -23,23 +23,31 @@ def now_ns() -> int:
     return time.time_ns()
 
 
-# The last second formatted, per format: most stamps fall in the second before them, and
-# `strftime` is most of what a stamp costs. (A tuple swap: safe across threads.)
-_last_stamp_second: tuple[int, str] = (-1, "")
-_last_id_second: tuple[int, str] = (-1, "")
+class _SecondText:
+    """`strftime` of a Unix second, remembering the last one: most stamps fall in the second
+    before them, and `strftime` is most of what a stamp costs. (A tuple swap: thread-safe.)"""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self._last: tuple[int, str] = (-1, "")
+
+    def __call__(self, seconds: int) -> str:
+        last = self._last
+        if last[0] == seconds:
+            return last[1]
+        text = datetime.fromtimestamp(seconds, tz=UTC).strftime(self.fmt)
+        self._last = (seconds, text)
+        return text
+
+
+_STAMP_SECOND = _SecondText("%Y-%m-%dT%H:%M:%S")
+_ID_SECOND = _SecondText("%Y%m%dT%H%M%S")
 
 
 def format_ns(ns: int) -> str:
     """Format Unix nanoseconds as `2026-01-15T09:30:12.123456789Z`."""
-    global _last_stamp_second
     seconds, frac = divmod(ns, 1_000_000_000)
-    cached = _last_stamp_second
-    if cached[0] == seconds:
-        base = cached[1]
-    else:
-        base = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        _last_stamp_second = (seconds, base)
-    return f"{base}.{frac:09d}Z"
+    return f"{_STAMP_SECOND(seconds)}.{frac:09d}Z"
 
 
 def now() -> str:
@@ -77,16 +85,8 @@ def _next_stamp_ns() -> int:
 
 def new_id(prefix: str) -> str:
     """A new id such as `T-20260115T093012.123456789`, unique within this process."""
-    global _last_id_second
-    ns = _next_stamp_ns()
-    seconds, frac = divmod(ns, 1_000_000_000)
-    cached = _last_id_second
-    if cached[0] == seconds:
-        base = cached[1]
-    else:
-        base = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y%m%dT%H%M%S")
-        _last_id_second = (seconds, base)
-    return f"{prefix}-{base}.{frac:09d}"
+    seconds, frac = divmod(_next_stamp_ns(), 1_000_000_000)
+    return f"{prefix}-{_ID_SECOND(seconds)}.{frac:09d}"
 
 
 def is_valid_id(value: str) -> bool:
