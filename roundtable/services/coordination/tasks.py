@@ -190,6 +190,16 @@ async def create_task(
     return task
 
 
+_UPSERT_TASK = (
+    "INSERT INTO tasks (id, title, body_md, status, priority, risk, assigned_agent_id, readable_paths_json,"
+    " created_at, updated_at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT(id) DO UPDATE SET title = excluded.title, body_md = excluded.body_md,"
+    " status = excluded.status, priority = excluded.priority, risk = excluded.risk,"
+    " assigned_agent_id = excluded.assigned_agent_id, readable_paths_json = excluded.readable_paths_json,"
+    " updated_at = excluded.updated_at"
+)
+
+
 def _create_job(
     conn: sqlite3.Connection,
     tx: Tx,
@@ -201,33 +211,7 @@ def _create_job(
     runs: RunHint,
     limits: LimitsConfig,
 ) -> Task:
-    task = _create_sync(conn, tx, values, given_id, assigned_agent_id, actor, agent, runs)
-    tx.tables.add("tasks")
-    quotas.check_sync(conn, limits, "task", run_id=task.run_id, agent_id=agent)
-    return task
-
-
-_UPSERT_TASK = (
-    "INSERT INTO tasks (id, title, body_md, status, priority, risk, assigned_agent_id, readable_paths_json,"
-    " created_at, updated_at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT(id) DO UPDATE SET title = excluded.title, body_md = excluded.body_md,"
-    " status = excluded.status, priority = excluded.priority, risk = excluded.risk,"
-    " assigned_agent_id = excluded.assigned_agent_id, readable_paths_json = excluded.readable_paths_json,"
-    " updated_at = excluded.updated_at"
-)
-
-
-def _create_sync(
-    conn: sqlite3.Connection,
-    tx: Tx,
-    values: tuple[Any, ...],
-    given_id: bool,
-    assigned_agent_id: str,
-    actor: str,
-    agent: str,
-    runs: RunHint,
-) -> Task:
-    """`create_task`'s reads and writes, on the writer's thread inside `tx` (without the quota)."""
+    """`create_task`'s reads and writes, quota included, on the writer's thread inside `tx`."""
     task_id = values[0]
     found = conn.execute("SELECT run_id FROM tasks WHERE id = ?", (task_id,)).fetchone() if given_id else None
     replaced = found is not None
@@ -260,6 +244,8 @@ def _create_sync(
         actor_id=actor or agent,
         task_id=task.id,
     )
+    tx.tables.add("tasks")
+    quotas.check_sync(conn, limits, "task", run_id=task.run_id, agent_id=agent)
     return task
 
 
