@@ -36,6 +36,12 @@ from roundtable.credentials import read_credential
 
 CONCURRENCY = (1, 10, 50)
 DURATION = 1.5  # seconds of load per cell
+# A target's cells (the floor, the owner's echo, the owner's tool) are measured in turns, this
+# many rounds of ROUND seconds each after one warm-up, and each metric is the median of its
+# rounds: two servers on two shared cores drift by ±20 % over seconds, and a ratio of cells
+# measured seconds apart measured the drift as much as the servers.
+ROUNDS = 3
+ROUND = 1.0
 TICK = os.sysconf("SC_CLK_TCK")
 INIT = {
     "jsonrpc": "2.0",
@@ -45,6 +51,9 @@ INIT = {
 }
 SOCKET_FLOOR = "floor asyncio socket echo"
 HTTP_FLOOR = "floor MCP SDK echo, HTTP 2025-11-25"
+# `task.get` answers are kept until the next commit (`store/pointcache.py`), so the target rows
+# read a kept answer; this row shows the read itself, as after every commit.
+UNKEPT = "the read every time, as right after a commit (no target)"
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -75,11 +84,11 @@ def _spawn_ready(*argv: str) -> tuple[subprocess.Popen[str], str]:
 
 
 async def _load(
-    call: Callable[[int], Awaitable[None]], clients: int, workers: list[Any] | None = None
+    call: Callable[[int], Awaitable[None]], clients: int, workers: list[Any] | None = None, seconds: float = 0.0
 ) -> dict[str, float]:
-    """Run `clients` loops of `call(worker)` for DURATION seconds; latency in ms."""
+    """Run `clients` loops of `call(worker)` for `seconds` (DURATION); latency in ms."""
     latencies: list[float] = []
-    stop = time.perf_counter() + DURATION
+    stop = time.perf_counter() + (seconds or DURATION)
 
     async def loop(worker: int) -> None:
         while time.perf_counter() < stop:
@@ -140,12 +149,19 @@ class LegacyHttp:
             self.sessions.append(sid)
 
     async def call(self, worker: int) -> None:
+        await self._call(worker, self.tool, self.args)
+
+    def calling(self, tool: str, args: dict[str, Any]) -> Callable[[int], Awaitable[None]]:
+        """Calls of another tool over the same sessions."""
+        return lambda worker: self._call(worker, tool, args)
+
+    async def _call(self, worker: int, tool: str, args: dict[str, Any]) -> None:
         h = {"mcp-session-id": self.sessions[worker], "mcp-protocol-version": "2025-11-25"}
         body = {
             "jsonrpc": "2.0",
             "id": next(self.ids),
             "method": "tools/call",
-            "params": {"name": self.tool, "arguments": self.args},
+            "params": {"name": tool, "arguments": args},
         }
         resp = await self.http.post(self.url, json=body, headers=h)
         assert '"isError":false' in resp.text or '"structuredContent"' in resp.text, resp.text[:200]
@@ -236,6 +252,27 @@ async def _cell(pid: int, call: Callable[[int], Awaitable[None]], clients: int) 
     return stats
 
 
+async def _in_turns(arms: list[tuple[int, Callable[[int], Awaitable[None]]]], clients: int) -> list[dict[str, float]]:
+    """Each (server pid, call) arm warmed up, then measured in turns for ROUNDS rounds of ROUND
+    seconds; per arm, the median of each metric over its rounds (`calls` is their sum)."""
+    for _, call in arms:
+        await _load(call, clients, seconds=ROUND)
+    rounds: list[list[dict[str, float]]] = [[] for _ in arms]
+    for _ in range(ROUNDS):
+        for (pid, call), kept in zip(arms, rounds, strict=True):
+            before = _cpu(pid)
+            stats = await _load(call, clients, seconds=ROUND)
+            stats["cpu_us"] = (_cpu(pid) - before) / stats["calls"] * 1e6
+            kept.append(stats)
+    return [
+        {
+            key: sum(r[key] for r in kept) if key == "calls" else statistics.median(r[key] for r in kept)
+            for key in kept[0]
+        }
+        for kept in rounds
+    ]
+
+
 async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
 
@@ -272,43 +309,39 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
     url, floor_url = f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{floor_port}/mcp"
     try:
         for c in CONCURRENCY:
-            row(
-                "floor asyncio socket echo",
+            floor_cell, echo_cell, get_cell, unkept_cell = await _in_turns(
+                [
+                    (floor_socket.pid, socket_client(floor_sock, "bench.echo")),
+                    (owner.pid, socket_client(sock, "bench.echo")),
+                    (owner.pid, socket_client(sock, "task.get", task_get)),
+                    (owner.pid, socket_client(sock, "bench.task_get_unkept", task_get)),
+                ],
                 c,
-                await _cell(floor_socket.pid, socket_client(floor_sock, "bench.echo"), c),
             )
-            row("socket (owner)", c, await _cell(owner.pid, socket_client(sock, "bench.echo"), c), floor=SOCKET_FLOOR)
-            row(
-                "socket (owner) task.get",
-                c,
-                await _cell(owner.pid, socket_client(sock, "task.get", task_get), c),
-                floor=SOCKET_FLOOR,
-                target="<= 2x",
-            )
-            for name, target, pid, tool in (
-                (HTTP_FLOOR, floor_url, floor_mcp.pid, "bench_echo"),
-                ("HTTP 2025-11-25 (owner)", url, owner.pid, "bench_echo"),
-            ):
-                client = LegacyHttp(target, tool, c, auth=owner_auth if target == url else None)
-                await client.open()
-                row(
-                    name,
-                    c,
-                    await _cell(pid, client.call, c),
-                    "lean httpx client, stateful SSE",
-                    floor=HTTP_FLOOR if target == url else "",
-                )
-                await client.close()
-            client = LegacyHttp(url, "task_get", c, task_get, auth=owner_auth)
+            row("floor asyncio socket echo", c, floor_cell)
+            row("socket (owner)", c, echo_cell, floor=SOCKET_FLOOR)
+            row("socket (owner) task.get", c, get_cell, floor=SOCKET_FLOOR, target="<= 2x")
+            row("socket (owner) task.get, nothing kept", c, unkept_cell, UNKEPT, floor=SOCKET_FLOOR)
+            floor_client = LegacyHttp(floor_url, "bench_echo", c)
+            client = LegacyHttp(url, "bench_echo", c, auth=owner_auth)
+            await floor_client.open()
             await client.open()
-            row(
-                "HTTP 2025-11-25 (owner) task.get",
+            floor_cell, echo_cell, get_cell, unkept_cell = await _in_turns(
+                [
+                    (floor_mcp.pid, floor_client.call),
+                    (owner.pid, client.call),
+                    (owner.pid, client.calling("task_get", task_get)),
+                    (owner.pid, client.calling("bench_task_get_unkept", task_get)),
+                ],
                 c,
-                await _cell(owner.pid, client.call, c),
-                floor=HTTP_FLOOR,
-                target="<= 1.3x",
             )
+            await floor_client.close()
             await client.close()
+            note = "lean httpx client, stateful SSE"
+            row(HTTP_FLOOR, c, floor_cell, note)
+            row("HTTP 2025-11-25 (owner)", c, echo_cell, note, floor=HTTP_FLOOR)
+            row("HTTP 2025-11-25 (owner) task.get", c, get_cell, note, floor=HTTP_FLOOR, target="<= 1.3x")
+            row("HTTP 2025-11-25 (owner) task.get, nothing kept", c, unkept_cell, UNKEPT, floor=HTTP_FLOOR)
             bridge = Bridge(str(root), url, "bench_echo")
             await bridge.open()
             stats = await _cell(owner.pid, bridge.call, c)

@@ -8,6 +8,7 @@ once created stays, so the count must start from a process that never tuned anyt
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -89,3 +90,27 @@ def test_a_no_op_off_glibc() -> None:
     assert tuning.applied is False and "not glibc" in tuning.detail
     assert tuning.sqlite_heap_limit == memory_tuning.SQLITE_HEAP_LIMIT
     assert memory_tuning.trim() is False
+
+
+FREEZE = r"""
+import gc, json
+from roundtable import memory_tuning
+
+first = memory_tuning.freeze_startup_heap()
+made_after = [[i] for i in range(1000)]  # made after the freeze: the collector still sees them
+second = memory_tuning.freeze_startup_heap()
+print(json.dumps({"first": first, "second": second, "tracked": len(gc.get_objects())}))
+"""
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_the_start_up_heap_is_frozen_once_and_not_when_turned_off(setting: str) -> None:
+    env = {**os.environ, memory_tuning.ENV: setting}
+    done = subprocess.run([sys.executable, "-c", FREEZE], capture_output=True, text=True, env=env, check=True)
+    found = json.loads(done.stdout)
+    if setting == "0":
+        assert found["first"] == found["second"] == 0
+        return
+    assert found["first"] > 1000  # every object the interpreter and the import made
+    assert found["second"] == found["first"]  # once per process: the later objects stay collectable
+    assert found["tracked"] >= 1000

@@ -1,6 +1,7 @@
 """The real owner (lock, runtime, socket, HTTP) with one echo tool added to the real registry,
 so the benchmark measures the transports and `Runtime.call` alone (`bench.echo`) and a real
-read tool (`task.get`, on a task this script creates and announces) through the same owner.
+read tool (`task.get`, on a task this script creates and announces) through the same owner;
+`bench.task_get_unkept` is the same read without the answers kept until the next commit.
 
 With a fourth argument (a file path), a loop-lag probe (`bench.looplag`) runs in the owner's
 event loop from ready to SIGTERM and its p99 and max (ms) are written there as JSON on SIGTERM,
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.owner import Owner
+from roundtable.tools import tasks
 from roundtable.tools.args import Args, Int
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 
@@ -27,6 +29,13 @@ class EchoArgs(Args):
 
 async def echo(call: Any) -> dict[str, Any]:
     return {"n": call.args.n} if call.args.given("n") else {}
+
+
+async def task_get_unkept(call: Any) -> dict[str, Any]:
+    """`task.get`'s read without its kept answers (`store/pointcache.py`): what a read right
+    after a commit costs."""
+    result: dict[str, Any] = await call.runtime.db.read_point(tasks.get, call.args)
+    return result
 
 
 async def main(root: str, port: int, sock: str, lag_file: str = "") -> None:
@@ -44,7 +53,16 @@ async def main(root: str, port: int, sock: str, lag_file: str = "") -> None:
             mode="none",
             read_only=True,
         )
-        owner.runtime.registry = Registry({**{s.name: s for s in get_registry()}, spec.name: spec})
+        unkept = ToolSpec(
+            name="bench.task_get_unkept",
+            description="task.get, answered from the database every time",
+            args=tasks.GetArgs,
+            output_schema={"type": "object"},
+            handler=task_get_unkept,
+            mode="none",
+            read_only=True,
+        )
+        owner.runtime.registry = Registry({**{s.name: s for s in get_registry()}, spec.name: spec, unkept.name: unkept})
         task = await owner.runtime.call("task.create", {"title": "bench", "body_md": "a task to read"})
         async with LoopLag() as lag:  # from ready to SIGTERM: what the benchmark's calls cause
             print(f"ready {task['task']['id']}", flush=True)

@@ -10,7 +10,7 @@ dedicated connection stays the same. That number changes whenever any other conn
 any commit, a revocation among them, reads the database again: revoking a credential still
 refuses the very next request.
 
-Asking costs one PRAGMA on the loop's thread (a few µs, no table read) on a read-only connection
+The version is the one point reads use (`store/pointcache.py`). Asking costs one PRAGMA on the loop's thread (a few µs, no table read) on a read-only connection
 that never waits for a lock; when it cannot answer (busy, no database file, another thread), that
 request is resolved from the database as before. The cache holds at most `MAX_ENTRIES` answers
 (unknown credentials included, so a client repeating a wrong one costs no read either).
@@ -18,12 +18,10 @@ request is resolved from the database as before. The cache holds at most `MAX_EN
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from roundtable.services.sessions import tokens
+from roundtable.store.pointcache import DataVersion
 from roundtable.tools.context import Caller
 
 if TYPE_CHECKING:
@@ -32,35 +30,6 @@ if TYPE_CHECKING:
 MAX_ENTRIES = 1024
 # An HTTP caller bound to no agent: `Runtime.call` lets it call read-only tools only.
 HTTP_CALLER = Caller("agent", "http")
-
-
-class DataVersion:
-    """SQLite's `PRAGMA data_version` of one read-only connection, opened on first use on the
-    calling thread: a number that changes whenever another connection committed since it last
-    asked. None when it cannot be told (then nothing may be taken as unchanged)."""
-
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
-
-    def current(self) -> int | None:
-        try:
-            conn = self._conn or self._open()
-            row = conn.execute("PRAGMA data_version").fetchone()
-        except sqlite3.Error:  # busy, gone, or used from another thread than the one that opened it
-            return None
-        return int(row[0]) if row is not None else None
-
-    def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 0")
-        self._conn = conn
-        return conn
-
-    def close(self) -> None:
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            conn.close()
 
 
 def caller_for(found: tuple[str, str] | None) -> Caller | None:

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 import aiosqlite
@@ -34,6 +34,7 @@ from roundtable.errors import NotFound, StoreError
 from roundtable.store import group
 from roundtable.store.group import Batch, Job, WriteLock
 from roundtable.store.inline import InlineReader, Missing
+from roundtable.store.pointcache import DataVersion, PointCache
 from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
 from roundtable.store.thread import on_thread
@@ -578,6 +579,7 @@ class Database:
         self._abspath = Path(os.path.abspath(path))
         self._identity = _file_identity(self._abspath)
         self._inline: InlineReader | None = None  # bounded point reads on the loop's thread
+        self._point_cache: PointCache | None = None  # their answers, until the next commit
 
     def file_problem(self) -> str:
         """Why the database path no longer names the file this object opened ('' while it does)."""
@@ -668,6 +670,8 @@ class Database:
                 await conn.close()
             if self._inline is not None:
                 self._inline.close()
+            if self._point_cache is not None:
+                self._point_cache.close()
             await self._writer.close()
 
     @asynccontextmanager
@@ -994,15 +998,32 @@ class Database:
             self._inline = InlineReader(self._abspath, read_only=self.read_only)
         return self._inline
 
-    async def read_point(self, fn: Callable[..., T], *args: Any) -> T:
+    @property
+    def point_cache(self) -> PointCache:
+        """Answers of point reads kept until the next commit by anyone (`store/pointcache.py`)."""
+        if self._point_cache is None:
+            self._point_cache = PointCache(DataVersion(self._abspath))
+        return self._point_cache
+
+    async def read_point(self, fn: Callable[..., T], *args: Any, remember: bool = False) -> T:
         """`read_call` for a bounded point read (one primary-key lookup): answered on the event
         loop's thread while such reads are measured under `inline.LIMIT_S`, else on a reader's
-        thread; never waits for a lock on the loop (`store/inline.py`)."""
+        thread; never waits for a lock on the loop (`store/inline.py`). With `remember`, the
+        answer is kept until the next commit by anyone and a same read before it gets a copy
+        (`store/pointcache.py`): `fn`'s answer must depend on the database and `args` alone."""
         if self._closed:
             raise StoreError("database is closed")
+        cache = self.point_cache if remember else None
+        version = cache.version() if cache is not None else None
+        if cache is not None:
+            kept = cache.get(version, fn, args)
+            if kept is not cache.MISSING:
+                return cast(T, kept)
         result = self.inline.call(fn, args)
         if isinstance(result, Missing):
-            return await self.read_call(fn, *args)
+            result = await self.read_call(fn, *args)
+        if cache is not None:
+            cache.put(version, fn, args, result)
         return result
 
     def _finish_end_read(self, task: asyncio.Future[Any]) -> None:
