@@ -10,7 +10,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.services.coordination.state import STATE_KEYS, watch_list_sql
+from roundtable.services.coordination.state import LISTS, STATE_KEYS, page_sql, watch_list_sql
 
 pytestmark = pytest.mark.anyio
 
@@ -225,3 +225,13 @@ async def test_state_rows_equal_record_dicts(runtime: Runtime, run_id: str) -> N
     assert state["tasks"] == tasks and state["agents"] == agents and state["runs"] == runs
     assert state["memory"] == memory
     assert isinstance(state["agents"][0]["is_enabled"], bool) and state["memory"][0]["confidence"] == 0.5
+
+
+async def test_the_first_page_of_every_list_is_read_in_index_order_not_sorted(runtime: Runtime) -> None:
+    """A default `table.get_state` must not sort a table that grows with history (every claim
+    ever made) to show its first page: each list's unfiltered page walks an index in its order."""
+    async with runtime.db.read() as r:
+        for spec in LISTS:
+            sql = page_sql(spec, [])
+            plan = " | ".join(str(row[3]) for row in await r.fetchall("EXPLAIN QUERY PLAN " + sql, (10,)))
+            assert "TEMP B-TREE" not in plan and spec.table in plan, (spec.key, plan)

@@ -201,6 +201,14 @@ def _after(order: tuple[tuple[str, bool], ...], key: list[Any]) -> tuple[str, li
     return "(" + " OR ".join(terms) + ")", params
 
 
+def page_sql(spec: StateList, clauses: Sequence[str]) -> str:
+    """One page of a list under `clauses`, in its documented order (`LIMIT ?` last). Unfiltered,
+    it is read from the list's order index (schema step 9), not by sorting the whole table."""
+    order = ", ".join(f"{c}{' DESC' if d else ''}" for c, d in spec.order)
+    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+    return f"SELECT * FROM {spec.table} {where} ORDER BY {order} LIMIT ?"
+
+
 def _finish(spec: StateList, items: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
     if spec.key == "tasks":
         return [_task_json(t) for t in items]
@@ -210,12 +218,22 @@ def _finish(spec: StateList, items: list[dict[str, Any]], now: str) -> list[dict
 
 
 def _claims_by_status(conn: sqlite3.Connection, where: str, params: list[Any], now: str) -> dict[str, int]:
-    rows = conn.execute(
-        "SELECT CASE WHEN status = 'active' AND expires_at != '' AND expires_at <= ? THEN 'expired' ELSE status END"
-        f" AS s, count(*) FROM claims {where} GROUP BY s",
-        [now, *params],
-    ).fetchall()
-    return {str(r[0]): int(r[1]) for r in rows}
+    """Claims per status with expiry evaluated at `now` (an active claim past its expiry counts
+    as `expired`): the stored statuses grouped in index order, then the expired ones among the
+    active counted by one index range — not a computed status grouped through a sort."""
+    counts = {
+        str(r[0]): int(r[1])
+        for r in conn.execute(f"SELECT status, count(*) FROM claims {where} GROUP BY status", params).fetchall()
+    }
+    lapsed = "status = 'active' AND expires_at != '' AND expires_at <= ?"
+    expired_where = f"{where} AND {lapsed}" if where else f"WHERE {lapsed}"
+    expired = int(conn.execute(f"SELECT count(*) FROM claims {expired_where}", [*params, now]).fetchone()[0])
+    if expired:
+        counts["active"] -= expired
+        if not counts["active"]:
+            del counts["active"]
+        counts["expired"] = counts.get("expired", 0) + expired
+    return counts
 
 
 def encode_cursor(filters: list[Any], keys: dict[str, list[Any] | None]) -> str:
@@ -289,11 +307,7 @@ def _load_page(conn: sqlite3.Connection, query: StateQuery, now: str) -> dict[st
             term, term_params = _after(spec.order, position)
             page_clauses.append(term)
             page_params.extend(term_params)
-        order = ", ".join(f"{c}{' DESC' if d else ''}" for c, d in spec.order)
-        page_where = ("WHERE " + " AND ".join(page_clauses)) if page_clauses else ""
-        page_rows = conn.execute(
-            f"SELECT * FROM {spec.table} {page_where} ORDER BY {order} LIMIT ?", [*page_params, query.limit + 1]
-        ).fetchall()
+        page_rows = conn.execute(page_sql(spec, page_clauses), [*page_params, query.limit + 1]).fetchall()
         has_more = len(page_rows) > query.limit
         page_rows = page_rows[: query.limit]
         if has_more:
