@@ -10,9 +10,10 @@ dedicated connection stays the same. That number changes whenever any other conn
 any commit, a revocation among them, reads the database again: revoking a credential still
 refuses the very next request.
 
-The version is the one point reads use (`store/pointcache.py`). Asking costs one PRAGMA on the loop's thread (a few µs, no table read) on a read-only connection
-that never waits for a lock; when it cannot answer (busy, no database file, another thread), that
-request is resolved from the database as before. The cache holds at most `MAX_ENTRIES` answers
+The version comes from the connection point reads ask (`store/pointcache.py`), one per
+database. Asking costs one PRAGMA on the loop's thread (a few µs, no table read) on a read-only
+connection that never waits for a lock; when it cannot answer (busy, no database file, another
+thread), that request is resolved from the database as before. The cache holds at most `MAX_ENTRIES` answers
 (unknown credentials included, so a client repeating a wrong one costs no read either).
 """
 
@@ -52,7 +53,7 @@ class CredentialResolver:
     def __init__(self, runtime: Runtime, *, max_entries: int = MAX_ENTRIES) -> None:
         self.runtime = runtime
         self.max_entries = max_entries
-        self.version = DataVersion(runtime.db.path)
+        self.version: DataVersion = runtime.db.point_cache.data_version  # the store's; it closes it
         self.lookups = 0  # answers read from the database (the others came from the cache)
         self._seen: int | None = None
         self._known: dict[str, Caller | None] = {}
@@ -75,4 +76,3 @@ class CredentialResolver:
 
     def close(self) -> None:
         self._known.clear()
-        self.version.close()

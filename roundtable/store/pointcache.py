@@ -82,15 +82,6 @@ def copy_answer(value: Any, budget: list[int]) -> Any:
     return value
 
 
-def _fresh(value: Any) -> Any:
-    """A copy of a kept answer (its size was counted when it was kept)."""
-    if isinstance(value, dict):
-        return {key: _fresh(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fresh(item) for item in value]
-    return value
-
-
 class PointCache:
     """`version()` before a read; `get(version, fn, args)` gives a kept answer or `MISSING`;
     `put(version, fn, args, answer)` keeps one. A version of None keeps and gives nothing."""
@@ -142,7 +133,7 @@ class PointCache:
             self.misses += 1
             return self.MISSING
         self.hits += 1
-        return _fresh(kept[0])
+        return copy_answer(kept[0], [kept[1]])  # its size was counted when it was kept
 
     def put(self, version: int | None, fn: Callable[..., Any], args: tuple[Any, ...], answer: Any) -> None:
         if version is None or version != self._seen:
