@@ -528,7 +528,7 @@ def load_config(root: Path | str) -> Config:
 
 STARTER_HEADER = """\
 # roundtable's project configuration. Every key is shown with its default; delete a key to
-# keep the default. Unknown keys are errors. Reference: README.md, "Configuration".
+# keep the default. Unknown keys are errors. Reference: docs/configuration.md in roundtable.
 """
 # Comments written before a key of the starter file (safe_dump writes none of its own).
 STARTER_COMMENTS: dict[tuple[str, ...], str] = {

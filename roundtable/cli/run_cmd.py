@@ -256,7 +256,7 @@ def run(
     )
 
 
-# `run --headless` exit statuses (README "CI").
+# `run --headless` exit statuses (docs/ci.md).
 EXIT_OK = 0  # waiting for the operator, completed, or the ticks ran out with work left
 EXIT_ERROR = 1  # the loop failed or the autopilot stopped itself
 EXIT_BLOCKED = 3  # the run is blocked (or the autopilot reached a limit with work left)
