@@ -75,6 +75,27 @@ def test_codex_without_operator_settings_writes_only_the_mcp_server(codex_home: 
     assert p.inherit == ("CODEX_API_KEY",)
 
 
+@pytest.mark.parametrize("role", ["planner", "reviewer", "tester", "security", "implementer"])
+def test_codex_approves_the_roundtable_servers_tools_in_every_role(codex_home: Path, role: str) -> None:
+    # `codex exec` has approval policy "never": an MCP tool not approved in its configuration is
+    # refused ("MCP tool call requires approval, but approval policy is never"). Only implementers
+    # in a workspace got past it (their approvals are bypassed with the sandbox).
+    made = adapters.start_plan(
+        Config(),
+        "codex",
+        session_id="S",
+        agent_id=f"{role}-1",
+        run_id="R",
+        working_directory="/w",
+        role=role,
+        task_id="T",
+        socket_path="/tmp/rt-x/s.sock",
+    )
+    entry = tomllib.loads(made.files[".codex/config.toml"])["mcp_servers"]["roundtable"]
+    assert entry["default_tools_approval_mode"] == "approve"
+    assert "--dangerously-bypass-approvals-and-sandbox" not in made.argv  # no workspace: its own sandbox stays
+
+
 def test_codex_carries_the_operators_model_provider_and_its_key_variable(codex_home: Path) -> None:
     (codex_home / "config.toml").write_text(
         'model = "m1"\nmodel_provider = "mine"\napproval_policy = "never"\n\n'

@@ -247,7 +247,9 @@ def harness_files(name: str, socket_path: str, root: str = "") -> tuple[dict[str
     argv = bridge_argv(socket_path, root)
     forwarded = ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
     if name == "codex":
-        text = _codex_toml(argv[0], argv[1:], env_vars=forwarded, settings=codex_model_settings())
+        text = _codex_toml(
+            argv[0], argv[1:], env_vars=forwarded, settings=codex_model_settings(), approve_tools=True
+        )
         return {".codex/config.toml": text}, {"CODEX_HOME": ".codex"}
     if name == "claude":
         servers = {"mcpServers": {"roundtable": {"type": "stdio", "command": argv[0], "args": argv[1:]}}}
@@ -269,7 +271,11 @@ def _toml_str(value: str) -> str:
 
 
 def _codex_toml(
-    command: str, args: list[str], env_vars: list[str] | None = None, settings: dict[str, Any] | None = None
+    command: str,
+    args: list[str],
+    env_vars: list[str] | None = None,
+    settings: dict[str, Any] | None = None,
+    approve_tools: bool = False,
 ) -> str:
     lines = [
         "# Written by roundtable. No secret here: the bridge reads its credential from .roundtable/credentials/"
@@ -286,6 +292,14 @@ def _codex_toml(
     ]
     if env_vars:
         lines.append("env_vars = [" + ", ".join(_toml_str(v) for v in env_vars) + "]")
+    if approve_tools:
+        # `codex exec` runs with approval policy "never", under which every MCP tool call not
+        # marked approved is refused ("MCP tool call requires approval, but approval policy is
+        # never"): a session outside a workspace (planner, reviewer, tester, security) could call
+        # none of roundtable's write tools. The session's capability is what limits its tools, so
+        # the server's tools are approved as a whole (measured with Codex 0.171: `approve` works,
+        # `auto` and `prompt` are refused).
+        lines.append('default_tools_approval_mode = "approve"')
     return "\n".join(lines) + "\n"
 
 
