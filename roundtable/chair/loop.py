@@ -35,8 +35,9 @@ log = logging.getLogger("roundtable.chair")
 SWEEP_TICKS = 5
 # Changes that make the Chair tick at once instead of at its next period.
 WAKE_EVENTS = frozenset({TurnEvent.COMPLETED, TurnEvent.REQUESTED})
-# Events that send the fast path (`ChairLoop._hand_over_turns`) to schedule a run's next turn.
-TURN_EVENTS = WAKE_EVENTS
+# Events that send the fast path (`ChairLoop._hand_over_turns`) to schedule a run's next turn
+# (an expiry too: a session that exited hands its turn back with one).
+TURN_EVENTS = WAKE_EVENTS | {TurnEvent.EXPIRED}
 WAKE_TOOLS = frozenset({"task.create", "proposal.create", "proposal.attach_patch"})
 
 

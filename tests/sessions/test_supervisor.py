@@ -128,3 +128,80 @@ async def test_session_operations_need_a_supervisor(runtime: Runtime) -> None:
     assert runtime.supervisor is None
     with pytest.raises(ToolError, match=NOT_RUNNING):
         await runtime.call("session.revoke", {"session_id": "S"}, OPERATOR)
+
+
+async def test_a_session_killed_while_holding_its_turn_hands_it_back_at_once(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn of a session whose process died is expired as `session_exited` when its exit is
+    recorded, and the Chair schedules the next agent's request then, not after turn_timeout."""
+    import asyncio
+    import signal
+    import time
+
+    from roundtable.chair import ChairLoop
+    from roundtable.services.sessions import adapters
+
+    monkeypatch.setattr(
+        adapters,
+        "SCRIPTED_ADAPTER",
+        adapters.SCRIPTED_ADAPTER.__class__(command=f"{sys.executable} -c", supports_mcp=True),
+    )
+    timings = runtime.config.chair.model_copy(update={"tick_interval": 30.0, "turn_timeout": 600.0})
+    runtime.config = runtime.config.model_copy(update={"chair": timings})
+    run_id, task_id = await make_task(runtime)
+    loop = ChairLoop(runtime)
+    chair = asyncio.create_task(loop.run())
+    sup = await start_supervisor(runtime, base_dir=tmp_path)
+
+    async def scheduled_for(agent: str) -> list[dict[str, object]]:
+        async with runtime.db.read() as r:
+            rows = await r.fetchall("SELECT payload_json FROM events WHERE type = 'agent.turn_scheduled'")
+        return [p for p in (json.loads(row[0]) for row in rows) if p["agent_id"] == agent]
+
+    async def until(check: object, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not await check():  # type: ignore[operator]
+            assert time.monotonic() < deadline, "timed out"
+            await asyncio.sleep(0.02)
+
+    try:
+        res = await sup.launch(
+            agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=("import time; time.sleep(120)",)
+        )
+        session_id = res["session"]["id"]
+        first = await runtime.call(
+            "agent.turn_request", {"run_id": run_id, "agent_id": "implementer-1", "reason_md": "mine"}
+        )
+        await until(lambda: scheduled_for("implementer-1"))
+        await runtime.call(
+            "agent.turn_start",
+            {"run_id": run_id, "agent_id": "implementer-1", "request_event_id": first["request_event_id"]},
+        )
+        second = await runtime.call(
+            "agent.turn_request", {"run_id": run_id, "agent_id": "implementer-2", "reason_md": "next"}
+        )
+        os.killpg(res["pid"], signal.SIGKILL)
+        killed = time.monotonic()
+        await until(lambda: scheduled_for("implementer-2"))
+        handed_over = time.monotonic() - killed
+    finally:
+        await sup.close()
+        chair.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await chair
+    async with runtime.db.read() as r:
+        expired = [
+            json.loads(row[0])
+            for row in await r.fetchall("SELECT payload_json FROM events WHERE type = 'agent.turn_expired'")
+        ]
+    assert expired == [
+        {
+            "agent_id": "implementer-1",
+            "request_event_id": first["request_event_id"],
+            "timeout": "session_exited",
+            "session_id": session_id,
+        }
+    ]
+    assert (await scheduled_for("implementer-2"))[0]["request_event_id"] == second["request_event_id"]
+    assert handed_over < 10.0  # not chair.turn_timeout (600 s); the e2e tier checks it is under a second

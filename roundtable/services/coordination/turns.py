@@ -389,6 +389,29 @@ async def expire_overdue(
     return expired
 
 
+# Why the turns of an agent whose session ended were expired (`agent.turn_expired`'s `timeout`).
+SESSION_EXITED = "session_exited"
+
+
+async def hand_back(tx: Tx, run_id: str, agent_id: str, session_id: str) -> list[dict[str, Any]]:
+    """Expire every unfinished turn request of `agent_id` in `run_id` because its session ended
+    (`SESSION_EXITED`): a turn held by a process that is gone would otherwise block the run's
+    queue until `chair.turn_timeout`. Returns what was expired."""
+    expired: list[dict[str, Any]] = []
+    for turn in (await load_open_turns(tx, run_id)).values():
+        if turn.finished or turn.agent_id != agent_id:
+            continue
+        payload = {
+            "agent_id": agent_id,
+            "request_event_id": turn.request_event_id,
+            "timeout": SESSION_EXITED,
+            "session_id": session_id,
+        }
+        await tx.append_event(run_id, EXPIRED, payload, actor_id=CHAIR_ID)
+        expired.append(payload)
+    return expired
+
+
 async def schedule_next(tx: Tx, run_id: str) -> dict[str, Any] | None:
     """Schedule the oldest unfinished request unless a turn is in flight; returns the payload."""
     turns = await load_open_turns(tx, run_id)

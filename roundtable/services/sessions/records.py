@@ -15,6 +15,7 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import ClaimStatus, EventType, SessionStatus, TaskStatus
 from roundtable.errors import ValidationError
+from roundtable.services.coordination import turns
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession
 
@@ -403,6 +404,12 @@ async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -
     await tx.update("agent_sessions", {"id": session_id}, {"metadata_json": json.dumps(meta, sort_keys=True)})
     ended = await get(tx, session_id)
     await revoke_capabilities(tx, session_id, reason)
+    if not await tx.fetchone(
+        "SELECT 1 FROM agent_sessions WHERE agent_id = ? AND run_id = ? AND id != ? AND status IN (?, ?) LIMIT 1",
+        (session.agent_id, session.run_id, session_id, SessionStatus.STARTING, SessionStatus.ACTIVE),
+    ):
+        # Its turn is handed back at once (another live session of the agent may still use it).
+        await turns.hand_back(tx, session.run_id, session.agent_id, session_id)
     await tx.append_event(
         session.run_id,
         EventType.SESSION_EXITED,
