@@ -92,11 +92,20 @@ def list_cmd(root: Path, as_json: bool) -> None:
 
 @sessions.command("show")
 @click.argument("session_id")
+@click.option("--transcript", is_flag=True, help="Print what the agent did, in words, instead of the record.")
+@click.option(
+    "--follow", "-f", is_flag=True, help="Print the transcript and follow it as it streams, until the session ends."
+)
 @root_option
 @json_option
 @handle_errors
-def show(session_id: str, root: Path, as_json: bool) -> None:
-    """A session's record, its capability state (never the token) and its lifecycle notes."""
+def show(session_id: str, transcript: bool, follow: bool, root: Path, as_json: bool) -> None:
+    """A session's record, its capability state (never the token) and its lifecycle notes; with
+    --transcript or --follow, its transcript (messages, tool calls with their arguments and a short
+    result, errors) read from the harness's own stream in the session's log."""
+    if transcript or follow:
+        code = run_async(_print_transcript(root, session_id, follow=follow, as_json=as_json))
+        raise SystemExit(code)
     from roundtable.services.sessions import capabilities, usage
     from roundtable.services.sessions import records as svc
 
@@ -153,6 +162,71 @@ def show(session_id: str, root: Path, as_json: bool) -> None:
         )
     for event in data["events"]:
         click.echo(f"- {event['created_at']} {event['event_type']} {json.dumps(event['payload'])}")
+
+
+async def _print_transcript(root: Path, session_id: str, *, follow: bool, as_json: bool) -> int:
+    """Print the session's transcript from its log; with `follow`, keep printing what it appends
+    until the session has ended and everything it wrote is shown. 0, or 1 when there is no such
+    session."""
+    import asyncio
+
+    from roundtable.config import load_config
+    from roundtable.services.sessions import records as svc
+    from roundtable.services.sessions.transcript import ATTENTION_WORDS, Attention, Transcript
+    from roundtable.store.db import Database
+    from roundtable.store.records import AgentSession
+    from roundtable.tui.models import exit_text
+    from roundtable.tui.session_log import log_changes, log_path, read_chunk
+
+    config = load_config(root)
+    db = await Database.open(config.sqlite_path(root), readers=1)
+    try:
+        async with db.read() as r:
+            found = await r.fetchall("SELECT 1 FROM agent_sessions WHERE id = ?", (session_id,))
+        if not found:
+            fail(f"no session {session_id}")
+        path = log_path(root, session_id)
+        if path is None:
+            fail(f"{session_id!r} cannot name a session log")
+        transcript = Transcript()
+        offset = 0
+        changes = log_changes(path) if follow else None
+        draining = changes is None  # the session has ended: what it wrote is read once more
+        while True:
+            chunk = await asyncio.to_thread(read_chunk, path, offset)
+            offset = chunk.next_offset
+            for line in chunk.lines:
+                for entry in transcript.feed(line):
+                    click.echo(json.dumps(entry.to_dict(), ensure_ascii=False) if as_json else entry.line())
+            if chunk.lines:
+                continue  # more may be there already (one read takes at most 1 MiB)
+            if draining:
+                break
+            async with db.read() as r:
+                session: AgentSession = await svc.get(r, session_id)
+            if session.ended_at:
+                draining = True
+                continue
+            assert changes is not None
+            await anext(changes)
+        if changes is not None:
+            await changes.aclose()
+        async with db.read() as r:
+            session = await svc.get(r, session_id)
+    finally:
+        await db.close()
+    state = transcript.attention
+    if session.ended_at and state == Attention.WORKING:
+        state = Attention.FINISHED if session.status == "ended" else Attention.FAILED
+    words = ATTENTION_WORDS[state] + (f": {transcript.detail}" if transcript.detail else "")
+    ending = f"ended ({exit_text(session) or session.status})" if session.ended_at else session.status
+    if as_json:
+        print_json(
+            {"session_id": session_id, "status": session.status, "attention": str(state), "detail": transcript.detail}
+        )
+    else:
+        click.echo(f"— {session_id} {ending} · {words}")
+    return 0
 
 
 @sessions.command("register")

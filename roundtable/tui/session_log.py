@@ -1,12 +1,15 @@
 """Reading a session's log: `.roundtable/logs/sessions/<session_id>.log`, which the supervisor
 writes already redacted. Blocking file access, so callers run `read_chunk` in a
-worker thread; the console follows the file by reading from the offset it reached last.
+worker thread; the console follows the file by reading from the offset it reached last, when
+`log_changes` says the log's directory changed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,3 +66,23 @@ def read_chunk(path: Path, offset: int) -> Chunk:
         return Chunk([], start, exists=True, skipped=skipped, restarted=restarted)
     text = data[: end + 1].decode("utf-8", errors="replace")
     return Chunk(text.splitlines(), start + end + 1, exists=True, skipped=skipped, restarted=restarted)
+
+
+async def log_changes(path: Path, every: float = 1.0) -> AsyncGenerator[None]:
+    """Yields whenever the directory of the log at `path` changes (the supervisor appended to a
+    log, or created one), and at least every `every` seconds: the file tail followers wait on,
+    instead of reading the file on a timer. Before the directory exists it only ticks."""
+    import watchfiles
+
+    while not path.parent.is_dir():
+        yield None
+        await asyncio.sleep(every)
+    async for _changes in watchfiles.awatch(
+        path.parent,
+        debounce=50,
+        step=25,
+        rust_timeout=int(every * 1000),
+        yield_on_timeout=True,
+        recursive=False,
+    ):
+        yield None
