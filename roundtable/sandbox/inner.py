@@ -18,8 +18,15 @@ What `init` does, in order:
    places, read and write on a few devices; from ABI 6 the process is also scoped (no signals
    out of the domain, no abstract Unix sockets outside it). Required by the Landlock launcher,
    defence in depth under bubblewrap (skipped only where the kernel lacks it).
-5. The process limit, then fork and exec the command in the working directory and reap every
-   child until the command exits; its status is the sandbox's.
+5. The process limit.
+6. With a gateway port: the loopback relay (`start_relay`), a forked child of the init, confined
+   like the command (the sandbox's user, Landlock). It listens on `127.0.0.1:PORT` of the
+   sandbox's own network namespace and copies each connection byte for byte to and from the
+   gateway's Unix socket; it reads nothing it relays, so it can reach nothing but that socket. One
+   selector loop serves every connection (no thread per connection: threads count against the
+   process limit). It dies with the init (`PR_SET_PDEATHSIG`) and is killed once the command exits.
+7. Fork and exec the command in the working directory and reap every child until the command
+   exits; its status is the sandbox's.
 """
 
 from __future__ import annotations
@@ -34,6 +41,10 @@ import sys
 
 # Every import here is paid at each sandbox start (under bubblewrap this module is compiled and
 # run by a fresh interpreter): only what PID 1 needs, the rest imported where it is used.
+TYPE_CHECKING = False  # `typing` itself is not imported either
+if TYPE_CHECKING:
+    import selectors
+    import socket
 
 # Landlock syscalls share their numbers on every architecture that has them.
 SYS_CREATE_RULESET = 444
@@ -180,6 +191,210 @@ def loopback_up() -> None:
         fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
 
 
+# --- the gateway relay ------------------------------------------------------------------------
+
+RELAY_CHUNK = 65536
+RELAY_BUFFER = 1 << 18  # bytes in flight one way before the relay stops reading that side
+RELAY_LINKS = 400  # open connections at most (two descriptors each, within the usual 1024)
+RELAY_CONNECT_TIMEOUT = 10.0
+
+
+class _Link:
+    """One relayed connection: the client's TCP socket and the gateway's Unix socket, and the
+    bytes on their way to each."""
+
+    def __init__(self, relay: _Relay, client: socket.socket, gateway: socket.socket) -> None:
+        self.relay = relay
+        self.socks = (client, gateway)
+        self.pending = {id(client): bytearray(), id(gateway): bytearray()}  # to be written to it
+        self.eof = {id(client): False, id(gateway): False}  # it will send nothing more
+        self.shut = {id(client): False, id(gateway): False}  # we have shut its writing side
+        self.mask = {id(client): 0, id(gateway): 0}
+        self.closed = False
+
+    def peer(self, sock: socket.socket) -> socket.socket:
+        return self.socks[1] if sock is self.socks[0] else self.socks[0]
+
+    def handle(self, sock: socket.socket, events: int) -> None:
+        import selectors
+        import socket
+
+        peer = self.peer(sock)
+        try:
+            if events & selectors.EVENT_READ:
+                data = sock.recv(RELAY_CHUNK)
+                if data:
+                    self.pending[id(peer)] += data
+                    self._flush(peer)  # at once: a streamed event should not wait a turn
+                else:
+                    self.eof[id(sock)] = True
+            if events & selectors.EVENT_WRITE:
+                self._flush(sock)
+            for side in self.socks:
+                if self.eof[id(self.peer(side))] and not self.pending[id(side)] and not self.shut[id(side)]:
+                    self.shut[id(side)] = True
+                    side.shutdown(socket.SHUT_WR)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            self.close()
+            return
+        if all(self.shut.values()):
+            self.close()
+        else:
+            self._watch()
+
+    def _flush(self, sock: socket.socket) -> None:
+        buffer = self.pending[id(sock)]
+        if buffer:
+            try:
+                sent = sock.send(buffer)
+            except (BlockingIOError, InterruptedError):
+                return
+            del buffer[:sent]
+
+    def _watch(self) -> None:
+        """Register each socket for what it can do now: read while its peer's buffer has room,
+        write while bytes wait for it."""
+        import selectors
+
+        selector = self.relay.selector
+        for sock in self.socks:
+            want = 0
+            if not self.eof[id(sock)] and len(self.pending[id(self.peer(sock))]) < RELAY_BUFFER:
+                want |= selectors.EVENT_READ
+            if self.pending[id(sock)]:
+                want |= selectors.EVENT_WRITE
+            have = self.mask[id(sock)]
+            if want == have:
+                continue
+            if not have:
+                selector.register(sock, want, self)
+            elif not want:
+                selector.unregister(sock)
+            else:
+                selector.modify(sock, want, self)
+            self.mask[id(sock)] = want
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for sock in self.socks:
+            if self.mask[id(sock)]:
+                self.relay.selector.unregister(sock)
+            sock.close()
+        self.relay.closed(self)
+
+
+class _Relay:
+    """The relay's loop: accept on the loopback listener, connect each client to the gateway."""
+
+    def __init__(self, listener: socket.socket, socket_path: str) -> None:
+        import selectors
+
+        self.listener = listener
+        self.socket_path = socket_path
+        self.selector: selectors.BaseSelector = selectors.DefaultSelector()
+        self.links: set[_Link] = set()
+        self.listening = False
+        self.warned = False
+
+    def _listen(self, on: bool) -> None:
+        import selectors
+
+        if on and not self.listening:
+            self.selector.register(self.listener, selectors.EVENT_READ, None)
+        elif not on and self.listening:
+            self.selector.unregister(self.listener)
+        self.listening = on
+
+    def closed(self, link: _Link) -> None:
+        self.links.discard(link)
+        self._listen(True)
+
+    def _accept(self) -> None:
+        import socket
+
+        while len(self.links) < RELAY_LINKS:
+            try:
+                client, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return  # out of descriptors: the backlog waits for a link to close
+            gateway = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                gateway.settimeout(RELAY_CONNECT_TIMEOUT)
+                gateway.connect(self.socket_path)
+            except OSError as exc:
+                gateway.close()
+                client.close()
+                if not self.warned:
+                    self.warned = True
+                    os.write(2, f"{MARKER} the gateway at {self.socket_path} is unreachable ({exc})\n".encode())
+                continue
+            for sock in (client, gateway):
+                sock.setblocking(False)
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            link = _Link(self, client, gateway)
+            self.links.add(link)
+            link._watch()
+        self._listen(False)
+
+    def serve(self) -> None:
+        self._listen(True)
+        while True:
+            for key, events in self.selector.select():
+                if key.data is None:
+                    self._accept()
+                else:
+                    link: _Link = key.data
+                    if not link.closed:
+                        link.handle(key.fileobj, events)  # type: ignore[arg-type]  # always a socket here
+
+
+def start_relay(cfg: dict[str, object]) -> int:
+    """Listen on the gateway port of the sandbox's own loopback and fork the relay; its pid (0
+    when the sandbox has no gateway). The port is listening before the command starts."""
+    port = int(cfg.get("gateway_port", 0) or 0)  # type: ignore[call-overload]
+    if port <= 0:
+        return 0
+    if not cfg.get("loopback"):
+        raise OSError(22, "the gateway relay needs a network namespace of the sandbox's own")
+    import socket
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(128)
+        listener.setblocking(False)
+    except OSError as exc:
+        listener.close()
+        raise OSError(exc.errno, f"the gateway relay cannot listen on 127.0.0.1:{port} ({exc.strerror})") from None
+    pid = os.fork()
+    if pid == 0:
+        try:
+            libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            _Relay(listener, str(cfg["gateway_socket"])).serve()
+        finally:
+            os._exit(0)
+    listener.close()
+    return pid
+
+
+def stop_relay(pid: int, reaped: set[int]) -> None:
+    """Kill the relay and collect it (unless the init's reaping already has)."""
+    if pid <= 0 or pid in reaped:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
 # --- init -------------------------------------------------------------------------------------
 
 
@@ -229,8 +444,9 @@ def confine(cfg: dict[str, object]) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 
 
-def run_command(cfg: dict[str, object]) -> int:
-    """Fork and exec the command; forward termination signals; reap until it exits."""
+def run_command(cfg: dict[str, object], relay: int = 0) -> int:
+    """Fork and exec the command; forward termination signals; reap until it exits; then stop
+    the relay (it never outlives the command)."""
     argv = [str(a) for a in cfg["argv"]]  # type: ignore[attr-defined]
     os.chdir(str(cfg["workdir"]))
     child = os.fork()
@@ -240,12 +456,17 @@ def run_command(cfg: dict[str, object]) -> int:
         except OSError as exc:
             os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
         os._exit(127)
-    return supervise(child, reap_all=True)
+    reaped: set[int] = set()
+    try:
+        return supervise(child, reap_all=True, reaped=reaped)
+    finally:
+        stop_relay(relay, reaped)
 
 
-def supervise(child: int, *, reap_all: bool) -> int:
+def supervise(child: int, *, reap_all: bool, reaped: set[int] | None = None) -> int:
     """Pass SIGTERM, SIGINT and SIGHUP on to `child` and wait for it; its status is returned.
-    PID 1 (`reap_all`) also reaps every orphan the namespace hands it meanwhile."""
+    PID 1 (`reap_all`) also reaps every orphan the namespace hands it meanwhile (their pids are
+    added to `reaped`)."""
 
     def forward(signum: int, _frame: object) -> None:
         try:
@@ -264,6 +485,8 @@ def supervise(child: int, *, reap_all: bool) -> int:
             continue
         if pid == child:
             return status_of(wait_status)
+        if reaped is not None:
+            reaped.add(pid)
 
 
 def init(cfg: dict[str, object]) -> int:
@@ -271,10 +494,11 @@ def init(cfg: dict[str, object]) -> int:
     with `roundtable-sandbox:` and status 125 — never an unconfined run."""
     try:
         confine(cfg)
+        relay = start_relay(cfg)
     except BaseException as exc:  # report any setup failure
         os.write(2, f"{MARKER} {exc}\n".encode())
         return SETUP_FAILED
-    return run_command(cfg)
+    return run_command(cfg, relay)
 
 
 def encode_config(cfg: dict[str, object]) -> bytes:

@@ -11,9 +11,11 @@ Profiles:
 
 * `test` — a test run: no network (a loopback of its own), the scratch worktree writable, the
   interpreter in use, the program's own install directory and `tests.read_paths` readable.
-* `session` — a supervised agent session: the host's network (its model API), its workspace and
-  its own directory (private HOME and the session's MCP socket) writable, the interpreter in
-  use, roundtable's own package (the stdio bridge) and the harness's install directory readable.
+* `session` — a supervised agent session: no network either (a loopback of its own, where the
+  sandbox's init relays `127.0.0.1:gateway_port` to roundtable's gateway, its one way out), its
+  workspace and its own directory (private HOME, the session's MCP and gateway sockets) writable,
+  the interpreter in use, roundtable's own package (the stdio bridge) and the harness's install
+  directory readable.
 
 When the owner runs as root the command runs as `SANDBOX_UID` (nobody), so process and file
 limits bind and ownership opens nothing.
@@ -173,10 +175,13 @@ def build_spec(
     search_path: str = "",
     executable: str = "",
     bwrap_size: bool = False,
+    gateway_socket: str = "",
+    gateway_port: int = 0,
 ) -> Spec:
     """The spec of `argv` in `workdir` for `profile`. `root` is the project: its `.roundtable/`
-    (and `socket_dir`) stay hidden even if a grant contains them. Looks at the filesystem
-    (a few dozen `stat`s)."""
+    (and `socket_dir`) stay hidden even if a grant contains them. With `gateway_port`, the
+    sandbox's loopback relays that port to `gateway_socket` (which a writable grant must hold).
+    Looks at the filesystem (a few dozen `stat`s)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown sandbox profile {profile!r}")
     root_real = _real(str(root))
@@ -197,7 +202,7 @@ def build_spec(
         workdir=work,
         mounts=mounts,
         writable=layout.writable_places(mounts),
-        network=profile == "session",
+        network=False,
         memory_bytes=memory_bytes,
         max_processes=max_processes,
         tmp_bytes=memory_bytes,
@@ -205,6 +210,8 @@ def build_spec(
         gid=SANDBOX_GID if as_root else -1,
         bwrap=executable or "bwrap",
         bwrap_size=bwrap_size,
+        gateway_socket=gateway_socket,
+        gateway_port=gateway_port,
     )
 
 

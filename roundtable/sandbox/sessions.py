@@ -11,9 +11,12 @@ plain subprocesses and the reason is recorded with each session (`isolation: sub
 
 Inside the sandbox a session sees: the system directories, its interpreter and roundtable's own
 package (the stdio bridge), the harness's install directory, `sessions.read_paths`, its working
-directory (its workspace) and its own directory (private HOME, its MCP socket) writable, a
-private `/tmp`, and the host's network for its model API. The project's working tree, its
-`.roundtable/`, the legacy socket, the home and other projects do not exist there.
+directory (its workspace) and its own directory (private HOME, its MCP socket, its gateway
+socket) writable, a private `/tmp`, and no network but a loopback of its own: there the sandbox's
+init relays `127.0.0.1:GATEWAY_PORT` to the session's gateway socket, so the harness's model API
+and its HTTP(S) proxy are `http://127.0.0.1:GATEWAY_PORT`. The project's working tree, its
+`.roundtable/`, the legacy socket, the home, other projects and the host's network (its loopback
+included) do not exist there.
 
 The environment is never put on a command line: the launcher and the sandbox inherit the
 session's scrubbed environment, so the token stays out of every argv.
@@ -35,6 +38,9 @@ ENV_VAR = "ROUNDTABLE_SESSION_ISOLATION"
 MODES = ("auto", "bwrap", "landlock", "subprocess")
 SUBPROCESS = "subprocess"
 OPT_IN = "sessions.allow_unsandboxed: true"
+# Where a sandboxed session finds the gateway, on its own loopback (outside Linux's ephemeral
+# range, so a port the session's own programs bind never takes it).
+GATEWAY_PORT = 4780
 
 
 class LaunchRefused(Exception):
@@ -80,6 +86,7 @@ class Launcher:
         search_path: str,
         read_paths: Sequence[str] = (),
         max_processes: int = 0,
+        gateway_socket: Path | None = None,
     ) -> Spec | None:
         """The sandbox spec for `argv` (None for a plain subprocess). A program missing from the
         session's PATH is raised as a failed exec here: inside, it would only be status 127."""
@@ -101,6 +108,8 @@ class Launcher:
             search_path=search_path,
             executable=self.sandbox.executable,
             bwrap_size=self.sandbox.bwrap_size,
+            gateway_socket=str(gateway_socket or ""),
+            gateway_port=GATEWAY_PORT if gateway_socket is not None else 0,
         )
 
 

@@ -14,6 +14,11 @@ Mount operations (`Mount.op`):
 * `symlink` — a symbolic link at `dst` whose target is `src` (merged-/usr systems);
 * `tmpfs` — an empty tmpfs at `dst` (writable when `dst` is `/tmp`, read-only otherwise: used to
   hide a secret directory that a granted path contains).
+
+A sandbox never has the host's network: its network namespace holds only its own loopback. With
+`gateway_port` set, the sandbox's init also listens on `127.0.0.1:gateway_port` there and relays
+each connection to the Unix socket `gateway_socket` (roundtable's gateway, in a writable grant):
+the one way out of a session.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ class Spec:
     workdir: str
     mounts: list[Mount] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)  # every writable place inside (Landlock rules)
-    network: bool = False  # the host's network (a session's model API); else a loopback of its own
+    network: bool = False  # the host's network; never set by `runner.build_spec` (a loopback of its own)
     memory_bytes: int = 0
     max_processes: int = 0
     tmp_bytes: int = 0  # size of the private /tmp (0: the kernel's default)
@@ -52,6 +57,8 @@ class Spec:
     gid: int = -1
     bwrap: str = "bwrap"
     bwrap_size: bool = False  # this bubblewrap knows `--size` (0.8 and later)
+    gateway_socket: str = ""  # the gateway's Unix socket, relayed from 127.0.0.1:gateway_port inside
+    gateway_port: int = 0  # 0: no relay
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -71,6 +78,12 @@ class Spec:
             raise ValueError("argv must be a non-empty list of strings")
         if any(m.op not in OPS or not m.dst.startswith("/") for m in spec.mounts):
             raise ValueError("mounts must have a known op and an absolute destination")
+        if spec.gateway_port:
+            if not 0 < spec.gateway_port < 65536 or not spec.gateway_socket.startswith("/"):
+                raise ValueError("the gateway relay needs a port (1-65535) and an absolute socket path")
+            if spec.network:
+                # On the host's network the relay would listen on the host's loopback.
+                raise ValueError("the gateway relay is only for a sandbox without the host's network")
         return spec
 
     def init_settings(self, *, landlock_required: bool) -> dict[str, object]:
@@ -83,6 +96,8 @@ class Spec:
             "gid": self.gid,
             "max_processes": self.max_processes,
             "loopback": not self.network,
+            "gateway_socket": self.gateway_socket,
+            "gateway_port": self.gateway_port,
             "landlock_required": landlock_required,
         }
 

@@ -318,5 +318,5 @@ def test_a_harness_installed_in_an_npm_prefix_is_granted_with_its_tree(tmp_path:
         search_path=str(prefix / "node_modules" / ".bin"),
     )
     granted = {m.dst for m in spec.mounts if m.op in ("ro", "rw")}
-    assert str((prefix / "node_modules").resolve()) in granted and spec.network is True
+    assert str((prefix / "node_modules").resolve()) in granted and spec.network is False
     assert str(tmp_path.resolve()) not in granted
