@@ -102,6 +102,8 @@ class _Live:
     done: asyncio.Event = field(default_factory=asyncio.Event)  # finishing has begun
     finished: asyncio.Event = field(default_factory=asyncio.Event)  # recorded and cleaned up
     spec: Spec | None = None  # its sandbox, when it runs in one
+    relay: session_sandbox.LoopbackRelay | None = None  # its way to the gateway when unsandboxed
+    stop_reason: str = ""  # why the supervisor ended it ("budget: …", a refused credential)
     meter: Meter = field(default_factory=Meter)  # usage read from the harness's output
     metered: asyncio.Event = field(default_factory=asyncio.Event)  # the meter moved since the last record
     recorded_version: int = 0
@@ -137,8 +139,14 @@ class Supervisor:
         heartbeat_interval: float = HEARTBEAT_INTERVAL,
         revoke_grace: float = REVOKE_GRACE,
         base_dir: Path | None = None,
+        gateway: Any = None,
     ) -> None:
         self.runtime = runtime
+        # The owner's gateway (started and closed by the owner): a session's only way to its
+        # model API and to the allowed hosts. Without one a session reaches no model at all.
+        self.gateway = gateway
+        if gateway is not None:
+            gateway.on_stop = self._gateway_stop
         self.heartbeat_interval = heartbeat_interval
         self.revoke_grace = revoke_grace
         self.base_dir = base_dir
@@ -258,6 +266,16 @@ class Supervisor:
             workspace = str(made["workspace"]["path"])
             own_git = await self._own_git(root, made["workspace"], directory)
         workdir = Path(workspace) if workspace else home
+        sandboxed = launcher.kind != session_sandbox.SUBPROCESS
+        gateway_socket = directory / "g.sock"
+        gateway_url = ""
+        relay: session_sandbox.LoopbackRelay | None = None
+        if self.gateway is not None:
+            if sandboxed:
+                gateway_url = f"http://127.0.0.1:{session_sandbox.GATEWAY_PORT}"
+            else:
+                relay = session_sandbox.LoopbackRelay(gateway_socket)
+                gateway_url = f"http://127.0.0.1:{await relay.start()}"
         plan = adapters.start_plan(
             self.runtime.config,
             adapter_name,
@@ -272,7 +290,8 @@ class Supervisor:
             socket_path=str(socket_path),
             briefing=briefing,
             workspace=workspace,
-            sandboxed=launcher.kind != "subprocess",
+            sandboxed=sandboxed,
+            gateway_url=gateway_url,
         )
         try:
             opened = await self.runtime.call(
@@ -304,6 +323,8 @@ class Supervisor:
                 caller,
             )
         except BaseException:
+            if relay is not None:
+                await relay.aclose()
             shutil.rmtree(directory, ignore_errors=True)
             raise
         token = str(opened["token"])
@@ -311,7 +332,7 @@ class Supervisor:
 
         async def on_limit(reason: str) -> None:
             if reason.startswith(budgets.REASON_PREFIX):  # refused at its next call after its budget ran out
-                self._stop_now(session_id)
+                self._stop_now(session_id, reason)
             else:
                 await self._limit_reached(session_id, reason)
 
@@ -326,10 +347,23 @@ class Supervisor:
             work=(agent_id, task_id, proposal_id),
             workspace=workspace,
             run_id=run.id,
+            relay=relay,
         )
         self.live[session_id] = live
         try:
             await endpoint.start()
+            gateway_env: dict[str, str] = {}
+            if self.gateway is not None:
+                # The socket is the session's alone; as root its sandbox's user must reach it.
+                grant = await self.gateway.open_session(
+                    session_id,
+                    adapter=adapter_name,
+                    socket_path=gateway_socket,
+                    owner_uid=sandbox_runner.SANDBOX_UID if sandboxed and os.getuid() == 0 else -1,
+                )
+                gateway_env = {name: grant.token for name in plan.gateway_token}
+                if sandboxed:  # unsandboxed, the process has the host's network anyway
+                    gateway_env.update(_proxy_env(gateway_url))
             files = dict(plan.files)
             if briefing.strip():
                 files[BRIEFING_FILE] = briefing.strip() + "\n"
@@ -343,8 +377,9 @@ class Supervisor:
                 home, plan.env, token, socket_path, session_id, agent_id, run.id, task_id, proposal_id
             )
             env.update(plan.settings)
-            # The harness's model credentials and endpoint, from the owner's environment (by name).
+            # The harness's model choices from the owner's environment (by name; never a key).
             env.update({name: os.environ[name] for name in plan.inherit if name in os.environ})
+            env.update(gateway_env)
             if briefing.strip():
                 env["ROUNDTABLE_BRIEFING_FILE"] = str(home / BRIEFING_FILE)
             if workspace:
@@ -363,6 +398,7 @@ class Supervisor:
                 search_path=env["PATH"],
                 read_paths=self.runtime.config.sessions.read_paths,
                 max_processes=self.runtime.config.sessions.max_processes,
+                gateway_socket=gateway_socket if self.gateway is not None else None,
             )
             if spec is not None:
                 live.spec = spec
@@ -543,6 +579,7 @@ class Supervisor:
             # Its capability is revoked: its next tool call is refused with the reason and stops
             # it (`on_limit`); one that calls no tool again is stopped after BUDGET_GRACE.
             live.revoked = True
+            live.stop_reason = live.stop_reason or str(done["stop_reason"])
             log.warning("session %s over budget: %s", live.session_id, done["stop_reason"])
             live.tasks.append(
                 asyncio.create_task(self._stop_later(live, BUDGET_GRACE), name=f"session-stop:{live.session_id}")
@@ -578,9 +615,10 @@ class Supervisor:
         if live.workspace and not self._closing:
             await self._propose_leftovers(live)
         # A harness that says it is not logged in has no model credential here (a supervised
-        # session never sees the user's own login): say that, not the harness's advice.
+        # session never sees the user's own login): say that, not the harness's advice. One the
+        # supervisor stopped (a budget reached, a credential refused) ended for that reason.
         reason = preflight.NO_CREDENTIAL if code != 0 and live.no_credential else "process_exited"
-        await self._finish(live, exit_code=code, reason=reason)
+        await self._finish(live, exit_code=code, reason=live.stop_reason or reason)
 
     async def _own_git(self, root: Path, workspace: dict[str, Any], directory: Path) -> Path | None:
         """A repository of the session's own for its workspace (`workspace_git.private_repo`),
@@ -656,6 +694,13 @@ class Supervisor:
             log.exception("recording the end of session %s failed", live.session_id)
         with contextlib.suppress(Exception):
             await live.endpoint.close()
+        if self.gateway is not None:  # its token revoked, its socket and connections closed
+            try:
+                await self.gateway.close_session(live.session_id)
+            except Exception:
+                log.exception("closing the gateway session of %s failed", live.session_id)
+        if live.relay is not None:
+            await live.relay.aclose()
         shutil.rmtree(live.directory, ignore_errors=True)
         self.live.pop(live.session_id, None)
         live.finished.set()
@@ -690,12 +735,32 @@ class Supervisor:
         with contextlib.suppress(RoundtableError):
             await self.revoke(session_id, reason=f"limit: {reason}")
 
-    def _stop_now(self, session_id: str) -> None:
-        """Stop the session's process at once (SIGTERM, SIGKILL after 5 s)."""
+    def _stop_now(self, session_id: str, reason: str = "") -> None:
+        """Stop the session's process at once (SIGTERM, SIGKILL after 5 s); `reason` is recorded
+        as how it ended."""
         live = self.live.get(session_id)
         if live is not None and not live.done.is_set():
+            live.stop_reason = live.stop_reason or reason
+            if live.revoked:
+                return  # already being stopped
             live.revoked = True
             live.tasks.append(asyncio.create_task(self._stop_later(live, 0.0), name=f"session-stop:{session_id}"))
+
+    async def _gateway_stop(self, request: Any) -> None:
+        """The gateway refused the session's model request for good (a budget reached, the
+        operator's credential refused upstream): revoke its capability and stop it now, recorded
+        with the gateway's message as how it ended."""
+        live = self.live.get(request.session_id)
+        if live is None or live.done.is_set():
+            return
+        log.warning("session %s stopped by the gateway: %s", request.session_id, request.message)
+        with contextlib.suppress(RoundtableError):
+            await self.runtime.call(
+                "session.revoke_capabilities",
+                {"session_id": request.session_id, "reason": request.message[:200]},
+                SUPERVISOR,
+            )
+        self._stop_now(request.session_id, request.message)
 
     async def _stop_later(self, live: _Live, grace: float | None = None) -> None:
         with contextlib.suppress(asyncio.TimeoutError):
@@ -736,6 +801,15 @@ class Supervisor:
                 await self._finish(live, exit_code=-9, reason="shutdown")
         if getattr(self.runtime, "supervisor", None) is self:
             self.runtime.supervisor = None
+
+
+def _proxy_env(gateway_url: str) -> dict[str, str]:
+    """A sandboxed session's HTTP(S) proxy: the gateway, which lets it reach only the hosts
+    `sessions.network.allow` names. Its own loopback (where the gateway's model APIs are) is
+    reached directly."""
+    local = "127.0.0.1,localhost,::1"
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+    return {**dict.fromkeys(names, gateway_url), "NO_PROXY": local, "no_proxy": local}
 
 
 # --- hosting -------------------------------------------------------------------------------------

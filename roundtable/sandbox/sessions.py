@@ -24,6 +24,8 @@ session's scrubbed environment, so the token stays out of every argv.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import os
 import shutil
@@ -139,3 +141,59 @@ async def choose(mode: str, *, allow_unsandboxed: bool) -> Launcher:
     if allow_unsandboxed:
         return Launcher(SUBPROCESS, f"{OPT_IN}; {sandbox.reason}")
     return Launcher(runner.NONE, sandbox.reason)
+
+
+class LoopbackRelay:
+    """For a session that runs as a plain subprocess (no network namespace of its own): a
+    listener on the host's `127.0.0.1` (an ephemeral port) relaying each connection byte for byte
+    to the session's gateway socket, as the sandbox's init does inside. Any local user can connect
+    to it, but the gateway's model APIs still want the session's token."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = socket_path
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._links: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._links.add(task)
+        try:
+            try:
+                far_reader, far_writer = await asyncio.open_unix_connection(str(self.socket_path))
+            except OSError:
+                return
+            try:
+                await asyncio.gather(_copy(reader, far_writer), _copy(far_reader, writer))
+            finally:
+                far_writer.close()
+        finally:
+            writer.close()
+            self._links.discard(task)
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._links):
+            task.cancel()
+        for task in list(self._links):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Bytes from `reader` to `writer` as they come, then end `writer`'s side."""
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except OSError:
+        writer.close()

@@ -21,6 +21,7 @@ from roundtable.domain import (
     TurnEvent,
     is_open,
 )
+from roundtable.services.sessions.budgets import REASON_PREFIX as BUDGET_REASON
 from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
 
 
@@ -288,11 +289,14 @@ def _retried(failed: SessionRow, rows: list[SessionRow]) -> bool:
 
 def exit_text(session: AgentSession) -> str:
     """How a session's process ended, from its record: `exit 1: launch_failed`, `killed by
-    SIGKILL`, or "" when it has not ended (or ended before this was recorded)."""
+    SIGKILL`, `stopped by budget: …` (the supervisor ended it at its budget, whatever the status
+    of its process), or "" when it has not ended (or ended before this was recorded)."""
     ended = _exit(session)
     if ended is None:
         return ""
     how, reason = ended
+    if reason.startswith(BUDGET_REASON):
+        return f"stopped by {reason}"
     how = how if how.startswith("exit") else f"killed by {how}"
     return f"{how}: {reason}" if reason else how
 
@@ -301,6 +305,8 @@ def exit_brief(session: AgentSession) -> str:
     """The short form a pane shows beside a session's status: `exit 1`, `SIGKILL`, or "" (not
     ended, or ended with exit 0)."""
     ended = _exit(session)
+    if ended is not None and ended[1].startswith(BUDGET_REASON):
+        return "stopped by budget"
     return "" if ended is None or ended[0] == "exit 0" else ended[0]
 
 

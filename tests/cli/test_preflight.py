@@ -29,7 +29,7 @@ def private_homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (tmp_path / "codex").mkdir()
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CODEX_API_KEY"):
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CODEX_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -56,15 +56,20 @@ def test_which_agent_cannot_run_and_why(project: Path, tmp_path: Path) -> None:
     assert "CODEX_API_KEY" in found["codex"].problem
     ready = preflight.unready_agents(load_config(project), environ={"ANTHROPIC_AUTH_TOKEN": "t", "CODEX_API_KEY": "k"})
     assert [u.adapter for u in ready] == ["gemini"]
-    # Codex with a provider of its own: that provider's env_key is the credential.
+    # The owner's gateway holds the credential: OpenAI's own variable serves Codex as well, and a
+    # provider of the operator's own Codex configuration names no credential of a session's.
+    assert "CODEX_API_KEY or OPENAI_API_KEY" in found["codex"].problem
+    assert "its gateway adds it to the session's model requests" in found["codex"].problem
     (tmp_path / "codex" / "config.toml").write_text(
         'model_provider = "mine"\n[model_providers.mine]\nbase_url = "http://x"\nenv_key = "MINE_KEY"\n'
     )
-    codex = [u for u in preflight.unready_agents(load_config(project), environ={}) if u.adapter == "codex"]
-    assert "CODEX_API_KEY or MINE_KEY" in codex[0].problem
-    assert not [
-        u for u in preflight.unready_agents(load_config(project), environ={"MINE_KEY": "k"}) if u.adapter == "codex"
+    assert [u.adapter for u in preflight.unready_agents(load_config(project), environ={"MINE_KEY": "k"})] == [
+        "claude",
+        "codex",
+        "gemini",
     ]
+    ready = preflight.unready_agents(load_config(project), environ={"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "k"})
+    assert [u.adapter for u in ready] == ["gemini"]
 
 
 def test_doctor_names_them_a_problem_when_the_autopilot_launches(project: Path) -> None:

@@ -60,10 +60,26 @@ def test_claude_waits_for_the_roundtable_server_before_its_first_turn(codex_home
     assert plan("codex").settings == {}
 
 
-def test_claude_inherits_its_model_key_and_endpoint_by_name(codex_home: Path) -> None:
+def test_claude_inherits_no_model_key_or_endpoint(codex_home: Path) -> None:
     inherit = plan("claude").inherit
-    assert {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"} <= set(inherit)
-    assert not [name for name in inherit if name.startswith("ROUNDTABLE_")]
+    assert set(inherit) == {"ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"}  # the model's name only
+    assert not {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"} & set(inherit)
+    assert plan("claude").gateway_token == () and "ANTHROPIC_BASE_URL" not in plan("claude").settings
+
+
+def test_claude_reaches_its_model_through_the_gateway_with_the_session_token(codex_home: Path) -> None:
+    made = adapters.start_plan(
+        Config(),
+        "claude",
+        session_id="S",
+        agent_id="implementer-1",
+        run_id="R",
+        working_directory="/w",
+        socket_path="/tmp/rt-x/s.sock",
+        gateway_url="http://127.0.0.1:4780",
+    )
+    assert made.settings["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4780/anthropic"
+    assert made.gateway_token == ("ANTHROPIC_API_KEY",)  # set by the supervisor to the grant's token
 
 
 def test_codex_without_operator_settings_writes_only_the_mcp_server(codex_home: Path) -> None:
@@ -72,7 +88,7 @@ def test_codex_without_operator_settings_writes_only_the_mcp_server(codex_home: 
     doc = tomllib.loads(p.files[".codex/config.toml"])
     assert set(doc) == {"mcp_servers"}
     assert doc["mcp_servers"]["roundtable"]["env_vars"] == ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
-    assert p.inherit == ("CODEX_API_KEY",)
+    assert p.inherit == () and p.gateway_token == ()
 
 
 @pytest.mark.parametrize("role", ["planner", "reviewer", "tester", "security", "implementer"])
@@ -96,22 +112,39 @@ def test_codex_approves_the_roundtable_servers_tools_in_every_role(codex_home: P
     assert "--dangerously-bypass-approvals-and-sandbox" not in made.argv  # no workspace: its own sandbox stays
 
 
-def test_codex_carries_the_operators_model_provider_and_its_key_variable(codex_home: Path) -> None:
+def test_codex_takes_the_operators_model_name_and_the_gateway_as_its_provider(codex_home: Path) -> None:
     (codex_home / "config.toml").write_text(
-        'model = "m1"\nmodel_provider = "mine"\napproval_policy = "never"\n\n'
+        'model = "m1"\nmodel_provider = "mine"\napproval_policy = "never"\nopenai_base_url = "http://evil/v1"\n\n'
         '[model_providers.mine]\nname = "mine"\nbase_url = "http://127.0.0.1:9/v1"\n'
         'wire_api = "responses"\nenv_key = "MINE_KEY"\n\n'
         '[mcp_servers.other]\ncommand = "other"\n\n[projects."/w"]\ntrust_level = "trusted"\n',
         encoding="utf-8",
     )
-    p = plan("codex")
+    p = adapters.start_plan(
+        Config(),
+        "codex",
+        session_id="S",
+        agent_id="implementer-1",
+        run_id="R",
+        working_directory="/w",
+        socket_path="/tmp/rt-x/s.sock",
+        gateway_url="http://127.0.0.1:4780",
+    )
     doc = tomllib.loads(p.files[".codex/config.toml"])
-    assert doc["model"] == "m1" and doc["model_provider"] == "mine"
-    assert doc["model_providers"]["mine"]["base_url"] == "http://127.0.0.1:9/v1"
-    # Only the model settings: not the operator's other servers, trust or policies.
+    # The operator's model name; never its provider, base URL or key variable.
+    assert doc["model"] == "m1" and doc["model_provider"] == "roundtable"
+    assert doc["model_providers"] == {
+        "roundtable": {
+            "name": "roundtable gateway",
+            "base_url": "http://127.0.0.1:4780/openai/v1",
+            "wire_api": "responses",
+            "env_key": "ROUNDTABLE_GATEWAY_TOKEN",
+        }
+    }
     assert set(doc) == {"model", "model_provider", "model_providers", "mcp_servers"}
     assert set(doc["mcp_servers"]) == {"roundtable"}
-    assert "MINE_KEY" in p.inherit
+    assert p.inherit == () and p.gateway_token == ("ROUNDTABLE_GATEWAY_TOKEN",)
+    assert "MINE_KEY" not in p.files[".codex/config.toml"] and "evil" not in p.files[".codex/config.toml"]
 
 
 def test_codex_ignores_an_unreadable_operator_config(codex_home: Path) -> None:

@@ -238,7 +238,5 @@ async def test_a_relay_on_the_hosts_network_or_without_a_port_is_refused(kind: s
         )
     with pytest.raises(ValueError, match="needs a port"):
         Spec.from_json(
-            json.dumps(
-                {"kind": kind, "profile": "session", "argv": ["true"], "workdir": "/", "gateway_port": 70000}
-            )
+            json.dumps({"kind": kind, "profile": "session", "argv": ["true"], "workdir": "/", "gateway_port": 70000})
         )

@@ -62,9 +62,12 @@ class Plan:
     files: dict[str, str] = field(default_factory=dict)  # path relative to the private home → text
     env: dict[str, str] = field(default_factory=dict)  # extra non-secret variables (HOME-relative dirs)
     settings: dict[str, str] = field(default_factory=dict)  # extra non-secret variables, literal values
-    # Names of the owner's environment variables the harness needs (its model credentials and
-    # endpoint); the supervisor copies those that are set. Values never enter the plan.
+    # Names of the owner's environment variables the harness may take (model choices, never a key
+    # or an endpoint); the supervisor copies those that are set. Values never enter the plan.
     inherit: tuple[str, ...] = ()
+    # Names of the variables the supervisor sets to the session's gateway token (its only model
+    # credential, revoked when the session ends).
+    gateway_token: tuple[str, ...] = ()
     # The instruction for the harness: written to `PROMPT_FILE` and given on standard input.
     prompt: str = ""
 
@@ -144,21 +147,36 @@ def prompt_for(
     return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
 
 
-# The owner's variables each harness needs to reach its model: the supervisor otherwise starts it
-# with a scrubbed environment and a private HOME, where no login the user made is found.
+# The owner's variables a harness may still take as they are: model choices, never a key or an
+# endpoint (a session reaches its model only through roundtable's gateway, which adds the
+# operator's credential itself: see `gateway_settings`).
 HARNESS_ENV: dict[str, tuple[str, ...]] = {
-    "claude": (
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_MODEL",
-        "ANTHROPIC_SMALL_FAST_MODEL",
-    ),
-    # `codex exec` with the built-in OpenAI provider sends CODEX_API_KEY (not OPENAI_API_KEY) and
-    # ignores OPENAI_BASE_URL (measured with 0.171); another endpoint is a model provider in the
-    # operator's config (see `codex_model_settings`), whose `env_key` is inherited too.
-    "codex": ("CODEX_API_KEY",),
+    "claude": ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"),
+    "codex": (),
 }
+# The operator's model credentials, read by the owner's gateway (never by a session), by adapter.
+OPERATOR_CREDENTIALS: dict[str, tuple[str, ...]] = {
+    "claude": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "codex": ("CODEX_API_KEY", "OPENAI_API_KEY"),
+}
+# The variable holding the session's gateway token, for Codex's model provider (`env_key`).
+GATEWAY_TOKEN_ENV = "ROUNDTABLE_GATEWAY_TOKEN"
+# Codex's model provider in a supervised session's private CODEX_HOME: the gateway.
+CODEX_PROVIDER = "roundtable"
+
+
+def gateway_settings(name: str, gateway_url: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(literal variables pointing harness `name` at the gateway `gateway_url`, names of the
+    variables that get the session's gateway token). Claude Code: `ANTHROPIC_BASE_URL` and the
+    token as `ANTHROPIC_API_KEY`; Codex: its model provider (`_codex_toml`) reads the token from
+    `GATEWAY_TOKEN_ENV`. Other harnesses reach no model API through the gateway."""
+    if not gateway_url:
+        return {}, ()
+    if name == "claude":
+        return {"ANTHROPIC_BASE_URL": f"{gateway_url}/anthropic"}, ("ANTHROPIC_API_KEY",)
+    if name == "codex":
+        return {}, (GATEWAY_TOKEN_ENV,)
+    return {}, ()
 
 
 def _claude_mcp_config(socket_path: str, root: str) -> str:
@@ -242,14 +260,18 @@ def _harness_argv(
 HARNESS_SETTINGS: dict[str, dict[str, str]] = {"claude": {"MCP_CONNECTION_NONBLOCKING": "0"}}
 
 
-def harness_files(name: str, socket_path: str, root: str = "") -> tuple[dict[str, str], dict[str, str]]:
-    """(files relative to the private home, env pointing the harness at them) for `name`."""
+def harness_files(
+    name: str, socket_path: str, root: str = "", gateway_url: str = ""
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(files relative to the private home, env pointing the harness at them) for `name`; with
+    `gateway_url`, Codex's model provider is the gateway."""
     argv = bridge_argv(socket_path, root)
     forwarded = ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
     if name == "codex":
-        text = _codex_toml(
-            argv[0], argv[1:], env_vars=forwarded, settings=codex_model_settings(), approve_tools=True
-        )
+        settings = codex_model_settings()
+        if gateway_url:
+            settings = {**settings, **codex_gateway_provider(gateway_url)}
+        text = _codex_toml(argv[0], argv[1:], env_vars=forwarded, settings=settings, approve_tools=True)
         return {".codex/config.toml": text}, {"CODEX_HOME": ".codex"}
     if name == "claude":
         servers = {"mcpServers": {"roundtable": {"type": "stdio", "command": argv[0], "args": argv[1:]}}}
@@ -284,7 +306,10 @@ def _codex_toml(
     if settings:
         import tomlkit
 
-        lines += ["# The model settings of the operator's own Codex configuration:", tomlkit.dumps(settings).strip()]
+        lines += [
+            "# The model (the operator's choice) and its provider (roundtable's gateway, when supervised):",
+            tomlkit.dumps(settings).strip(),
+        ]
     lines += [
         "[mcp_servers.roundtable]",
         f"command = {_toml_str(command)}",
@@ -303,11 +328,10 @@ def _codex_toml(
     return "\n".join(lines) + "\n"
 
 
-# What in the operator's Codex configuration chooses the model and where it is served. A
-# supervised session's CODEX_HOME is private and starts empty, so these are copied into it: a
-# custom provider (`model_provider = "x"` with `[model_providers.x] base_url = …`) works
-# supervised as it does by hand.
-CODEX_MODEL_KEYS = ("model", "model_provider", "model_providers", "openai_base_url")
+# What in the operator's Codex configuration a supervised session takes: the model's name. Its
+# providers (`model_provider`, `model_providers`, `openai_base_url`) are not taken: a session's one
+# provider is the gateway (`codex_gateway_provider`), which forwards to `adapters.codex.upstream`.
+CODEX_MODEL_KEYS = ("model",)
 
 
 def codex_model_settings(home: Path | None = None) -> dict[str, Any]:
@@ -320,18 +344,23 @@ def codex_model_settings(home: Path | None = None) -> dict[str, Any]:
         doc = tomllib.loads(text or "")
     except (ValidationError, ValueError):
         return {}
-    return {key: doc[key] for key in CODEX_MODEL_KEYS if key in doc}
+    return {key: doc[key] for key in CODEX_MODEL_KEYS if isinstance(doc.get(key), str)}
 
 
-def codex_provider_env(settings: dict[str, Any]) -> tuple[str, ...]:
-    """The variables the configured providers read their keys from (`env_key`)."""
-    providers = settings.get("model_providers")
-    names = []
-    for provider in providers.values() if isinstance(providers, dict) else ():
-        key = provider.get("env_key") if isinstance(provider, dict) else None
-        if isinstance(key, str) and key and key not in names:
-            names.append(key)
-    return tuple(names)
+def codex_gateway_provider(gateway_url: str) -> dict[str, Any]:
+    """Codex's settings for a model provider that is the gateway (OpenAI's Responses API below
+    `/openai/v1`), its key the session's gateway token."""
+    return {
+        "model_provider": CODEX_PROVIDER,
+        "model_providers": {
+            CODEX_PROVIDER: {
+                "name": "roundtable gateway",
+                "base_url": f"{gateway_url}/openai/v1",
+                "wire_api": "responses",
+                "env_key": GATEWAY_TOKEN_ENV,
+            }
+        },
+    }
 
 
 def start_plan(
@@ -351,11 +380,13 @@ def start_plan(
     briefing: str = "",
     workspace: str = "",
     sandboxed: bool = False,
+    gateway_url: str = "",
 ) -> Plan:
     """The plan to start a fresh session of adapter `name`; `workspace` (the session's git
     worktree, its working directory) gives the harness its native tools there. `sandboxed`: the
     session runs inside roundtable's own sandbox (a harness's own sandbox is then switched off:
-    nested, it may not start)."""
+    nested, it may not start). `gateway_url` (`http://127.0.0.1:PORT`): where the session reaches
+    roundtable's gateway, its model API (none without)."""
     _check_required(session_id, agent_id, run_id, working_directory)
     adapter = get(config, name)
     prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id, briefing, workspace)
@@ -363,8 +394,10 @@ def start_plan(
     argv = _harness_argv(
         name, adapter.command or name, model, mcp_config, workspace, config.limits.max_budget_usd, sandboxed
     )
-    files, env = harness_files(name, socket_path, working_directory) if socket_path else ({}, {})
-    settings = HARNESS_SETTINGS.get(name, {}) if socket_path else {}
+    files, env = harness_files(name, socket_path, working_directory, gateway_url) if socket_path else ({}, {})
+    settings = dict(HARNESS_SETTINGS.get(name, {})) if socket_path else {}
+    model_api, gateway_token = gateway_settings(name, gateway_url)
+    settings.update(model_api)
     from roundtable.services.sessions.records import resume_command
 
     return Plan(
@@ -376,7 +409,8 @@ def start_plan(
         files=files,
         env=env,
         settings=settings,
-        inherit=(*HARNESS_ENV.get(name, ()), *(codex_provider_env(codex_model_settings()) if name == "codex" else ())),
+        inherit=HARNESS_ENV.get(name, ()),
+        gateway_token=gateway_token,
         prompt=prompt,
     )
 

@@ -1,10 +1,11 @@
 """Preflight: can each configured agent's harness run here, before anything is launched?
 
 For every agent the supervisor can launch, its adapter's executable must be on the PATH a
-session gets, and the model credential the harness reads must be in the owner's environment
-(a supervised session has a private HOME, so a login the user made elsewhere is not found):
-Claude Code `ANTHROPIC_API_KEY` or `ANTHROPIC_AUTH_TOKEN`; Codex `CODEX_API_KEY` or the `env_key`
-of a provider in the operator's Codex configuration. `doctor`, `start` and every launch ask here.
+session gets, and the model credential must be in the owner's environment, where the owner's
+gateway reads it to add it to the session's model requests (a session never holds it, and a
+login the user made elsewhere is not found): Claude Code `ANTHROPIC_API_KEY` or
+`ANTHROPIC_AUTH_TOKEN`; Codex `CODEX_API_KEY` or `OPENAI_API_KEY` (`adapters.OPERATOR_CREDENTIALS`).
+`doctor`, `start` and every launch ask here.
 A harness's own "not logged in" answer is reported as `NO_CREDENTIAL` (`credential_failure`).
 """
 
@@ -50,12 +51,9 @@ def session_path() -> str:
 
 
 def credential_names(adapter: str) -> tuple[str, ...]:
-    """The variables of which at least one must be set for `adapter` to reach its model ('' none)."""
-    if adapter == "claude":
-        return ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-    if adapter == "codex":
-        return ("CODEX_API_KEY", *adapters.codex_provider_env(adapters.codex_model_settings()))
-    return ()
+    """The owner's variables of which at least one must be set for `adapter` to reach its model
+    (none for an adapter the gateway serves no model API to)."""
+    return adapters.OPERATOR_CREDENTIALS.get(adapter, ())
 
 
 def adapter_problem(config: Config, name: str, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -76,7 +74,8 @@ def adapter_problem(config: Config, name: str, environ: Mapping[str, str] | None
     names = credential_names(name)
     if names and not any(env.get(n, "").strip() for n in names):
         return (
-            f"{NO_CREDENTIAL} (set {' or '.join(names)} for the owner; a supervised session does not see your login)",
+            f"{NO_CREDENTIAL} (set {' or '.join(names)} for the owner: its gateway adds it to the session's "
+            "model requests; a session never holds it, nor sees your login)",
             f"export {names[0]}=… in the shell that runs `roundtable start` (or the console)",
         )
     return "", ""

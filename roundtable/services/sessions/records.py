@@ -388,11 +388,13 @@ async def record_refusal(
 
 
 async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
-    """The process ended: the session `ended` (exit 0) or `failed`, its capability revoked,
-    `session.exited` recorded."""
+    """The process ended: the session `ended` (exit 0, or stopped because a budget was reached:
+    a reason starting `budget:`) or `failed`, its capability revoked, `session.exited` recorded."""
+    from roundtable.services.sessions.budgets import REASON_PREFIX
 
     session = await get(tx, session_id)
-    status = SessionStatus.ENDED if exit_code == 0 else SessionStatus.FAILED
+    stopped = reason.startswith(REASON_PREFIX)
+    status = SessionStatus.ENDED if exit_code == 0 or stopped else SessionStatus.FAILED
     await end(tx, session_id, status=status, actor=SUPERVISOR_ACTOR)
     # How it ended stays on the record, where the console shows a failure (not only in an event).
     try:
