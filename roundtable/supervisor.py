@@ -242,6 +242,10 @@ class Supervisor:
             launcher = await self.launcher()
             if not launcher.usable:
                 raise ToolError(f"launch refused: {launcher.refusal()}")
+            if launcher.sandbox is not None:
+                harness = preflight.adapter_program(self.runtime.config, adapter_name)
+                if problem := preflight.install_problem(self.runtime.config, harness, root=str(self.runtime.root)):
+                    raise ToolError(f"launch refused: {problem}")
         except RoundtableError as exc:
             await self._record_refusal(run.id, refused, exc)
             raise
@@ -418,6 +422,8 @@ class Supervisor:
             await self._finish(live, exit_code=-1, reason="launch_failed")
             if isinstance(exc, OSError):
                 raise ToolError(f"launch {adapter_name} failed: {exc.strerror or type(exc).__name__}") from None
+            if isinstance(exc, sandbox_runner.ProgramRefused):
+                raise ToolError(f"launch {adapter_name} refused: {exc}") from None
             raise
         live.tasks.append(asyncio.create_task(self._pump(live), name=f"session-log:{session_id}"))
         live.tasks.append(asyncio.create_task(self._heartbeats(live), name=f"session-heartbeat:{session_id}"))

@@ -17,6 +17,12 @@ Profiles:
   the interpreter in use, roundtable's own package (the stdio bridge) and the harness's install
   directory readable.
 
+A program outside the system directories is given exactly its install tree (`program_grant`):
+its virtualenv, its `node_modules` tree, its runtime's prefix, else its own directory — resolved,
+and never one that is or contains the home or the project, holds another project, a
+`.roundtable/` or a credential file, or is a `bin/` shared with other programs. Such an install
+is refused (`ProgramRefused`) with the path and what to do.
+
 When the owner runs as root the command runs as `SANDBOX_UID` (nobody), so process and file
 limits bind and ownership opens nothing.
 """
@@ -28,6 +34,7 @@ import contextlib
 import functools
 import os
 import shutil
+import stat
 import sys
 import sysconfig
 import tempfile
@@ -123,29 +130,247 @@ def python_paths() -> tuple[str, ...]:
     return tuple(sorted({_real(c) for c in candidates if c and os.path.isdir(c) and _real(c) != "/"}))
 
 
-def program_paths(program: str, path: str) -> list[str]:
-    """Where `program` (found on `path` unless it names a file) lives, when that is outside the
-    system directories: its virtualenv (a `pyvenv.cfg` beside its `bin/`) and the interpreter
-    that venv names, or an npm install (the `node_modules` tree holding it), else its directory."""
+class ProgramRefused(ValueError):
+    """The program's install cannot be granted to a sandbox without exposing more than it: the
+    message names the path and what to do."""
+
+
+@dataclass(frozen=True)
+class ProgramGrant:
+    """What a sandbox is given for one program: `paths`, its install tree (resolved), and
+    `program`, the name to run inside (its resolved path when the place it was found through a
+    link is not itself granted). `problem` says why the install cannot be granted ("" when it
+    can)."""
+
+    program: str
+    paths: tuple[str, ...] = ()
+    problem: str = ""
+
+
+# Names that mark a directory as more than an install: a project, a roundtable state directory,
+# or a credential a user keeps.
+_PROJECT_MARKERS = frozenset({".roundtable", ".git", ".hg", ".svn"})
+_CREDENTIAL_NAMES = frozenset(
+    {
+        "credentials",
+        ".git-credentials",
+        ".netrc",
+        ".pgpass",
+        ".pypirc",
+        ".npmrc",
+        ".env",
+        ".ssh",
+        ".aws",
+        ".gnupg",
+        ".docker",
+        ".kube",
+        ".config",
+        "id_rsa",
+        "id_ecdsa",
+        "id_ed25519",
+    }
+)
+_CREDENTIAL_SUFFIXES = (".token", ".pem", ".key", ".p12", ".pfx")
+# A directory that is only the program's own is small: looked at entry by entry up to this many
+# (and this deep) before it is judged too big to know.
+SCAN_ENTRIES = 2000
+SCAN_DEPTH = 4
+
+
+def _system(path: str) -> bool:
+    return any(below(path, s) for s in layout.SYSTEM_DIRS)
+
+
+def _marker(name: str) -> str:
+    """Why an entry called `name` must not be granted ("" when it may)."""
+    lowered = name.lower()
+    if name in _PROJECT_MARKERS:
+        return "a project" if name != ".roundtable" else "a roundtable project's state (.roundtable/)"
+    if lowered in _CREDENTIAL_NAMES or lowered.endswith(_CREDENTIAL_SUFFIXES):
+        return "a credential file"
+    return ""
+
+
+def _scan(tree: str, *, markers: bool) -> str:
+    """Why `tree` holds more than an install ("" when nothing says so): a project, a
+    `.roundtable/` or a credential anywhere below it, looked at without following links and up
+    to `SCAN_ENTRIES` entries; a bigger directory (that is not a recognised install) is refused
+    as too big to know."""
+    seen = 0
+    pending = [(tree, 0)]
+    while pending:
+        directory, depth = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        for entry in listed:
+            seen += 1
+            if seen > SCAN_ENTRIES:
+                return f"it holds more than {SCAN_ENTRIES} entries (not a directory of its own)"
+            why = _marker(entry.name) if markers else ""
+            if why:
+                return f"it holds {why}: {entry.path}"
+            if depth + 1 < SCAN_DEPTH and entry.is_dir(follow_symlinks=False):
+                pending.append((entry.path, depth + 1))
+    return ""
+
+
+def _unsafe(tree: str, *, root: str, homes: Sequence[str], install: bool) -> str:
+    """Why granting `tree` would expose more than the program ("" when it would not)."""
+    if tree == "/":
+        return "it is the whole filesystem"
+    for home in homes:
+        if below(home, tree):
+            return "it is the home directory" if home == tree else f"it contains the home directory {home}"
+    if root and below(root, tree):
+        return f"it contains the project {root}"
+    if install:
+        # A virtualenv or an npm tree is a package install by its shape: only what sits at its top
+        # could be something else (a project's own state beside it).
+        with contextlib.suppress(OSError), os.scandir(tree) as entries:
+            for entry in entries:
+                if why := _marker(entry.name):
+                    if why != "a project":
+                        return f"it holds {why}: {entry.path}"
+        return ""
+    return _scan(tree, markers=True)
+
+
+def _runtime_prefix(prefix: str) -> bool:
+    """Is `prefix` (the directory above a program's `bin/`) the prefix of one language runtime's
+    install — a Python (`lib/pythonX.Y/os.py`) or a Node.js (`include/node`) — and not a shared
+    one such as `~/.local`?"""
+    lib = os.path.join(prefix, "lib")
+    with contextlib.suppress(OSError):
+        if any(
+            name.startswith("python") and os.path.isfile(os.path.join(lib, name, "os.py")) for name in os.listdir(lib)
+        ):
+            return True
+    return os.path.isdir(os.path.join(prefix, "include", "node"))
+
+
+def _install_tree(found: str, real: str) -> tuple[str, bool, list[str]]:
+    """The install tree of the program found at `found` (resolved: `real`): (tree, recognised
+    install, trees it needs besides — a virtualenv's base interpreter)."""
+    for candidate in (found, real):
+        venv = os.path.dirname(os.path.dirname(candidate))
+        if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+            return _real(venv), True, _venv_home(venv)
+    parts = Path(real).parts
+    if "node_modules" in parts:
+        return str(Path(*parts[: parts.index("node_modules") + 1])), True, []
+    parent = os.path.dirname(real)
+    if os.path.basename(parent) == "bin" and _runtime_prefix(os.path.dirname(parent)):
+        return os.path.dirname(parent), True, []
+    return parent, False, []
+
+
+def _shared_bin(tree: str, real: str) -> bool:
+    """A `bin/` directory holding other programs than this one (links to it aside)."""
+    if os.path.basename(tree) != "bin":
+        return False
+    try:
+        names = os.listdir(tree)
+    except OSError:
+        return False
+    return any(_real(os.path.join(tree, name)) != real for name in names)
+
+
+def _sandbox_user_blocked(tree: str, real: str) -> str:
+    """When the sandbox runs as `SANDBOX_UID`: the first place from the grant down to the program
+    that user cannot pass (a directory it cannot search, a program it cannot read and run)."""
+    chain = [real]
+    step = os.path.dirname(real)
+    while below(step, tree):
+        chain.append(step)
+        if step == tree:
+            break
+        step = os.path.dirname(step)
+    for place in reversed(chain):
+        try:
+            st = os.stat(place)
+        except OSError:
+            return f"{place} cannot be read"
+        if st.st_uid == SANDBOX_UID:
+            bits = (st.st_mode >> 6) & 7
+        elif st.st_gid == SANDBOX_GID:
+            bits = (st.st_mode >> 3) & 7
+        else:
+            bits = st.st_mode & 7
+        need = 5 if place == real else 1  # a script is read by its interpreter; a directory searched
+        if bits & need != need:
+            what = "read and run" if place == real else "enter"
+            return f"uid {SANDBOX_UID} cannot {what} {place} (mode {stat.filemode(st.st_mode)}, owner uid {st.st_uid})"
+    return ""
+
+
+def program_grant(
+    program: str,
+    path: str,
+    *,
+    root: str = "",
+    read_paths: Sequence[str] = (),
+    setting: str = "sessions.read_paths",
+) -> ProgramGrant:
+    """What a sandbox gets for `program` (found on `path` unless it names a file): exactly its
+    install tree, resolved (links followed) — its virtualenv and the interpreter that venv names,
+    or the `node_modules` tree holding it, else its own directory — and nothing when it lives in
+    the system directories or below `read_paths`. Never a tree that is or contains the home, the
+    project `root`, another project, a `.roundtable/` or a credential file, nor a `bin/` shared
+    with other programs: then `problem` names the path and what to do (`setting`, the operator's
+    own grant, or installing the program in a directory of its own). When the owner is root, a
+    program the sandbox's user cannot reach is a problem too."""
     found = program if os.sep in program else (shutil.which(program, path=path) or "")
     if not found or not os.path.isabs(found):
-        return []
-    out: list[str] = []
-    for candidate in {found, _real(found)}:
-        parent = os.path.dirname(candidate)
-        if any(below(parent, s) for s in layout.SYSTEM_DIRS):
-            continue
-        venv = os.path.dirname(parent)
-        if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
-            out.append(venv)
-            out += _venv_home(venv)
-            continue
-        parts = Path(candidate).parts
-        if "node_modules" in parts:
-            out.append(str(Path(*parts[: parts.index("node_modules") + 1])))
-            continue
-        out.append(parent)
-    return out
+        return ProgramGrant(program)
+    real = _real(found)
+    if not os.path.exists(real):
+        return ProgramGrant(program)  # fails to start inside, as a missing program does
+    granted = [_real(p) for p in read_paths if p]
+    if _system(real) or any(below(real, g) for g in granted):
+        visible = _system(os.path.dirname(found)) or any(below(found, g) for g in granted)
+        return ProgramGrant(program if visible else real)
+    tree, install, besides = _install_tree(found, real)
+    homes = home_dirs()
+    why = "it is a bin/ directory shared with other programs" if not install and _shared_bin(tree, real) else ""
+    for place in (tree, *besides):
+        if why:
+            break
+        if not _system(place):
+            why = _unsafe(place, root=root, homes=homes, install=install or place != tree)
+            if why:
+                tree = place
+    if not why and os.getuid() == 0:
+        holder = next((t for t in (tree, *besides) if below(real, t)), real)
+        blocked = _sandbox_user_blocked(holder, real)
+        if blocked:
+            return ProgramGrant(
+                program,
+                problem=(
+                    f"{found} cannot run in the sandbox: {blocked} (the owner is root, so sandboxed code runs "
+                    f"as uid {SANDBOX_UID}); make the install readable by others (chmod -R o+rX on it and "
+                    "o+x on the directories above it), or install it elsewhere"
+                ),
+            )
+    if why:
+        return ProgramGrant(
+            program,
+            problem=(
+                f"{found} cannot be granted to the sandbox: its install directory {tree} is not its own ({why}); "
+                f"install it in a directory of its own (e.g. `npm install --prefix DIR`), or add a path that holds "
+                f"only it (the program file itself when it is self-contained) to {setting}"
+            ),
+        )
+    visible = below(_real(os.path.dirname(found)), tree)
+    paths = [tree, *(b for b in besides if not _system(b))]
+    return ProgramGrant(program if visible else real, tuple(paths))
+
+
+def program_paths(program: str, path: str) -> list[str]:
+    """The install tree `program_grant` gives `program` (empty when it cannot be granted)."""
+    return list(program_grant(program, path).paths)
 
 
 def _venv_home(venv: str) -> list[str]:
@@ -181,7 +406,8 @@ def build_spec(
     """The spec of `argv` in `workdir` for `profile`. `root` is the project: its `.roundtable/`
     (and `socket_dir`) stay hidden even if a grant contains them. With `gateway_port`, the
     sandbox's loopback relays that port to `gateway_socket` (which a writable grant must hold).
-    Looks at the filesystem (a few dozen `stat`s)."""
+    Looks at the filesystem (a few dozen `stat`s, and the program's own directory). Raises
+    `ProgramRefused` when the program's install cannot be granted safely (`program_grant`)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown sandbox profile {profile!r}")
     root_real = _real(str(root))
@@ -189,7 +415,12 @@ def build_spec(
     if socket_dir is not None and _real(str(socket_dir)) != "/":
         hidden.append(_real(str(socket_dir)))
     path = search_path or os.environ.get("PATH", os.defpath)
-    readable = [*python_paths(), *(_real(p) for p in read_paths), *program_paths(argv[0], path)]
+    setting = "sessions.read_paths" if profile == "session" else "tests.read_paths"
+    program = program_grant(argv[0], path, root=root_real, read_paths=read_paths, setting=setting)
+    if program.problem:
+        raise ProgramRefused(program.problem)
+    argv = [program.program, *argv[1:]]
+    readable = [*python_paths(), *(_real(p) for p in read_paths), *program.paths]
     if profile == "session":
         readable.append(PACKAGE_DIR)
     work = _real(str(workdir))

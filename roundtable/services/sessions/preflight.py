@@ -1,7 +1,8 @@
 """Preflight: can each configured agent's harness run here, before anything is launched?
 
 For every agent the supervisor can launch, its adapter's executable must be on the PATH a
-session gets, and the model credential must be in the owner's environment, where the owner's
+session gets, its install must be one the sandbox can be given alone (`runner.program_grant`),
+and the model credential must be in the owner's environment, where the owner's
 gateway reads it to add it to the session's model requests (a session never holds it, and a
 login the user made elsewhere is not found): Claude Code `ANTHROPIC_API_KEY` or
 `ANTHROPIC_AUTH_TOKEN`; Codex `CODEX_API_KEY` or `OPENAI_API_KEY` (`adapters.OPERATOR_CREDENTIALS`).
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from roundtable.config import Config
 from roundtable.errors import ValidationError
+from roundtable.sandbox import runner
 from roundtable.services.coordination.agents import configured_agents
 from roundtable.services.sessions import adapters, capabilities
 
@@ -71,6 +73,11 @@ def adapter_problem(config: Config, name: str, environ: Mapping[str, str] | None
             f"{words[0]} not found on PATH",
             f"install {words[0]}, or give these agents an installed harness (agents.*.adapter in .roundtable/config.yaml)",
         )
+    if granted := install_problem(config, words[0]):
+        return granted, (
+            f"install {words[0]} in a directory of its own, or add a path holding only it to sessions.read_paths "
+            "in .roundtable/config.yaml"
+        )
     names = credential_names(name)
     if names and not any(env.get(n, "").strip() for n in names):
         return (
@@ -79,6 +86,21 @@ def adapter_problem(config: Config, name: str, environ: Mapping[str, str] | None
             f"export {names[0]}=… in the shell that runs `roundtable start` (or the console)",
         )
     return "", ""
+
+
+def adapter_program(config: Config, name: str) -> str:
+    """The program adapter `name` runs (the first word of its command), '' when it has none."""
+    adapter = adapters.get(config, name)
+    words = shlex.split(adapter.command or name) if (adapter.command or name).strip() else []
+    return words[0] if words else ""
+
+
+def install_problem(config: Config, program: str, *, root: str = "") -> str:
+    """Why the sandbox cannot be given `program`'s install (its directory is the home, holds
+    another project or a credential, or the sandbox's user cannot run it), or ''."""
+    if not program or os.environ.get("ROUNDTABLE_SESSION_ISOLATION", config.sessions.sandbox) == "subprocess":
+        return ""  # a plain subprocess is given nothing: it has the owner's rights
+    return runner.program_grant(program, session_path(), root=root, read_paths=config.sessions.read_paths).problem
 
 
 def unready_agents(config: Config, environ: Mapping[str, str] | None = None) -> list[Unready]:

@@ -287,7 +287,7 @@ async def _execute(
     timeout: float,
 ) -> test_exec.Execution:
     """Worktree, patch, command, cleanup. Setup failures (not a git repository, a patch that no
-    longer applies, a program not found) are an `error` outcome with the reason, not a raise."""
+    longer applies, a program not found or not grantable) are an `error` outcome with the reason, not a raise."""
     patch = await anyio.to_thread.run_sync(read_patch, runtime.root, proposal.revision) if proposal else None
     socket_dir, excluded = private_paths(runtime)
     try:
@@ -299,18 +299,21 @@ async def _execute(
             return test_exec.Execution(TestRunStatus.ERROR, None, "", missing)
         spec = None
         if sandbox.usable:
-            spec = sandbox_runner.build_spec(
-                sandbox.kind,
-                argv,
-                tree.path,
-                root=runtime.root,
-                socket_dir=socket_dir,
-                memory_bytes=tests.memory_mb * 1024 * 1024,
-                max_processes=tests.max_processes,
-                read_paths=(*tests.read_paths, *test_suggest.venv_of(runtime.root, argv)),
-                executable=sandbox.executable,
-                bwrap_size=sandbox.bwrap_size,
-            )
+            try:
+                spec = sandbox_runner.build_spec(
+                    sandbox.kind,
+                    argv,
+                    tree.path,
+                    root=runtime.root,
+                    socket_dir=socket_dir,
+                    memory_bytes=tests.memory_mb * 1024 * 1024,
+                    max_processes=tests.max_processes,
+                    read_paths=(*tests.read_paths, *test_suggest.venv_of(runtime.root, argv)),
+                    executable=sandbox.executable,
+                    bwrap_size=sandbox.bwrap_size,
+                )
+            except sandbox_runner.ProgramRefused as exc:  # an install the sandbox cannot be given alone
+                return test_exec.Execution(TestRunStatus.ERROR, None, "", str(exc))
         return await test_exec.execute(argv, tree.path, timeout=timeout, spec=spec)
     finally:
         with anyio.CancelScope(shield=True):
