@@ -380,6 +380,7 @@ NotifyEvent = Literal[
     "apply_failed",
     "transaction_attention",
     "budget_exceeded",
+    "session_needs_you",
 ]
 NOTIFY_EVENTS: tuple[NotifyEvent, ...] = typing.get_args(NotifyEvent)
 

@@ -300,6 +300,8 @@ class EventType(StrEnum):
     SESSION_EXITED = "session.exited"
     SESSION_LAUNCH_REFUSED = "session.launch_refused"  # refused before anything started
     SESSION_LIMIT_REACHED = "session.limit_reached"
+    SESSION_ATTENTION = "session.attention"  # its stream says it waits for the operator, or no longer
+    SESSION_MESSAGE = "session.message"  # the operator sent a session a message
     CAPABILITY_DENIED = "capability.denied"
     CAPABILITY_REVOKED = "capability.revoked"
     SOCKET_PEER_REFUSED = "socket.peer_refused"

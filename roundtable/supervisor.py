@@ -55,6 +55,7 @@ from roundtable.services.repository import git
 from roundtable.services.sessions import adapters, budgets, capabilities, preflight
 from roundtable.services.sessions import records as sessions
 from roundtable.services.sessions.records import SessionExit
+from roundtable.services.sessions.transcript import Attention, Transcript
 from roundtable.services.sessions.usage_stream import Meter
 from roundtable.services.workspaces import workspace_git
 from roundtable.services.workspaces import worktrees as workspaces
@@ -74,6 +75,8 @@ REVOKE_GRACE = 5.0
 # A session over its task's budget is stopped at its next tool call; one that makes none is
 # stopped after this long.
 BUDGET_GRACE = 30.0
+# A running session that prints nothing for this long is `idle` (it needs the operator's look).
+IDLE_AFTER = 300.0
 ACTOR = "supervisor"
 BRIEFING_FILE = "BRIEFING.md"
 _ENV_ALLOW = ("PATH", "LANG", "TERM")
@@ -108,6 +111,10 @@ class _Live:
     metered: asyncio.Event = field(default_factory=asyncio.Event)  # the meter moved since the last record
     recorded_version: int = 0
     recording: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # What its stream says (its own session id, whether it needs the operator), and what of it
+    # is recorded: (harness session id, attention, detail).
+    transcript: Transcript = field(default_factory=lambda: Transcript(keep=0))
+    observed: tuple[str, str, str] = ("", "", "")
 
 
 def socket_base() -> Path:
@@ -140,8 +147,10 @@ class Supervisor:
         revoke_grace: float = REVOKE_GRACE,
         base_dir: Path | None = None,
         gateway: Any = None,
+        idle_after: float = IDLE_AFTER,
     ) -> None:
         self.runtime = runtime
+        self.idle_after = idle_after
         # The owner's gateway (started and closed by the owner): a session's only way to its
         # model API and to the allowed hosts. Without one a session reaches no model at all.
         self.gateway = gateway
@@ -530,7 +539,14 @@ class Supervisor:
         os.fchmod(fd, 0o600)  # a log left by an older version may be wider
         with os.fdopen(fd, "a", encoding="utf-8") as out:
             while True:
-                line = await live.process.stdout.readline()
+                try:
+                    line = await asyncio.wait_for(live.process.stdout.readline(), self.idle_after)
+                except TimeoutError:  # silent for a while: the operator may want to look
+                    if live.transcript.attention == Attention.WORKING:
+                        live.transcript.attention = Attention.IDLE
+                        live.transcript.detail = f"no output for {self.idle_after:g} s"
+                        live.metered.set()
+                    continue
                 if not line:
                     break
                 text = line.decode("utf-8", "replace").replace(live.token, "[REDACTED]")
@@ -538,7 +554,10 @@ class Supervisor:
                     live.no_credential = True
                 out.write(redact(text))
                 out.flush()
-                if live.meter.feed(text):
+                if live.transcript.attention == Attention.IDLE:
+                    live.transcript.attention, live.transcript.detail = Attention.WORKING, ""
+                live.transcript.feed(text)
+                if live.meter.feed(text) or self._stream_moved(live):
                     live.metered.set()
 
     async def _usage(self, live: _Live) -> None:
@@ -557,6 +576,36 @@ class Supervisor:
                 return
             live.metered.clear()
             await self._record_usage(live)
+            await self._record_stream(live)
+
+    @staticmethod
+    def _stream_moved(live: _Live) -> bool:
+        t = live.transcript
+        return (t.harness_session_id, str(t.attention), t.detail) != live.observed
+
+    async def _record_stream(self, live: _Live) -> None:
+        """One `session.record_stream` when the harness's stream said something new: its own
+        session id, or whether the session needs the operator."""
+        async with live.recording:
+            t = live.transcript
+            seen = (t.harness_session_id, str(t.attention), t.detail)
+            if seen == live.observed:
+                return
+            try:
+                await self.runtime.call(
+                    "session.record_stream",
+                    {
+                        "session_id": live.session_id,
+                        "harness_session_id": seen[0],
+                        "attention": seen[1],
+                        "detail": seen[2],
+                    },
+                    SUPERVISOR,
+                )
+            except Exception:
+                log.exception("recording what the stream of session %s said failed", live.session_id)
+                return
+            live.observed = seen
 
     async def _record_usage(self, live: _Live) -> None:
         """One `session.record_usage` with the meter's figures; a session over its task's budget
@@ -690,6 +739,8 @@ class Supervisor:
             except OSError:
                 log.exception("handing the workspace of session %s back failed", live.session_id)
         await self._record_usage(live)
+        live.transcript.ended(exit_code)
+        await self._record_stream(live)
         try:
             await self.runtime.call(
                 "session.record_exit",

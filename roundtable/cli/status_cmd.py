@@ -23,7 +23,7 @@ async def gather(root: Path) -> dict[str, Any]:
     from roundtable.runtime import Runtime
     from roundtable.services.sessions import budgets, usage
     from roundtable.store.records import Run
-    from roundtable.tui.models import attention
+    from roundtable.tui.models import attention, session_attention
     from roundtable.tui.overview import load_overview
 
     runtime = await Runtime.open(root)
@@ -37,6 +37,7 @@ async def gather(root: Path) -> dict[str, Any]:
                 if not row.live:
                     continue
                 spent = await usage.of_session(r, row.session.id)
+                state, detail = session_attention(row.session)
                 sessions.append(
                     {
                         "id": row.session.id,
@@ -47,6 +48,8 @@ async def gather(root: Path) -> dict[str, Any]:
                         "task_id": row.task_id,
                         "proposal_id": row.proposal_id,
                         "started_at": row.session.started_at,
+                        "attention": {"state": state, "detail": detail},
+                        "harness_session_id": row.session.external_session_id,
                         "usage": spent or usage.Totals().to_dict(),
                     }
                 )
@@ -128,7 +131,9 @@ def status(root: Path, as_json: bool) -> None:
     _section(
         "RUNNING SESSIONS",
         [
-            f"{s['id']}  {s['agent_id']}  {s['status']}  task {s['task_id'] or '-'}  {describe(s['usage'])}"
+            f"{s['id']}  {s['agent_id']}  {s['status']}"
+            + (f" ({s['attention']['state'].replace('_', ' ')})" if s["attention"]["state"] else "")
+            + f"  task {s['task_id'] or '-'}  {describe(s['usage'])}"
             for s in data["sessions"]
         ],
     )

@@ -10,6 +10,7 @@ One place maps the event log to what the operator is told (`notify.events` picks
 | `apply_failed` | `patch.apply_failed` |
 | `transaction_attention` | `patch.rollback_failed`; `transaction.recovered` whose outcome is `needs_attention` |
 | `budget_exceeded` | `budget.exceeded` |
+| `session_needs_you` | `session.attention` into a state that needs the operator (waiting for a permission or an answer, idle, failed) |
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ EVENT_KINDS: dict[str, str] = {
     EventType.PATCH_ROLLBACK_FAILED: "transaction_attention",
     EventType.TRANSACTION_RECOVERED: "transaction_attention",
     EventType.BUDGET_EXCEEDED: "budget_exceeded",
+    EventType.SESSION_ATTENTION: "session_needs_you",
+}
+# `session.attention` states that need the operator (transcript.NEEDS_HUMAN); leaving one is no news.
+_SESSION_NEEDS = {
+    "waiting_permission": "waits for a permission",
+    "waiting_answer": "waits for your answer",
+    "idle": "is idle",
+    "failed": "failed",
 }
 TITLES = {
     "approval_requested": "Approval requested",
@@ -36,6 +45,7 @@ TITLES = {
     "apply_failed": "Apply failed",
     "transaction_attention": "Transaction needs attention",
     "budget_exceeded": "Budget reached",
+    "session_needs_you": "Session needs you",
 }
 MAX_MESSAGE = 500
 
@@ -86,6 +96,10 @@ def _message(kind: str, p: dict[str, Any], task_id: str) -> str:
         left = p.get("needs_attention")
         detail = p.get("detail") or (f"could not restore {', '.join(str(x) for x in left)}" if left else "")
         return f"transaction {p.get('transaction_id', '?')} needs attention: {detail}".rstrip(": ")
+    if kind == "session_needs_you":
+        what = _SESSION_NEEDS.get(str(p.get("state")), str(p.get("state")))
+        detail = f": {p['detail']}" if p.get("detail") else ""
+        return f"session {p.get('session_id', '?')} of {p.get('agent_id', '?')} {what}{detail}"
     if kind == "budget_exceeded":
         return str(p.get("reason") or f"{p.get('scope')} {p.get('key')} reached its budget")
     return ""
@@ -114,6 +128,8 @@ def from_event(
         payload = {}
     payload = {**payload, **(extra or {})}
     if event_type == EventType.TRANSACTION_RECOVERED and payload.get("outcome") != "needs_attention":
+        return None
+    if event_type == EventType.SESSION_ATTENTION and payload.get("state") not in _SESSION_NEEDS:
         return None
     return Notification(
         kind, TITLES[kind], _clip(_message(kind, payload, task_id or "")), run_id or "", event_id, created_at, project

@@ -10,7 +10,8 @@ Operator operations (never advertised; the CLI reaches a running owner's over th
 
 Internal operations (the supervisor's bookkeeping, caller `supervisor`): `session.open` (issue the
 capability, record the session and `session.launched`), `session.activate`, `session.keep_alive`,
-`session.revoke_capabilities`, `session.limit_reached`, `session.record_exit`, and
+`session.revoke_capabilities`, `session.limit_reached`, `session.record_exit`, `session.record_stream`
+(the harness's own session id and whether it needs the operator, from its stream), and
 `session.record_refusal` (a launch refused before anything started).
 """
 
@@ -271,6 +272,31 @@ async def record_exit(call: Call[RecordExitArgs]) -> dict[str, Any]:
     return {"session": session.to_dict()}
 
 
+class RecordStreamArgs(Args):
+    session_id: Id = Field(description=_SESSION)
+    harness_session_id: Text = Field("", description="The harness's own session id, from its stream.")
+    attention: Word = Field("", description="Whether it needs the operator (transcript.Attention).")
+    detail: Text = Field("", description="Why, in words.")
+
+
+async def record_stream(call: Call[RecordStreamArgs]) -> dict[str, Any]:
+    a = call.args
+    async with call.runtime.db.read() as reader:
+        adapter_name = str(
+            await reader.scalar("SELECT adapter FROM agent_sessions WHERE id = ?", (a.session_id,)) or ""
+        )
+    adapter = call.runtime.config.adapters.get(adapter_name)
+    session = await sessions.record_stream(
+        call.w,
+        a.session_id,
+        harness_session_id=a.harness_session_id.strip(),
+        resume_pattern=adapter.resume_pattern if adapter is not None else "",
+        attention=a.attention,
+        detail=a.detail,
+    )
+    return {"session": session.to_dict()}
+
+
 class RecordDenialArgs(Args):
     capability_id: Id = Field(description="The refused session's capability.")
     tool: Text = Field(description="The tool it called.")
@@ -386,6 +412,14 @@ TOOLS: list[ToolSpec] = [
         args=RecordExitArgs,
         output_schema=_OBJECT,
         handler=record_exit,
+        audience="internal",
+    ),
+    ToolSpec(
+        name="session.record_stream",
+        description="Supervisor: what the harness's stream said (its own session id; whether it needs the operator).",
+        args=RecordStreamArgs,
+        output_schema=_OBJECT,
+        handler=record_stream,
         audience="internal",
     ),
     ToolSpec(

@@ -233,6 +233,20 @@ def attention(overview: Overview, dismissed: frozenset[str] | set[str] = frozens
     ]
     items += [
         AttentionItem(
+            "session",
+            row.session.id,
+            join_words(
+                f"session {SESSION_WAITS[state]}: {row.session.agent_id}" + (f" ({row.role})" if row.role else ""),
+                detail,
+            ),
+            "sessions",
+        )
+        for row in overview.sessions
+        for state, detail in [session_attention(row.session)]
+        if state in SESSION_WAITS and not _superseded(row, overview.sessions)
+    ]
+    items += [
+        AttentionItem(
             "launch",
             str(r.event_id),
             _refusal_text(r, overview),
@@ -275,6 +289,37 @@ def _refusal_text(refusal: Refusal, overview: Overview) -> str:
     title = next((t.title for t in overview.tasks if t.id == refusal.task_id), "")
     what = f" for {title}" if title else ""
     return f"launch refused: {refusal.agent_id}{what} — {reason}"
+
+
+# What a session's stream can say it waits for (`transcript.Attention`): the attention list's words.
+SESSION_WAITS = {
+    "waiting_permission": "waits for a permission",
+    "waiting_answer": "waits for your answer",
+    "idle": "is idle",
+}
+
+
+def session_attention(session: AgentSession) -> tuple[str, str]:
+    """(state, detail) of what the session's stream last said (`transcript.Attention`), or ("", "")."""
+    try:
+        meta = json.loads(session.metadata_json or "{}")
+    except ValueError:
+        return "", ""
+    kept = meta.get("attention") if isinstance(meta, dict) else None
+    if not isinstance(kept, dict):
+        return "", ""
+    return str(kept.get("state") or ""), str(kept.get("detail") or "")
+
+
+def _superseded(row: SessionRow, rows: list[SessionRow]) -> bool:
+    """A later session of the same agent for the same work started: what this one waited for is
+    behind it (the operator answered by resuming it, or the work was relaunched)."""
+    return any(
+        r.session.agent_id == row.session.agent_id
+        and (r.task_id, r.proposal_id) == (row.task_id, row.proposal_id)
+        and r.session.started_at > row.session.started_at
+        for r in rows
+    )
 
 
 def _retried(failed: SessionRow, rows: list[SessionRow]) -> bool:

@@ -71,6 +71,12 @@ async def _every_kind(rt: Runtime) -> str:
         {"session_id": session.session_id, "input_tokens": 900, "output_tokens": 200},
         SUPERVISOR,
     )  # over the task budget of 1000: budget.exceeded, then task.blocked
+    for state in ("waiting_answer", "working"):  # what its stream said; working again is no news
+        await rt.call(
+            "session.record_stream",
+            {"session_id": session.session_id, "attention": state, "detail": "Shall I go on?"},
+            SUPERVISOR,
+        )
     async with rt.db.write() as tx:  # what a failed apply and a failed rollback record
         await tx.append_event(
             run_id,
@@ -100,12 +106,13 @@ async def test_every_kind_reaches_a_webhook_listener(project: Path) -> None:
             # so once it arrives nothing earlier is still to come (the recovered-and-settled
             # transaction is no news).
             await _marker(rt, task_id)
-            *got, marker = await listener.wait_for(8)
-    assert marker.body["message"].endswith("the autopilot stopped: marker") and len(listener.received) == 8
+            *got, marker = await listener.wait_for(9)
+    assert marker.body["message"].endswith("the autopilot stopped: marker") and len(listener.received) == 9
     kinds = [r.body["kind"] for r in got]
-    assert sorted(kinds) == sorted([*NOTIFY_EVENTS, "transaction_attention"]) and len(got) == 7
+    assert sorted(kinds) == sorted([*NOTIFY_EVENTS, "transaction_attention"]) and len(got) == 8
     assert {r.path for r in got} == {"/hook"}
     by_kind = {r.body["kind"]: r.body for r in got}
+    assert by_kind["session_needs_you"]["message"].endswith("of implementer-1 waits for your answer: Shall I go on?")
     assert by_kind["budget_exceeded"]["message"].startswith(f"budget: task {task_id} has used 1,100 tokens")
     assert by_kind["task_blocked"]["message"].startswith(f"task {task_id} is blocked: budget:")
     assert by_kind["apply_failed"]["message"] == "applying P-1 failed (TX-1): git apply: patch does not apply"

@@ -208,3 +208,55 @@ async def test_refused_and_held_launches_are_listed_until_a_session_starts(seede
         await tx.update("agent_sessions", {"id": "S-after"}, {"started_at": clock.now()})
     async with seeded.db.read() as r:
         assert not [i for i in attention(await load_overview(r, RUN_ID, seeded.config)) if i.kind == "launch"]
+
+
+async def test_a_session_waiting_for_the_operator_is_queued_until_a_later_one_starts(seeded: Runtime) -> None:
+    from roundtable.services.sessions import records as sessions
+    from roundtable.tools.context import SUPERVISOR
+
+    async with seeded.db.write() as tx:
+        for sid in ("S-ask", "S-perm"):
+            draft = sessions.SessionDraft(
+                id=sid,
+                agent_id="tester-1" if sid == "S-ask" else "reviewer-1",
+                run_id=RUN_ID,
+                adapter="claude",
+                working_directory="/w",
+            )
+            await sessions.register(tx, draft)
+    said = {
+        "S-ask": ("waiting_answer", "Shall I run the slow tests too?"),
+        "S-perm": ("waiting_permission", "not allowed: Bash(command=make test)"),
+    }
+    for sid, (state, detail) in said.items():
+        await seeded.call(
+            "session.record_stream", {"session_id": sid, "attention": state, "detail": detail}, SUPERVISOR
+        )
+    async with seeded.db.read() as r:
+        overview = await load_overview(r, RUN_ID, seeded.config)
+    texts = {i.item_id: i.text for i in attention(overview) if i.kind == "session"}
+    assert texts == {
+        "S-ask": "session waits for your answer: tester-1 — Shall I run the slow tests too?",
+        "S-perm": "session waits for a permission: reviewer-1 — not allowed: Bash(command=make test)",
+    }
+    app = make_app(seeded)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        assert "⚑ 3 need you" in app.header.compose_text().plain
+        await pilot.press("exclamation_mark")
+        await wait_for(lambda: isinstance(app.screen, AttentionScreen), what="needs-you list")
+        listed = [i.item_id for i in app.screen.items]  # type: ignore[attr-defined]
+        assert listed[0] == "H-1" and set(listed[1:]) == {"S-ask", "S-perm"}
+        shown = app.screen.query_one("#attention-list").render_line(1).text  # the first session's row
+        assert "session waits for" in shown
+        await pilot.press("escape")
+
+    # Resumed (a later session of that agent for the same work): no longer waiting.
+    async with seeded.db.write() as tx:
+        draft = sessions.SessionDraft(
+            id="S-ask2", agent_id="tester-1", run_id=RUN_ID, adapter="claude", working_directory="/w"
+        )
+        await sessions.register(tx, draft)
+    async with seeded.db.read() as r:
+        overview = await load_overview(r, RUN_ID, seeded.config)
+    assert [i.item_id for i in attention(overview) if i.kind == "session"] == ["S-perm"]

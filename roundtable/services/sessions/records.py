@@ -387,6 +387,56 @@ async def record_refusal(
     return int(event.id)
 
 
+async def record_stream(
+    tx: Tx,
+    session_id: str,
+    *,
+    harness_session_id: str = "",
+    resume_pattern: str = "",
+    attention: str = "",
+    detail: str = "",
+) -> AgentSession:
+    """What the harness's own stream said (`services/sessions/transcript.py`): its own session id
+    (kept as `external_session_id`, with the resume command the adapter's pattern makes of it), and
+    whether the session needs the operator — kept in its metadata as `attention` {state, detail,
+    at}; a change into or out of a state that needs the operator is the run event
+    `session.attention`."""
+    from roundtable.services.sessions.transcript import NEEDS_HUMAN
+
+    session = await get(tx, session_id)
+    changes: dict[str, Any] = {}
+    if harness_session_id and harness_session_id != session.external_session_id:
+        changes["external_session_id"] = harness_session_id
+        command = resume_command(resume_pattern, harness_session_id)
+        if command:
+            changes["external_resume_command"] = command
+    meta = metadata(session)
+    kept = meta.get("attention")
+    previous: dict[str, Any] = kept if isinstance(kept, dict) else {}
+    if attention and (previous.get("state"), previous.get("detail")) != (attention, detail):
+        meta["attention"] = {"state": attention, "detail": detail, "at": clock.now()}
+        changes["metadata_json"] = json.dumps(meta, sort_keys=True)
+        # Only a change into or out of a state that needs the operator is news for the run.
+        if previous.get("state") != attention and NEEDS_HUMAN & {attention, previous.get("state")}:
+            await tx.append_event(
+                session.run_id,
+                EventType.SESSION_ATTENTION,
+                {
+                    "session_id": session_id,
+                    "agent_id": session.agent_id,
+                    "state": attention,
+                    "previous": str(previous.get("state") or ""),
+                    "detail": detail,
+                    "task_id": str(meta.get("task_id") or ""),
+                },
+                actor_id=SUPERVISOR_ACTOR,
+                task_id=str(meta.get("task_id") or ""),
+            )
+    if changes:
+        await tx.update("agent_sessions", {"id": session_id}, changes)
+    return await get(tx, session_id)
+
+
 async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
     """The process ended: the session `ended` (exit 0, or stopped because a budget was reached:
     a reason starting `budget:`) or `failed`, its capability revoked, `session.exited` recorded."""
