@@ -24,6 +24,8 @@ from pydantic import Field
 from roundtable import clock
 from roundtable.domain import RunStatus
 from roundtable.services.coordination import chair_steps
+from roundtable.services.governance.run_end import wind_down
+from roundtable.store.db import Tx
 from roundtable.tools.args import Args, Count, Id, Text, Texts
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Handler, ToolSpec, TxMode
@@ -128,8 +130,13 @@ async def end_run(call: Call[EndRunArgs]) -> dict[str, Any]:
         payload["error"] = a.error
     else:
         payload["reason"] = a.reason
-    await chair_steps.end_run(call.runtime, a.run_id, a.status, payload, actor=call.actor, label=call.tool)
-    return {"run_id": a.run_id, "status": a.status, **payload}
+    async def wind(tx: Tx) -> dict[str, Any]:
+        return (await wind_down(tx, a.run_id, a.status, actor=call.actor)).to_dict()
+
+    wound = await chair_steps.end_run(
+        call.runtime, a.run_id, a.status, payload, actor=call.actor, label=call.tool, wind_down=wind
+    )
+    return {"run_id": a.run_id, "status": a.status, **payload, **wound}
 
 
 class NoteRetryArgs(RunArgs):

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from roundtable.domain import TERMINAL_RUN_STATUSES, RunStatus
 from roundtable.services.coordination import runs
+from roundtable.services.governance.run_end import wind_down
 from roundtable.tools.args import Args, Id, NewId, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
@@ -60,8 +61,10 @@ class EndArgs(Args):
 
 
 async def end(call: Call[EndArgs]) -> dict[str, Any]:
-    run = await runs.end(call.w, call.args.run_id, call.args.status, actor=call.actor)
-    return {"run": run.to_dict()}
+    await runs.get_run(call.w, call.args.run_id)  # an unknown run is refused before anything is touched
+    wound = (await wind_down(call.w, call.args.run_id, call.args.status, actor=call.actor)).to_dict()
+    run = await runs.end(call.w, call.args.run_id, call.args.status, actor=call.actor, details=wound)
+    return {"run": run.to_dict(), **wound}
 
 
 class RunArgs(Args):
@@ -96,7 +99,10 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="run.end",
-        description="End a run with a final status (run.ended); the Chair stops ticking it.",
+        description=(
+            "End a run with a final status (run.ended); the Chair stops ticking it. Its open proposals are "
+            "withdrawn and its tasks' claims released (listed in the answer and the event)."
+        ),
         args=EndArgs,
         output_schema=_OBJECT,
         handler=end,

@@ -10,6 +10,7 @@ labelled and recorded like any other call.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,15 +146,26 @@ async def schedule_turn(project: Project, run_id: str, *, label: str) -> dict[st
 
 
 async def end_run(
-    project: Project, run_id: str, status: str, payload: dict[str, Any], *, actor: str, label: str
-) -> None:
-    """End the run with `status` (one of `ENDINGS`: `run.ended`), then record the loop's
-    `orchestrator.<status>` event with `payload` (iterations, and the reason or the error)."""
+    project: Project,
+    run_id: str,
+    status: str,
+    payload: dict[str, Any],
+    *,
+    actor: str,
+    label: str,
+    wind_down: Callable[[Tx], Awaitable[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """End the run with `status` (one of `ENDINGS`: `run.ended`) and record the loop's
+    `orchestrator.<status>` event with `payload` (iterations, and the reason or the error), in one
+    transaction; `wind_down` (what the end does to the run's open work) runs first in it, and what
+    it returns goes into `run.ended` and back to the caller."""
     if status not in ENDINGS:
         raise ValueError(f"unknown run ending {status!r}")
-    await runs_service.end_run(project, run_id, status)
     async with project.db.write(tool=label) as tx:
+        details = await wind_down(tx) if wind_down is not None else {}
+        await runs_service.end(tx, run_id, status, details=details)
         await tx.append_event(run_id, orchestrator_event(status), payload, actor_id=actor)
+    return details
 
 
 async def note_retry(tx: Tx, run_id: str, payload: dict[str, Any], *, actor: str) -> None:

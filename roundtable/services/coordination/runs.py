@@ -9,7 +9,7 @@ console, `start --goal` and an operator token over MCP call through `Runtime.cal
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.domain import RUN_ENDINGS, EventType, RunStatus
@@ -97,10 +97,10 @@ async def resume_run(runtime: Project, run_id: str = "") -> Run:
         return await resume(tx, run_id)
 
 
-async def end(tx: Tx, run_id: str, status: str, *, actor: str = "") -> Run:
+async def end(tx: Tx, run_id: str, status: str, *, actor: str = "", details: dict[str, Any] | None = None) -> Run:
     """Set a run's final status (`completed`, `blocked`, `failed`, …) and `ended_at`, with a
-    `run.ended` event. Ending an archived run is refused; ending an ended run again changes its
-    final status."""
+    `run.ended` event (carrying `details`: what the end did to the run's open work). Ending an
+    archived run is refused; ending an ended run again changes its final status."""
     if not status.strip():
         raise ToolError("run status is required")
     run = await get_run(tx, run_id)
@@ -108,7 +108,8 @@ async def end(tx: Tx, run_id: str, status: str, *, actor: str = "") -> Run:
         raise ToolError(f"run {run_id} is archived")
     now = clock.now()
     await tx.update("runs", {"id": run_id}, {"status": status, "ended_at": run.ended_at or now})
-    await tx.append_event(run_id, EventType.RUN_ENDED, {"status": status, "previous": run.status}, actor_id=actor)
+    payload = {"status": status, "previous": run.status, **(details or {})}
+    await tx.append_event(run_id, EventType.RUN_ENDED, payload, actor_id=actor)
     return await get_run(tx, run_id)
 
 
