@@ -85,7 +85,7 @@ def test_claude_reaches_its_model_through_the_gateway_with_the_session_token(cod
 def test_codex_without_operator_settings_writes_only_the_mcp_server(codex_home: Path) -> None:
     p = plan("codex")
     assert p.argv[:4] == ["codex", "exec", "--skip-git-repo-check", "--json"] and p.argv[-1] == "-"
-    doc = tomllib.loads(p.files[".codex/config.toml"])
+    doc = tomllib.loads(p.files[".codex-home/config.toml"])
     assert set(doc) == {"mcp_servers"}
     assert doc["mcp_servers"]["roundtable"]["env_vars"] == ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
     assert p.inherit == () and p.gateway_token == ()
@@ -107,9 +107,12 @@ def test_codex_approves_the_roundtable_servers_tools_in_every_role(codex_home: P
         task_id="T",
         socket_path="/tmp/rt-x/s.sock",
     )
-    entry = tomllib.loads(made.files[".codex/config.toml"])["mcp_servers"]["roundtable"]
+    entry = tomllib.loads(made.files[".codex-home/config.toml"])["mcp_servers"]["roundtable"]
     assert entry["default_tools_approval_mode"] == "approve"
     assert "--dangerously-bypass-approvals-and-sandbox" not in made.argv  # no workspace: its own sandbox stays
+    # Its working directory is the private home: a CODEX_HOME at `<home>/.codex` is read as an
+    # untrusted project's configuration there, and Codex then starts no MCP server at all.
+    assert made.env == {"CODEX_HOME": ".codex-home"} and not [f for f in made.files if f.startswith(".codex/")]
 
 
 def test_codex_takes_the_operators_model_name_and_the_gateway_as_its_provider(codex_home: Path) -> None:
@@ -130,7 +133,7 @@ def test_codex_takes_the_operators_model_name_and_the_gateway_as_its_provider(co
         socket_path="/tmp/rt-x/s.sock",
         gateway_url="http://127.0.0.1:4780",
     )
-    doc = tomllib.loads(p.files[".codex/config.toml"])
+    doc = tomllib.loads(p.files[".codex-home/config.toml"])
     # The operator's model name; never its provider, base URL or key variable.
     assert doc["model"] == "m1" and doc["model_provider"] == "roundtable"
     assert doc["model_providers"] == {
@@ -144,12 +147,12 @@ def test_codex_takes_the_operators_model_name_and_the_gateway_as_its_provider(co
     assert set(doc) == {"model", "model_provider", "model_providers", "mcp_servers"}
     assert set(doc["mcp_servers"]) == {"roundtable"}
     assert p.inherit == () and p.gateway_token == ("ROUNDTABLE_GATEWAY_TOKEN",)
-    assert "MINE_KEY" not in p.files[".codex/config.toml"] and "evil" not in p.files[".codex/config.toml"]
+    assert "MINE_KEY" not in p.files[".codex-home/config.toml"] and "evil" not in p.files[".codex-home/config.toml"]
 
 
 def test_codex_ignores_an_unreadable_operator_config(codex_home: Path) -> None:
     (codex_home / "config.toml").write_text("model = [unclosed\n", encoding="utf-8")
-    doc = tomllib.loads(plan("codex").files[".codex/config.toml"])
+    doc = tomllib.loads(plan("codex").files[".codex-home/config.toml"])
     assert set(doc) == {"mcp_servers"}
 
 

@@ -79,10 +79,10 @@ def test_start_and_resume_plans() -> None:
     )
     assert plan.argv[:3] == ["codex", "exec", "--skip-git-repo-check"] and plan.status == "starting"
     assert plan.metadata == {"mode": "start", "role": "implementer", "task_id": "T"}
-    toml = tomllib.loads(plan.files[".codex/config.toml"])
+    toml = tomllib.loads(plan.files[".codex-home/config.toml"])
     entry = toml["mcp_servers"]["roundtable"]
     assert entry["args"][-4:] == ["--root", "/w", "--socket", "/tmp/rt-x/s.sock"]
-    assert plan.env == {"CODEX_HOME": ".codex"}
+    assert plan.env == {"CODEX_HOME": ".codex-home"}
     claude = adapters.start_plan(
         config, "claude", session_id="S", agent_id="a", run_id="R", working_directory="/w", socket_path="/s"
     )

@@ -259,6 +259,12 @@ def _harness_argv(
 # (bounded by its MCP_TIMEOUT, 30 s) is what a supervised session needs.
 HARNESS_SETTINGS: dict[str, dict[str, str]] = {"claude": {"MCP_CONNECTION_NONBLOCKING": "0"}}
 
+# A supervised Codex session's CODEX_HOME, in its private home. Not `.codex`: a session without a
+# workspace works in that home, where Codex takes `<cwd>/.codex/config.toml` for an untrusted
+# project's configuration and starts none of its MCP servers ("Untrusted project-local
+# configuration is disabled"), so the planner, reviewer, tester and security had no roundtable tools.
+CODEX_SESSION_HOME = ".codex-home"
+
 
 def harness_files(
     name: str, socket_path: str, root: str = "", gateway_url: str = ""
@@ -272,7 +278,7 @@ def harness_files(
         if gateway_url:
             settings = {**settings, **codex_gateway_provider(gateway_url)}
         text = _codex_toml(argv[0], argv[1:], env_vars=forwarded, settings=settings, approve_tools=True)
-        return {".codex/config.toml": text}, {"CODEX_HOME": ".codex"}
+        return {f"{CODEX_SESSION_HOME}/config.toml": text}, {"CODEX_HOME": CODEX_SESSION_HOME}
     if name == "claude":
         servers = {"mcpServers": {"roundtable": {"type": "stdio", "command": argv[0], "args": argv[1:]}}}
         return {".mcp.json": json.dumps(servers, indent=2) + "\n"}, {}
