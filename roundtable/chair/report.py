@@ -20,17 +20,6 @@ class TickReport:
     scheduled: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
 
-    @property
-    def did_anything(self) -> bool:
-        return bool(
-            self.assigned
-            or self.reviews_requested
-            or self.claims_expired
-            or self.turns_expired
-            or self.scheduled
-            or self.errors
-        )
-
     def lines(self) -> list[str]:
         """One human-readable line per action (for `run --headless` and logs)."""
         out = [f"assigned {a['task_id']} to {a['agent_id']}" for a in self.assigned]

@@ -102,11 +102,6 @@ class PanesMixin(ConsoleBase):
                 self._shown_pane = layout.PANE_IDS[number - 1]
                 self._main.set_focus(widget)
 
-    def focus_pane(self, widget_id: str) -> Widget:
-        widget = self._main.query_one(f"#{widget_id}")
-        widget.focus()
-        return widget
-
     # --- looking at things ------------------------------------------------------------------
 
     def action_help(self) -> None:

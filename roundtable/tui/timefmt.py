@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from roundtable import clock
 
 
@@ -65,7 +63,3 @@ def seconds_stamp(stamp: str) -> str:
     if "T" in stamp and len(stamp) >= 19:
         return f"{stamp[:10]} {stamp[11:19]}"
     return stamp or "—"
-
-
-def join_nonempty(parts: Sequence[str], sep: str = " · ") -> str:
-    return sep.join(p for p in parts if p)

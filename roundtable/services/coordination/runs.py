@@ -130,12 +130,6 @@ async def archive(tx: Tx, run_id: str, *, actor: str = "") -> Run:
     return await get_run(tx, run_id)
 
 
-async def archive_run(runtime: Project, run_id: str) -> Run:
-    """`archive` in its own write transaction."""
-    async with runtime.db.write(tool="run.archive") as tx:
-        return await archive(tx, run_id)
-
-
 async def snapshot(tx: Tx, run_id: str) -> str:
     """Store the state snapshot (the `table.get_state` lists) as a `run_snapshots` row of
     `run_id` (which must exist); returns its id."""

@@ -80,10 +80,6 @@ def _convert(layout: tuple[tuple[str, str], ...], rows: list[sqlite3.Row]) -> li
     return out
 
 
-async def _dicts(q: Reader | Tx, cls: type[Record], sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    return _convert(_layout(cls), await q.fetchall(sql, params))
-
-
 def _task_json(item: dict[str, Any]) -> dict[str, Any]:
     raw = item.pop("readable_paths_json", "") or "[]"
     if raw == "[]":

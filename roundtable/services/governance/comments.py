@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,6 @@ from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.services.repository.diff_lines import DiffLine, anchor_problem, lines_of
 from roundtable.services.repository.patches import Allowances, ParsedPatch, parse_patch, read_patch
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve
-from roundtable.store import rows
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import PatchRevision, Proposal, ProposalComment
 
@@ -244,17 +242,6 @@ def brief_line(c: ProposalComment) -> str:
 _ORDER = "ORDER BY CASE WHEN path = '' THEN 0 ELSE 1 END, path, coalesce(line, 0), created_at, id"
 
 
-def on_revision(conn: sqlite3.Connection, proposal_id: str, number: int) -> list[ProposalComment]:
-    """The comments on one revision, by place (the whole proposal first, then file by file and
-    line by line), on the connection's own thread."""
-    return rows.records(
-        conn,
-        ProposalComment,
-        f"SELECT * FROM proposal_comments WHERE proposal_id = ? AND revision = ? {_ORDER}",
-        (proposal_id, number),
-    )
-
-
 async def for_revision(q: Reader | Tx, proposal_id: str, number: int) -> list[ProposalComment]:
     return await q.all(
         ProposalComment,
@@ -269,16 +256,4 @@ async def every(q: Reader | Tx, proposal_id: str) -> list[ProposalComment]:
         ProposalComment,
         f"SELECT * FROM proposal_comments WHERE proposal_id = ? ORDER BY revision, {_ORDER[9:]}",
         (proposal_id,),
-    )
-
-
-async def count_open(q: Reader | Tx, proposal_id: str) -> int:
-    """How many comments the proposal's current revision carries."""
-    return int(
-        await q.scalar(
-            "SELECT count(*) FROM proposal_comments c JOIN proposals p ON p.id = c.proposal_id"
-            " WHERE c.proposal_id = ? AND c.revision = p.revision_number",
-            (proposal_id,),
-        )
-        or 0
     )

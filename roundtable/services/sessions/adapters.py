@@ -10,7 +10,7 @@ harness configuration points at `roundtable mcp stdio --socket <session socket>`
 reads the capability token from `ROUNDTABLE_MCP_TOKEN` in its environment, so no token is ever
 written to a file or put on a command line.
 
-`connect_files` renders the project-local configuration that `roundtable connect` writes for a
+`connect_edit` renders the project-local configuration that `roundtable connect` writes for a
 harness the user runs by hand (no socket, the shared loopback endpoint).
 
 Besides the configured adapters there is one built-in, `scripted`: the SDK-based scripted agent
@@ -544,12 +544,6 @@ def connect_edit(harness: str, root: Path, agent_id: str = "", *, at: Path | Non
     else:
         action = "replaced"
     return ConnectEdit(rel, new_text, action, previous)
-
-
-def connect_files(harness: str, root: Path, agent_id: str = "") -> dict[str, str]:
-    """{path relative to root: the text `connect` would leave there} for `harness`."""
-    edit = connect_edit(harness, root, agent_id)
-    return {edit.rel: edit.text}
 
 
 def configured_entry(harness: str, root: Path) -> dict[str, Any] | None:

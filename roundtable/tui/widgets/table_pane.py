@@ -265,10 +265,6 @@ def ellipsize(cell: Cell, width: int) -> Cell:
     return cut
 
 
-def styled(text: str, style: str) -> Text:
-    return Text(text, style=style)
-
-
 # One colour per status word, whichever record it belongs to (StrEnum members are their words).
 STATUS_STYLES: dict[str, str] = {
     RunStatus.ACTIVE: "green",  # also a session's and a claim's
