@@ -264,6 +264,22 @@ class AutopilotConfig(Section):
     planner_agent: StrictStr = ""
 
 
+def _host_port(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return f"expected host:port, such as pypi.org:443 (got {value!r})"
+    if any(c.isspace() or c in "/@" for c in host):
+        return f"a host name or address without a scheme or path (got {value!r})"
+    return ""
+
+
+class NetworkConfig(Section):
+    """The gateway's forward proxy: the only hosts a session may connect to (its model API aside)."""
+
+    # host:port entries (`pypi.org:443`, `files.pythonhosted.org:443`); default none.
+    allow: tuple[Annotated[StrictStr, _check(_host_port)], ...] = ()
+
+
 class SessionsConfig(Section):
     """Where supervised sessions run: always in a default-deny sandbox unless the operator opts out."""
 
@@ -275,6 +291,8 @@ class SessionsConfig(Section):
     read_paths: tuple[Annotated[StrictStr, _check(_absolute)], ...] = ()
     # Processes (threads included) a session may run at once; 0: no limit.
     max_processes: NonNegativeInt = 1024
+    # What a session may reach besides its model API, through the owner's gateway.
+    network: NetworkConfig = NetworkConfig()
 
 
 class RoleConfig(Section):
@@ -308,6 +326,9 @@ class AdapterConfig(Section):
     supports_mcp: StrictBool = False
     supports_readonly_workspace: StrictBool = False
     captures_session_id: StrictBool = False
+    # The model API the gateway forwards this adapter's requests to ('' = the vendor's own:
+    # claude https://api.anthropic.com, codex https://api.openai.com).
+    upstream: StrictStr = ""
 
 
 def _adapter(command: str, resume: str, mcp: bool, readonly: bool, capture: bool) -> AdapterConfig:
@@ -559,6 +580,11 @@ STARTER_COMMENTS: dict[tuple[str, ...], str] = {
         "sessions",
         "read_paths",
     ): "Absolute paths a session may read besides the system, its interpreter and its harness.",
+    (
+        "sessions",
+        "network",
+        "allow",
+    ): "host:port a session may reach through the gateway's proxy (e.g. pypi.org:443); default none.",
     ("agents",): "Who sits at the table: single roles, and pools of implementers and reviewers (0 to 1000).",
     ("adapters",): "How each agent program is started; a new name starts from empty values.",
     ("workspaces", "dir"): "Agents' git worktrees, outside the project; empty: ~/.local/state/roundtable/workspaces.",

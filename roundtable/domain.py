@@ -319,6 +319,9 @@ class EventType(StrEnum):
     AUTOPILOT_TESTS_RUN = "autopilot.tests_run"
     AUTOPILOT_RATE_LIMITED = "autopilot.rate_limited"
     BUDGET_EXCEEDED = "budget.exceeded"
+    GATEWAY_CREDENTIAL_REFUSED = "gateway.credential_refused"  # the model API refused the operator's key
+    GATEWAY_CONNECTION_REFUSED = "gateway.connection_refused"  # a session asked for a host not allowed
+    GATEWAY_BUDGET_REFUSED = "gateway.budget_refused"  # a model request refused: a budget is reached
     QUOTA_REACHED = "limits.quota_reached"
     CONFIG_RELOADED = "config.reloaded"
 

@@ -30,6 +30,7 @@ from roundtable.services import redact
 if TYPE_CHECKING:
     from roundtable.autopilot import Dispatcher, Overrides
     from roundtable.config import Config
+    from roundtable.gateway import Gateway
     from roundtable.notify import Notifier
     from roundtable.runtime import Runtime
     from roundtable.server.http import HttpServer
@@ -193,6 +194,7 @@ class Owner:
         # does not. By default it follows the Chair.
         self._want_supervisor = chair if supervisor is None else supervisor
         self.supervisor: Supervisor | None = None
+        self.gateway: Gateway | None = None
         self.preflight_lines: list[str] = []  # agents that cannot run here (`_preflight`)
         self.address_note = ""  # why the HTTP listener is not on the default address
         self._owner_file: Path | None = None
@@ -333,9 +335,13 @@ class Owner:
             self.chair = ChairLoop(self.runtime, interval=self.chair_interval)
             self._chair_task = asyncio.create_task(self._run_chair(), name="roundtable-chair")
         if self._want_supervisor:
+            from roundtable.gateway import Gateway
             from roundtable.supervisor import start_supervisor
 
-            supervisor = self.supervisor = await start_supervisor(self.runtime)
+            # The sessions' one way out (model APIs, allowed hosts): a component of its own.
+            self.gateway = Gateway(self.runtime)
+            await self.gateway.start()
+            supervisor = self.supervisor = await start_supervisor(self.runtime, gateway=self.gateway)
             self._log_launch_failures(supervisor)
             self._preflight()
             self._start_dispatcher(supervisor)
@@ -536,6 +542,9 @@ class Owner:
         if self.supervisor is not None:
             await self._step(self.supervisor.close(), "supervisor")
             self.supervisor = None
+        if self.gateway is not None:  # after the supervisor: its sessions are closed by then
+            await self._step(self.gateway.aclose(), "gateway")
+            self.gateway = None
         if self.notifier is not None:  # after the supervisor and the autopilot: what they record is told
             await self._step(self._close_notifier(), "notifier")
         if self._events_task is not None:  # after the supervisor: its sessions' exits are logged

@@ -21,7 +21,10 @@ with the reason (`task.blocked`). A harness that is not installed blocks its tas
 dispatcher turns itself off (`autopilot.stopped`, `status().stopped_reason`). Nothing is launched
 for work whose task, run or UTC day has reached its budget (`budgets:`): a task over its budget is
 blocked with the reason (`budget: …`); work of a run or day over budget waits (`autopilot.skipped`
-says so once).
+says so once). A session the gateway stopped for a budget (exit reason `budget: …`) is not a failed
+session: the budget decides what happens next. A session that ended because the model API
+refused the operator's credential (or there was none) is final: no retry can succeed, so the
+dispatcher stops at once with that reason (`autopilot.stopped`), whatever `max_attempts` says.
 
 The console toggles it with `set_enabled`, which records `autopilot.enabled` / `autopilot.disabled`
 with the operator as principal; `status()` is what its header badge shows.
@@ -44,7 +47,7 @@ from roundtable.autopilot.settings import Overrides, Settings, settings
 from roundtable.autopilot.work import Job, PlanNeed, ReadyNeed, TestNeed, Work, find, ready_for_operator
 from roundtable.domain import EventType, TaskStatus
 from roundtable.errors import RoundtableError, ValidationError
-from roundtable.services.sessions import budgets
+from roundtable.services.sessions import budgets, preflight
 from roundtable.services.sessions.budgets import Crossing
 from roundtable.services.sessions.records import SessionExit
 from roundtable.tools.context import DISPATCHER, OPERATOR, Caller
@@ -517,6 +520,16 @@ class Dispatcher:
             job = dispatch.job
             state = self._attempts.setdefault(job.key, _Attempts())
             state.retry_at = time.monotonic() + s.backoff(dispatch.attempt)
+            if done.reason.startswith(budgets.REASON_PREFIX):
+                # Stopped by the gateway for a budget: not the agent's failure (the pass sees
+                # the budget and blocks the task or waits).
+                state.last_error = f"session {done.session_id} was stopped: {done.reason}"
+                self.wake()
+                return
+            if done.reason.startswith((preflight.CREDENTIAL_REFUSED, preflight.NO_CREDENTIAL)):
+                state.last_error = f"session {done.session_id} ended: {done.reason}"
+                await self._stop_for(job, done.session_id, done.reason)
+                return
             if dispatch.timed_out:
                 why = f"session {done.session_id} ran longer than {s.session_timeout:g}s and was stopped"
             elif done.exit_code != 0:
@@ -529,6 +542,19 @@ class Dispatcher:
             state.last_error = why
             await self._failed(job, done.session_id, done.exit_code, why, state, s)
         self.wake()
+
+    async def _stop_for(self, job: Job, session_id: str, reason: str) -> None:
+        """Stop the autopilot now: retrying cannot help (the model credential was refused)."""
+        if not self._enabled:
+            return
+        self._enabled = False
+        self._stopped_reason = reason
+        await self._record(
+            job.run_id,
+            EventType.AUTOPILOT_STOPPED,
+            {"reason": reason, "session_id": session_id, "consecutive_failures": self._failures},
+        )
+        log.warning("autopilot stopped: %s", reason)
 
     async def _failed(self, job: Job, session_id: str, code: int, why: str, state: _Attempts, s: Settings) -> None:
         self._failures += 1

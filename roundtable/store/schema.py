@@ -500,7 +500,17 @@ _V9: Step = (
     "CREATE INDEX idx_agents_order ON agents(created_at, id)",
 )
 
-MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
+# Version 10: where a session's usage was measured. `source` 'gateway': counted by the owner's
+# gateway from the model API's own answers (authoritative; what the harness prints never replaces
+# it); 'harness': read from the harness's output. `printed_tokens` / `printed_cost_usd` keep the
+# harness's own last figures beside a gateway-measured row, as a cross-check (NULL cost: none).
+_V10: Step = (
+    "ALTER TABLE session_usage ADD COLUMN source TEXT NOT NULL DEFAULT 'harness'",
+    "ALTER TABLE session_usage ADD COLUMN printed_tokens INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE session_usage ADD COLUMN printed_cost_usd REAL",
+)
+
+MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.

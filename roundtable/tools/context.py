@@ -96,6 +96,7 @@ OPERATOR = Caller("operator", "cli")
 CHAIR = Caller("internal", "chair", agent_id="chair-1")
 SUPERVISOR = Caller("internal", "supervisor")
 DISPATCHER = Caller("internal", "dispatcher")
+GATEWAY = Caller("internal", "gateway")
 
 
 class Host(Project, Protocol):

@@ -308,6 +308,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "runs_ops",
     "workspaces",
     "usage_ops",
+    "gateway_ops",
 )
 
 

@@ -184,3 +184,18 @@ async def test_an_agent_that_dies_at_once_is_still_retried_then_blocked(tmp_path
         assert "exited with code 1" in blocked[0]["payload"]["reason"]
         assert [e["payload"]["attempt"] for e in await events(rt, "autopilot.session_failed")] == [1, 2]
         assert owner.dispatcher is not None and not owner.dispatcher.busy
+
+
+async def test_a_refused_or_missing_model_credential_stops_the_autopilot_at_once(tmp_path: Path) -> None:
+    """No retry can give a session a credential: the first such exit stops the autopilot with
+    the reason (three attempts used to cost minutes each)."""
+    root = await demo_project(tmp_path / "p", max_attempts=3, retry_backoff_seconds=0.2, max_consecutive_failures=5)
+    implementers_run(root, "nologin", "import sys; print('Not logged in · Please run /login', flush=True); sys.exit(1)")
+    async with owner_with_task(root) as (owner, _task_id):
+        rt = owner.runtime
+        stopped = await wait_for_events(rt, "autopilot.stopped", 1)
+        assert stopped[0]["payload"]["reason"] == "no model credential in the owner's environment"
+        assert owner.dispatcher is not None and not owner.dispatcher.status().enabled
+        assert owner.dispatcher.status().stopped_reason == stopped[0]["payload"]["reason"]
+        await dispatcher_cycles(owner.dispatcher)
+        assert len(await events(rt, "autopilot.dispatched")) == 1  # never retried

@@ -9,7 +9,9 @@ harness sends side requests (titles, token counts, warm-ups): a request that off
 script's tools gets a short text answer.
 
 Only the model is stubbed: the harness, its MCP client, the bridge and the owner are real. Every
-request is kept (`StubServer.requests`) so a test can show what the harness sent.
+request is kept (`StubServer.requests`) so a test can show what the harness sent. For the
+gateway's tests a stub can also answer the next requests with errors (`faults`: a 401, a 429 with
+`retry-after`) and hold a streamed answer after its first event until the test lets it go (`hold`).
 """
 
 from __future__ import annotations
@@ -114,12 +116,22 @@ def _sse(event: str, data: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class Usage:
     """The token counts the stub reports for every answer (both wires), so a test can check that
-    what roundtable records equals what the model reported."""
+    what roundtable records equals what the model reported. Any JSON value may stand in for a
+    count (a hostile upstream: `float("inf")`, `-5`, `10**30`)."""
 
-    input_tokens: int = 10
-    output_tokens: int = 5
-    cached_tokens: int = 0  # Anthropic: cache reads (beside input_tokens); OpenAI: part of input_tokens
-    cache_creation_tokens: int = 0  # Anthropic only
+    input_tokens: Any = 10
+    output_tokens: Any = 5
+    cached_tokens: Any = 0  # Anthropic: cache reads (beside input_tokens); OpenAI: part of input_tokens
+    cache_creation_tokens: Any = 0  # Anthropic only
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An error answer the stub gives instead of its script's (status, JSON body, headers)."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 DEFAULT_USAGE = Usage()
@@ -339,6 +351,8 @@ class StubServer:
     requests: list[Seen] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     usage: Usage = DEFAULT_USAGE  # what every answer reports
+    faults: list[Fault] = field(default_factory=list)  # the next model requests' answers, in order
+    hold: threading.Event | None = None  # set: a streamed answer waits after its first event
 
     def __post_init__(self) -> None:
         self._serial = itertools.count(1)
@@ -386,24 +400,40 @@ class StubServer:
             self.requests.append(Seen(kind, dict(body), headers))
         return dict(body)
 
+    def _fault(self) -> Response | None:
+        with self._lock:
+            fault = self.faults.pop(0) if self.faults else None
+        if fault is None:
+            return None
+        return JSONResponse(fault.body, status_code=fault.status, headers=fault.headers)
+
+    def _streamed(self, events: list[str]) -> StreamingResponse:
+        return _streamed(events, self.hold)
+
     async def _count_tokens(self, request: Request) -> Response:
         await self._body(request, "count_tokens")
-        return JSONResponse({"input_tokens": 100})
+        return self._fault() or JSONResponse({"input_tokens": 100})
 
     async def _messages(self, request: Request) -> Response:
         body = await self._body(request, "messages")
+        failed = self._fault()
+        if failed is not None:
+            return failed
         offered = anthropic_tools(body)
         step, serial = self._decide(anthropic_history(body), offered)
         model = str(body.get("model", "stub"))
         if not body.get("stream"):
             return JSONResponse(anthropic_message(step, offered, model, serial, self.usage))
-        return _streamed(anthropic_stream(step, offered, model, serial, self.usage))
+        return self._streamed(anthropic_stream(step, offered, model, serial, self.usage))
 
     async def _responses(self, request: Request) -> Response:
         body = await self._body(request, "responses")
+        failed = self._fault()
+        if failed is not None:
+            return failed
         offered = responses_tools(body)
         step, serial = self._decide(responses_history(body), offered)
-        return _streamed(responses_stream(step, offered, serial, self.usage))
+        return self._streamed(responses_stream(step, offered, serial, self.usage))
 
     async def _other(self, request: Request) -> Response:
         headers = {k.lower(): v for k, v in request.headers.items()}
@@ -412,10 +442,12 @@ class StubServer:
         return JSONResponse({"error": {"type": "not_found", "message": "not stubbed"}}, status_code=404)
 
 
-def _streamed(events: list[str]) -> StreamingResponse:
+def _streamed(events: list[str], hold: threading.Event | None = None) -> StreamingResponse:
     async def chunks() -> AsyncIterator[bytes]:
-        for event in events:
+        for number, event in enumerate(events):
             yield event.encode()
+            if number == 0 and hold is not None:
+                await asyncio.to_thread(hold.wait, 30)
             await asyncio.sleep(0)
 
     return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

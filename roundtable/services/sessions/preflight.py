@@ -28,6 +28,16 @@ from roundtable.services.coordination.agents import configured_agents
 from roundtable.services.sessions import adapters, capabilities
 
 NO_CREDENTIAL = "no model credential in the owner's environment"
+# How a session ended when the model API refused the operator's credential (the gateway saw a 401
+# or 403): `CREDENTIAL_REFUSED (status, upstream message)`. Retrying cannot help.
+CREDENTIAL_REFUSED = "the model API refused the credential"
+
+
+def credential_refused(status: int, message: str) -> str:
+    """`the model API refused the credential (401, invalid x-api-key)`."""
+    return f"{CREDENTIAL_REFUSED} ({status}, {message})" if message else f"{CREDENTIAL_REFUSED} ({status})"
+
+
 # What harnesses print when they have no usable credential (Claude Code: "Not logged in · Please
 # run /login"; an API answering 401).
 _NO_LOGIN = re.compile(r"not logged in|please run /login|invalid api key|authentication_error|401 unauthorized", re.I)

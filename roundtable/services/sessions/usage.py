@@ -1,8 +1,12 @@
 """What supervised sessions spent: one `session_usage` row per session, and its rollups.
 
-The supervisor reads each session's usage from the harness's own output (`usage_stream`) and
-records the running totals through the internal operation `session.record_usage`, which lands in
-`record` here. A row keeps what the session worked for — its task, the proposal and revision it
+Two sources write a row. The owner's gateway counts what the model API itself answered, request
+by request (`add_measured`, through the internal operation `gateway.record_usage`): that row's
+`source` is 'gateway' and it is the authoritative figure. The supervisor reads the harness's own
+output (`usage_stream`) and records its running totals through `session.record_usage` (`record`):
+that is the figure only while the gateway has measured nothing for the session; once it has (or
+once the gateway opened the session, `mark_measured`), what the harness prints is kept beside it
+as a cross-check (`printed_tokens`, `printed_cost_usd`) and never replaces, lowers or raises it. A row keeps what the session worked for — its task, the proposal and revision it
 reviewed or produced, its agent and run, the UTC day it started — so every rollup (`totals`,
 `breakdown`) is one indexed sum. Cost is the harness's own figure when it reports one, else the
 configured price table's (`usage.prices`), else unknown (recorded as 0 with `cost_source` '').
@@ -120,8 +124,88 @@ async def _work_of(tx: Tx, session: AgentSession, metadata: dict[str, Any]) -> t
     return task_id, "", 0
 
 
+GATEWAY = "gateway"
+HARNESS = "harness"
+
+
+async def _source(tx: Tx, session_id: str) -> tuple[str, Usage, float, str] | None:
+    """The row's (source, counts, cost, cost source), or None when the session has no row."""
+    row = await tx.fetchone(
+        f"SELECT source, model, {_COLUMNS}, cost_source FROM session_usage WHERE session_id = ?", (session_id,)
+    )
+    if row is None:
+        return None
+    return str(row[0]), Usage(int(row[2]), int(row[3]), int(row[4]), None, str(row[1])), float(row[5]), str(row[6])
+
+
 async def record(tx: Tx, session_id: str, usage: Usage, prices: dict[str, PriceConfig]) -> Recorded:
-    """Set the session's usage to `usage` (running totals, not an increment)."""
+    """Set the session's usage to `usage` (running totals, not an increment) as the harness
+    printed it. A row the gateway measures keeps its figures: `usage` is stored only as the
+    cross-check, and the answer carries the gateway's figures (so budgets judge those)."""
+    known = await _source(tx, session_id)
+    if known is not None and known[0] == GATEWAY:
+        await tx.execute(
+            "UPDATE session_usage SET printed_tokens = ?, printed_cost_usd = ? WHERE session_id = ?",
+            (usage.tokens, usage.cost_usd, session_id),
+        )
+        tx.tables.add("session_usage")
+        _source_name, measured, cost, cost_source = known
+        return await _write(tx, session_id, measured, cost, cost_source, GATEWAY, write=False)
+    model = usage.model
+    if usage.cost_usd is not None:
+        cost, source = usage.cost_usd, "harness"
+    else:
+        priced = price_of(prices, model or await _session_model(tx, session_id), usage)
+        cost, source = (priced, "prices") if priced is not None else (0.0, "")
+    return await _write(tx, session_id, usage, cost, source, HARNESS)
+
+
+async def mark_measured(tx: Tx, session_id: str) -> Recorded:
+    """The gateway measures this session from now on: its row says so (zero counts when it had
+    none; figures the harness printed before are dropped for the gateway's)."""
+    known = await _source(tx, session_id)
+    if known is not None and known[0] == GATEWAY:
+        return await _write(tx, session_id, known[1], known[2], known[3], GATEWAY, write=False)
+    return await _write(tx, session_id, Usage(), 0.0, "", GATEWAY)
+
+
+async def add_measured(tx: Tx, session_id: str, spent: Usage, prices: dict[str, PriceConfig]) -> Recorded:
+    """Add one model request's usage, as the model API answered it, to the session's
+    gateway-measured totals (a row the harness wrote before starts again from zero: the
+    gateway's figure replaces it). The request is priced by its own model; its cost adds up."""
+    known = await _source(tx, session_id)
+    if known is not None and known[0] == GATEWAY:
+        before, cost_before, source_before = known[1], known[2], known[3]
+    else:
+        before, cost_before, source_before = Usage(), 0.0, ""
+    model = spent.model or before.model or await _session_model(tx, session_id)
+    priced = price_of(prices, model, spent)
+    # A row is unpriced ('') while any request with tokens had no price; that sticks.
+    unpriced_before = before.tokens > 0 and source_before == ""
+    if priced is None:
+        cost = cost_before
+        cost_source = "" if spent.tokens or unpriced_before else source_before
+    else:
+        cost = cost_before + priced
+        cost_source = "" if unpriced_before else "prices"
+    total = Usage(
+        before.input_tokens + spent.input_tokens,
+        before.cached_input_tokens + spent.cached_input_tokens,
+        before.output_tokens + spent.output_tokens,
+        None,
+        model,
+    )
+    return await _write(tx, session_id, total, cost, cost_source, GATEWAY)
+
+
+async def _session_model(tx: Tx, session_id: str) -> str:
+    return str(await tx.scalar("SELECT model FROM agent_sessions WHERE id = ?", (session_id,)) or "")
+
+
+async def _write(
+    tx: Tx, session_id: str, usage: Usage, cost: float, cost_source: str, source: str, *, write: bool = True
+) -> Recorded:
+    """Upsert the session's row (unless `write` is False) and say what it worked for."""
     import json
 
     from roundtable.services.sessions import records as sessions
@@ -133,12 +217,11 @@ async def record(tx: Tx, session_id: str, usage: Usage, prices: dict[str, PriceC
         metadata = {}
     task_id, proposal_id, revision = await _work_of(tx, session, metadata if isinstance(metadata, dict) else {})
     model = usage.model or session.model or ""
-    if usage.cost_usd is not None:
-        cost, source = usage.cost_usd, "harness"
-    else:
-        priced = price_of(prices, model, usage)
-        cost, source = (priced, "prices") if priced is not None else (0.0, "")
     day = (session.started_at or clock.now())[:10]
+    if not write:
+        return Recorded(
+            session_id, session.run_id, session.agent_id, task_id, proposal_id, revision, day, usage, cost, cost_source
+        )
     values = {
         "run_id": session.run_id,
         "agent_id": session.agent_id,
@@ -151,7 +234,8 @@ async def record(tx: Tx, session_id: str, usage: Usage, prices: dict[str, PriceC
         "cached_input_tokens": usage.cached_input_tokens,
         "output_tokens": usage.output_tokens,
         "cost_usd": cost,
-        "cost_source": source,
+        "cost_source": cost_source,
+        "source": source,
         "updated_at": clock.now(),
     }
     columns = ", ".join(values)
@@ -163,14 +247,15 @@ async def record(tx: Tx, session_id: str, usage: Usage, prices: dict[str, PriceC
     )
     tx.tables.add("session_usage")
     return Recorded(
-        session_id, session.run_id, session.agent_id, task_id, proposal_id, revision, day, usage, cost, source
+        session_id, session.run_id, session.agent_id, task_id, proposal_id, revision, day, usage, cost, cost_source
     )
 
 
 async def of_session(reader: Reader | Tx, session_id: str) -> dict[str, Any] | None:
     """The session's usage row as a dict, or None when it reported none."""
     row = await reader.fetchone(
-        f"SELECT model, {_COLUMNS}, cost_source, proposal_id, revision, updated_at FROM session_usage"
+        f"SELECT model, {_COLUMNS}, cost_source, proposal_id, revision, updated_at, source, printed_tokens,"
+        " printed_cost_usd FROM session_usage"
         " WHERE session_id = ?",
         (session_id,),
     )
@@ -187,6 +272,9 @@ async def of_session(reader: Reader | Tx, session_id: str) -> dict[str, Any] | N
         "proposal_id": row[6],
         "revision": int(row[7]),
         "updated_at": row[8],
+        "source": row[9],
+        "printed_tokens": int(row[10]),
+        "printed_cost_usd": None if row[11] is None else round(float(row[11]), 6),
     }
 
 
