@@ -109,6 +109,8 @@ def test_codex_approves_the_roundtable_servers_tools_in_every_role(codex_home: P
     )
     entry = tomllib.loads(made.files[".codex-home/config.toml"])["mcp_servers"]["roundtable"]
     assert entry["default_tools_approval_mode"] == "approve"
+    # Codex waits for the server before its first turn (left optional, a slow start dropped it).
+    assert entry["required"] is True and entry["startup_timeout_sec"] >= 30
     assert "--dangerously-bypass-approvals-and-sandbox" not in made.argv  # no workspace: its own sandbox stays
     # Its working directory is the private home: a CODEX_HOME at `<home>/.codex` is read as an
     # untrusted project's configuration there, and Codex then starts no MCP server at all.

@@ -264,6 +264,8 @@ HARNESS_SETTINGS: dict[str, dict[str, str]] = {"claude": {"MCP_CONNECTION_NONBLO
 # project's configuration and starts none of its MCP servers ("Untrusted project-local
 # configuration is disabled"), so the planner, reviewer, tester and security had no roundtable tools.
 CODEX_SESSION_HOME = ".codex-home"
+# How long a supervised Codex session waits for roundtable's MCP server to start (seconds).
+CODEX_SERVER_STARTUP_S = 60
 
 
 def harness_files(
@@ -331,6 +333,10 @@ def _codex_toml(
         # the server's tools are approved as a whole (measured with Codex 0.171: `approve` works,
         # `auto` and `prompt` are refused).
         lines.append('default_tools_approval_mode = "approve"')
+        # Without `required` Codex starts its turn without a server that is slow to start (the
+        # bridge on a loaded machine): the session ran with no roundtable tool at all. Required,
+        # Codex waits for it (up to the timeout) and fails the session if it cannot start.
+        lines += ["required = true", f"startup_timeout_sec = {CODEX_SERVER_STARTUP_S}"]
     return "\n".join(lines) + "\n"
 
 
