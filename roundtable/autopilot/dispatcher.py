@@ -97,6 +97,9 @@ class _Attempts:
     retry_at: float = 0.0  # monotonic
     last_error: str = ""
     blocked: bool = False
+    # Its task was blocked (`task.blocked` recorded). A blocked task is no job, so seeing the job
+    # again means the task was reopened: its attempts start anew.
+    task_blocked: bool = False
 
 
 @dataclass
@@ -308,7 +311,7 @@ class Dispatcher:
         s = self.settings()
         for job in work.jobs:
             state = self._attempts.get(job.key)
-            if state is not None and state.blocked:
+            if state is not None and state.blocked and not state.task_blocked:
                 continue
             if self.limit_reached(job.run_id, s):
                 continue
@@ -398,6 +401,8 @@ class Dispatcher:
         if self.host.running(job.agent_id, job.task_id, job.proposal_id):
             return  # the operator launched it by hand: not twice
         state = self._attempts.setdefault(job.key, _Attempts())
+        if state.task_blocked:  # reopened since it was blocked
+            state = self._attempts[job.key] = _Attempts()
         if state.blocked:
             return
         if state.count >= s.max_attempts:
@@ -611,6 +616,7 @@ class Dispatcher:
         except RoundtableError as exc:
             log.warning("autopilot could not block task %s: %s", job.task_id, exc)
             return
+        state.task_blocked = True
         report.blocked.append((job.task_id, reason))
 
     # --- host tests ---------------------------------------------------------------------------

@@ -199,3 +199,27 @@ async def test_a_refused_or_missing_model_credential_stops_the_autopilot_at_once
         assert owner.dispatcher.status().stopped_reason == stopped[0]["payload"]["reason"]
         await dispatcher_cycles(owner.dispatcher)
         assert len(await events(rt, "autopilot.dispatched")) == 1  # never retried
+
+
+async def test_a_reopened_task_is_launched_again_with_its_attempts_anew(tmp_path: Path) -> None:
+    """The operator reopens a task the autopilot blocked: it is launched again, with its attempts
+    counted anew — by the dispatcher that blocked it and by a restarted owner's."""
+    root = await demo_project(tmp_path / "p", max_attempts=1, retry_backoff_seconds=0.1, max_consecutive_failures=5)
+    implementers_run(root, "failing", FAILS)
+    async with owner_with_task(root) as (owner, task_id):
+        rt = owner.runtime
+        await wait_for_events(rt, "task.blocked", 1)
+        await dispatcher_cycles(owner.dispatcher)
+        assert len(await events(rt, "autopilot.dispatched")) == 1
+        await rt.call("task.update_status", {"task_id": task_id, "status": "open"}, OPERATOR)
+        owner.dispatcher.wake()  # type: ignore[union-attr]
+        dispatched = await wait_for_events(rt, "autopilot.dispatched", 2)
+        assert [e["payload"]["attempt"] for e in dispatched] == [1, 1]
+        await wait_for_events(rt, "task.blocked", 2)
+        await rt.call("task.update_status", {"task_id": task_id, "status": "open"}, OPERATOR)
+    # The next owner counts the dispatches since the task's last block only.
+    async with Owner(root, http=False, socket=False, chair=True, chair_interval=0.2) as owner:
+        rt = owner.runtime
+        owner.dispatcher.wake()  # type: ignore[union-attr]
+        dispatched = await wait_for_events(rt, "autopilot.dispatched", 3)
+        assert dispatched[-1]["payload"]["task_id"] == task_id and dispatched[-1]["payload"]["attempt"] == 1

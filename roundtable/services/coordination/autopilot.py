@@ -111,13 +111,25 @@ class DispatchCount:
 
 
 async def dispatch_counts(q: Reader | Tx, run_id: str) -> DispatchCount:
-    """Dispatches recorded for `run_id` (a restarted owner keeps counting attempts from them)."""
+    """Dispatches recorded for `run_id` (a restarted owner keeps counting attempts from them). A
+    task's attempts count from its latest `task.blocked` on: the block used them up, and a task the
+    operator reopened gets its attempts anew (the run's total counts every dispatch)."""
     rows = await q.fetchall(
-        "SELECT json_extract(payload_json, '$.key') FROM events WHERE run_id = ? AND type = 'autopilot.dispatched'",
+        "SELECT id, json_extract(payload_json, '$.key'), json_extract(payload_json, '$.task_id') FROM events"
+        " WHERE run_id = ? AND type = 'autopilot.dispatched'",
         (run_id,),
     )
+    blocked_at = {
+        str(row[0]): int(row[1])
+        for row in await q.fetchall(
+            "SELECT task_id, max(id) FROM events WHERE type = ? AND task_id IS NOT NULL GROUP BY task_id",
+            (EventType.TASK_BLOCKED,),
+        )
+    }
     by_key: dict[str, int] = {}
-    for row in rows:
-        key = str(row[0] or "")
-        by_key[key] = by_key.get(key, 0) + 1
+    for event_id, key, task_id in rows:
+        if int(event_id) < blocked_at.get(str(task_id or ""), 0):
+            continue
+        name = str(key or "")
+        by_key[name] = by_key.get(name, 0) + 1
     return DispatchCount(len(rows), by_key)
