@@ -64,6 +64,7 @@ from roundtable.tools.context import SUPERVISOR
 from roundtable.tools.sessions_ops import NOT_RUNNING
 
 if TYPE_CHECKING:
+    from roundtable.gateway import Gateway, StopRequest
     from roundtable.runtime import Runtime
     from roundtable.server.sessions import SessionEndpoint
 
@@ -146,7 +147,7 @@ class Supervisor:
         heartbeat_interval: float = HEARTBEAT_INTERVAL,
         revoke_grace: float = REVOKE_GRACE,
         base_dir: Path | None = None,
-        gateway: Any = None,
+        gateway: Gateway | None = None,
         idle_after: float = IDLE_AFTER,
     ) -> None:
         self.runtime = runtime
@@ -803,7 +804,7 @@ class Supervisor:
             live.revoked = True
             live.tasks.append(asyncio.create_task(self._stop_later(live, 0.0), name=f"session-stop:{session_id}"))
 
-    async def _gateway_stop(self, request: Any) -> None:
+    async def _gateway_stop(self, request: StopRequest) -> None:
         """The gateway refused the session's model request for good (a budget reached, the
         operator's credential refused upstream): revoke its capability and stop it now, recorded
         with the gateway's message as how it ended."""
