@@ -353,6 +353,9 @@ class StubServer:
     usage: Usage = DEFAULT_USAGE  # what every answer reports
     faults: list[Fault] = field(default_factory=list)  # the next model requests' answers, in order
     hold: threading.Event | None = None  # set: a streamed answer waits after its first event
+    # The API keys it accepts (`x-api-key` or a bearer); a model request presenting another is
+    # answered 401 as the vendor would. Empty: any.
+    keys: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._serial = itertools.count(1)
@@ -400,6 +403,13 @@ class StubServer:
             self.requests.append(Seen(kind, dict(body), headers))
         return dict(body)
 
+    def _refused_key(self, request: Request) -> Response | None:
+        presented = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+        if not self.keys or presented in self.keys:
+            return None
+        error = {"type": "authentication_error", "message": "invalid x-api-key"}
+        return JSONResponse({"type": "error", "error": error}, status_code=401)
+
     def _fault(self) -> Response | None:
         with self._lock:
             fault = self.faults.pop(0) if self.faults else None
@@ -416,7 +426,7 @@ class StubServer:
 
     async def _messages(self, request: Request) -> Response:
         body = await self._body(request, "messages")
-        failed = self._fault()
+        failed = self._refused_key(request) or self._fault()
         if failed is not None:
             return failed
         offered = anthropic_tools(body)
@@ -428,7 +438,7 @@ class StubServer:
 
     async def _responses(self, request: Request) -> Response:
         body = await self._body(request, "responses")
-        failed = self._fault()
+        failed = self._refused_key(request) or self._fault()
         if failed is not None:
             return failed
         offered = responses_tools(body)

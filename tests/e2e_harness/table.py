@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,13 @@ AFTER = BEFORE + "\n\ndef mul(a: int, b: int) -> int:\n    return a * b\n"
 PATCH = unified_patch(CHANGED, BEFORE, AFTER)
 
 
-def prepare_project(root: Path, socket_dir: Path, adapter: str) -> None:
+def prepare_project(
+    root: Path, socket_dir: Path, adapter: str, upstream: str = "", settings: dict[str, Any] | None = None
+) -> None:
     """The demo project's files in a git repository with `roundtable init`'s starter config; its
-    implementers on `adapter`, the autopilot manual (only the test launches), a free port and a
-    short socket path so nothing collides with an owner on the defaults."""
+    implementers on `adapter`, whose model API (the gateway's upstream) is `upstream`; the
+    autopilot manual (only the test launches), a free port and a short socket path so nothing
+    collides with an owner on the defaults; `settings` are top-level sections to set (budgets)."""
     root.mkdir(parents=True)
     for rel, text in SAMPLE_FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -52,6 +56,9 @@ def prepare_project(root: Path, socket_dir: Path, adapter: str) -> None:
     data["mcp"]["http_address"] = f"127.0.0.1:{free_port()}"
     data["mcp"]["socket_path"] = str(socket_dir / "s.sock")
     data["agents"]["implementers"]["adapter"] = adapter
+    if upstream:
+        data["adapters"][adapter]["upstream"] = upstream
+    data.update(settings or {})
     if isinstance(data.get("autopilot"), dict):
         data["autopilot"]["mode"] = "manual"
     config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -82,7 +89,7 @@ def seed(root: Path) -> tuple[str, str]:
 
 def operator_env(home: Path, harness_bin: Path, extra: dict[str, str]) -> dict[str, str]:
     """The operator's environment: a private HOME, the harnesses on PATH, none of the caller's
-    model keys or harness settings, plus `extra` (the stub's endpoint and key)."""
+    model keys or harness settings, plus `extra` (the operator's key for the stub)."""
     prefixes = ("ANTHROPIC_", "OPENAI_", "CODEX_", "CLAUDE_", "ROUNDTABLE_MCP_", "ROUNDTABLE_AGENT")
     env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env["HOME"] = str(home)
@@ -153,3 +160,70 @@ def wait_for_end(root: Path, session_id: str, timeout: float) -> str:
 def session_log(root: Path, session_id: str) -> str:
     path = root / ".roundtable" / "logs" / "sessions" / f"{session_id}.log"
     return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+class KeyWatch:
+    """While a session runs, from outside: every process of the session (its environment names
+    the session) and every file of its own directory and workspace, searched for `secrets`. The
+    search runs in a thread every few tenths of a second until `stop`."""
+
+    def __init__(self, root: Path, session_id: str, secrets: tuple[str, ...]) -> None:
+        self.root = root
+        self.session_id = session_id
+        self.secrets = tuple(s.encode() for s in secrets if s)
+        self.processes: set[int] = set()
+        self.files: set[str] = set()
+        self.leaks: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="key-watch", daemon=True)
+        self._thread.start()
+
+    def _leaked(self, data: bytes) -> bool:
+        return any(secret in data for secret in self.secrets)
+
+    def _places(self) -> list[Path]:
+        rows = query(self.root, "SELECT mcp_socket, metadata_json FROM agent_sessions WHERE id = ?", (self.session_id,))
+        if not rows:
+            return []
+        places = [Path(rows[0]["mcp_socket"]).parent]
+        workspace = json.loads(rows[0]["metadata_json"] or "{}").get("workspace")
+        return places + ([Path(workspace)] if workspace else [])
+
+    def _sweep(self) -> None:
+        marker = f"ROUNDTABLE_SESSION_ID={self.session_id}".encode()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker in environ:
+                self.processes.add(int(entry))
+                if self._leaked(environ) or self._leaked(cmdline):
+                    self.leaks.append(f"process {entry}: {cmdline[:200]!r}")
+        for place in self._places():
+            for dirpath, _dirs, names in os.walk(place):
+                for name in names:
+                    path = os.path.join(dirpath, name)
+                    try:
+                        if os.path.islink(path) or os.path.getsize(path) > 8 << 20:
+                            continue
+                        data = Path(path).read_bytes()
+                    except OSError:
+                        continue
+                    self.files.add(path)
+                    if self._leaked(data):
+                        self.leaks.append(f"file {path}")
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.3):
+            try:
+                self._sweep()
+            except (OSError, sqlite3.Error):
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)

@@ -93,12 +93,12 @@ def test_harness_edits_its_workspace_natively_and_revises_it(
 ) -> None:
     case = CASES[case_id]
     root = tmp_path / "demo"
-    prepare_project(root, socket_dir, case.adapter)
-    _run_id, task_id = seed(root)
     switch = Switch(lambda history: Answer("not yet"))
     stub = StubServer(switch).start()
     stories: list[str] = []
     try:
+        prepare_project(root, socket_dir, case.adapter, upstream=stub.url)
+        _run_id, task_id = seed(root)
         env = operator_env(home, harness_bin, case.setup(home, stub))
         ws = Path(
             rt(env, "workspaces", "create", "--root", str(root), "--agent", "implementer-1", "--task", task_id).strip()
