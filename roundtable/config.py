@@ -439,6 +439,88 @@ class NotifyConfig(Section):
     retry_backoff: Duration = 1.0
 
 
+LANDING_MODES = ("working-tree", "commit", "branch", "pull-request")
+_IDENTITY_RE = re.compile(r"^[^<>\n]+ <[^<>\s]+@[^<>\s]+>$")
+_REF_PART_RE = re.compile(r"^[A-Za-z0-9._/-]*$")
+
+
+def _identity(value: str) -> str:
+    return "" if _IDENTITY_RE.match(value) else f"must read 'Name <email>' (got {value!r})"
+
+
+def _branch_prefix(value: str) -> str:
+    if not _REF_PART_RE.match(value) or ".." in value or value.startswith(("/", "-", ".")):
+        return f"must be letters, digits, '.', '_', '-' and '/' that git accepts in a branch name (got {value!r})"
+    return ""
+
+
+def _api_url(value: str) -> str:
+    return _webhook_url(value)
+
+
+def _env_name(value: str) -> str:
+    return "" if re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value) else f"must be an environment variable name (got {value!r})"
+
+
+def _owner_repo(value: str) -> str:
+    if value and not re.match(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", value):
+        return f"must read owner/name (got {value!r})"
+    return ""
+
+
+class ForgeConfig(Section):
+    """The forge that hosts the pull requests. The token is read from the environment variable
+    `token_env` names when it is needed; it is never written to a file and never enters a sandbox."""
+
+    kind: Literal["github"] = "github"
+    # https://api.github.com, or GitHub Enterprise Server's https://HOST/api/v3.
+    api_url: Annotated[StrictStr, _check(_api_url)] = "https://api.github.com"
+    # owner/name on the forge.
+    repository: Annotated[StrictStr, _check(_owner_repo)] = ""
+    token_env: Annotated[StrictStr, _check(_env_name)] = "GITHUB_TOKEN"
+    timeout: Duration = 15.0
+
+
+class PullRequestConfig(Section):
+    """`pull-request` mode: when the pull request opens, into which branch, how it merges."""
+
+    # operator: when the proposal reaches the operator (every other gate passed); first_revision: at once.
+    open_at: Literal["operator", "first_revision"] = "operator"
+    # The branch the pull request merges into; '' = the branch checked out when roundtable builds.
+    base: StrictStr = ""
+    merge_method: Literal["merge", "squash", "rebase"] = "squash"
+    draft: StrictBool = False
+
+
+class LandingConfig(Section):
+    """How an approved proposal lands: `working-tree` (the default: `git apply`, uncommitted),
+    `commit` (one commit on the current branch), `branch` (a commit on a branch of its own) or
+    `pull-request` (that branch pushed, and a pull request on the forge)."""
+
+    mode: Literal["working-tree", "commit", "branch", "pull-request"] = "working-tree"
+    branch_prefix: Annotated[StrictStr, _check(_branch_prefix)] = "roundtable/"
+    # The git remote branches are pushed to ('' = none; `pull-request` mode needs one).
+    remote: StrictStr = ""
+    push: StrictBool = False
+    # Commit authors: agent id -> 'Name <email>'; an agent not listed is '<id> <<id>@author_domain>'.
+    authors: dict[str, Annotated[StrictStr, _check(_identity)]] = Field(default_factory=dict)
+    author_domain: StrictStr = "roundtable.invalid"
+    # A red required check sends the author a revision request this many times, then asks you.
+    ci_attempts: PositiveInt = 3
+    # The tail of a failed job's log quoted to the author (bytes).
+    log_tail_bytes: PositiveInt = 4000
+    pull_request: PullRequestConfig = PullRequestConfig()
+    forge: ForgeConfig = ForgeConfig()
+
+    def author(self, agent_id: str) -> tuple[str, str]:
+        """(name, email) of the commit author for an agent."""
+        given = self.authors.get(agent_id, "")
+        if given:
+            name, _, rest = given.partition(" <")
+            return name.strip(), rest.rstrip(">")
+        return agent_id, f"{agent_id}@{self.author_domain}"
+
+
 class TuiConfig(Section):
     """Key overrides for the console: binding id → key (e.g. `approve: ctrl+a`)."""
 
@@ -462,6 +544,7 @@ class Config(Section):
     usage: UsageConfig = UsageConfig()
     budgets: BudgetsConfig = BudgetsConfig()
     notify: NotifyConfig = NotifyConfig()
+    landing: LandingConfig = LandingConfig()
 
     def sqlite_path(self, root: Path) -> Path:
         """`<root>/<storage.sqlite_path>`; loading has checked that it stays inside `.roundtable/`."""
@@ -593,6 +676,10 @@ STARTER_COMMENTS: dict[tuple[str, ...], str] = {
     "other, e.g. {gpt-5: {input: 1.25, output: 10, cached_input: 0.125}}",
     ("budgets",): "Spending limits per task, run and UTC day: tokens and/or usd; 0 = no limit.",
     ("notify", "events"): "What reaches you outside the console (the console's bell, notify-send, webhooks).",
+    ("landing",): "How an approved proposal lands: working-tree (git apply, uncommitted), commit (one commit\n"
+    "on the current branch), branch (a branch of its own) or pull-request (pushed, with a pull request).\n"
+    "See docs/landing.md.",
+    ("landing", "forge", "token_env"): "The environment variable holding the forge token (never put the token here).",
     ("notify", "webhooks"): "e.g. [{url: https://ntfy.sh/my-topic, format: ntfy, events: [approval_requested]}]",
 }
 _KEY_LINE = re.compile(r"^( *)([A-Za-z_][\w-]*):(?: |$)")

@@ -116,13 +116,22 @@ def deny(root: Path, approval_id: str, note: str) -> None:
 @json_option
 @click.argument("proposal_id")
 @click.option("--run", "run_id", default="", help="The run to record the transaction in (when several are active).")
+@click.option(
+    "--mode",
+    type=click.Choice(["working-tree", "commit", "branch", "pull-request"]),
+    default=None,
+    help="How it lands (default: landing.mode in .roundtable/config.yaml).",
+)
 @handle_errors
-def apply(root: Path, as_json: bool, proposal_id: str, run_id: str) -> None:
+def apply(root: Path, as_json: bool, proposal_id: str, run_id: str, mode: str | None) -> None:
     """Apply an approved proposal (every gate is checked again; a refusal changes nothing)."""
     args = {"proposal_id": proposal_id, "applied_by": OPERATOR_NAME, **({"run_id": run_id} if run_id else {})}
+    if mode:
+        args["mode"] = mode
     result = run_async(_call(root, "patch.apply", args))
     if as_json:
         print_json(result)
         return
     tx = result.get("transaction") or {}
-    click.echo(f"{proposal_id} applied as {tx.get('id', '?')}")
+    landed = (result.get("landing") or {}).get("summary", "")
+    click.echo(f"{proposal_id} applied as {tx.get('id', '?')}" + (f": {landed}" if landed else ""))

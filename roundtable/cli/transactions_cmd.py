@@ -41,13 +41,16 @@ async def _list(root: Path, status: str) -> list[dict[str, Any]]:
     return out
 
 
-async def _rollback(root: Path, transaction_id: str, reason: str) -> dict[str, Any]:
+async def _rollback(root: Path, transaction_id: str, reason: str, reset: bool = False) -> dict[str, Any]:
     from roundtable.runtime import Runtime
     from roundtable.tools.context import OPERATOR
 
     runtime = await Runtime.open(root)
     try:
-        return await runtime.call("patch.rollback", {"transaction_id": transaction_id, "reason_md": reason}, OPERATOR)
+        args: dict[str, Any] = {"transaction_id": transaction_id, "reason_md": reason}
+        if reset:
+            args["reset"] = True
+        return await runtime.call("patch.rollback", args, OPERATOR)
     finally:
         await runtime.close()
 
@@ -89,10 +92,18 @@ def list_cmd(root: Path, as_json: bool, status: str, attention: bool) -> None:
 @root_option
 @json_option
 @click.option("--reason", default="operator rollback", show_default=True, help="Why (recorded in the event).")
+@click.option(
+    "--reset",
+    is_flag=True,
+    help="A committed landing with nothing built on it: move the branch back instead of adding a revert commit.",
+)
 @handle_errors
-def rollback_cmd(transaction_id: str, root: Path, as_json: bool, reason: str) -> None:
-    """Revert an applied transaction if its files are unchanged since the apply."""
-    out = run_async(_rollback(root, transaction_id, reason))
+def rollback_cmd(transaction_id: str, root: Path, as_json: bool, reason: str, reset: bool) -> None:
+    """Revert an applied transaction if its files are unchanged since the apply (a committed
+    landing gets a revert commit)."""
+    if reset:
+        click.confirm(f"Move the branch back past {transaction_id}'s commit (history is rewritten)?", abort=True)
+    out = run_async(_rollback(root, transaction_id, reason, reset))
     if as_json:
         print_json(out)
         return

@@ -381,6 +381,30 @@ class Transaction(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class Landing(Record):
+    """Where a proposal lands beyond the working tree: its branch and built commit, its pull
+    request, and the forge checks last read for that commit."""
+
+    table: ClassVar[str] = "landings"
+
+    proposal_id: str
+    mode: str
+    ref: str
+    base: str
+    revision: str
+    commit_sha: str
+    pushed_sha: str
+    pr_number: int
+    pr_url: str
+    pr_state: str
+    checks_json: str
+    ci_attempts: int
+    ci_notified: str
+    comments_seen_json: str
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True)
 class HumanApproval(Record):
     table: ClassVar[str] = "human_approvals"
 

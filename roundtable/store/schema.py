@@ -510,7 +510,30 @@ _V10: Step = (
     "ALTER TABLE session_usage ADD COLUMN printed_cost_usd REAL",
 )
 
-MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
+# Version 11: where a proposal lands beyond the working tree (`services.applying.landing`): the
+# branch and the commit roundtable built from a revision, the pull request on the forge, and the
+# forge CI evidence read for that commit (one row per proposal, replaced as revisions come).
+_V11: Step = (
+    f"""CREATE TABLE landings (
+  proposal_id TEXT PRIMARY KEY,
+  mode TEXT NOT NULL,
+  ref TEXT NOT NULL DEFAULT '',
+  base TEXT NOT NULL DEFAULT '',
+  revision TEXT NOT NULL DEFAULT '',
+  commit_sha TEXT NOT NULL DEFAULT '',
+  pushed_sha TEXT NOT NULL DEFAULT '',
+  pr_number INTEGER NOT NULL DEFAULT 0,
+  pr_url TEXT NOT NULL DEFAULT '',
+  pr_state TEXT NOT NULL DEFAULT '',
+  checks_json TEXT NOT NULL DEFAULT '[]',
+  ci_attempts INTEGER NOT NULL DEFAULT 0,
+  ci_notified TEXT NOT NULL DEFAULT '',
+  comments_seen_json TEXT NOT NULL DEFAULT '[]',
+  updated_at TEXT NOT NULL DEFAULT {NOW}
+)""",
+)
+
+MIGRATIONS: tuple[Step, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table the schema defines, for tests and tools that list them.
@@ -543,4 +566,5 @@ TABLES = (
     "workspaces",
     "session_usage",
     "proposal_comments",
+    "landings",
 )

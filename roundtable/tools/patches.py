@@ -4,7 +4,7 @@ unexposed `patch.rollback`. The work lives in `services.applying.validate`, `ser
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -48,6 +48,9 @@ class ApplyArgs(Args):
     revision: Id = Field(
         "", description="The revision (sha256) the operator reviewed; refused if it is no longer current."
     )
+    mode: Literal["", "working-tree", "commit", "branch", "pull-request"] = Field(
+        "", description="How it lands (default: the config's landing.mode)."
+    )
 
 
 async def apply(call: Call[ApplyArgs]) -> dict[str, Any]:
@@ -60,6 +63,7 @@ async def apply(call: Call[ApplyArgs]) -> dict[str, Any]:
         applied_by=a.applied_by or call.actor,
         expected_revision=a.revision,
         runs=call.run_hint,
+        mode=a.mode,
     )
     meta = out["metadata"]
     async with call.runtime.db.read() as r:
@@ -75,7 +79,25 @@ async def apply(call: Call[ApplyArgs]) -> dict[str, Any]:
         "policy": meta.get("policy", {"summary": meta.get("policy_summary", "")}),
         "human_approval": approval.to_dict() if approval else None,
         "security_review": review.to_dict() if review else None,
+        "landing": _landed(meta.get("landing") or {}),
     }
+
+
+def _landed(land: dict[str, Any]) -> dict[str, Any]:
+    """What the apply left in git, for the result (`summary`: one line for people)."""
+    mode = str(land.get("mode") or "working-tree")
+    out: dict[str, Any] = {"mode": mode}
+    for key in ("ref", "commit", "pr_number", "pr_url"):
+        if land.get(key):
+            out[key] = land[key]
+    branch = str(land.get("ref", "")).removeprefix("refs/heads/")
+    if mode in ("commit", "branch"):
+        out["summary"] = f"commit {str(land.get('commit', ''))[:12]} on {branch}"
+    elif mode == "pull-request":
+        out["summary"] = f"merged pull request #{land.get('pr_number')} ({land.get('pr_url', '')})"
+    else:
+        out["summary"] = "changes written to the working tree, uncommitted"
+    return out
 
 
 class RejectArgs(Args):
@@ -100,6 +122,10 @@ async def reject(call: Call[RejectArgs]) -> dict[str, Any]:
 class RollbackArgs(Args):
     transaction_id: Id = Field(description="Transaction to roll back.")
     reason_md: Text = ""
+    reset: bool = Field(
+        False,
+        description="A committed landing with nothing built on it: move the branch back instead of adding a revert commit.",
+    )
 
 
 async def rollback(call: Call[RollbackArgs]) -> dict[str, Any]:
@@ -109,6 +135,7 @@ async def rollback(call: Call[RollbackArgs]) -> dict[str, Any]:
         a.transaction_id,
         reason=a.reason_md or "operator rollback",
         caller=call.actor,
+        reset=a.reset,
     )
     return {
         "transaction": out["transaction"].to_dict() if out["transaction"] else None,

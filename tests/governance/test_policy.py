@@ -228,7 +228,7 @@ def test_builtin_high_paths(path: str, hit: bool) -> None:
         ),
         (
             "```yaml\nconcensus: {}\n```\n",
-            r":2: concensus: unknown key \(allowed: claims, commands, consensus, patches, risk, tests, workspaces\)",
+            r":2: concensus: unknown key \(allowed: claims, commands, consensus, forge_ci, patches, risk, tests, workspaces\)",
         ),
         ("```yaml\ncommands:\n  allowed: [ls]\n```\n", r":3: commands\.allowed: unknown key \(allowed: dangerous\)"),
         (

@@ -23,6 +23,12 @@ fails, the call is cancelled), the touched paths are put back from the artefact 
 transaction is marked `failed` with the reason (`undone: true` in its metadata) — never left
 `pending`. If even that cannot be verified, it is marked `failed` with `needs_attention`.
 
+In `commit` mode (`services.applying.landing`) step 1 also requires a checked-out branch and
+a clean working tree where the patch touches it; step 2 builds the commit object (a temporary
+index, nothing else touched) and records it with its parent in the intent; step 3, after `git
+apply`, moves the branch from the parent to it (compare-and-swap) and sets the index entries of
+the touched paths. An undo puts the branch back on the parent if it had moved.
+
 A crash between 2 and 4 leaves a `pending` row that the next owner's start settles
 (`services.applying.recovery`); rollback lives in `services.applying.rollback`, the files of a transaction in
 `services.applying.artefacts` and its database transitions in `services.applying.transactions`. The fault tests
@@ -44,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.domain import ProposalTransactionState, TransactionStatus
 from roundtable.errors import NotFound, ToolError
-from roundtable.services.applying import failpoints
+from roundtable.services.applying import failpoints, landing
 from roundtable.services.applying.artefacts import (
     FileState,
     PreImage,
@@ -120,9 +126,10 @@ class Prepared:
     files: dict[str, FileState]
     dry_run_error: str
     head: str
+    target: landing.CommitTarget | None = None
 
 
-async def _prepare(runtime: Project, proposal_id: str, policy: Policy) -> Prepared:
+async def _prepare(runtime: Project, proposal_id: str, policy: Policy, *, commit: bool = False) -> Prepared:
     async with runtime.db.read() as r:
         proposal = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
     if proposal is None:
@@ -153,7 +160,8 @@ async def _prepare(runtime: Project, proposal_id: str, policy: Policy) -> Prepar
         )
         for p, image in pre.items()
     }
-    return Prepared(proposal, parsed, pre, files, dry, await git.head(root))
+    target = await landing.commit_target(root, list(parsed.touched)) if commit else None
+    return Prepared(proposal, parsed, pre, files, dry, await git.head(root), target)
 
 
 async def apply_proposal(
@@ -165,11 +173,28 @@ async def apply_proposal(
     applied_by: str = "operator",
     expected_revision: str = "",
     runs: RunHint = NO_HINT,
+    mode: str = "",
 ) -> dict[str, Any]:
-    """Apply the current revision of a proposal (operator only; see the module docstring)."""
+    """Apply the current revision of a proposal (operator only; see the module docstring) in
+    landing `mode` (default: the config's `landing.mode`): `working-tree` and `commit` here,
+    `branch` and `pull-request` in `services.applying.branch_apply`."""
+    mode = mode or runtime.config.landing.mode
+    if mode not in landing.TREE_MODES:
+        from roundtable.services.applying import branch_apply
+
+        return await branch_apply.land(
+            runtime,
+            proposal_id,
+            mode=mode,
+            transaction_id=transaction_id,
+            run_id=run_id,
+            applied_by=applied_by,
+            expected_revision=expected_revision,
+            runs=runs,
+        )
     root = runtime.root
     policy = _policy(runtime)
-    prep = await _prepare(runtime, proposal_id, policy)
+    prep = await _prepare(runtime, proposal_id, policy, commit=mode == "commit")
     if expected_revision and expected_revision != prep.proposal.current_revision:
         raise ToolError(
             f"stale revision: proposal {proposal_id} is at revision {prep.proposal.current_revision}, "
@@ -203,6 +228,21 @@ async def apply_proposal(
         moved = sorted(p for p, h in current.items() if h != prep.files[p].before)
         if moved:
             raise ToolError(f"files changed during apply, try again: {', '.join(moved)}")
+        planned = landing.planned_approval_id(report)
+        landed: dict[str, Any] = {"mode": mode}
+        if prep.target is not None:
+            if await landing.resolve(root, prep.target.ref) != prep.target.parent:
+                raise ToolError(f"{prep.target.ref} moved during apply, try again")
+            commit_sha = await landing.build_commit(
+                root,
+                prep.parsed.text.encode("utf-8"),
+                parent=prep.target.parent,
+                message=landing.commit_message(
+                    proposal.title, proposal.summary_md, landing.evidence_of(report, planned)
+                ),
+                author=runtime.config.landing.author(proposal.agent_id),
+            )
+            landed.update(ref=prep.target.ref, parent=prep.target.parent, commit=commit_sha)
         artefact = await asyncio.to_thread(write_artefact, root, tx_id, prep.parsed, prep.pre, prep.files)
         head = prep.head
         before_hash = state_hash(head, {p: f.before for p, f in prep.files.items()})
@@ -219,6 +259,8 @@ async def apply_proposal(
             "test_run_ids": [t.id for t in report.test_runs],
             "claim_fences": report.claim_fences,
             "head": head,
+            "planned_approval_id": planned,
+            "landing": landed,
         }
         await tx.insert(
             "transactions",
@@ -249,6 +291,11 @@ async def apply_proposal(
         finally:
             forget_git(artefact_dir)  # git has exited: from here a path at neither state is not its doing
         failpoints.reached(failpoints.APPLY_FILES)
+        if prep.target is not None:
+            await landing.move_ref(
+                root, prep.target.ref, landed["commit"], prep.target.parent, f"roundtable: land {proposal.id}"
+            )
+            await landing.reset_index(root, landed["commit"], list(prep.parsed.touched))
         after = await asyncio.to_thread(hashes, root, list(prep.parsed.touched))
         head_after = await git.head(root)
         async with runtime.db.write(tool="patch.apply") as tx:
@@ -269,6 +316,7 @@ async def _undo_failed_apply(runtime: Project, tx_id: str, proposal_id: str, rea
             return
         await asyncio.to_thread(git.kill_leftover, git_token(runtime.root, row))
         left = await asyncio.to_thread(undo, runtime.root, row, sorted(recorded_files(row)))
+        await landing.unmove(runtime.root, row)
         await finish_failed(runtime, tx_id, proposal_id, reason, run, left)
     except Exception as exc:  # the next owner start recovers what is left
         log.error("could not undo failed apply %s: %s", tx_id, exc)

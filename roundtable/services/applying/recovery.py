@@ -14,7 +14,9 @@ files (or a path became a directory): they are left alone and the transaction is
 `failed` with `needs_attention` and the reason. Recovery never raises: a transaction it
 cannot resolve, or cannot even record, is reported in its lines and the owner starts anyway;
 once marked, it no longer blocks later applies. A rollback runs the same way with an intent
-status `rolling_back`.
+status `rolling_back`. A committed landing's branch follows the outcome
+(`landing.settle_recovered`); a `branch` or `pull-request` landing, which touches no file, is
+settled by its ref or its pull request (`branch_apply.recover`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from roundtable import clock
 from roundtable.domain import EventType, ProposalTransactionState, RecoveryOutcome, TransactionStatus
+from roundtable.services.applying import landing
 from roundtable.services.applying.artefacts import git_token, recorded_files, safe_hashes, undo
 from roundtable.services.applying.transactions import complete_apply, complete_rollback
 from roundtable.services.repository import git
@@ -94,6 +97,10 @@ def _state_word(digest: str) -> str:
 
 async def _recover_one(runtime: Project, row: Transaction) -> str:
     root = runtime.root
+    if landing.landing_meta(row.metadata_json).get("mode") in ("branch", "pull-request"):
+        from roundtable.services.applying import branch_apply
+
+        return await branch_apply.recover(runtime, row)
     token = git_token(root, row)
     killed = await asyncio.to_thread(git.kill_leftover, token)
     paths = sorted(recorded_files(row))
@@ -108,6 +115,8 @@ async def _recover_one(runtime: Project, row: Transaction) -> str:
     if killed:
         detail = f"{detail}; {killed}"
     applying = row.status == TransactionStatus.PENDING
+    final = TransactionStatus.APPLIED if outcome == RecoveryOutcome.COMPLETED else status
+    await landing.settle_recovered(root, row, final)  # a committed landing's branch follows
     head_now = await git.head(root)
     async with runtime.db.write(tool="recovery") as tx:
         now = clock.now()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.domain import TransactionStatus
 from roundtable.errors import ToolError
-from roundtable.services.applying import failpoints
+from roundtable.services.applying import failpoints, landing
 from roundtable.services.applying.artefacts import (
     ROLLBACK_DIR,
     forget_git,
@@ -30,7 +30,7 @@ from roundtable.services.applying.artefacts import (
 )
 from roundtable.services.applying.transactions import complete_rollback, in_flight, rollback_failed
 from roundtable.services.repository import git
-from roundtable.store.records import Transaction
+from roundtable.store.records import Proposal, Transaction
 
 if TYPE_CHECKING:
     from roundtable.services.project import Project
@@ -38,10 +38,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def rollback_transaction(runtime: Project, transaction_id: str, *, reason: str, caller: str) -> dict[str, Any]:
-    """Revert an applied transaction if every touched file still has its after-hash."""
+async def rollback_transaction(
+    runtime: Project, transaction_id: str, *, reason: str, caller: str, reset: bool = False
+) -> dict[str, Any]:
+    """Revert an applied transaction if every touched file still has its after-hash. A
+    committed landing also gets a revert commit on its branch (or, with `reset` and nothing built
+    on it, the branch goes back to its parent); a `branch` or `pull-request` landing is rolled
+    back on its branch alone (`branch_apply.rollback`)."""
     root = runtime.root
     now = clock.now()
+    async with runtime.db.read() as r:
+        first = await r.get(Transaction, transaction_id)
+    mode = landing.landing_meta(first.metadata_json).get("mode", "working-tree")
+    if mode in ("branch", "pull-request"):
+        from roundtable.services.applying import branch_apply
+
+        return await branch_apply.rollback(runtime, transaction_id, reason=reason, caller=caller)
+    if reset and mode != "commit":
+        raise ToolError(f"transaction {transaction_id} landed in {mode} mode; reset applies to committed landings only")
     async with runtime.db.write(tool="patch.rollback") as tx:
         row = await tx.get(Transaction, transaction_id)
         if row.status != TransactionStatus.APPLIED:
@@ -60,6 +74,15 @@ async def rollback_transaction(runtime: Project, transaction_id: str, *, reason:
         meta = json.loads(row.metadata_json or "{}")
         meta["rollback_reason"] = reason
         meta["rollback_by"] = caller
+        plan: dict[str, Any] = {}
+        if mode == "commit":
+            proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (row.proposal_id,))
+            artefact = root / (row.rollback_patch_path or f"{ROLLBACK_DIR.as_posix()}/{row.id}/")
+            patch = await asyncio.to_thread((artefact / "patch.diff").read_bytes)
+            plan = await landing.rollback_plan(
+                root, row, proposal.title if proposal else row.proposal_id, patch, reset=reset, reason=reason
+            )
+            meta["rollback_landing"] = plan
         await tx.update(
             "transactions",
             {"id": transaction_id},
@@ -88,5 +111,18 @@ async def rollback_transaction(runtime: Project, transaction_id: str, *, reason:
             f"rollback of {transaction_id} could not restore {', '.join(left)}; "
             "the transaction is marked needs_attention"
         )
+    if plan:
+        stored = await _reread(runtime, transaction_id)
+        if not await landing.finish_rollback_ref(root, stored, plan):
+            await rollback_failed(runtime, transaction_id, [plan["ref"]], caller)
+            raise ToolError(
+                f"rollback of {transaction_id} restored the files but {plan['ref']} moved meanwhile; "
+                "the transaction is marked needs_attention"
+            )
     async with runtime.db.write(tool="patch.rollback") as tx:
         return await complete_rollback(tx, transaction_id, actor=caller, reason=reason, now=now)
+
+
+async def _reread(runtime: Project, transaction_id: str) -> Transaction:
+    async with runtime.db.read() as r:
+        return await r.get(Transaction, transaction_id)

@@ -91,6 +91,7 @@ async def complete_apply(
         applied_by=row.applied_by or actor,
         transaction_id=tx_id,
         run_id=row.run_id,
+        new_id=str(meta.get("planned_approval_id") or ""),
     )
     await tx.update("transactions", {"id": tx_id}, {"metadata_json": json.dumps(meta, separators=(",", ":"))})
     await tx.update("proposals", {"id": proposal.id}, final_states(meta.get("policy"), implicit=implicit))

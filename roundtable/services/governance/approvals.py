@@ -276,11 +276,13 @@ async def settle_after_apply(
     applied_by: str,
     transaction_id: str,
     run_id: str,
+    new_id: str = "",
 ) -> tuple[str, bool]:
     """After an apply of `revision`: unless the operator approved it already, record their
     implicit approval (applying it is one) — deciding the open request of that revision if there
     is one — then close every other open request of the proposal. Returns the approval id and
-    whether the approval is the implicit one."""
+    whether the approval is the implicit one. `new_id`: the id a new approval gets (a landing
+    commit already names it in its trailers)."""
     rows = await tx.all(
         HumanApproval,
         "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? ORDER BY created_at, id",
@@ -298,7 +300,7 @@ async def settle_after_apply(
             approval_id = pending.id
             await tx.update("human_approvals", {"id": approval_id}, values)
         else:
-            approval_id = clock.new_id("H")
+            approval_id = new_id or clock.new_id("H")
             await tx.insert(
                 "human_approvals",
                 {

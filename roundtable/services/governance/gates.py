@@ -19,7 +19,11 @@ One report, one entry per gate, each pass/fail with a reason:
 - `tests` — not required, or the latest host-executed test run of this revision passed (and, if
   the proposal lists `expected_tests`, the latest run of each of those commands passed);
   agent-reported evidence (status `reported`) never counts;
-- `rollback_plan` — not required, or the proposal has rollback notes.
+- `rollback_plan` — not required, or the proposal has rollback notes;
+- `forge_ci` — only when the policy's `forge_ci.required` names checks: each required check run
+  or commit status succeeded on the commit roundtable built from the current revision (its
+  landing row); a check on any other SHA never counts, and a new revision, which gets a new
+  commit, starts with no evidence.
 
 Evidence binds to the revision: votes, approvals, reviews and test runs whose `revision` is not
 the proposal's `current_revision` are ignored. Approvals are per revision: an
@@ -29,6 +33,7 @@ approval the operator gave to an older patch does not approve new bytes. Only ap
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shlex
 from dataclasses import dataclass, field
@@ -44,6 +49,7 @@ from roundtable.services.repository.patches import ParsedPatch, allowances, pars
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import (
     HumanApproval,
+    Landing,
     PatchRevision,
     Proposal,
     SecurityReview,
@@ -256,6 +262,9 @@ async def evaluate(
     )
     gates.append(tests_gate(result, proposal, runs))
     gates.append(rollback_plan_gate(result, proposal))
+    if policy.forge_ci_required:
+        landing = await q.one(Landing, "SELECT * FROM landings WHERE proposal_id = ?", (proposal.id,))
+        gates.append(forge_ci_gate(policy.forge_ci_required, proposal, landing))
 
     return GateReport(
         proposal=proposal,
@@ -391,3 +400,28 @@ def tests_gate(result: PolicyResult, proposal: Proposal, runs: list[TestRun]) ->
         if found.status != TestRunStatus.PASSED:
             return Gate("tests", False, f"tests required: {command} is {found.status} (test run {found.id})")
     return Gate("tests", True, f"{len(expected)} expected test command(s) passed")
+
+
+def forge_ci_gate(required: tuple[str, ...], proposal: Proposal, landing: Landing | None) -> Gate:
+    """Every required check (name or pattern) has reported on the landing commit of the current
+    revision and succeeded there; the reason lists each check with its SHA, conclusion and link."""
+    number = proposal.revision_number
+    if landing is None or not landing.commit_sha or landing.revision != proposal.current_revision:
+        return Gate("forge_ci", False, f"no commit built from revision {number} yet (roundtable land sync)")
+    sha = landing.commit_sha
+    checks = [c for c in json.loads(landing.checks_json or "[]") if isinstance(c, dict) and c.get("sha") == sha]
+    problems: list[str] = []
+    shown: list[str] = []
+    for pattern in required:
+        matching = [c for c in checks if fnmatch.fnmatchcase(str(c.get("name", "")), pattern)]
+        if not matching:
+            problems.append(f"{pattern}: has not reported on {sha[:12]}")
+            continue
+        for c in matching:
+            conclusion = str(c.get("conclusion", ""))
+            shown.append(f"{c.get('name')}: {conclusion} on {sha[:12]} {c.get('url', '')}".rstrip())
+            if conclusion != "success":
+                problems.append(shown[-1])
+    if problems:
+        return Gate("forge_ci", False, "required checks not green: " + "; ".join(problems))
+    return Gate("forge_ci", True, "; ".join(shown))

@@ -96,6 +96,8 @@ class Policy(BaseModel):
     # `claims.auto_on_propose` and `workspaces.keep_days` (see `services.workspaces.worktrees`).
     auto_claim_on_propose: bool = True
     workspace_keep_days: int = 0
+    # `forge_ci.required`: check names or patterns that must succeed on the landing commit.
+    forge_ci_required: tuple[str, ...] = ()
     source: str = "built-in"
     version: str = "built-in"
 
@@ -249,6 +251,7 @@ def parse_policy(text: str, label: str = POLICY_FILE) -> Policy:
         allow_mode_changes=file.patches.allow_mode_changes,
         auto_claim_on_propose=file.claims.auto_on_propose,
         workspace_keep_days=file.workspaces.keep_days,
+        forge_ci_required=file.forge_ci.required,
         source=label,
         version=hashlib.sha256(text.encode()).hexdigest(),
     )

@@ -365,6 +365,14 @@ class WorkspaceRules(Rules):
     keep_days: Count = 0
 
 
+class ForgeCiRules(Rules):
+    """`forge_ci:` — the forge's checks that must have succeeded on the commit roundtable built
+    from the current revision (check-run or commit-status names, or shell-style patterns such as
+    `test (*)`). Empty (the default): the gate is off."""
+
+    required: Entries = ()
+
+
 class PolicyFile(Rules):
     """Everything the fenced blocks may say, over the built-in defaults."""
 
@@ -377,6 +385,7 @@ class PolicyFile(Rules):
     patches: PatchRules = PatchRules()
     claims: ClaimRules = ClaimRules()
     workspaces: WorkspaceRules = WorkspaceRules()
+    forge_ci: ForgeCiRules = ForgeCiRules()
 
     def profiles(self) -> dict[str, Profile]:
         return {name: Profile(name=name, **rules.model_dump()) for name, rules in self.consensus.items()}

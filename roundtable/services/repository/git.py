@@ -107,10 +107,13 @@ async def run_git(
     isolated: bool = False,
     tied: bool = False,
     on_start: Callable[[int], None] | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> GitResult:
     """Run `git <args>` in `cwd`; combined stdout+stderr is returned (capped). `isolated` stops
-    git from discovering a repository above `cwd` (for scratch directories)."""
+    git from discovering a repository above `cwd` (for scratch directories); `extra_env` sets
+    variables such as a temporary `GIT_INDEX_FILE` or the commit author."""
     env = _env()
+    env.update(extra_env or {})
     if isolated:
         env["GIT_CEILING_DIRECTORIES"] = str(cwd.parent)
     code, out, _err = await exec_git(
