@@ -157,7 +157,6 @@ async def sync(runtime: Project, proposal_id: str, *, mode: str = "", forge: For
                 revision=proposal.current_revision,
                 commit_sha=commit.commit,
                 checks_json="[]",
-                ci_attempts=0,
                 ci_notified="",
             )
         tip, built = commit.commit, True
@@ -198,18 +197,14 @@ async def _sync_pull_request(runtime: Project, proposal: Proposal, forge: Forge,
             out["pull_request"] = None
             out["waiting"] = "the pull request opens when the proposal reaches you (landing.pull_request.open_at)"
             return out
-        existing = await forge.find_pull_request(row.ref.removeprefix("refs/heads/"))
         body = await pr_body(runtime, proposal, report)
-        if existing is not None and existing.state == "open":
-            pr = await forge.update_pull_request(existing.number, title=proposal.title, body=body)
-        else:
-            pr = await forge.open_pull_request(
-                head_ref=row.ref.removeprefix("refs/heads/"),
-                base_ref=row.base,
-                title=proposal.title,
-                body=body,
-                draft=config.pull_request.draft,
-            )
+        pr = await forge.open_pull_request(
+            head_ref=row.ref.removeprefix("refs/heads/"),
+            base_ref=row.base,
+            title=proposal.title,
+            body=body,
+            draft=config.pull_request.draft,
+        )
         await _record_pr(runtime, proposal, pr.number, pr.url, pr.state, opened=True)
     elif built:
         pr = await forge.update_pull_request(

@@ -100,8 +100,6 @@ class MergeResult:
 class Forge(Protocol):
     """What roundtable asks of a forge."""
 
-    async def find_pull_request(self, head_ref: str) -> PullRequest | None: ...
-
     async def open_pull_request(
         self, *, head_ref: str, base_ref: str, title: str, body: str, draft: bool
     ) -> PullRequest: ...

@@ -4,7 +4,7 @@ The endpoints used, and nothing else:
 
 | what | endpoint |
 |---|---|
-| find / open / update / close a pull request | `GET`/`POST /repos/{o}/{r}/pulls`, `GET`/`PATCH /repos/{o}/{r}/pulls/{n}` |
+| open / read / update / close a pull request | `POST /repos/{o}/{r}/pulls`, `GET`/`PATCH /repos/{o}/{r}/pulls/{n}` |
 | its reviews and review comments | `GET /repos/{o}/{r}/pulls/{n}/reviews`, `GET /repos/{o}/{r}/pulls/{n}/comments` |
 | the checks of one commit | `GET /repos/{o}/{r}/commits/{sha}/check-runs`, `GET /repos/{o}/{r}/commits/{sha}/status` |
 | a job's log (Actions) | `GET /repos/{o}/{r}/actions/jobs/{id}/logs` (a redirect to the log) |
@@ -141,10 +141,6 @@ class GitHub:
         return out
 
     # --- pull requests ---------------------------------------------------------------------------
-
-    async def find_pull_request(self, head_ref: str) -> PullRequest | None:
-        rows = await self._list(f"{self._repo}/pulls", {"head": f"{self.owner}:{head_ref}", "state": "all"})
-        return _pull(rows[0]) if rows else None
 
     async def open_pull_request(
         self, *, head_ref: str, base_ref: str, title: str, body: str, draft: bool
