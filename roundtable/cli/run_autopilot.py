@@ -70,6 +70,7 @@ async def drive(
 ) -> AutopilotResult:
     """Run the Chair loop and wait for the dispatcher to go quiet (see the module docstring)."""
     from roundtable.chair import ChairLoop
+    from roundtable.chair.convergence import settle
 
     runtime = owner.runtime
     dispatcher = owner.dispatcher
@@ -92,6 +93,18 @@ async def drive(
                 return AutopilotResult("active", "iteration_limit", time.monotonic() - started)
             quiet = quiet + 1 if await dispatcher.idle() else 0
             if quiet >= QUIET_CHECKS:
+                # The table went quiet: whether the run converged must not depend on whether the
+                # Chair's loop had settled it yet (a run whose only task the autopilot had just
+                # blocked ended `idle`, exit 0, or `blocked`, exit 3, by timing). The loop is
+                # stopped, then the run is settled once here.
+                chair_task.cancel()
+                with contextlib.suppress(BaseException):
+                    await chair_task
+                if chair.converged:
+                    return AutopilotResult(*chair.converged, time.monotonic() - started)
+                status, why, ended = await settle(runtime, run_id, chair.state.ticks)
+                if ended:
+                    return AutopilotResult(status, why, time.monotonic() - started)
                 if await _open_proposals(runtime, run_id):
                     reason = "awaiting_operator"
                 elif dispatcher.limit_reached(run_id):

@@ -8,9 +8,12 @@ for; headless, the run is driven until it waits for the operator (`cli/run_autop
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -54,6 +57,8 @@ async def headless(
     async with Owner(root, http=False, socket=False, chair=False, supervisor=False, log=echo) as owner:
         runtime = owner.runtime  # the owner has synchronised the agents from the config
         run = Run.from_row(await select_run(runtime, goal=goal, resume=resume, run_id=run_id))
+        if summary is not None:
+            summary["run_id"] = run.id
         echo(
             (f"resumed run {run.id}" if resume else f"created run {run.id}")
             + (f" with goal: {goal}" if goal and not resume else "")
@@ -119,6 +124,8 @@ async def headless_autopilot(
         for line in owner.preflight_lines:
             echo(line)
         run = Run.from_row(await select_run(runtime, goal=goal, resume=resume, run_id=run_id))
+        if summary is not None:
+            summary["run_id"] = run.id
         echo(
             (f"resumed run {run.id}" if resume else f"created run {run.id}")
             + (f" with goal: {goal}" if goal and not resume else "")
@@ -126,7 +133,13 @@ async def headless_autopilot(
         assert owner.dispatcher is not None  # the owner hosts the supervisor, so the dispatcher too
         owner.dispatcher.wake()
         every = interval if interval is not None else runtime.config.chair.tick_interval
-        result = await drive(owner, run.id, interval=every, ticks=ticks, echo=echo)
+        try:
+            result = await drive(owner, run.id, interval=every, ticks=ticks, echo=echo)
+        except asyncio.CancelledError:
+            # Stopped by a signal: the owner's exit ends (and records) the sessions still running.
+            if summary is not None and owner.supervisor is not None:
+                summary["sessions_ended"] = len(owner.supervisor.live)
+            raise
         snapshot = (await runtime.call("run.snapshot", {"run_id": run.id}))["snapshot_id"]
         echo(
             f"run {run.id} is {result.status} after {result.seconds:.1f}s on autopilot ({result.reason}"
@@ -204,7 +217,8 @@ def run(
 
     Headless exit status: 0 when the run waits for the operator or is completed (or the ticks
     ran out with work left), 3 when it is blocked (or its autopilot reached a limit), 1 on an
-    error (the loop failed, the autopilot stopped itself)."""
+    error (the loop failed, the autopilot stopped itself), 128+N when signal N (SIGINT, SIGTERM)
+    stopped it: its sessions are ended and recorded first, and one line says so."""
     if run_id:
         from roundtable.clock import is_valid_id
 
@@ -256,10 +270,58 @@ def run(
     )
 
 
+T = TypeVar("T")
+
 # `run --headless` exit statuses (docs/ci.md).
 EXIT_OK = 0  # waiting for the operator, completed, or the ticks ran out with work left
 EXIT_ERROR = 1  # the loop failed or the autopilot stopped itself
 EXIT_BLOCKED = 3  # the run is blocked (or the autopilot reached a limit with work left)
+# Stopped by SIGINT or SIGTERM (a CI timeout): 128 + the signal's number, as a shell reports it.
+EXIT_SIGNALLED = 128
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+async def interruptible(work: Coroutine[Any, Any, T]) -> tuple[T | None, int]:
+    """Run `work` until it returns — (its result, 0) — or SIGINT/SIGTERM arrives: then it is
+    cancelled, so the owner it holds shuts down cleanly (its sessions stopped and their ends
+    recorded), and (None, the signal's number) is returned. Without handlers the default action
+    killed the process on the spot and left its sessions `active` for ever."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    caught: list[int] = []
+
+    def stop(sig: int) -> None:
+        if not caught:  # a second signal during the shutdown changes nothing
+            caught.append(sig)
+            task.cancel()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        return await task, 0
+    except asyncio.CancelledError:
+        if not caught:
+            raise
+        return None, caught[0]
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+
+def _interrupted(summary: dict[str, Any], sig: int) -> dict[str, Any]:
+    name = signal.Signals(sig).name
+    ended = int(summary.get("sessions_ended", 0))
+    run = summary.get("run_id") or "-"
+    return {
+        **summary,
+        "status": RunStatus.ACTIVE,
+        "reason": "interrupted",
+        "signal": name,
+        "sessions_ended": ended,
+        "error": f"run {run} stopped by {name}: {ended} session(s) ended and recorded; the run stays active "
+        f"(resume it with `roundtable run --headless --resume --run {run}`)",
+        "exit_code": EXIT_SIGNALLED + sig,
+    }
 
 
 def exit_status(status: str, reason: str, error: str) -> int:
@@ -274,7 +336,7 @@ def _finish_headless(outcome: dict[str, Any], as_json: bool) -> None:
         import json
 
         click.echo(json.dumps(outcome, ensure_ascii=False))
-    elif outcome["exit_code"] == EXIT_ERROR:
+    elif outcome["exit_code"] == EXIT_ERROR or outcome.get("reason") == "interrupted":
         click.echo(f"roundtable: {outcome['error'] or outcome['reason']}", err=True)
     sys.exit(outcome["exit_code"])
 
@@ -296,18 +358,23 @@ async def _headless_entry(
     as_json: bool = False,
 ) -> dict[str, Any]:
     summary: dict[str, Any] = {}
-    result = await headless(
-        root,
-        goal=goal,
-        run_id=run_id,
-        resume=resume,
-        ticks=ticks,
-        interval=interval,
-        retry_backoff=retry_backoff,
-        max_consecutive_errors=max_consecutive_errors,
-        echo=_progress(as_json),
-        summary=summary,
+    interrupted, sig = await interruptible(
+        headless(
+            root,
+            goal=goal,
+            run_id=run_id,
+            resume=resume,
+            ticks=ticks,
+            interval=interval,
+            retry_backoff=retry_backoff,
+            max_consecutive_errors=max_consecutive_errors,
+            echo=_progress(as_json),
+            summary=summary,
+        )
     )
+    if interrupted is None:
+        return _interrupted(summary, sig)
+    result = interrupted
     error = f"orchestrator stopped after {result.iterations} iterations: {result.error}" if result.error else ""
     return {
         **summary,
@@ -330,17 +397,22 @@ async def _autopilot_entry(
     as_json: bool = False,
 ) -> dict[str, Any]:
     summary: dict[str, Any] = {}
-    result = await headless_autopilot(
-        root,
-        goal=goal,
-        run_id=run_id,
-        resume=resume,
-        ticks=ticks,
-        interval=interval,
-        overrides=overrides,
-        echo=_progress(as_json),
-        summary=summary,
+    interrupted, sig = await interruptible(
+        headless_autopilot(
+            root,
+            goal=goal,
+            run_id=run_id,
+            resume=resume,
+            ticks=ticks,
+            interval=interval,
+            overrides=overrides,
+            echo=_progress(as_json),
+            summary=summary,
+        )
     )
+    if interrupted is None:
+        return _interrupted(summary, sig)
+    result = interrupted
     error = f"autopilot stopped: {result.error}" if result.reason == "autopilot_stopped" else ""
     code = exit_status(result.status, result.reason, error)
     if result.reason == "iteration_limit" and result.status == RunStatus.ACTIVE:
