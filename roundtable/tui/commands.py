@@ -146,6 +146,14 @@ COMMANDS: tuple[Command, ...] = (
         "Show the redacted log of the selected session, or of the selected agent's latest session; "
         "it follows new lines (esc closes).",
     ),
+    Command(
+        "session_transcript",
+        "w",
+        "session_transcript",
+        "Watch session",
+        "Show what the selected session's agent says and does, in words, as it streams (messages, tool "
+        "calls with their arguments and a short result, errors), and whether it needs you; m sends it a message.",
+    ),
     Command("tick", "t", "tick", "Tick now", "Wake the Chair for a tick now.", mutating=True),
     Command("pause", "p", "pause", "Pause/resume Chair", "Pause or resume the Chair loop.", mutating=True),
     Command(
@@ -197,12 +205,12 @@ PANE_COMMANDS: dict[str, tuple[str, ...]] = {
     "turns": ("tick", "pause"),
     "tasks": ("new_task", "launch_session", "block_task", "cancel_task"),
     "proposals": ("review", "validate", "run_tests", "approve", "deny", "apply", "reject", "rollback"),
-    "sessions": ("session_log", "launch_session", "revoke_session"),
+    "sessions": ("session_transcript", "session_log", "launch_session", "revoke_session"),
     "approvals": ("approve", "deny"),
     "transactions": ("rollback",),
     "claims": ("filter",),
     "events": ("filter",),
-    "agents": ("session_log", "launch_session"),
+    "agents": ("session_transcript", "session_log", "launch_session"),
     "inspector": ("review", "validate", "run_tests", "approve", "deny", "apply", "reject"),
 }
 

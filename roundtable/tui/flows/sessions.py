@@ -1,12 +1,14 @@
 """Agent sessions: `L` launches one through the supervisor (a form, then a confirmation), `K`
 revokes the selected one, `l` opens the redacted log of the selected session (Sessions pane) or
-of the selected agent's latest session (Agents pane).
+of the selected agent's latest session (Agents pane), `w` its live transcript in words.
 
 Sessions are started and revoked by the supervisor (not a tool): it writes its own audit events
 (`session.launched`, `capability.revoked`), and the change bus refreshes the panes.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 from textual import work
 
@@ -21,6 +23,7 @@ from roundtable.tui.base import ConsoleBase
 from roundtable.tui.models import AgentRow, SessionRow
 from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.session_log import SessionLogScreen
+from roundtable.tui.screens.transcript import TranscriptScreen
 from roundtable.tui.widgets.agents_pane import AgentsPane
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.sessions_pane import SessionsPane
@@ -160,24 +163,37 @@ class SessionFlows(ConsoleBase):
 
     def action_session_log(self) -> None:
         """`l`: the selected session's log, or the selected agent's latest session's log."""
-        if isinstance(self.focused, AgentsPane):
-            agent = self.target(self._selected_agent(), what="an agent", pane="Agents")
-            if agent is None:
-                return
-            if agent.session is None:
-                self.notify(f"{agent.agent_id} has no session yet: no log to show.", severity="warning")
-                return
-            row = agent.session
-        else:
-            found = self.target(self._selected_session(), what="a session (or an agent)", pane="Sessions")
-            if found is None:
-                return
-            row = found
-        session_id = row.session.id
+        row = self._session_to_show("log")
+        if row is None:
+            return
+        self.push_screen(
+            SessionLogScreen(self.runtime.root, row.session, self._session_loader(row.session.id)),
+            lambda _r: self._after_modal(),
+        )
 
+    def action_session_transcript(self) -> None:
+        """`w`: the live transcript of the selected session, or of the selected agent's latest."""
+        row = self._session_to_show("transcript")
+        if row is None:
+            return
+        screen = TranscriptScreen(self.runtime.root, row.session, self._session_loader(row.session.id))
+        self.push_screen(screen, lambda _r: self._after_modal())
+
+    def _session_loader(self, session_id: str) -> Callable[[], Awaitable[AgentSession | None]]:
         async def reload() -> AgentSession | None:
             async with self.runtime.db.read() as reader:
                 return await reader.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
 
-        screen = SessionLogScreen(self.runtime.root, row.session, reload)
-        self.push_screen(screen, lambda _r: self._after_modal())
+        return reload
+
+    def _session_to_show(self, what: str) -> SessionRow | None:
+        """The selected session (Sessions pane), or the selected agent's latest (Agents pane)."""
+        if isinstance(self.focused, AgentsPane):
+            agent = self.target(self._selected_agent(), what="an agent", pane="Agents")
+            if agent is None:
+                return None
+            if agent.session is None:
+                self.notify(f"{agent.agent_id} has no session yet: no {what} to show.", severity="warning")
+                return None
+            return agent.session
+        return self.target(self._selected_session(), what="a session (or an agent)", pane="Sessions")
