@@ -61,9 +61,10 @@ class Work:
     planning_task_id: str  # architect-1's task
 
 
-def prepare(root: Path, socket_dir: Path, adapter: str) -> None:
-    """The demo project with every launchable role on `adapter`."""
-    prepare_project(root, socket_dir, adapter)
+def prepare(root: Path, socket_dir: Path, adapter: str, upstream: str) -> None:
+    """The demo project with every launchable role on `adapter`, whose model API (the gateway's
+    upstream) is `upstream`."""
+    prepare_project(root, socket_dir, adapter, upstream=upstream)
     config = root / ".roundtable" / "config.yaml"
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
     for section in ROLE_SECTIONS:
@@ -188,10 +189,12 @@ def test_harness_in_role_makes_its_write_call(
 ) -> None:
     role = ROLES[role_name]
     root = tmp_path / "demo"
-    prepare(root, socket_dir, adapter)
-    work = seed_work(root)
-    stub = StubServer(in_order([role.call(work)], "Done: recorded.")).start()
+    script = Switch(lambda history: Answer("not yet"))
+    stub = StubServer(script).start()
     try:
+        prepare(root, socket_dir, adapter, stub.url)
+        work = seed_work(root)
+        script.script = in_order([role.call(work)], "Done: recorded.")
         env = operator_env(home, harness_bin, SETUPS[adapter](home, stub))
         owner = Owner(root, env, tmp_path / "owner.err")
         try:
@@ -242,11 +245,10 @@ def test_a_session_killed_while_holding_its_turn_frees_it_within_a_second(
     adapter: str, tmp_path: Path, harness_bin: Path, home: Path, socket_dir: Path
 ) -> None:
     root = tmp_path / "demo"
-    prepare(root, socket_dir, adapter)
-    work = seed_work(root)
-    switch = Switch(hold_the_turn("implement: Add mul()"))
-    stub = StubServer(switch).start()
+    stub = StubServer(hold_the_turn("implement: Add mul()")).start()
     try:
+        prepare(root, socket_dir, adapter, stub.url)
+        work = seed_work(root)
         env = operator_env(home, harness_bin, SETUPS[adapter](home, stub))
         owner = Owner(root, env, tmp_path / "owner.err")
         try:
