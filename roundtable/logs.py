@@ -94,7 +94,10 @@ EVENT_LINES: dict[str, tuple[int, str]] = {
     TurnEvent.STARTED: (logging.INFO, "turn started by {agent_id} in run {run_id} (request {request_event_id})"),
     TurnEvent.COMPLETED: (logging.INFO, "turn completed by {agent_id} in run {run_id} (request {request_event_id})"),
     TurnEvent.EXPIRED: (logging.WARNING, "turn of {agent_id} expired in run {run_id}: {timeout}"),
-    EventType.APPROVAL_REQUESTED: (logging.INFO, "approval requested: {subject}"),
+    EventType.APPROVAL_REQUESTED: (
+        logging.INFO,
+        "approval {approval_id} requested by {requested_by} for proposal {proposal_id}",
+    ),
     EventType.PATCH_APPLIED: (logging.INFO, "applied proposal {proposal_id} as transaction {transaction_id}"),
     EventType.PATCH_APPLY_FAILED: (logging.ERROR, "apply of proposal {proposal_id} failed: {error}"),
     EventType.PATCH_REJECTED: (logging.INFO, "proposal {proposal_id} rejected"),

@@ -143,6 +143,14 @@ def test_start_logs_launches_failures_and_turns(project: Path, short_socket_dir:
             {"type": "agent.turn_expired", "run_id": "R", "payload_json": "{}"},
             (logging.WARNING, "turn of - expired in run R: -"),
         ),
+        (  # the payload has no `subject`: the line said "approval requested: -"
+            {
+                "type": "approval.requested",
+                "run_id": "R",
+                "payload_json": '{"approval_id": "H-1", "proposal_id": "P-1", "requested_by": "dispatcher"}',
+            },
+            (logging.INFO, "approval H-1 requested by dispatcher for proposal P-1"),
+        ),
     ],
 )
 def test_describe_event(event: dict[str, str], line: tuple[int, str]) -> None:
