@@ -415,7 +415,10 @@ class Bridge:
     async def _health(self) -> tuple[Any, str, str]:
         """GET /healthz once, challenging the owner to prove it knows our credential; returns
         (its JSON body or None, the challenge, the proof it gave)."""
-        headers: dict[str, str] = {}
+        # Over a socket (no identity to check: the socket is the session's or the owner's own, in
+        # a private directory) the credential goes on the probe too: a session endpoint accepts
+        # nothing without it, and every launch logged a refused request.
+        headers: dict[str, str] = dict(self._auth) if self._identity is None else {}
         challenge = ""
         if self._token_digest and self._identity is not None:
             challenge = secrets.token_hex(16)

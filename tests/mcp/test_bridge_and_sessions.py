@@ -269,3 +269,18 @@ async def test_both_endpoints_are_one_server(world: World) -> None:
                 await session.session.call_tool("patch_rollback", {"proposal_id": world.proposal_id})
             refused = await shared.session.call_tool("patch_rollback", {"proposal_id": world.proposal_id})
             assert refused.is_error and "operator" in refused.content[0].text
+
+
+async def test_the_bridge_on_a_session_socket_makes_no_refused_request(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bridge's first request (its /healthz probe) carries the session's credential: a session
+    endpoint refused it, and every launch logged "session endpoint refused a request"."""
+    caplog.set_level("INFO", logger="roundtable")
+    async with session_endpoint(world, AGENT, world.task_id) as (b, sock):
+        argv = bridge_argv(str(sock), str(world.runtime.root))
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=_bridge_env(ROUNDTABLE_MCP_TOKEN=b.token))
+        async with Client(params, mode="legacy") as client:
+            assert "proposal_create" in {t.name for t in (await client.session.list_tools()).tools}
+    refused = [r.getMessage() for r in caplog.records if "refused a request" in r.getMessage()]
+    assert refused == []
