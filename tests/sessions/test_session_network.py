@@ -63,7 +63,7 @@ found = []
 for name, value in os.environ.items():
     if leaks(value.encode()):
         found.append("env " + name)
-for pid in [p for p in os.listdir("/proc") if p.isdigit()] + ["self"]:
+for pid in ([p for p in os.listdir("/proc") if p.isdigit()] if cfg["sandboxed"] else []) + ["self"]:
     for what in ("environ", "cmdline"):
         try:
             data = open(f"/proc/{pid}/{what}", "rb").read()
@@ -71,7 +71,8 @@ for pid in [p for p in os.listdir("/proc") if p.isdigit()] + ["self"]:
             continue
         if leaks(data):
             found.append(f"/proc/{pid}/{what}")
-roots = {os.environ.get("HOME", ""), os.getcwd(), "/tmp", here}
+# Unsandboxed, /tmp and /proc are the host's: only its own places and processes are searched.
+roots = {os.environ.get("HOME", ""), os.getcwd(), here} | ({"/tmp"} if cfg["sandboxed"] else set())
 walked = 0
 for top in sorted(r for r in roots if r):
     for dirpath, dirnames, filenames in os.walk(top):
@@ -114,9 +115,10 @@ def tunnel(target):
         body = f.read().decode()
     s.close()
     return [status, body]
-out["connect_allowed"] = attempt(lambda: tunnel(f"127.0.0.1:{cfg['allowed_port']}"))
-out["connect_host_service"] = attempt(lambda: tunnel(f"127.0.0.1:{cfg['host_port']}"))
-out["connect_outside"] = attempt(lambda: tunnel("example.com:443"))
+if proxy:
+    out["connect_allowed"] = attempt(lambda: tunnel(f"127.0.0.1:{cfg['allowed_port']}"))
+    out["connect_host_service"] = attempt(lambda: tunnel(f"127.0.0.1:{cfg['host_port']}"))
+    out["connect_outside"] = attempt(lambda: tunnel("example.com:443"))
 def via_proxy(url):
     # By hand: urllib would go direct for 127.0.0.1 (NO_PROXY), and direct is what must fail.
     host, _, port = proxy.rpartition("/")[2].partition(":")
@@ -125,7 +127,8 @@ def via_proxy(url):
     status, _, rest = s.makefile("rb").read().decode().partition("\r\n")
     s.close()
     return [int(status.split()[1]), rest.partition("\r\n\r\n")[2]]
-out["get_allowed"] = attempt(lambda: via_proxy(f"http://127.0.0.1:{cfg['allowed_port']}/hello"))
+if proxy:
+    out["get_allowed"] = attempt(lambda: via_proxy(f"http://127.0.0.1:{cfg['allowed_port']}/hello"))
 base = os.environ.get("ANTHROPIC_BASE_URL", "")
 def messages():
     body = json.dumps({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -202,8 +205,11 @@ def probe_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def write_settings(probe_dir: Path, net: Net, *, model_calls: int = 1, wait: bool = False) -> None:
+def write_settings(
+    probe_dir: Path, net: Net, *, model_calls: int = 1, wait: bool = False, sandboxed: bool = True
+) -> None:
     settings = {
+        "sandboxed": sandboxed,
         "reversed_keys": [value[::-1] for value in KEYS.values()],
         "host_port": net.host_port,
         "allowed_port": net.allowed_port,
@@ -426,3 +432,48 @@ async def test_the_sandboxed_command_reaches_allowed_hosts_only_through_the_gate
         ("127.0.0.1", net.host_port),
         ("example.com", 443),
     }
+
+
+# --- unsandboxed (the operator's opt-in): still no key, the gateway over a loopback relay --------
+
+
+async def test_an_unsandboxed_session_reaches_its_model_through_a_loopback_relay_and_holds_no_key(
+    runtime: Runtime,
+    gateway: Gateway,
+    net: Net,
+    probe_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(session_sandbox.ENV_VAR, "subprocess")
+    write_settings(probe_dir, net, sandboxed=False)
+    configure(runtime, probe_dir, net)
+    runtime.config = runtime.config.model_copy(
+        update={"sessions": runtime.config.sessions.model_copy(update={"allow_unsandboxed": True})}
+    )
+    _run_id, task_id = await make_task(runtime)
+    sup = await start_supervisor(runtime, base_dir=tmp_path, gateway=gateway)
+    try:
+        res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude")
+        session_id = res["session"]["id"]
+        relay = sup.live[session_id].relay
+        assert relay is not None and relay.port > 0
+        seen = await probe_of(sup, session_id)
+        await sup.wait(session_id, 60)
+    finally:
+        await sup.close()
+    calls = lines_of(sup, session_id, "CALL")
+    # Its base URL is the relay on the host's loopback; no proxy is set (it has the host's network).
+    assert seen["env"]["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{relay.port}/anthropic"
+    assert seen["env"]["ANTHROPIC_API_KEY"] == "rtgw_..."
+    assert not [name for name in seen["env"] if "PROXY" in name.upper()]
+    # No operator key in its environment, its own /proc entries or its files (unsandboxed it can
+    # read the owner's own environment: that is what the opt-in gives up).
+    assert seen["leaks"] == [] and seen["files_searched"] > 0
+    assert calls and calls[0][0] == 200
+    [request] = [r for r in net.stub.requests if r.kind == "messages"]
+    assert request.headers["x-api-key"] == KEYS["ANTHROPIC_API_KEY"]
+    async with runtime.db.read() as r:
+        session = await sessions.get(r, session_id)
+    assert sessions.metadata(session)["isolation"] == "subprocess" and session.status == "ended"
+    assert not gateway.serves(session_id)
