@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
+
+from roundtable.cli.common import keep_group_root
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -93,6 +96,14 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT)
 @click.version_option(package_name="roundtable", prog_name="roundtable")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    expose_value=False,
+    callback=keep_group_root,
+    help="Project root for the command that follows (every command also takes --root itself).",
+)
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """roundtable: coordinate a team of AI coding agents on one repository."""

@@ -28,11 +28,25 @@ def find_project(start: Path) -> Path | None:
     return None
 
 
+# Where `roundtable --root X <command>` keeps X for the command (`ctx.meta`, shared by the contexts).
+ROOT_META = "roundtable.root"
+
+
 def _discover_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
-    """`--root` as given, else the nearest project above the working directory, else `.`."""
+    """`--root` as given, else the one given before the command (`roundtable --root X watch`),
+    else the nearest project above the working directory, else `.`."""
     if value is not None:
         return value
+    given = ctx.meta.get(ROOT_META)
+    if isinstance(given, Path):
+        return given
     return find_project(Path.cwd()) or Path(".")
+
+
+def keep_group_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    """The top-level `--root`: kept for whichever command follows (its own `--root` wins)."""
+    if value is not None:
+        ctx.meta[ROOT_META] = value
 
 
 root_option = click.option(
