@@ -411,16 +411,40 @@ _WATCH_LISTS: tuple[tuple[str, type[Record], str, tuple[str, ...], str], ...] = 
 )
 
 
+# How a watch list's row names its run (an approval by its proposal's or task's), for `--run`:
+# that run's rows and those of no run (`''`, as convergence counts them), never another run's.
+_RUN_OF: dict[str, tuple[str, int]] = {
+    "tasks": ("run_id IN (?, '')", 1),
+    "proposals": ("run_id IN (?, '')", 1),
+    "transactions": ("run_id IN (?, '')", 1),
+    "human_approvals": (
+        "(proposal_id IN (SELECT id FROM proposals WHERE run_id IN (?, ''))"
+        " OR task_id IN (SELECT id FROM tasks WHERE run_id IN (?, '')))",
+        2,
+    ),
+}
+
+
+def _of_run(table: str, base: str, run_id: str) -> tuple[str, tuple[Any, ...]]:
+    """`base` narrowed to `run_id`'s rows of `table` (unchanged when no run is named)."""
+    if not run_id:
+        return base, ()
+    condition, count = _RUN_OF[table]
+    return (f"{base} AND {condition}" if base else condition), (run_id,) * count
+
+
 def watch_list_sql(
-    scope: Scope | None, table: str, conditions: tuple[str, ...], order: str, limit: int
+    scope: Scope | None, table: str, conditions: tuple[str, ...], order: str, limit: int, run_id: str = ""
 ) -> tuple[str, tuple[Any, ...]]:
-    """The first `limit` rows of `table` matching any of `conditions`, in `order`."""
+    """The first `limit` rows of `table` matching any of `conditions`, in `order` (only
+    `run_id`'s when given)."""
     parts: list[str] = []
     params: list[Any] = []
     for condition in conditions:
-        w, p = _and(scope, table, condition)
+        narrowed, run_params = _of_run(table, condition, run_id)
+        w, p = _and(scope, table, narrowed)
         parts.append(f"SELECT * FROM {table} {w} ORDER BY {order} LIMIT ?")
-        params += [*p, limit]
+        params += [*run_params, *p, limit]
     if len(parts) == 1:
         return parts[0], tuple(params)
     union = " UNION ALL ".join(f"SELECT * FROM ({part})" for part in parts)
@@ -452,8 +476,9 @@ def _watch_rows(
         has_more = len(events) > limit
         events = events[:limit]
         next_after = events[-1]["id"] if events else after
-    w, p = _and(scope, "transactions")
-    rows = conn.execute(f"SELECT * FROM transactions {w} ORDER BY id DESC LIMIT ?", (*p, limit)).fetchall()
+    narrowed, run_params = _of_run("transactions", "", run_id)
+    w, p = _and(scope, "transactions", narrowed)
+    rows = conn.execute(f"SELECT * FROM transactions {w} ORDER BY id DESC LIMIT ?", (*run_params, *p, limit)).fetchall()
     transactions = _convert(_layout(Transaction), rows)
     transactions.reverse()
     page: dict[str, Any] = {
@@ -464,7 +489,7 @@ def _watch_rows(
         "transactions": transactions,
     }
     for key, cls, table, conditions, order in _WATCH_LISTS:
-        sql, p = watch_list_sql(scope, table, conditions, order, limit)
+        sql, p = watch_list_sql(scope, table, conditions, order, limit, run_id)
         rows = conn.execute(sql, p).fetchall()
         items = _convert(_layout(cls), rows)
         page[key] = [_task_json(t) for t in items] if cls is Task else items
