@@ -509,6 +509,8 @@ class LandingConfig(Section):
     ci_attempts: PositiveInt = 3
     # The tail of a failed job's log quoted to the author (bytes).
     log_tail_bytes: PositiveInt = 4000
+    # How often a running owner syncs branch and pull-request landings (builds, pushes, reads CI).
+    poll_interval: Duration = 30.0
     pull_request: PullRequestConfig = PullRequestConfig()
     forge: ForgeConfig = ForgeConfig()
 

@@ -224,6 +224,7 @@ class Owner:
         self._watch_task: asyncio.Task[None] | None = None
         self._events_task: asyncio.Task[None] | None = None
         self._trim_task: asyncio.Task[None] | None = None
+        self._landing_task: asyncio.Task[None] | None = None
         self._redactor_ready: asyncio.Future[int] | None = None
         self.db_check_interval = DB_CHECK_INTERVAL
         self.stopped = asyncio.Event()
@@ -334,6 +335,7 @@ class Owner:
         if self._want_chair:
             self.chair = ChairLoop(self.runtime, interval=self.chair_interval)
             self._chair_task = asyncio.create_task(self._run_chair(), name="roundtable-chair")
+            self._landing_task = asyncio.create_task(self._follow_landings(), name="roundtable-landings")
         if self._want_supervisor:
             from roundtable.gateway import Gateway
             from roundtable.supervisor import start_supervisor
@@ -485,6 +487,27 @@ class Owner:
 
         setattr(supervisor, "launch", logged_launch)  # noqa: B010 - an instance attribute, on purpose
 
+    async def _follow_landings(self) -> None:
+        """Keep `branch` and `pull-request` landings current (`landing.refresh`) every
+        `landing.poll_interval`; a failure is said once per distinct text, and the loop goes on."""
+        from roundtable.tools.context import Caller
+
+        caller = Caller("internal", "landing")
+        said: set[str] = set()
+        while True:
+            config = self.runtime.config.landing
+            if config.mode in ("branch", "pull-request"):
+                try:
+                    out = await self.runtime.call("landing.refresh", {}, caller)
+                    for error in out["errors"]:
+                        line = f"landing {error['proposal_id']}: {error['error']}"
+                        if line not in said:
+                            said.add(line)
+                            self.say(line)
+                except Exception as exc:  # never stop the owner for the forge
+                    log.warning("landing refresh failed: %s", exc)
+            await asyncio.sleep(config.poll_interval)
+
     async def _watch_database(self) -> None:
         """Stop the owner when its database file is removed or replaced: writes would go to the
         unlinked file and be lost. (`Runtime.call` also refuses writes from that moment on.)"""
@@ -517,6 +540,11 @@ class Owner:
             with contextlib.suppress(BaseException):
                 await self._watch_task
             self._watch_task = None
+        if self._landing_task is not None:
+            self._landing_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._landing_task
+            self._landing_task = None
         if self._trim_task is not None:
             self._trim_task.cancel()
             with contextlib.suppress(BaseException):

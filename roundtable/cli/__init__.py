@@ -52,6 +52,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tokens": ("roundtable.cli.tokens_cmd", "tokens", "Create or revoke HTTP bearer tokens."),
     "approvals": ("roundtable.cli.approvals_cmd", "approvals", "List approvals waiting for you; approve or deny one."),
     "apply": ("roundtable.cli.approvals_cmd", "apply", "Apply an approved proposal (every gate checked again)."),
+    "land": (
+        "roundtable.cli.landing_cmd",
+        "land",
+        "Bring a proposal's landing branch and pull request to its current revision; show its checks.",
+    ),
     "proposals": (
         "roundtable.cli.proposals_cmd",
         "proposals",

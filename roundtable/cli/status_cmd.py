@@ -2,12 +2,14 @@
 
 What needs the operator (the console's `!` list: approvals waiting, transactions needing
 attention, blocked tasks with why, failed sessions), the sessions running now with what each has
-spent, each run's state and spend, and today's spend against the day budget. Read from the
+spent, each run's state and spend, where open proposals land (branch, pull request link, forge
+checks with SHA and conclusion), and today's spend against the day budget. Read from the
 database (no owner needed); whether an owner holds the project is read from its lock.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,15 @@ async def gather(root: Path) -> dict[str, Any]:
                 )
             day = budgets.today()
             today = await usage.totals(r, day=day)
+            # Where open proposals land beyond the working tree: branch, pull request, checks.
+            landings = [
+                {**dict(row), "checks": json.loads(row["checks_json"] or "[]")}
+                for row in await r.fetchall(
+                    "SELECT l.* FROM landings l JOIN proposals p ON p.id = l.proposal_id"
+                    " WHERE p.status IN ('pending', 'in_review') ORDER BY l.updated_at DESC LIMIT ?",
+                    (MAX_ROWS,),
+                )
+            ]
     finally:
         await runtime.close()
     from roundtable.cli.connect_cmd import _owner_pid
@@ -96,6 +107,7 @@ async def gather(root: Path) -> dict[str, Any]:
         "needs_you": [{"kind": n.kind, "id": n.item_id, "text": n.text} for n in needs],
         "sessions": sessions,
         "runs": rows,
+        "landings": landings,
         "today": {
             "day": day,
             **today.to_dict(),
@@ -145,6 +157,10 @@ def status(root: Path, as_json: bool) -> None:
             f"{describe(run['usage'])}  goal: {run['goal'] or '-'}"
         )
     _section("RUNS", runs)
+    if data["landings"]:
+        from roundtable.cli.landing_cmd import landing_lines
+
+        _section("LANDINGS", [line for row in data["landings"] for line in landing_lines(row)])
     today = data["today"]
     budget = today["budget"]
     line = f"TODAY ({today['day']} UTC): {describe(today)}"

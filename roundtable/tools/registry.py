@@ -309,6 +309,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "workspaces",
     "usage_ops",
     "gateway_ops",
+    "landing_ops",
 )
 
 

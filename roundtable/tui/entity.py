@@ -23,6 +23,8 @@ class Entity:
     related: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     diff_text: str = ""
     diff_note: str = ""
+    # A proposal's branch or pull-request landing (`landings` row), when it has one.
+    landing: dict[str, Any] | None = None
 
 
 ENTITY_TABLES = {
@@ -45,6 +47,7 @@ async def load_entity(reader: Reader, kind: str, entity_id: str) -> Entity | Non
         return None
     record = {k: row[k] for k in row.keys()}
     related: dict[str, list[dict[str, Any]]] = {}
+    landed: dict[str, Any] | None = None
     if kind == "proposal":
         for name, sql in (
             (
@@ -74,6 +77,12 @@ async def load_entity(reader: Reader, kind: str, entity_id: str) -> Entity | Non
             ]
         if not related["comments"]:
             del related["comments"]  # listed only when there are some
+        landing = await reader.fetchone(
+            "SELECT mode, ref, commit_sha, pr_number, pr_url, pr_state, checks_json FROM landings WHERE proposal_id = ?",
+            (entity_id,),
+        )
+        if landing is not None:  # a branch or pull-request landing: shown above the gates
+            landed = dict(zip(landing.keys(), tuple(landing), strict=True))
     elif kind == "claim":
         related["contentions"] = [
             dict(zip(r.keys(), tuple(r), strict=True))
@@ -105,7 +114,7 @@ async def load_entity(reader: Reader, kind: str, entity_id: str) -> Entity | Non
                 (entity_id,),
             )
         ]
-    return Entity(kind, str(entity_id), record, related)
+    return Entity(kind, str(entity_id), record, related, landing=landed)
 
 
 def patch_file(root: Path, record: dict[str, Any]) -> Path | None:

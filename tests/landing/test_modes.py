@@ -151,3 +151,18 @@ def caller_agent():  # type: ignore[no-untyped-def]
     from tests.helpers import agent
 
     return agent("implementer-1")
+
+
+async def test_rollback_of_a_branch_landing_is_a_revert_commit_on_its_branch(repo: Path, origin: Path) -> None:
+    async with opened(repo, "landing:\n  mode: branch\n") as rt:
+        flow = Flow(rt)
+        proposal = await flow.ready(PATCH)
+        out = await flow.call("patch.apply", {"proposal_id": proposal["id"]})
+        ref = out["landing"]["ref"]
+        await flow.call("patch.rollback", {"transaction_id": out["transaction"]["id"], "reason_md": "later"})
+        async with rt.db.read() as r:
+            status = await r.scalar("SELECT status FROM transactions")
+    assert status == "rolled_back"
+    assert git(repo, "rev-parse", f"{ref}~1").strip() == out["landing"]["commit"]  # history kept
+    assert git(repo, "show", f"{ref}:src/app.py") == "print('v1')\n"
+    assert trailers_of(repo, ref)["Roundtable-Rollback"] == [out["transaction"]["id"]]

@@ -244,3 +244,40 @@ async def test_apply_merges_through_the_forge_and_accepts_only_a_confirmed_merge
     assert f"Roundtable-Revision: {proposal['current_revision']}" in merge["commit_message"]
     assert (repo / "src" / "app.py").read_text() == "print('v1')\n"  # the working tree is not touched
     assert json.loads(tx[1])["landing"]["mode"] == "pull-request"
+
+
+async def test_landing_operations_and_status_show_branch_pull_request_and_checks(
+    repo: Path, origin: Path, fake: FakeGitHub
+) -> None:
+    from roundtable.cli.landing_cmd import landing_lines
+    from roundtable.cli.status_cmd import gather
+    from roundtable.tools.context import Caller
+    from roundtable.tui.entity import load_entity
+    from roundtable.tui.widgets.inspector import _landing_parts
+
+    async with fake.serve(), opened(repo, landing_yaml(fake)) as rt:
+        flow = Flow(rt)
+        await flow.task()
+        await flow.claim("src/app.py")
+        proposal = await flow.propose(PATCH)
+        with pytest.raises(ToolError, match="tool not implemented"):  # internal: not there for others
+            await flow.call("landing.refresh", {})
+        out = await rt.call("landing.refresh", {}, Caller("internal", "landing"))
+        assert out == {"synced": [proposal["id"]], "errors": []}
+        commit = (await landing_row(rt, proposal["id"]))["commit_sha"]
+        fake.add_check(commit, "test", "failure")
+        synced = await flow.call("landing.sync", {"proposal_id": proposal["id"]})
+        assert synced["landing"]["pr_url"] == "https://github.test/team/app/pull/1"
+        data = await gather(repo)
+        async with rt.db.read() as r:
+            entity = await load_entity(r, "proposal", proposal["id"])
+    assert entity is not None and entity.landing is not None
+    shown = "\n".join(t.plain for t in _landing_parts(entity.landing))
+    assert "pull request #1 (open)  https://github.test/team/app/pull/1" in shown
+    assert f"failure   test  {commit[:12]}" in shown
+    (row,) = data["landings"]
+    assert row["pr_number"] == 1 and row["checks"][0]["conclusion"] == "failure"
+    lines = landing_lines(row)
+    assert lines[0] == f"{proposal['id']}  [pull-request]  branch roundtable/{proposal['id']} @ {commit[:12]}"
+    assert lines[1] == "  pull request #1 (open): https://github.test/team/app/pull/1"
+    assert lines[2].startswith(f"  failure   test  {commit[:12]}  https://github.test/")

@@ -741,6 +741,12 @@ async def rollback(runtime: Project, transaction_id: str, *, reason: str, caller
             {"id": transaction_id},
             {"status": TransactionStatus.ROLLING_BACK, "metadata_json": json.dumps(meta)},
         )
-    await landing.move_ref(root, plan["ref"], plan["to"], plan["from"], f"roundtable: roll back {transaction_id}")
+    try:
+        await landing.move_ref(root, plan["ref"], plan["to"], plan["from"], f"roundtable: roll back {transaction_id}")
+    except ToolError:
+        # The branch moved meanwhile: nothing was reverted, the landing stays applied.
+        async with runtime.db.write(tool="patch.rollback") as tx:
+            await tx.update("transactions", {"id": transaction_id}, {"status": TransactionStatus.APPLIED})
+        raise
     async with runtime.db.write(tool="patch.rollback") as tx:
         return await complete_rollback(tx, transaction_id, actor=caller, reason=reason, now=clock.now())

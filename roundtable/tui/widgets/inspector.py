@@ -80,6 +80,7 @@ class Inspector(VerticalScroll, can_focus=True):
         if open_comments:
             many = "" if len(open_comments) == 1 else "s"
             parts.append(Text(f"{len(open_comments)} comment{many} on r{number} (d: review view)", style="yellow"))
+        parts.extend(_landing_parts(entity.landing))
         parts.append(Text("\ngates", style="bold underline"))
         report, error = self.gate if self.gate else (None, "")
         status = str(record.get("status") or "")
@@ -96,6 +97,39 @@ class Inspector(VerticalScroll, can_focus=True):
             )
         parts.append(Text("\nrecord", style="bold underline"))
         return parts
+
+
+def _landing_parts(landing: Any) -> list[RenderableType]:
+    """Where the proposal lands: its branch and commit, the pull request (a terminal link the
+    operator can open) and each forge check of that commit with its conclusion."""
+    if not isinstance(landing, dict):
+        return []
+    branch = str(landing.get("ref") or "").removeprefix("refs/heads/")
+    parts: list[RenderableType] = [
+        Text("\nlanding", style="bold underline"),
+        Text.assemble((f"{landing.get('mode')}  ", "dim"), branch, ("  @ ", "dim"), str(landing.get("commit_sha"))[:12]),
+    ]
+    url = str(landing.get("pr_url") or "")
+    if url:
+        parts.append(
+            Text.assemble(
+                (f"pull request #{landing.get('pr_number')} ({landing.get('pr_state') or 'open'})  ", "dim"),
+                (url, f"link {url}"),
+            )
+        )
+    styles = {"success": "green", "pending": "yellow"}
+    for check in json.loads(str(landing.get("checks_json") or "[]")):
+        conclusion = str(check.get("conclusion"))
+        parts.append(
+            Text.assemble(
+                (f"  {conclusion:<9}", styles.get(conclusion, "red")),
+                f" {check.get('name')}  ",
+                (str(check.get("sha"))[:12], "dim"),
+                "  ",
+                (str(check.get("url")), f"link {check.get('url')}"),
+            )
+        )
+    return parts
 
 
 def _record_table(record: dict[str, Any], now_ns: int | None = None) -> Table:
