@@ -281,3 +281,25 @@ async def test_landing_operations_and_status_show_branch_pull_request_and_checks
     assert lines[0] == f"{proposal['id']}  [pull-request]  branch roundtable/{proposal['id']} @ {commit[:12]}"
     assert lines[1] == "  pull request #1 (open): https://github.test/team/app/pull/1"
     assert lines[2].startswith(f"  failure   test  {commit[:12]}  https://github.test/")
+
+
+async def test_a_running_owner_opens_the_pull_request_on_its_own(repo: Path, origin: Path, fake: FakeGitHub) -> None:
+    from roundtable.owner import Owner
+    from tests.helpers import eventually
+
+    async with fake.serve():
+        async with opened(repo, landing_yaml(fake) + "  poll_interval: 200ms\n") as rt:
+            flow = Flow(rt)
+            await flow.task()
+            await flow.claim("src/app.py")
+            proposal = await flow.propose(PATCH)
+        async with Owner(repo, http=False, socket=False, chair=True, supervisor=False, notify=False) as owner:
+            await eventually(
+                lambda: _has_pull_request(owner.runtime, proposal["id"]), timeout=60, what="the pull request"
+            )
+    assert fake.pulls[1]["head"]["ref"] == f"roundtable/{proposal['id']}"
+
+
+async def _has_pull_request(rt: Runtime, proposal_id: str) -> bool:
+    async with rt.db.read() as r:
+        return bool(await r.scalar("SELECT pr_number FROM landings WHERE proposal_id = ?", (proposal_id,)))
