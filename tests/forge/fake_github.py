@@ -269,6 +269,27 @@ class FakeGitHub:
         )
         return cid
 
+    def add_review(self, number: int, *, login: str, state: str, sha: str, body: str) -> int:
+        rid = 8000 + sum(len(v) for v in self.reviews.values())
+        api = f"{self.api_url}/repos/{self.repository}"
+        html = f"https://github.test/{self.repository}/pull/{number}#pullrequestreview-{rid}"
+        self.reviews.setdefault(number, []).append(
+            {
+                "id": rid,
+                "node_id": f"PRR_{rid}",
+                "user": _user(login, 5),
+                "body": body,
+                "state": state,
+                "html_url": html,
+                "pull_request_url": f"{api}/pulls/{number}",
+                "_links": {"html": {"href": html}, "pull_request": {"href": f"{api}/pulls/{number}"}},
+                "submitted_at": NOW,
+                "commit_id": sha,
+                "author_association": "MEMBER",
+            }
+        )
+        return rid
+
     # --- the HTTP side ---------------------------------------------------------------------------
 
     def _answer(self, operation: str, status: int, body: Any) -> JSONResponse:

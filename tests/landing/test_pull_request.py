@@ -206,15 +206,21 @@ async def test_a_review_comment_on_a_line_becomes_a_proposal_line_comment(
         commit = (await sync(rt, proposal["id"]))["commit"]
         fake.add_review_comment(1, login="rita", path="src/app.py", line=1, sha=commit, body="Why v2 and not v3?")
         fake.add_review_comment(1, login="sam", path="src/app.py", line=1, sha="e" * 40, body="on another commit")
+        fake.add_review(1, login="tom", state="CHANGES_REQUESTED", sha=commit, body="Needs a test.")
+        fake.add_review(1, login="uma", state="APPROVED", sha=commit, body="fine")
         out = await sync(rt, proposal["id"])
-        assert len(out["comments_added"]) == 1
+        assert len(out["comments_added"]) == 2
         await sync(rt, proposal["id"])  # imported once
         async with rt.db.read() as r:
-            rows = await r.fetchall("SELECT author, path, line, side, revision, body_md FROM proposal_comments")
-    assert len(rows) == 1
+            rows = await r.fetchall(
+                "SELECT author, path, line, side, revision, body_md FROM proposal_comments ORDER BY author"
+            )
+    assert len(rows) == 2
     author, path, line, side, revision, body = rows[0]
     assert (author, path, line, side, revision) == ("forge:rita", "src/app.py", 1, "new", 1)
     assert body.startswith("Why v2 and not v3?")
+    assert (rows[1][0], rows[1][1], rows[1][2]) == ("forge:tom", "", None)
+    assert "Changes requested on the pull request: Needs a test." in rows[1][5]
 
 
 async def test_apply_merges_through_the_forge_and_accepts_only_a_confirmed_merge(

@@ -7,9 +7,10 @@ opens the pull request (once every gate but the forge's own has passed, or at th
 revision — `landing.pull_request.open_at`) and rewrites its body on each revision; then reads
 what the forge says about exactly that commit (`refresh`): its check runs and statuses (stored
 on the landing row, which the `forge_ci` gate reads), the review comments on diff lines (each
-becomes a proposal line comment, once), and a failed required check (the author gets a
-revision request with the job's name and the quoted, redacted tail of its log, up to
-`landing.ci_attempts` times per revision; then the operator is asked).
+becomes a proposal line comment, once) and reviews requesting changes (a comment on the whole
+proposal), and a failed required check (the author gets a revision request with the job's name
+and the quoted, redacted tail of its log, once per check and revision and at most
+`landing.ci_attempts` times per proposal; then the operator is asked).
 
 `land` is the operator's apply in these modes, with the same transaction discipline as the
 working-tree apply (`services.applying.apply`): the intent row (`pending`, the ref's old and
@@ -27,6 +28,7 @@ import asyncio
 import fnmatch
 import json
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
@@ -262,43 +264,76 @@ async def refresh(runtime: Project, proposal_id: str, forge: Forge) -> dict[str,
     return out
 
 
+@dataclass(frozen=True)
+class _Incoming:
+    """A note from the forge about the landing commit, on its way to a proposal comment."""
+
+    key: str  # `c<id>` for a review comment, `r<id>` for a review: each is imported once
+    author: str
+    path: str
+    line: int
+    side: str
+    body: str
+
+
 async def _import_comments(runtime: Project, proposal: Proposal, row: Landing, forge: Forge) -> list[str]:
     """Review comments on a line of the diff become proposal line comments (author, path, line),
-    each once; comments on another commit than the landing commit belong to an older revision."""
-    seen = set(json.loads(row.comments_seen_json or "[]"))
-    fresh = [
-        c for c in await forge.review_comments(row.pr_number) if c.id not in seen and c.commit_sha == row.commit_sha
+    and a review that requests changes a comment on the whole proposal — each once. Notes on
+    another commit than the landing commit belong to an older revision and are left there."""
+    seen = {str(k) for k in json.loads(row.comments_seen_json or "[]")}
+    incoming = [
+        _Incoming(
+            f"c{c.id}",
+            c.author,
+            c.path,
+            c.line,
+            "old" if c.side == "LEFT" else "new",
+            f"{redact(c.body.strip())[: comments.MAX_BODY - 200]}\n\n(review comment on the pull request: {c.url})",
+        )
+        for c in await forge.review_comments(row.pr_number)
+        if c.commit_sha == row.commit_sha
     ]
+    incoming += [
+        _Incoming(
+            f"r{r.id}",
+            r.author,
+            "",
+            0,
+            "new",
+            f"Changes requested on the pull request: {redact(r.body.strip())[: comments.MAX_BODY - 200]}",
+        )
+        for r in await forge.reviews(row.pr_number)
+        if r.state == "CHANGES_REQUESTED" and r.commit_sha == row.commit_sha
+    ]
+    fresh = [note for note in incoming if note.key not in seen]
     if not fresh:
         return []
     async with runtime.db.read() as r:
         revision = await comments.revision_row(r, proposal.id, proposal.revision_number)
     found = await comments.anchors(runtime.root, revision)
     added: list[str] = []
-    for c in fresh:
-        body = f"{redact(c.body.strip())[: comments.MAX_BODY - 200]}\n\n(review comment on the pull request: {c.url})"
-        side = "old" if c.side == "LEFT" else "new"
+    for note in fresh:
+        line = note.line
         try:
-            comments.check_place(found, c.path, c.line, side)
-            line = c.line
+            comments.check_place(found, note.path, line, note.side)
         except ToolError:
-            line = 0  # not a line of this revision's diff: keep it on the file
-            if c.path not in found.touched:
+            if note.path not in found.touched:
                 continue
+            line = 0  # not a line of this revision's diff: keep it on the file
         async with runtime.db.write(tool="landing.refresh") as tx:
             made = await comments.add(
                 tx,
                 found=found,
                 revision_given=True,
-                path=c.path,
+                path=note.path,
                 line=line,
-                side=side,
-                body_md=body,
-                author=f"{FORGE_COMMENT_PREFIX}{c.author}",
+                side=note.side,
+                body_md=note.body,
+                author=f"{FORGE_COMMENT_PREFIX}{note.author}",
                 is_operator=True,
                 comment_id=clock.new_id("PC"),
             )
-            seen.add(c.id)
+            seen.add(note.key)
             await landing.save_landing(tx, proposal.id, row.mode, comments_seen_json=json.dumps(sorted(seen)))
         added.append(made.id)
     return added
