@@ -133,7 +133,17 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
         stub.stop()
     log = session_log(root, session_id)
     story = f"session log:\n{log[-3000:]}\nmodel steps: {stub.steps}"
-    print(f"{case_id}: session of {took:.1f} s, {len(watch.processes)} processes and {len(watch.files)} files searched")
+    refused = [
+        f"{p['host']}:{p['port']}"
+        for p in (
+            json.loads(e["payload_json"])
+            for e in query(root, "SELECT payload_json FROM events WHERE type = ?", ("gateway.connection_refused",))
+        )
+    ]
+    print(
+        f"{case_id}: session of {took:.1f} s, {len(watch.processes)} processes and {len(watch.files)} files searched;"
+        f" connections refused by the gateway: {refused}"
+    )
 
     # The operator's key never existed in the session: in no process's environment or argv, in
     # no file of its directory or workspace (searched while it ran).

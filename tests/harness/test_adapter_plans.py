@@ -56,7 +56,9 @@ def test_claude_gets_the_session_bridge_inline_its_tools_allowed_and_no_builtin_
 def test_claude_waits_for_the_roundtable_server_before_its_first_turn(codex_home: Path) -> None:
     # Left to its default, `claude -p` starts after ~5 s with a slow server "pending" and never
     # offers its tools; the supervisor sets this in the session's environment.
-    assert plan("claude").settings == {"MCP_CONNECTION_NONBLOCKING": "0"}
+    assert plan("claude").settings["MCP_CONNECTION_NONBLOCKING"] == "0"
+    # A session reaches only its gateway: no telemetry or update checks to refuse.
+    assert plan("claude").settings["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert plan("codex").settings == {}
 
 
@@ -146,7 +148,8 @@ def test_codex_takes_the_operators_model_name_and_the_gateway_as_its_provider(co
             "env_key": "ROUNDTABLE_GATEWAY_TOKEN",
         }
     }
-    assert set(doc) == {"model", "model_provider", "model_providers", "mcp_servers"}
+    assert set(doc) == {"model", "model_provider", "model_providers", "mcp_servers", *adapters.CODEX_QUIET}
+    assert doc["check_for_update_on_startup"] is False and doc["analytics"] == {"enabled": False}
     assert set(doc["mcp_servers"]) == {"roundtable"}
     assert p.inherit == () and p.gateway_token == ("ROUNDTABLE_GATEWAY_TOKEN",)
     assert "MINE_KEY" not in p.files[".codex-home/config.toml"] and "evil" not in p.files[".codex-home/config.toml"]

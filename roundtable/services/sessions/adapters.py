@@ -256,8 +256,19 @@ def _harness_argv(
 # its first turn once its MCP servers have had a few seconds to connect (MCP_CONNECT_TIMEOUT_MS,
 # 5 s by default), then leaves a slower one "pending" for the whole session: a bridge started on
 # a loaded machine left the session with no roundtable tools at all. Waiting for the servers
-# (bounded by its MCP_TIMEOUT, 30 s) is what a supervised session needs.
-HARNESS_SETTINGS: dict[str, dict[str, str]] = {"claude": {"MCP_CONNECTION_NONBLOCKING": "0"}}
+# (bounded by its MCP_TIMEOUT, 30 s) is what a supervised session needs. Its non-essential traffic
+# (telemetry, update checks) is switched off: a session reaches only its gateway, which would
+# refuse and record each such connection.
+HARNESS_SETTINGS: dict[str, dict[str, str]] = {
+    "claude": {"MCP_CONNECTION_NONBLOCKING": "0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+}
+# Codex's counterpart, in its private config.toml: no update check, analytics, apps or plugins
+# (each reached out to github.com or chatgpt.com at start).
+CODEX_QUIET: dict[str, Any] = {
+    "check_for_update_on_startup": False,
+    "analytics": {"enabled": False},
+    "features": {"apps": False, "plugins": False},
+}
 
 # A supervised Codex session's CODEX_HOME, in its private home. Not `.codex`: a session without a
 # workspace works in that home, where Codex takes `<cwd>/.codex/config.toml` for an untrusted
@@ -278,7 +289,7 @@ def harness_files(
     if name == "codex":
         settings = codex_model_settings()
         if gateway_url:
-            settings = {**settings, **codex_gateway_provider(gateway_url)}
+            settings = {**settings, **CODEX_QUIET, **codex_gateway_provider(gateway_url)}
         text = _codex_toml(argv[0], argv[1:], env_vars=forwarded, settings=settings, approve_tools=True)
         return {f"{CODEX_SESSION_HOME}/config.toml": text}, {"CODEX_HOME": CODEX_SESSION_HOME}
     if name == "claude":
