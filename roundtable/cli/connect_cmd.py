@@ -115,6 +115,11 @@ def connect(
         # The harness's own files in the workspace are never part of what it proposes.
         workspaces.mark_local(ws, [edit.rel, *([adapters.CLAUDE_SETTINGS] if harness == "claude" else [])])
     target = adapters.write_connect_edit(place, edit)
+    if ws is None:
+        written = [edit.rel, *([adapters.CLAUDE_SETTINGS] if approve else [])]
+        excluded = _keep_out_of_git(place, written)
+        if excluded:
+            click.echo(f"kept out of git (local paths, per machine): {', '.join(excluded)} in .git/info/exclude")
     said = {
         "created": f"created {target} with the roundtable server",
         "added": f"added the roundtable server to {target} (its other entries are unchanged)",
@@ -139,11 +144,46 @@ def connect(
             "its edits reach the table only through workspace_propose)"
         )
         steps.append(f"run {harness} in the workspace: cd {place}")
-    steps.append(f"start the owner (the bridge relays to it): roundtable start --root {root}")
+    running = _owner_pid(root)
+    if running:
+        click.echo(f"the owner is running (pid {running}); the bridge relays to it")
+    else:
+        steps.append(f"start the owner (the bridge relays to it): roundtable start --root {root}")
     steps.append(f"check the whole path: roundtable doctor --root {root}")
     click.echo("next:")
     for number, step in enumerate(steps, 1):
         click.echo(f"  {number}. {step}")
+
+
+def _keep_out_of_git(root: Path, rels: list[str]) -> list[str]:
+    """Add the harness files `connect` wrote to the repository's `.git/info/exclude` (not the
+    shared `.gitignore`: they name this machine's paths, and the choice stays the user's); those
+    git already ignores are left alone. Returns what was added ('' outside a git repository)."""
+    import subprocess
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+
+    try:
+        found = git("rev-parse", "--path-format=absolute", "--git-path", "info/exclude")
+        if found.returncode != 0 or not found.stdout.strip():
+            return []
+        exclude = Path(found.stdout.strip())
+        # The top directory of each file (`.codex/`, `.claude/`), or the file itself (`.mcp.json`).
+        patterns = list(dict.fromkeys(f"/{rel.split('/')[0]}/" if "/" in rel else f"/{rel}" for rel in rels))
+        wanted = [p for p in patterns if git("check-ignore", "-q", "--no-index", p.strip("/")).returncode != 0]
+        if not wanted:
+            return []
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        lines = text.splitlines()
+        added = [p for p in wanted if p not in lines]
+        if added:
+            prefix = "" if not text or text.endswith("\n") else "\n"
+            exclude.write_text(text + prefix + "".join(f"{p}\n" for p in added), encoding="utf-8")
+        return added
+    except (OSError, subprocess.TimeoutExpired):
+        return []
 
 
 def _binding(entry: dict[str, Any]) -> tuple[str, str]:
@@ -581,11 +621,17 @@ def diagnose(root: Path) -> list[Finding]:
     address = override_address() or running_address(root) or config.mcp.http_address
     in_use = _port_in_use(address)
     owner_ok = False
+    who: tuple[bool, str, str] | None = None
+    if in_use:  # project identity: the same check the stdio bridge makes before sending a credential
+        from roundtable.cli.doctor_cmd import identity_finding
+
+        tls = bool(config.mcp.tls_cert_file and config.mcp.tls_key_file)
+        who = identity_finding(root, address, tls=tls)
     if pid:
         found.append(Finding(True, f"an owner is running (pid {pid})"))
     else:
         found.append(Finding(True, f"no owner is running; start one with `roundtable start --root {root}`", note=True))
-        if in_use:
+        if in_use and who is None:  # what answers there says it better (once) when anything does
             found.append(
                 Finding(
                     False,
@@ -595,15 +641,10 @@ def diagnose(root: Path) -> list[Finding]:
             )
     if pid or not in_use:
         found.append(Finding(True, f"HTTP address {address} is free or ours"))
-    if in_use:  # project identity: the same check the stdio bridge makes before sending a credential
-        from roundtable.cli.doctor_cmd import identity_finding
-
-        tls = bool(config.mcp.tls_cert_file and config.mcp.tls_key_file)
-        who = identity_finding(root, address, tls=tls)
-        if who is not None:
-            found.append(Finding(*who))
-            owner_ok = who[0]
-    elif pid:
+    if who is not None:
+        found.append(Finding(*who))
+        owner_ok = who[0]
+    elif pid and not in_use:
         found.append(
             Finding(
                 True,

@@ -178,3 +178,38 @@ def test_codex_trusts_the_repository_holding_a_subdirectory_project(tmp_path: Pa
     doc = tomllib.loads((codex_home / "config.toml").read_text())
     assert doc["projects"] == {str(repo.resolve()): {"trust_level": "trusted"}}
     assert "Codex already trusts" in connect(sub, "codex").output
+
+
+def test_connect_keeps_its_files_out_of_git_and_knows_a_running_owner(project: Path) -> None:
+    """The files connect writes name this machine's paths: they go to .git/info/exclude (not the
+    shared .gitignore), so `git status` stays clean; and with the owner running the next steps
+    do not say to start it."""
+    import os
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    gitignore = (project / ".gitignore").read_text(encoding="utf-8") if (project / ".gitignore").exists() else ""
+    first = connect(project, "codex", "--agent", "implementer-1")
+    second = connect(project, "claude", "--agent", "implementer-1", "--approve")
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    assert "start the owner" in first.output  # none is running yet
+    exclude = (project / ".git" / "info" / "exclude").read_text(encoding="utf-8").splitlines()
+    assert [p for p in ("/.codex/", "/.mcp.json", "/.claude/") if p in exclude] == [
+        "/.codex/",
+        "/.mcp.json",
+        "/.claude/",
+    ]
+    status = subprocess.run(["git", "-C", str(project), "status", "--porcelain"], capture_output=True, text=True)
+    assert not [
+        line for line in status.stdout.splitlines() if ".codex" in line or ".mcp.json" in line or ".claude" in line
+    ]
+    assert (
+        (project / ".gitignore").read_text(encoding="utf-8") if (project / ".gitignore").exists() else ""
+    ) == gitignore
+    again = connect(project, "codex", "--agent", "implementer-1", "--force")
+    assert "kept out of git" not in again.output  # already excluded: nothing added twice
+    assert (project / ".git" / "info" / "exclude").read_text(encoding="utf-8").splitlines().count("/.codex/") == 1
+    # An owner holds the project (its lock names a live process: this one).
+    (project / ".roundtable" / "owner.lock").write_text(str(os.getpid()), encoding="ascii")
+    running = connect(project, "codex", "--agent", "implementer-1", "--force")
+    assert "start the owner" not in running.output and f"the owner is running (pid {os.getpid()})" in running.output

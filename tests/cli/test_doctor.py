@@ -189,3 +189,24 @@ async def test_with_an_owner_each_bridge_lists_the_tools(project: Path) -> None:
         code, text = await _doctor_child(project)
     assert code == 1
     assert re.search(r"PROBLEM  claude: the bridge Claude Code would start failed: .*credential", text), text
+
+
+def test_a_port_held_by_another_program_is_one_problem(project: Path) -> None:
+    """Something that is not a roundtable owner answers at the project's address: one PROBLEM
+    (what answers there), not that and "port … is used by another program" besides."""
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        set_http_address(project, port)
+        _code, text = doctor(project)
+    finally:
+        server.shutdown()
+        server.server_close()
+    about_port = [line for line in text.splitlines() if f"127.0.0.1:{port}" in line and line.startswith("PROBLEM")]
+    assert len(about_port) == 1, text
+    assert "something that is not a roundtable owner answers" in about_port[0]
