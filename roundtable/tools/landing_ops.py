@@ -39,11 +39,12 @@ class RefreshArgs(Args):
 
 
 async def refresh(call: Call[RefreshArgs]) -> dict[str, Any]:
-    """Sync every open proposal with a revision when the configured mode keeps a branch; one
-    proposal's failure (the forge unreachable, a patch that no longer applies) is reported and
-    the others go on."""
+    """Sync every open proposal with a revision when the configured mode keeps a branch, and
+    close the pull requests of proposals decided otherwise (rejected, withdrawn); one proposal's
+    failure (the forge unreachable, a patch that no longer applies) is reported and the others
+    go on."""
     if call.runtime.config.landing.mode not in SYNCED_MODES:
-        return {"synced": [], "errors": []}
+        return {"synced": [], "closed": [], "errors": []}
     statuses = sorted(OPEN_PROPOSAL_STATUSES)
     marks = ", ".join("?" for _ in statuses)
     async with call.runtime.db.read() as r:
@@ -59,7 +60,12 @@ async def refresh(call: Call[RefreshArgs]) -> dict[str, Any]:
             synced.append(str(proposal_id))
         except ToolError as exc:
             errors.append({"proposal_id": str(proposal_id), "error": str(exc)})
-    return {"synced": synced, "errors": errors}
+    closed: list[str] = []
+    try:
+        closed = await branch_apply.close_decided(call.runtime)
+    except ToolError as exc:
+        errors.append({"proposal_id": "", "error": f"closing pull requests: {exc}"})
+    return {"synced": synced, "closed": closed, "errors": errors}
 
 
 TOOLS: list[ToolSpec] = [

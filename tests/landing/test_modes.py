@@ -166,3 +166,24 @@ async def test_rollback_of_a_branch_landing_is_a_revert_commit_on_its_branch(rep
     assert git(repo, "rev-parse", f"{ref}~1").strip() == out["landing"]["commit"]  # history kept
     assert git(repo, "show", f"{ref}:src/app.py") == "print('v1')\n"
     assert trailers_of(repo, ref)["Roundtable-Rollback"] == [out["transaction"]["id"]]
+
+
+async def test_commit_mode_without_a_committer_identity_says_how_to_set_it(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    strict = tmp_path / "gitconfig"
+    strict.write_text("[user]\n\tuseConfigOnly = true\n")  # no identity guessed from the host
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(strict))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    async with opened(repo, "landing:\n  mode: commit\n") as rt:
+        flow = Flow(rt)
+        proposal = await flow.ready(PATCH)
+        with pytest.raises(ToolError, match="git needs your identity as the committer"):
+            await flow.call("patch.apply", {"proposal_id": proposal["id"]})
+        async with rt.db.read() as r:
+            assert await r.scalar("SELECT count(*) FROM transactions") == 0
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert (repo / "src" / "app.py").read_text() == "print('v1')\n"

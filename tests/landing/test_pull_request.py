@@ -269,7 +269,7 @@ async def test_landing_operations_and_status_show_branch_pull_request_and_checks
         with pytest.raises(ToolError, match="tool not implemented"):  # internal: not there for others
             await flow.call("landing.refresh", {})
         out = await rt.call("landing.refresh", {}, Caller("internal", "landing"))
-        assert out == {"synced": [proposal["id"]], "errors": []}
+        assert out == {"synced": [proposal["id"]], "closed": [], "errors": []}
         commit = (await landing_row(rt, proposal["id"]))["commit_sha"]
         fake.add_check(commit, "test", "failure")
         synced = await flow.call("landing.sync", {"proposal_id": proposal["id"]})
@@ -309,3 +309,20 @@ async def test_a_running_owner_opens_the_pull_request_on_its_own(repo: Path, ori
 async def _has_pull_request(rt: Runtime, proposal_id: str) -> bool:
     async with rt.db.read() as r:
         return bool(await r.scalar("SELECT pr_number FROM landings WHERE proposal_id = ?", (proposal_id,)))
+
+
+async def test_the_pull_request_of_a_rejected_proposal_is_closed(repo: Path, origin: Path, fake: FakeGitHub) -> None:
+    from roundtable.tools.context import Caller
+
+    async with fake.serve(), opened(repo, landing_yaml(fake)) as rt:
+        flow = Flow(rt)
+        await flow.task()
+        await flow.claim("src/app.py")
+        proposal = await flow.propose(PATCH)
+        await sync(rt, proposal["id"])
+        assert fake.pulls[1]["state"] == "open"
+        await flow.call("patch.reject", {"proposal_id": proposal["id"], "reason_md": "not this way"})
+        out = await rt.call("landing.refresh", {}, Caller("internal", "landing"))
+        assert out["closed"] == [proposal["id"]] and fake.pulls[1]["state"] == "closed"
+        again = await rt.call("landing.refresh", {}, Caller("internal", "landing"))
+        assert again["closed"] == []

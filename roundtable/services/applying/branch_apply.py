@@ -32,7 +32,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
-from roundtable.domain import EventType, ProposalTransactionState, RecoveryOutcome, TransactionStatus
+from roundtable.domain import (
+    OPEN_PROPOSAL_STATUSES,
+    EventType,
+    ProposalTransactionState,
+    RecoveryOutcome,
+    TransactionStatus,
+)
 from roundtable.errors import NotFound, ToolError
 from roundtable.services.applying import landing
 from roundtable.services.applying.transactions import complete_apply, complete_rollback, in_flight
@@ -232,6 +238,33 @@ async def _record_pr(runtime: Project, proposal: Proposal, number: int, url: str
             actor_id="landing",
             task_id=proposal.task_id,
         )
+
+
+async def close_decided(runtime: Project) -> list[str]:
+    """Close the open pull requests of proposals that were decided without landing through
+    them (rejected, withdrawn, or applied in another mode); returns the proposal ids."""
+    statuses = sorted(OPEN_PROPOSAL_STATUSES)
+    marks = ", ".join("?" for _ in statuses)
+    async with runtime.db.read() as r:
+        rows = await r.all(
+            Landing,
+            "SELECT l.* FROM landings l JOIN proposals p ON p.id = l.proposal_id"
+            f" WHERE l.pr_number > 0 AND l.pr_state = 'open' AND p.status NOT IN ({marks})",
+            tuple(statuses),
+        )
+    if not rows:
+        return []
+    forge = _forge(runtime)
+    closed: list[str] = []
+    try:
+        for row in rows:
+            pr = await forge.close_pull_request(row.pr_number)
+            async with runtime.db.write(tool="landing.refresh") as tx:
+                await landing.save_landing(tx, row.proposal_id, row.mode, pr_state=pr.state)
+            closed.append(row.proposal_id)
+    finally:
+        await forge.aclose()
+    return closed
 
 
 # --- what the forge says -------------------------------------------------------------------------
