@@ -24,7 +24,8 @@ What `init` does, in order:
    sandbox's own network namespace and copies each connection byte for byte to and from the
    gateway's Unix socket; it reads nothing it relays, so it can reach nothing but that socket. One
    selector loop serves every connection (no thread per connection: threads count against the
-   process limit). It dies with the init (`PR_SET_PDEATHSIG`) and is killed once the command exits.
+   process limit); a connection waiting for room in the gateway's backlog is retried, never
+   blocking the others. It dies with the init (`PR_SET_PDEATHSIG`) and is killed once the command exits.
 7. Fork and exec the command in the working directory and reap every child until the command
    exits; its status is the sandbox's.
 """
@@ -196,7 +197,8 @@ def loopback_up() -> None:
 RELAY_CHUNK = 65536
 RELAY_BUFFER = 1 << 18  # bytes in flight one way before the relay stops reading that side
 RELAY_LINKS = 400  # open connections at most (two descriptors each, within the usual 1024)
-RELAY_CONNECT_TIMEOUT = 10.0
+RELAY_CONNECT_TIMEOUT = 10.0  # seconds a client waits for room in the gateway's backlog
+RELAY_RETRY = 0.02
 
 
 class _Link:
@@ -297,12 +299,16 @@ class _Relay:
         self.socket_path = socket_path
         self.selector: selectors.BaseSelector = selectors.DefaultSelector()
         self.links: set[_Link] = set()
+        # Clients whose gateway connection waits for room in the gateway's backlog, with their
+        # deadline: retried every RELAY_RETRY seconds, never blocking the other connections.
+        self.waiting: list[tuple[socket.socket, float]] = []
         self.listening = False
         self.warned = False
 
     def _listen(self, on: bool) -> None:
         import selectors
 
+        on = on and len(self.links) + len(self.waiting) < RELAY_LINKS
         if on and not self.listening:
             self.selector.register(self.listener, selectors.EVENT_READ, None)
         elif not on and self.listening:
@@ -314,44 +320,71 @@ class _Relay:
         self._listen(True)
 
     def _accept(self) -> None:
-        import socket
+        import time
 
-        while len(self.links) < RELAY_LINKS:
+        while len(self.links) + len(self.waiting) < RELAY_LINKS:
             try:
                 client, _ = self.listener.accept()
             except (BlockingIOError, InterruptedError):
-                return
+                break
             except OSError:
-                return  # out of descriptors: the backlog waits for a link to close
-            gateway = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                gateway.settimeout(RELAY_CONNECT_TIMEOUT)
-                gateway.connect(self.socket_path)
-            except OSError as exc:
-                gateway.close()
+                break  # out of descriptors: the backlog waits for a link to close
+            client.setblocking(False)
+            if not self._join(client):
+                self.waiting.append((client, time.monotonic() + RELAY_CONNECT_TIMEOUT))
+        self._listen(True)
+
+    def _join(self, client: socket.socket) -> bool:
+        """Connect `client` to the gateway: True when done (linked, or given up and closed),
+        False when the gateway's backlog is full for now."""
+        import errno
+        import socket
+
+        gateway = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        gateway.setblocking(False)
+        code = gateway.connect_ex(self.socket_path)
+        if code in (errno.EAGAIN, errno.EINPROGRESS):
+            gateway.close()
+            return False
+        if code:
+            gateway.close()
+            client.close()
+            if not self.warned:
+                self.warned = True
+                reason = os.strerror(code)
+                os.write(2, f"{MARKER} the gateway at {self.socket_path} is unreachable ({reason})\n".encode())
+            return True
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        link = _Link(self, client, gateway)
+        self.links.add(link)
+        link._watch()
+        return True
+
+    def _retry(self) -> None:
+        import time
+
+        now = time.monotonic()
+        still: list[tuple[socket.socket, float]] = []
+        for client, deadline in self.waiting:
+            if now >= deadline:
                 client.close()
-                if not self.warned:
-                    self.warned = True
-                    os.write(2, f"{MARKER} the gateway at {self.socket_path} is unreachable ({exc})\n".encode())
-                continue
-            for sock in (client, gateway):
-                sock.setblocking(False)
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            link = _Link(self, client, gateway)
-            self.links.add(link)
-            link._watch()
-        self._listen(False)
+            elif not self._join(client):
+                still.append((client, deadline))
+        self.waiting = still
+        self._listen(True)
 
     def serve(self) -> None:
         self._listen(True)
         while True:
-            for key, events in self.selector.select():
+            for key, events in self.selector.select(RELAY_RETRY if self.waiting else None):
                 if key.data is None:
                     self._accept()
                 else:
                     link: _Link = key.data
                     if not link.closed:
                         link.handle(key.fileobj, events)  # type: ignore[arg-type]  # always a socket here
+            if self.waiting:
+                self._retry()
 
 
 def start_relay(cfg: dict[str, object]) -> int:

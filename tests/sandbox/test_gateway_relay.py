@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -240,3 +241,66 @@ async def test_a_relay_on_the_hosts_network_or_without_a_port_is_refused(kind: s
         Spec.from_json(
             json.dumps({"kind": kind, "profile": "session", "argv": ["true"], "workdir": "/", "gateway_port": 70000})
         )
+
+
+# Inside: one connection is served while five more wait for room in the far end's backlog; the
+# far end takes them only once the first connection's second message reached it.
+BACKLOG = r"""
+import json, socket, sys
+port = int(sys.argv[1])
+a = socket.create_connection(("127.0.0.1", port), timeout=30)
+a.sendall(b"ping1\n")
+first = a.recv(100).decode()
+others = []
+for i in range(5):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"hello %d\n" % i)
+    others.append(s)
+a.sendall(b"ping2\n")
+second = a.recv(100).decode()
+answers = [s.makefile("rb").read().decode() for s in others]
+print(json.dumps({"first": first, "second": second, "answers": answers}), flush=True)
+"""
+
+
+def _backlogged_far_end(path: Path) -> tuple[socket.socket, threading.Thread]:
+    """A gateway stand-in with a backlog of one that takes no second connection until the first
+    has sent its second message."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    os.chmod(path, 0o666)
+    server.listen(1)
+
+    def serve() -> None:
+        first, _ = server.accept()
+        reader = first.makefile("rb")
+        for reply in (b"pong1", b"pong2"):
+            reader.readline()
+            first.sendall(reply)
+        for _ in range(5):
+            conn, _ = server.accept()
+            line = conn.makefile("rb").readline().decode().strip()
+            conn.sendall(f"ok {line}".encode())
+            conn.close()
+        first.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return server, thread
+
+
+async def test_connections_waiting_for_the_gateways_backlog_do_not_stall_the_others(
+    kind: str, session_dir: Path
+) -> None:
+    server, thread = _backlogged_far_end(session_dir / "g.sock")
+    try:
+        spec = await spec_for(kind, "owner", session_dir, [PY, "-c", BACKLOG, str(PORT)])
+        done = await launch(spec, "owner", session_dir)
+    finally:
+        server.close()
+    out = done.out.decode("utf-8", "replace")
+    assert done.code == 0, out
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert (seen["first"], seen["second"]) == ("pong1", "pong2")
+    assert seen["answers"] == [f"ok hello {i}" for i in range(5)]
+    await asyncio.to_thread(thread.join, 10)
