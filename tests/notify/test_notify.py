@@ -224,3 +224,24 @@ async def test_a_failing_webhook_is_logged_once_per_interval_and_shown_by_doctor
     (problem,) = [f for f in findings if "webhook" in f.what]
     assert not problem.ok and problem.what.startswith(f"webhook http://127.0.0.1:{port}/… (slack) failing since ")
     assert "ConnectError" in problem.what and "notify.webhooks[0].url" in problem.fix
+
+
+async def test_a_blocked_task_is_one_notification_however_often_it_is_blocked(project: Path) -> None:
+    """Blocking a task that is already blocked records nothing more: every `task.blocked` was a
+    webhook, and one blocked task sent the same one three times."""
+    async with Listener() as listener:
+        hooks = [{"url": listener.url + "/hook", "format": "plain"}]
+        async with notifying(project, {"webhooks": hooks}) as (rt, _n):
+            run_id, task_id = await make_task(rt)
+            for _ in range(3):
+                await rt.call(
+                    "autopilot.block_task",
+                    {"task_id": task_id, "reason": "3 attempt(s) failed", "run_id": run_id},
+                    DISPATCHER,
+                )
+            await _marker(rt, task_id)
+            *got, _marker_hook = await listener.wait_for(2)
+            async with rt.db.read() as r:
+                blocked = await r.scalar("SELECT count(*) FROM events WHERE type = 'task.blocked'")
+    assert blocked == 1
+    assert [b.body["kind"] for b in got] == ["task_blocked"]

@@ -60,7 +60,9 @@ async def record(tx: Tx, run_id: str, type: str, payload: dict[str, Any], *, act
 
 
 async def block_task(tx: Tx, run_id: str, task_id: str, reason: str, *, actor: str = ACTOR) -> Task:
-    """Mark a task `blocked` with the reason (`task.blocked`); a task already terminal is refused."""
+    """Mark a task `blocked` with the reason (`task.blocked`); a task already terminal is refused.
+    A task already blocked is left as it is, without another `task.blocked`: each one is a
+    notification, and one blocked task sent the operator the same webhook three times."""
     task = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
     if task is None:
         raise NotFound("task", task_id)
@@ -68,6 +70,8 @@ async def block_task(tx: Tx, run_id: str, task_id: str, reason: str, *, actor: s
 
     if task.status in TERMINAL_TASK_STATUSES:
         raise ValidationError(f"task {task_id} is {task.status}; a closed task is not blocked")
+    if task.status == TaskStatus.BLOCKED:
+        return task
     await tx.update("tasks", {"id": task_id}, {"status": TaskStatus.BLOCKED, "updated_at": clock.now()})
     tx.tables.add("tasks")
     await tx.append_event(
