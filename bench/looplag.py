@@ -69,21 +69,6 @@ def rows_from_file(benchmark: str, path: Path, what: str) -> list[dict[str, obje
         row(benchmark, f"{what} loop lag p99", float(data["p99_ms"]), "ms", note),
         row(benchmark, f"{what} loop lag max", float(data["max_ms"]), "ms", note),
     ]
-    if "inline_p99_us" in data:  # point reads on the loop's thread (`roundtable/store/inline.py`)
-        inline = (
-            f"thread CPU of the last {data['inline_reads']} point reads answered on the owner's loop;"
-            f" {data['inline_fallbacks']} sent to a reader thread"
-        )
-        # The gate keeps reads inline while a window's median stays under 50 µs: that is the
-        # target. The p99 is shown as measured (a GC collection or a cold cache after a context
-        # switch lands in a few reads whatever they do).
-        # Judged, like the gate judges, on a window's worth of reads at least: fewer (the
-        # handshake's one or two, now that credentials are cached) are shown, not judged.
-        judged = "< 50" if int(data["inline_reads"]) >= 32 else ""
-        out += [
-            row(benchmark, f"{what} inline point read p50", float(data["inline_p50_us"]), "µs", inline, target=judged),
-            row(benchmark, f"{what} inline point read p99", float(data["inline_p99_us"]), "µs", inline),
-        ]
     return out
 
 

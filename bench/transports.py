@@ -51,9 +51,6 @@ INIT = {
 }
 SOCKET_FLOOR = "floor asyncio socket echo"
 HTTP_FLOOR = "floor MCP SDK echo, HTTP 2025-11-25"
-# `task.get` answers are kept until the next commit (`store/pointcache.py`), so the target rows
-# read a kept answer; this row shows the read itself, as after every commit.
-UNKEPT = "the read every time, as right after a commit (no target)"
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -309,29 +306,26 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
     url, floor_url = f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{floor_port}/mcp"
     try:
         for c in CONCURRENCY:
-            floor_cell, echo_cell, get_cell, unkept_cell = await _in_turns(
+            floor_cell, echo_cell, get_cell = await _in_turns(
                 [
                     (floor_socket.pid, socket_client(floor_sock, "bench.echo")),
                     (owner.pid, socket_client(sock, "bench.echo")),
                     (owner.pid, socket_client(sock, "task.get", task_get)),
-                    (owner.pid, socket_client(sock, "bench.task_get_unkept", task_get)),
                 ],
                 c,
             )
             row("floor asyncio socket echo", c, floor_cell)
             row("socket (owner)", c, echo_cell, floor=SOCKET_FLOOR)
-            row("socket (owner) task.get", c, get_cell, floor=SOCKET_FLOOR, target="<= 2x")
-            row("socket (owner) task.get, nothing kept", c, unkept_cell, UNKEPT, floor=SOCKET_FLOOR)
+            row("socket (owner) task.get", c, get_cell, floor=SOCKET_FLOOR)
             floor_client = LegacyHttp(floor_url, "bench_echo", c)
             client = LegacyHttp(url, "bench_echo", c, auth=owner_auth)
             await floor_client.open()
             await client.open()
-            floor_cell, echo_cell, get_cell, unkept_cell = await _in_turns(
+            floor_cell, echo_cell, get_cell = await _in_turns(
                 [
                     (floor_mcp.pid, floor_client.call),
                     (owner.pid, client.call),
                     (owner.pid, client.calling("task_get", task_get)),
-                    (owner.pid, client.calling("bench_task_get_unkept", task_get)),
                 ],
                 c,
             )
@@ -340,8 +334,7 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
             note = "lean httpx client, stateful SSE"
             row(HTTP_FLOOR, c, floor_cell, note)
             row("HTTP 2025-11-25 (owner)", c, echo_cell, note, floor=HTTP_FLOOR)
-            row("HTTP 2025-11-25 (owner) task.get", c, get_cell, note, floor=HTTP_FLOOR, target="<= 1.3x")
-            row("HTTP 2025-11-25 (owner) task.get, nothing kept", c, unkept_cell, UNKEPT, floor=HTTP_FLOOR)
+            row("HTTP 2025-11-25 (owner) task.get", c, get_cell, note, floor=HTTP_FLOOR)
             bridge = Bridge(str(root), url, "bench_echo")
             await bridge.open()
             stats = await _cell(owner.pid, bridge.call, c)

@@ -220,8 +220,6 @@ class Runtime:
                     return await spec.handler(call)
             if spec.mode == "read":
                 if spec.point_read is not None:  # one hop: the whole read on a reader's thread
-                    if spec.inline:  # or none: a bounded lookup measured fast runs on the loop
-                        return await self.db.read_point(spec.point_read, call.args, remember=True)
                     return await self.db.read_call(spec.point_read, call.args)
                 async with self.db.read() as reader:
                     call.reader = reader

@@ -1,11 +1,9 @@
 """The real owner (lock, runtime, socket, HTTP) with one echo tool added to the real registry,
 so the benchmark measures the transports and `Runtime.call` alone (`bench.echo`) and a real
-read tool (`task.get`, on a task this script creates and announces) through the same owner;
-`bench.task_get_unkept` is the same read without the answers kept until the next commit.
+read tool (`task.get`, on a task this script creates and announces) through the same owner.
 
 With a fourth argument (a file path), a loop-lag probe (`bench.looplag`) runs in the owner's
-event loop from ready to SIGTERM and its p99 and max (ms) are written there as JSON on SIGTERM,
-with the p50 and p99 (µs) of the latest point reads answered on the loop's thread."""
+event loop from ready to SIGTERM and its p99 and max (ms) are written there as JSON on SIGTERM."""
 
 from __future__ import annotations
 
@@ -18,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.owner import Owner
-from roundtable.tools import tasks
 from roundtable.tools.args import Args, Int
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 
@@ -29,13 +26,6 @@ class EchoArgs(Args):
 
 async def echo(call: Any) -> dict[str, Any]:
     return {"n": call.args.n} if call.args.given("n") else {}
-
-
-async def task_get_unkept(call: Any) -> dict[str, Any]:
-    """`task.get`'s read without its kept answers (`store/pointcache.py`): what a read right
-    after a commit costs."""
-    result: dict[str, Any] = await call.runtime.db.read_point(tasks.get, call.args)
-    return result
 
 
 async def main(root: str, port: int, sock: str, lag_file: str = "") -> None:
@@ -53,31 +43,13 @@ async def main(root: str, port: int, sock: str, lag_file: str = "") -> None:
             mode="none",
             read_only=True,
         )
-        unkept = ToolSpec(
-            name="bench.task_get_unkept",
-            description="task.get, answered from the database every time",
-            args=tasks.GetArgs,
-            output_schema={"type": "object"},
-            handler=task_get_unkept,
-            mode="none",
-            read_only=True,
-        )
-        owner.runtime.registry = Registry({**{s.name: s for s in get_registry()}, spec.name: spec, unkept.name: unkept})
+        owner.runtime.registry = Registry({**{s.name: s for s in get_registry()}, spec.name: spec})
         task = await owner.runtime.call("task.create", {"title": "bench", "body_md": "a task to read"})
         async with LoopLag() as lag:  # from ready to SIGTERM: what the benchmark's calls cause
             print(f"ready {task['task']['id']}", flush=True)
             await stop.wait()
-        inline = sorted(owner.runtime.db.inline.recent_us())
-        fallbacks = owner.runtime.db.inline.fallbacks
     if lag_file:
         data = {"p99_ms": lag.p99_ms, "max_ms": lag.max_ms, "samples": len(lag.samples_ms)}
-        if inline:  # the point reads answered on the loop's thread (`store/inline.py`)
-            data |= {
-                "inline_p50_us": inline[len(inline) // 2],
-                "inline_p99_us": inline[min(len(inline) - 1, int(len(inline) * 0.99))],
-                "inline_reads": len(inline),
-                "inline_fallbacks": fallbacks,
-            }
         text = json.dumps(data)
         await asyncio.to_thread(Path(lag_file).write_text, text)
 

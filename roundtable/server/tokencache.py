@@ -10,8 +10,7 @@ dedicated connection stays the same. That number changes whenever any other conn
 any commit, a revocation among them, reads the database again: revoking a credential still
 refuses the very next request.
 
-The version comes from the connection point reads ask (`store/pointcache.py`), one per
-database. Asking costs one PRAGMA on the loop's thread (a few µs, no table read) on a read-only
+The version comes from the store's one `DataVersion` connection (`store/watch.py`). Asking costs one PRAGMA on the loop's thread (a few µs, no table read) on a read-only
 connection that never waits for a lock; when it cannot answer (busy, no database file, another
 thread), that request is resolved from the database as before. The cache holds at most `MAX_ENTRIES` answers
 (unknown credentials included, so a client repeating a wrong one costs no read either).
@@ -22,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from roundtable.services.sessions import tokens
-from roundtable.store.pointcache import DataVersion
+from roundtable.store.watch import DataVersion
 from roundtable.tools.context import Caller
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ class CredentialResolver:
     def __init__(self, runtime: Runtime, *, max_entries: int = MAX_ENTRIES) -> None:
         self.runtime = runtime
         self.max_entries = max_entries
-        self.version: DataVersion = runtime.db.point_cache.data_version  # the store's; it closes it
+        self.version: DataVersion = runtime.db.data_version  # the store's; it closes it
         self.lookups = 0  # answers read from the database (the others came from the cache)
         self._seen: int | None = None
         self._known: dict[str, Caller | None] = {}
@@ -64,7 +63,7 @@ class CredentialResolver:
         if version is not None and version == self._seen and key in self._known:
             return self._known[key]
         self.lookups += 1
-        caller = caller_for(await self.runtime.db.read_point(tokens.resolve_on, token))
+        caller = caller_for(await self.runtime.db.read_call(tokens.resolve_on, token))
         if version is not None:
             if version != self._seen:
                 self._known.clear()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -23,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import aiosqlite
@@ -31,14 +30,11 @@ import aiosqlite
 from roundtable import clock
 from roundtable.bus import Change, ChangeBus
 from roundtable.errors import NotFound, StoreError
-from roundtable.store import group
-from roundtable.store.group import Batch, Job, WriteLock
-from roundtable.store.inline import InlineReader, Missing
-from roundtable.store.pointcache import DataVersion, PointCache
+from roundtable.store.lock import WriteLock
 from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
 from roundtable.store.thread import on_thread
-from roundtable.store.watch import CommitWatch, publish_external_commits
+from roundtable.store.watch import CommitWatch, DataVersion, publish_external_commits
 
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
@@ -166,38 +162,21 @@ class _Queries:
         return record
 
 
-def _begin_and_fetch(conn: sqlite3.Connection, sql: str, params: Params) -> list[sqlite3.Row]:
-    """Runs on the reader's thread: open the read transaction and run its first query together.
-    A transaction left open by an earlier, cancelled reader is ended first: this function runs
-    in the connection's own queue, so nothing can interleave with the check."""
+def _in_snapshot(conn: sqlite3.Connection, fn: Callable[..., T], args: tuple[Any, ...], end: bool) -> T:
+    """On a reader's thread: open a read transaction and run `fn(conn, *args)` in it, in one round
+    trip; `end` closes the snapshot in the same trip (`Database.read_call`), else it stays open for
+    the reader's next queries. A transaction left open by an earlier, cancelled reader is ended
+    first: this runs in the connection's own queue, so nothing can interleave with the check."""
     if conn.in_transaction:
         conn.execute("COMMIT")
     conn.execute("BEGIN")
-    cursor = conn.execute(sql, params)
-    try:
-        return cursor.fetchall()
-    finally:
-        cursor.close()
-
-
-def _in_snapshot(conn: sqlite3.Connection, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-    """`Database.read_call` on the reader's thread: open a snapshot, run `fn` in it, close it."""
-    if conn.in_transaction:
-        conn.execute("COMMIT")
-    conn.execute("BEGIN")
+    if not end:
+        return fn(conn, *args)
     try:
         return fn(conn, *args)
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
-
-
-def _begin_and_run(conn: sqlite3.Connection, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-    """`_begin_and_fetch` for a whole function: open the read transaction, then run `fn` in it."""
-    if conn.in_transaction:
-        conn.execute("COMMIT")
-    conn.execute("BEGIN")
-    return fn(conn, *args)
 
 
 class Reader(_Queries):
@@ -215,13 +194,13 @@ class Reader(_Queries):
         if self.begun:
             return await super().fetchall(sql, params)
         self.begun = True
-        return await on_thread(self.conn, _begin_and_fetch, sql, params)
+        return await on_thread(self.conn, _in_snapshot, _fetch, (sql, params), False)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         if self.begun:
             return await super().run(fn, *args)
         self.begun = True
-        return await on_thread(self.conn, _begin_and_run, fn, args)
+        return await on_thread(self.conn, _in_snapshot, fn, args, False)
 
 
 _INSERT_EVENT = (
@@ -236,18 +215,12 @@ _INSERT_EVENT = (
 ACTING: ContextVar[tuple[str, str]] = ContextVar("roundtable_acting", default=("", ""))
 
 
-def _after(
-    conn: sqlite3.Connection, prelude: tuple[str, ...], busy_ms: int, fn: Callable[..., T], args: tuple[Any, ...]
-) -> T:
-    """A write transaction's first round trip: its opening statements (`BEGIN IMMEDIATE`, or
-    its savepoint inside a shared transaction), then `fn(conn, *args)`."""
-    for sql in prelude:
-        try:
-            conn.execute(sql).close()
-        except sqlite3.OperationalError as exc:
-            if sql.startswith("BEGIN"):
-                raise _busy_or_store_error(exc, busy_ms) from None
-            raise
+def _begin_write(conn: sqlite3.Connection, busy_ms: int, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """A write transaction's first round trip: `BEGIN IMMEDIATE`, then `fn(conn, *args)`."""
+    try:
+        conn.execute("BEGIN IMMEDIATE").close()
+    except sqlite3.OperationalError as exc:
+        raise _busy_or_store_error(exc, busy_ms) from None
     return fn(conn, *args)
 
 
@@ -264,77 +237,6 @@ def _run_many(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> None:
 
 
 _LOST_INSIDE = "the write transaction was rolled back by an error inside it"
-_LOST_BESIDE = "the shared write transaction was rolled back by an error in a call grouped with this one"
-
-
-@dataclasses.dataclass
-class _Ran:
-    """What `_run_jobs` did on the writer's thread: per job (ok, its value or exception, whether
-    it changed anything); why the transaction was lost, if it was; the COMMIT's failure."""
-
-    outcomes: list[tuple[bool, Any, bool]]
-    lost: str = ""
-    committed: bool = False
-    commit_error: Exception | None = None
-
-
-def _run_jobs(
-    conn: sqlite3.Connection,
-    begin: bool,
-    release: str,
-    jobs: list[tuple[Callable[..., Any], tuple[Any, ...], Tx]],
-    commit: bool,
-    busy_ms: int,
-    file: tuple[Path, tuple[int, int] | None],
-) -> _Ran:
-    """Several writes in one round trip (`Database.write_run`): open the transaction (or release
-    the last writer's savepoint), run each job in a savepoint of its own — a failing one is
-    rolled back alone — and COMMIT when asked. A transaction is begun only while `file` (path,
-    identity) still names the database file opened: a write to an unlinked file would be lost."""
-    problem = _file_problem(*file) if begin else ""
-    if problem:
-        return _Ran([(False, _refusal(problem), False)] * len(jobs))
-    try:
-        if begin:
-            conn.execute("BEGIN IMMEDIATE").close()
-        elif release:
-            conn.execute(f"RELEASE {release}").close()
-    except sqlite3.OperationalError as exc:
-        failure: Exception = _busy_or_store_error(exc, busy_ms) if begin else exc
-        return _Ran([(False, failure, False)] * len(jobs))
-    ran = _Ran([])
-    for index, (fn, args, tx) in enumerate(jobs):
-        if ran.lost:
-            ran.outcomes.append((False, StoreError(f"{ran.lost}; nothing was written — retry"), False))
-            continue
-        name = f"rt_job_{index}"
-        before = conn.total_changes
-        conn.execute(f"SAVEPOINT {name}").close()
-        try:
-            value = fn(conn, tx, *args)
-        except Exception as exc:
-            if conn.in_transaction:
-                conn.execute(f"ROLLBACK TO {name}").close()
-                conn.execute(f"RELEASE {name}").close()
-            else:
-                ran.lost = _LOST_BESIDE
-            ran.outcomes.append((False, exc, False))
-            continue
-        if not conn.in_transaction:
-            ran.lost = _LOST_INSIDE
-            ran.outcomes.append((False, StoreError(f"{ran.lost}; nothing was written — retry"), False))
-            continue
-        conn.execute(f"RELEASE {name}").close()
-        ran.outcomes.append((True, value, conn.total_changes != before))
-    if commit and not ran.lost and conn.in_transaction:
-        try:
-            conn.execute("COMMIT").close()
-            ran.committed = True
-        except sqlite3.Error as exc:
-            ran.commit_error = exc
-            if conn.in_transaction:
-                conn.execute("ROLLBACK").close()
-    return ran
 
 
 def _rollback_open(conn: sqlite3.Connection) -> None:
@@ -342,26 +244,11 @@ def _rollback_open(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK").close()
 
 
-def _rollback_to(conn: sqlite3.Connection, name: str) -> bool:
-    """Undo one writer's savepoint; False when the transaction itself is gone (SQLite rolled it
-    back whole, e.g. on a full disk) — then nothing of the batch is left to commit."""
-    if not conn.in_transaction:
-        return False
-    try:
-        conn.execute(f"ROLLBACK TO {name}").close()
-        conn.execute(f"RELEASE {name}").close()
-    except sqlite3.OperationalError as exc:
-        if "no such savepoint" not in str(exc):
-            raise
-    return conn.in_transaction
-
-
 class Tx(_Queries):
-    """A write transaction (`BEGIN IMMEDIATE`), or one writer's savepoint inside a transaction
-    shared with others (`store/group.py`). Collects events to publish after commit.
+    """A write transaction (`BEGIN IMMEDIATE`). Collects events to publish after commit.
 
-    Every statement goes through `_hop`, so the opening statements ride on the first one's
-    round trip; a writer that runs no statement opens nothing."""
+    Every statement goes through `_hop`, so `BEGIN IMMEDIATE` rides on the first one's round
+    trip; a writer that runs no statement opens nothing."""
 
     def __init__(
         self,
@@ -369,8 +256,6 @@ class Tx(_Queries):
         *,
         principal: str = "",
         transport: str = "",
-        prelude: tuple[str, ...] = (),
-        savepoint: str = "",
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
         super().__init__(conn)
@@ -379,16 +264,14 @@ class Tx(_Queries):
         # Who this transaction acts for: stamped on every event it appends.
         self.principal = principal
         self.transport = transport
-        self._prelude = prelude
-        self.savepoint = savepoint  # "" when this writer opened the transaction itself
-        self.entered = False  # the opening statements were sent
+        self.entered = False  # BEGIN IMMEDIATE was sent
         self._busy_ms = busy_timeout_ms
 
     async def _hop(self, fn: Callable[..., T], *args: Any) -> T:
-        if self.entered or not self._prelude:
+        if self.entered:
             return await on_thread(self.conn, fn, *args)
         self.entered = True
-        return await on_thread(self.conn, _after, self._prelude, self._busy_ms, fn, args)
+        return await on_thread(self.conn, _begin_write, self._busy_ms, fn, args)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._hop(fn, *args)
@@ -502,22 +385,6 @@ def _busy_or_store_error(exc: sqlite3.OperationalError, busy_timeout_ms: int) ->
     return StoreError(f"begin a write transaction: {exc}")
 
 
-async def _settle(conn: aiosqlite.Connection, sql: str) -> None:
-    """Run a transaction-control statement to completion even if the caller is cancelled
-    meanwhile (the cancellation is re-raised afterwards), so a connection is never left inside
-    a transaction that nobody owns."""
-    future = asyncio.ensure_future(conn.execute(sql))
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            cancelled = True
-    future.result()
-    if cancelled:
-        raise asyncio.CancelledError
-
-
 async def _complete(awaitable: Awaitable[T]) -> T:
     """Await `awaitable` to its end even if the caller is cancelled meanwhile (the cancellation
     is re-raised afterwards): a transaction's end is never left half done."""
@@ -532,19 +399,6 @@ async def _complete(awaitable: Awaitable[T]) -> T:
     if cancelled:
         raise asyncio.CancelledError
     return result
-
-
-def _settle_jobs(done: asyncio.Future[None], finished: list[tuple[Job, Any]]) -> None:
-    """The transaction these jobs ran in has ended: answer them with their values, or with its
-    failure."""
-    error = None if done.cancelled() else done.exception()
-    for job, value in finished:
-        if job.done.done():
-            continue
-        if error is None:
-            job.done.set_result(value)
-        else:
-            job.done.set_exception(error)
 
 
 class Database:
@@ -562,9 +416,8 @@ class Database:
         self.busy_timeout_ms = busy_timeout_ms
         self.bus = bus
         self._writer = writer
-        self._write_lock = WriteLock(on_idle=self._on_idle)
-        self._batch: Batch | None = None  # the open transaction writers share (`store/group.py`)
-        self.commits = 0  # COMMITs issued: writes ÷ commits is the mean batch size
+        self._write_lock = WriteLock()
+        self.commits = 0  # COMMITs issued
         self._committing = False  # a COMMIT is in flight and its changes not yet published
         self._reader_limit = readers
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
@@ -578,8 +431,7 @@ class Database:
         # none) — it would go to the unlinked file and be lost.
         self._abspath = Path(os.path.abspath(path))
         self._identity = _file_identity(self._abspath)
-        self._inline: InlineReader | None = None  # bounded point reads on the loop's thread
-        self._point_cache: PointCache | None = None  # their answers, until the next commit
+        self.data_version = DataVersion(self._abspath)  # "did anyone commit?" (`store/watch.py`)
 
     def file_problem(self) -> str:
         """Why the database path no longer names the file this object opened ('' while it does)."""
@@ -662,16 +514,11 @@ class Database:
             with contextlib.suppress(asyncio.CancelledError, StoreError, sqlite3.Error):
                 await self._commit_watch
         async with self._locked():
-            if self._batch is not None:  # a batch handed to us: commit it first
-                await self._end_batch(self._batch, release=False)
             if self._pending:
                 await asyncio.gather(*self._pending, return_exceptions=True)
             for conn in self._all_readers:
                 await conn.close()
-            if self._inline is not None:
-                self._inline.close()
-            if self._point_cache is not None:
-                self._point_cache.close()
+            self.data_version.close()
             await self._writer.close()
 
     @asynccontextmanager
@@ -689,141 +536,59 @@ class Database:
         """One write transaction: commit on success, roll back on any exception. `principal` and
         `transport` name who the transaction acts for; every event it appends records them.
         `urgent` goes before the ordinary writers already waiting (short Chair transactions).
-
-        Writers waiting for each other share one transaction (group commit, `store/group.py`):
-        each is all-or-nothing through its savepoint, and leaves this block only once the shared
-        COMMIT succeeded — its events published — or failed (`StoreError`, nothing written)."""
+        Its events are published on the change bus only once the COMMIT succeeded; a failed
+        COMMIT raises `StoreError` and publishes nothing."""
         self._check_writable(tool)
-        await self._write_lock.acquire(urgent=urgent)
-        batch = self._batch
-        try:
-            if batch is None or not self._writer.in_transaction:
-                problem = self.file_problem()  # once per transaction, where it begins
-                if problem:
-                    raise _refusal(problem)
-            if batch is None:
-                # Defensive: no batch is open, so an open transaction here is stale.
-                if self._writer.in_transaction:
-                    await self._settle("ROLLBACK")
-                loop = asyncio.get_running_loop()
-                batch = self._batch = Batch(started=loop.time(), done=loop.create_future())
-            prelude, savepoint = batch.prelude(self._writer.in_transaction)
+        async with self._locked(urgent):
+            problem = self.file_problem()  # a write to an unlinked file would be lost
+            if problem:
+                raise _refusal(problem)
+            if self._writer.in_transaction:  # defensive: left open by nobody we know of
+                await on_thread(self._writer, _rollback_open)
             acting = ACTING.get()
             tx = Tx(
                 self._writer,
                 principal=principal or acting[0] or "internal",
                 transport=transport or acting[1] or "internal",
-                prelude=prelude,
-                savepoint=savepoint,
                 busy_timeout_ms=self.busy_timeout_ms,
             )
             changes_before = self._writer.total_changes
-        except BaseException:
-            if batch is not None:
-                await self._leave(batch, urgent=urgent, ok=False)
-            else:
-                self._write_lock.release()
-            raise
-        try:
-            yield tx
-        except BaseException:
             try:
-                await _complete(self._undo(batch, tx))
-            finally:
-                await self._leave(batch, urgent=urgent, ok=False)
-            raise
-        if tx.entered and not self._writer.in_transaction:
+                yield tx
+            except BaseException:
+                # On the thread, in its queue: after a cancelled writer's statement still on its way.
+                await _complete(on_thread(self._writer, _rollback_open))
+                raise
+            if tx.entered:
+                await _complete(self._commit(tool, tx, changes_before))
+
+    async def _commit(self, tool: str, tx: Tx, changes_before: int) -> None:
+        """COMMIT `tx`'s transaction, then announce its changes (never the one without the other)."""
+        if not self._writer.in_transaction:
             # SQLite ended the transaction under this writer (some errors roll it back whole,
-            # and the writer went on): nothing of it, nor of the writers before it, is left.
-            batch.lost = _LOST_INSIDE
-            await self._leave(batch, urgent=urgent, ok=False)
-            raise StoreError(f"{batch.lost}; nothing was written — retry")
-        if tx.entered:
-            batch.savepoint = tx.savepoint or batch.savepoint
-        if self._writer.total_changes != changes_before or tx.events:
-            batch.changes.append(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
-        await self._leave(batch, urgent=urgent, ok=True)
+            # and the writer went on): nothing of it is left.
+            raise StoreError(f"{_LOST_INSIDE}; nothing was written — retry")
+        self._committing = True
+        try:
+            try:
+                await self._writer.execute("COMMIT")
+            except Exception as exc:  # sqlite3.Error, or aiosqlite's closed connection
+                if self._writer.in_transaction:
+                    await on_thread(self._writer, _rollback_open)
+                raise StoreError(f"commit failed: {exc}; nothing of this call was written") from None
+            self.commits += 1
+            if self._writer.total_changes != changes_before or tx.events:
+                self.bus.publish(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
+        finally:
+            self._committing = False
 
     def _check_writable(self, tool: str) -> None:
         """Refuse a write to a closed or read-only database. (Whether the file is still the one
-        opened is checked once per transaction, where it begins: `_begin_batch`, `_run_jobs`.)"""
+        opened is checked once per transaction, where it begins.)"""
         if self._closed:
             raise StoreError("database is closed")
         if self.read_only:
             raise StoreError(f"read-only: {tool or 'this action'} would write to the database")
-
-    async def _undo(self, batch: Batch, tx: Tx) -> None:
-        """Roll back what the failed writer `tx` did, and only that."""
-        if not tx.entered:
-            return
-        if not tx.savepoint:  # it opened the transaction: nobody else is in it
-            # On the thread, in its queue: after a cancelled writer's statement still on its way.
-            await on_thread(self._writer, _rollback_open)
-            return
-        batch.savepoint = ""  # its prelude released the previous writer's savepoint
-        try:
-            kept = await on_thread(self._writer, _rollback_to, tx.savepoint)
-        except sqlite3.Error as exc:
-            kept = False
-            log.warning("rolling back a grouped write failed: %s", exc)
-        if not kept:
-            batch.lost = _LOST_BESIDE
-            if self._writer.in_transaction:
-                await self._writer.execute("ROLLBACK")
-
-    async def _leave(self, batch: Batch, *, urgent: bool, ok: bool) -> None:
-        """A writer of `batch` is done (`ok`: it succeeded). Pass the lock — and the open
-        transaction — to the next waiting writer, or end the batch; a successful writer returns
-        once its batch is committed and raises `StoreError` if that failed."""
-        batch.members += 1
-        batch.succeeded += ok
-        if not urgent and self._write_lock.waiting() and batch.open_for(asyncio.get_running_loop().time()):
-            if ok:
-                batch.waiters += 1
-            self._write_lock.release()  # to the next writer, inside this transaction
-            if ok:
-                await _complete(batch.done)
-            return
-        error = await _complete(self._end_batch(batch))
-        if ok and error is not None:
-            raise error
-
-    async def _end_batch(self, batch: Batch, *, release: bool = True) -> StoreError | None:
-        """Commit `batch` (the lock's holder does this), then release the lock, publish every
-        writer's changes in order and answer the writers waiting; returns the failure, if any."""
-        error: StoreError | None = None
-        try:
-            if batch.lost:
-                error = StoreError(f"{batch.lost}; nothing was written — retry")
-            elif self._writer.in_transaction:
-                self._committing = True
-                try:
-                    await self._writer.execute("COMMIT")
-                    self.commits += 1
-                except Exception as exc:  # sqlite3.Error, or aiosqlite's closed connection
-                    others = batch.succeeded - 1
-                    grouped = f" (nor of the {others} calls committed with it)" if others > 0 else ""
-                    error = StoreError(f"commit failed: {exc}; nothing of this call was written{grouped}")
-            if self._writer.in_transaction:
-                await self._writer.execute("ROLLBACK")
-        finally:
-            self._finish(batch, error, release=release)
-        return error
-
-    def _finish(self, batch: Batch, error: StoreError | None, *, release: bool = True) -> None:
-        """`batch` is over (committed unless `error`): release the lock, publish every writer's
-        changes in commit order, answer the writers waiting for it."""
-        self._batch = None
-        self._committing = False
-        if release:
-            self._write_lock.release()
-        if error is None:
-            for change in batch.changes:
-                self.bus.publish(change)
-        if error is not None and batch.waiters:
-            batch.done.set_exception(error)
-        elif not batch.done.done():
-            batch.done.set_result(None)
 
     async def write_run(
         self,
@@ -836,116 +601,10 @@ class Database:
     ) -> T:
         """One write whose whole work is `fn(conn, tx, *args)`: a synchronous function of the
         `sqlite3.Connection` and of its `Tx` (events through `tx.emit`), run on the writer's
-        thread in a savepoint of its own, so its exception leaves nothing. Returns its value once
-        committed (`StoreError` when the COMMIT failed).
-
-        Whoever gets the lock takes the jobs waiting right behind it and runs them all in its one
-        round trip, with the COMMIT too when nobody else waits: many writes for one hop."""
-        self._check_writable(tool)
-        acting = ACTING.get()
-        tx = Tx(
-            self._writer,
-            principal=principal or acting[0] or "internal",
-            transport=transport or acting[1] or "internal",
-            busy_timeout_ms=self.busy_timeout_ms,
-        )
-        job = Job(fn, args, tx, tool, asyncio.get_running_loop().create_future())
-        try:
-            ours = await self._write_lock.acquire(urgent=urgent, job=job)
-        except asyncio.CancelledError:  # a holder may have taken the job: it still runs
-            job.done.add_done_callback(lambda done: done.cancelled() or done.exception())
-            raise
-        if ours:
-            await _complete(self._lead(job, urgent))
-        result: T = await _complete(job.done)
+        thread in one round trip; its exception leaves nothing. Returns its value once committed."""
+        async with self.write(tool=tool, principal=principal, transport=transport, urgent=urgent) as tx:
+            result: T = await tx.run(fn, tx, *args)
         return result
-
-    async def _lead(self, first: Job, urgent: bool) -> None:
-        """Holding the lock: run `first` and the jobs queued behind it in one round trip, then
-        commit (in that round trip) or pass the open transaction on; every job's `done` is
-        settled here or, when the transaction is passed on, by its COMMIT."""
-        loop = asyncio.get_running_loop()
-        jobs = [first]
-        try:
-            batch = self._batch
-            if batch is None:
-                if self._writer.in_transaction:
-                    await self._writer.execute("ROLLBACK")  # stale: no batch is open
-                batch = self._batch = Batch(started=loop.time(), done=loop.create_future())
-            if not urgent and batch.open_for(loop.time()):
-                jobs += self._write_lock.take_jobs(group.MAX_MEMBERS - batch.members - 1)
-            batch.members += len(jobs)
-            commit = urgent or not (self._write_lock.waiting() and batch.open_for(loop.time()))
-            release, batch.savepoint = batch.savepoint, ""
-            self._committing = commit
-            ran = await on_thread(
-                self._writer,
-                _run_jobs,
-                not self._writer.in_transaction,
-                release,
-                [(j.fn, j.args, j.tx) for j in jobs],
-                commit,
-                self.busy_timeout_ms,
-                (self._abspath, self._identity),
-            )
-        except Exception as exc:  # e.g. the connection closed under us
-            log.warning("a grouped write failed: %s", exc)
-            failure = StoreError(f"the write failed: {exc}; nothing was written")
-            for job in jobs:
-                if not job.done.done():
-                    job.done.set_exception(failure)
-            if self._batch is not None:
-                self._batch.lost = self._batch.lost or "the shared write transaction failed"
-                await self._end_batch(self._batch)
-            else:
-                self._write_lock.release()
-            return
-        finished = []
-        for job, (ok, value, dirty) in zip(jobs, ran.outcomes, strict=True):
-            if not ok:
-                job.done.set_exception(value)
-                continue
-            batch.succeeded += 1
-            finished.append((job, value))
-            if dirty or job.tx.events:
-                batch.changes.append(
-                    Change(tool=job.tool, events=tuple(job.tx.events), tables=frozenset(job.tx.tables))
-                )
-        batch.lost = batch.lost or ran.lost
-        if not commit and not batch.lost:  # others wait: they go on in this transaction
-            batch.waiters += len(finished)
-            batch.done.add_done_callback(lambda done: _settle_jobs(done, finished))
-            self._write_lock.release()
-            return
-        error: StoreError | None = None
-        if ran.committed:
-            self.commits += 1
-        elif batch.lost:
-            error = StoreError(f"{batch.lost}; nothing was written — retry")
-        elif ran.commit_error is not None:
-            others = batch.succeeded - 1
-            grouped = f" (nor of the {others} calls committed with it)" if others > 0 else ""
-            error = StoreError(f"commit failed: {ran.commit_error}; nothing of this call was written{grouped}")
-        self._finish(batch, error)
-        for job, value in finished:
-            if error is None:
-                job.done.set_result(value)
-            else:
-                job.done.set_exception(error)
-
-    def _on_idle(self) -> bool:
-        """The lock was released with nobody waiting: commit a batch left open (its next writer
-        was cancelled as the lock reached it). Returns True when it takes the lock over."""
-        batch = self._batch
-        if batch is None or self._closed:
-            return False
-        task = asyncio.ensure_future(self._end_batch(batch))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-        return True
-
-    async def _settle(self, sql: str) -> None:
-        await _settle(self._writer, sql)
 
     async def _acquire_reader(self) -> aiosqlite.Connection:
         if self._readers.empty() and self._reader_count < self._reader_limit:
@@ -987,44 +646,9 @@ class Database:
             raise StoreError("database is closed")
         conn = await self._acquire_reader()
         try:
-            return await on_thread(conn, _in_snapshot, fn, args)
+            return await on_thread(conn, _in_snapshot, fn, args, True)
         finally:
             self._readers.put_nowait(conn)
-
-    @property
-    def inline(self) -> InlineReader:
-        """The loop-thread connection for bounded point reads (`store/inline.py`)."""
-        if self._inline is None:
-            self._inline = InlineReader(self._abspath, read_only=self.read_only)
-        return self._inline
-
-    @property
-    def point_cache(self) -> PointCache:
-        """Answers of point reads kept until the next commit by anyone (`store/pointcache.py`)."""
-        if self._point_cache is None:
-            self._point_cache = PointCache(DataVersion(self._abspath))
-        return self._point_cache
-
-    async def read_point(self, fn: Callable[..., T], *args: Any, remember: bool = False) -> T:
-        """`read_call` for a bounded point read (one primary-key lookup): answered on the event
-        loop's thread while such reads are measured under `inline.LIMIT_S`, else on a reader's
-        thread; never waits for a lock on the loop (`store/inline.py`). With `remember`, the
-        answer is kept until the next commit by anyone and a same read before it gets a copy
-        (`store/pointcache.py`): `fn`'s answer must depend on the database and `args` alone."""
-        if self._closed:
-            raise StoreError("database is closed")
-        cache = self.point_cache if remember else None
-        version = cache.version() if cache is not None else None
-        if cache is not None:
-            kept = cache.get(version, fn, args)
-            if kept is not cache.MISSING:
-                return cast(T, kept)
-        result = self.inline.call(fn, args)
-        if isinstance(result, Missing):
-            result = await self.read_call(fn, *args)
-        if cache is not None:
-            cache.put(version, fn, args, result)
-        return result
 
     def _finish_end_read(self, task: asyncio.Future[Any]) -> None:
         self._pending.discard(task)

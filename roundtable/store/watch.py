@@ -9,6 +9,9 @@ read-only connection asking it is therefore a cheap (one round trip, no table re
 polls on an interval and publishes a `Change(external=True)` on the change bus when a commit
 happened that this process did not announce itself — so the console, `table.watch` long polls
 and the Chair learn of other processes' writes from the same bus as of their own.
+
+`DataVersion` asks the same question synchronously, on the calling thread (`Database.data_version`,
+used by the HTTP credential cache to know that nothing changed).
 """
 
 from __future__ import annotations
@@ -23,6 +26,35 @@ import aiosqlite
 
 from roundtable.bus import Change, ChangeBus
 from roundtable.errors import StoreError
+
+
+class DataVersion:
+    """SQLite's `PRAGMA data_version` of one read-only connection, opened on first use on the
+    calling thread: a number that changes whenever another connection committed since it last
+    asked. None when it cannot be told (then nothing may be taken as unchanged)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+
+    def current(self) -> int | None:
+        try:
+            conn = self._conn or self._open()
+            row = conn.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error:  # busy, gone, or used from another thread than the one that opened it
+            return None
+        return int(row[0]) if row is not None else None
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 0")
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.close()
 
 
 class CommitWatch:

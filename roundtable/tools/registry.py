@@ -228,11 +228,6 @@ class ToolSpec:
     # runs it after validation and before the write transaction opens, so the write lock is not
     # held for it; it leaves what it made in `call.notes`.
     prepare: Prepare | None = None
-    # The point read is one primary-key lookup (bounded): it may be answered on the event loop's
-    # thread while such reads are measured fast (`Database.read_point`, `store/inline.py`). Its
-    # answer depends on the database and the arguments alone (never on the clock or the caller),
-    # so it is kept until the next commit by anyone (`store/pointcache.py`).
-    inline: bool = False
     # Top-level string results that MCP gives as text blocks of their own after the JSON of the
     # rest (a diff reads as a diff, not as an escaped JSON string); `structuredContent` keeps them.
     text_fields: tuple[str, ...] = ()

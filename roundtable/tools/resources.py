@@ -322,7 +322,6 @@ TOOLS = [
         output_schema=result({"resource": RECORD}),
         handler=point_handler(get),
         point_read=get,
-        inline=True,
         mode="read",
         read_only=True,
         idempotent=True,

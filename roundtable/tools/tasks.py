@@ -110,7 +110,6 @@ TOOLS = [
         output_schema=result({"task": RECORD}),
         handler=point_handler(get),
         point_read=get,
-        inline=True,
         mode="read",
         read_only=True,
         idempotent=True,

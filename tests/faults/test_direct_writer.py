@@ -28,13 +28,13 @@ async def test_direct_mode_writer_next_to_a_loaded_owner(project: Path) -> None:
     owner = OwnerProcess(project).start()
     acked: list[str] = []
     errors: list[str] = []
-    stop = time.monotonic() + SECONDS
     try:
         clients = [SocketClient(owner.socket_path) for _ in range(4)] + [
             HttpClient(owner.url, owner.auth) for _ in range(4)
         ]
         for client in clients:
             await client.open()
+        stop = time.monotonic() + SECONDS  # from the moment every client is connected
 
         async def load(k: int, client: SocketClient | HttpClient) -> None:
             n = 0
