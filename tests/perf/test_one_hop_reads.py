@@ -20,16 +20,12 @@ def test_point_reads_are_read_mode_tools() -> None:
     specs = {spec.name: spec for spec in get_registry() if spec.point_read is not None}
     assert POINT_READS <= set(specs)
     assert all(spec.mode == "read" and spec.read_only and spec.handler is not None for spec in specs.values())
-    # Only lookups by primary key may be answered on the loop's thread (`store/inline.py`).
-    assert {spec.name for spec in get_registry() if spec.inline} == {"task.get", "resource.get"}
-    assert all(specs[name].point_read is not None for name in ("task.get", "resource.get"))
 
 
 async def test_task_get_through_the_one_hop_path(runtime: Runtime) -> None:
     created = (await runtime.call("task.create", {"title": "t", "body_md": "b", "readable_paths": ["src"]}))["task"]
     got = (await runtime.call("task.get", {"task_id": created["id"]}))["task"]
     assert got == created and got["readable_paths"] == ["src"]
-    assert runtime.db.inline.calls + runtime.db.inline.fallbacks >= 1  # through `read_point`
     with pytest.raises(ToolError, match="T-missing"):
         await runtime.call("task.get", {"task_id": "T-missing"})
     # The snapshot of every pooled reader was closed in the hop that ran the call.
