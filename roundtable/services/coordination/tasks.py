@@ -179,8 +179,7 @@ async def create_task(
 ) -> Task:
     """Create a task, or (operator only) replace one with the same id (keeping its `created_at`
     and its run), with the agent's task quota (`quotas`) checked in the same write job
-    (`Database.write_run`): it shares its round trip and its COMMIT with the writes queued beside
-    it. `agent` is the acting agent ("" for operator authority); `actor` is recorded on the event;
+    (`Database.write_run`: one round trip on the writer's thread). `agent` is the acting agent ("" for operator authority); `actor` is recorded on the event;
     `runs` is what the call says about the run (`services.run_scope`). Returns the task once
     committed."""
     values = _task_values(title, body_md, priority, risk, assigned_agent_id, readable_paths, task_id, status, root)
