@@ -50,6 +50,7 @@ from roundtable.errors import RoundtableError, ValidationError
 from roundtable.services.sessions import budgets, preflight
 from roundtable.services.sessions.budgets import Crossing
 from roundtable.services.sessions.records import SessionExit
+from roundtable.tools.args import as_one_line
 from roundtable.tools.context import DISPATCHER, OPERATOR, Caller
 
 if TYPE_CHECKING:
@@ -370,7 +371,7 @@ class Dispatcher:
         await self.runtime.call(
             "task.create",
             {
-                "title": f"Plan: {need.goal.strip().splitlines()[0][:200]}",
+                "title": as_one_line(f"Plan: {need.goal.strip().splitlines()[0][:200]}"),
                 "body_md": body,
                 "assigned_agent_id": planner,
                 "readable_paths": await asyncio.to_thread(_top_level, self.runtime.root),

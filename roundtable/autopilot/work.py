@@ -138,13 +138,27 @@ async def _task_jobs(r: Reader, goals: dict[str, str], work: Work) -> None:
         made = await r.scalar("SELECT 1 FROM proposals WHERE task_id = ? AND agent_id = ? LIMIT 1", (task.id, agent))
         if made:
             continue
-        reason = "plan_goal" if role == "planner" else "task_assigned"
-        detail = (
-            "Turn the run's goal into tasks (task.create), then mark this planning task completed."
-            if role == "planner"
-            else f"Task {task.id} ({task.title}) is assigned to you: claim, read, propose a patch, request review."
+        if role == "planner":
+            detail, title = "Turn the run's goal into tasks (task.create), then mark this planning task completed.", ""
+        else:
+            detail = (
+                f"Task {task.id} is assigned to you: claim, read, propose a patch, request review. "
+                "Its title is quoted below."
+            )
+            title = task.title
+        work.jobs.append(
+            Job(
+                f"task:{task.id}",
+                "plan_goal" if role == "planner" else "task_assigned",
+                _run_of(task),
+                agent,
+                role,
+                task.id,
+                detail=detail,
+                quote=title,
+                quote_author=f"the creator of task {task.id}",
+            )
         )
-        work.jobs.append(Job(f"task:{task.id}", reason, _run_of(task), agent, role, task.id, detail=detail))
 
 
 def _run_of(record: Task | Proposal) -> str:

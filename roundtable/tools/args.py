@@ -21,6 +21,7 @@ base class applies to every operation:
 
 from __future__ import annotations
 
+import re
 import sys
 from types import UnionType
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
@@ -63,6 +64,28 @@ def _new_id(value: str) -> str:
     return value
 
 
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators and the bidirectional
+# embeddings, overrides and isolates: what makes one line of text look like several, or reorders it.
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def as_one_line(text: str) -> str:
+    """`text` made a valid title: every character a title refuses becomes a space."""
+    return _NOT_ONE_LINE.sub(" ", text)
+
+
+def _one_line(value: str) -> str:
+    """A title is one line of text: a newline or another control character in it could forge a
+    heading or an instruction wherever the title is shown to an agent."""
+    if found := _NOT_ONE_LINE.search(value):
+        raise PydanticCustomError(
+            "one_line",
+            "must be one line of text without control characters (found U+{code} at position {position})",
+            {"code": f"{ord(found.group(0)):04X}", "position": found.start()},
+        )
+    return value
+
+
 # --- argument types ---------------------------------------------------------------------------
 
 Id = Annotated[str, Strict(), MaxLen(ID_MAX)]
@@ -76,7 +99,8 @@ RepoPath = Annotated[str, Strict(), MaxLen(PATH_MAX)]
 """A repository-relative path (or a scope such as `src/`)."""
 ResourceId = Annotated[str, Strict(), MaxLen(RESOURCE_ID_MAX)]
 Symbol = Annotated[str, Strict(), MaxLen(SYMBOL_MAX)]
-Title = Annotated[str, Strict(), MaxLen(TITLE_MAX)]
+Title = Annotated[str, Strict(), MaxLen(TITLE_MAX), AfterValidator(_one_line)]
+"""A title: one line, no control characters (newlines, tabs, escapes, bidirectional overrides)."""
 Query = Annotated[str, Strict(), MaxLen(QUERY_MAX)]
 Command = Annotated[str, Strict(), MaxLen(COMMAND_MAX)]
 Text = Annotated[str, Strict(), MaxLen(TEXT_MAX)]

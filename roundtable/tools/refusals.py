@@ -17,7 +17,7 @@ from pydantic_core import ErrorDetails
 from roundtable.tools.args import FLOAT_MAX
 
 # The argument types' own checks (`tools/args.py`): their messages finish "argument X …".
-_OWN = frozenset({"record_id", "unique", "null"})
+_OWN = frozenset({"record_id", "unique", "null", "one_line"})
 _TYPES = {
     "string_type": "a string",
     "int_type": "an integer",

@@ -59,9 +59,9 @@ async def test_briefing_layout(runtime: Runtime) -> None:
     assert lines[0] == "# Roundtable Resume Briefing"
     assert "You are resuming as implementer-1." in lines
     assert f"Run: {run_id}" in lines and "External session: ext-1" in lines
-    assert f"{task_id} Add mul" in lines
+    assert lines[lines.index(f"{task_id}, titled:") + 3] == "Add mul"  # quoted, inside a fence
     assert lines[lines.index("Your active claims:") + 1] == "- none"
-    assert lines[-1] == f"Resume task {task_id} (Add mul)."
+    assert lines[-1] == f"Resume task {task_id} (its title is quoted above)."
 
 
 def test_start_and_resume_plans() -> None:
