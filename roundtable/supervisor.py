@@ -362,6 +362,7 @@ class Supervisor:
             workspace=workspace,
             run_id=run.id,
             relay=relay,
+            meter=Meter(harness=adapter_name),
         )
         self.live[session_id] = live
         try:
