@@ -39,6 +39,7 @@ MODULES = (
     "bigpatch",
     "evidence",
     "sessions",
+    "gateway",
     "tui",
     "startup",
     "chair",

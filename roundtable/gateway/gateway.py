@@ -46,6 +46,7 @@ from roundtable.gateway.http11 import Peer, PeerGone, Request, TooLarge
 from roundtable.gateway.meter import Measured, WireMeter
 from roundtable.services.sessions import budgets, preflight
 from roundtable.tools.context import GATEWAY
+from roundtable.tools.gateway_ops import REQUEST_TOKENS_MAX
 
 if TYPE_CHECKING:
     from roundtable.runtime import Runtime
@@ -127,6 +128,10 @@ class _Session:
     connections: set[asyncio.Task[None]] = field(default_factory=set)
     stops: set[str] = field(default_factory=set)  # kinds already asked for
     closed: bool = False
+    # Usage measured and not yet written (input, cached, output, model), and the task writing it.
+    unwritten: list[int] = field(default_factory=lambda: [0, 0, 0])
+    unwritten_model: str = ""
+    writer: asyncio.Task[None] | None = None
 
 
 @dataclass
@@ -161,7 +166,7 @@ class Gateway:
         self._sessions: dict[str, _Session] = {}
         self._client: httpx.AsyncClient | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        self._writes: set[asyncio.Task[None]] = set()
+        self._writes: set[asyncio.Task[Any]] = set()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -242,6 +247,9 @@ class Gateway:
         for task in list(session.connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if session.writer is not None:  # its last usage is written, never cut mid-transaction
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.shield(session.writer)
         if session.server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(session.server.wait_closed(), 2)
@@ -413,6 +421,9 @@ class Gateway:
                     await self._record_usage(session, measured)
 
     async def _record_usage(self, session: _Session, measured: Measured) -> None:
+        """Count one answer's usage. It is written by the session's writer task, not on the
+        connection's way to its next request: answers that arrive while a write is in flight
+        are summed into the next write. A budget check waits for what is unwritten."""
         if measured.problems:
             self.stats.usage_problems += 1
             log.warning(
@@ -420,22 +431,47 @@ class Gateway:
                 session.grant.session_id,
                 "; ".join(measured.problems[:5]),
             )
-        await self._record(
-            "gateway.record_usage",
-            {
-                "session_id": session.grant.session_id,
-                "input_tokens": measured.input_tokens,
-                "cached_input_tokens": measured.cached_input_tokens,
-                "output_tokens": measured.output_tokens,
-                "model": measured.model,
-            },
-        )
+        for i, value in enumerate((measured.input_tokens, measured.cached_input_tokens, measured.output_tokens)):
+            session.unwritten[i] += value
+        session.unwritten_model = measured.model or session.unwritten_model
+        if session.writer is None or session.writer.done():
+            session.writer = asyncio.get_running_loop().create_task(
+                self._write_usage(session), name=f"gateway-usage:{session.grant.session_id}"
+            )
+            self._writes.add(session.writer)
+            session.writer.add_done_callback(self._writes.discard)
+
+    async def _write_usage(self, session: _Session) -> None:
+        while any(session.unwritten):
+            spent, session.unwritten = session.unwritten, [0, 0, 0]
+            try:
+                await self.runtime.call(
+                    "gateway.record_usage",
+                    {
+                        "session_id": session.grant.session_id,
+                        "input_tokens": min(spent[0], REQUEST_TOKENS_MAX),
+                        "cached_input_tokens": min(spent[1], REQUEST_TOKENS_MAX),
+                        "output_tokens": min(spent[2], REQUEST_TOKENS_MAX),
+                        "model": session.unwritten_model,
+                    },
+                    GATEWAY,
+                )
+            except Exception:
+                log.exception("recording the usage of session %s failed", session.grant.session_id)
+
+    async def flushed(self, session_id: str) -> None:
+        """Wait until the session's measured usage is written (tests, the bench)."""
+        session = self._sessions.get(session_id)
+        if session is not None and session.writer is not None:
+            await asyncio.shield(session.writer)
 
     async def _budget_reached(self, session: _Session) -> str:
         """Why the session may not spend more (a reached budget's reason), or ''."""
         config = self.runtime.config.budgets
         if not (config.task.limited or config.run.limited or config.day.limited):
             return ""
+        if session.writer is not None and not session.writer.done():
+            await asyncio.shield(session.writer)  # what it has spent so far counts
         async with self.runtime.db.read() as r:
             found = await budgets.reached(r, config, task_id=session.task_id, run_id=session.run_id, day=session.day)
             today = budgets.today()
