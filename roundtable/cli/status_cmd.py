@@ -1,7 +1,8 @@
 """`roundtable status [--json]`: a quick look without the console, in one screen.
 
 What needs the operator (the console's `!` list: approvals waiting, transactions needing
-attention, blocked tasks with why, failed sessions), the sessions running now with what each has
+attention, blocked tasks with why, failed sessions), what the gateway refused lately (connections
+to hosts not allowed, a refused model credential, requests over a budget), the sessions running now with what each has
 spent, each run's state and spend, where open proposals land (branch, pull request link, forge
 checks with SHA and conclusion), and today's spend against the day budget. Read from the
 database (no owner needed); whether an owner holds the project is read from its lock.
@@ -18,6 +19,19 @@ import click
 from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
 
 MAX_ROWS = 8  # per section, so the whole fits a terminal
+GATEWAY_REFUSALS = ("gateway.connection_refused", "gateway.credential_refused", "gateway.budget_refused")
+
+
+def _refusal_line(event: dict[str, Any]) -> str:
+    """One line of what the gateway refused a session, newest first."""
+    who = f"{event.get('session_id', '?')} ({event.get('agent_id', '?')})"
+    if event["type"] == "gateway.connection_refused":
+        what = f"connection to {event.get('host')}:{event.get('port')} refused: {event.get('reason')}"
+    elif event["type"] == "gateway.credential_refused":
+        what = f"the model API refused the credential ({event.get('status')}, {event.get('message')})"
+    else:
+        what = f"model request refused: {event.get('reason')}"
+    return f"{event['at'][:19]}  {who}  {what}"
 
 
 async def gather(root: Path) -> dict[str, Any]:
@@ -97,6 +111,14 @@ async def gather(root: Path) -> dict[str, Any]:
                     (MAX_ROWS,),
                 )
             ]
+            refused = [
+                {"type": str(row[0]), "at": str(row[1]), **json.loads(row[2] or "{}")}
+                for row in await r.fetchall(
+                    "SELECT type, created_at, payload_json FROM events WHERE type IN (?, ?, ?)"
+                    " ORDER BY id DESC LIMIT ?",
+                    (*GATEWAY_REFUSALS, MAX_ROWS),
+                )
+            ]
     finally:
         await runtime.close()
     from roundtable.cli.connect_cmd import _owner_pid
@@ -108,6 +130,7 @@ async def gather(root: Path) -> dict[str, Any]:
         "sessions": sessions,
         "runs": rows,
         "landings": landings,
+        "gateway_refused": refused,
         "today": {
             "day": day,
             **today.to_dict(),
@@ -157,6 +180,8 @@ def status(root: Path, as_json: bool) -> None:
             f"{describe(run['usage'])}  goal: {run['goal'] or '-'}"
         )
     _section("RUNS", runs)
+    if data["gateway_refused"]:
+        _section("REFUSED BY THE GATEWAY", [_refusal_line(e) for e in data["gateway_refused"]])
     if data["landings"]:
         from roundtable.cli.landing_cmd import landing_lines
 

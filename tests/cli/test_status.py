@@ -59,3 +59,36 @@ async def test_status_shows_what_needs_you_running_sessions_and_runs(runtime: Ru
     assert (live["id"], live["usage"]["tokens"], live["usage"]["cost_usd"]) == (session.session_id, 12500, 0.42)
     assert data["runs"][0]["id"] == run_id and data["runs"][0]["tasks"] == {"blocked": 1, "open": 1}
     assert data["today"]["tokens"] == 12500 and data["today"]["budget"] is None and data["owner"]["running"] is False
+
+
+async def test_status_lists_what_the_gateway_refused(runtime: Runtime) -> None:
+    from roundtable.tools.context import GATEWAY
+
+    run_id, task_id = await make_task(runtime)
+    session = await bind(runtime, "implementer-1", run_id, task_id)
+    assert "REFUSED BY THE GATEWAY" not in await _status(runtime)
+    await runtime.call(
+        "gateway.record_connection_refused",
+        {
+            "session_id": session.session_id,
+            "host": "evil.example",
+            "port": 443,
+            "reason": "not on sessions.network.allow",
+        },
+        GATEWAY,
+    )
+    await runtime.call(
+        "gateway.record_credential_refused",
+        {"session_id": session.session_id, "api": "anthropic", "status": 401, "message": "invalid x-api-key"},
+        GATEWAY,
+    )
+    lines = (await _status(runtime)).splitlines()
+    assert "REFUSED BY THE GATEWAY (2)" in lines
+    refused = [line for line in lines if session.session_id in line and "implementer-1" in line and "refused" in line]
+    assert refused[0].endswith("the model API refused the credential (401, invalid x-api-key)")  # newest first
+    assert refused[1].endswith("connection to evil.example:443 refused: not on sessions.network.allow")
+    data = json.loads(await _status(runtime, "--json"))
+    assert [(e["type"], e["session_id"]) for e in data["gateway_refused"]] == [
+        ("gateway.credential_refused", session.session_id),
+        ("gateway.connection_refused", session.session_id),
+    ]
