@@ -233,8 +233,10 @@ def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
         content = result.get("content") or [{}]
         raise CallFailed(str(content[0].get("text", "")))
     structured = result.get("structuredContent")
-    if structured is None:
-        structured = json.loads(result["content"][0]["text"])
+    if structured is None:  # an agent's result: its compact YAML rendering alone
+        import yaml
+
+        structured = yaml.safe_load(result["content"][0]["text"])
     return dict(structured)
 
 

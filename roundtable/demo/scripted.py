@@ -62,6 +62,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from roundtable.domain import ReviewStatus, Risk, TaskStatus, TestOutcome, TurnEvent, Vote
 
 TURN_TIMEOUT = 60.0
@@ -95,7 +97,10 @@ class Session:
             raise CallFailed(text)
         if isinstance(result.structured_content, dict):
             return result.structured_content
-        return json.loads(text) if text else {}
+        # An agent's result is its compact YAML rendering (a diff may follow in a block of its own).
+        first = getattr(result.content[0], "text", "") if result.content else ""
+        value = yaml.safe_load(first) if first else {}
+        return value if isinstance(value, dict) else {}
 
     async def attempt(self, tool: str, **args: Any) -> tuple[bool, str]:
         """(refused, text) of one call."""

@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterat
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import mcp_types as types
+import yaml
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
@@ -45,6 +46,7 @@ from roundtable.errors import NotFound, RoundtableError
 from roundtable.runtime import IDENTITY_ARGS, Runtime
 from roundtable.server import prompts, push, resources, sdk
 from roundtable.server.guard import caller_of, credential_of
+from roundtable.server.rendering import readable
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools.context import Caller
@@ -101,20 +103,25 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-def tool_result(spec: ToolSpec, result: dict[str, Any]) -> types.CallToolResult:
-    """A tool's result: its JSON as the first text block, and each non-empty field the tool
-    names in `text_fields` (a diff, say) as a text block of its own after it instead of inside
-    the JSON; `structuredContent` is the whole result."""
+def tool_result(spec: ToolSpec, result: dict[str, Any], *, structured: bool = True) -> types.CallToolResult:
+    """A tool's result. Each non-empty field the tool names in `text_fields` (a diff, say) is a
+    text block of its own after the first, read as what it is instead of an escaped string.
+
+    `structured` (callers with operator authority): the first block is the JSON of the rest and
+    `structuredContent` the whole result, as the specification describes. Otherwise (agents) the
+    first block is the compact rendering a model reads (`rendering.readable`) and there is no
+    `structuredContent`: a harness hands its model one of the two, and Claude Code picks
+    `structuredContent` when it is there."""
     texts = [key for key in spec.text_fields if isinstance(result.get(key), str) and result[key]]
     header = {k: v for k, v in result.items() if k not in texts} if texts else result
     try:
-        text = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(header, ensure_ascii=False, separators=(",", ":")) if structured else readable(header)
+    except (TypeError, ValueError, yaml.YAMLError) as exc:
         log.error("encode %s result failed: %s", spec.name, type(exc).__name__)
         return _error_result(f"encode tool result: {type(exc).__name__}")
     content: list[types.ContentBlock] = [types.TextContent(text=text)]
     content.extend(types.TextContent(text=str(result[key])) for key in texts)
-    return types.CallToolResult(content=content, structured_content=result)
+    return types.CallToolResult(content=content, structured_content=result if structured else None)
 
 
 # --- pagination -----------------------------------------------------------------------------
@@ -460,14 +467,15 @@ class RoundtableServer(Server[dict[str, Any]]):
         spec = self.principals.nameable(params.name)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
+        access = self.principals.access(ctx)
         try:
-            result = await self.principals.access(ctx).call(spec.name, dict(params.arguments or {}))
+            result = await access.call(spec.name, dict(params.arguments or {}))
         except RoundtableError as exc:  # Runtime.call (or the capability check) redacted it
             return _error_result(str(exc))
         except Exception:
             log.exception("tools/call %s failed", spec.name)
             return _error_result(f"{spec.name} failed with an internal error; the owner's log has details")
-        return tool_result(spec, result)
+        return tool_result(spec, result, structured=access.caller.is_operator)
 
     # -- resources --
 

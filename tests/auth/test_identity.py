@@ -18,6 +18,7 @@ from roundtable.services.governance.gates import current_votes
 from roundtable.store.records import Proposal
 from roundtable.tools.context import OPERATOR, Caller
 from tests.auth.conftest import OTHER_PATCH, PATCH, client, events, snapshot
+from tests.support.results import value_of
 
 pytestmark = pytest.mark.anyio
 
@@ -120,7 +121,7 @@ async def test_forged_identities_are_refused_and_change_nothing(owner: Owner) ->
     async with client(owner, "reviewer-1") as c:
         for tool, args, message in attacks:
             out = await c.session.call_tool(tool, args)
-            assert out.is_error, (tool, args, out.structured_content)
+            assert out.is_error, (tool, args, value_of(out))
             assert message in out.content[0].text, (tool, out.content[0].text)
     # The author may not vote on its own proposal, nor retarget its own request to another one.
     async with client(owner, "implementer-1") as c:
@@ -143,18 +144,18 @@ async def test_the_principal_fills_identity_and_events_record_it(owner: Owner) -
     w = await setup_world(owner)
     async with client(owner, "reviewer-1") as c:
         vote = await c.session.call_tool("vote_cast", {"proposal_id": w["p1"], "vote": "approve", "reason_md": "ok"})
-        assert vote.is_error is False and vote.structured_content["vote"]["agent_id"] == "reviewer-1"
+        assert vote.is_error is False and value_of(vote)["vote"]["agent_id"] == "reviewer-1"
         decision = await c.session.call_tool("decision_record", {"decision": "d", "rationale_md": "r"})
-        assert decision.structured_content["decision"]["decided_by"] == "reviewer-1"
+        assert value_of(decision)["decision"]["decided_by"] == "reviewer-1"
     async with client(owner, "implementer-2") as c:
         done = await c.session.call_tool("task_update_status", {"task_id": w["t1"], "status": "done"})
         assert done.is_error is False
         taken = await c.session.call_tool(
             "task_update_status", {"task_id": w["t2"], "status": "in_progress", "assigned_agent_id": "implementer-2"}
         )
-        assert taken.structured_content["task"]["assigned_agent_id"] == "implementer-2"
+        assert value_of(taken)["task"]["assigned_agent_id"] == "implementer-2"
         released = await c.session.call_tool("resource_release", {"claim_id": w["c2"]})
-        assert released.structured_content["claim"]["status"] == "released"
+        assert value_of(released)["claim"]["status"] == "released"
     [cast] = await events(owner.runtime, "vote.cast")
     assert (cast["actor_id"], cast["principal"], cast["transport"]) == ("reviewer-1", "agent:reviewer-1", "http")
     updates = await events(owner.runtime, "task.updated")

@@ -20,6 +20,7 @@ from roundtable.runtime import Runtime
 from roundtable.services.coordination import memory as memory_service
 from roundtable.tools.context import OPERATOR, Caller
 from tests.auth.conftest import PATCH, client, events, snapshot
+from tests.support.results import value_of
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +42,7 @@ async def test_task_changes_append_events(owner: Owner) -> None:
     created = await events(rt, "task.created")
     assert [(e["task_id"], e["principal"]) for e in created] == [
         (made["id"], "operator"),
-        (out.structured_content["task"]["id"], "agent:implementer-1"),
+        (value_of(out)["task"]["id"], "agent:implementer-1"),
     ]
     assert [e["task_id"] for e in await events(rt, "task.replaced")] == [made["id"]]
     [updated] = await events(rt, "task.updated")

@@ -27,6 +27,7 @@ from roundtable.tools.context import OPERATOR
 from roundtable.tools.registry import Registry, ToolSpec
 from tests.helpers import make_git_project
 from tests.support.owners import Bridge, call
+from tests.support.results import value_of
 
 pytestmark = pytest.mark.anyio
 # Line breaks for some reader or other, lone surrogates excluded (not encodable as UTF-8).
@@ -132,7 +133,7 @@ async def test_fuzzed_strings_through_the_bridge_equal_http(project: Path) -> No
             via_http = await _over_http(owner.http_url, project, texts)
             assert via_bridge == via_http
             for i, t in enumerate(texts):
-                assert via_bridge[i]["structuredContent"] == {"text": t, "mirror": {t: [t]}}
+                assert value_of(via_bridge[i]) == {"text": t, "mirror": {t: [t]}}
         finally:
             await bridge.close()
 
@@ -179,8 +180,8 @@ async def test_repro_file_and_task_title_with_line_separator(project: Path) -> N
             replies = {m["id"]: m for m in [await bridge.recv(), await bridge.recv()]}
             for line in bridge.frames:
                 _check_line(line)
-            assert replies[2]["result"]["structuredContent"]["content"] == "first line\u2028second part\n"
-            titles = [t["title"] for t in replies[3]["result"]["structuredContent"]["tasks"]]
+            assert value_of(replies[2]["result"])["content"] == "first line\u2028second part\n"
+            titles = [t["title"] for t in value_of(replies[3]["result"])["tasks"]]
             assert "a\u2028b\u2029c\x85d" in titles
         finally:
             await bridge.close()

@@ -20,6 +20,7 @@ from roundtable.server.sessions import SessionEndpoint
 from roundtable.services.sessions.adapters import bridge_argv
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import bind, make_task
+from tests.support.results import value_of
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +41,7 @@ async def test_sdk_client_through_the_stdio_bridge_socket_mode(runtime: Runtime)
             assert "proposal_create" in names and "vote_cast" not in names
             result = await c.session.call_tool("task_get", {})
             assert not result.is_error
-            assert result.structured_content["task"]["id"] == task_id
+            assert value_of(result)["task"]["id"] == task_id
             refused = await c.session.call_tool("vote_cast", {"vote": "approve", "reason_md": "x"})
             assert refused.is_error
             assert refused.content[0].text == "operation vote.cast is not permitted for role implementer"

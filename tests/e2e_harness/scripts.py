@@ -37,7 +37,7 @@ def request_event_id(result: str) -> int:
         inner = value.get("structuredContent", value)
         if isinstance(inner, dict) and isinstance(inner.get("request_event_id"), int):
             return int(inner["request_event_id"])
-    found = re.search(r'"request_event_id"\s*:\s*(\d+)', result)
+    found = re.search(r'"?request_event_id"?\s*:\s*(\d+)', result)  # JSON or the YAML agents get
     return int(found.group(1)) if found else 0
 
 

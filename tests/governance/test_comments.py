@@ -24,6 +24,7 @@ from roundtable.services.sessions import briefing
 from roundtable.store.records import AgentSession
 from tests.governance.conftest import AUTHOR, Flow, agent
 from tests.helpers import auth_headers, sdk_http
+from tests.support.results import value_of
 
 pytestmark = pytest.mark.anyio
 
@@ -182,14 +183,12 @@ async def test_a_reviewer_comments_over_mcp_and_the_author_is_refused(owner: Own
         assert "proposal_comment" in listed
         out = await c.session.call_tool("proposal_comment", args)
         assert not out.is_error, out.content[0].text
-        assert out.structured_content == {
-            "comment": {"id": out.structured_content["comment"]["id"], "revision": 1, "at": "src/app.py:2"}
-        }  # type: ignore[index]
+        assert value_of(out) == {"comment": {"id": value_of(out)["comment"]["id"], "revision": 1, "at": "src/app.py:2"}}  # type: ignore[index]
     async with Client(sdk_http(owner.http_url, await auth_headers(owner.runtime, agent_id=AUTHOR)), mode="legacy") as c:
         refused = await c.session.call_tool("proposal_comment", args)
         assert refused.is_error and "is the author of proposal" in refused.content[0].text
         got = await c.session.call_tool("proposal_get", {"proposal_id": pid})
-        assert got.structured_content["comments"][0]["author"] == "reviewer-1"  # type: ignore[index]
+        assert value_of(got)["comments"][0]["author"] == "reviewer-1"  # type: ignore[index]
     rows, events = await stored(flow)
     assert [r["author"] for r in rows] == ["reviewer-1"] and events == 1
 

@@ -22,6 +22,7 @@ from roundtable.services.sessions import capabilities
 from roundtable.services.sessions import records as sessions
 from roundtable.store.db import ACTING
 from tests.sessions.helpers import Bound, add_proposal, bind, make_task
+from tests.support.results import value_of
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +83,7 @@ async def test_tools_list_is_filtered_by_role_and_calls_are_checked(runtime: Run
         assert "agent_id" not in (listed["vote_cast"].input_schema.get("required") or [])
         ok = await s.call_tool("task_get", {})
         assert not ok.is_error, text_of(ok)
-        assert ok.structured_content["task"]["id"] == task_id
+        assert value_of(ok)["task"]["id"] == task_id
         denied = await s.call_tool("proposal_create", {"task_id": task_id})
         assert denied.is_error
         assert text_of(denied) == "operation proposal.create is not permitted for role reviewer"

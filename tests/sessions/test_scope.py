@@ -13,6 +13,7 @@ from roundtable import clock
 from roundtable.runtime import Runtime
 from tests.sessions.helpers import add_proposal, bind, make_task
 from tests.sessions.test_endpoint import client, endpoint, text_of
+from tests.support.results import value_of
 
 pytestmark = [
     pytest.mark.anyio,
@@ -76,9 +77,9 @@ async def test_tools_refuse_another_tasks_proposal_as_the_resource_does(runtime:
         got = json.loads((await s.read_resource(f"roundtable://proposal/{own}")).contents[0].text)
         assert got["proposal"]["id"] == own
         listed = await s.call_tool("proposal_list", {})
-        assert [p["id"] for p in listed.structured_content["proposals"]] == [own]
+        assert [p["id"] for p in value_of(listed)["proposals"]] == [own]
         tasks = await s.call_tool("task_list", {})
-        assert [t["id"] for t in tasks.structured_content["tasks"]] == [task_id]
+        assert [t["id"] for t in value_of(tasks)["tasks"]] == [task_id]
     async with runtime.db.read() as r:
         rows = await r.fetchall("SELECT payload_json FROM events WHERE type = 'capability.denied'")
     denied = [json.loads(row[0]) for row in rows]
@@ -99,7 +100,7 @@ async def test_table_get_state_in_a_session_shows_the_sessions_scope(runtime: Ru
         assert not claimed.is_error, text_of(claimed)
         got = await s.call_tool("table_get_state", {})
         assert not got.is_error, text_of(got)
-        state = got.structured_content
+        state = value_of(got)
         assert [r["id"] for r in state["runs"]] == [run_id]
         assert [t["id"] for t in state["tasks"]] == [task_id]
         assert [p["id"] for p in state["proposals"]] == [own]
@@ -112,12 +113,12 @@ async def test_table_get_state_in_a_session_shows_the_sessions_scope(runtime: Ru
         assert [p["id"] for p in table["proposals"]] == [own]
         # Filters still work inside the scope, and never widen it.
         mine = await s.call_tool("table_get_state", {"agent_id": "implementer-2", "lists": ["proposals"]})
-        assert mine.structured_content["proposals"] == []
+        assert value_of(mine)["proposals"] == []
         summary = await s.call_tool("table_get_state", {"summary": True})
-        assert summary.structured_content["by_status"]["proposals"] == {"pending": 1}
+        assert value_of(summary)["by_status"]["proposals"] == {"pending": 1}
         watched = await s.call_tool("table_watch", {})
-        assert [p["id"] for p in watched.structured_content["pending_proposals"]] == [own]
-        assert watched.structured_content["open_tasks"] == 1
+        assert [p["id"] for p in value_of(watched)["pending_proposals"]] == [own]
+        assert value_of(watched)["open_tasks"] == 1
 
 
 async def test_a_planner_sees_the_tasks_of_its_run(runtime: Runtime) -> None:
@@ -126,9 +127,9 @@ async def test_a_planner_sees_the_tasks_of_its_run(runtime: Runtime) -> None:
     b = await bind(runtime, "architect-1", run_id, task_id)
     async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
         tasks = await s.call_tool("task_list", {})
-        assert sorted(t["id"] for t in tasks.structured_content["tasks"]) == sorted([task_id, other_task])
+        assert sorted(t["id"] for t in value_of(tasks)["tasks"]) == sorted([task_id, other_task])
         state = await s.call_tool("table_get_state", {"lists": ["tasks"]})
-        assert sorted(t["id"] for t in state.structured_content["tasks"]) == sorted([task_id, other_task])
+        assert sorted(t["id"] for t in value_of(state)["tasks"]) == sorted([task_id, other_task])
 
 
 async def test_resource_records_outside_the_readable_paths_are_not_shown(runtime: Runtime) -> None:
@@ -139,7 +140,7 @@ async def test_resource_records_outside_the_readable_paths_are_not_shown(runtime
     b = await bind(runtime, "implementer-1", run_id, task_id)
     async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
         found = await s.call_tool("resource_search", {"query": ""})
-        assert [r["id"] for r in found.structured_content["resources"]] == ["file:src/calc.py"]
+        assert [r["id"] for r in value_of(found)["resources"]] == ["file:src/calc.py"]
         assert not (await s.call_tool("resource_get", {"resource_id": "file:src/calc.py"})).is_error
         refused = await s.call_tool("resource_get", {"resource_id": "file:deploy/prod.env"})
         assert refused.is_error and "outside the task's readable_paths" in text_of(refused)

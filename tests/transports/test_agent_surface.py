@@ -5,7 +5,6 @@ diff since a revision; `patch.validate` summarises votes unless asked for detail
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from mcp import Client
 from roundtable.owner import Owner
 from roundtable.tools.registry import Registry, get_registry
 from tests.helpers import auth_headers, sdk_http
+from tests.support.results import value_of
 
 pytestmark = pytest.mark.anyio
 
@@ -76,7 +76,7 @@ async def test_an_agents_schemas_leave_out_what_the_credential_decides(real: Own
 async def _call(client: Any, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.session.call_tool(tool, args)
     assert not result.is_error, result.content[0].text
-    return json.loads(result.content[0].text)  # type: ignore[no-any-return]
+    return value_of(result)  # type: ignore[no-any-return]
 
 
 async def test_proposal_results_for_an_agent(real: Owner) -> None:
@@ -110,9 +110,9 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
         await _call(author, "proposal_attach_patch", {"proposal_id": pid, "edits": [second]})
     async with Client(sdk_http(real.http_url, reviewer), mode="legacy") as client:
         # A reviewer's view: what the change is for and where it stands, then the patch as a
-        # text block of its own (a diff, not an escaped JSON string); structuredContent is whole.
+        # text block of its own (a diff, not an escaped string); no structured copy beside them.
         result = await client.session.call_tool("proposal_get", {"proposal_id": pid})
-        header, patch = (json.loads(result.content[0].text), result.content[1].text)
+        header, patch = (value_of(result), result.content[1].text)
         assert set(header) == {"proposal"} and "-line 10\n+line 10!\n" in patch
         assert set(header["proposal"]) == {
             "id",
@@ -125,9 +125,9 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
             "revision_number",
         }
         assert header["proposal"]["revision_number"] == 2
-        assert result.structured_content == {**header, "patch": patch}
+        assert result.structured_content is None and len(result.content) == 2
         since = await client.session.call_tool("proposal_get", {"proposal_id": pid, "since_revision": 1})
-        brief, diff = json.loads(since.content[0].text), since.content[1].text
+        brief, diff = value_of(since), since.content[1].text
         assert brief["since_revision"] == 1 and set(brief["proposal"]) == {"id", "status", "revision_number"}
         assert "-line ten\n+line 10!\n" in diff and "-line 10\n" not in diff
         full = await _call(client, "proposal_get", {"proposal_id": pid, "detail": True})

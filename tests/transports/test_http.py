@@ -18,6 +18,7 @@ from roundtable.errors import ConfigError
 from roundtable.owner import Owner
 from roundtable.tools.registry import get_registry
 from tests.helpers import sdk_http
+from tests.support.results import value_of
 
 from .conftest import AGENT, event_count, make_registry
 
@@ -46,13 +47,14 @@ async def test_sdk_client_both_eras(owner: Owner, auth: dict[str, str], mode: st
         for name in ("test_echo", "test.echo"):
             result = await session.call_tool(name, {"text": "hi"})
             assert result.is_error is False
-            assert result.structured_content == {
+            assert value_of(result) == {
                 "args": {"text": "hi"},
                 "kind": "agent",
                 "transport": "http",
                 "agent_id": AGENT,
             }
-            assert json.loads(result.content[0].text) == result.structured_content
+            # An agent's result is one copy, the compact text a model reads: no structuredContent.
+            assert result.structured_content is None and len(result.content) == 1
         bad = await session.call_tool("test_echo", {"bogus": 1})
         assert bad.is_error and "unknown argument bogus" in bad.content[0].text
         failed = await session.call_tool("test_fail", {})
@@ -63,7 +65,7 @@ async def test_sdk_client_both_eras(owner: Owner, auth: dict[str, str], mode: st
             await session.call_tool("no_such_tool", {})
         assert "unknown tool" in str(info.value)
         wrote = await session.call_tool("test_write", {"n": 3})
-        assert wrote.structured_content == {"n": 3}
+        assert value_of(wrote) == {"n": 3}
     assert await event_count(owner) == 1
 
 
@@ -172,7 +174,7 @@ async def test_bearer_token(project: Path, sockdir: Path, monkeypatch: pytest.Mo
         async with Client(streamable_http_client(o.http_url, http_client=client)) as c:
             r = await c.session.call_tool("test_echo", {})
             # The legacy shared token names nobody: anonymous, read-only tools only.
-            assert (r.structured_content["kind"], r.structured_content["agent_id"]) == ("agent", "")
+            assert (value_of(r)["kind"], value_of(r)["agent_id"]) == ("agent", "")
             refused = await c.session.call_tool("test_write", {"n": 1})
             assert refused.is_error and "anonymous" in refused.content[0].text
     assert all(token not in line for line in logs)
@@ -201,7 +203,7 @@ async def test_require_tokens_identity_from_token(project: Path, sockdir: Path) 
             client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tok}"})
             async with Client(streamable_http_client(o.http_url, http_client=client), mode="legacy") as c:
                 r = await c.session.call_tool("test_echo", {})
-                assert (r.structured_content["kind"], r.structured_content["agent_id"]) == (kind, agent)
+                assert (value_of(r)["kind"], value_of(r)["agent_id"]) == (kind, agent)
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from roundtable.owner import Owner
+from tests.support.results import value_of
 
 from .conftest import AGENT, event_count, make_registry
 
@@ -40,12 +41,12 @@ async def test_sdk_stdio_client_through_bridge(owner: Owner, auth: dict[str, str
         names = [t.name for t in (await session.list_tools()).tools]
         assert "test_echo" in names
         ok = await session.call_tool("test.echo", {"text": "via stdio"})
-        assert ok.structured_content["args"] == {"text": "via stdio"}
-        assert ok.structured_content["transport"] == "http"
+        assert value_of(ok)["args"] == {"text": "via stdio"}
+        assert value_of(ok)["transport"] == "http"
         failed = await session.call_tool("test_fail", {})
         assert failed.is_error and failed.content[0].text == "refused: the thing is not allowed"
         many = await asyncio.gather(*(session.call_tool("test_write", {"n": i}) for i in range(5)))
-        assert sorted(r.structured_content["n"] for r in many) == list(range(5))
+        assert sorted(value_of(r)["n"] for r in many) == list(range(5))
         assert sessions(owner) == 1
     assert await event_count(owner) == 5
     for _ in range(50):  # DELETE on EOF frees the session at once
@@ -58,7 +59,7 @@ async def test_sdk_stdio_client_through_bridge(owner: Owner, auth: dict[str, str
 async def test_sdk_client_auto_mode_over_bridge(owner: Owner) -> None:
     async with Client(stdio_client(params(owner))) as client:
         result = await client.session.call_tool("test_echo", {"n": 2})
-        assert result.structured_content["args"] == {"n": 2}
+        assert value_of(result)["args"] == {"n": 2}
 
 
 async def _spawn(*args: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
@@ -142,7 +143,7 @@ async def test_bridge_survives_owner_restart(project: Path, sockdir: Path) -> No
                 },
             )
             got = await _recv(proc)
-            assert got["id"] == 3 and got["result"]["structuredContent"]["args"] == {"n": 7}
+            assert got["id"] == 3 and value_of(got["result"])["args"] == {"n": 7}
             await _send(proc, {"jsonrpc": "2.0", "id": 4, "method": "nope"}, {"not": "rpc"})
             assert (await _recv(proc))["error"]["code"] == -32601
             assert proc.stdin is not None

@@ -8,7 +8,6 @@ match the body; `auto` probes `server/discover` and adopts 2026-07-28; `legacy` 
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
@@ -17,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from roundtable.owner import Owner
 from roundtable.server.stdio import encode_header_value
+from tests.support.results import value_of
 
 from .conftest import AGENT, make_registry
 
@@ -50,8 +50,8 @@ async def test_sdk_client_through_bridge_in_every_mode(
         text = "née\u2028x"
         result = await client.session.call_tool("test_echo", {"text": text})
         assert result.is_error is False
-        assert result.structured_content["args"] == {"text": text}
-        assert json.loads(result.content[0].text)["args"]["text"] == text
+        assert value_of(result)["args"] == {"text": text}
+        assert value_of(result)["args"]["text"] == text
         failed = await client.session.call_tool("test_fail", {})
         assert failed.is_error and failed.content[0].text == "refused: the thing is not allowed"
         assert sessions(owner) == (1 if stateful else 0)
