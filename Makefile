@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 DEMO := demo
 
-.PHONY: help run test install lint bench soak clean constraints e2e-harness
+.PHONY: help run test test-install install lint bench soak clean constraints e2e-harness
 
 help:
 	@echo "make run      the demo: a console with scripted agents (builds .venv)"
@@ -49,9 +49,17 @@ lint: $(DEV_STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The suite runs on every core (pytest-xdist; `TEST_WORKERS=1` for one process): most tests wait on
+# sockets, child processes and the owner's loop, and one worker's waits leave the core to the other.
+TEST_WORKERS ?= auto
 test: $(DEV_STAMP)
 	$(MAKE) lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
+# Not part of `test` (CI runs it after `make test`): `make install` from a fresh clone into a
+# temporary prefix, then `init` and `connect` with the installed command.
+test-install: $(DEV_STAMP)
+	$(BIN)/python -m pytest -m install tests/cli/test_install.py
 
 # Not part of `test`: installs Claude Code and Codex from npm into a temp dir and runs a supervised
 # implementer session of each against a local stub of its model API (skips where npm is missing).

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
-from roundtable.scaffold import init_project
+from tests.support.projects import initialised_project
 
-# Markers whose tests run only when `-m` names them: they download clients from npm or load both
-# cores for a minute. Everything else runs by default.
+# Markers whose tests run only when `-m` names them: they download clients from npm, build a
+# virtual environment or load both cores for a minute. Everything else runs by default.
 OPT_IN_MARKERS = {
     "load": "load test: run with `pytest -m load` (a minute of both cores, 20,000 connections)",
     "real_client": "real-client test: run with `pytest -m real_client` (installs MCP clients and harnesses from npm)",
     "e2e_harness": "e2e-harness test: run with `make e2e-harness` (installs Claude Code and Codex from npm)",
+    "install": "install test: run with `make test-install` (a fresh clone's `make install`, a venv from the index)",
 }
 
 
@@ -81,11 +82,9 @@ def short_tmp() -> Iterator[Path]:
 
 @pytest.fixture
 def project(short_tmp: Path) -> Path:
-    """A fresh project root with `roundtable init` applied (in `short_tmp`, so its sockets fit)."""
-    root = short_tmp / "project"
-    root.mkdir()
-    init_project(root)
-    return root
+    """A fresh project root with `roundtable init` applied (in `short_tmp`, so its sockets fit):
+    a copy of the test process's template with its own project id (`tests/support/projects.py`)."""
+    return initialised_project(short_tmp / "project")
 
 
 @pytest.fixture

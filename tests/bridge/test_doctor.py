@@ -11,8 +11,8 @@ import pytest
 
 from roundtable import credentials
 from roundtable.owner import Owner
-from roundtable.scaffold import init_project_async
 from tests.support.owners import free_port, set_http_address
+from tests.support.projects import initialised_project
 
 pytestmark = pytest.mark.anyio
 
@@ -26,9 +26,7 @@ async def _doctor(root: Path) -> str:
 
 
 async def test_doctor_tells_whose_owner_answers(tmp_path: Path, project: Path) -> None:
-    other = tmp_path / "other"
-    other.mkdir()
-    await init_project_async(other)
+    other = initialised_project(tmp_path / "other")
     port = free_port()
     set_http_address(project, port)
     async with Owner(other, http_address=f"127.0.0.1:{port}", socket=False, chair=False):

@@ -17,9 +17,9 @@ import pytest
 
 from roundtable import credentials
 from roundtable.owner import Owner
-from roundtable.scaffold import init_project_async
 from roundtable.server.http import HttpError
 from tests.support.owners import INIT, Bridge, call, free_port
+from tests.support.projects import initialised_project
 
 pytestmark = pytest.mark.anyio
 PREFIX = "roundtable mcp stdio: "
@@ -58,9 +58,7 @@ async def test_no_owner_and_silent_client_exits_within_a_second_or_so(project: P
 
 
 async def test_owner_of_another_project_is_refused_naming_both_roots(tmp_path: Path, project: Path) -> None:
-    other = tmp_path / "other"
-    other.mkdir()
-    await init_project_async(other)
+    other = initialised_project(tmp_path / "other")
     credentials.write_credential(project, "rt_secret_of_project_b_0123456789")
     async with Owner(other, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
         bridge = await Bridge.spawn("--root", str(project), "--url", owner.http_url)
@@ -166,9 +164,7 @@ async def test_invalid_agent_id_is_refused_before_anything(project: Path) -> Non
 
 
 async def test_port_held_by_another_owner_is_named(tmp_path: Path, project: Path) -> None:
-    other = tmp_path / "other"
-    other.mkdir()
-    await init_project_async(other)
+    other = initialised_project(tmp_path / "other")
     async with Owner(other, http_address="127.0.0.1:0", socket=False, chair=False) as first:
         with pytest.raises(HttpError) as info:
             async with Owner(project, http_address=first.http_address, socket=False, chair=False):

@@ -20,19 +20,18 @@ from roundtable import endpoint
 from roundtable.cli import cli
 from roundtable.errors import RoundtableError
 from roundtable.owner import Owner
-from roundtable.scaffold import init_project
 from tests.support.owners import free_port, set_http_address
+from tests.support.projects import initialised_project
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 def pair(short_tmp: Path) -> tuple[Path, Path]:
-    """Two initialised projects (initialising runs its own event loop: done before the test's)."""
+    """Two initialised projects (copies of the initialised template)."""
     roots = (short_tmp / "one", short_tmp / "two")
     for root in roots:
-        root.mkdir()
-        init_project(root)
+        initialised_project(root)
     return roots
 
 

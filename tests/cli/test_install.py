@@ -1,6 +1,7 @@
 """`make install PREFIX=…` from a fresh clone: a virtual environment of its own under the prefix
 and a `roundtable` link in `PREFIX/bin` that works from any directory, and `connect` writes that
-command's path into a harness's config."""
+command's path into a harness's config. Opt-in (`make test-install`, which `.ci/run` runs after
+`make test`): it builds a whole virtual environment from the package index."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.install
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None, reason="needs make and git")
 def test_make_install_into_a_prefix_from_a_fresh_clone(tmp_path: Path) -> None:
     clone = tmp_path / "clone"

@@ -28,13 +28,13 @@ import yaml
 
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
-from roundtable.scaffold import init_project_async
 from roundtable.services.policy.engine import load_policy
 from roundtable.services.sessions import adapters
 from roundtable.supervisor import start_supervisor
 from tests.helpers import credential, make_git_project
 from tests.sessions.helpers import make_task
 from tests.support.evidence import AGENT
+from tests.support.projects import initialised_project
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +91,7 @@ async def other(request: pytest.FixtureRequest) -> AsyncIterator[Other]:
     marker = Path(tempfile.mkstemp(prefix=".rt-home-marker-", dir=_parent("home"))[1])
     try:
         make_git_project(root, {"src/calc.py": "def add(a, b):\n    return a + b\n"})
-        await init_project_async(root)
+        initialised_project(root)
         async with Owner(root, http_address="127.0.0.1:0", chair=False) as owner:
             await credential(owner.runtime, agent_id="implementer-1")
             await credential(owner.runtime, operator=True)
