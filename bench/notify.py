@@ -6,7 +6,7 @@ write them). For every commit the time from the end of the write transaction (th
 published on the bus as the commit returns) to the arrival of the update that names the event
 (`_meta["roundtable/events"]`) is recorded, on three paths:
 
-- **HTTP**: a minimal raw client (httpx) holding the session's GET stream;
+- **HTTP**: a minimal raw client (httpx2) holding the session's GET stream;
 - **stdio bridge**: `roundtable mcp stdio` as a child, the update read from its stdout (the
   bridge relays the GET stream);
 - **session socket**: a capability session's endpoint (Streamable HTTP over its Unix socket).
@@ -150,11 +150,11 @@ def _sse_messages(text: str) -> list[dict[str, Any]]:
 async def http_subscriber(
     url: str, headers: dict[str, str], uri: str, arrivals: Arrivals, **client: Any
 ) -> AsyncIterator[None]:
-    """Initialize, subscribe to `uri` and hold the GET stream (raw httpx: no SDK client CPU)."""
-    import httpx
+    """Initialize, subscribe to `uri` and hold the GET stream (raw httpx2: no SDK client CPU)."""
+    import httpx2
 
-    async with httpx.AsyncClient(
-        headers={**HEADERS, **headers}, timeout=httpx.Timeout(30.0, read=None), **client
+    async with httpx2.AsyncClient(
+        headers={**HEADERS, **headers}, timeout=httpx2.Timeout(30.0, read=None), **client
     ) as http:
         resp = await http.post(url, json=INIT)
         sid = resp.headers["mcp-session-id"]
@@ -247,7 +247,7 @@ async def bridge_subscriber(root: Path, url: str, token: str, uri: str, arrivals
 
 
 async def _run(tmp: Path, root: Path) -> list[dict[str, Any]]:
-    import httpx
+    import httpx2
 
     from roundtable import clock
     from roundtable.owner import Owner
@@ -289,7 +289,7 @@ async def _run(tmp: Path, root: Path) -> list[dict[str, Any]]:
         await endpoint.start()
         try:
             arrivals = Arrivals()
-            transport = httpx.AsyncHTTPTransport(uds=str(sock))
+            transport = httpx2.AsyncHTTPTransport(uds=str(sock))
             async with http_subscriber(
                 "http://localhost/mcp", {"Authorization": f"Bearer {cap_token}"}, uri, arrivals, transport=transport
             ):

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 PROTOCOL = "2025-11-25"
@@ -261,7 +261,7 @@ class HttpClient:
     def __init__(self, url: str, auth: dict[str, str] | None = None) -> None:
         self.url = url
         # The endpoint is authenticated by default: `auth` carries `Authorization: Bearer …`.
-        self.http = httpx.AsyncClient(headers={**HEADERS, **(auth or {})}, timeout=60.0)
+        self.http = httpx2.AsyncClient(headers={**HEADERS, **(auth or {})}, timeout=60.0)
         self.session = ""
         self.ids = itertools.count(1)
 
@@ -291,7 +291,7 @@ class HttpClient:
         if self.session:
             try:
                 await self.http.delete(self.url, headers=self._headers())
-            except httpx.HTTPError:
+            except httpx2.HTTPError:
                 pass
         await self.http.aclose()
 

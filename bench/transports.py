@@ -3,7 +3,7 @@
 Servers run as subprocesses (so their CPU time comes from their own accounting in
 /proc/<pid>/stat): the real owner with an echo tool (legacy socket, Streamable HTTP in both
 protocol eras, and the stdio bridge in front of it), a bare asyncio socket echo server and a
-bare MCP SDK echo server as floors. Clients: raw asyncio for the socket, a lean httpx JSON-RPC
+bare MCP SDK echo server as floors. Clients: raw asyncio for the socket, a lean httpx2 JSON-RPC
 client for handshake-era HTTP (so the client does not dominate), the SDK's own `Client` for
 the 2026-07-28 era, and one bridge process with concurrent requests for stdio. The bridge's
 start-up (spawn → first `tools/list`, spawn → exit with no owner) is in `bench/startup.py`.
@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from bench.looplag import rows_from_file
 from bench.rows import row as bench_row
@@ -130,10 +130,10 @@ class LegacyHttp:
         self.url, self.tool, self.n = url, tool, workers
         self.args = {"n": 1} if args is None else args
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-        transport = httpx.AsyncHTTPTransport(
-            socket_options=nodelay, verify=False, limits=httpx.Limits(max_connections=workers + 5)
+        transport = httpx2.AsyncHTTPTransport(
+            socket_options=nodelay, verify=False, limits=httpx2.Limits(max_connections=workers + 5)
         )
-        self.http = httpx.AsyncClient(headers={**HEADERS, **(auth or {})}, transport=transport)
+        self.http = httpx2.AsyncClient(headers={**HEADERS, **(auth or {})}, transport=transport)
         self.sessions: list[str] = []
         self.ids = itertools.count(1)
 
@@ -331,7 +331,7 @@ async def _measure(root: Path, tmp: Path) -> list[dict[str, Any]]:
             )
             await floor_client.close()
             await client.close()
-            note = "lean httpx client, stateful SSE"
+            note = "lean httpx2 client, stateful SSE"
             row(HTTP_FLOOR, c, floor_cell, note)
             row("HTTP 2025-11-25 (owner)", c, echo_cell, note, floor=HTTP_FLOOR)
             row("HTTP 2025-11-25 (owner) task.get", c, get_cell, note, floor=HTTP_FLOOR)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+import httpx2
 
 from roundtable import clock
 from roundtable.atomic import write_atomic
@@ -124,7 +124,7 @@ class WebhookSender:
         self.health = [_Health() for _ in self.hooks]
         self._queues: list[asyncio.Queue[Notification]] = [asyncio.Queue(QUEUE_SIZE) for _ in self.hooks]
         self._workers: list[asyncio.Task[None]] = []
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
         self._dirty = asyncio.Event()
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
@@ -135,7 +135,7 @@ class WebhookSender:
     def start(self) -> None:
         if self._workers or not self.hooks:
             return
-        self._client = httpx.AsyncClient(follow_redirects=False, headers={"User-Agent": "roundtable-notify"})
+        self._client = httpx2.AsyncClient(follow_redirects=False, headers={"User-Agent": "roundtable-notify"})
         self._workers = [asyncio.create_task(self._work(i), name=f"notify-webhook-{i}") for i in range(len(self.hooks))]
         if self.status_path is not None:
             self._writer = asyncio.create_task(self._write_statuses(), name="notify-status")
@@ -201,10 +201,10 @@ class WebhookSender:
                 await asyncio.sleep(self.retry_backoff * 2 ** (attempt - 1))
             try:
                 answer = await self._client.post(url, json=body, timeout=hook.timeout)
-            except httpx.TimeoutException:
+            except httpx2.TimeoutException:
                 error = f"no answer within {hook.timeout:g}s"
                 continue
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 error = f"{type(exc).__name__}: {exc}"[:300]
                 continue
             if 200 <= answer.status_code < 300:

@@ -508,13 +508,13 @@ def raise_fd_limit() -> int:
 
 async def describe_holder(host: str, port: int) -> str:
     """Who holds `host:port`: a roundtable owner's root and pid from its /healthz, or ''."""
-    import httpx
+    import httpx2
 
     target = f"[{host}]" if ":" in host else (host if host not in ("", "0.0.0.0") else "127.0.0.1")
     try:
-        async with httpx.AsyncClient(timeout=1.0, trust_env=False, verify=False) as client:
+        async with httpx2.AsyncClient(timeout=1.0, trust_env=False, verify=False) as client:
             for scheme in ("http", "https"):
-                with contextlib.suppress(httpx.HTTPError, ValueError):
+                with contextlib.suppress(httpx2.HTTPError, ValueError):
                     body = (await client.get(f"{scheme}://{target}:{port}/healthz")).json()
                     if isinstance(body, dict) and "project_id" in body:
                         return f"the roundtable owner of {body.get('root', '?')} (pid {body.get('pid', '?')})"

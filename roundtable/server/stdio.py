@@ -9,7 +9,7 @@ stderr, one line each, and never contain the token.
 
 What it guarantees:
 
-- **Byte-exact framing.** Server-sent events are split only at CR, LF or CRLF (`httpx-sse`'s
+- **Byte-exact framing.** Server-sent events are split only at CR, LF or CRLF (`httpx2`'s
   decoder; `str.splitlines` would also cut at U+2028, U+2029, U+0085 and friends). Every frame
   written to stdout is parsed first, is one line of valid JSON equal to what the owner sent, and
   carries U+2028/U+2029/U+0085 as `\\u` escapes so no line reader can split it.
@@ -57,13 +57,9 @@ from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
-# httpx imports its command-line entry point (rich, click, pygments) unless told not to;
-# the bridge must start fast, so that optional module is blocked before the first import
-# (httpx_sse imports httpx too, so this must come before it).
-if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-import httpx
-from httpx_sse import EventSource, SSEError
+# The HTTP client the MCP SDK itself uses (one client stack in the project); its server-sent
+# events decoder splits only at CR, LF and CRLF.
+import httpx2
 
 PREFIX = "roundtable mcp stdio: "
 UNAVAILABLE = "coordinator endpoint unavailable"
@@ -320,10 +316,10 @@ class Bridge:
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
         # Plain http needs no CA bundle; loading one costs tens of milliseconds at start-up.
         verify = urlsplit(url).scheme == "https"
-        transport = httpx.AsyncHTTPTransport(uds=uds or None, verify=verify, socket_options=None if uds else nodelay)
-        self.client = httpx.AsyncClient(
+        transport = httpx2.AsyncHTTPTransport(uds=uds or None, verify=verify, socket_options=None if uds else nodelay)
+        self.client = httpx2.AsyncClient(
             headers=headers,
-            timeout=httpx.Timeout(connect=5.0, read=None, write=30.0, pool=None),
+            timeout=httpx2.Timeout(connect=5.0, read=None, write=30.0, pool=None),
             follow_redirects=False,
             transport=transport,
             verify=verify,
@@ -445,7 +441,7 @@ class Bridge:
                 try:
                     body, challenge, proof = await self._health()
                     break
-                except httpx.TransportError:
+                except httpx2.TransportError:
                     if self._closing or loop.time() + delay > deadline:
                         raise Unreachable(self._no_owner()) from None
                     await asyncio.sleep(delay)
@@ -490,7 +486,7 @@ class Bridge:
             headers[PROTOCOL_HEADER] = self.protocol_version
         return headers
 
-    def _check_project(self, resp: httpx.Response) -> None:
+    def _check_project(self, resp: httpx2.Response) -> None:
         if self._identity is None or self._identity.project_id is None:
             return
         stated = resp.headers.get(PROJECT_HEADER)
@@ -506,7 +502,7 @@ class Bridge:
     ) -> tuple[int, str | None]:
         """POST one message; returns (status, body of a non-SSE reply).
 
-        Messages of an SSE reply go to `on_message` as they arrive. Raises `httpx.ConnectError`
+        Messages of an SSE reply go to `on_message` as they arrive. Raises `httpx2.ConnectError`
         and friends when the request was never delivered and `_StreamBroken` when the reply
         broke off after it was.
         """
@@ -519,12 +515,12 @@ class Bridge:
                 return resp.status_code, None
             try:
                 if resp.headers.get("content-type", "").startswith("text/event-stream"):
-                    async for event in EventSource(resp).aiter_sse():
+                    async for event in _sse(resp):
                         if event.data:  # priming events and keep-alives carry no message
                             on_message(event.data)
                     return resp.status_code, None
                 return resp.status_code, (await resp.aread()).decode("utf-8", "replace")
-            except (httpx.ReadError, httpx.RemoteProtocolError, httpx.ReadTimeout, SSEError) as exc:
+            except (httpx2.ReadError, httpx2.RemoteProtocolError, httpx2.ReadTimeout, httpx2.SSEError) as exc:
                 raise _StreamBroken(type(exc).__name__) from None
 
     def _retryable(self, msg: dict[str, Any]) -> bool:
@@ -609,7 +605,7 @@ class Bridge:
             except Unreachable as exc:
                 self._error_reply(msg_id, CONNECTION_CLOSED, str(exc))
                 return
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
+            except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout):
                 # Never delivered: safe to send again once the owner is back.
                 self._verified = self._identity is None
                 if self._closing or loop.time() + delay > deadline:
@@ -618,7 +614,7 @@ class Bridge:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
-            except (_StreamBroken, httpx.TransportError):
+            except (_StreamBroken, httpx2.TransportError):
                 status, body = 0, None
                 self._verified = self._identity is None
             if status == 401:
@@ -679,7 +675,7 @@ class Bridge:
                     await self._post(note, self._headers(), replies.append)
                     self._start_get_stream()
                     await self._replay_state()
-            except (httpx.TransportError, _StreamBroken):
+            except (httpx2.TransportError, _StreamBroken):
                 return False
             self._err("owner restarted; reconnected with a new session")
             return True
@@ -705,7 +701,7 @@ class Bridge:
         for number, raw in enumerate(list(self._replay.values()), 1):
             msg = json.loads(raw)
             msg["id"] = f"roundtable-bridge-replay-{self._reinits}-{number}"
-            with contextlib.suppress(httpx.TransportError, _StreamBroken):
+            with contextlib.suppress(httpx2.TransportError, _StreamBroken):
                 await self._post(json.dumps(msg).encode(), self._headers(), lambda data: None)
 
     def _start_get_stream(self) -> None:
@@ -733,7 +729,7 @@ class Bridge:
                     if resp.status_code != 200:
                         return  # 405: no stream offered; 404: the POST path re-initialises
                     delay = 0.1
-                    async for event in EventSource(resp).aiter_sse():
+                    async for event in _sse(resp):
                         if event.data:
                             self._relay(event.data)
             except Unreachable:
@@ -741,7 +737,7 @@ class Bridge:
             except Fatal as exc:
                 self.fail(str(exc))
                 return
-            except (httpx.TransportError, SSEError):
+            except (httpx2.TransportError, httpx2.SSEError):
                 self._verified = self._identity is None
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
@@ -849,14 +845,20 @@ class Bridge:
             with contextlib.suppress(BaseException):
                 await task
         if self.session_id and self._verified:
-            with contextlib.suppress(httpx.HTTPError):
+            with contextlib.suppress(httpx2.HTTPError):
                 await self.client.delete(self.url, headers=self._headers(), timeout=2.0)
         await self.client.aclose()
 
 
-async def events(response: httpx.Response) -> AsyncIterator[str]:
+def _sse(response: httpx2.Response) -> httpx2.EventSource:
+    """The events of an SSE reply, without a size limit per event: the owner already bounds what
+    it sends, and a `repo.read_file` answer may be larger than the decoder's default 1 MiB."""
+    return httpx2.EventSource(response, max_event_size=None)
+
+
+async def events(response: httpx2.Response) -> AsyncIterator[str]:
     """The `data` of each server-sent event of `response` (for tests and tools)."""
-    async for event in EventSource(response).aiter_sse():
+    async for event in _sse(response):
         if event.data:
             yield event.data
 

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 
@@ -42,8 +42,8 @@ INIT = {
 }
 
 
-async def post_init(url: str, headers: dict[str, str] | None = None) -> httpx.Response:
-    async with httpx.AsyncClient(headers={**HEADERS, **(headers or {})}, timeout=10) as http:
+async def post_init(url: str, headers: dict[str, str] | None = None) -> httpx2.Response:
+    async with httpx2.AsyncClient(headers={**HEADERS, **(headers or {})}, timeout=10) as http:
         return await http.post(url, json=INIT)
 
 
@@ -59,7 +59,7 @@ async def test_no_credential_is_refused_on_loopback(owner: Owner) -> None:
         async with Client(owner.http_url, mode="legacy") as c:
             await c.session.list_tools()
     # /healthz stays open (it says nothing but the status and the project id).
-    async with httpx.AsyncClient() as http:
+    async with httpx2.AsyncClient() as http:
         assert (await http.get(owner.http_url.replace("/mcp", "/healthz"))).status_code == 200
     assert await snapshot(owner.runtime) == before
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -160,18 +160,18 @@ async def _whoami(request: Request) -> JSONResponse:
 
 
 @pytest.fixture
-async def apps(runtime: Runtime, creds: Creds) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
+async def apps(runtime: Runtime, creds: Creds) -> AsyncIterator[dict[str, httpx2.AsyncClient]]:
     routes = [Route("/mcp", _whoami, methods=["GET", "POST"]), Route("/healthz", _whoami)]
     shared = authenticated(Starlette(routes=routes), TokenBackend(db_token_resolver(runtime)))
     session = authenticated(Starlette(routes=routes), CapabilityBackend(runtime, creds.capability_id))
     async with (
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=shared), base_url="http://t") as a,
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=session), base_url="http://t") as b,
+        httpx2.AsyncClient(transport=httpx2.ASGITransport(app=shared), base_url="http://t") as a,
+        httpx2.AsyncClient(transport=httpx2.ASGITransport(app=session), base_url="http://t") as b,
     ):
         yield {"shared": a, "session": b}
 
 
-async def test_refusals_keep_each_endpoints_answer(apps: dict[str, httpx.AsyncClient], creds: Creds) -> None:
+async def test_refusals_keep_each_endpoints_answer(apps: dict[str, httpx2.AsyncClient], creds: Creds) -> None:
     resp = await apps["shared"].post("/mcp", headers={"authorization": "Bearer nope"})
     assert resp.status_code == 401 and resp.text == UNAUTHORIZED + "\n"
     assert resp.headers["www-authenticate"] == 'Bearer realm="roundtable"'
@@ -181,7 +181,7 @@ async def test_refusals_keep_each_endpoints_answer(apps: dict[str, httpx.AsyncCl
     assert creds.agent not in resp.text and "www-authenticate" not in resp.headers
 
 
-async def test_which_paths_need_a_credential(apps: dict[str, httpx.AsyncClient], creds: Creds) -> None:
+async def test_which_paths_need_a_credential(apps: dict[str, httpx2.AsyncClient], creds: Creds) -> None:
     # The shared endpoint guards /mcp only (/healthz answers anyone); a session endpoint every path.
     assert (await apps["shared"].get("/healthz")).status_code == 200
     assert (await apps["session"].get("/healthz")).status_code == 401
@@ -189,7 +189,7 @@ async def test_which_paths_need_a_credential(apps: dict[str, httpx.AsyncClient],
     assert ok.status_code == 200
 
 
-async def test_accepted_request_carries_the_principal(apps: dict[str, httpx.AsyncClient], creds: Creds) -> None:
+async def test_accepted_request_carries_the_principal(apps: dict[str, httpx2.AsyncClient], creds: Creds) -> None:
     got: dict[str, Any] = (await apps["shared"].post("/mcp", headers={"authorization": f"bEaReR {creds.agent}"})).json()
     assert got == {"principal": "agent:implementer-1", "path": "/mcp"}
     got = (await apps["shared"].post("/mcp", headers={"authorization": f"Bearer {creds.operator}"})).json()
@@ -197,7 +197,7 @@ async def test_accepted_request_carries_the_principal(apps: dict[str, httpx.Asyn
 
 
 async def test_revocation_refuses_the_next_request(
-    runtime: Runtime, apps: dict[str, httpx.AsyncClient], creds: Creds
+    runtime: Runtime, apps: dict[str, httpx2.AsyncClient], creds: Creds
 ) -> None:
     headers = {"authorization": f"Bearer {creds.agent}"}
     assert (await apps["shared"].post("/mcp", headers=headers)).status_code == 200
@@ -253,7 +253,7 @@ def _write_elsewhere(path: str, statement: str, params: tuple[Any, ...]) -> None
     ],
 )
 async def test_a_change_by_another_connection_refuses_the_next_request(
-    runtime: Runtime, apps: dict[str, httpx.AsyncClient], creds: Creds, statement: str, params: Any
+    runtime: Runtime, apps: dict[str, httpx2.AsyncClient], creds: Creds, statement: str, params: Any
 ) -> None:
     headers = {"authorization": f"Bearer {creds.agent}"}
     for _ in range(3):  # known, and kept since nothing changed

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -56,7 +56,7 @@ def _check_line(line: bytes) -> Any:
     return json.loads(text)
 
 
-class _Chunks(httpx.AsyncByteStream):
+class _Chunks(httpx2.AsyncByteStream):
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
 
@@ -85,7 +85,10 @@ def test_sse_reader_and_frames_on_arbitrary_unicode(texts: list[str], newline: s
     chunks = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True) if body[a:b]]
 
     async def read() -> list[str]:
-        response = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Chunks(chunks))
+        request = httpx2.Request("POST", "http://127.0.0.1/mcp")  # as every reply the bridge reads has
+        response = httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_Chunks(chunks), request=request
+        )
         return [data async for data in events(response)]
 
     datas = asyncio.run(read())
@@ -144,7 +147,7 @@ async def _over_http(url: str, root: Path, texts: list[str]) -> dict[int, Any]:
 
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     out: dict[int, Any] = {}
-    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
         init = {
             "jsonrpc": "2.0",
             "id": "i",

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from bench.ownerproc import HttpClient, SocketClient
@@ -119,6 +119,6 @@ async def test_http_clients_that_vanish(owner: Owner) -> None:
     finally:
         await client.close()
     await _healthy(owner)
-    async with httpx.AsyncClient() as h:
+    async with httpx2.AsyncClient() as h:
         health = await h.get(owner.http_url.replace("/mcp", "/healthz"))
         assert health.status_code == 200

@@ -269,7 +269,7 @@ async def test_parse_and_uri_round_trip() -> None:
 
 async def test_update_due_before_the_get_stream_is_held_for_it(world: World) -> None:
     """A client that subscribes before its GET stream is connected still gets the update."""
-    import httpx
+    import httpx2
 
     headers = {
         "accept": "application/json, text/event-stream",
@@ -283,7 +283,7 @@ async def test_update_due_before_the_get_stream_is_held_for_it(world: World) -> 
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
     uri = f"roundtable://turns/{world.run_id}"
-    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(10.0)) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(10.0)) as http:
         sid = (await http.post(world.url, json=init)).headers["mcp-session-id"]
         session = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
         await http.post(world.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import uvicorn
 from starlette.applications import Starlette
@@ -56,7 +56,7 @@ async def test_start_serves_at_once_and_stop_closes() -> None:
     server = Embedded(_config(APP, timeout_graceful_shutdown=1), name="test-embedded")
     await server.start([sock], timeout=10)
     assert server.task is not None and not server.task.done()
-    async with httpx.AsyncClient() as http:
+    async with httpx2.AsyncClient() as http:
         assert (await http.get(f"http://127.0.0.1:{port}/")).text == "hello"  # listening on return
     await server.stop(5)
     assert server.task.done()
@@ -96,7 +96,7 @@ async def test_stop_is_bounded_by_its_timeout_with_a_request_that_never_ends() -
     port = sock.getsockname()[1]
     server = Embedded(_config(APP, timeout_graceful_shutdown=30), name="test-stuck")
     await server.start([sock], timeout=10)
-    async with httpx.AsyncClient(timeout=None) as http, http.stream("GET", f"http://127.0.0.1:{port}/forever") as r:
+    async with httpx2.AsyncClient(timeout=None) as http, http.stream("GET", f"http://127.0.0.1:{port}/forever") as r:
         assert await r.aiter_bytes().__anext__() == b"start\n"
         started = time.monotonic()
         await server.stop(0.5)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -196,7 +196,7 @@ def test_http_bad_bodies(bg: Background, body: bytes, content_type: str, origin:
     headers = {**HEADERS, **stored_auth(bg.owner.root), "content-type": content_type}
     if origin:
         headers["origin"] = origin
-    with httpx.Client(timeout=15) as http:
+    with httpx2.Client(timeout=15) as http:
         resp = http.post(bg.owner.http_url, content=body, headers=headers)
         assert resp.status_code < 500 or resp.status_code == 503
         assert "Traceback" not in resp.text
@@ -205,7 +205,7 @@ def test_http_bad_bodies(bg: Background, body: bytes, content_type: str, origin:
 
 
 def test_http_bad_host_oversized_and_still_serving(bg: Background) -> None:
-    with httpx.Client(timeout=15, headers={**HEADERS, **stored_auth(bg.owner.root)}) as http:
+    with httpx2.Client(timeout=15, headers={**HEADERS, **stored_auth(bg.owner.root)}) as http:
         assert http.post(bg.owner.http_url, content=b"{}", headers={"host": "evil.example:80"}).status_code == 421
         huge = b"[" + b"1," * (3 * 1024 * 1024) + b"1]"
         assert http.post(bg.owner.http_url, content=huge).status_code == 413

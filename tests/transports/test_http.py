@@ -7,7 +7,6 @@ import json
 import os
 from pathlib import Path
 
-import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -83,7 +82,7 @@ async def test_real_registry_listing_and_dotted_style(owner: Owner, auth: dict[s
 
 
 async def test_stateful_session_header_and_delete(owner: Owner, auth: dict[str, str]) -> None:
-    async with httpx.AsyncClient(headers={**HEADERS, **auth}) as http:
+    async with httpx2.AsyncClient(headers={**HEADERS, **auth}) as http:
         resp = await http.post(owner.http_url, json=INIT)
         assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
         sid = resp.headers["mcp-session-id"]
@@ -102,7 +101,7 @@ async def test_stateful_session_header_and_delete(owner: Owner, auth: dict[str, 
 
 
 async def test_protocol_errors_stay_jsonrpc(owner: Owner, auth: dict[str, str]) -> None:
-    async with httpx.AsyncClient(headers={**HEADERS, **auth}) as http:
+    async with httpx2.AsyncClient(headers={**HEADERS, **auth}) as http:
         resp = await http.post(owner.http_url, json=INIT)
         sid = resp.headers["mcp-session-id"]
         h = {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
@@ -123,11 +122,11 @@ def _sse_json(text: str) -> dict:
 async def test_security_checks(owner: Owner, auth: dict[str, str]) -> None:
     before = await event_count(owner)
     port = owner.http_address.rsplit(":", 1)[1]
-    async with httpx.AsyncClient(headers=HEADERS) as http:
+    async with httpx2.AsyncClient(headers=HEADERS) as http:
         # Authenticated by default, on loopback too: no credential, no answer.
         assert (await http.post(owner.http_url, json=INIT)).status_code == 401
         assert (await http.post(owner.http_url.replace("/mcp", "/healthz"))).status_code == 200
-    async with httpx.AsyncClient(headers={**HEADERS, **auth}) as http:
+    async with httpx2.AsyncClient(headers={**HEADERS, **auth}) as http:
         assert (await http.post(owner.http_url, json=INIT, headers={"host": "evil.example"})).status_code == 421
         assert (
             await http.post(owner.http_url, json=INIT, headers={"origin": "http://evil.example"})
@@ -160,7 +159,7 @@ async def test_bearer_token(project: Path, sockdir: Path, monkeypatch: pytest.Mo
         project, http_address="127.0.0.1:0", socket_path=sockdir / "s.sock", chair=False, log=logs.append
     ) as o:
         o.runtime.registry = make_registry()
-        async with httpx.AsyncClient(headers=HEADERS) as http:
+        async with httpx2.AsyncClient(headers=HEADERS) as http:
             for given in (None, "Bearer wrong", f"Basic {token}", token, "Bearer", f"Bearer {token} x"):
                 h = {"authorization": given} if given else {}
                 resp = await http.post(o.http_url, json=INIT, headers=h)
@@ -194,7 +193,7 @@ async def test_require_tokens_identity_from_token(project: Path, sockdir: Path) 
                 await tx.insert(
                     "access_tokens", {"id": tid, "token_sha256": digest, "principal": principal, "agent_id": agent}
                 )
-        async with httpx.AsyncClient(headers=HEADERS) as http:
+        async with httpx2.AsyncClient(headers=HEADERS) as http:
             assert (await http.post(o.http_url, json=INIT)).status_code == 401
             assert (
                 await http.post(o.http_url, json=INIT, headers={"authorization": "Bearer unknown"})

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from roundtable.owner import Owner
@@ -40,8 +40,8 @@ async def http_owner(project: Path, sockdir: Path) -> AsyncIterator[Owner]:
 
 
 @pytest.fixture
-async def session(http_owner: Owner) -> AsyncIterator[httpx.AsyncClient]:
-    """An httpx client on an initialised MCP session, authenticated as the operator."""
+async def session(http_owner: Owner) -> AsyncIterator[httpx2.AsyncClient]:
+    """An httpx2 client on an initialised MCP session, authenticated as the operator."""
     async with http_owner.runtime.db.write(tool="test") as tx:
         _record, token = await token_service.create(tx, principal="operator")
     headers = {
@@ -49,7 +49,7 @@ async def session(http_owner: Owner) -> AsyncIterator[httpx.AsyncClient]:
         "content-type": "application/json",
         "authorization": f"Bearer {token}",
     }
-    async with httpx.AsyncClient(headers=headers, timeout=15) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=15) as http:
         resp = await http.post(http_owner.http_url, json=INIT)
         assert resp.status_code == 200, resp.text[:300]
         http.headers["mcp-session-id"] = resp.headers["mcp-session-id"]
@@ -58,7 +58,7 @@ async def session(http_owner: Owner) -> AsyncIterator[httpx.AsyncClient]:
         yield http
 
 
-def _body(resp: httpx.Response) -> dict[str, Any]:
+def _body(resp: httpx2.Response) -> dict[str, Any]:
     """The JSON-RPC message of a reply (an SSE `data:` line or plain JSON)."""
     for line in resp.text.splitlines():
         if line.startswith("data:"):
@@ -80,7 +80,7 @@ def _call(tool: str, args_json: str) -> bytes:
     ],
 )
 async def test_parser_refusals_are_jsonrpc_parse_errors(
-    http_owner: Owner, session: httpx.AsyncClient, body: bytes, fragment: str
+    http_owner: Owner, session: httpx2.AsyncClient, body: bytes, fragment: str
 ) -> None:
     before = await event_count(http_owner)
     resp = await session.post(http_owner.http_url, content=body)
@@ -129,7 +129,7 @@ async def test_parser_refusals_are_jsonrpc_parse_errors(
     ],
 )
 async def test_out_of_range_arguments_are_tool_errors(
-    http_owner: Owner, session: httpx.AsyncClient, tool: str, args_json: str, message: str
+    http_owner: Owner, session: httpx2.AsyncClient, tool: str, args_json: str, message: str
 ) -> None:
     before = await event_count(http_owner)
     resp = await session.post(http_owner.http_url, content=_call(tool, args_json))

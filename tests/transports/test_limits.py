@@ -1,6 +1,6 @@
 """HTTP limits before (and after) authentication: header and body deadlines, the connection cap
 with eviction of idle connections, sessions per principal with LRU eviction and idle reaping,
-and rate-limited logging. Real owners, raw sockets and httpx."""
+and rate-limited logging. Real owners, raw sockets and httpx2."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from roundtable import credentials
@@ -99,7 +99,7 @@ async def test_slow_body_is_cut_off(limited: Owner) -> None:
 
 async def test_connection_cap_evicts_idle_connections(limited: Owner) -> None:
     held = [await _open(limited, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n") for _ in range(60)]
-    async with httpx.AsyncClient(timeout=5) as client:
+    async with httpx2.AsyncClient(timeout=5) as client:
         started = time.monotonic()
         health = await client.get(limited.http_url.replace("/mcp", "/healthz"))
         assert health.status_code == 200 and time.monotonic() - started < 1.0
@@ -125,7 +125,7 @@ async def test_connection_cap_refuses_when_every_connection_is_busy(limited: Own
 
 async def test_sessions_per_principal_evict_the_least_recently_used(limited: Owner) -> None:
     url = limited.http_url
-    async with httpx.AsyncClient(headers={**HEADERS, **auth(limited.root)}, timeout=10) as client:
+    async with httpx2.AsyncClient(headers={**HEADERS, **auth(limited.root)}, timeout=10) as client:
         ids = []
         for _ in range(5):
             resp = await client.post(url, json=INIT)
@@ -141,7 +141,7 @@ async def test_sessions_per_principal_evict_the_least_recently_used(limited: Own
 
 async def test_sessions_all_busy_refuse_a_new_one(limited: Owner) -> None:
     url = limited.http_url
-    async with httpx.AsyncClient(headers={**HEADERS, **auth(limited.root)}, timeout=10) as client:
+    async with httpx2.AsyncClient(headers={**HEADERS, **auth(limited.root)}, timeout=10) as client:
         streams = []
         for _ in range(3):
             resp = await client.post(url, json=INIT)
@@ -161,7 +161,7 @@ async def test_sessions_all_busy_refuse_a_new_one(limited: Owner) -> None:
 async def test_idle_sessions_are_reaped(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(http_module, "DEFAULT_LIMITS", HttpLimits(session_idle_timeout=0.3))
     async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
-        async with httpx.AsyncClient(headers={**HEADERS, **auth(project)}, timeout=10) as client:
+        async with httpx2.AsyncClient(headers={**HEADERS, **auth(project)}, timeout=10) as client:
             sid = (await client.post(owner.http_url, json=INIT)).headers["mcp-session-id"]
             assert owner.http.stats()["sessions"] == 1
             for _ in range(40):
@@ -207,7 +207,7 @@ async def test_a_session_belongs_to_the_principal_that_opened_it(limited: Owner)
     agent = await auth_headers(limited.runtime, agent_id="implementer-1")
     project = await auth_headers(limited.runtime)
     url = limited.http_url
-    async with httpx.AsyncClient(headers=HEADERS, timeout=10) as client:
+    async with httpx2.AsyncClient(headers=HEADERS, timeout=10) as client:
         sid = (await client.post(url, json=INIT, headers=agent)).headers["mcp-session-id"]
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         h = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from roundtable import credentials
@@ -69,7 +69,7 @@ class Probe:
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         if token:
             headers["authorization"] = f"Bearer {token}"
-        self.http = httpx.AsyncClient(headers=headers, timeout=10)
+        self.http = httpx2.AsyncClient(headers=headers, timeout=10)
         self.socket_times: list[float] = []
         self.http_times: list[float] = []
         self.phase = "start"

@@ -55,10 +55,10 @@ async def test_owner_stop_closes_everything(project: Path, sockdir: Path) -> Non
         url, path = o.http_url, o.socket_path
         assert o.health() == "ready" and o.runtime.owner is True
     assert path is not None and not path.exists()
-    import httpx
+    import httpx2
 
-    with pytest.raises(httpx.TransportError):
-        async with httpx.AsyncClient() as http:
+    with pytest.raises(httpx2.TransportError):
+        async with httpx2.AsyncClient() as http:
             await http.get(url.replace("/mcp", "/healthz"))
     with acquire_lock(project):
         pass
