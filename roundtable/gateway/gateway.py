@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from roundtable.gateway.http11 import Peer, PeerGone, Request, TooLarge
 from roundtable.gateway.meter import Measured, WireMeter
@@ -164,7 +164,7 @@ class Gateway:
         self.max_retry_wait = max_retry_wait
         self.stats = Stats()
         self._sessions: dict[str, _Session] = {}
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._writes: set[asyncio.Task[Any]] = set()
 
@@ -172,9 +172,9 @@ class Gateway:
 
     async def start(self) -> None:
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(30.0, read=600.0),
-                limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
+            self._client = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(30.0, read=600.0),
+                limits=httpx2.Limits(max_connections=200, max_keepalive_connections=20),
                 follow_redirects=False,
             )
 
@@ -363,7 +363,7 @@ class Gateway:
 
     async def _send_with_retries(
         self, peer: Peer, api: str, method: str, url: str, headers: list[tuple[str, str]], body: bytes
-    ) -> httpx.Response | None:
+    ) -> httpx2.Response | None:
         """The upstream's answer (streaming, unread), after retrying a rate limit or overload the
         upstream asks to wait for; None when it could not be reached (answered here)."""
         assert self._client is not None
@@ -373,9 +373,9 @@ class Gateway:
             request = self._client.build_request(method, url, headers=headers, content=body)
             try:
                 response = await self._client.send(request, stream=True)
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 wait = _backoff(attempt)
-                if attempt < self.retry_attempts and isinstance(exc, httpx.TransportError):
+                if attempt < self.retry_attempts and isinstance(exc, httpx2.TransportError):
                     self.stats.retried += 1
                     await asyncio.sleep(wait)
                     continue
@@ -399,7 +399,7 @@ class Gateway:
             log.info("the model API answered %s; retrying in %.1fs (attempt %d)", response.status_code, wait, attempt)
             await asyncio.sleep(wait)
 
-    async def _pass_on(self, session: _Session, peer: Peer, response: httpx.Response, api: str, metered: bool) -> None:
+    async def _pass_on(self, session: _Session, peer: Peer, response: httpx2.Response, api: str, metered: bool) -> None:
         """The answer to the harness as it arrives; its usage recorded once it has passed (or
         once the harness went away: what had passed is counted)."""
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _RESPONSE_DROP]
@@ -558,7 +558,7 @@ class Gateway:
                 self._client.build_request(request.method, request.target, headers=headers, content=request.body),
                 stream=True,
             )
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             await peer.respond(
                 502, _TEXT, f"roundtable gateway: {host}:{port} unreachable: {type(exc).__name__}\n".encode()
             )
@@ -635,7 +635,7 @@ async def _vendor_error(peer: Peer, api: str, status: int, kind: str, message: s
     await peer.respond(status, [("content-type", "application/json")], json.dumps(body).encode())
 
 
-async def _read_bounded(response: httpx.Response) -> bytes:
+async def _read_bounded(response: httpx2.Response) -> bytes:
     out = bytearray()
     async for chunk in response.aiter_raw():
         out += chunk
@@ -658,7 +658,7 @@ def _error_message(body: bytes) -> str:
     return " ".join(body[:300].decode("utf-8", "replace").split())
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+def _retry_after(headers: httpx2.Headers) -> float | None:
     """Seconds the upstream asks to wait (`retry-after-ms`, `retry-after` seconds or date)."""
     millis = headers.get("retry-after-ms", "")
     with contextlib.suppress(ValueError):

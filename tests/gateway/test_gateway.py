@@ -1,5 +1,5 @@
 """The gateway on real sockets: a session's Unix socket served by the owner's gateway, the model
-stub of `tests/e2e_harness` on an ephemeral loopback port as the upstream, httpx over the Unix
+stub of `tests/e2e_harness` on an ephemeral loopback port as the upstream, httpx2 over the Unix
 socket as the harness. Shows the token swapped for the operator's key, streams passed on before
 they end, usage recorded as the upstream reported it (and bounded when it is hostile), budgets
 refusing the next request, a refused credential recorded at once, a rate limit retried, the
@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from roundtable.config import BudgetsConfig, LimitConfig, NetworkConfig
@@ -72,9 +72,9 @@ async def _open(runtime: Runtime, gw: Gateway, where: Path, adapter: str = "clau
     return await gw.open_session(bound.session_id, adapter=adapter, socket_path=where / "gw.sock")
 
 
-def _client(grant: GatewayGrant) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        transport=httpx.AsyncHTTPTransport(uds=str(grant.socket_path)), base_url="http://gateway", timeout=30
+def _client(grant: GatewayGrant) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(
+        transport=httpx2.AsyncHTTPTransport(uds=str(grant.socket_path)), base_url="http://gateway", timeout=30
     )
 
 
@@ -388,6 +388,6 @@ async def test_closing_a_session_revokes_its_socket(
         assert ok.status_code == 200
         await gateway.close_session(grant.session_id)
         assert not grant.socket_path.exists() and not gateway.serves(grant.session_id)
-        with pytest.raises(httpx.TransportError):  # the kept-alive connection was cut, no new one
+        with pytest.raises(httpx2.TransportError):  # the kept-alive connection was cut, no new one
             await http.post("/anthropic/v1/messages", headers=_anthropic_headers(grant.token), json=MESSAGE)
     await gateway.close_session(grant.session_id)  # twice: no-op

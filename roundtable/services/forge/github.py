@@ -1,4 +1,4 @@
-"""GitHub (and GitHub Enterprise Server) over its REST API, version 2022-11-28, through httpx.
+"""GitHub (and GitHub Enterprise Server) over its REST API, version 2022-11-28, through httpx2.
 
 The endpoints used, and nothing else:
 
@@ -11,7 +11,7 @@ The endpoints used, and nothing else:
 | merge | `PUT /repos/{o}/{r}/pulls/{n}/merge` with the head `sha` it must still have |
 
 The API base URL is configurable (`https://HOST/api/v3` for Enterprise Server). The token goes
-only into the `Authorization` header of requests to that base; httpx drops the header when the
+only into the `Authorization` header of requests to that base; httpx2 drops the header when the
 log download is redirected to another host. Every error message passes the redactor, and the
 token itself is removed from it whatever shape it has.
 """
@@ -22,7 +22,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2
 
 from roundtable.services.forge.base import Check, ForgeError, MergeResult, PullRequest, Review, ReviewComment
 from roundtable.services.redact import MARK, redact
@@ -79,7 +79,7 @@ class GitHub:
         self._repo = f"/repos/{repository}"
         self.owner = repository.split("/", 1)[0]
         self.base_url = api_url.rstrip("/")
-        self._client = httpx.AsyncClient(
+        self._client = httpx2.AsyncClient(
             base_url=self.base_url,
             headers={
                 "Accept": "application/vnd.github+json",
@@ -108,10 +108,10 @@ class GitHub:
         json: Any = None,
         params: dict[str, Any] | None = None,
         ok: tuple[int, ...] = (200,),
-    ) -> httpx.Response:
+    ) -> httpx2.Response:
         try:
             response = await self._client.request(method, path, json=json, params=params)
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise ForgeError(f"GitHub {method} {path}: {self._clean(str(exc)) or type(exc).__name__}") from None
         if response.status_code not in ok:
             try:
@@ -222,9 +222,9 @@ class GitHub:
         if response.status_code == 302:
             location = response.headers.get("location", "")
             try:
-                async with httpx.AsyncClient(timeout=self._client.timeout, trust_env=False) as plain:
+                async with httpx2.AsyncClient(timeout=self._client.timeout, trust_env=False) as plain:
                     response = await plain.get(location)
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 raise ForgeError(f"GitHub job log download: {self._clean(str(exc))}") from None
             if response.status_code != 200:
                 raise ForgeError(f"GitHub job log download: {response.status_code}")
