@@ -3,8 +3,8 @@
 A stand-in upstream (a raw asyncio HTTP server on an ephemeral loopback port, on a thread and
 event loop of its own) answers every `POST /v1/messages` with a streamed Anthropic message: the
 head and `message_start` at once, then 20 content deltas and the closing events, chunked. The
-same request is made `N` times directly (httpx over TCP) and `N` times through the gateway
-(httpx over the session's Unix socket, the token swapped for the operator's key, the answer
+same request is made `N` times directly (httpx2 over TCP) and `N` times through the gateway
+(httpx2 over the session's Unix socket, the token swapped for the operator's key, the answer
 metered and its usage recorded in the project's database, answers arriving during a write summed
 into the next), interleaved in rounds so load on
 the machine falls on both alike.
@@ -142,7 +142,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def _run(root: Path, socket_dir: Path, upstream: _Upstream) -> list[dict[str, Any]]:
-    import httpx
+    import httpx2
 
     from roundtable import clock
     from roundtable.gateway import Gateway
@@ -178,9 +178,9 @@ async def _run(root: Path, socket_dir: Path, upstream: _Upstream) -> list[dict[s
                 task_id=task["id"],
             )
         grant = await gateway.open_session(session_id, adapter="claude", socket_path=socket_dir / "g.sock")
-        direct = httpx.AsyncClient(base_url=base, timeout=30)
-        through = httpx.AsyncClient(
-            transport=httpx.AsyncHTTPTransport(uds=str(grant.socket_path)), base_url="http://gateway", timeout=30
+        direct = httpx2.AsyncClient(base_url=base, timeout=30)
+        through = httpx2.AsyncClient(
+            transport=httpx2.AsyncHTTPTransport(uds=str(grant.socket_path)), base_url="http://gateway", timeout=30
         )
         headers = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
         ways = {
