@@ -131,6 +131,7 @@ class _Session:
     # Usage measured and not yet written (input, cached, output, model), and the task writing it.
     unwritten: list[int] = field(default_factory=lambda: [0, 0, 0])
     unwritten_model: str = ""
+    written_model: str = ""  # sent once: a blank model keeps the row's (and skips the redactor)
     writer: asyncio.Task[None] | None = None
 
 
@@ -444,6 +445,7 @@ class Gateway:
     async def _write_usage(self, session: _Session) -> None:
         while any(session.unwritten):
             spent, session.unwritten = session.unwritten, [0, 0, 0]
+            model = "" if session.unwritten_model == session.written_model else session.unwritten_model
             try:
                 await self.runtime.call(
                     "gateway.record_usage",
@@ -452,10 +454,11 @@ class Gateway:
                         "input_tokens": min(spent[0], REQUEST_TOKENS_MAX),
                         "cached_input_tokens": min(spent[1], REQUEST_TOKENS_MAX),
                         "output_tokens": min(spent[2], REQUEST_TOKENS_MAX),
-                        "model": session.unwritten_model,
+                        "model": model,
                     },
                     GATEWAY,
                 )
+                session.written_model = model or session.written_model
             except Exception:
                 log.exception("recording the usage of session %s failed", session.grant.session_id)
 
