@@ -8,8 +8,9 @@ with the dependency; its public-IP detector is left out (an address is not a cre
 optional network verification is never called. Ours: roundtable's own tokens (`rtcap_`, `rttok_`),
 a PEM private key as a whole block (detect-secrets matches only its header line), formats the set
 lacks (GitHub's `github_pat_`, Google's `AIza…` keys, Slack app tokens, OpenAI-style `sk-` keys),
-bearer and basic authorization values, and `name = value` pairs whose name is one of
-detect-secrets' secret keywords or a token.
+bearer and basic authorization values, `name = value` pairs whose name is one of
+detect-secrets' secret keywords or a token (the value whole: quoted, or to the end of the line),
+and roundtable's tokens base64- or URL-encoded.
 
 Matching runs on a normalised copy: zero-width and other invisible format characters dropped, then
 NFKC, so `rt\u200btok_…` or a full-width `ｇｈｐ_…` is caught. Text the rules find nothing in is
@@ -50,14 +51,49 @@ _PEM_BLOCK = (
     r"-----BEGIN[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----"
     r"(?:[\s\S]*?-----END[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)"
 )
-_VALUE = r"[^\s'\",;]{4,}"
+# A keyword's value, whole: a quoted one to its closing quote; after a blank (`password: correct
+# horse battery staple`, `secret = two words`) to the end of the line (or of a query parameter,
+# `&`, or a statement, `;`), its trailing blanks aside; right after the separator (`token=abc`,
+# a shell assignment or a query string) to the next blank, comma, `&` or `;`.
+_VALUE = (
+    r"""(?:[ \t]*(?P<q>["'])(?P<value>[^\n]*?)(?P=q)"""
+    r"""|[ \t]+(?P<line>[^\s&;'"](?:[^\n&;]*[^\s&;])?)"""
+    r"""|(?P<bare>[^\s&;,'"]+))"""
+)
+_VALUE_GROUPS = ("value", "line", "bare")
+_COUNT = re.compile(r"\d+(?![\w.-])")
+
+
+def _encoded_prefixes(prefix: bytes) -> list[str]:
+    """What `prefix` looks like inside base64 text (standard and URL-safe alphabets), at each of
+    the three byte alignments: the characters its bits alone decide."""
+    import base64
+
+    found: set[str] = set()
+    for pad in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            chars = encode(b"\0" * pad + prefix).decode()
+            first = -(-pad * 8 // 6)  # the first character holding no padding bit
+            last = (pad * 8 + len(prefix) * 8) // 6  # past the last one holding only prefix bits
+            found.add(chars[first:last])
+    return sorted(found, key=len, reverse=True)
+
+
+# roundtable's own tokens encoded: base64 (either alphabet, any alignment) and URL-encoding
+# (`%5F` for the underscore); a whole base64 run holding one is the secret.
+_ENCODED_TOKENS = (
+    "[A-Za-z0-9+/_-]{0,3}(?:"
+    + "|".join(re.escape(p) for t in (b"rttok_", b"rtcap_") for p in _encoded_prefixes(t))
+    + ")[A-Za-z0-9+/_-]{16,}=*"
+)
 # The rest of a token a detector matched the start of (a JWT's signature): token characters, and
 # dots between them (not a sentence's full stop).
 _TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_-]))*")
 _OWN_RULES: tuple[tuple[str, tuple[int | str, ...]], ...] = (
     (_PEM_BLOCK, ()),
-    (r"\brtcap_[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])", ()),
-    (r"\brttok_[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])", ()),
+    (r"rtcap(?:_|%5[Ff])[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])", ()),
+    (r"rttok(?:_|%5[Ff])[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])", ()),
+    (_ENCODED_TOKENS, ()),
     (r"\bgithub_pat_[A-Za-z0-9_]{22,}", ()),
     (r"\bgh[pousr]_[A-Za-z0-9_]{20,}", ()),
     (r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", ()),
@@ -160,9 +196,9 @@ def _keyword_rule() -> Rule:
 
     words = (*DENYLIST, "token", "api[_-]?key")
     names = "|".join(words)
-    pattern = re.compile(rf"(?i)(?P<name>(?:{names})[\w-]*)[\"']?\s*[=:]\s*[\"']?(?P<value>{_VALUE})")
+    pattern = re.compile(rf"(?i)(?P<name>(?:{names})[\w-]*)[\"']?[ \t]*[=:]{_VALUE}")
     starts = tuple(sorted({_leading_literal(word) for word in words}))
-    return replace(Rule.of(pattern, ("value",)), starts=starts)
+    return replace(Rule.of(pattern, _VALUE_GROUPS), starts=starts)
 
 
 @cache
@@ -287,7 +323,7 @@ def _spans(text: str) -> Iterator[tuple[int, int]]:
         for match in matches:
             if rule.valid is not None and not rule.valid(match.group(0)):
                 continue
-            if rule.groups and "value" in rule.groups and _is_count(match):
+            if rule.groups == _VALUE_GROUPS and _is_count(match):
                 continue
             if not rule.groups:
                 tail = _TAIL.match(text, match.end()) if rule.extend else None
@@ -318,7 +354,9 @@ def _matches_at(rule: Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
 
 
 def _is_count(match: re.Match[str]) -> bool:
-    return "token" in match.group("name").lower() and match.group("value").isdigit()
+    """`max_tokens: 4096` (or `input_tokens: 1200, output_tokens: 340`) is a count."""
+    value = next((match.group(g) for g in _VALUE_GROUPS if match.group(g)), "")
+    return "token" in match.group("name").lower() and _COUNT.match(value) is not None
 
 
 def _redact_spans(text: str) -> str | None:

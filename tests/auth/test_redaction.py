@@ -19,7 +19,11 @@ R = "[REDACTED]"
         ("BEARER\tABCDEFGH", f"BEARER\t{R}"),
         # key=value / key: value for the secret-looking names; the key and separator stay.
         ("token=s3cr3tvalue", f"token={R}"),
-        ("TOKEN: s3cr3tvalue rest", f"TOKEN: {R} rest"),
+        ("TOKEN: s3cr3tvalue rest", f"TOKEN: {R}"),  # after a blank: the value is the rest of the line
+        ("password: correct horse battery staple", f"password: {R}"),
+        ("passwd = two words ; next", f"passwd = {R} ; next"),
+        ("token=abc", f"token={R}"),
+        ("GET /x?token=abc&page=2", f"GET /x?token={R}&page=2"),
         ("password = hunter22;", f"password = {R};"),
         ("passwd:abcd", f"passwd:{R}"),
         ("secret='topsecret'", f"secret='{R}'"),
@@ -52,7 +56,6 @@ def test_credentials_are_redacted(text: str, expected: str) -> None:
         "",
         "proposal P-12 is not approvable: 1 approval of 2",
         "Bearer short",  # fewer than 8 characters: a word, not a token
-        "token=abc",  # fewer than 4 characters
         "token = ",
         "tokens are per principal",  # the word alone
         "sk-short",  # provider prefixes below their length
@@ -60,7 +63,7 @@ def test_credentials_are_redacted(text: str, expected: str) -> None:
         "AKIA123",  # wrong alphabet and length
         "akiaABCDEFGHIJKLMNOP",  # the AWS prefix is upper-case
         "rtcap_short",
-        "xrttok_0123456789abcdefXYZ",  # not at a word boundary
+        "rttok_0123456789",  # too short to be a token
         "path src/token_store.py line 3",
     ],
 )
@@ -78,3 +81,20 @@ def test_the_project_token_from_the_environment_is_redacted_anywhere(monkeypatch
 def test_redaction_is_idempotent() -> None:
     once = redact("Bearer abcdefgh12345678 token=zzzz9999 sk-abcdefghijklmnop1234")
     assert R in once and redact(once) == once
+
+
+def test_an_encoded_roundtable_token_is_found() -> None:
+    import base64
+    import urllib.parse
+
+    token = "rttok_" + "Zq3" * 10
+    for encoded in (
+        base64.b64encode(token.encode()).decode(),
+        base64.b64encode(b"u:" + token.encode()).decode(),  # another alignment
+        base64.urlsafe_b64encode(b"abc" + token.encode() + b"\xff\xfe").decode(),
+        urllib.parse.quote(f"next={token}&x=1", safe=""),
+        token.replace("_", "%5F"),
+    ):
+        shown = redact(f"sent {encoded} upstream")
+        assert R in shown and encoded not in shown and shown.startswith("sent ") and shown.endswith(" upstream")
+        assert "Zq3Zq3" not in shown
