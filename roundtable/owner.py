@@ -346,6 +346,13 @@ class Owner:
             supervisor = self.supervisor = await start_supervisor(self.runtime, gateway=self.gateway)
             self._log_launch_failures(supervisor)
             self._preflight()
+            # Sessions a previous owner left running continue their own harness sessions, before
+            # the dispatcher looks for work without a session.
+            try:
+                for session_id in await supervisor.resume_interrupted():
+                    self.say(f"roundtable: resumed an interrupted session as {session_id}")
+            except Exception:
+                log.exception("resuming the sessions a previous owner left running failed")
             self._start_dispatcher(supervisor)
         # Everything made for the start lives as long as the owner: out of the collector's way.
         log.debug("memory: %d objects frozen", memory_tuning.freeze_startup_heap())

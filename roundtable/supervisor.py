@@ -54,12 +54,13 @@ from roundtable.services.redact import redact
 from roundtable.services.repository import git
 from roundtable.services.sessions import adapters, budgets, capabilities, preflight
 from roundtable.services.sessions import records as sessions
+from roundtable.services.sessions import resume as harness_resume
 from roundtable.services.sessions.records import SessionExit
 from roundtable.services.sessions.transcript import Attention, Transcript
 from roundtable.services.sessions.usage_stream import Meter
 from roundtable.services.workspaces import workspace_git
 from roundtable.services.workspaces import worktrees as workspaces
-from roundtable.store.records import Agent, Proposal, Run, Task
+from roundtable.store.records import Agent, AgentSession, Proposal, Run, Task
 from roundtable.tools.context import SUPERVISOR
 from roundtable.tools.sessions_ops import NOT_RUNNING
 
@@ -78,6 +79,11 @@ REVOKE_GRACE = 5.0
 BUDGET_GRACE = 30.0
 # A running session that prints nothing for this long is `idle` (it needs the operator's look).
 IDLE_AFTER = 300.0
+# What a session that was running when its owner stopped is told when it is resumed.
+RESTART_MESSAGE = (
+    "The Roundtable coordinator restarted while you were working. Continue where you left off: "
+    "check the table's state (your task, your turn, your claims) before acting."
+)
 ACTOR = "supervisor"
 BRIEFING_FILE = "BRIEFING.md"
 _ENV_ALLOW = ("PATH", "LANG", "TERM")
@@ -106,6 +112,9 @@ class _Live:
     done: asyncio.Event = field(default_factory=asyncio.Event)  # finishing has begun
     finished: asyncio.Event = field(default_factory=asyncio.Event)  # recorded and cleaned up
     spec: Spec | None = None  # its sandbox, when it runs in one
+    adapter: str = ""
+    # The operator's messages sent while it ran: each resumes it once it has ended.
+    pending: list[tuple[str, str]] = field(default_factory=list)  # (message, sent by)
     relay: session_sandbox.LoopbackRelay | None = None  # its way to the gateway when unsandboxed
     stop_reason: str = ""  # why the supervisor ended it ("budget: …", a refused credential)
     meter: Meter = field(default_factory=Meter)  # usage read from the harness's output
@@ -236,10 +245,14 @@ class Supervisor:
         extra_args: tuple[str, ...] = (),
         briefing: str = "",
         launched_by: str = "operator",
+        resume_of: AgentSession | None = None,
+        message: str = "",
     ) -> dict[str, Any]:
         """Start one session; returns `{session: …}` (never the token). `briefing` (why it is
         launched) is written to `BRIEFING.md` in the session's home, named by
-        `ROUNDTABLE_BRIEFING_FILE`; `launched_by` is the principal that asked for it."""
+        `ROUNDTABLE_BRIEFING_FILE`; `launched_by` is the principal that asked for it. With
+        `resume_of` (an ended session with its harness's own session id) the new session continues
+        that harness session, with its kept state and workspace, and `message` is its prompt."""
         if self._closing:
             raise ToolError(NOT_RUNNING)
         refused = {"agent_id": agent_id, "task_id": task_id, "proposal_id": proposal_id, "launched_by": launched_by}
@@ -307,6 +320,11 @@ class Supervisor:
             sandboxed=sandboxed,
             gateway_url=gateway_url,
         )
+        start_argv = plan.argv
+        prompt = plan.prompt
+        if resume_of is not None:
+            start_argv = harness_resume.resume_argv(adapter_name, plan.argv, resume_of.external_session_id)
+            prompt = message
         try:
             opened = await self.runtime.call(
                 "session.open",
@@ -332,6 +350,7 @@ class Supervisor:
                         "isolation_reason": launcher.reason,
                         "launched_by": launched_by,
                         "workspace": workspace,
+                        **({"mode": "resume", "resumed_from": resume_of.id} if resume_of is not None else {}),
                     },
                 },
                 caller,
@@ -363,6 +382,7 @@ class Supervisor:
             run_id=run.id,
             relay=relay,
             meter=Meter(harness=adapter_name),
+            adapter=adapter_name,
         )
         self.live[session_id] = live
         try:
@@ -382,7 +402,10 @@ class Supervisor:
             files = dict(plan.files)
             if briefing.strip():
                 files[BRIEFING_FILE] = briefing.strip() + "\n"
-            files[adapters.PROMPT_FILE] = plan.prompt + "\n"
+            files[adapters.PROMPT_FILE] = prompt + "\n"
+            if resume_of is not None:
+                await self._restore(resume_of, home, str(workdir))
+                await asyncio.to_thread(self._log_operator, session_id, message)
             for rel, text in files.items():
                 target = home / rel
                 target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -403,7 +426,7 @@ class Supervisor:
                 env["GIT_DIR"] = str(own_git)
             env["ROUNDTABLE_PROMPT_FILE"] = str(home / adapters.PROMPT_FILE)
             await self.runtime.call("session.activate", {"session_id": session_id}, caller)
-            argv = [*plan.argv, *extra_args]
+            argv = [*start_argv, *extra_args]
             spec = launcher.spec(
                 argv,
                 workdir=workdir,
@@ -760,6 +783,15 @@ class Supervisor:
                 log.exception("closing the gateway session of %s failed", live.session_id)
         if live.relay is not None:
             await live.relay.aclose()
+        if live.adapter in harness_resume.RESUMABLE:
+            try:  # its conversation outlives the directory: it can be resumed
+                await asyncio.to_thread(
+                    harness_resume.save_state,
+                    live.directory / "home",
+                    harness_resume.state_dir(self.runtime.root, live.session_id),
+                )
+            except OSError:
+                log.exception("keeping the harness state of session %s failed", live.session_id)
         shutil.rmtree(live.directory, ignore_errors=True)
         self.live.pop(live.session_id, None)
         live.finished.set()
@@ -769,6 +801,111 @@ class Supervisor:
                 listener(ended)
             except Exception:
                 log.exception("a session exit listener failed")
+        if live.pending and not self._closing:
+            text = "\n\n".join(m for m, _by in live.pending)
+            sent_by = live.pending[-1][1]
+            live.pending.clear()
+            try:
+                await self.send(live.session_id, text, sent_by)
+            except RoundtableError as exc:
+                log.warning("resuming session %s with the operator's message failed: %s", live.session_id, exc)
+
+    # --- steer and resume -------------------------------------------------------------------
+
+    async def send(self, session_id: str, message: str, sent_by: str = "operator") -> dict[str, Any]:
+        """The operator's message to a session. A running one gets it when its turn ends (it is
+        resumed with it then); an ended one is resumed now — a new session continuing the same
+        harness session, in the same workspace, its usage counted with the task's and run's. The
+        message is an event (`session.message`, the sender its actor) and a transcript entry."""
+        if not message.strip():
+            raise ValidationError("a message to a session needs text")
+        async with self.runtime.db.read() as r:
+            session = await r.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
+        if session is None:
+            raise ValidationError(f"no session {session_id}")
+        if session.adapter not in harness_resume.RESUMABLE:
+            raise ValidationError(f"session {session_id} cannot be resumed: adapter {session.adapter} has no resume")
+        live = self.live.get(session_id)
+        if live is not None and not live.done.is_set():
+            live.pending.append((message, sent_by))
+            await asyncio.to_thread(self._log_operator, session_id, message)
+            await self._record_message(session, "", message, sent_by)
+            return {"session_id": session_id, "queued": True, "resumed_in": ""}
+        if not session.external_session_id:
+            raise ValidationError(f"session {session_id} cannot be resumed: its harness reported no session id")
+        meta = sessions.metadata(session)
+        started = await self.launch(
+            agent_id=session.agent_id,
+            task_id=str(meta.get("task_id") or ""),
+            proposal_id=str(meta.get("proposal_id") or ""),
+            run_id=session.run_id,
+            adapter=session.adapter,
+            model=session.model or "",
+            launched_by=sent_by,
+            resume_of=session,
+            message=message,
+        )
+        new_id = str(started["session"]["id"])
+        await self._record_message(session, new_id, message, sent_by)
+        return {"session_id": session_id, "queued": False, "resumed_in": new_id, "session": started["session"]}
+
+    async def _record_message(self, session: AgentSession, resumed_in: str, message: str, sent_by: str) -> None:
+        await self.runtime.call(
+            "session.record_message",
+            {"session_id": session.id, "resumed_in": resumed_in, "message": message, "sent_by": sent_by},
+            SUPERVISOR.with_run(session.run_id),
+        )
+
+    def _log_operator(self, session_id: str, message: str) -> None:
+        """The operator's message as a line of the session's log (its transcript shows it)."""
+        from roundtable.services.sessions.transcript import operator_line
+
+        path = self.log_path(session_id)
+        ensure_private_dir(path.parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as out:
+            out.write(redact(operator_line(message)))
+
+    async def _restore(self, old: AgentSession, home: Path, cwd: str) -> None:
+        """The harness state of the session being resumed, into the new session's home: the copy
+        kept when it ended, else (its owner stopped without ending it) its own directory's."""
+        kept = harness_resume.state_dir(self.runtime.root, old.id)
+        source = kept if kept.is_dir() else Path(old.mcp_socket).parent / "home" if old.mcp_socket else kept
+        if not await asyncio.to_thread(harness_resume.restore_state, source, home, old.working_directory, cwd):
+            log.warning("session %s: no harness state of %s was found; its harness may not find it", old.id, old.id)
+
+    async def resume_interrupted(self) -> list[str]:
+        """At start-up: sessions a previous owner left running (no end recorded) are recorded as
+        ended (`owner_restarted`), and each whose harness can continue its own session is resumed
+        with it (same workspace, budgets counted across). Returns the new sessions' ids."""
+        async with self.runtime.db.read() as r:
+            left = await r.all(
+                AgentSession,
+                "SELECT * FROM agent_sessions WHERE ended_at IS NULL AND status IN ('starting', 'active')"
+                " ORDER BY started_at, id",
+            )
+        resumed: list[str] = []
+        for session in left:
+            if session.id in self.live or not sessions.metadata(session).get("capability_id"):
+                continue  # running here, or a session a harness registered itself
+            try:
+                await self.runtime.call(
+                    "session.record_exit",
+                    {"session_id": session.id, "exit_code": -1, "reason": "owner_restarted"},
+                    SUPERVISOR,
+                )
+            except RoundtableError:
+                log.exception("recording the end of interrupted session %s failed", session.id)
+                continue
+            if session.adapter not in harness_resume.RESUMABLE or not session.external_session_id:
+                continue
+            try:
+                done = await self.send(session.id, RESTART_MESSAGE, "supervisor")
+            except RoundtableError as exc:
+                log.warning("session %s was not resumed after the restart: %s", session.id, exc)
+                continue
+            resumed.append(str(done["resumed_in"]))
+        return resumed
 
     # --- revoke and shutdown ----------------------------------------------------------------
 

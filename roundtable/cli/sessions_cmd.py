@@ -1,9 +1,10 @@
 """`roundtable sessions …` and `roundtable resume`: agent session records and the supervisor.
 
-`list` and `show` read the database; `register`, `heartbeat` and `end` (for harnesses that
+`list` and `show` read the database (`show --follow` prints the transcript as it streams); `register`, `heartbeat` and `end` (for harnesses that
 report their own sessions) are the operator operations `session.register|heartbeat|end` run
 through `Runtime.call`. `launch` and `revoke` are requests to the running owner's supervisor,
-sent over the legacy socket as the operator operations `session.launch` / `session.revoke`; only
+sent over the legacy socket as the operator operations `session.launch` / `session.revoke`, and
+`send` (`session.send`: a message to a session, which resumes an ended one); only
 an owner hosting a supervisor answers them. `resume` suspends the agent's stale claims, then prints the resume
 briefing of an agent or session.
 """
@@ -356,6 +357,27 @@ def revoke(session_id: str, reason: str, root: Path) -> None:
     """Revoke a session's capability now (the running owner stops its process shortly after)."""
     result = _owner_call(root, "session.revoke", {"session_id": session_id, "reason": reason})
     click.echo(_line(session_id, "revoked" if result.get("revoked") else "already-revoked"))
+
+
+@sessions.command("send")
+@click.argument("session_id")
+@click.argument("message")
+@root_option
+@json_option
+@handle_errors
+def send(session_id: str, message: str, root: Path, as_json: bool) -> None:
+    """Send a session a message, as the operator: a running session gets it when its turn ends;
+    an ended one is resumed with it now (its harness's own session, in the same workspace)."""
+    if not message.strip():
+        fail("the message is empty")
+    result = _owner_call(root, "session.send", {"session_id": session_id, "message": message})
+    if as_json:
+        print_json(result)
+    elif result.get("queued"):
+        click.echo(f"{session_id} is running: it gets the message when its turn ends")
+    else:
+        resumed = str(result.get("resumed_in", ""))
+        click.echo(f"{session_id} resumed as {resumed} (follow it: roundtable sessions show {resumed} --follow)")
 
 
 @click.command()

@@ -2,7 +2,8 @@
 themselves, and the supervisor's own bookkeeping.
 
 Operator operations (never advertised; the CLI reaches a running owner's over the legacy socket):
-- `session.launch` / `session.revoke` run the owner's supervisor, which the owner provides as
+- `session.launch` / `session.revoke` / `session.send` (a message to a session, resuming it) run the
+  owner's supervisor, which the owner provides as
   `runtime.supervisor` (a `SessionControl`); a process hosting none answers
   `supervisor is not running in this process`. The autopilot's dispatcher launches through the
   same operation, as the internal caller `dispatcher`;
@@ -52,6 +53,8 @@ class SessionControl(Protocol):
 
     async def revoke(self, session_id: str, reason: str = "operator") -> dict[str, Any]: ...
 
+    async def send(self, session_id: str, message: str, sent_by: str = "operator") -> dict[str, Any]: ...
+
 
 def _supervisor(call: Call) -> SessionControl:
     host: SessionControl | None = getattr(call.runtime, "supervisor", None)
@@ -97,6 +100,16 @@ class RevokeArgs(Args):
 async def revoke(call: Call[RevokeArgs]) -> dict[str, Any]:
     a = call.args
     return await _supervisor(call).revoke(a.session_id.strip(), a.reason.strip() or "operator")
+
+
+class SendArgs(Args):
+    session_id: Id = Field(description=_SESSION)
+    message: Text = Field(description="What to tell the session's agent.")
+
+
+async def send(call: Call[SendArgs]) -> dict[str, Any]:
+    a = call.args
+    return await _supervisor(call).send(a.session_id.strip(), a.message, call.caller.principal)
 
 
 class SessionRecordArgs(Args):
@@ -297,6 +310,21 @@ async def record_stream(call: Call[RecordStreamArgs]) -> dict[str, Any]:
     return {"session": session.to_dict()}
 
 
+class RecordMessageArgs(Args):
+    session_id: Id = Field(description=_SESSION)
+    message: Text = Field(description="The message.")
+    sent_by: Text = Field(description="Who sent it (a principal).")
+    resumed_in: Id = Field("", description="The session that carries it on ('' while it runs).")
+
+
+async def record_message(call: Call[RecordMessageArgs]) -> dict[str, Any]:
+    a = call.args
+    event_id = await sessions.record_message(
+        call.w, a.session_id, message=a.message, sent_by=a.sent_by, resumed_in=a.resumed_in
+    )
+    return {"event_id": event_id}
+
+
 class RecordDenialArgs(Args):
     capability_id: Id = Field(description="The refused session's capability.")
     tool: Text = Field(description="The tool it called.")
@@ -340,6 +368,16 @@ TOOLS: list[ToolSpec] = [
         handler=revoke,
         mode="none",
         destructive=True,
+        audience="operator",
+    ),
+    ToolSpec(
+        name="session.send",
+        description="Send a session a message: a running one gets it when its turn ends, an ended one is resumed "
+        "with it (its harness's own session, workspace and budgets carried on).",
+        args=SendArgs,
+        output_schema=_OBJECT,
+        handler=send,
+        mode="none",
         audience="operator",
     ),
     ToolSpec(
@@ -420,6 +458,14 @@ TOOLS: list[ToolSpec] = [
         args=RecordStreamArgs,
         output_schema=_OBJECT,
         handler=record_stream,
+        audience="internal",
+    ),
+    ToolSpec(
+        name="session.record_message",
+        description="Supervisor: the operator sent a session a message (session.message).",
+        args=RecordMessageArgs,
+        output_schema=_OBJECT,
+        handler=record_message,
         audience="internal",
     ),
     ToolSpec(

@@ -461,3 +461,23 @@ def _streamed(events: list[str], hold: threading.Event | None = None) -> Streami
             await asyncio.sleep(0)
 
     return StreamingResponse(chunks(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+def user_texts(seen: Seen) -> list[str]:
+    """The texts the user (the harness's prompt, an operator's message) wrote in a recorded
+    request, on either wire, oldest first."""
+    texts: list[str] = []
+    for message in seen.body.get("messages") or []:  # Anthropic
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                texts.append(content)
+            elif isinstance(content, list):
+                texts += [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    items = seen.body.get("input")
+    for item in items if isinstance(items, list) else []:  # OpenAI Responses
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
+            content = item.get("content")
+            parts = content if isinstance(content, list) else [{"text": content}]
+            texts += [str(p.get("text", "")) for p in parts if isinstance(p, dict)]
+    return texts

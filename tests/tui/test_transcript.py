@@ -66,3 +66,32 @@ async def test_the_transcript_streams_in_words_and_says_what_the_session_waits_f
         assert shown(screen).endswith("agent [bold]hi[/bold]")
         await pilot.press("escape")
         await wait_for(lambda: not isinstance(app.screen, TranscriptScreen), what="closed")
+
+
+async def test_m_in_the_transcript_sends_the_session_a_message_through_the_supervisor(
+    seeded: Runtime, tmp_path: Path
+) -> None:
+    from roundtable.supervisor import start_supervisor
+    from roundtable.tui.screens.prompt import PromptScreen
+    from tests.tui.conftest import notifications
+
+    await seed_live_session(seeded)
+    supervisor = await start_supervisor(seeded, base_dir=tmp_path)
+    try:
+        app = make_app(seeded)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app)
+            await pilot.press("0")
+            await select_agent(app, "implementer-1")
+            await pilot.press("w")
+            await wait_for(lambda: isinstance(app.screen, TranscriptScreen), what="transcript")
+            await pilot.press("m")
+            await wait_for(lambda: isinstance(app.screen, PromptScreen), what="the message prompt")
+            await pilot.press(*"go on", "enter")
+            # The seeded session runs the scripted agent, which has no resume: the supervisor says so.
+            await wait_for(
+                lambda: any("adapter scripted has no resume" in n for n in notifications(app)), what="the refusal"
+            )
+            assert isinstance(app.screen, TranscriptScreen)
+    finally:
+        await supervisor.close()

@@ -437,6 +437,30 @@ async def record_stream(
     return await get(tx, session_id)
 
 
+async def record_message(tx: Tx, session_id: str, *, message: str, sent_by: str, resumed_in: str = "") -> int:
+    """The operator (`sent_by`) sent the session a message: `session.message`, the sender its
+    actor, with the session that carries it on (`resumed_in`, '' while the session still runs and
+    gets it when its turn ends). Returns the event id."""
+    from roundtable.services.redact import redact
+
+    session = await get(tx, session_id)
+    task_id = str(metadata(session).get("task_id") or "")
+    event = await tx.append_event(
+        session.run_id,
+        EventType.SESSION_MESSAGE,
+        {
+            "session_id": session_id,
+            "agent_id": session.agent_id,
+            "resumed_in": resumed_in,
+            "message": redact(message)[:4000],
+            "sent_by": sent_by,
+        },
+        actor_id=sent_by,
+        task_id=task_id,
+    )
+    return int(event.id)
+
+
 async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
     """The process ended: the session `ended` (exit 0, or stopped because a budget was reached:
     a reason starting `budget:`) or `failed`, its capability revoked, `session.exited` recorded."""

@@ -1,6 +1,7 @@
 """Agent sessions: `L` launches one through the supervisor (a form, then a confirmation), `K`
 revokes the selected one, `l` opens the redacted log of the selected session (Sessions pane) or
-of the selected agent's latest session (Agents pane), `w` its live transcript in words.
+of the selected agent's latest session (Agents pane), `w` its live transcript in words, where
+`m` sends the session a message (resuming it once it has ended).
 
 Sessions are started and revoked by the supervisor (not a tool): it writes its own audit events
 (`session.launched`, `capability.revoked`), and the change bus refreshes the panes.
@@ -22,6 +23,7 @@ from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tui.base import ConsoleBase
 from roundtable.tui.models import AgentRow, SessionRow
 from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
+from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.screens.session_log import SessionLogScreen
 from roundtable.tui.screens.transcript import TranscriptScreen
 from roundtable.tui.widgets.agents_pane import AgentsPane
@@ -176,8 +178,37 @@ class SessionFlows(ConsoleBase):
         row = self._session_to_show("transcript")
         if row is None:
             return
-        screen = TranscriptScreen(self.runtime.root, row.session, self._session_loader(row.session.id))
+        send = None if self.read_only else self._send_message
+        screen = TranscriptScreen(self.runtime.root, row.session, self._session_loader(row.session.id), send)
         self.push_screen(screen, lambda _r: self._after_modal())
+
+    def _send_message(self, session: AgentSession) -> None:
+        self._message_flow(session)
+
+    @work(group="dialog", exit_on_error=False)
+    async def _message_flow(self, session: AgentSession) -> None:
+        """`m` in the transcript: a message to the session, as the operator (`supervisor.send`)."""
+        text = await self.push_screen_wait(
+            PromptScreen(
+                f"Message {session.id}",
+                "What to tell its agent (a running session gets it when its turn ends; an ended one is resumed):",
+                required=True,
+            )
+        )
+        if not text:
+            self.notify("Message cancelled.")
+            return
+        supervisor = self._supervisor()
+        if supervisor is None:
+            return
+        ok, result = await self.attempt(supervisor.send(session.id, text, "operator"), title="session.send")
+        if not ok:
+            return
+        if result.get("queued"):
+            self.notify(f"{session.id} gets the message when its turn ends.", title="session.send")
+        else:
+            self.notify(f"{session.id} resumed as {result.get('resumed_in')}.", title="session.send")
+        self.request_refresh()
 
     def _session_loader(self, session_id: str) -> Callable[[], Awaitable[AgentSession | None]]:
         async def reload() -> AgentSession | None:
