@@ -4,6 +4,9 @@ directory, Codex's thread index left behind), and what the supervisor refuses.""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,3 +85,85 @@ async def test_send_refuses_what_cannot_be_resumed_and_unknown_sessions(runtime:
         await sup.close()
     async with runtime.db.read() as r:
         assert await r.scalar("SELECT count(*) FROM events WHERE type = 'session.message'") == 0
+
+
+# A stand-in for Claude Code's `-p` stream: its session id (the one it was told to resume, else a new
+# one), then what it was started with and told, as the agent's message; a file in its home, as the
+# harness keeps its conversation there.
+FAKE_HARNESS = """
+import json, os, sys
+from pathlib import Path
+argv = sys.argv[1:]
+resumed = argv[argv.index("--resume") + 1] if "--resume" in argv else ""
+said = sys.stdin.read().strip()
+conversation = Path(os.environ["HOME"]) / ".claude" / "projects" / "fake.jsonl"
+conversation.parent.mkdir(parents=True, exist_ok=True)
+before = conversation.read_text() if conversation.exists() else ""
+with conversation.open("a") as out:
+    out.write(said[:40] + "\\n")
+print(json.dumps({"type": "system", "subtype": "init", "session_id": resumed or "fake-harness-1"}), flush=True)
+text = json.dumps({"resumed": resumed, "remembered": before.splitlines()})
+print(json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}}), flush=True)
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False}), flush=True)
+"""
+
+
+@pytest.fixture
+def where() -> Iterator[Path]:
+    """The fake harness, where the sandbox may read it (not below /tmp: the sandbox has its own)."""
+    path = Path(tempfile.mkdtemp(prefix="rt-fake-", dir="/var/tmp"))
+    (path / "fake_claude.py").write_text(FAKE_HARNESS)
+    (path / "fake_claude.py").chmod(0o644)
+    path.chmod(0o755)  # as root, the session runs as nobody
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.anyio
+async def test_a_session_left_running_by_an_owner_is_resumed_with_its_harness_session(
+    runtime: Runtime, tmp_path: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import sys
+
+    from roundtable.config import AdapterConfig
+    from roundtable.services.sessions.transcript import Kind, read
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-only")
+    adapters = dict(runtime.config.adapters)
+    adapters["claude"] = AdapterConfig(command=f"{sys.executable} {where / 'fake_claude.py'}", supports_mcp=True)
+    sessions_config = runtime.config.sessions.model_copy(update={"read_paths": (str(where),)})
+    runtime.config = runtime.config.model_copy(update={"adapters": adapters, "sessions": sessions_config})
+    _run_id, task_id = await make_task(runtime)
+    first_owner = await start_supervisor(runtime, base_dir=tmp_path)
+    try:
+        started = await first_owner.launch(agent_id="implementer-1", task_id=task_id, adapter="claude")
+        first = started["session"]["id"]
+        await first_owner.wait(first, 60)
+    finally:
+        await first_owner.close()
+    # As an owner that died mid-session leaves it: no end recorded.
+    async with runtime.db.write() as tx:
+        await tx.update("agent_sessions", {"id": first}, {"status": "active", "ended_at": None})
+
+    second_owner = await start_supervisor(runtime, base_dir=tmp_path)
+    try:
+        (second,) = await second_owner.resume_interrupted()
+        await second_owner.wait(second, 60)
+    finally:
+        await second_owner.close()
+    async with runtime.db.read() as r:
+        old = await r.fetchone("SELECT * FROM agent_sessions WHERE id = ?", (first,))
+        new = await r.fetchone("SELECT * FROM agent_sessions WHERE id = ?", (second,))
+    assert old is not None and new is not None
+    assert json.loads(old["metadata_json"])["exit_reason"] == "owner_restarted" and old["ended_at"]
+    meta = json.loads(new["metadata_json"])
+    assert (meta["mode"], meta["resumed_from"], meta["task_id"]) == ("resume", first, task_id)
+    assert new["external_session_id"] == old["external_session_id"] == "fake-harness-1"
+    log = (runtime.root / ".roundtable" / "logs" / "sessions" / f"{second}.log").read_text().splitlines()
+    transcript = read(log)
+    assert transcript.entries[0].kind == Kind.OPERATOR and "coordinator restarted" in transcript.entries[0].text
+    said = json.loads(next(e.text for e in transcript.entries if e.kind == Kind.MESSAGE))
+    # It was started with `--resume` and the id, in a home holding what the first session kept.
+    assert said["resumed"] == "fake-harness-1"
+    assert len(said["remembered"]) == 1 and said["remembered"][0].startswith("You are implementer-1")
