@@ -92,3 +92,31 @@ async def test_status_lists_what_the_gateway_refused(runtime: Runtime) -> None:
         ("gateway.credential_refused", session.session_id),
         ("gateway.connection_refused", session.session_id),
     ]
+
+
+async def test_status_says_which_running_session_waits_for_you_and_why(runtime: Runtime) -> None:
+    run_id, task_id = await make_task(runtime)
+    session = await bind(runtime, "implementer-1", run_id, task_id)
+    detail = "not allowed: Bash(command=make test)"
+    await runtime.call(
+        "session.record_stream",
+        {
+            "session_id": session.session_id,
+            "harness_session_id": "h-1",
+            "attention": "waiting_permission",
+            "detail": detail,
+        },
+        SUPERVISOR,
+    )
+    lines = (await _status(runtime)).splitlines()
+    assert (
+        f"  ! session waits for a permission: implementer-1 (implementer) — {detail}  [{session.session_id}]" in lines
+    )
+    assert any(
+        line.startswith(f"  {session.session_id}  implementer-1  active (waiting permission)  task") for line in lines
+    )
+    data = json.loads(await _status(runtime, "--json"))
+    (live,) = data["sessions"]
+    assert (
+        live["attention"] == {"state": "waiting_permission", "detail": detail} and live["harness_session_id"] == "h-1"
+    )

@@ -91,17 +91,20 @@ async def test_send_refuses_what_cannot_be_resumed_and_unknown_sessions(runtime:
 # one), then what it was started with and told, as the agent's message; a file in its home, as the
 # harness keeps its conversation there.
 FAKE_HARNESS = """
-import json, os, sys
+import json, os, sys, time
 from pathlib import Path
 argv = sys.argv[1:]
 resumed = argv[argv.index("--resume") + 1] if "--resume" in argv else ""
+here = Path(__file__).parent
+print(json.dumps({"type": "system", "subtype": "init", "session_id": resumed or "fake-harness-1"}), flush=True)
+while not resumed and (here / "hold").exists() and not (here / "release").exists():
+    time.sleep(0.05)  # a turn that lasts until the test lets it end
 said = sys.stdin.read().strip()
 conversation = Path(os.environ["HOME"]) / ".claude" / "projects" / "fake.jsonl"
 conversation.parent.mkdir(parents=True, exist_ok=True)
 before = conversation.read_text() if conversation.exists() else ""
 with conversation.open("a") as out:
     out.write(said[:40] + "\\n")
-print(json.dumps({"type": "system", "subtype": "init", "session_id": resumed or "fake-harness-1"}), flush=True)
 text = json.dumps({"resumed": resumed, "remembered": before.splitlines()})
 print(json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}}), flush=True)
 print(json.dumps({"type": "result", "subtype": "success", "is_error": False}), flush=True)
@@ -167,3 +170,60 @@ async def test_a_session_left_running_by_an_owner_is_resumed_with_its_harness_se
     # It was started with `--resume` and the id, in a home holding what the first session kept.
     assert said["resumed"] == "fake-harness-1"
     assert len(said["remembered"]) == 1 and said["remembered"][0].startswith("You are implementer-1")
+
+
+@pytest.mark.anyio
+async def test_a_message_to_a_running_session_resumes_it_when_its_turn_ends(
+    runtime: Runtime, tmp_path: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import json
+    import sys
+    import time
+
+    from roundtable.config import AdapterConfig
+    from roundtable.services.sessions.transcript import Kind, read
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-only")
+    await asyncio.to_thread((where / "hold").write_text, "")
+    adapters = dict(runtime.config.adapters)
+    adapters["claude"] = AdapterConfig(command=f"{sys.executable} {where / 'fake_claude.py'}", supports_mcp=True)
+    sessions_config = runtime.config.sessions.model_copy(update={"read_paths": (str(where),)})
+    runtime.config = runtime.config.model_copy(update={"adapters": adapters, "sessions": sessions_config})
+    _run_id, task_id = await make_task(runtime)
+    sup = await start_supervisor(runtime, base_dir=tmp_path)
+    try:
+        first = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
+        queued = await sup.send(first, "Also update the docs.")
+        assert queued == {"session_id": first, "queued": True, "resumed_in": ""}
+        await asyncio.to_thread((where / "release").write_text, "")
+        await sup.wait(first, 60)
+        deadline = time.monotonic() + 60
+        second = ""
+        while not second and time.monotonic() < deadline:
+            async with runtime.db.read() as r:
+                second = str(
+                    await r.scalar(
+                        "SELECT id FROM agent_sessions WHERE json_extract(metadata_json, '$.resumed_from') = ?",
+                        (first,),
+                    )
+                    or ""
+                )
+            await asyncio.sleep(0.05)
+        assert second, "no session resumed the first"
+        await sup.wait(second, 60)
+    finally:
+        await sup.close()
+    async with runtime.db.read() as r:
+        events = await r.fetchall(
+            "SELECT actor_id, payload_json FROM events WHERE type = 'session.message' ORDER BY id"
+        )
+    # Recorded when sent (carried on by no session yet), then when it resumed the session.
+    assert [(e[0], json.loads(e[1])["resumed_in"]) for e in events] == [("operator", ""), ("operator", second)]
+    first_log = (runtime.root / ".roundtable" / "logs" / "sessions" / f"{first}.log").read_text().splitlines()
+    assert any(e.line() == "operator: Also update the docs." for e in read(first_log).entries)
+    second_log = (runtime.root / ".roundtable" / "logs" / "sessions" / f"{second}.log").read_text().splitlines()
+    transcript = read(second_log)
+    assert transcript.entries[0].line() == "operator: Also update the docs."
+    said = json.loads(next(e.text for e in transcript.entries if e.kind == Kind.MESSAGE))
+    assert said["resumed"] == "fake-harness-1" and said["remembered"][0].startswith("You are implementer-1")
