@@ -184,3 +184,19 @@ def test_the_operator_message_is_an_entry_and_sets_the_session_working() -> None
     (entry,) = t.feed(operator_line("yes, go on\x1b[2J"))
     assert entry.line() == "operator: yes, go on" and t.attention == Attention.WORKING
     assert t.entries[-1] == entry
+
+
+def test_roundtable_tool_calls_of_both_harnesses_in_supervised_sessions() -> None:
+    # Recorded by tests/e2e_harness/test_resume.py: each harness as a supervised implementer calling
+    # roundtable's task_get through its MCP client, then ending its turn on a question.
+    for name, harness_id in (
+        ("claude-code-2.1.197-mcp-and-asks.jsonl", "c3883069-5c74-4041-8db3-70cdaf09cb6f"),
+        ("codex-0.171.0-mcp-and-asks.jsonl", "01a237d9-ea20-7932-9ac2-eede910b024f"),
+    ):
+        t = read(lines(name))
+        calls = [e for e in t.entries if e.kind in (Kind.TOOL_CALL, Kind.TOOL_RESULT)]
+        assert [e.line() for e in calls][:1] == ["→ roundtable.task_get()"], name
+        assert calls[1].tool == "roundtable.task_get" and not calls[1].failed and "Add mul()" in calls[1].text
+        assert calls[1].call_id == calls[0].call_id
+        assert t.harness_session_id == harness_id
+        assert (t.attention, t.detail) == (Attention.WAITING_ANSWER, "I read the task. Shall I add div() as well?")
