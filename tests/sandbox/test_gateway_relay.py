@@ -94,16 +94,20 @@ class Far:
         self.accepted += 1
         if self.accepted >= self.expect:
             self.all_open.set()
-        line = (await reader.readline()).decode().strip()
-        self.lines.append(line)
-        await self.all_open.wait()
-        # A streamed answer: several writes, then the end of the stream.
-        for part in ("echo: ", line, " (streamed)"):
-            writer.write(part.encode())
-            await writer.drain()
-        writer.close()
-        await reader.read()  # until the client side closes (or the relay is killed)
-        self.ended.set()
+        try:
+            line = (await reader.readline()).decode().strip()
+            self.lines.append(line)
+            await self.all_open.wait()
+            # A streamed answer: several writes, then the end of the stream.
+            for part in ("echo: ", line, " (streamed)"):
+                writer.write(part.encode())
+                await writer.drain()
+            writer.close()
+            await reader.read()  # until the client side closes (or the relay is killed)
+        except ConnectionError:
+            pass  # the relay went away first (the sandbox ended)
+        finally:
+            self.ended.set()
 
 
 def unprivileged_possible() -> bool:

@@ -147,6 +147,7 @@ for _ in range(cfg["model_calls"] if base else 0):
     print("CALL " + json.dumps(call).encode().hex(), flush=True)  # the supervisor may stop it any time now
     if call[0] != 200:
         break
+    time.sleep(cfg["call_spacing"])  # as a harness's next turn would come
 if cfg.get("wait_to_be_stopped"):
     time.sleep(120)  # the supervisor ends it
 '''
@@ -215,6 +216,7 @@ def write_settings(
         "allowed_port": net.allowed_port,
         "model_calls": model_calls,
         "wait_to_be_stopped": wait,
+        "call_spacing": 0.5 if wait else 0.0,
     }
     (probe_dir / "probe.json").write_text(json.dumps(settings), encoding="utf-8")
     os.chmod(probe_dir / "probe.json", 0o644)
@@ -331,7 +333,7 @@ async def test_a_session_reaches_only_the_gateway_and_holds_no_model_key(
 async def test_a_budget_reached_mid_session_stops_it_as_stopped_by_budget(
     kind: str, runtime: Runtime, gateway: Gateway, net: Net, probe_dir: Path, tmp_path: Path
 ) -> None:
-    write_settings(probe_dir, net, model_calls=5, wait=True)
+    write_settings(probe_dir, net, model_calls=10, wait=True)
     # One request's usage (700 + 300 tokens) reaches the task's budget; the next one is refused.
     configure(runtime, probe_dir, net, budgets=BudgetsConfig(task=LimitConfig(tokens=500)))
     _run_id, task_id = await make_task(runtime)
@@ -344,13 +346,14 @@ async def test_a_budget_reached_mid_session_stops_it_as_stopped_by_budget(
     finally:
         await sup.close()
     # Its first request was answered and spent the budget (the gateway records it just after the
-    # answer ends: a request sent at once may still pass); the next was refused at the gateway, and
-    # the probe may have been stopped before it could print that answer.
+    # answer ends: a request sent at once may still pass, hence the probe's pause between calls);
+    # a later one was refused at the gateway, and the probe may have been stopped before it could
+    # print that answer.
     calls = lines_of(sup, session_id, "CALL")
     answered = [call for call in calls if call[0] == 200]
     assert answered and calls[: len(answered)] == answered, calls
     assert all("budget reached" in call[1] for call in calls[len(answered) :]), calls
-    assert len([r for r in net.stub.requests if r.kind == "messages"]) == len(answered) < 5
+    assert len([r for r in net.stub.requests if r.kind == "messages"]) == len(answered) < 10
     async with runtime.db.read() as r:
         session = await sessions.get(r, session_id)
         refused = await r.fetchall("SELECT payload_json FROM events WHERE type = 'gateway.budget_refused'")
