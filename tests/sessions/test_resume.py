@@ -227,3 +227,50 @@ async def test_a_message_to_a_running_session_resumes_it_when_its_turn_ends(
     assert transcript.entries[0].line() == "operator: Also update the docs."
     said = json.loads(next(e.text for e in transcript.entries if e.kind == Kind.MESSAGE))
     assert said["resumed"] == "fake-harness-1" and said["remembered"][0].startswith("You are implementer-1")
+
+
+@pytest.mark.anyio
+async def test_a_silent_running_session_is_idle_until_it_prints_again(
+    runtime: Runtime, tmp_path: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import json
+    import sys
+    import time
+
+    from roundtable.config import AdapterConfig
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-only")
+    await asyncio.to_thread((where / "hold").write_text, "")
+    adapters = dict(runtime.config.adapters)
+    adapters["claude"] = AdapterConfig(command=f"{sys.executable} {where / 'fake_claude.py'}", supports_mcp=True)
+    sessions_config = runtime.config.sessions.model_copy(update={"read_paths": (str(where),)})
+    runtime.config = runtime.config.model_copy(update={"adapters": adapters, "sessions": sessions_config})
+    run_id, task_id = await make_task(runtime)
+    sup = await start_supervisor(runtime, base_dir=tmp_path, idle_after=0.5)
+    try:
+        session_id = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
+        deadline = time.monotonic() + 30
+        state = ""
+        while state != "idle" and time.monotonic() < deadline:
+            async with runtime.db.read() as r:
+                meta = json.loads(
+                    str(await r.scalar("SELECT metadata_json FROM agent_sessions WHERE id = ?", (session_id,)))
+                )
+            state = str(meta.get("attention", {}).get("state", ""))
+            await asyncio.sleep(0.05)
+        assert state == "idle" and meta["attention"]["detail"] == "no output for 0.5 s"
+        await asyncio.to_thread((where / "release").write_text, "")
+        await sup.wait(session_id, 60)
+    finally:
+        await sup.close()
+    async with runtime.db.read() as r:
+        states = [
+            json.loads(row[0])["state"]
+            for row in await r.fetchall(
+                "SELECT payload_json FROM events WHERE type = 'session.attention' AND run_id = ? ORDER BY id", (run_id,)
+            )
+        ]
+        final = json.loads(str(await r.scalar("SELECT metadata_json FROM agent_sessions WHERE id = ?", (session_id,))))
+    assert states == ["idle", "working"]  # into idle, and out of it when it printed again
+    assert final["attention"]["state"] == "finished"
