@@ -10,6 +10,7 @@ p99` and `loop lag max` rows: a probe in every event loop the module runs in thi
 
 - `python -m bench` runs every module and saves `bench/results/latest.json`;
 - `python -m bench claims watch` runs a subset (saved as `bench/results/claims-watch.json`);
+- `python -m bench agent_task --port 7200` gives a benchmark that starts an owner that HTTP port;
 - `python -m bench --compare OLD.json` prints the change per row between OLD.json and the latest
   full run; with module names (`python -m bench claims --compare OLD.json`) it runs them first and
   compares their rows; `--against NEW.json` names the newer file explicitly.
@@ -96,7 +97,13 @@ def main(argv: list[str]) -> int:
     new_path: Path | None = None
     args = iter(argv)
     for arg in args:
-        if arg in ("--compare", "--against"):
+        if arg == "--port":  # the port a benchmark that starts an owner gives it (agent_task)
+            value = next(args, None)
+            if value is None or not value.isdigit():
+                print("--port needs a port number", file=sys.stderr)
+                return 2
+            os.environ["BENCH_PORT"] = value
+        elif arg in ("--compare", "--against"):
             value = next(args, None)
             if value is None:
                 print(f"{arg} needs a JSON file", file=sys.stderr)

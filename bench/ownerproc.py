@@ -125,8 +125,8 @@ class OwnerProcess:
     def socket_path(self) -> Path:
         return self.root / ".roundtable" / "mcp" / "roundtable.sock"
 
-    def start(self, timeout: float = 30.0, env: dict[str, str] | None = None) -> OwnerProcess:
-        self.port = free_port()
+    def start(self, timeout: float = 30.0, env: dict[str, str] | None = None, port: int = 0) -> OwnerProcess:
+        self.port = port or free_port()
         lift_quotas(self.root)
         set_http_port(self.root, self.port)
         argv = ["mcp", "serve"] if self.command == "serve" else ["start"]

@@ -49,6 +49,7 @@ from roundtable.server.guard import caller_of, credential_of
 from roundtable.server.rendering import readable
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
+from roundtable.tools import roles
 from roundtable.tools.context import Caller
 from roundtable.tools.registry import ADVERTISED, Registry, ToolSpec, listed_schema
 
@@ -270,19 +271,24 @@ class TokenPrincipals:
         return HttpAccess(self.runtime, caller_of(scope), credential_of(scope))
 
     async def tools(self, ctx: Ctx) -> list[tuple[ToolSpec, dict[str, Any]]]:
-        """The advertised tools this caller may call: an agent is not shown the operator's
+        """The advertised tools this caller may call, and for an agent of a known role only those
+        its role usefully calls (`tools/roles.py`): an agent is not shown the operator's
         `patch_apply`/`patch_reject`, an anonymous connection only the read-only tools."""
         caller = caller_of(getattr(ctx.request, "scope", None))
+        listed = None if caller.is_operator else roles.listed_for(roles.role_of(caller.agent_id))
         return [
             (spec, spec.input_schema if caller.is_operator else agent_schema(spec))
             for spec in self.runtime.registry.exposed()
             if spec.callable_by(operator=caller.is_operator, anonymous=caller.is_anonymous)
+            and (listed is None or spec.name in listed)
         ]
 
     def listing_key(self, ctx: Ctx) -> Hashable | None:
-        """The listing depends only on the kind of caller: operator, agent or anonymous."""
+        """The listing depends only on the kind of caller (operator, agent or anonymous) and an
+        agent's role (`tools/roles.py`)."""
         caller = caller_of(getattr(ctx.request, "scope", None))
-        return (caller.is_operator, caller.is_anonymous)
+        role = "" if caller.is_operator else roles.role_of(caller.agent_id)
+        return (caller.is_operator, caller.is_anonymous, role)
 
     def nameable(self, name: str) -> ToolSpec | None:
         spec = self.runtime.registry.lookup(name)

@@ -37,6 +37,7 @@ from roundtable.services.redact import redact
 from roundtable.services.sessions import capabilities
 from roundtable.store.db import ACTING
 from roundtable.store.records import SessionCapability
+from roundtable.tools import roles
 from roundtable.tools.context import SUPERVISOR, Caller
 from roundtable.tools.registry import SESSION_AUDIENCES, ToolSpec
 
@@ -80,6 +81,9 @@ class CapabilityPrincipal:
         if cap is None or not capabilities.is_live(cap) or await self.tool_state() == ():
             return []
         allowed = capabilities.allowed_tools(cap.role)
+        listed = roles.listed_for(cap.role)
+        if listed is not None:  # what the role may call, cut to what it usefully calls
+            allowed = allowed & listed
         return [
             (spec, capabilities.session_schema(spec.input_schema, cap))
             for spec in self.runtime.registry

@@ -147,7 +147,7 @@ TOOLS = [
     ToolSpec(
         name="patch.validate",
         description=(
-            "Check a proposal's current revision against every gate (claims, parse, dry-run apply, policy, votes, approval, security, tests); votes and test runs summarised unless detail."
+            "Check a proposal's current revision against every gate (claims, apply, policy, votes, approval, security, tests)."
         ),
         args=ProposalArgs,
         output_schema={"type": "object"},

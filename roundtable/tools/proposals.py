@@ -15,7 +15,7 @@ from annotated_types import MaxLen
 from pydantic import Field, Strict
 
 from roundtable import clock
-from roundtable.domain import ProposalStatus
+from roundtable.domain import ProposalStatus, Risk
 from roundtable.errors import ValidationError
 from roundtable.services import paging
 from roundtable.services.coordination import quotas
@@ -67,11 +67,8 @@ class FileArg(Item):
     content: Text
 
 
-_EDITS = (
-    "Instead of patch: replacements the server turns into the diff. Each old_string must occur "
-    "exactly once in the file (unless replace_all); edits to one file apply in order."
-)
-_FILES = "Instead of patch: whole new contents of new or rewritten files."
+_EDITS = "Instead of patch: replacements, in order; each old_string occurs once (or replace_all)."
+_FILES = "Instead of patch: whole contents of new or rewritten files."
 Edits = Annotated[list[EditArg], MaxLen(ITEMS_MAX)]
 Files = Annotated[list[FileArg], MaxLen(ITEMS_MAX)]
 
@@ -83,8 +80,10 @@ class CreateArgs(Args):
     )
     title: Title
     summary_md: Text = Field(description="What and why.")
-    affected_resources: ResourceIds = Field(description="Resource ids beyond the touched files, e.g. directory:src.")
-    risk: RiskWord = Field(description="high and critical need a human's approval.")
+    affected_resources: ResourceIds = Field(
+        [], description="Resource ids beyond the touched files, e.g. directory:src."
+    )
+    risk: RiskWord = Field(Risk.NORMAL, description="Default normal; high and critical need a human's approval.")
     patch: Patch = Field("", description="Unified diff, git format (a/ b/ prefixes).")
     edits: Edits = Field([], description=_EDITS)
     files: Files = Field([], description=_FILES)
@@ -153,7 +152,10 @@ async def create(call: Call[CreateArgs]) -> dict[str, Any]:
     )
     run_id = str(await call.w.scalar("SELECT run_id FROM proposals WHERE id = ?", (proposal_id,)) or "")
     await quotas.check(call.w, call.runtime.config.limits, "proposal", run_id=run_id, agent_id=call.agent_id)
-    return views.proposal_result(created)
+    out = views.proposal_result(created)
+    if a.edits or a.files:  # the diff the server built, for its author to check (a block of its own)
+        out["patch"] = patch
+    return out
 
 
 async def prepare_attach(call: Call[AttachArgs]) -> None:
@@ -386,7 +388,7 @@ class VoteListArgs(Args):
 
 def vote_list(conn: sqlite3.Connection, args: VoteListArgs) -> dict[str, Any]:
     votes = votes_service.listing_on(conn, args.proposal_id)
-    return {"votes": votes if args.detail else [views.vote(v) for v in votes]}
+    return {"votes": votes if args.detail else [views.vote(v, clip=False) for v in votes]}
 
 
 class DecisionArgs(Args):
@@ -419,17 +421,20 @@ TOOLS = [
     ToolSpec(
         name="proposal.create",
         description=(
-            "Propose a change as a unified diff (patch) or as edits/files the server turns into one. It must apply to the current tree and you must hold write claims on every file it touches."
+            "Propose a change: a unified diff (patch), or edits/files made into one (the answer shows it). Hold write claims on every file it touches."
         ),
         args=CreateArgs,
-        output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
+        output_schema=result(
+            {"proposal": RECORD, "proposal_resources": RECORDS, "patch": string()}, required=["proposal"]
+        ),
         handler=create,
         prepare=prepare_create,
+        text_fields=("patch",),
     ),
     ToolSpec(
         name="proposal.attach_patch",
         description=(
-            "New revision: a whole patch, or edits/files applied on top of the current revision. Older votes and evidence go stale."
+            "New revision: a whole patch, or edits/files on top of the current one (older votes go stale). Review stays requested."
         ),
         args=AttachArgs,
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
@@ -499,7 +504,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="vote.list",
-        description=("The votes on a proposal (reasons cut to 300 characters unless detail)."),
+        description=("The votes on a proposal, with their full reasons."),
         args=VoteListArgs,
         output_schema=result({"votes": RECORDS}),
         handler=point_handler(vote_list),

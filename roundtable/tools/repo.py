@@ -95,9 +95,7 @@ async def symbols(call: Call[SymbolsArgs]) -> dict[str, Any]:
 TOOLS = [
     ToolSpec(
         name="repo.read_file",
-        description=(
-            "Read a repository text file, whole or lines start_line..end_line (1-based; the answer then gives total_lines); numbered prefixes line numbers. Binary files: binary true, no content."
-        ),
+        description=("Read a repository text file, whole or lines start_line..end_line (1-based)."),
         args=ReadFileArgs,
         output_schema=result(
             {
@@ -118,9 +116,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="repo.search",
-        description=(
-            "Case-insensitive literal search of repository text files: {path, line, content} per match (before/after with context_lines); truncated when over the cap."
-        ),
+        description=("Case-insensitive literal search of repository text files: path, line, content per match."),
         args=SearchArgs,
         output_schema=result({"matches": RECORDS, "truncated": boolean()}, required=["matches"]),
         handler=search,

@@ -67,9 +67,7 @@ class ClaimArgs(Args):
     resource_id: ResourceId = Field("", description="e.g. file:src/app.py (or give path).")
     claim_type: Word = Field(description="read, write, review or exclusive.")
     task_id: Id
-    ttl_seconds: Annotated[Count, Le(claims_service.MAX_TTL_SECONDS)] = Field(
-        0, description="Lifetime in seconds (default 900)."
-    )
+    ttl_seconds: Annotated[Count, Le(claims_service.MAX_TTL_SECONDS)] = Field(0, description="Default 900.")
     rationale: Text = ""
     agent_id: Id = Field(
         "", description="The claimant (default: the agent your credential names; agents may not name another)."
@@ -298,7 +296,7 @@ TOOLS = [
     ToolSpec(
         name="resource.claim",
         description=(
-            "Claim a file, directory or symbol before changing it (path, or resource_id such as file:src/app.py). write conflicts with write and exclusive, exclusive with all; claiming again extends your own claim. Expires after ttl_seconds (default 900)."
+            "Claim a file, directory or symbol (path, or resource_id) before changing it; write conflicts with write and exclusive. Claiming again extends your claim."
         ),
         args=ClaimArgs,
         output_schema=result({"claim": RECORD, "resource": RECORD, "extended": boolean()}, required=["claim"]),

@@ -150,7 +150,7 @@ TOOLS = [
     ToolSpec(
         name="table.get_state",
         description=(
-            "The coordination table in one snapshot, list by list (lists: only those). At most limit rows per list; has_more means call again with cursor = next_cursor. summary: counts, by_status and usage (tokens, USD) only."
+            "The coordination table in one snapshot (lists: only those; summary: counts only). Page with cursor = next_cursor."
         ),
         args=GetStateArgs,
         output_schema=result(
@@ -199,7 +199,7 @@ TOOLS = [
     ToolSpec(
         name="agent.turn_request",
         description=(
-            "Ask the Chair for a turn in an active run (turns are not needed without one). One outstanding request per agent and run; then watch for agent.turn_scheduled."
+            "Ask the Chair for a turn in an active run (none needed without one); then watch for agent.turn_scheduled."
         ),
         args=TurnRequestArgs,
         output_schema=result(

@@ -182,7 +182,7 @@ TOOLS = [
     ToolSpec(
         name="test.run",
         description=(
-            "Run one of the test commands test_suggest lists (by name or exact text) on the current tree with the proposal's revision applied, sandboxed. A failing test is status failed, not an error; with proposal_id the run is evidence for its current revision."
+            "Run a test command test_suggest lists (name or exact text), sandboxed, on the tree with the proposal's revision applied: evidence for that revision. Failing tests: status failed."
         ),
         args=RunArgs,
         output_schema=result(

@@ -77,13 +77,15 @@ def revision(record: dict[str, Any], files: list[str]) -> dict[str, Any]:
     }
 
 
-def vote(record: dict[str, Any]) -> dict[str, Any]:
-    """A vote as a summary: who, what, how sure, why (cut), and whether it counts."""
+def vote(record: dict[str, Any], *, clip: bool = True) -> dict[str, Any]:
+    """A vote as a summary: who, what, how sure, why (cut unless `clip` is false: the author
+    reading its verdicts needs every word), and whether it counts."""
+    reason = str(record.get("reason_md") or "")
     out = {
         "agent_id": record.get("agent_id"),
         "vote": record.get("vote"),
         "confidence": record.get("confidence"),
-        "reason_md": _clip(str(record.get("reason_md") or ""), REASON_CHARS),
+        "reason_md": _clip(reason, REASON_CHARS) if clip else reason,
     }
     # Whether it counts says what the revision's hash would (detail: the hash).
     if "current" in record:

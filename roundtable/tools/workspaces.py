@@ -153,8 +153,8 @@ TOOLS = [
     ToolSpec(
         name="workspace.propose",
         description=(
-            "Propose your workspace's changes (your git worktree): a new proposal, or a new revision of "
-            "your open one for the task. Touched paths are claimed for you where free; review is requested."
+            "Propose your workspace's changes: a new proposal, or a new revision of your open one for "
+            "the task. Touched paths are claimed for you; review is requested."
         ),
         args=ProposeArgs,
         output_schema=result(

@@ -63,7 +63,11 @@ async def test_an_agents_schemas_leave_out_what_the_credential_decides(real: Own
     create = tools["proposal_create"].input_schema
     assert "agent_id" not in create["properties"] and "edits" in create["properties"]
     assert "unsandboxed" not in tools["test_run"].input_schema["properties"]
-    assert tools["vote_cast"].input_schema["properties"]["confidence"] == {
+    async with Client(
+        sdk_http(real.http_url, await auth_headers(real.runtime, agent_id="reviewer-1")), mode="legacy"
+    ) as c:
+        vote_cast = next(t for t in (await c.session.list_tools()).tools if t.name == "vote_cast")
+    assert vote_cast.input_schema["properties"]["confidence"] == {
         "type": "number",
         "minimum": 0,
         "maximum": 1,
@@ -159,4 +163,4 @@ async def test_a_kept_listing_follows_the_registry_and_the_name_style(real: Owne
     # … and so is another name style.
     object.__setattr__(real.runtime.config.mcp, "tool_names", "dotted")
     dotted, _ = await _listing(real, agent)
-    assert "task.list" in dotted and "task_list" not in dotted
+    assert "proposal.get" in dotted and "proposal_get" not in dotted

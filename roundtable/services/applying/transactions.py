@@ -27,6 +27,7 @@ from roundtable.domain import (
 from roundtable.services.applying.artefacts import state_hash
 from roundtable.services.coordination.tasks import update_task_status
 from roundtable.services.governance.approvals import settle_after_apply
+from roundtable.services.governance.proposals import release_review_claims
 from roundtable.services.run_scope import RunHint
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Claim, Proposal, Task, Transaction
@@ -133,6 +134,7 @@ async def _settle_work(tx: Tx, proposal: Proposal, tx_id: str, claim_ids: list[s
             run_id=proposal.run_id,
             operator=True,
         )
+    await release_review_claims(tx, proposal, f"applied in {tx_id}", actor=actor)
     task = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (proposal.task_id,))
     if task is None or task.status in TERMINAL_TASK_STATUSES:
         return

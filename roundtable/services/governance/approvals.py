@@ -69,9 +69,11 @@ async def get_approval(q: Reader | Tx, approval_id: str) -> HumanApproval:
 
 def _check_authority(req: ApprovalInput, actor: Actor, existing: HumanApproval | None) -> None:
     if req.decides and not actor.operator:
+        which = (existing.id if existing is not None else req.approval_id) or "ID"
         raise PermissionDenied(
             "only the operator can decide a human approval (status, decided_by, decision_md, "
-            "override_policy); agents may only request one"
+            "override_policy); agents may only request one, and the operator approves it with "
+            f"`roundtable approvals approve {which}` (or in the console)"
         )
     if req.decides and (actor.internal or actor.transport == "chair"):
         who = "the Chair" if actor.transport == "chair" else f"the {actor.name}"
@@ -147,12 +149,19 @@ async def record_approval(tx: Tx, req: ApprovalInput, actor: Actor) -> tuple[Hum
             f"an agent cannot approve its own work: {decided_by} is the author of proposal {proposal.id}"
         )
 
+    # The operator deciding an agent's request keeps the agent's words: what it asked and why
+    # stay the record's, and reason text the operator gave with the decision becomes its note.
+    subject, reason_md = req.subject, req.reason_md
+    if existing is not None and actor.operator and req.status is not None and existing.requested_by != actor.name:
+        subject, reason_md = existing.subject, existing.reason_md
+        if not decision_md and req.reason_md and req.reason_md != existing.reason_md:
+            decision_md = req.reason_md
     now = clock.now()
     values = {
         "proposal_id": proposal_id or None,
         "task_id": task_id or None,
-        "subject": req.subject,
-        "reason_md": req.reason_md,
+        "subject": subject,
+        "reason_md": reason_md,
         "status": status,
         "requested_by": requested_by,
         "decision_md": decision_md or None,

@@ -3,7 +3,7 @@
 A proposal owns an ordered list of revisions (`patch_revisions`); each is a patch stored
 content-addressed under `.roundtable/patches/<sha256>.diff`, with the touched files and the
 fencing numbers of the claims that covered it. The proposal's `current_revision` is the sha256
-of the newest one. Attaching a patch adds a revision, puts the proposal back to `pending`, and
+of the newest one. Attaching a patch adds a revision (a proposal under review stays under review), and
 so makes every vote, approval, review and test run bound to an older revision stale (they are
 kept, but gates only look at the current revision).
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import clock
-from roundtable.domain import EventType, GateState, ProposalStatus
+from roundtable.domain import ClaimStatus, EventType, GateState, ProposalStatus
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
 from roundtable.services.coordination.claims import (
     check_resource_id,
@@ -50,7 +50,7 @@ from roundtable.services.repository.patches import (
 )
 from roundtable.services.run_scope import NO_HINT, RunHint, object_run, resolve, task_run
 from roundtable.store.db import Reader, Tx
-from roundtable.store.records import Agent, Decision, PatchRevision, Proposal, ProposalResource
+from roundtable.store.records import Agent, Claim, Decision, PatchRevision, Proposal, ProposalResource
 
 MAX_EXPECTED_TESTS = 50
 
@@ -328,7 +328,9 @@ async def attach(
             "current_revision": parsed.sha256,
             "revision_number": number,
             "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
-            "status": ProposalStatus.PENDING,
+            # A revision answers its review: one under review stays under review (the reviewers
+            # see `proposal.revised`), so the author need not ask again.
+            "status": ProposalStatus.IN_REVIEW if p.status == ProposalStatus.IN_REVIEW else ProposalStatus.PENDING,
             "vote_state": GateState.PENDING,
             "policy_state": GateState.PENDING,
             "approval_state": GateState.PENDING,
@@ -522,6 +524,32 @@ async def record_decision(
     return row
 
 
+async def release_review_claims(tx: Tx, proposal: Proposal, reason: str, *, actor: str) -> int:
+    """Once a proposal is decided (applied or rejected), the review claims its reviewers took on
+    its resources for its task are released: the review is over. Returns how many."""
+    from roundtable.services.coordination import claims
+
+    now = clock.now()
+    rows = await tx.all(
+        Claim,
+        "SELECT c.* FROM claims c JOIN proposal_resources r ON r.resource_id = c.resource_id"
+        " WHERE r.proposal_id = ? AND c.task_id = ? AND c.claim_type = ? AND c.status = ?",
+        (proposal.id, proposal.task_id, "review", ClaimStatus.ACTIVE),
+    )
+    for claim in rows:
+        await claims.transition(
+            tx,
+            claim.id,
+            ClaimStatus.RELEASED,
+            now,
+            actor_id=actor,
+            reason=reason,
+            run_id=proposal.run_id,
+            operator=True,
+        )
+    return len(rows)
+
+
 async def reject(
     tx: Tx, *, proposal_id: str, reason_md: str, decision_id: str, decided_by: str, runs: RunHint = NO_HINT
 ) -> dict[str, Any]:
@@ -549,6 +577,7 @@ async def reject(
         task_id=p.task_id,
     )
     await close_moot(tx, proposal_id, f"proposal rejected ({decision.id})", run_id=run)
+    await release_review_claims(tx, p, f"proposal rejected ({decision.id})", actor=decided_by)
     out = await view(tx, proposal_id)
     out["decision"] = decision.to_dict()
     return out

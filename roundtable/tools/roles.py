@@ -1,0 +1,75 @@
+"""What each role is shown: the tools an agent of that role usefully calls.
+
+`tools/list` is read into the model's context at the start of every agent session, so its size
+is paid again per agent: a reviewer is shown the tools a review needs, not the implementer's
+patch tools, and so on. This is a listing, not an authority: on the shared endpoint every agent
+may still call any advertised tool (`Runtime.authorise` decides), and a capability session's
+role set (`services/sessions/capabilities.ALLOWED`) decides what it may call; its listing is
+that set cut down to this one. An agent with no role known here, and the operator, are shown
+everything they may call. Names are canonical (dotted).
+"""
+
+from __future__ import annotations
+
+import re
+
+# What every role reads and the turn protocol it follows.
+_COMMON = frozenset(
+    {
+        "table.get_state",
+        "table.watch",
+        "task.get",
+        "memory.query",
+        "resource.claim_status",
+        "proposal.get",
+        "vote.list",
+        "agent.turn_request",
+        "agent.turn_start",
+        "agent.turn_complete",
+    }
+)
+_REVIEW = _COMMON | {
+    "resource.claim",
+    "resource.release",
+    "repo.read_file",
+    "repo.search",
+    "vote.cast",
+    "proposal.comment",
+}
+LISTED: dict[str, frozenset[str]] = {
+    "implementer": _COMMON
+    | {
+        "resource.claim",
+        "resource.release",
+        "repo.read_file",
+        "repo.search",
+        "proposal.create",
+        "proposal.attach_patch",
+        "proposal.request_review",
+        "test.run",
+        "patch.validate",
+        "workspace.create",
+        "workspace.propose",
+        "workspace.sync",
+        "human.request_approval",
+    },
+    "reviewer": _REVIEW,
+    "tester": _REVIEW | {"test.run", "test.get_result", "test.suggest", "test.evidence.submit"},
+    "security": _REVIEW | {"security.review"},
+    "architect": _REVIEW | {"decision.record", "task.create", "task.list", "proposal.list", "memory.record"},
+}
+# A capability session's role where it differs from the listing's (an architect plans).
+LISTED["planner"] = LISTED["architect"]
+
+_FAMILY = re.compile(r"^(implementer|reviewer|tester|security|architect)-[1-9][0-9]*$")
+
+
+def role_of(agent_id: str) -> str:
+    """The listing role of a configured agent id (`reviewer-2` → reviewer); '' when unknown."""
+    match = _FAMILY.match(agent_id)
+    return match.group(1) if match else ""
+
+
+def listed_for(role: str) -> frozenset[str] | None:
+    """The tools a role is shown, or None: everything it may call."""
+    return LISTED.get(role)

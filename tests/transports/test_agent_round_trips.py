@@ -1,0 +1,120 @@
+"""What an agent pays per step, pinned: each role's `tools/list` size, and each governance step
+that takes one call (a revision keeps its review requested, the author reads every word of the
+verdicts, a decision releases the review claims, `proposal_create` shows the diff it built and
+needs neither `affected_resources` nor `risk`, a refused approval names the operator's command
+and the operator's decision keeps the agent's words)."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from roundtable.owner import Owner
+from roundtable.tools.registry import get_registry
+from tests.helpers import auth_headers, sdk_http
+from tests.support.results import value_of
+
+pytestmark = pytest.mark.anyio
+
+APP = "".join(f"line {n}\n" for n in range(1, 21))
+# Bytes of each role's tools/list as the SDK client serialises it (the figures a harness reads
+# into its model's context once per session); the operator's list is the whole registry.
+LISTING_LIMITS = {"implementer-1": 12 * 1024, "reviewer-1": 8 * 1024, "architect-1": 12 * 1024}
+
+
+def _git(root: Any, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=root, check=True)
+
+
+@pytest.fixture
+async def real(owner: Owner) -> Owner:
+    owner.runtime.registry = get_registry()
+    root = owner.runtime.root
+    (root / "app.txt").write_text(APP)
+    (root / ".gitignore").write_text(".roundtable/\n")
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "init")):
+        _git(root, *args)
+    return owner
+
+
+async def _listing(owner: Owner, headers: dict[str, str]) -> tuple[set[str], int]:
+    async with Client(sdk_http(owner.http_url, headers), mode="legacy") as client:
+        listed = await client.session.list_tools()
+    return {t.name for t in listed.tools}, len(listed.model_dump_json(by_alias=True, exclude_none=True))
+
+
+async def test_each_role_is_listed_what_it_uses_within_its_size(real: Owner) -> None:
+    sizes: dict[str, int] = {}
+    names: dict[str, set[str]] = {}
+    for agent, limit in LISTING_LIMITS.items():
+        names[agent], sizes[agent] = await _listing(real, await auth_headers(real.runtime, agent_id=agent))
+        assert sizes[agent] <= limit, (agent, sizes[agent])
+    operator, _ = await _listing(real, await auth_headers(real.runtime, operator=True))
+    assert operator == {s.mcp_name for s in get_registry().exposed()}
+    assert {"vote_cast", "proposal_create"} & names["implementer-1"] == {"proposal_create"}
+    assert {"vote_cast", "proposal_create", "proposal_attach_patch"} & names["reviewer-1"] == {"vote_cast"}
+    assert "decision_record" in names["architect-1"] and "decision_record" not in names["reviewer-1"]
+
+
+async def _call(client: Any, tool: str, args: dict[str, Any]) -> Any:
+    result = await client.session.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return result
+
+
+async def test_a_review_round_trip_takes_one_call_per_step(real: Owner) -> None:
+    runtime = real.runtime
+    task_id = (await runtime.call("task.create", {"title": "t", "body_md": "b"}))["task"]["id"]
+    me = await auth_headers(runtime, agent_id="implementer-1")
+    reviewer = await auth_headers(runtime, agent_id="reviewer-1")
+    reason = "Rename it. " + "x" * 600
+    async with (
+        Client(sdk_http(real.http_url, me), mode="legacy") as author,
+        Client(sdk_http(real.http_url, reviewer), mode="legacy") as critic,
+    ):
+        claim = {"resource_type": "file", "task_id": task_id, "path": "app.txt"}
+        await _call(author, "resource_claim", {**claim, "claim_type": "write"})
+        edit = {"path": "app.txt", "old_string": "line 10\n", "new_string": "line ten\n"}
+        # No affected_resources, no risk: both optional; the answer shows the diff it built.
+        made = await _call(
+            author, "proposal_create", {"task_id": task_id, "title": "t", "summary_md": "s", "edits": [edit]}
+        )
+        pid = value_of(made)["proposal"]["id"]
+        assert value_of(made)["proposal"]["risk"] == "normal"
+        assert len(made.content) == 2 and "-line 10\n+line ten\n" in made.content[1].text
+        await _call(author, "proposal_request_review", {"proposal_id": pid})
+        await _call(critic, "resource_claim", {**claim, "claim_type": "review"})
+        await _call(critic, "vote_cast", {"proposal_id": pid, "vote": "revise", "reason_md": reason})
+        votes = value_of(await _call(author, "vote_list", {"proposal_id": pid}))["votes"]
+        assert votes[0]["reason_md"] == reason  # every word, in the one call
+        second = {"path": "app.txt", "old_string": "line ten\n", "new_string": "line 10!\n"}
+        revised = value_of(await _call(author, "proposal_attach_patch", {"proposal_id": pid, "edits": [second]}))
+        assert revised["proposal"]["status"] == "in_review"  # no second request for review
+    await runtime.call("patch.reject", {"proposal_id": pid, "reason_md": "not now"})
+    async with runtime.db.read() as r:
+        rows = await r.fetchall("SELECT claim_type, status FROM claims WHERE agent_id = 'reviewer-1'")
+    assert [tuple(row) for row in rows] == [("review", "released")]
+
+
+async def test_an_approval_refusal_names_the_operators_command_and_the_decision_keeps_the_request(
+    real: Owner,
+) -> None:
+    runtime = real.runtime
+    me = await auth_headers(runtime, agent_id="implementer-1")
+    asked = {"subject": "Release", "reason_md": "The agent's reasons."}
+    async with Client(sdk_http(real.http_url, me), mode="legacy") as client:
+        approval = value_of(await _call(client, "human_request_approval", asked))["approval"]
+        refused = await client.session.call_tool(
+            "human_request_approval", {**asked, "approval_id": approval["id"], "status": "approved"}
+        )
+    assert refused.is_error and f"roundtable approvals approve {approval['id']}" in refused.content[0].text
+    decided = await runtime.call(
+        "human.request_approval",
+        {"approval_id": approval["id"], "status": "approved", "subject": "ok", "reason_md": "Fine by me."},
+    )
+    record = decided["approval"]
+    assert (record["subject"], record["reason_md"]) == ("Release", "The agent's reasons.")
+    assert (record["status"], record["decision_md"]) == ("approved", "Fine by me.")
