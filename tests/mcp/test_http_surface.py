@@ -217,13 +217,16 @@ def test_page_cursor_round_trip() -> None:
 
 async def test_paginated_tools_list_over_the_wire(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     from roundtable.server.http import HttpServer
+    from roundtable.tools import roles
     from roundtable.tools.registry import get_registry
 
     world.runtime.registry = get_registry()
     async with http_client(world) as client:  # the default page holds every tool
         first = await client.session.list_tools()
-        # An agent is shown every advertised tool but the operator's patch_apply and patch_reject.
+        # An implementer is shown the advertised tools its role uses (never patch_apply/patch_reject).
+        listed = roles.listed_for("implementer") or frozenset()
         agent_tools = [s for s in get_registry().exposed() if s.callable_by(operator=False, anonymous=False)]
+        agent_tools = [s for s in agent_tools if s.name in listed]
         assert first.next_cursor is None and len(first.tools) == len(agent_tools)
     real = mcp_adapter.build_server
     monkeypatch.setattr("roundtable.server.http.build_server", lambda rt, **kw: real(rt, page_size=10, **kw))

@@ -3,7 +3,7 @@
 A proposal owns an ordered list of revisions (`patch_revisions`); each is a patch stored
 content-addressed under `.roundtable/patches/<sha256>.diff`, with the touched files and the
 fencing numbers of the claims that covered it. The proposal's `current_revision` is the sha256
-of the newest one. Attaching a patch adds a revision (a proposal under review stays under review), and
+of the newest one. Attaching a patch adds a revision (a proposal under review is put up for review again), and
 so makes every vote, approval, review and test run bound to an older revision stale (they are
 kept, but gates only look at the current revision).
 
@@ -328,9 +328,7 @@ async def attach(
             "current_revision": parsed.sha256,
             "revision_number": number,
             "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
-            # A revision answers its review: one under review stays under review (the reviewers
-            # see `proposal.revised`), so the author need not ask again.
-            "status": ProposalStatus.IN_REVIEW if p.status == ProposalStatus.IN_REVIEW else ProposalStatus.PENDING,
+            "status": ProposalStatus.PENDING,
             "vote_state": GateState.PENDING,
             "policy_state": GateState.PENDING,
             "approval_state": GateState.PENDING,
@@ -357,6 +355,11 @@ async def attach(
         actor_id=actor,
         task_id=p.task_id,
     )
+    if p.status == ProposalStatus.IN_REVIEW and isinstance(policy, Policy):
+        # A revision answers its review: a proposal that was under review is put up for review
+        # again at once (a `proposal.review_requested` for the new revision), so the author need
+        # not ask again.
+        await request_review(tx, root, policy, proposal_id, actor, runs)
     return await view(tx, proposal_id)
 
 
