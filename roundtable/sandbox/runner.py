@@ -306,6 +306,36 @@ def _sandbox_user_blocked(tree: str, real: str) -> str:
     return ""
 
 
+def _pyenv_target(shim: str, root: str) -> str:
+    """The interpreter a pyenv shim would run, when that is unambiguous without running pyenv:
+    the one version `PYENV_VERSION`, else the `.python-version` of the project (or a directory
+    above it), else the pyenv root's global `version` file names, holding that program; ''
+    otherwise (not a shim, several versions, `system`, no such program)."""
+    shims = os.path.dirname(shim)
+    pyenv_root = os.path.dirname(shims)
+    if os.path.basename(shims) != "shims" or not os.path.isdir(os.path.join(pyenv_root, "versions")):
+        return ""
+    try:
+        with open(shim, "rb") as handle:
+            if b"pyenv" not in handle.read(4096):
+                return ""
+    except OSError:
+        return ""
+    named = os.environ.get("PYENV_VERSION", "").strip()
+    sources = [os.path.join(str(d), ".python-version") for d in (root, *Path(root or "/").parents) if root]
+    for source in (*sources, os.path.join(pyenv_root, "version")):
+        if named:
+            break
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            with open(source, encoding="utf-8") as handle:
+                named = " ".join(line.split("#", 1)[0].strip() for line in handle).strip()
+    versions = named.replace(":", " ").split()
+    if len(versions) != 1 or versions[0] == "system" or "/" in versions[0]:
+        return ""
+    target = os.path.join(pyenv_root, "versions", versions[0], "bin", os.path.basename(shim))
+    return target if os.path.isfile(target) and os.access(target, os.X_OK) else ""
+
+
 def program_grant(
     program: str,
     path: str,
@@ -325,6 +355,9 @@ def program_grant(
     found = program if os.sep in program else (shutil.which(program, path=path) or "")
     if not found or not os.path.isabs(found):
         return ProgramGrant(program)
+    if target := _pyenv_target(found, root):
+        # A pyenv shim runs pyenv, which the sandbox does not see: run the interpreter it names.
+        found = program = target
     real = _real(found)
     if not os.path.exists(real):
         return ProgramGrant(program)  # fails to start inside, as a missing program does
