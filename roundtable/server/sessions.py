@@ -85,7 +85,8 @@ class CapabilityPrincipal:
         if listed is not None:  # what the role may call, cut to what it usefully calls
             allowed = allowed & listed
         return [
-            (spec, capabilities.session_schema(spec.input_schema, cap))
+            # As on the shared endpoint, an agent is not shown who acts: its capability decides.
+            (spec, capabilities.session_schema(mcp_adapter.agent_schema(spec), cap))
             for spec in self.runtime.registry
             if spec.name in allowed and self._nameable(spec)
         ]

@@ -129,3 +129,22 @@ async def test_denials_are_recorded_as_the_sessions_agent_whoever_launched_it(ru
     async with runtime.db.read() as r:
         rows = await r.fetchall("SELECT principal, transport, actor_id FROM events WHERE type = 'capability.denied'")
     assert [tuple(row) for row in rows] == [("agent:reviewer-1", "session", "reviewer-1")]
+
+
+async def test_each_session_role_is_listed_what_it_uses_within_its_size(runtime: Runtime) -> None:
+    run_id, task_id = await make_task(runtime)
+    pid = await add_proposal(runtime, task_id)
+    limits = {"implementer-1": (12 * 1024, ""), "reviewer-1": (8 * 1024, pid)}
+    for agent, (limit, proposal) in limits.items():
+        b = (
+            await bind(runtime, agent, run_id, task_id, proposal)
+            if proposal
+            else await bind(runtime, agent, run_id, task_id)
+        )
+        async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
+            listed = await s.list_tools()
+        size = len(listed.model_dump_json(by_alias=True, exclude_none=True))
+        assert size <= limit, (agent, size)
+        names = {t.name for t in listed.tools}
+        # The role's allowed tools cut to what it uses: a reviewer has no repo_symbols or memory_record.
+        assert "repo_symbols" not in names and "memory_record" not in names
