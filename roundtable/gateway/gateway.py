@@ -70,6 +70,9 @@ MAX_RETRY_WAIT = 30.0  # seconds; a longer `retry-after` is passed on to the har
 ERROR_BODY_MAX = 64 * 1024
 CONNECT_TIMEOUT = 10.0
 RELAY_READ = 64 * 1024
+# How long a budget check waits for the session's answers still streaming to be counted: long
+# enough for one that just ended, short enough that a parallel long stream does not hold it.
+ANSWERS_SETTLE_S = 2.0
 # Headers that describe one hop, never forwarded; and the credentials a session may present.
 _HOP = frozenset(
     {
@@ -133,6 +136,10 @@ class _Session:
     unwritten_model: str = ""
     written_model: str = ""  # sent once: a blank model keeps the row's (and skips the redactor)
     writer: asyncio.Task[None] | None = None
+    # Answers being passed on whose usage is not counted yet: the harness may read an answer's
+    # last byte and ask again before the gateway has counted it.
+    answering: int = 0
+    counted: asyncio.Condition = field(default_factory=asyncio.Condition)
 
 
 @dataclass
@@ -408,6 +415,7 @@ class Gateway:
         if metered:
             streamed = "text/event-stream" in response.headers.get("content-type", "")
             meter = WireMeter(api, streamed=streamed)
+            session.answering += 1
         try:
             await peer.start(response.status_code, headers)
             async for chunk in response.aiter_raw():
@@ -417,9 +425,14 @@ class Gateway:
             await peer.end()
         finally:
             if meter is not None:
-                measured = meter.result()
-                if measured is not None:
-                    await self._record_usage(session, measured)
+                try:
+                    measured = meter.result()
+                    if measured is not None:
+                        await self._record_usage(session, measured)
+                finally:
+                    session.answering -= 1
+                    async with session.counted:
+                        session.counted.notify_all()
 
     async def _record_usage(self, session: _Session, measured: Measured) -> None:
         """Count one answer's usage. It is written by the session's writer task, not on the
@@ -473,6 +486,10 @@ class Gateway:
         config = self.runtime.config.budgets
         if not (config.task.limited or config.run.limited or config.day.limited):
             return ""
+        if session.answering:  # an answer the harness has read may not be counted yet
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(ANSWERS_SETTLE_S), session.counted:
+                    await session.counted.wait_for(lambda: session.answering == 0)
         if session.writer is not None and not session.writer.done():
             await asyncio.shield(session.writer)  # what it has spent so far counts
         async with self.runtime.db.read() as r:

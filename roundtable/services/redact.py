@@ -5,7 +5,7 @@ regex detector its plugins package ships (AWS, Azure, GitHub, GitLab, Slack, Str
 SendGrid, Twilio, JWTs, private-key headers, credentials in URLs, …), taken as data — the
 regexes, and a detector's own validity check where it has one (a JWT must decode) — and updated
 with the dependency; its public-IP detector is left out (an address is not a credential) and its
-optional network verification is never called. Ours: roundtable's own tokens (`rtcap_`, `rttok_`),
+optional network verification is never called. Ours: roundtable's own tokens (`rtcap_`, `rttok_`, the gateway's `rtgw_`),
 a PEM private key as a whole block (detect-secrets matches only its header line), formats the set
 lacks (GitHub's `github_pat_`, Google's `AIza…` keys, Slack app tokens, OpenAI-style `sk-` keys),
 bearer and basic authorization values, `name = value` pairs whose name is one of
@@ -83,7 +83,7 @@ def _encoded_prefixes(prefix: bytes) -> list[str]:
 # (`%5F` for the underscore); a whole base64 run holding one is the secret.
 _ENCODED_TOKENS = (
     "[A-Za-z0-9+/_-]{0,3}(?:"
-    + "|".join(re.escape(p) for t in (b"rttok_", b"rtcap_") for p in _encoded_prefixes(t))
+    + "|".join(re.escape(p) for t in (b"rttok_", b"rtcap_", b"rtgw_") for p in _encoded_prefixes(t))
     + ")[A-Za-z0-9+/_-]{16,}=*"
 )
 # The rest of a token a detector matched the start of (a JWT's signature): token characters, and
@@ -93,6 +93,7 @@ _OWN_RULES: tuple[tuple[str, tuple[int | str, ...]], ...] = (
     (_PEM_BLOCK, ()),
     (r"rtcap(?:_|%5[Ff])[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])", ()),
     (r"rttok(?:_|%5[Ff])[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])", ()),
+    (r"rtgw(?:_|%5[Ff])[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])", ()),
     (_ENCODED_TOKENS, ()),
     (r"\bgithub_pat_[A-Za-z0-9_]{22,}", ()),
     (r"\bgh[pousr]_[A-Za-z0-9_]{20,}", ()),

@@ -42,6 +42,7 @@ R = "[REDACTED]"
         # Our own credentials: capability tokens and bearer tokens, whole.
         ("cap rtcap_ABCDEFGHIJKLMNOP_-x1 end", f"cap {R} end"),
         ("rttok_0123456789abcdefXYZ", R),
+        ("rtgw_0123456789abcdefXYZ_-", R),
         # Several in one text.
         ("token=aaaa1111 and Bearer bbbbbbbbcccc", f"token={R} and Bearer {R}"),
     ],

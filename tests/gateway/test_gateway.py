@@ -253,6 +253,25 @@ async def test_a_reached_budget_refuses_the_next_request_and_asks_to_stop(
     assert (await _events(runtime, "gateway.budget_refused"))[0]["session_id"] == grant.session_id
 
 
+async def test_an_answer_just_read_counts_before_the_next_request_is_judged(
+    runtime: Runtime, gateway: Gateway, stub: StubServer, short_tmp: Path
+) -> None:
+    # A harness reads a streamed answer's last byte and asks again at once: the answer's usage
+    # (15 tokens) must already count against the 10-token budget.
+    runtime.config = runtime.config.model_copy(update={"budgets": BudgetsConfig(task=LimitConfig(tokens=10))})
+    grant = await _open(runtime, gateway, short_tmp)
+    streamed = {**MESSAGE, "stream": True}
+    async with _client(grant) as http:
+        headers = _anthropic_headers(grant.token)
+        for _ in range(5):
+            first = await http.post("/anthropic/v1/messages", headers=headers, json=streamed)
+            if first.status_code != 200:
+                break
+        answered = len([r for r in stub.requests if r.kind == "messages"])
+    assert first.status_code == 400 and "budget reached" in first.json()["error"]["message"]
+    assert answered == 1
+
+
 async def test_a_refused_credential_is_recorded_at_once(
     runtime: Runtime, gateway: Gateway, stub: StubServer, short_tmp: Path
 ) -> None:

@@ -216,7 +216,7 @@ def write_settings(
         "allowed_port": net.allowed_port,
         "model_calls": model_calls,
         "wait_to_be_stopped": wait,
-        "call_spacing": 0.5 if wait else 0.0,
+        "call_spacing": 0.0,
     }
     (probe_dir / "probe.json").write_text(json.dumps(settings), encoding="utf-8")
     os.chmod(probe_dir / "probe.json", 0o644)
@@ -345,9 +345,8 @@ async def test_a_budget_reached_mid_session_stops_it_as_stopped_by_budget(
         await sup.wait(session_id, 60)  # well before the probe's own 120 s
     finally:
         await sup.close()
-    # Its first request was answered and spent the budget (the gateway records it just after the
-    # answer ends: a request sent at once may still pass, hence the probe's pause between calls);
-    # a later one was refused at the gateway, and the probe may have been stopped before it could
+    # Its first request was answered and spent the budget (counted before the next request is
+    # judged, though the probe asks again at once); a later one was refused at the gateway, and the probe may have been stopped before it could
     # print that answer.
     calls = lines_of(sup, session_id, "CALL")
     answered = [call for call in calls if call[0] == 200]
