@@ -249,6 +249,42 @@ class RecoveryOutcome(StrEnum):
     NEEDS_ATTENTION = "needs_attention"
 
 
+class TranscriptKind(StrEnum):
+    """What an entry of a session's transcript is (`services/sessions/transcript.py`)."""
+
+    MESSAGE = "message"  # the agent's words
+    THINKING = "thinking"  # its reasoning, when the harness shows it
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    ERROR = "error"
+    STATUS = "status"  # the harness's own notes: session started, turn ended
+    OPERATOR = "operator"  # a message the operator sent the session
+    OUTPUT = "output"  # a line that is not one of the harness's events
+
+
+class Attention(StrEnum):
+    """Whether a session needs a human, as its stream says (`services/sessions/transcript.py`)."""
+
+    WORKING = "working"
+    WAITING_PERMISSION = "waiting_permission"  # a tool it needs was refused
+    WAITING_ANSWER = "waiting_answer"  # it ended its turn on a question
+    IDLE = "idle"  # running, but silent for a while (said by the supervisor)
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+class ForgeState(StrEnum):
+    """The forge's own words (GitHub's API) for a check run's progress, a commit status and a
+    pull request's state, as `services/forge/` reads and writes them."""
+
+    COMPLETED = "completed"
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    ERROR = "error"
+    CLOSED = "closed"
+
+
 class EventType(StrEnum):
     """Every type of row in `events` (the turn events are `TurnEvent`, a line comment `ReviewEvent`)."""
 

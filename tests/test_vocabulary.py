@@ -47,8 +47,10 @@ EVENT_TYPES: frozenset[str] = frozenset(str(m) for e in _enums() for m in e if "
 # event type only where it is used as one (appended, or compared with an event's type).
 SHARED_WITH_TOOLS: frozenset[str] = EVENT_TYPES & frozenset(get_registry().names())
 EVENT_CONTEXT = re.compile(r"(^|_)(type|kind|event)s?$", re.IGNORECASE)
+# Vocabularies of domain.py that are not statuses: event types, and what a transcript entry is.
+NOT_STATUSES = {"EventType", "TurnEvent", "TranscriptKind"}
 STATUSES: frozenset[str] = (
-    frozenset(str(m) for e in _enums() if e.__name__ not in {"EventType", "TurnEvent"} for m in e)
+    frozenset(str(m) for e in _enums() if e.__name__ not in NOT_STATUSES for m in e)
     | frozenset(domain.TERMINAL_TASK_STATUSES)
     | {domain.NARROWED}
 )

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from roundtable.cli.common import fail, handle_errors, json_option, print_json, root_option, run_async
+from roundtable.domain import SessionStatus
 
 T = TypeVar("T")
 
@@ -218,7 +219,7 @@ async def _print_transcript(root: Path, session_id: str, *, follow: bool, as_jso
         await db.close()
     state = transcript.attention
     if session.ended_at and state == Attention.WORKING:
-        state = Attention.FINISHED if session.status == "ended" else Attention.FAILED
+        state = Attention.FINISHED if session.status == SessionStatus.ENDED else Attention.FAILED
     words = ATTENTION_WORDS[state] + (f": {transcript.detail}" if transcript.detail else "")
     ending = f"ended ({exit_text(session) or session.status})" if session.ended_at else session.status
     if as_json:

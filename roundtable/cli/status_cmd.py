@@ -17,17 +17,22 @@ from typing import Any
 import click
 
 from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+from roundtable.domain import EventType
 
 MAX_ROWS = 8  # per section, so the whole fits a terminal
-GATEWAY_REFUSALS = ("gateway.connection_refused", "gateway.credential_refused", "gateway.budget_refused")
+GATEWAY_REFUSALS: tuple[str, ...] = (
+    EventType.GATEWAY_CONNECTION_REFUSED,
+    EventType.GATEWAY_CREDENTIAL_REFUSED,
+    EventType.GATEWAY_BUDGET_REFUSED,
+)
 
 
 def _refusal_line(event: dict[str, Any]) -> str:
     """One line of what the gateway refused a session, newest first."""
     who = f"{event.get('session_id', '?')} ({event.get('agent_id', '?')})"
-    if event["type"] == "gateway.connection_refused":
+    if event["type"] == EventType.GATEWAY_CONNECTION_REFUSED:
         what = f"connection to {event.get('host')}:{event.get('port')} refused: {event.get('reason')}"
-    elif event["type"] == "gateway.credential_refused":
+    elif event["type"] == EventType.GATEWAY_CREDENTIAL_REFUSED:
         what = f"the model API refused the credential ({event.get('status')}, {event.get('message')})"
     else:
         what = f"model request refused: {event.get('reason')}"

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.domain import (
     OPEN_PROPOSAL_STATUSES,
+    ApprovalStatus,
     EventType,
     ProposalTransactionState,
     RecoveryOutcome,
@@ -461,7 +462,7 @@ async def _ask_operator(runtime: Project, proposal: Proposal, row: Landing, chec
                 "the author had its attempts. Decide: approve to land anyway (the forge_ci gate still "
                 "holds), or deny with a note for the author.",
                 "requested_by": CI_AUTHOR,
-                "status": "requested",
+                "status": ApprovalStatus.REQUESTED,
                 "override_policy": 0,
                 "revision": proposal.current_revision,
                 "created_at": now,

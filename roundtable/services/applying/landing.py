@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
-from roundtable.domain import ApprovalStatus, approving
+from roundtable.domain import ApprovalStatus, TransactionStatus, approving
 from roundtable.errors import ToolError
 from roundtable.services.governance.approvals import latest_decision
 from roundtable.services.governance.gates import HOST_RUN_EXCLUDED, GateReport, normalise_command
@@ -338,13 +338,13 @@ async def settle_recovered(root: Path, row: Any, status: str) -> None:
     paths = list(meta.get("patch_files") or [])
     land = meta.get("landing") or {}
     plan = meta.get("rollback_landing") or {}
-    if row.status == "pending" and land.get("mode") == "commit" and land.get("commit"):
-        if status == "applied":
+    if row.status == TransactionStatus.PENDING and land.get("mode") == "commit" and land.get("commit"):
+        if status == TransactionStatus.APPLIED:
             await _put(root, land["ref"], land["commit"], land["parent"], paths, f"roundtable: recover {row.id}")
         else:
             await unmove(root, row)
-    elif row.status == "rolling_back" and plan.get("to"):
-        if status == "rolled_back":
+    elif row.status == TransactionStatus.ROLLING_BACK and plan.get("to"):
+        if status == TransactionStatus.ROLLED_BACK:
             await _put(root, plan["ref"], plan["to"], plan["from"], paths, f"roundtable: recover {row.id}")
         else:
             await _put(root, plan["ref"], plan["from"], plan["to"], paths, f"roundtable: recover {row.id}")

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from roundtable.domain import ForgeState
 from roundtable.errors import ToolError
 
-SUCCESS_CONCLUSIONS = frozenset({"success"})
+SUCCESS_CONCLUSIONS: frozenset[str] = frozenset({ForgeState.SUCCESS})
 
 
 class ForgeError(ToolError):

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 import httpx2
 
+from roundtable.domain import ForgeState
 from roundtable.services.forge.base import Check, ForgeError, MergeResult, PullRequest, Review, ReviewComment
 from roundtable.services.redact import MARK, redact
 
@@ -55,18 +56,23 @@ def _login(data: dict[str, Any]) -> str:
 
 def _check_run(data: dict[str, Any]) -> Check:
     status = str(data.get("status") or "")
-    conclusion = str(data.get("conclusion") or "") if status == "completed" else "pending"
+    conclusion = str(data.get("conclusion") or "") if status == ForgeState.COMPLETED else ForgeState.PENDING
     return Check(
         "check_run",
         int(data["id"]),
         str(data.get("name") or ""),
         str(data.get("head_sha") or ""),
-        conclusion or "pending",
+        conclusion or ForgeState.PENDING,
         str(data.get("html_url") or data.get("details_url") or ""),
     )
 
 
-_STATUS_CONCLUSION = {"success": "success", "failure": "failure", "error": "failure", "pending": "pending"}
+_STATUS_CONCLUSION: dict[str, str] = {
+    ForgeState.SUCCESS: ForgeState.SUCCESS,
+    ForgeState.FAILURE: ForgeState.FAILURE,
+    ForgeState.ERROR: ForgeState.FAILURE,
+    ForgeState.PENDING: ForgeState.PENDING,
+}
 
 
 class GitHub:
@@ -158,7 +164,7 @@ class GitHub:
         return _pull(response.json())
 
     async def close_pull_request(self, number: int) -> PullRequest:
-        response = await self._request("PATCH", f"{self._repo}/pulls/{number}", json={"state": "closed"})
+        response = await self._request("PATCH", f"{self._repo}/pulls/{number}", json={"state": ForgeState.CLOSED})
         return _pull(response.json())
 
     async def get_pull_request(self, number: int) -> PullRequest:
@@ -207,7 +213,7 @@ class GitHub:
                 int(s.get("id") or 0),
                 str(s.get("context") or ""),
                 str(combined.get("sha") or sha),
-                _STATUS_CONCLUSION.get(str(s.get("state") or ""), "failure"),
+                _STATUS_CONCLUSION.get(str(s.get("state") or ""), ForgeState.FAILURE),
                 str(s.get("target_url") or ""),
             )
             for s in combined.get("statuses") or []

@@ -34,9 +34,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from roundtable.domain import Attention
+from roundtable.domain import TranscriptKind as Kind
 from roundtable.services.redact import redact
 
 # A line longer than this is not read as an event (a harness can print whole files on one line).
@@ -48,30 +49,6 @@ DETAIL_LIMIT = 300  # why the session needs the operator
 OPERATOR_EVENT = "roundtable.operator"
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
-
-
-class Kind(StrEnum):
-    """What an entry is."""
-
-    MESSAGE = "message"  # the agent's words
-    THINKING = "thinking"  # its reasoning, when the harness shows it
-    TOOL_CALL = "tool_call"
-    TOOL_RESULT = "tool_result"
-    ERROR = "error"
-    STATUS = "status"  # the harness's own notes: session started, turn ended
-    OPERATOR = "operator"  # a message the operator sent the session
-    OUTPUT = "output"  # a line that is not one of the harness's events
-
-
-class Attention(StrEnum):
-    """Whether a session needs a human, as its stream says."""
-
-    WORKING = "working"
-    WAITING_PERMISSION = "waiting_permission"  # a tool it needs was refused
-    WAITING_ANSWER = "waiting_answer"  # it ended its turn on a question
-    IDLE = "idle"  # running, but silent for a while (said by the supervisor)
-    FINISHED = "finished"
-    FAILED = "failed"
 
 
 # The states only the operator can move on.

@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import RichLog, Static
 
+from roundtable.domain import SessionStatus
 from roundtable.services.sessions.transcript import ATTENTION_WORDS, NEEDS_HUMAN, Attention, Entry, Kind, Transcript
 from roundtable.store.records import AgentSession
 from roundtable.tui.models import exit_text, session_attention
@@ -109,7 +110,7 @@ class TranscriptScreen(ModalScreen[None]):
         if recorded == Attention.IDLE and state == Attention.WORKING and not self.session.ended_at:
             return Attention.IDLE, detail
         if self.session.ended_at and state == Attention.WORKING:
-            state = Attention.FINISHED if self.session.status == "ended" else Attention.FAILED
+            state = Attention.FINISHED if self.session.status == SessionStatus.ENDED else Attention.FAILED
         return state, self.transcript.detail
 
     def on_mount(self) -> None:
