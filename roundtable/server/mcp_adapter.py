@@ -275,12 +275,12 @@ class TokenPrincipals:
         its role usefully calls (`tools/roles.py`): an agent is not shown the operator's
         `patch_apply`/`patch_reject`, an anonymous connection only the read-only tools."""
         caller = caller_of(getattr(ctx.request, "scope", None))
-        listed = None if caller.is_operator else roles.listed_for(roles.role_of(caller.agent_id))
+        role = roles.role_of(caller.agent_id)
         return [
             (spec, spec.input_schema if caller.is_operator else agent_schema(spec))
             for spec in self.runtime.registry.exposed()
             if spec.callable_by(operator=caller.is_operator, anonymous=caller.is_anonymous)
-            and (listed is None or spec.name in listed)
+            and (caller.is_operator or roles.shows(role, spec.name))
         ]
 
     def listing_key(self, ctx: Ctx) -> Hashable | None:

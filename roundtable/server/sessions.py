@@ -80,10 +80,8 @@ class CapabilityPrincipal:
         cap = await self.current()
         if cap is None or not capabilities.is_live(cap) or await self.tool_state() == ():
             return []
-        allowed = capabilities.allowed_tools(cap.role)
-        listed = roles.listed_for(cap.role)
-        if listed is not None:  # what the role may call, cut to what it usefully calls
-            allowed = allowed & listed
+        # What the role may call, cut to what it usefully calls.
+        allowed = {name for name in capabilities.allowed_tools(cap.role) if roles.shows(cap.role, name)}
         return [
             # As on the shared endpoint, an agent is not shown who acts: its capability decides.
             (spec, capabilities.session_schema(mcp_adapter.agent_schema(spec), cap))

@@ -11,6 +11,7 @@ everything they may call. Names are canonical (dotted).
 
 from __future__ import annotations
 
+import functools
 import re
 
 # What every role reads and the turn protocol it follows.
@@ -73,3 +74,18 @@ def role_of(agent_id: str) -> str:
 def listed_for(role: str) -> frozenset[str] | None:
     """The tools a role is shown, or None: everything it may call."""
     return LISTED.get(role)
+
+
+@functools.cache
+def _shipped() -> frozenset[str]:
+    from roundtable.tools.registry import get_registry
+
+    return frozenset(get_registry().names())
+
+
+def shows(role: str, name: str) -> bool:
+    """Whether an agent of `role` is shown tool `name`: what its role usefully calls, or
+    everything when the role is unknown. A tool roundtable does not ship (an embedder's, a
+    test's) is in no role's listing, so every role is shown it."""
+    listed = LISTED.get(role)
+    return listed is None or name in listed or name not in _shipped()

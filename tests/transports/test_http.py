@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 
 from roundtable.errors import ConfigError
 from roundtable.owner import Owner
+from roundtable.tools import roles
 from roundtable.tools.registry import get_registry
 from tests.helpers import sdk_http
 from tests.support.results import value_of
@@ -72,13 +73,16 @@ async def test_real_registry_listing_and_dotted_style(owner: Owner, auth: dict[s
     owner.runtime.registry = get_registry()
     async with Client(sdk_http(owner.http_url, auth), mode="legacy") as client:
         names = [t.name for t in (await client.session.list_tools()).tools]
-    # An agent is shown the tools it may call: not the operator's patch_apply and patch_reject.
-    assert len(names) == len(get_registry().exposed()) - 2 and "patch_apply" not in names
+    # An implementer is shown what its role usefully calls (`tools/roles.py`): never the
+    # operator's patch_apply and patch_reject.
+    listed = roles.listed_for("implementer")
+    assert listed is not None and "patch_apply" not in names and len(names) > 15
+    assert set(names) <= {name.replace(".", "_") for name in listed}
     assert names == sorted(names) and all("." not in n for n in names)
     object.__setattr__(owner.runtime.config.mcp, "tool_names", "dotted")
     async with Client(sdk_http(owner.http_url, auth), mode="legacy") as client:
         names = [t.name for t in (await client.session.list_tools()).tools]
-    assert "task.create" in names and "task_create" not in names
+    assert "proposal.create" in names and "proposal_create" not in names
 
 
 async def test_stateful_session_header_and_delete(owner: Owner, auth: dict[str, str]) -> None:
