@@ -42,7 +42,13 @@ from roundtable.domain import (
 )
 from roundtable.errors import NotFound, ToolError
 from roundtable.services.applying import landing
-from roundtable.services.applying.transactions import complete_apply, complete_rollback, in_flight
+from roundtable.services.applying.transactions import (
+    complete_apply,
+    complete_rollback,
+    in_flight,
+    leave_unrecovered,
+    record_recovered,
+)
 from roundtable.services.forge.base import Check, Forge, ForgeError
 from roundtable.services.governance import comments
 from roundtable.services.governance.gates import GateReport, evaluate
@@ -745,31 +751,9 @@ async def recover(runtime: Project, row: Transaction) -> str:
             )
             outcome = RecoveryOutcome.ROLLED_BACK
         else:
-            data = json.loads(row.metadata_json or "{}")
             outcome = RecoveryOutcome.NEEDS_ATTENTION if "yourself" in detail else "not_applied"
-            data["recovery"] = {"outcome": outcome, "detail": detail, "at": now}
-            if outcome == RecoveryOutcome.NEEDS_ATTENTION:
-                data["needs_attention"] = detail
-            await tx.update("transactions", {"id": row.id}, {"status": status, "metadata_json": json.dumps(data)})
-            state = (
-                ProposalTransactionState.FAILED
-                if status == TransactionStatus.FAILED
-                else ProposalTransactionState.APPLIED
-            )
-            await tx.update("proposals", {"id": row.proposal_id}, {"transaction_state": state, "updated_at": now})
-        await tx.append_event(
-            row.run_id,
-            EventType.TRANSACTION_RECOVERED,
-            {
-                "transaction_id": row.id,
-                "proposal_id": row.proposal_id,
-                "outcome": outcome,
-                "detail": detail,
-                "status": status,
-            },
-            actor_id="recovery",
-        )
-    return f"transaction {row.id} (proposal {row.proposal_id}): {outcome} — {detail}"
+            await leave_unrecovered(tx, row, status, outcome, detail, now)
+        return await record_recovered(tx, row, outcome, detail, status)
 
 
 async def rollback(runtime: Project, transaction_id: str, *, reason: str, caller: str) -> dict[str, Any]:

@@ -27,10 +27,15 @@ import logging
 from typing import TYPE_CHECKING
 
 from roundtable import clock
-from roundtable.domain import EventType, ProposalTransactionState, RecoveryOutcome, TransactionStatus
+from roundtable.domain import EventType, RecoveryOutcome, TransactionStatus
 from roundtable.services.applying import landing
 from roundtable.services.applying.artefacts import git_token, recorded_files, safe_hashes, undo
-from roundtable.services.applying.transactions import complete_apply, complete_rollback
+from roundtable.services.applying.transactions import (
+    complete_apply,
+    complete_rollback,
+    leave_unrecovered,
+    record_recovered,
+)
 from roundtable.services.repository import git
 from roundtable.store.records import Transaction
 
@@ -133,30 +138,8 @@ async def _recover_one(runtime: Project, row: Transaction) -> str:
                 was_applied=not applying,
             )
         else:
-            meta = json.loads(row.metadata_json or "{}")
-            meta["recovery"] = {"outcome": outcome, "detail": detail, "at": now}
-            if outcome == RecoveryOutcome.NEEDS_ATTENTION:
-                meta["needs_attention"] = detail
-            await tx.update("transactions", {"id": row.id}, {"status": status, "metadata_json": json.dumps(meta)})
-            state = (
-                ProposalTransactionState.FAILED
-                if status == TransactionStatus.FAILED
-                else ProposalTransactionState.APPLIED
-            )
-            await tx.update("proposals", {"id": row.proposal_id}, {"transaction_state": state, "updated_at": now})
-        await tx.append_event(
-            row.run_id,
-            EventType.TRANSACTION_RECOVERED,
-            {
-                "transaction_id": row.id,
-                "proposal_id": row.proposal_id,
-                "outcome": outcome,
-                "detail": detail,
-                "status": status,
-            },
-            actor_id="recovery",
-        )
-    return f"transaction {row.id} (proposal {row.proposal_id}): {outcome} — {detail}"
+            await leave_unrecovered(tx, row, status, outcome, detail, now)
+        return await record_recovered(tx, row, outcome, detail, status)
 
 
 async def recover_interrupted(runtime: Project) -> list[str]:

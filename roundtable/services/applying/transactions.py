@@ -21,6 +21,7 @@ from roundtable.domain import (
     GateState,
     ProposalStatus,
     ProposalTransactionState,
+    RecoveryOutcome,
     TaskStatus,
     TransactionStatus,
 )
@@ -226,6 +227,29 @@ async def rollback_failed(runtime: Project, tx_id: str, left: list[str], actor: 
             {"proposal_id": row.proposal_id, "transaction_id": tx_id, "needs_attention": left},
             actor_id=actor,
         )
+
+
+async def leave_unrecovered(tx: Tx, row: Transaction, status: str, outcome: str, detail: str, now: str) -> None:
+    """Recovery could neither complete nor undo `row`: record `status`, why (`outcome`, `detail`;
+    needing attention when the operator must look) and the proposal's transaction state."""
+    meta = json.loads(row.metadata_json or "{}")
+    meta["recovery"] = {"outcome": outcome, "detail": detail, "at": now}
+    if outcome == RecoveryOutcome.NEEDS_ATTENTION:
+        meta["needs_attention"] = detail
+    await tx.update("transactions", {"id": row.id}, {"status": status, "metadata_json": json.dumps(meta)})
+    state = ProposalTransactionState.FAILED if status == TransactionStatus.FAILED else ProposalTransactionState.APPLIED
+    await tx.update("proposals", {"id": row.proposal_id}, {"transaction_state": state, "updated_at": now})
+
+
+async def record_recovered(tx: Tx, row: Transaction, outcome: str, detail: str, status: str) -> str:
+    """The `transaction.recovered` event of `row`, and the line the owner logs for it."""
+    await tx.append_event(
+        row.run_id,
+        EventType.TRANSACTION_RECOVERED,
+        {"transaction_id": row.id, "proposal_id": row.proposal_id, "outcome": outcome, "detail": detail, "status": status},
+        actor_id="recovery",
+    )
+    return f"transaction {row.id} (proposal {row.proposal_id}): {outcome} — {detail}"
 
 
 async def list_transactions(q: Reader | Tx, status: str = "") -> list[Transaction]:
