@@ -19,11 +19,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.markup import escape
-from textual.screen import ModalScreen
 from textual.widgets import RichLog, Static
 
 from roundtable.store.records import AgentSession
 from roundtable.tui.models import exit_text
+from roundtable.tui.screens.following import FollowingScreen
 from roundtable.tui.session_log import Chunk, log_path, read_chunk
 
 POLL = 0.25
@@ -33,7 +33,7 @@ MAX_LINES = 20_000
 SessionLoader = Callable[[], Awaitable[AgentSession | None]]
 
 
-class SessionLogScreen(ModalScreen[None]):
+class SessionLogScreen(FollowingScreen):
     BINDINGS: ClassVar = [
         Binding("escape,q,l", "dismiss", "Close"),
         Binding("f", "follow", "Follow"),
@@ -161,21 +161,3 @@ class SessionLogScreen(ModalScreen[None]):
         if text != self._shown_note:
             self._shown_note = text
             self._note(text, "dim")
-
-    def action_follow(self) -> None:
-        self.lines_view.auto_scroll = True
-        self.lines_view.scroll_end(animate=False)
-
-    def action_scroll(self, lines: int) -> None:
-        self.lines_view.auto_scroll = lines > 0 and self.lines_view.is_vertical_scroll_end
-        self.lines_view.scroll_relative(y=lines, animate=False)
-
-    def action_top(self) -> None:
-        self.lines_view.auto_scroll = False
-        self.lines_view.scroll_home(animate=False)
-
-    def action_bottom(self) -> None:
-        self.action_follow()
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)

@@ -21,13 +21,13 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.markup import escape
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import RichLog, Static
 
 from roundtable.domain import SessionStatus
 from roundtable.services.sessions.transcript import ATTENTION_WORDS, NEEDS_HUMAN, Attention, Entry, Kind, Transcript
 from roundtable.store.records import AgentSession
 from roundtable.tui.models import exit_text, session_attention
+from roundtable.tui.screens.following import FollowingScreen
 from roundtable.tui.session_log import log_changes, log_path, read_chunk
 
 MAX_LINES = 20_000
@@ -64,7 +64,7 @@ class TranscriptRead(Message):
         self.missing = missing
 
 
-class TranscriptScreen(ModalScreen[None]):
+class TranscriptScreen(FollowingScreen):
     BINDINGS: ClassVar = [
         Binding("escape,q,w", "dismiss", "Close"),
         Binding("f", "follow", "Follow"),
@@ -173,21 +173,3 @@ class TranscriptScreen(ModalScreen[None]):
             self.notify("This console is read-only: it sends no messages.", severity="warning")
             return
         self.send(self.session)
-
-    def action_follow(self) -> None:
-        self.lines_view.auto_scroll = True
-        self.lines_view.scroll_end(animate=False)
-
-    def action_scroll(self, lines: int) -> None:
-        self.lines_view.auto_scroll = lines > 0 and self.lines_view.is_vertical_scroll_end
-        self.lines_view.scroll_relative(y=lines, animate=False)
-
-    def action_top(self) -> None:
-        self.lines_view.auto_scroll = False
-        self.lines_view.scroll_home(animate=False)
-
-    def action_bottom(self) -> None:
-        self.action_follow()
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)
