@@ -49,6 +49,7 @@ MODULES = (
     "writes",
     "notify",
     "agent_task",
+    "signatures",
 )
 RESULTS = Path(__file__).resolve().parent / "results"
 
