@@ -32,11 +32,11 @@ from pydantic import ValidationError as ModelError
 from roundtable.bus import ChangeBus
 from roundtable.config import Config, load_config
 from roundtable.errors import LimitReached, PermissionDenied, RoundtableError, ToolError, ValidationError
+from roundtable.services.args import Args
 from roundtable.services.policy.engine import Policy
 from roundtable.services.policy.watch import LivePolicy
 from roundtable.services.redact import redact
 from roundtable.store.db import ACTING, BUSY_TIMEOUT_MS, Database
-from roundtable.tools.args import Args
 from roundtable.tools.context import OPERATOR, Call, Caller
 from roundtable.tools.refusals import refusal
 from roundtable.tools.registry import Registry, ToolSpec, get_registry

@@ -6,7 +6,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
-from roundtable.tools.args import Args, NoArgs, Text
+from roundtable.services.args import Args, NoArgs, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable.owner import Owner
-from roundtable.tools.args import Args, Int
+from roundtable.services.args import Args, Int
 from roundtable.tools.registry import Registry, ToolSpec, get_registry
 
 

@@ -47,10 +47,10 @@ from roundtable.autopilot.settings import Overrides, Settings, settings
 from roundtable.autopilot.work import Job, PlanNeed, ReadyNeed, TestNeed, Work, find, ready_for_operator
 from roundtable.domain import EventType, TaskStatus
 from roundtable.errors import RoundtableError, ValidationError
+from roundtable.services.args import as_one_line
 from roundtable.services.sessions import budgets, preflight
 from roundtable.services.sessions.budgets import Crossing
 from roundtable.services.sessions.records import SessionExit
-from roundtable.tools.args import as_one_line
 from roundtable.tools.context import DISPATCHER, OPERATOR, Caller
 
 if TYPE_CHECKING:

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from roundtable.services.args import Args, Flag, Id, NewId, ResourceId, Text, Title
 from roundtable.services.governance import approvals as approvals_service
 from roundtable.services.governance import security as security_service
 from roundtable.services.governance.evidence import Actor
 from roundtable.store import rows
 from roundtable.store.records import HumanApproval
-from roundtable.tools.args import Args, Flag, Id, NewId, ResourceId, Text, Title
 from roundtable.tools.context import Call, Caller
 from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import RECORD, RECORDS, result

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from roundtable.domain import EventType
+from roundtable.services.args import Args, Flag, Id, Object, Text
 from roundtable.services.coordination import autopilot
 from roundtable.services.coordination.tasks import task_dict
 from roundtable.services.run_scope import active_runs
-from roundtable.tools.args import Args, Flag, Id, Object, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

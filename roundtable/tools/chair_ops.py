@@ -23,10 +23,10 @@ from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import RunStatus
+from roundtable.services.args import Args, Count, Id, Text, Texts
 from roundtable.services.coordination import chair_steps
 from roundtable.services.governance.run_end import wind_down
 from roundtable.store.db import Tx
-from roundtable.tools.args import Args, Count, Id, Text, Texts
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Handler, ToolSpec, TxMode
 
@@ -130,6 +130,7 @@ async def end_run(call: Call[EndRunArgs]) -> dict[str, Any]:
         payload["error"] = a.error
     else:
         payload["reason"] = a.reason
+
     async def wind(tx: Tx) -> dict[str, Any]:
         return (await wind_down(tx, a.run_id, a.status, actor=call.actor)).to_dict()
 

@@ -14,9 +14,9 @@ from typing import Annotated, Any
 from annotated_types import Le
 from pydantic import Field
 
+from roundtable.services.args import Args, Count, Id, Text
 from roundtable.services.sessions import budgets, gateway_records, usage
 from roundtable.services.sessions.usage_stream import Usage
-from roundtable.tools.args import Args, Count, Id, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

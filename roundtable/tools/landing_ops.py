@@ -13,7 +13,7 @@ from pydantic import Field
 from roundtable.domain import OPEN_PROPOSAL_STATUSES
 from roundtable.errors import ToolError
 from roundtable.services.applying import branch_apply, landing
-from roundtable.tools.args import Args, Id
+from roundtable.services.args import Args, Id
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

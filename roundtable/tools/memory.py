@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from roundtable.domain import MemoryStatus
+from roundtable.services.args import Args, Count, Id, Int, NewId, Query, RepoPath, Text, Title, Word
 from roundtable.services.coordination import memory
-from roundtable.tools.args import Args, Count, Id, Int, NewId, Query, RepoPath, Text, Title, Word
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, integer, result, string

@@ -16,10 +16,10 @@ from roundtable import clock
 from roundtable.domain import ClaimStatus, EventType
 from roundtable.errors import ToolError
 from roundtable.services.applying import recovery
+from roundtable.services.args import Args, Count, Id, Int, NoArgs, Text
 from roundtable.services.coordination import agents
 from roundtable.services.coordination import claims as claims_service
 from roundtable.services.sessions import adapter_records, tokens
-from roundtable.tools.args import Args, Count, Id, Int, NoArgs, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

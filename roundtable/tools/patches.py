@@ -12,10 +12,10 @@ from roundtable import clock
 from roundtable.services.applying import apply as apply_service
 from roundtable.services.applying import rollback as rollback_service
 from roundtable.services.applying.validate import validate as validate_proposal
+from roundtable.services.args import Args, Detail, Id, NewId, Text
 from roundtable.services.governance import proposals as proposals_service
 from roundtable.store.records import HumanApproval, SecurityReview
 from roundtable.tools import views
-from roundtable.tools.args import Args, Detail, Id, NewId, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

@@ -18,17 +18,7 @@ from roundtable import clock
 from roundtable.domain import ProposalStatus, Risk
 from roundtable.errors import ValidationError
 from roundtable.services import paging
-from roundtable.services.coordination import quotas
-from roundtable.services.governance import comments as comments_service
-from roundtable.services.governance import proposals as service
-from roundtable.services.governance import votes as votes_service
-from roundtable.services.governance.gates import OPEN_STATUSES
-from roundtable.services.policy.engine import ensure_policy
-from roundtable.services.repository.edits import Edit, FileWrite, revision_diff
-from roundtable.services.repository.patches import read_patch
-from roundtable.store.records import Proposal
-from roundtable.tools import views
-from roundtable.tools.args import (
+from roundtable.services.args import (
     ITEMS_MAX,
     Args,
     Commands,
@@ -50,6 +40,16 @@ from roundtable.tools.args import (
     VoteWord,
     identity,
 )
+from roundtable.services.coordination import quotas
+from roundtable.services.governance import comments as comments_service
+from roundtable.services.governance import proposals as service
+from roundtable.services.governance import votes as votes_service
+from roundtable.services.governance.gates import OPEN_STATUSES
+from roundtable.services.policy.engine import ensure_policy
+from roundtable.services.repository.edits import Edit, FileWrite, revision_diff
+from roundtable.services.repository.patches import read_patch
+from roundtable.store.records import Proposal
+from roundtable.tools import views
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, result, string

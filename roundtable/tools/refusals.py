@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import ValidationError as ModelError
 from pydantic_core import ErrorDetails
 
-from roundtable.tools.args import FLOAT_MAX
+from roundtable.services.args import FLOAT_MAX
 
-# The argument types' own checks (`tools/args.py`): their messages finish "argument X …".
+# The argument types' own checks (`services/args.py`): their messages finish "argument X …".
 _OWN = frozenset({"record_id", "unique", "null", "one_line"})
 _TYPES = {
     "string_type": "a string",

@@ -9,7 +9,7 @@ may call it (see `Audience`). Operations are declared in the group modules (`too
 `tools/tasks.py`, …); the MCP tools are ordered by the reference's declaration order.
 `repo.dependency_context` is registered but not advertised (it has no handler).
 
-Each operation declares its arguments once, as an `Args` model (`tools/args.py`): its input
+Each operation declares its arguments once, as an `Args` model (`services/args.py`): its input
 schema is generated from it (`tools/schema.py`), `Runtime.call` validates through it, and the
 handler receives the validated model. Every argument is bounded by its type (an integer
 SQLite's 64-bit range, a number the finite float range, a string a `maxLength` by what it
@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from roundtable.tools.args import (
+from roundtable.services.args import (
     COMMAND_MAX,
     FLOAT_MAX,
     ID_MAX,
@@ -122,7 +122,7 @@ REFERENCE_ORDER: tuple[str, ...] = (
 
 # --- what `tools/list` shows ---------------------------------------------------------------
 
-# The maxLength every string argument of that name gets from its type (`tools/args.py`): generic
+# The maxLength every string argument of that name gets from its type (`services/args.py`): generic
 # ceilings `tools/list` leaves out (the server applies them all the same).
 _WORDS = frozenset(
     {"status", "risk", "vote", "claim_type", "resource_type", "resume_policy", "language", "kind", "outcome"}
@@ -200,7 +200,7 @@ def point_handler(fn: PointRead) -> Handler:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolSpec:
-    """One operation. `args` is the model of its arguments (`tools/args.py`): the registry
+    """One operation. `args` is the model of its arguments (`services/args.py`): the registry
     generates `input_schema` from it, `Runtime.call` validates through it and the handler gets
     the instance as `call.args`. `mode` says which transaction `Runtime.call` opens around the
     handler: `write` (one BEGIN IMMEDIATE transaction, `call.tx`), `read` (one snapshot,

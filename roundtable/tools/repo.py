@@ -9,10 +9,10 @@ import anyio
 from annotated_types import Le
 from pydantic import Field
 
+from roundtable.services.args import Args, Count, Flag, Positive, Query, RepoPath
 from roundtable.services.repository import repo as repo_service
 from roundtable.services.repository import symbols as symbol_index
 from roundtable.services.repository.pathguard import resolve_repo_path
-from roundtable.tools.args import Args, Count, Flag, Positive, Query, RepoPath
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORDS, boolean, integer, result, string

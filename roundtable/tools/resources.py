@@ -25,16 +25,7 @@ from roundtable import clock
 from roundtable.domain import ClaimStatus
 from roundtable.errors import NotFound, ValidationError
 from roundtable.services import paging
-from roundtable.services.coordination import claims as claims_service
-from roundtable.services.coordination import session_scope
-from roundtable.services.coordination.claims import grant as claim_grant
-from roundtable.services.repository import hashing
-from roundtable.services.repository import symbols as symbol_index
-from roundtable.services.repository.pathguard import clean_rel_path, resolve_repo_path
-from roundtable.services.run_scope import resolve, task_run
-from roundtable.store import rows
-from roundtable.store.records import Resource
-from roundtable.tools.args import (
+from roundtable.services.args import (
     Args,
     Count,
     Flag,
@@ -48,6 +39,15 @@ from roundtable.tools.args import (
     Text,
     Word,
 )
+from roundtable.services.coordination import claims as claims_service
+from roundtable.services.coordination import session_scope
+from roundtable.services.coordination.claims import grant as claim_grant
+from roundtable.services.repository import hashing
+from roundtable.services.repository import symbols as symbol_index
+from roundtable.services.repository.pathguard import clean_rel_path, resolve_repo_path
+from roundtable.services.run_scope import resolve, task_run
+from roundtable.store import rows
+from roundtable.store.records import Resource
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, boolean, result

@@ -15,9 +15,9 @@ from annotated_types import MaxLen
 from pydantic import Field
 
 from roundtable.domain import TERMINAL_RUN_STATUSES, RunStatus
+from roundtable.services.args import Args, Id, NewId, Text
 from roundtable.services.coordination import runs
 from roundtable.services.governance.run_end import wind_down
-from roundtable.tools.args import Args, Id, NewId, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

@@ -24,10 +24,10 @@ from pydantic import Field
 
 from roundtable.domain import SessionStatus
 from roundtable.errors import ToolError
+from roundtable.services.args import Args, Id, Int, Object, Text, Word
 from roundtable.services.sessions import capabilities
 from roundtable.services.sessions import records as sessions
 from roundtable.store.records import SessionCapability
-from roundtable.tools.args import Args, Id, Int, Object, Text, Word
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

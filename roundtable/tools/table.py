@@ -11,8 +11,8 @@ from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
 from roundtable.bus import Change
+from roundtable.services.args import ITEMS_MAX, Args, Count, Cursor, Flag, Id, Int, Positive, Text, Texts, Word
 from roundtable.services.coordination import state, turns
-from roundtable.tools.args import ITEMS_MAX, Args, Count, Cursor, Flag, Id, Int, Positive, Text, Texts, Word
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, result, string

@@ -10,12 +10,12 @@ from pydantic import Field
 
 from roundtable.domain import Risk, TaskStatus
 from roundtable.services import paging
+from roundtable.services.args import Args, Id, Int, NewId, PageArgs, Paths, RiskWord, Text, Title, Word
 from roundtable.services.coordination import tasks
 from roundtable.services.coordination.autopilot import blocked_reason_on
 from roundtable.services.coordination.tasks import task_dict
 from roundtable.store import rows
 from roundtable.store.records import Task
-from roundtable.tools.args import Args, Id, Int, NewId, PageArgs, Paths, RiskWord, Text, Title, Word
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, result

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from pydantic import Field
 
+from roundtable.services.args import Args, Command, Flag, Id, NewId, Text, Texts
 from roundtable.services.governance.evidence import proposal_ref, read_revision_patch
 from roundtable.services.repository.patches import allowances, parse_patch
 from roundtable.services.testing import test_exec, test_suggest
 from roundtable.services.testing import test_runs as testing_service
 from roundtable.tools import views
 from roundtable.tools.approvals import actor_of
-from roundtable.tools.args import Args, Command, Flag, Id, NewId, Text, Texts
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, result, string

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 from annotated_types import Ge
 from pydantic import Field
 
+from roundtable.services.args import Args, Count, Id, Number, Text
 from roundtable.services.sessions import budgets, usage
 from roundtable.services.sessions.usage_stream import Usage
-from roundtable.tools.args import Args, Count, Id, Number, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 

@@ -12,9 +12,9 @@ from pydantic import Field
 
 from roundtable.domain import Risk, WorkspaceState
 from roundtable.errors import ValidationError
+from roundtable.services.args import Args, Flag, Id, RiskWord, Text, Title
 from roundtable.services.workspaces import worktrees as service
 from roundtable.tools import views
-from roundtable.tools.args import Args, Flag, Id, RiskWord, Text, Title
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, result, strings

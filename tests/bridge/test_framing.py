@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from roundtable.owner import Owner
 from roundtable.server.stdio import events, frame
-from roundtable.tools.args import Args, Text
+from roundtable.services.args import Args, Text
 from roundtable.tools.context import OPERATOR
 from roundtable.tools.registry import Registry, ToolSpec
 from tests.helpers import make_git_project

@@ -17,7 +17,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.runtime import IDENTITY_ARGS, Runtime
-from roundtable.tools.args import Args
+from roundtable.services.args import Args
 from roundtable.tools.registry import get_registry
 
 FROZEN: dict[str, Any] = json.loads((Path(__file__).parent / "fixtures" / "hand_written_schemas.json").read_text())

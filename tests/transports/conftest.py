@@ -17,7 +17,7 @@ import pytest
 
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
-from roundtable.tools.args import Args, Int, NoArgs, Number, Text
+from roundtable.services.args import Args, Int, NoArgs, Number, Text
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Registry, ToolSpec
 from tests.helpers import auth_headers

@@ -11,7 +11,7 @@ from mcp import Client
 
 from roundtable.errors import ToolError
 from roundtable.owner import Owner
-from roundtable.tools.args import NoArgs
+from roundtable.services.args import NoArgs
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Registry, ToolSpec
 from tests.helpers import sdk_http

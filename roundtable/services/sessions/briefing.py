@@ -22,7 +22,7 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession, Claim, Decision, Proposal, ProposalComment, Task
 
 QUOTE_LIMIT = 4000  # characters of agent text quoted into a briefing
-TITLE_QUOTE_LIMIT = 500  # a title's own bound (`tools.args.TITLE_MAX`)
+TITLE_QUOTE_LIMIT = 500  # a title's own bound (`services.args.TITLE_MAX`)
 _FENCE_RUN = re.compile(r"`{3,}|~{3,}")
 
 

@@ -1,9 +1,12 @@
 """How an operation declares its arguments: one pydantic model per operation (`Args`).
 
-An operation's `Args` subclass, declared next to its handler, is the one description of its
-input. The registry generates the advertised JSON Schema from it (`tools/schema.py`),
-`Runtime.call` validates every call through it (`tools/refusals.py` words the refusal), and the
-handler receives the validated instance as `call.args`, typed.
+An operation's `Args` subclass is the one description of its input, from the argument to the
+service: declared beside the service function that takes it (or beside its handler when no
+service needs it), it gives the advertised JSON Schema (the registry generates it,
+`tools/schema.py`), `Runtime.call` validates every call through it (`tools/refusals.py` words
+the refusal), the handler receives the validated instance as `call.args`, and hands it on to the
+service whole. The base lives at the services' level so that services can take it; the tool
+layer above only references the models.
 
 Every argument is bounded: fields use the types below, which carry the limit of what they hold
 (an id 128 characters, a path 4,096, free text 1 MiB, an integer SQLite's 64 bits, a list
