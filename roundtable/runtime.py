@@ -215,7 +215,9 @@ class Runtime:
             if spec.prepare is not None:
                 await spec.prepare(call)
             if spec.mode == "write":
-                async with self.db.write(tool=spec.name, principal=caller.principal, transport=caller.transport) as tx:
+                async with self.db.write(
+                    tool=spec.name, principal=caller.principal, transport=caller.transport, urgent=spec.urgent
+                ) as tx:
                     call.tx = tx
                     return await spec.handler(call)
             if spec.mode == "read":

@@ -9,8 +9,8 @@ to do from the stored state; these handlers do it through `services.coordination
   a savepoint per task);
 - `chair.mark_in_review`: a proposal whose review was requested for its revision;
 - `chair.sweep_claims`: claims past their TTL;
-- `chair.expire_turns` / `chair.schedule_turn`: the turn queue, each in a short transaction of its
-  own on the writer's urgent lane (mode `none`);
+- `chair.expire_turns` / `chair.schedule_turn`: the turn queue, each in a short transaction on the
+  writer's urgent lane (`ToolSpec.urgent`);
 - `chair.record_error`: a failing item, once per item and message;
 - `chair.end_run` / `chair.note_retry`: how the loops end a run or retry an iteration.
 """
@@ -28,7 +28,7 @@ from roundtable.services.coordination import chair_steps
 from roundtable.services.governance.run_end import wind_down
 from roundtable.store.db import Tx
 from roundtable.tools.context import Call
-from roundtable.tools.registry import Handler, ToolSpec, TxMode
+from roundtable.tools.registry import Handler, ToolSpec
 
 _OBJECT = {"type": "object"}
 _RUN = "The run the Chair is ticking (its events go there)."
@@ -96,18 +96,17 @@ async def sweep_claims(call: Call[TimedArgs]) -> dict[str, Any]:
 async def expire_turns(call: Call[TimedArgs]) -> dict[str, Any]:
     timings = call.runtime.config.chair
     expired = await chair_steps.expire_turns(
-        call.runtime,
+        call.w,
         call.args.run_id,
         call.args.now or clock.now(),
         start_timeout=timings.turn_start_timeout,
         turn_timeout=timings.turn_timeout,
-        label=call.tool,
     )
     return {"expired": expired}
 
 
 async def schedule_turn(call: Call[RunArgs]) -> dict[str, Any]:
-    return {"scheduled": await chair_steps.schedule_turn(call.runtime, call.args.run_id, label=call.tool)}
+    return {"scheduled": await chair_steps.schedule_turn(call.w, call.args.run_id)}
 
 
 if TYPE_CHECKING:
@@ -134,9 +133,7 @@ async def end_run(call: Call[EndRunArgs]) -> dict[str, Any]:
     async def wind(tx: Tx) -> dict[str, Any]:
         return (await wind_down(tx, a.run_id, a.status, actor=call.actor)).to_dict()
 
-    wound = await chair_steps.end_run(
-        call.runtime, a.run_id, a.status, payload, actor=call.actor, label=call.tool, wind_down=wind
-    )
+    wound = await chair_steps.end_run(call.w, a.run_id, a.status, payload, actor=call.actor, wind_down=wind)
     return {"run_id": a.run_id, "status": a.status, **payload, **wound}
 
 
@@ -161,14 +158,14 @@ async def note_retry(call: Call[NoteRetryArgs]) -> dict[str, Any]:
     return payload
 
 
-def _spec(name: str, description: str, args: type[Args], handler: Handler, *, mode: TxMode = "write") -> ToolSpec:
+def _spec(name: str, description: str, args: type[Args], handler: Handler, *, urgent: bool = False) -> ToolSpec:
     return ToolSpec(
         name=name,
         description=description,
         args=args,
         output_schema=_OBJECT,
         handler=handler,
-        mode=mode,
+        urgent=urgent,
         audience="internal",
     )
 
@@ -197,14 +194,14 @@ TOOLS: list[ToolSpec] = [
         "Expire overdue turns and turns of agents no longer enabled (agent.turn_expired).",
         TimedArgs,
         expire_turns,
-        mode="none",
+        urgent=True,
     ),
     _spec(
         "chair.schedule_turn",
         "Schedule the run's oldest waiting turn unless a turn is in flight (agent.turn_scheduled).",
         RunArgs,
         schedule_turn,
-        mode="none",
+        urgent=True,
     ),
     _spec(
         "chair.record_error",
@@ -217,7 +214,6 @@ TOOLS: list[ToolSpec] = [
         "End a run the loop settled: converged (completed, blocked) or failed (orchestrator.<status>).",
         EndRunArgs,
         end_run,
-        mode="none",
     ),
     _spec(
         "chair.note_retry",

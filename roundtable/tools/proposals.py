@@ -40,7 +40,6 @@ from roundtable.services.args import (
     VoteWord,
     identity,
 )
-from roundtable.services.coordination import quotas
 from roundtable.services.governance import comments as comments_service
 from roundtable.services.governance import proposals as service
 from roundtable.services.governance import votes as votes_service
@@ -149,9 +148,9 @@ async def create(call: Call[CreateArgs]) -> dict[str, Any]:
         runs=call.run_hint,
         max_files=call.runtime.config.repo.max_patch_files,
         prepared=prepared,
+        limits=call.runtime.config.limits,
+        counted_agent=call.agent_id,
     )
-    run_id = str(await call.w.scalar("SELECT run_id FROM proposals WHERE id = ?", (proposal_id,)) or "")
-    await quotas.check(call.w, call.runtime.config.limits, "proposal", run_id=run_id, agent_id=call.agent_id)
     out = views.proposal_result(created)
     if a.edits or a.files:  # the diff the server built, for its author to check (a block of its own)
         out["patch"] = patch

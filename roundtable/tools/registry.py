@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from roundtable.services.args import (
@@ -71,6 +72,42 @@ Audience = Literal["mcp", "mcp-operator", "session", "operator", "internal"]
 ADVERTISED: frozenset[str] = frozenset({"mcp", "mcp-operator"})
 OPERATOR_AUDIENCES: frozenset[str] = frozenset({"mcp-operator", "operator", "internal"})
 SESSION_AUDIENCES: frozenset[str] = frozenset({"mcp", "session"})  # a capability session's role filters further
+
+# The operations `Runtime.call` opens no transaction for (`mode="none"`), each with why: they touch
+# no database, or they run work that must not hold a transaction or the write lock (git, a
+# subprocess, file hashing, a wait) between database phases of their own. Every other operation
+# runs inside the one write transaction or read snapshot `Runtime.call` opens around its handler;
+# a test holds the declarations to this list.
+OWN_TRANSACTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "repo.read_file": "reads the working tree, not the database",
+        "repo.search": "reads the working tree, not the database",
+        "repo.symbols": "reads the working tree, not the database",
+        "patch.validate": "runs `git apply --check` between its snapshot and its write",
+        "patch.apply": "writes its intent, runs git, then records the outcome (crash-safe phases)",
+        "patch.rollback": "runs git between its check and its record",
+        "resource.claim": "hashes the file off the writer; a refusal records its contention in a second transaction",
+        "claim.reconcile": "hashes the claimed files between its snapshot and its write",
+        "token.ensure": "reads and writes the credential file around its database phases",
+        "transaction.recover": "runs git to finish or roll back an interrupted apply between records",
+        "session.launch": "drives the supervisor, which starts a process and makes calls of its own",
+        "session.revoke": "drives the supervisor, which stops a process and makes calls of its own",
+        "session.send": "drives the supervisor, which may resume a process and makes calls of its own",
+        "test.run": "runs the test command (a subprocess) between its records",
+        "test.suggest": "walks the working tree and parses the patch after its snapshot",
+        "security.review": "scans the patch between its snapshot and its write",
+        "workspace.propose": "runs git in the workspace between its snapshot and its write",
+        "workspace.sync": "runs git in the workspace between its snapshot and its write",
+        "workspace.create": "adds a git worktree between its check and its record",
+        "workspace.remove": "removes a git worktree between its check and its record",
+        "workspace.sweep": "removes git worktrees, one record each",
+        "workspace.list": "runs git for each workspace's diffstat after its snapshot",
+        "landing.sync": "runs git and calls the forge between its records",
+        "landing.refresh": "runs git and calls the forge for each open proposal, one record each",
+        "table.watch": "a long poll: waits on the change bus between snapshots, holding no connection",
+        "agent.turn_start": "polled: refuses an unscheduled start on a snapshot, writes only for an allowed one",
+    }
+)
 
 # The reference registry's declaration order: the order of the advertised
 # tools in `tools/list` and tools.schema.json. It decides nothing about who may call what.
@@ -203,9 +240,9 @@ class ToolSpec:
     """One operation. `args` is the model of its arguments (`services/args.py`): the registry
     generates `input_schema` from it, `Runtime.call` validates through it and the handler gets
     the instance as `call.args`. `mode` says which transaction `Runtime.call` opens around the
-    handler: `write` (one BEGIN IMMEDIATE transaction, `call.tx`), `read` (one snapshot,
-    `call.reader`) or `none` (the handler manages its own, for long work such as running tests
-    or git)."""
+    handler: `write` (one BEGIN IMMEDIATE transaction, `call.tx`; `urgent` puts it on the
+    writer's urgent lane), `read` (one snapshot, `call.reader`) or `none` (none: only the
+    operations of `OWN_TRANSACTIONS`, which say why)."""
 
     name: str
     description: str
@@ -214,6 +251,7 @@ class ToolSpec:
     handler: Handler | None
     input_schema: dict[str, Any] = field(default_factory=dict)  # generated from `args`
     mode: TxMode = "write"
+    urgent: bool = False
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False

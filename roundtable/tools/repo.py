@@ -142,7 +142,7 @@ TOOLS = [
         args=PathArgs,
         output_schema={"type": "object"},
         handler=None,
-        mode="none",
+        mode="read",
         read_only=True,
     ),
 ]

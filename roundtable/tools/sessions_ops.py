@@ -335,9 +335,8 @@ async def record_denial(call: Call[RecordDenialArgs]) -> dict[str, Any]:
     """A session endpoint refused one of its session's calls: `capability.denied`, written as the
     session's own (its agent the principal, `session` the transport), never with the arguments."""
     a = call.args
-    async with call.runtime.db.read() as reader:
-        cap = await reader.get(SessionCapability, a.capability_id)
-    await capabilities.record_denial(call.runtime.db, cap, a.tool, a.reason_code)
+    cap = await call.w.get(SessionCapability, a.capability_id)
+    await capabilities.record_denial(call.w, cap, a.tool, a.reason_code)
     return {"recorded": True}
 
 
@@ -348,7 +347,6 @@ TOOLS: list[ToolSpec] = [
         args=RecordDenialArgs,
         output_schema=_OBJECT,
         handler=record_denial,
-        mode="none",
         audience="internal",
     ),
     ToolSpec(

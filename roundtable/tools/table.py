@@ -219,7 +219,7 @@ TOOLS = [
         args=TurnArgs,
         output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
         handler=turn_start,
-        mode="none",  # refuses an unscheduled start on a read, opens its write only to record one
+        mode="none",
     ),
     ToolSpec(
         name="agent.turn_complete",

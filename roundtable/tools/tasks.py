@@ -34,10 +34,9 @@ class CreateArgs(Args):
 
 async def create(call: Call[CreateArgs]) -> dict[str, Any]:
     a = call.args
-    task = await tasks.create_task(  # its own write: one job, grouped with the writes beside it
-        call.runtime.db,
+    task = await tasks.create_task(
+        call.w,
         call.runtime.config.limits,
-        tool=call.tool,
         title=a.title,
         body_md=a.body_md,
         priority=a.priority,
@@ -101,7 +100,6 @@ TOOLS = [
         args=CreateArgs,
         output_schema=result({"task": RECORD}),
         handler=create,
-        mode="none",
     ),
     ToolSpec(
         name="task.get",

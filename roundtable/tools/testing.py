@@ -26,7 +26,7 @@ class GetResultArgs(Args):
 
 
 async def get_result(call: Call[GetResultArgs]) -> dict[str, Any]:
-    run, log, log_error = await testing_service.get_result(call.runtime, call.args.test_run_id)
+    run, log, log_error = await testing_service.get_result(call.r, call.runtime.root, call.args.test_run_id)
     out: dict[str, Any] = {"test_run": run.to_dict(), "log": log}
     if log_error:
         out["log_error"] = log_error
@@ -175,7 +175,7 @@ TOOLS = [
             required=["test_run", "log"],
         ),
         handler=get_result,
-        mode="none",
+        mode="read",
         read_only=True,
         idempotent=True,
     ),

@@ -9,6 +9,7 @@ import pytest
 from roundtable import clock
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import capabilities as caps
+from roundtable.tools.context import SUPERVISOR
 from tests.sessions.helpers import add_proposal, bind, make_task
 
 pytestmark = pytest.mark.anyio
@@ -287,11 +288,17 @@ async def test_session_must_be_active(runtime: Runtime) -> None:
 async def test_denial_event_has_no_arguments(runtime: Runtime) -> None:
     run_id, task_id = await make_task(runtime)
     b = await bind(runtime, "tester-1", run_id, task_id, await add_proposal(runtime, task_id))
-    await caps.record_denial(runtime.db, b.cap, "proposal.create", "tool_not_permitted")
+    await runtime.call(
+        "capability.record_denial",
+        {"capability_id": b.cap.id, "tool": "proposal.create", "reason_code": "tool_not_permitted"},
+        SUPERVISOR,
+    )
     async with runtime.db.read() as r:
         row = await r.fetchone("SELECT * FROM events WHERE type = 'capability.denied'")
     assert row is not None
     assert row["actor_id"] == "tester-1"
+    # The session's event, whoever records it (the session endpoint does, as the supervisor).
+    assert (row["principal"], row["transport"]) == ("agent:tester-1", "session")
     import json
 
     assert json.loads(row["payload_json"]) == {

@@ -1,8 +1,7 @@
 """The Chair's writes: what each step of its tick and each ending of its loops changes.
 
 The Chair (`roundtable.chair`) decides *what* to do from the stored state; these functions do it,
-each inside the transaction it is given (or, for the turn steps, in a short transaction of their
-own on the writer's urgent lane). The Chair reaches them only through its internal operations
+each inside the transaction it is given (the turn steps' on the writer's urgent lane). The Chair reaches them only through its internal operations
 (`tools/chair_ops.py`, `Runtime.call` as the caller `chair`), so every write is validated,
 labelled and recorded like any other call.
 """
@@ -21,7 +20,6 @@ from roundtable.services.coordination import claims as claims_service
 from roundtable.services.coordination import runs as runs_service
 from roundtable.services.coordination import turns as turns_service
 from roundtable.services.coordination.tasks import assign_task
-from roundtable.services.project import Project
 from roundtable.store.db import Tx
 
 SYSTEM_ACTOR = "system"  # claims the sweep expires are expired by time, not by the Chair
@@ -123,48 +121,45 @@ async def sweep_claims(tx: Tx, run_id: str, now: str) -> list[str]:
 
 
 async def expire_turns(
-    project: Project, run_id: str, now: str, *, start_timeout: float, turn_timeout: float, label: str
+    tx: Tx, run_id: str, now: str, *, start_timeout: float, turn_timeout: float
 ) -> list[dict[str, Any]]:
-    """Expire the run's overdue turns (and those of agents no longer enabled) in one urgent write
-    transaction: the hand-over after a turn must not queue behind ordinary writers."""
-    async with project.db.write(tool=label, urgent=True) as tx:
-        rows = await tx.fetchall("SELECT id FROM agents WHERE is_enabled = 1")
-        return await turns_service.expire_overdue(
-            tx,
-            run_id,
-            now,
-            start_timeout=start_timeout,
-            turn_timeout=turn_timeout,
-            enabled={str(row[0]) for row in rows},
-        )
+    """Expire the run's overdue turns (and those of agents no longer enabled). Its operation runs
+    on the writer's urgent lane (`ToolSpec.urgent`): the hand-over after a turn must not queue
+    behind ordinary writers."""
+    rows = await tx.fetchall("SELECT id FROM agents WHERE is_enabled = 1")
+    return await turns_service.expire_overdue(
+        tx,
+        run_id,
+        now,
+        start_timeout=start_timeout,
+        turn_timeout=turn_timeout,
+        enabled={str(row[0]) for row in rows},
+    )
 
 
-async def schedule_turn(project: Project, run_id: str, *, label: str) -> dict[str, Any] | None:
+async def schedule_turn(tx: Tx, run_id: str) -> dict[str, Any] | None:
     """Schedule the run's oldest waiting turn unless one is in flight (urgent, like `expire_turns`)."""
-    async with project.db.write(tool=label, urgent=True) as tx:
-        return await turns_service.schedule_next(tx, run_id)
+    return await turns_service.schedule_next(tx, run_id)
 
 
 async def end_run(
-    project: Project,
+    tx: Tx,
     run_id: str,
     status: str,
     payload: dict[str, Any],
     *,
     actor: str,
-    label: str,
     wind_down: Callable[[Tx], Awaitable[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """End the run with `status` (one of `ENDINGS`: `run.ended`) and record the loop's
-    `orchestrator.<status>` event with `payload` (iterations, and the reason or the error), in one
-    transaction; `wind_down` (what the end does to the run's open work) runs first in it, and what
-    it returns goes into `run.ended` and back to the caller."""
+    `orchestrator.<status>` event with `payload` (iterations, and the reason or the error), in
+    `tx`; `wind_down` (what the end does to the run's open work) runs first in it, and what it
+    returns goes into `run.ended` and back to the caller."""
     if status not in ENDINGS:
         raise ValueError(f"unknown run ending {status!r}")
-    async with project.db.write(tool=label) as tx:
-        details = await wind_down(tx) if wind_down is not None else {}
-        await runs_service.end(tx, run_id, status, details=details)
-        await tx.append_event(run_id, orchestrator_event(status), payload, actor_id=actor)
+    details = await wind_down(tx) if wind_down is not None else {}
+    await runs_service.end(tx, run_id, status, details=details)
+    await tx.append_event(run_id, orchestrator_event(status), payload, actor_id=actor)
     return details
 
 

@@ -33,7 +33,7 @@ from roundtable.services.coordination.session_scope import Scope, where
 from roundtable.services.paging import PageRequest, after
 from roundtable.services.repository.pathguard import is_sensitive_path, resolve_repo_path
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, resolve_sync
-from roundtable.store.db import Database, Reader, Tx
+from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
 DEFAULT_PRIORITY = 100
@@ -160,10 +160,9 @@ def _task_values(
 
 
 async def create_task(
-    db: Database,
+    tx: Tx,
     limits: LimitsConfig,
     *,
-    tool: str,
     title: str,
     body_md: str,
     priority: int = DEFAULT_PRIORITY,
@@ -178,14 +177,12 @@ async def create_task(
     runs: RunHint = NO_HINT,
 ) -> Task:
     """Create a task, or (operator only) replace one with the same id (keeping its `created_at`
-    and its run), with the agent's task quota (`quotas`) checked in the same write job
-    (`Database.write_run`: one round trip on the writer's thread). `agent` is the acting agent ("" for operator authority); `actor` is recorded on the event;
-    `runs` is what the call says about the run (`services.run_scope`). Returns the task once
-    committed."""
+    and its run), inside `tx`, with the agent's task quota (`quotas`) checked in the same round
+    trip on the writer's thread (`Tx.run`). `agent` is the acting agent ("" for operator
+    authority); `actor` is recorded on the event; `runs` is what the call says about the run
+    (`services.run_scope`)."""
     values = _task_values(title, body_md, priority, risk, assigned_agent_id, readable_paths, task_id, status, root)
-    task: Task = await db.write_run(
-        _create_job, values, bool(task_id), assigned_agent_id, actor, agent, runs, limits, tool=tool
-    )
+    task: Task = await tx.run(_create_job, tx, values, bool(task_id), assigned_agent_id, actor, agent, runs, limits)
     return task
 
 

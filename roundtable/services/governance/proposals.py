@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from roundtable import clock
+from roundtable.config import LimitsConfig
 from roundtable.domain import ClaimStatus, EventType, GateState, ProposalStatus
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.services.coordination import quotas
 from roundtable.services.coordination.claims import (
     check_resource_id,
     expired_note,
@@ -228,9 +230,13 @@ async def create(
     runs: RunHint = NO_HINT,
     max_files: int = DEFAULT_MAX_PATCH_FILES,
     prepared: ParsedPatch | None = None,
+    limits: LimitsConfig | None = None,
+    counted_agent: str = "",
 ) -> dict[str, Any]:
     """A new proposal with its first revision. `prepared`: `patch` already parsed and checked
-    (`prepare_revision`) before the caller's transaction, so the write lock is not held for it."""
+    (`prepare_revision`) before the caller's transaction, so the write lock is not held for it.
+    `counted_agent` is the agent whose proposal quotas (`limits`, `coordination.quotas`) the new
+    proposal counts against: the acting agent, "" for the operator and the owner's components."""
     if status not in OPEN_STATUSES:
         raise ValidationError(f"status must be one of {', '.join(OPEN_STATUSES)}")
     tests = [t.strip() for t in expected_tests if t.strip()]
@@ -284,6 +290,8 @@ async def create(
         actor_id=agent_id,
         task_id=task_id,
     )
+    if limits is not None:
+        await quotas.check(tx, limits, "proposal", run_id=run, agent_id=counted_agent)
     return await view(tx, proposal_id)
 
 

@@ -35,7 +35,7 @@ from roundtable.services.coordination.session_scope import (
     parse_readable,
     within,
 )
-from roundtable.store.db import Database, Reader, Tx
+from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession, Claim, Proposal, SessionCapability, Task
 
 TOKEN_PREFIX = "rtcap_"
@@ -494,11 +494,14 @@ def _check_claim(cap: SessionCapability, args: dict[str, Any], readable: list[st
 # --- denials -----------------------------------------------------------------------------------
 
 
-async def record_denial(db: Database, cap: SessionCapability, tool: str, reason_code: str) -> None:
-    """Append `capability.denied` in its own transaction; never the arguments or the token. The
-    event is the session's: its agent is the principal and `session` the transport, whatever task
-    started the endpoint (a launch over the legacy socket would otherwise lend it `operator`)."""
-    async with db.write(tool=EventType.CAPABILITY_DENIED, principal=f"agent:{cap.agent_id}", transport="session") as tx:
+async def record_denial(tx: Tx, cap: SessionCapability, tool: str, reason_code: str) -> None:
+    """Append `capability.denied` in `tx`, a transaction of its own (`capability.record_denial`:
+    the refused call itself changes nothing); never the arguments or the token. The event is the
+    session's: its agent is the principal and `session` the transport, whoever records it (the
+    session endpoint does, as the supervisor)."""
+    acting = tx.principal, tx.transport
+    tx.principal, tx.transport = f"agent:{cap.agent_id}", "session"
+    try:
         await tx.append_event(
             cap.run_id,
             EventType.CAPABILITY_DENIED,
@@ -506,3 +509,5 @@ async def record_denial(db: Database, cap: SessionCapability, tool: str, reason_
             actor_id=cap.agent_id,
             task_id=cap.task_id,
         )
+    finally:
+        tx.principal, tx.transport = acting

@@ -327,13 +327,12 @@ def _redact_and_write(path: Path, text: str) -> str:
     return log
 
 
-async def get_result(runtime: Project, test_run_id: str) -> tuple[TestRun, str, str]:
+async def get_result(r: Reader | Tx, root: Path, test_run_id: str) -> tuple[TestRun, str, str]:
     """The run, its log, and why the log could not be read (`""` when it could)."""
-    async with runtime.db.read() as r:
-        record = await get_test_run(r, test_run_id)
+    record = await get_test_run(r, test_run_id)
     if not record.log_path:
         return record, "", ""
-    path = runtime.root / record.log_path
+    path = root / record.log_path
 
     def read() -> str:
         return Path(path).read_text(encoding="utf-8", errors="replace")

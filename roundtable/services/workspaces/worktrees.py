@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 from roundtable import clock
 from roundtable.domain import EventType, ProposalStatus, Risk, TaskStatus, WorkspaceState
 from roundtable.errors import NotFound, ToolError, ValidationError
-from roundtable.services.coordination import quotas
 from roundtable.services.coordination.claims import ClaimConflict, ClaimRequest, acquire, covering_write_claims
 from roundtable.services.governance import proposals
 from roundtable.services.governance.gates import OPEN_STATUSES
@@ -490,13 +489,8 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                     runs=runs,
                     max_files=max_files,
                     prepared=parsed,
-                )
-                # An agent's new proposal counts against its quotas (the owner's components never do).
-                created_run = str(
-                    await tx.scalar("SELECT run_id FROM proposals WHERE id = ?", (out["proposal"]["id"],))
-                )
-                await quotas.check(
-                    tx, runtime.config.limits, "proposal", run_id=created_run, agent_id=req.counted_agent
+                    limits=runtime.config.limits,
+                    counted_agent=req.counted_agent,  # the owner's components are never counted
                 )
         except ValidationError as exc:
             if "does not apply to the current tree" not in str(exc):
