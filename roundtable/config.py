@@ -36,7 +36,7 @@ from pydantic import (
 )
 
 from roundtable.endpoint import CONFIG_RELATIVE_PATH, DEFAULT_HTTP_ADDRESS, address_problem, http_url
-from roundtable.errors import ConfigError
+from roundtable.errors import ConfigError, ConfigMissing
 from roundtable.located_yaml import Located, load_yaml, overlay, validation_error
 
 CONFIG_LABEL = "config.yaml"
@@ -623,7 +623,7 @@ def load_config(root: Path | str) -> Config:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"read config: {path} does not exist; run `roundtable init --root {root}` first") from None
+        raise ConfigMissing(f"read config: {path} does not exist; run `roundtable init --root {root}` first") from None
     except OSError as exc:
         raise ConfigError(f"read config: {path}: {exc.strerror}") from None
     except UnicodeDecodeError:

@@ -20,6 +20,10 @@ class ConfigError(RoundtableError):
     """The configuration file is missing, malformed or invalid."""
 
 
+class ConfigMissing(ConfigError):
+    """The project has no configuration file (it was never initialised)."""
+
+
 class StoreError(RoundtableError):
     """The database could not be opened or migrated."""
 
@@ -44,6 +48,10 @@ class NotFound(ToolError):
 
 class ValidationError(ToolError):
     """Arguments did not match the tool's schema or a handler rule."""
+
+
+class PatchDoesNotApply(ValidationError):
+    """A patch does not apply to the tree it is meant for (git's dry run or apply refused it)."""
 
 
 class PermissionDenied(ToolError):

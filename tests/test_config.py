@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.config import Config, ConfigError, default_config_yaml, load_config, parse_config
+from roundtable.errors import ConfigMissing
 
 
 def test_empty_file_gives_defaults() -> None:
@@ -96,8 +97,13 @@ def test_errors_name_key_and_line(text: str, expected: str) -> None:
 
 
 def test_missing_file_says_run_init(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="roundtable init"):
+    with pytest.raises(ConfigMissing, match="roundtable init"):  # a ConfigError of its own kind
         load_config(tmp_path)
+    (tmp_path / ".roundtable").mkdir()
+    (tmp_path / ".roundtable" / "config.yaml").write_text("- not a mapping\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert not isinstance(info.value, ConfigMissing)
 
 
 def test_sqlite_path_stays_in_the_private_state_directory(tmp_path: Path) -> None:

@@ -581,7 +581,7 @@ def _harness_findings(root: Path, owner_ok: bool, owner_running: bool, configure
 def diagnose(root: Path) -> list[Finding]:
     """Every check `doctor` makes, in order."""
     from roundtable.config import load_config
-    from roundtable.errors import ConfigError
+    from roundtable.errors import ConfigError, ConfigMissing
     from roundtable.services.coordination.agents import configured_agents
 
     root = root.resolve()
@@ -593,7 +593,7 @@ def diagnose(root: Path) -> list[Finding]:
     except ConfigError as exc:
         fix = (
             f"run `roundtable init --root {root}`"
-            if "does not exist" in str(exc)
+            if isinstance(exc, ConfigMissing)
             else f"fix {root / '.roundtable' / 'config.yaml'} (the message names the line)"
         )
         found.append(Finding(False, f"configuration is invalid: {exc}", fix))

@@ -377,7 +377,8 @@ class DatabaseBusy(StoreError):
 
 def _busy_or_store_error(exc: sqlite3.OperationalError, busy_timeout_ms: int) -> StoreError:
     """The one-line refusal for a transaction that could not begin."""
-    if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc):
+    # SQLite's own code, not its words (`sqlite_errorcode` is the extended code: its low byte the primary one).
+    if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return DatabaseBusy(
             f"the database is busy: another process held its write lock for over {busy_timeout_ms / 1000:g} s; "
             "nothing was written — retry, or send the call through the running owner (roundtable mcp call --socket)"

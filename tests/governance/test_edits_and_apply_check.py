@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from roundtable.errors import ToolError
+from roundtable.errors import PatchDoesNotApply, ToolError
 from tests.governance.conftest import AUTHOR, Flow, make_patch
 from tests.helpers import agent, git
 
@@ -41,9 +41,9 @@ async def _create(flow: Flow, **change: Any) -> dict[str, Any]:
     return await flow.call("proposal.create", {**args, **change}, agent(AUTHOR))
 
 
-async def _refused(flow: Flow, change: dict[str, Any]) -> str:
+async def _refused(flow: Flow, change: dict[str, Any], kind: type[ToolError] = ToolError) -> str:
     before = await _count(flow)
-    with pytest.raises(ToolError) as exc:
+    with pytest.raises(kind) as exc:
         await _create(flow, **change)
     assert await _count(flow) == before, "a refused proposal recorded something"
     return str(exc.value)
@@ -120,7 +120,7 @@ async def test_a_stale_patch_is_refused_with_the_hunk_and_the_real_lines(flow: F
         "diff --git a/src/lists.py b/src/lists.py\n--- a/src/lists.py\n+++ b/src/lists.py\n"
         "@@ -46,3 +46,3 @@\n def f16():\n-    return 99\n+    return 100\n \n"
     )
-    message = await _refused(flow, {"patch": stale})
+    message = await _refused(flow, {"patch": stale}, PatchDoesNotApply)  # its own type, through Runtime.call
     assert message.startswith("patch does not apply to the current tree: patch failed: src/lists.py:46;")
     assert "First difference at line 47: the hunk expects '    return 99', the file has '    return 16'." in message
     assert (

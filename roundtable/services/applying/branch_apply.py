@@ -717,6 +717,7 @@ async def recover(runtime: Project, row: Transaction) -> str:
     meta = landing.landing_meta(row.metadata_json)
     done = False
     detail = ""
+    unanswered = False  # the forge could not be asked: the operator must look
     if row.status == TransactionStatus.ROLLING_BACK:
         plan = json.loads(row.metadata_json or "{}").get("rollback_landing") or {}
         done = bool(plan) and await landing.resolve(runtime.root, plan["ref"]) == plan["to"]
@@ -739,6 +740,7 @@ async def recover(runtime: Project, row: Transaction) -> str:
         except ForgeError as exc:
             status = TransactionStatus.FAILED
             detail = f"could not ask the forge ({exc}); check pull request #{meta.get('pr_number')} yourself"
+            unanswered = True
     outcome: str
     async with runtime.db.write(tool="recovery") as tx:
         now = clock.now()
@@ -751,7 +753,7 @@ async def recover(runtime: Project, row: Transaction) -> str:
             )
             outcome = RecoveryOutcome.ROLLED_BACK
         else:
-            outcome = RecoveryOutcome.NEEDS_ATTENTION if "yourself" in detail else "not_applied"
+            outcome = RecoveryOutcome.NEEDS_ATTENTION if unanswered else "not_applied"
             await leave_unrecovered(tx, row, status, outcome, detail, now)
         return await record_recovered(tx, row, outcome, detail, status)
 

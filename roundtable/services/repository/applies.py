@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from roundtable.errors import ValidationError
+from roundtable.errors import PatchDoesNotApply
 from roundtable.services.repository import git
 from roundtable.services.repository.patches import ParsedPatch
 from roundtable.services.repository.repo import split_lines
@@ -98,11 +98,11 @@ def _explain(root: Path, patch: str, path: str, old_start: int) -> str:
 
 
 async def check_applies(root: Path, parsed: ParsedPatch) -> None:
-    """Refuse (`ValidationError`) a patch that `git apply --check` would not apply to `root`."""
-    failure = await git.apply_check(root, parsed.text.encode("utf-8"))
-    if not failure:
+    """Refuse (`PatchDoesNotApply`) a patch that `git apply --check` would not apply to `root`."""
+    result = await git.dry_run(root, parsed.text.encode("utf-8"))
+    if result.ok:
         return
-    detail = failure.split(": ", 2)[-1] if failure.startswith("patch apply failed: exit status") else failure
+    detail = result.output
     lines = [line.removeprefix("error: ") for line in detail.splitlines() if line.strip()]
     summary = "; ".join(lines[:3]) or "git gave no reason"
     m = _FAILED_AT.search(detail)
@@ -110,4 +110,4 @@ async def check_applies(root: Path, parsed: ParsedPatch) -> None:
     if m is not None:
         path, start = m.group(1), int(m.group(2))
         explanation = await anyio.to_thread.run_sync(_explain, root, parsed.text, path, start)
-    raise ValidationError(f"patch does not apply to the current tree: {summary}{explanation}")
+    raise PatchDoesNotApply(f"patch does not apply to the current tree: {summary}{explanation}")

@@ -31,6 +31,10 @@ VIEW_CAP = 16 * 1024 * 1024
 PR_SET_PDEATHSIG = 1
 
 
+class GitTimedOut(ToolError):
+    """git did not finish within its timeout (it was killed)."""
+
+
 @dataclass(frozen=True)
 class GitResult:
     returncode: int
@@ -94,7 +98,7 @@ async def exec_git(
     except OSError as exc:
         raise ToolError(f"git could not start: {exc.strerror}") from None
     if done.timed_out:
-        raise ToolError(f"git {args[0]} timed out after {timeout:g}s")
+        raise GitTimedOut(f"git {args[0]} timed out after {timeout:g}s")
     return (done.code if done.code is not None else -1), done.out, done.err
 
 
@@ -135,9 +139,14 @@ def _failure(result: GitResult) -> str:
     return f"patch apply failed: exit status {result.returncode}: {result.output}"
 
 
+async def dry_run(root: Path, patch: bytes, *, reverse: bool = False) -> GitResult:
+    """`git apply --check`: whether the patch applies cleanly to `root`, and git's own words."""
+    return await run_git(root, _apply_args(check=True, reverse=reverse), patch)
+
+
 async def apply_check(root: Path, patch: bytes, *, reverse: bool = False) -> str:
     """Dry run: `""` if the patch applies cleanly to `root`, else the error text."""
-    result = await run_git(root, _apply_args(check=True, reverse=reverse), patch)
+    result = await dry_run(root, patch, reverse=reverse)
     return "" if result.ok else _failure(result)
 
 
@@ -165,10 +174,8 @@ async def read_patch_view(root: Path, patch: bytes, timeout: float = GIT_TIMEOUT
     args = ["-c", "core.quotepath=false", "apply", "--whitespace=nowarn", "--numstat", "--summary", "-z", "-"]
     try:
         code, out, err = await exec_git(root, args, stdin=patch, timeout=timeout)
-    except ToolError as exc:
-        if "timed out" in str(exc):
-            raise ToolError(f"git apply --numstat timed out after {timeout:g}s") from None
-        raise
+    except GitTimedOut:
+        raise GitTimedOut(f"git apply --numstat timed out after {timeout:g}s") from None
     if len(out) > VIEW_CAP:
         raise ToolError("git's reading of the patch is too large")
     return PatchView(code or 0, out, err[:OUTPUT_CAP].decode("utf-8", errors="replace").strip())

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import anyio
 
-from roundtable.errors import ToolError
+from roundtable.errors import PatchDoesNotApply, ToolError
 from roundtable.services.repository import git
 
 GIT_TIMEOUT_S = 120.0
@@ -36,10 +36,6 @@ _IDENTITY = {
     "GIT_COMMITTER_NAME": "roundtable",
     "GIT_COMMITTER_EMAIL": "roundtable@localhost",
 }
-
-
-class PatchDoesNotApply(ToolError):
-    """The revision's patch does not apply to the current tree."""
 
 
 @dataclass(frozen=True)
@@ -86,14 +82,15 @@ def _outside(path: Path, root: Path) -> bool:
     return not (real == real_root or real.startswith(real_root + os.sep))
 
 
-async def snapshot(root: Path, base: Path, excluded: list[str]) -> str:
-    """A commit object of the working tree (tracked and non-ignored untracked files)."""
+async def snapshot(root: Path, base: Path, excluded: list[str], *, needed_by: str = "test.run") -> str:
+    """A commit object of the working tree (tracked and non-ignored untracked files).
+    `needed_by` names what the refusal of a project that is no repository is for."""
     try:
         toplevel = await _git(root, ["rev-parse", "--show-toplevel"])
     except ToolError:
-        raise ToolError("test.run needs the project to be a git repository (tests run on a scratch worktree)") from None
+        raise ToolError(f"{needed_by} needs the project to be a git repository (tests run on a scratch worktree)") from None
     if not await asyncio.to_thread(os.path.samefile, toplevel, root):
-        raise ToolError(f"test.run needs the project root to be the repository's top level ({toplevel})")
+        raise ToolError(f"{needed_by} needs the project root to be the repository's top level ({toplevel})")
     index = base / "index"
     real_index = await _git(root, ["rev-parse", "--path-format=absolute", "--git-path", "index"])
 

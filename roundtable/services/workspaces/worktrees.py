@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.domain import EventType, ProposalStatus, Risk, TaskStatus, WorkspaceState
-from roundtable.errors import NotFound, ToolError, ValidationError
+from roundtable.errors import NotFound, PatchDoesNotApply, ToolError, ValidationError
 from roundtable.services.coordination.claims import ClaimConflict, ClaimRequest, acquire, covering_write_claims
 from roundtable.services.governance import proposals
 from roundtable.services.governance.gates import OPEN_STATUSES
@@ -255,10 +255,7 @@ def patch_stat(parsed: ParsedPatch) -> dict[str, Any]:
 async def _snapshot(runtime: Project, tmp: Path) -> tuple[str, str]:
     """(commit, tree) of the working tree as `test.run` snapshots it."""
     _socket_dir, excluded = private_paths(runtime)
-    try:
-        commit = await scratch.snapshot(runtime.root, tmp, excluded)
-    except ToolError as exc:
-        raise ToolError(str(exc).replace("test.run needs", "a workspace needs")) from None
+    commit = await scratch.snapshot(runtime.root, tmp, excluded, needed_by="a workspace")
     tree = await repo_git(runtime.root, ["rev-parse", f"{commit}^{{tree}}"])
     return commit, tree
 
@@ -492,10 +489,8 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                     limits=runtime.config.limits,
                     counted_agent=req.counted_agent,  # the owner's components are never counted
                 )
-        except ValidationError as exc:
-            if "does not apply to the current tree" not in str(exc):
-                raise
-            raise ValidationError(
+        except PatchDoesNotApply as exc:
+            raise PatchDoesNotApply(
                 f"{exc}; the project moved under workspace {ws.id}: workspace_sync brings it onto the current tree"
             ) from None
         proposal_id = out["proposal"]["id"]
