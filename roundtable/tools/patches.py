@@ -8,12 +8,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from roundtable import clock
 from roundtable.services.applying import apply as apply_service
 from roundtable.services.applying import rollback as rollback_service
 from roundtable.services.applying.validate import validate as validate_proposal
 from roundtable.services.args import Args, Detail, Id, NewId, Text
 from roundtable.services.governance import proposals as proposals_service
+from roundtable.services.governance.proposals import RejectArgs
 from roundtable.store.records import HumanApproval, SecurityReview
 from roundtable.tools import views
 from roundtable.tools.context import Call
@@ -100,23 +100,8 @@ def _landed(land: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class RejectArgs(Args):
-    proposal_id: Id
-    reason_md: Text
-    decision_id: NewId = ""
-    decided_by: Id = Field("", description="Who decides.")
-
-
 async def reject(call: Call[RejectArgs]) -> dict[str, Any]:
-    a = call.args
-    return await proposals_service.reject(
-        call.w,
-        proposal_id=a.proposal_id,
-        reason_md=a.reason_md,
-        decision_id=a.decision_id or clock.new_id("D"),
-        decided_by=a.decided_by or call.actor,
-        runs=call.run_hint,
-    )
+    return await proposals_service.reject(call.w, call.args, actor=call.actor, runs=call.run_hint)
 
 
 class RollbackArgs(Args):

@@ -1,6 +1,7 @@
 """Proposals, votes and decisions: `proposal.*`, `vote.cast`, `vote.list`, `decision.record`.
 
-Handlers bind arguments and the caller to `services.governance.proposals` and `services.governance.votes`. An agent
+The arguments are declared beside the services that take them (`services.governance.proposals`,
+`.votes`, `.comments`); handlers pass the validated model on whole, with the caller. An agent
 caller acts only as itself: `Runtime.call` fills `agent_id`/`decided_by` from the principal and
 refuses values naming someone else; the author check below is a second line.
 """
@@ -9,44 +10,24 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from annotated_types import MaxLen
 from pydantic import Field, Strict
 
-from roundtable import clock
-from roundtable.domain import ProposalStatus, Risk
+from roundtable.domain import ProposalStatus
 from roundtable.errors import ValidationError
 from roundtable.services import paging
-from roundtable.services.args import (
-    ITEMS_MAX,
-    Args,
-    Commands,
-    Detail,
-    Flag,
-    Fraction,
-    Id,
-    Item,
-    NewId,
-    OpenProposalStatus,
-    PageArgs,
-    Patch,
-    Positive,
-    RepoPath,
-    ResourceIds,
-    RiskWord,
-    Text,
-    Title,
-    VoteWord,
-    identity,
-)
+from roundtable.services.args import Args, Detail, Id, PageArgs, Positive
 from roundtable.services.governance import comments as comments_service
 from roundtable.services.governance import proposals as service
 from roundtable.services.governance import votes as votes_service
+from roundtable.services.governance.comments import CommentArgs
 from roundtable.services.governance.gates import OPEN_STATUSES
+from roundtable.services.governance.proposals import AttachArgs, CreateArgs, DecisionArgs
+from roundtable.services.governance.votes import VoteArgs, VoteListArgs
 from roundtable.services.policy.engine import ensure_policy
-from roundtable.services.repository.edits import Edit, FileWrite, revision_diff
-from roundtable.services.repository.patches import read_patch
+from roundtable.services.repository.edits import revision_diff
+from roundtable.services.repository.patches import ParsedPatch, read_patch
 from roundtable.store.records import Proposal
 from roundtable.tools import views
 from roundtable.tools.context import Call
@@ -54,142 +35,53 @@ from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, result, string
 
 
-class EditArg(Item):
-    path: RepoPath
-    old_string: Text
-    new_string: Text
-    replace_all: Flag = False
-
-
-class FileArg(Item):
-    path: RepoPath
-    content: Text
-
-
-_EDITS = "Instead of patch: replacements, in order; each old_string occurs once (or replace_all)."
-_FILES = "Instead of patch: whole contents of new or rewritten files."
-Edits = Annotated[list[EditArg], MaxLen(ITEMS_MAX)]
-Files = Annotated[list[FileArg], MaxLen(ITEMS_MAX)]
-
-
-class CreateArgs(Args):
-    task_id: Id
-    agent_id: Id = Field(
-        "", description="The author (default: the agent your credential names; agents may not name another)."
-    )
-    title: Title
-    summary_md: Text = Field(description="What and why.")
-    affected_resources: ResourceIds = Field(
-        [], description="Resource ids beyond the touched files, e.g. directory:src."
-    )
-    risk: RiskWord = Field(Risk.NORMAL, description="Default normal; high and critical need a human's approval.")
-    patch: Patch = Field("", description="Unified diff, git format (a/ b/ prefixes).")
-    edits: Edits = Field([], description=_EDITS)
-    files: Files = Field([], description=_FILES)
-    expected_tests: Commands = []
-    rollback_notes: Text = ""
-    proposal_id: NewId = ""
-    status: OpenProposalStatus = ProposalStatus.PENDING
-
-
-class AttachArgs(Args):
-    proposal_id: Id
-    patch: Patch = Field("", description="The whole new diff against the tree.")
-    edits: Edits = Field([], description="Instead of patch: replacements made on top of the current revision.")
-    files: Files = Field([], description=_FILES)
-    affected_resources: ResourceIds = []
-
-
-async def _patch(call: Call[CreateArgs] | Call[AttachArgs], current: Proposal | None = None) -> str:
-    a = call.args
-    return await service.patch_text(
-        call.runtime.root,
-        patch=a.patch,
-        edits=[Edit(e.path, e.old_string, e.new_string, e.replace_all) for e in a.edits],
-        files=[FileWrite(f.path, f.content) for f in a.files],
-        max_bytes=call.runtime.config.repo.max_read_bytes,
-        current=current,
-    )
+async def _revision(call: Call[CreateArgs] | Call[AttachArgs], current: Proposal | None = None) -> ParsedPatch:
+    """The revision a create or attach call gives: its patch, or the one built from its edits and
+    files (on top of `current`'s revision for an attach), bounded, parsed and checked."""
+    patch = await service.patch_text(call.runtime, call.args, current)
+    return await service.prepare_revision(call.runtime, patch)
 
 
 async def prepare_create(call: Call[CreateArgs]) -> None:
-    """The new proposal's patch, built (from edits/files) or taken as sent, then bounded, parsed
-    and checked against git and the tree — before the write transaction opens."""
-    patch = await _patch(call)
-    config = call.runtime.config
-    call.notes["prepared"] = await service.prepare_revision(
-        call.runtime.root, patch, call.runtime.policy, config.repo.max_patch_files
-    )
+    """The new proposal's revision, before the write transaction opens."""
+    call.notes["prepared"] = await _revision(call)
 
 
 async def create(call: Call[CreateArgs]) -> dict[str, Any]:
-    a = call.args
-    agent_id = identity(a.agent_id, "agent_id", "proposal.create")
-    service.check_author(call.agent_id, call.caller.is_operator, agent_id, "proposal.create")
-    proposal_id = a.proposal_id or clock.new_id("P")
-    prepared = call.notes.get("prepared")
-    patch = prepared.text if prepared is not None else await _patch(call)
+    service.check_author(call.agent_id, call.caller.is_operator, call.args.agent_id, "proposal.create")
+    revision = call.notes.get("prepared") or await _revision(call)
     created = await service.create(
         call.w,
-        call.runtime.root,
-        proposal_id=proposal_id,
-        task_id=a.task_id.strip(),
-        agent_id=agent_id,
-        title=a.title,
-        summary_md=a.summary_md,
-        patch=patch,
-        risk=a.risk,  # lower-case (the model reads `High` as `high`; the policy compares exactly)
-        affected_resources=a.affected_resources,
-        expected_tests=a.expected_tests,
-        rollback_notes=a.rollback_notes,
-        status=a.status,
+        call.runtime,
+        call.args,
+        revision,
         session_id=call.session_id,
-        policy=call.runtime.policy,
         runs=call.run_hint,
-        max_files=call.runtime.config.repo.max_patch_files,
-        prepared=prepared,
-        limits=call.runtime.config.limits,
         counted_agent=call.agent_id,
     )
     out = views.proposal_result(created)
-    if a.edits or a.files:  # the diff the server built, for its author to check (a block of its own)
-        out["patch"] = patch
+    if call.args.edits or call.args.files:  # the diff the server built, for its author to check (a block of its own)
+        out["patch"] = revision.text
     return out
 
 
 async def prepare_attach(call: Call[AttachArgs]) -> None:
-    """For an open proposal its author may revise: the new revision's patch, built on the current
+    """For an open proposal its author may revise: the new revision, built on the current
     revision as a snapshot shows it and checked, before the write transaction opens (the handler
     uses it only if the revision is still current; anything else is refused there, as before)."""
     async with call.runtime.db.read() as r:
         p = await service.load(r, call.args.proposal_id)
     if p.status not in OPEN_STATUSES or (not call.caller.is_operator and call.agent_id != p.agent_id):
         return
-    patch = await _patch(call, p)
-    prepared = await service.prepare_revision(
-        call.runtime.root, patch, call.runtime.policy, call.runtime.config.repo.max_patch_files
-    )
-    call.notes["prepared"] = (p.current_revision, prepared)
+    call.notes["prepared"] = (p.current_revision, await _revision(call, p))
 
 
 async def attach_patch(call: Call[AttachArgs]) -> dict[str, Any]:
-    a = call.args
-    p = await service.load(call.w, a.proposal_id)
+    p = await service.load(call.w, call.args.proposal_id)
     service.check_author(call.agent_id, call.caller.is_operator, p.agent_id, "proposal.attach_patch")
     noted = call.notes.get("prepared")
-    prepared = noted[1] if noted is not None and noted[0] == p.current_revision else None
-    out = await service.attach(
-        call.w,
-        call.runtime.root,
-        proposal_id=p.id,
-        patch=prepared.text if prepared is not None else await _patch(call, p),
-        prepared=prepared,
-        affected_resources=a.affected_resources,
-        actor=call.actor,
-        policy=call.runtime.policy,
-        runs=call.run_hint,
-        max_files=call.runtime.config.repo.max_patch_files,
-    )
+    revision = noted[1] if noted is not None and noted[0] == p.current_revision else await _revision(call, p)
+    out = await service.attach(call.w, call.runtime, call.args, revision, actor=call.actor, runs=call.run_hint)
     return views.proposal_result(out)
 
 
@@ -264,15 +156,6 @@ async def _revision_diff(call: Call[GetArgs], out: dict[str, Any], since: int) -
     return await revision_diff(root, older_text, current_text, paths, max_bytes=call.runtime.config.repo.max_read_bytes)
 
 
-class CommentArgs(Args):
-    proposal_id: Id
-    revision: Positive | None = None
-    path: RepoPath = ""
-    line: Positive = Field(0, description="In the new file (side old: the old).")
-    side: Literal["new", "old"] = "new"
-    body_md: Annotated[Text, MaxLen(comments_service.MAX_BODY)]
-
-
 async def prepare_comment(call: Call[CommentArgs]) -> None:
     """The revision's patch read and split into numbered lines, and the place checked against it,
     before the write transaction opens (a refusal here records nothing)."""
@@ -285,19 +168,12 @@ async def prepare_comment(call: Call[CommentArgs]) -> None:
 
 
 async def comment(call: Call[CommentArgs]) -> dict[str, Any]:
-    a = call.args
-    found = call.notes["anchors"]
     made = await comments_service.add(
         call.w,
-        found=found,
-        revision_given=a.revision is not None,
-        path=a.path.strip(),
-        line=a.line,
-        side=a.side,
-        body_md=a.body_md,
+        call.notes["anchors"],
+        call.args,
         author=call.actor,
         is_operator=call.caller.is_operator,
-        comment_id=clock.new_id("C"),
         session_id=call.session_id,
         runs=call.run_hint,
     )
@@ -349,40 +225,13 @@ async def request_review(call: Call[ProposalArgs]) -> dict[str, Any]:
     return views.proposal_result(out)
 
 
-class VoteArgs(Args):
-    proposal_id: Id
-    agent_id: Id = Field(
-        "", description="The voter (default: the agent your credential names; agents may not name another)."
-    )
-    vote: VoteWord
-    reason_md: Text
-    confidence: Fraction = Field(0.0, description="How sure you are.")
-    vote_id: NewId = ""
-
-
 async def vote_cast(call: Call[VoteArgs]) -> dict[str, Any]:
-    a = call.args
-    agent_id = identity(a.agent_id, "agent_id", "vote.cast")
-    service.check_author(call.agent_id, call.caller.is_operator, agent_id, "vote.cast")
-    policy = call.runtime.policy
+    service.check_author(call.agent_id, call.caller.is_operator, call.args.agent_id, "vote.cast")
+    policy_version = getattr(call.runtime.policy, "version", "")
     vote = await votes_service.cast(
-        call.w,
-        proposal_id=a.proposal_id,
-        agent_id=agent_id,
-        vote=a.vote,
-        reason_md=a.reason_md,
-        confidence=a.confidence,
-        vote_id=a.vote_id or clock.new_id("V"),
-        session_id=call.session_id,
-        policy_version=getattr(policy, "version", ""),
-        runs=call.run_hint,
+        call.w, call.args, session_id=call.session_id, policy_version=policy_version, runs=call.run_hint
     )
     return {"vote": views.cast_vote(vote.to_dict())}
-
-
-class VoteListArgs(Args):
-    proposal_id: Id
-    detail: Detail = False
 
 
 def vote_list(conn: sqlite3.Connection, args: VoteListArgs) -> dict[str, Any]:
@@ -390,29 +239,9 @@ def vote_list(conn: sqlite3.Connection, args: VoteListArgs) -> dict[str, Any]:
     return {"votes": votes if args.detail else [views.vote(v, clip=False) for v in votes]}
 
 
-class DecisionArgs(Args):
-    decision: Text
-    rationale_md: Text
-    decided_by: Id = Field("", description="Who decided (default, and the only choice for agents: the caller).")
-    proposal_id: Id = ""
-    task_id: Id = ""
-    decision_id: NewId = ""
-
-
 async def decision_record(call: Call[DecisionArgs]) -> dict[str, Any]:
-    a = call.args
-    decided_by = identity(a.decided_by, "decided_by", "decision.record")
-    service.check_author(call.agent_id, call.caller.is_operator, decided_by, "decision.record")
-    decision = await service.record_decision(
-        call.w,
-        decision_id=a.decision_id or clock.new_id("D"),
-        decision=a.decision,
-        rationale_md=a.rationale_md,
-        decided_by=decided_by,
-        proposal_id=a.proposal_id,
-        task_id=a.task_id,
-        runs=call.run_hint,
-    )
+    service.check_author(call.agent_id, call.caller.is_operator, call.args.decided_by, "decision.record")
+    decision = await service.record_decision(call.w, call.args, runs=call.run_hint)
     return {"decision": decision.to_dict()}
 
 

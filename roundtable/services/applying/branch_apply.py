@@ -316,6 +316,17 @@ class _Incoming:
     body: str
 
 
+def _comment(
+    proposal_id: str, revision: int, body: str, *, path: str = "", line: int = 0, side: str = "new"
+) -> comments.CommentArgs:
+    """A comment the landing writes itself (the forge's review comments, a failed check), as the
+    arguments of `proposal.comment` (a line of 0 is no line: on the file, or the proposal)."""
+    place: dict[str, object] = {"path": path, "side": side, **({"line": line} if line else {})}
+    return comments.CommentArgs.model_validate(
+        {"proposal_id": proposal_id, "revision": revision, "body_md": body, **place}
+    )
+
+
 async def _import_comments(runtime: Project, proposal: Proposal, row: Landing, forge: Forge) -> list[str]:
     """Review comments on a line of the diff become proposal line comments (author, path, line),
     and a review that requests changes a comment on the whole proposal — each once. Notes on
@@ -363,15 +374,10 @@ async def _import_comments(runtime: Project, proposal: Proposal, row: Landing, f
         async with runtime.db.write(tool="landing.refresh") as tx:
             made = await comments.add(
                 tx,
-                found=found,
-                revision_given=True,
-                path=note.path,
-                line=line,
-                side=note.side,
-                body_md=note.body,
+                found,
+                _comment(proposal.id, found.number, note.body, path=note.path, line=line, side=note.side),
                 author=f"{FORGE_COMMENT_PREFIX}{note.author}",
                 is_operator=True,
-                comment_id=clock.new_id("PC"),
             )
             seen.add(note.key)
             await landing.save_landing(tx, proposal.id, row.mode, comments_seen_json=json.dumps(sorted(seen)))
@@ -424,15 +430,10 @@ async def _loop_back(runtime: Project, proposal: Proposal, row: Landing, found: 
     async with runtime.db.write(tool="landing.refresh") as tx:
         made = await comments.add(
             tx,
-            found=found_anchors,
-            revision_given=True,
-            path="",
-            line=0,
-            side="new",
-            body_md=body,
+            found_anchors,
+            _comment(proposal.id, found_anchors.number, body),
             author=CI_AUTHOR,
             is_operator=True,
-            comment_id=clock.new_id("PC"),
         )
         await landing.save_landing(tx, proposal.id, row.mode, ci_attempts=row.ci_attempts + 1, ci_notified=key)
         await tx.append_event(

@@ -20,11 +20,15 @@ import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from annotated_types import MaxLen
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import ReviewEvent, is_open
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
+from roundtable.services.args import Args, Id, Positive, RepoPath, Text
 from roundtable.services.repository.diff_lines import DiffLine, anchor_problem, lines_of
 from roundtable.services.repository.patches import Allowances, ParsedPatch, parse_patch, read_patch
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve
@@ -35,6 +39,16 @@ MAX_BODY = 4000  # characters of one comment
 MAX_PER_REVISION = 200  # comments one author may leave on one revision
 BRIEF_CHARS = 300  # a comment's body in a summary line
 OPERATOR_AUTHOR = "operator"
+
+
+class CommentArgs(Args):
+    # `proposal.comment`: where (`check_place` checks it against the revision's diff) and what.
+    proposal_id: Id
+    revision: Positive | None = None
+    path: RepoPath = ""
+    line: Positive = Field(0, description="In the new file (side old: the old).")
+    side: Literal["new", "old"] = "new"
+    body_md: Annotated[Text, MaxLen(MAX_BODY)]
 
 
 @dataclass(frozen=True)
@@ -129,30 +143,21 @@ async def _check_commenter(tx: Tx, p: Proposal, author: str, is_operator: bool) 
 
 async def add(
     tx: Tx,
-    *,
     found: Anchors,
-    revision_given: bool,
-    path: str,
-    line: int,
-    side: str,
-    body_md: str,
+    args: CommentArgs,
+    *,
     author: str,
     is_operator: bool,
-    comment_id: str,
     session_id: str = "",
     runs: RunHint = NO_HINT,
 ) -> ProposalComment:
     """Record one comment at a place `check_place` accepted in `found` (prepared before the
     transaction). Refused, with nothing recorded, when the proposal is decided, when the author
     comments on their own proposal, or when the current revision changed under a comment meant
-    for it."""
-    body = body_md.strip()
-    if not body:
-        raise ValidationError("proposal.comment: argument body_md must not be empty")
-    if len(body) > MAX_BODY:
-        raise ValidationError(f"a comment is at most {MAX_BODY} characters (this one has {len(body)})")
-    if side not in ("new", "old"):
-        raise ValidationError("side must be new or old")
+    for it (`args.revision` not named)."""
+    path, line, side, body = args.path.strip(), args.line, args.side, args.body_md.strip()
+    revision_given = args.revision is not None
+    comment_id = clock.new_id("C")
     p = await tx.get(Proposal, found.proposal_id)
     if not is_open(p.status):
         raise ToolError(f"proposal {p.id} is {p.status}; comments are accepted only while pending or in_review")

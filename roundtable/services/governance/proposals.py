@@ -20,12 +20,28 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_types import MaxLen
+from pydantic import Field
 
 from roundtable import clock
-from roundtable.config import LimitsConfig
-from roundtable.domain import ClaimStatus, EventType, GateState, ProposalStatus
+from roundtable.domain import ClaimStatus, EventType, GateState, ProposalStatus, Risk
 from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.services.args import (
+    ITEMS_MAX,
+    Args,
+    Command,
+    Id,
+    NewId,
+    OpenProposalStatus,
+    Patch,
+    ResourceIds,
+    RiskWord,
+    Text,
+    Title,
+    identity,
+)
 from roundtable.services.coordination import quotas
 from roundtable.services.coordination.claims import (
     check_resource_id,
@@ -39,10 +55,10 @@ from roundtable.services.governance.approvals import close_moot
 from roundtable.services.governance.gates import OPEN_STATUSES, check_claims, current_votes
 from roundtable.services.paging import PageRequest, after
 from roundtable.services.policy.engine import Policy, current_policy
+from roundtable.services.project import Project
 from roundtable.services.repository.applies import check_applies
 from roundtable.services.repository.edits import Edit, FileWrite, build_patch
 from roundtable.services.repository.patches import (
-    DEFAULT_MAX_PATCH_FILES,
     ParsedPatch,
     allowances,
     check_patch,
@@ -55,6 +71,53 @@ from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Agent, Claim, Decision, PatchRevision, Proposal, ProposalResource
 
 MAX_EXPECTED_TESTS = 50
+
+_EDITS = "Instead of patch: replacements, in order; each old_string occurs once (or replace_all)."
+_FILES = "Instead of patch: whole contents of new or rewritten files."
+Edits = Annotated[list[Edit], MaxLen(ITEMS_MAX)]
+Files = Annotated[list[FileWrite], MaxLen(ITEMS_MAX)]
+
+
+class CreateArgs(Args):
+    # `proposal.create`: what `create` records, and what the patch is built from.
+    task_id: Id
+    agent_id: Id = Field(
+        default="", description="The author (default: the agent your credential names; agents may not name another)."
+    )
+    title: Title
+    summary_md: Text = Field(description="What and why.")
+    affected_resources: ResourceIds = Field(
+        default=[], description="Resource ids beyond the touched files, e.g. directory:src."
+    )
+    risk: RiskWord = Field(
+        default=Risk.NORMAL, description="Default normal; high and critical need a human's approval."
+    )
+    patch: Patch = Field(default="", description="Unified diff, git format (a/ b/ prefixes).")
+    edits: Edits = Field(default=[], description=_EDITS)
+    files: Files = Field(default=[], description=_FILES)
+    expected_tests: Annotated[list[Command], MaxLen(MAX_EXPECTED_TESTS)] = []
+    rollback_notes: Text = ""
+    proposal_id: NewId = ""
+    status: OpenProposalStatus = ProposalStatus.PENDING
+
+
+class AttachArgs(Args):
+    # `proposal.attach_patch`: a new revision of `proposal_id`.
+    proposal_id: Id
+    patch: Patch = Field(default="", description="The whole new diff against the tree.")
+    edits: Edits = Field(default=[], description="Instead of patch: replacements made on top of the current revision.")
+    files: Files = Field(default=[], description=_FILES)
+    affected_resources: ResourceIds = []
+
+
+class DecisionArgs(Args):
+    # `decision.record`.
+    decision: Text
+    rationale_md: Text
+    decided_by: Id = Field(default="", description="Who decided (default, and the only choice for agents: the caller).")
+    proposal_id: Id = ""
+    task_id: Id = ""
+    decision_id: NewId = ""
 
 
 def proposal_dict(p: Proposal) -> dict[str, Any]:
@@ -123,53 +186,41 @@ def check_author(caller_agent: str, is_operator: bool, agent_id: str, what: str)
         raise PermissionDenied(f"{what}: you are {caller_agent}, not {agent_id}")
 
 
-async def _parse_new(root: Path, patch: str, policy: Policy | None, max_files: int) -> ParsedPatch:
-    """A new revision's patch, bounded (`max_files`, the byte limit), parsed and hashed on a
-    worker thread (never on the event loop), and checked against git's own reading and the tree."""
+async def prepare_revision(project: Project, patch: str) -> ParsedPatch:
+    """A new revision's patch, checked before any database work: bounded (the project's
+    `repo.max_patch_files`, the byte limit), parsed and hashed on a worker thread (never on the
+    event loop), and checked against git's own reading and the tree. A caller runs it before its
+    write transaction and hands the result to `create`/`attach`."""
+    root, policy = project.root, project.policy
     allow = allowances(policy if isinstance(policy, Policy) else current_policy(root))
-    parsed = await asyncio.to_thread(parse_patch, patch, root, allow, max_files=max_files)
+    parsed = await asyncio.to_thread(parse_patch, patch, root, allow, max_files=project.config.repo.max_patch_files)
     await check_patch(root, parsed, allow)
     return parsed
 
 
-async def prepare_revision(root: Path, patch: str, policy: Policy | None, max_files: int) -> ParsedPatch:
-    """What `create`/`attach` check of a new revision's patch before any database work (the
-    limits, the parse, git's reading, the tree): a caller runs it before its transaction and
-    passes the result as `prepared`."""
-    return await _parse_new(root, patch, policy, max_files)
-
-
-async def _parsed(
-    root: Path, patch: str, policy: Policy | None, max_files: int, prepared: ParsedPatch | None
-) -> ParsedPatch:
-    if prepared is not None and prepared.text == patch:
-        return prepared
-    return await _parse_new(root, patch, policy, max_files)
-
-
-async def patch_text(
-    root: Path,
-    *,
-    patch: str,
-    edits: list[Edit],
-    files: list[FileWrite],
-    max_bytes: int,
-    current: Proposal | None = None,
-) -> str:
+async def patch_text(project: Project, args: CreateArgs | AttachArgs, current: Proposal | None = None) -> str:
     """The patch a create or attach call gives: `patch` as sent, or the diff the server builds
     from `edits`/`files` — against the tree, on top of `current`'s revision for a revision."""
-    if patch and (edits or files):
+    if args.patch and (args.edits or args.files):
         raise ValidationError("give either patch or edits/files, not both")
-    if patch:
-        return patch
-    if not edits and not files:
+    if args.patch:
+        return args.patch
+    if not args.edits and not args.files:
         raise ValidationError("argument patch must not be empty: give a patch, or edits and/or files to build one from")
+    root = project.root
     prior: str = ""
     prior_paths: tuple[str, ...] = ()
     if current is not None and current.current_revision:
         prior = read_patch(root, current.current_revision)
         prior_paths = parse_patch(prior, root, allowances(current_policy(root))).touched
-    return await build_patch(root, edits, files, max_bytes=max_bytes, on_top_of=prior, on_top_of_paths=prior_paths)
+    return await build_patch(
+        root,
+        list(args.edits),
+        list(args.files),
+        max_bytes=project.config.repo.max_read_bytes,
+        on_top_of=prior,
+        on_top_of_paths=prior_paths,
+    )
 
 
 async def _check_affected(tx: Tx, author: str, explicit: list[str], now: str) -> None:
@@ -212,36 +263,25 @@ async def _new_revision(
 
 async def create(
     tx: Tx,
-    root: Path,
+    project: Project,
+    args: CreateArgs,
+    revision: ParsedPatch,
     *,
-    proposal_id: str,
-    task_id: str,
-    agent_id: str,
-    title: str,
-    summary_md: str,
-    patch: str,
-    risk: str,
-    affected_resources: list[str],
-    expected_tests: list[str],
-    rollback_notes: str,
-    status: str,
     session_id: str = "",
-    policy: Policy | None = None,
     runs: RunHint = NO_HINT,
-    max_files: int = DEFAULT_MAX_PATCH_FILES,
-    prepared: ParsedPatch | None = None,
-    limits: LimitsConfig | None = None,
     counted_agent: str = "",
 ) -> dict[str, Any]:
-    """A new proposal with its first revision. `prepared`: `patch` already parsed and checked
-    (`prepare_revision`) before the caller's transaction, so the write lock is not held for it.
-    `counted_agent` is the agent whose proposal quotas (`limits`, `coordination.quotas`) the new
-    proposal counts against: the acting agent, "" for the operator and the owner's components."""
-    if status not in OPEN_STATUSES:
-        raise ValidationError(f"status must be one of {', '.join(OPEN_STATUSES)}")
-    tests = [t.strip() for t in expected_tests if t.strip()]
-    if len(tests) > MAX_EXPECTED_TESTS:
-        raise ValidationError(f"expected_tests: at most {MAX_EXPECTED_TESTS} commands")
+    """A new proposal with `revision` (`args`' patch, from `prepare_revision` before the caller's
+    transaction, so the write lock is not held for it) as its first revision. `session_id`: the
+    proposing session's, if any. `counted_agent` is the agent whose proposal quotas (the
+    project's `limits`, `coordination.quotas`) the new proposal counts against: the acting agent,
+    "" for the operator and the owner's components."""
+    agent_id = identity(args.agent_id, "agent_id", "proposal.create")
+    proposal_id = args.proposal_id or clock.new_id("P")
+    task_id = args.task_id.strip()
+    title, summary_md, risk = args.title, args.summary_md, args.risk
+    affected_resources = args.affected_resources
+    tests = [t.strip() for t in args.expected_tests if t.strip()]
     task = await tx.scalar("SELECT id FROM tasks WHERE id = ?", (task_id,))
     if task is None:
         raise NotFound("task", task_id)
@@ -249,8 +289,7 @@ async def create(
         raise ToolError(f"proposal {proposal_id} already exists; use proposal.attach_patch to revise it")
     now = clock.now()
     await _check_affected(tx, agent_id, affected_resources, now)
-    parsed = await _parsed(root, patch, policy, max_files, prepared)
-    fences = await _new_revision(tx, root, proposal_id, 1, agent_id, parsed, now)
+    fences = await _new_revision(tx, project.root, proposal_id, 1, agent_id, revision, now)
     run = await resolve(tx, runs, owner=await task_run(tx, task_id))
     await tx.insert(
         "proposals",
@@ -261,19 +300,19 @@ async def create(
             "agent_id": agent_id,
             "title": title,
             "summary_md": summary_md,
-            "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
-            "status": status,
+            "patch_path": f".roundtable/patches/{revision.sha256}.diff",
+            "status": args.status,
             "risk": risk,
-            "current_revision": parsed.sha256,
+            "current_revision": revision.sha256,
             "revision_number": 1,
             "expected_tests_json": json.dumps(tests),
-            "rollback_notes": rollback_notes,
+            "rollback_notes": args.rollback_notes,
             "proposer_session_id": session_id or None,
             "created_at": now,
             "updated_at": now,
         },
     )
-    ids = merge_resources(affected_resources, parsed.touched)
+    ids = merge_resources(affected_resources, revision.touched)
     await _link_resources(tx, proposal_id, ids)
     await tx.append_event(
         run,
@@ -281,34 +320,24 @@ async def create(
         {
             "proposal_id": proposal_id,
             "title": title,
-            "revision": parsed.sha256,
+            "revision": revision.sha256,
             "revision_number": 1,
-            "files": list(parsed.touched),
+            "files": list(revision.touched),
             "claim_fences": fences,
             "risk": risk,
         },
         actor_id=agent_id,
         task_id=task_id,
     )
-    if limits is not None:
-        await quotas.check(tx, limits, "proposal", run_id=run, agent_id=counted_agent)
+    await quotas.check(tx, project.config.limits, "proposal", run_id=run, agent_id=counted_agent)
     return await view(tx, proposal_id)
 
 
 async def attach(
-    tx: Tx,
-    root: Path,
-    *,
-    proposal_id: str,
-    patch: str,
-    affected_resources: list[str],
-    actor: str,
-    policy: Policy | None = None,
-    runs: RunHint = NO_HINT,
-    max_files: int = DEFAULT_MAX_PATCH_FILES,
-    prepared: ParsedPatch | None = None,
+    tx: Tx, project: Project, args: AttachArgs, revision: ParsedPatch, *, actor: str, runs: RunHint = NO_HINT
 ) -> dict[str, Any]:
-    """A new revision of an open proposal (`prepared` as for `create`)."""
+    """A new revision of an open proposal (`revision` prepared as for `create`)."""
+    proposal_id, affected_resources = args.proposal_id, args.affected_resources
     p = await load(tx, proposal_id)
     if p.status not in OPEN_STATUSES:
         raise ToolError(
@@ -316,26 +345,25 @@ async def attach(
         )
     now = clock.now()
     await _check_affected(tx, p.agent_id, affected_resources, now)
-    parsed = await _parsed(root, patch, policy, max_files, prepared)
-    if parsed.sha256 == p.current_revision:
+    if revision.sha256 == p.current_revision:
         return await view(tx, proposal_id)  # the same bytes: nothing to revise
     number = p.revision_number + 1
-    fences = await _new_revision(tx, root, proposal_id, number, p.agent_id, parsed, now)
+    fences = await _new_revision(tx, project.root, proposal_id, number, p.agent_id, revision, now)
     stale = {}
     for table in ("votes", "human_approvals", "security_reviews", "test_runs"):
         stale[table] = int(
             await tx.scalar(
                 f"SELECT COUNT(*) FROM {table} WHERE proposal_id = ? AND revision IS NOT ?",
-                (proposal_id, parsed.sha256),
+                (proposal_id, revision.sha256),
             )
         )
     await tx.update(
         "proposals",
         {"id": proposal_id},
         {
-            "current_revision": parsed.sha256,
+            "current_revision": revision.sha256,
             "revision_number": number,
-            "patch_path": f".roundtable/patches/{parsed.sha256}.diff",
+            "patch_path": f".roundtable/patches/{revision.sha256}.diff",
             "status": ProposalStatus.PENDING,
             "vote_state": GateState.PENDING,
             "policy_state": GateState.PENDING,
@@ -344,30 +372,30 @@ async def attach(
         },
     )
     existing = [link.resource_id for link in await links(tx, proposal_id)]
-    ids = merge_resources([*existing, *affected_resources], parsed.touched)
+    ids = merge_resources([*existing, *affected_resources], revision.touched)
     await _link_resources(tx, proposal_id, ids)
     run = await resolve(tx, runs, owner=p.run_id)
-    await close_moot(tx, proposal_id, f"superseded by revision {number}", run_id=run, keep_revision=parsed.sha256)
+    await close_moot(tx, proposal_id, f"superseded by revision {number}", run_id=run, keep_revision=revision.sha256)
     await tx.append_event(
         run,
         EventType.PROPOSAL_REVISED,
         {
             "proposal_id": proposal_id,
             "previous_revision": p.current_revision,
-            "revision": parsed.sha256,
+            "revision": revision.sha256,
             "revision_number": number,
-            "files": list(parsed.touched),
+            "files": list(revision.touched),
             "claim_fences": fences,
             "stale": stale,
         },
         actor_id=actor,
         task_id=p.task_id,
     )
-    if p.status == ProposalStatus.IN_REVIEW and isinstance(policy, Policy):
+    if p.status == ProposalStatus.IN_REVIEW and isinstance(project.policy, Policy):
         # A revision answers its review: a proposal that was under review is put up for review
         # again at once (a `proposal.review_requested` for the new revision), so the author need
         # not ask again.
-        await request_review(tx, root, policy, proposal_id, actor, runs)
+        await request_review(tx, project.root, project.policy, proposal_id, actor, runs)
     return await view(tx, proposal_id)
 
 
@@ -492,17 +520,11 @@ async def request_review(
     return out
 
 
-async def record_decision(
-    tx: Tx,
-    *,
-    decision_id: str,
-    decision: str,
-    rationale_md: str,
-    decided_by: str,
-    proposal_id: str,
-    task_id: str,
-    runs: RunHint = NO_HINT,
-) -> Decision:
+async def record_decision(tx: Tx, args: DecisionArgs, *, runs: RunHint = NO_HINT) -> Decision:
+    """`decision.record`: the decision, about `args.proposal_id` and/or `args.task_id` if named."""
+    decided_by = identity(args.decided_by, "decided_by", "decision.record")
+    decision_id = args.decision_id or clock.new_id("D")
+    decision, proposal_id, task_id = args.decision, args.proposal_id, args.task_id
     if await tx.scalar("SELECT 1 FROM decisions WHERE id = ?", (decision_id,)):
         raise ToolError(f"decision {decision_id} already exists")
     if proposal_id:
@@ -518,7 +540,7 @@ async def record_decision(
             "proposal_id": proposal_id or None,
             "task_id": task_id or None,
             "decision": decision,
-            "rationale_md": rationale_md,
+            "rationale_md": args.rationale_md,
             "decided_by": decided_by,
             "created_at": now,
         },
@@ -561,9 +583,19 @@ async def release_review_claims(tx: Tx, proposal: Proposal, reason: str, *, acto
     return len(rows)
 
 
-async def reject(
-    tx: Tx, *, proposal_id: str, reason_md: str, decision_id: str, decided_by: str, runs: RunHint = NO_HINT
-) -> dict[str, Any]:
+class RejectArgs(Args):
+    # `patch.reject`.
+    proposal_id: Id
+    reason_md: Text
+    decision_id: NewId = ""
+    decided_by: Id = Field(default="", description="Who decides.")
+
+
+async def reject(tx: Tx, args: RejectArgs, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
+    """`patch.reject`: the open proposal rejected, with the decision recorded (by `actor` unless
+    the arguments name who decided)."""
+    proposal_id = args.proposal_id
+    decided_by = args.decided_by or actor
     p = await load(tx, proposal_id)
     if p.status not in OPEN_STATUSES:
         raise ToolError(f"proposal {proposal_id} is {p.status}; only pending or in_review proposals can be rejected")
@@ -571,12 +603,14 @@ async def reject(
     await tx.update("proposals", {"id": proposal_id}, {"status": ProposalStatus.REJECTED, "updated_at": now})
     decision = await record_decision(
         tx,
-        decision_id=decision_id,
-        decision=ProposalStatus.REJECTED,
-        rationale_md=reason_md,
-        decided_by=decided_by,
-        proposal_id=proposal_id,
-        task_id=p.task_id,
+        DecisionArgs(
+            decision=ProposalStatus.REJECTED.value,
+            rationale_md=args.reason_md,
+            decided_by=decided_by,
+            proposal_id=proposal_id,
+            task_id=p.task_id,
+            decision_id=args.decision_id,
+        ),
         runs=runs,
     )
     run = await resolve(tx, runs, owner=p.run_id)

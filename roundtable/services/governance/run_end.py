@@ -18,7 +18,7 @@ from typing import Any
 from roundtable import clock
 from roundtable.domain import OPEN_PROPOSAL_STATUSES, ClaimStatus
 from roundtable.services.coordination.claims import transition
-from roundtable.services.governance.proposals import reject
+from roundtable.services.governance.proposals import RejectArgs, reject
 from roundtable.services.run_scope import RunHint
 from roundtable.store.db import Tx
 from roundtable.store.records import Claim, Proposal
@@ -47,14 +47,8 @@ async def wind_down(tx: Tx, run_id: str, status: str, *, actor: str) -> WoundDow
     decided_by = actor or "chair"
     withdrawn = []
     for proposal in open_proposals:
-        await reject(
-            tx,
-            proposal_id=proposal.id,
-            reason_md=f"withdrawn: run {run_id} ended ({status})",
-            decision_id=clock.new_id("D"),
-            decided_by=decided_by,
-            runs=RunHint(named=run_id),
-        )
+        withdrawal = RejectArgs(proposal_id=proposal.id, reason_md=f"withdrawn: run {run_id} ended ({status})")
+        await reject(tx, withdrawal, actor=decided_by, runs=RunHint(named=run_id))
         withdrawn.append(proposal.id)
     now = clock.now()
     held = await tx.all(

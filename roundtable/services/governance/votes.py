@@ -19,12 +19,14 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from pydantic import Field
+
 from roundtable import clock
 from roundtable.domain import EventType
-from roundtable.errors import PermissionDenied, ToolError, ValidationError
+from roundtable.errors import PermissionDenied, ToolError
+from roundtable.services.args import Args, Detail, Fraction, Id, NewId, Text, VoteWord, identity
 from roundtable.services.governance.gates import OPEN_STATUSES, VOTING_ROLES
 from roundtable.services.governance.proposals import load
-from roundtable.services.policy.engine import VOTE_VOCABULARY
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve
 from roundtable.store import rows
 from roundtable.store.db import Reader, Tx
@@ -45,29 +47,32 @@ async def check_voter(q: Reader | Tx, agent_id: str) -> None:
         )
 
 
-def normalise_vote(vote: str) -> str:
-    value = vote.strip().lower()
-    if value not in VOTE_VOCABULARY:
-        raise ValidationError(f"vote must be one of {', '.join(VOTE_VOCABULARY)} (got {vote!r})")
-    return value
+class VoteArgs(Args):
+    # `vote.cast`: the vote (a word of the vocabulary, read case-insensitively) and its reason.
+    proposal_id: Id
+    agent_id: Id = Field(
+        "", description="The voter (default: the agent your credential names; agents may not name another)."
+    )
+    vote: VoteWord
+    reason_md: Text
+    confidence: Fraction = Field(0.0, description="How sure you are.")
+    vote_id: NewId = ""
+
+
+class VoteListArgs(Args):
+    # `vote.list`.
+    proposal_id: Id
+    detail: Detail = False
 
 
 async def cast(
-    tx: Tx,
-    *,
-    proposal_id: str,
-    agent_id: str,
-    vote: str,
-    reason_md: str,
-    confidence: float,
-    vote_id: str,
-    session_id: str = "",
-    policy_version: str = "",
-    runs: RunHint = NO_HINT,
+    tx: Tx, args: VoteArgs, *, session_id: str = "", policy_version: str = "", runs: RunHint = NO_HINT
 ) -> Vote:
-    value = normalise_vote(vote)
-    if not 0.0 <= confidence <= 1.0:
-        raise ValidationError("confidence must be between 0 and 1")
+    """`vote.cast` on the proposal's current revision, replacing the voter's earlier vote on it.
+    `policy_version`: the policy the voter was shown."""
+    proposal_id, value, confidence = args.proposal_id, args.vote.value, args.confidence
+    agent_id = identity(args.agent_id, "agent_id", "vote.cast")
+    vote_id = args.vote_id or clock.new_id("V")
     p = await load(tx, proposal_id)
     if p.status not in OPEN_STATUSES:
         raise ToolError(f"proposal {proposal_id} is {p.status}; votes are accepted only while pending or in_review")
@@ -99,7 +104,7 @@ async def cast(
             "agent_id": agent_id,
             "vote": value,
             "confidence": confidence,
-            "reason_md": reason_md,
+            "reason_md": args.reason_md,
             "revision": p.current_revision,
             "session_id": session_id or None,
             "policy_version": policy_version or None,

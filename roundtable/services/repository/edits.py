@@ -21,12 +21,12 @@ import os
 import shutil
 import stat
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from roundtable.errors import ToolError, ValidationError
+from roundtable.services.args import Flag, Item, RepoPath, Text
 from roundtable.services.repository import git
 from roundtable.services.repository.pathguard import resolve_repo_path
 from roundtable.services.repository.repo import is_binary, read_regular_bytes
@@ -49,22 +49,22 @@ GIT_HERMETIC = (
 DIFF_ARGS = ("--no-color", "--no-ext-diff", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/")
 
 
-@dataclass(frozen=True)
-class Edit:
-    """Replace `old_string` by `new_string` in `path` (exactly once unless `replace_all`)."""
-
-    path: str
-    old_string: str
-    new_string: str
-    replace_all: bool = False
+# The items of `proposal.create`'s and `proposal.attach_patch`'s `edits` and `files`, as the call
+# validated them (no docstrings: a model's docstring would become its schema's description).
 
 
-@dataclass(frozen=True)
-class FileWrite:
-    """`path` gets exactly `content` (created if it does not exist)."""
+class Edit(Item):
+    # Replace `old_string` by `new_string` in `path` (exactly once unless `replace_all`).
+    path: RepoPath
+    old_string: Text
+    new_string: Text
+    replace_all: Flag = False
 
-    path: str
-    content: str
+
+class FileWrite(Item):
+    # `path` gets exactly `content` (created if it does not exist).
+    path: RepoPath
+    content: Text
 
 
 def _shown(text: str, limit: int = 120) -> str:
@@ -208,7 +208,7 @@ def _edit_scratch(scratch: Path, base: Path, edits: list[Edit], files: list[File
         if not target.exists():
             raise ValidationError(f"{where}: {rel} does not exist; create it with files")
         text = target.read_bytes().decode("utf-8", errors="replace")
-        changed = apply_edit(text, Edit(rel, edit.old_string, edit.new_string, edit.replace_all), where)
+        changed = apply_edit(text, edit.model_copy(update={"path": rel}), where)
         _write(target, changed, stat.S_IMODE(os.lstat(target).st_mode))
     for rel in dict.fromkeys(_clean(base, e.path, "edits") for e in edits):
         if len((scratch / rel).read_bytes()) > max_bytes:

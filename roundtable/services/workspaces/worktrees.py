@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
-from roundtable.domain import EventType, ProposalStatus, Risk, TaskStatus, WorkspaceState
+from roundtable.domain import EventType, Risk, TaskStatus, WorkspaceState
 from roundtable.errors import NotFound, PatchDoesNotApply, ToolError, ValidationError
 from roundtable.services.coordination.claims import ClaimConflict, ClaimRequest, acquire, covering_write_claims
 from roundtable.services.governance import proposals
@@ -433,9 +433,8 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
     if marker:
         raise ValidationError(f"workspace refused: {marker} still holds a conflict marker from workspace_sync")
     policy = runtime.policy if isinstance(runtime.policy, Policy) else current_policy(root)
-    max_files = runtime.config.repo.max_patch_files
     # Parsed and checked once, before the write lock; the proposal reuses it.
-    parsed = await proposals.prepare_revision(root, text, policy, max_files)
+    parsed = await proposals.prepare_revision(runtime, text)
     async with runtime.db.write(tool="workspace.propose") as tx:
         now = clock.now()
         task = await _check_work(tx, req.agent_id, req.task_id)
@@ -452,41 +451,26 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
         )
         try:
             if open_ is not None:
-                out = await proposals.attach(
-                    tx,
-                    root,
-                    proposal_id=open_.id,
-                    patch=text,
-                    affected_resources=[],
-                    actor=actor,
-                    policy=policy,
-                    runs=runs,
-                    max_files=max_files,
-                    prepared=parsed,
-                )
+                revised = proposals.AttachArgs(proposal_id=open_.id, patch=text)
+                out = await proposals.attach(tx, runtime, revised, parsed, actor=actor, runs=runs)
             else:
                 if not req.title.strip() or not req.summary_md.strip():
                     raise ValidationError("title and summary_md are required for a new proposal")
-                out = await proposals.create(
-                    tx,
-                    root,
-                    proposal_id=clock.new_id("P"),
+                new = proposals.CreateArgs(
                     task_id=req.task_id,
                     agent_id=req.agent_id,
                     title=req.title,
                     summary_md=req.summary_md,
                     patch=text,
-                    risk=req.risk.strip().lower() or Risk.NORMAL,
-                    affected_resources=[],
-                    expected_tests=[],
-                    rollback_notes="",
-                    status=ProposalStatus.PENDING,
+                    risk=Risk(req.risk.strip().lower() or Risk.NORMAL),
+                )
+                out = await proposals.create(
+                    tx,
+                    runtime,
+                    new,
+                    parsed,
                     session_id=req.session_id,
-                    policy=policy,
                     runs=runs,
-                    max_files=max_files,
-                    prepared=parsed,
-                    limits=runtime.config.limits,
                     counted_agent=req.counted_agent,  # the owner's components are never counted
                 )
         except PatchDoesNotApply as exc:
