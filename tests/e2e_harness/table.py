@@ -113,8 +113,19 @@ class Owner:
             [*ROUNDTABLE, "start", "--root", str(root)], stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env
         )
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert "roundtable coordinator ready" in line, line + stderr.read_text()
+        # What it says before it is ready (recovered transactions, resumed sessions), then ready.
+        self.said: list[str] = []
+        while not self.said or "roundtable coordinator ready" not in self.said[-1]:
+            line = self.proc.stdout.readline()
+            assert line and len(self.said) < 50, "".join(self.said) + line + stderr.read_text()
+            self.said.append(line)
+
+    def kill(self) -> int:
+        """SIGKILL, as a crash or the OOM killer ends it: nothing of its own shutdown runs."""
+        self.proc.kill()
+        self.proc.communicate(timeout=60)
+        self._stderr.close()
+        return self.proc.returncode
 
     def stop(self) -> int:
         if self.proc.poll() is None:
