@@ -8,8 +8,11 @@ stdio bridge: the same comparison decides whether a bridge may send the project'
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import ssl
 import urllib.error
 import urllib.request
@@ -19,49 +22,89 @@ from typing import Any
 from roundtable import credentials
 
 
-def fetch_health(address: str, *, tls: bool = False, timeout: float = 1.0) -> dict[str, Any] | None:
-    """The JSON of `http(s)://address/healthz`, {} when something answers without it, None when
-    nothing answers."""
+def fetch_health(
+    address: str, *, tls: bool = False, timeout: float = 1.0, headers: dict[str, str] | None = None
+) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """The JSON of `http(s)://address/healthz` ({} when something answers without it) and the
+    response's headers (lower-cased names), or None when nothing answers."""
     scheme = "https" if tls else "http"
     host, _, port = address.rpartition(":")
     if host in ("", "0.0.0.0", "[::]"):
         host = "127.0.0.1"
-    # No proxies from the environment (this is a loopback check) and no certificate check: only
-    # public facts are read here and no credential is sent.
+    # No proxies from the environment (this is a loopback check) and no certificate check: a
+    # credential is sent only to an owner that proved it knows it (see `identity_finding`).
     handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
     if tls:
         handlers.append(urllib.request.HTTPSHandler(context=ssl._create_unverified_context()))
     opener = urllib.request.build_opener(*handlers)
+    request = urllib.request.Request(f"{scheme}://{host}:{port}/healthz", headers=headers or {})
     try:
-        with opener.open(f"{scheme}://{host}:{port}/healthz", timeout=timeout) as resp:
+        with opener.open(request, timeout=timeout) as resp:
             body = json.loads(resp.read(65536) or b"null")
+            answered = {name.lower(): value for name, value in resp.headers.items()}
     except urllib.error.HTTPError:
-        return {}
+        return {}, {}
     except (OSError, ValueError):
         return None
-    return body if isinstance(body, dict) else {}
+    return (body if isinstance(body, dict) else {}), answered
 
 
 def identity_finding(root: Path, address: str, *, tls: bool = False) -> tuple[bool, str, str] | None:
-    """(ok, what, fix) about who answers at `address`, or None when nothing answers there."""
-    health = fetch_health(address, tls=tls)
-    if health is None:
-        return None
-    from roundtable.server.stdio import Identity
+    """(ok, what, fix) about who answers at `address`, or None when nothing answers there.
 
+    As the stdio bridge does: the project id first (told to anyone), then a challenge the owner
+    answers only if it knows this project's credential (the operator's, else the project's), and
+    only then that credential, which makes the owner name its root and pid."""
+    from roundtable.server.stdio import (
+        CHALLENGE_HEADER,
+        CREDENTIAL_HEADER,
+        PROOF_HEADER,
+        Identity,
+        credential_id,
+        credential_proof,
+    )
+
+    token = credentials.read_credential(root, operator=True) or credentials.read_credential(root) or ""
+    digest = hashlib.sha256(token.encode()).hexdigest() if token else ""
+    challenge = secrets.token_hex(16)
+    asked = {CHALLENGE_HEADER: challenge, CREDENTIAL_HEADER: credential_id(digest)} if digest else {}
+    answer = fetch_health(address, tls=tls, headers=asked)
+    if answer is None:
+        return None
+    health, answered = answer
     theirs = health.get("project_id")
     fix_address = f"stop it, or give this project another mcp.http_address in {root}/.roundtable/config.yaml"
     if not isinstance(theirs, str):
         return (False, f"something that is not a roundtable owner answers at {address}", fix_address)
-    their_root = str(health.get("root") or "?")
     identity = Identity(os.path.realpath(root), credentials.read_project_id(root))
-    same = identity.same_project(theirs, their_root)
-    if same:
+    if identity.project_id is not None and theirs != identity.project_id:
+        return (
+            False,
+            f"the owner at {address} serves another project (project id {theirs}), not this one; "
+            "bridges of this project refuse it",
+            fix_address,
+        )
+    if digest:
+        proof = answered.get(PROOF_HEADER, "")
+        if not hmac.compare_digest(proof.encode(), credential_proof(digest, challenge, theirs).encode()):
+            return (
+                False,
+                f"the owner at {address} states this project's id but does not know its credential "
+                "(not this project's owner, or the credential was replaced), so it was not sent",
+                f"{fix_address}; or restart this project's owner (roundtable start --root {root})",
+            )
+        full = fetch_health(address, tls=tls, headers={"authorization": f"Bearer {token}"})
+        if full is not None:
+            health = full[0]
+    if "root" not in health:
+        return (True, f"the owner at {address} serves this project ({theirs}; no credential here to ask its root)", "")
+    their_root = str(health.get("root") or "?")
+    if identity.same_project(theirs, their_root):
         return (True, f"the owner at {address} serves this project ({theirs}, pid {health.get('pid', '?')})", "")
     return (
         False,
-        f"the owner at {address} serves project {their_root} (pid {health.get('pid', '?')}), not this one; "
-        "bridges of this project refuse it",
+        f"the owner at {address} serves project {their_root} (pid {health.get('pid', '?')}), not this one "
+        "(a copy of it?); bridges of this project refuse it",
         fix_address,
     )
 

@@ -3,11 +3,14 @@
 Routes: `/mcp` (Starlette's authentication middleware with `guard.TokenBackend`, per-principal
 session caps, then the one MCP server of `mcp_adapter.build_server` in the SDK's stateful
 session manager with SSE replies, explicit Host/Origin settings and a body limit) and `/healthz`
-(no credential; `{"status", "project_id", "root", "pid"}` so a bridge or `doctor` can tell which
-project's owner answers). Every response names the project in a `Roundtable-Project` header.
+(without a credential `{"status", "project_id"}` only: a roundtable owner of that project is
+ready — any sandboxed session on the machine may reach this address; with a bearer credential
+`/mcp` would accept also `root` and `pid`, so a bridge or `doctor` can tell which directory's
+owner answers). Every response names the project in a `Roundtable-Project` header.
 A `/healthz` request may carry a challenge and a credential's public id; the owner then proves
 it holds that credential (`Roundtable-Proof`, an HMAC keyed by the credential's stored sha256),
-so a bridge never sends its token to a program that merely repeats the public project id.
+so a bridge never sends its token to a program that merely repeats the public project id: it
+sends it (for the root) only once that proof is good.
 
 Limits against hostile or broken clients, all before authentication:
 
@@ -63,7 +66,7 @@ from roundtable.credentials import ensure_project_id
 from roundtable.errors import RoundtableError
 from roundtable.server import sdk
 from roundtable.server.embedded import Embedded, EmbeddedStartError
-from roundtable.server.guard import TokenBackend, authenticated, caller_of, db_token_resolver
+from roundtable.server.guard import TokenBackend, authenticated, bearer_credential, caller_of, db_token_resolver
 from roundtable.server.mcp_adapter import build_server, session_manager
 from roundtable.server.options import HttpOptions, http_options
 from roundtable.server.stdio import (
@@ -507,7 +510,7 @@ def raise_fd_limit() -> int:
 
 
 async def describe_holder(host: str, port: int) -> str:
-    """Who holds `host:port`: a roundtable owner's root and pid from its /healthz, or ''."""
+    """Who holds `host:port`: a roundtable owner and its project id from its /healthz, or ''."""
     import httpx2
 
     target = f"[{host}]" if ":" in host else (host if host not in ("", "0.0.0.0") else "127.0.0.1")
@@ -517,7 +520,8 @@ async def describe_holder(host: str, port: int) -> str:
                 with contextlib.suppress(httpx2.HTTPError, ValueError):
                     body = (await client.get(f"{scheme}://{target}:{port}/healthz")).json()
                     if isinstance(body, dict) and "project_id" in body:
-                        return f"the roundtable owner of {body.get('root', '?')} (pid {body.get('pid', '?')})"
+                        # Another project's owner tells its root and pid only to its own callers.
+                        return f"a roundtable owner (project {body['project_id']})"
     except Exception:
         return ""
     return ""
@@ -548,6 +552,7 @@ class HttpServer:
         self._embedded: Embedded | None = None
         self._drain: Drain | None = None
         self._resolver: CredentialResolver | None = None
+        self._backend: TokenBackend | None = None
         self.sessions: SessionLimiter | None = None
         self.connections: ConnectionStats | None = None
         self.port = options.port
@@ -568,7 +573,10 @@ class HttpServer:
             status = self._health()
         except Exception:
             status = "degraded"
-        body = {"status": status, "project_id": self.project_id, "root": self.root, "pid": os.getpid()}
+        body: dict[str, Any] = {"status": status, "project_id": self.project_id}
+        if await self._presents_credential(request):
+            # Where the project lives and which process serves it are for its own callers only.
+            body.update(root=self.root, pid=os.getpid())
         headers = {}
         challenge = request.headers.get(CHALLENGE_HEADER, "")
         wanted = request.headers.get(CREDENTIAL_HEADER, "")
@@ -577,6 +585,18 @@ class HttpServer:
             if digest:
                 headers[PROOF_HEADER] = credential_proof(digest, challenge, self.project_id)
         return Response(json.dumps(body) + "\n", media_type="application/json", headers=headers)
+
+    async def _presents_credential(self, request: Request) -> bool:
+        """Does the request carry a bearer credential `/mcp` accepts? (Not merely none at all,
+        which `mcp.auth: none` would let through.)"""
+        header = request.headers.get("authorization")
+        if self._backend is None or not bearer_credential(header):
+            return False
+        try:
+            caller, _credential = await self._backend.identify(header)
+        except Exception:
+            return False
+        return caller is not None
 
     async def _known_digest(self, wanted: str) -> str:
         """The stored sha256 of the live credential named `wanted` (see `credential_id`), or ''."""
@@ -621,6 +641,7 @@ class HttpServer:
         self.sessions = SessionLimiter(app, self.mcp.session_manager, per_principal=self.limits.sessions_per_principal)
         self._resolver = db_token_resolver(self.runtime)
         backend = TokenBackend(self._resolver, token=self.options.token, require_tokens=self.options.require_tokens)
+        self._backend = backend
         self._drain = Drain(authenticated(self.sessions, backend))
         return ProjectHeader(self._drain, self.project_id)
 

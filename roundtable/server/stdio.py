@@ -13,9 +13,12 @@ What it guarantees:
   decoder; `str.splitlines` would also cut at U+2028, U+2029, U+0085 and friends). Every frame
   written to stdout is parsed first, is one line of valid JSON equal to what the owner sent, and
   carries U+2028/U+2029/U+0085 as `\\u` escapes so no line reader can split it.
-- **It knows its project.** Before relaying anything (and so before any credential leaves the
-  process) it asks the owner's `/healthz` for its project id and root and refuses an owner of
-  another project. The check is repeated after every lost connection.
+- **It knows its project.** Before relaying anything it asks the owner's `/healthz` for its
+  project id and refuses an owner of another project; the owner proves it knows the bridge's
+  credential (a challenge), and only then is the credential sent — on a second `/healthz`, whose
+  answer names the owner's root (told only to callers with a credential), which must be this
+  very directory (a copied project carries the same id and credentials). The check is repeated
+  after every lost connection.
 - **It fails fast.** No owner at start → one stderr line naming the URL, the project and the fix,
   a JSON-RPC error for any request already read, exit 1 within about a second. An owner that
   was reachable and restarts mid-session is waited for (30 s) and the session re-opened.
@@ -206,8 +209,10 @@ class Identity:
             )
         theirs = str(body.get("root") or "?")
         if not self.same_project(body["project_id"], theirs):
+            # Another project's owner names its root only to its own callers: its id is all there is.
+            whose = f"project {theirs}" if "root" in body else f"another project (project id {body['project_id']})"
             raise Fatal(
-                f"the owner at {url} serves project {theirs}, not {self.root}; give each project its own "
+                f"the owner at {url} serves {whose}, not {self.root}; give each project its own "
                 f"mcp.http_address in .roundtable/config.yaml (or start this project's owner: "
                 f"roundtable start --root {self.root})"
             )
@@ -408,15 +413,16 @@ class Bridge:
 
     # --- the owner ----------------------------------------------------------------------------
 
-    async def _health(self) -> tuple[Any, str, str]:
-        """GET /healthz once, challenging the owner to prove it knows our credential; returns
-        (its JSON body or None, the challenge, the proof it gave)."""
+    async def _health(self, *, authorized: bool = False) -> tuple[Any, str, str]:
+        """GET /healthz once, challenging the owner to prove it knows our credential (or, when
+        `authorized`, with the credential itself); returns (its JSON body or None, the challenge,
+        the proof it gave)."""
         # Over a socket (no identity to check: the socket is the session's or the owner's own, in
         # a private directory) the credential goes on the probe too: a session endpoint accepts
         # nothing without it, and every launch logged a refused request.
-        headers: dict[str, str] = dict(self._auth) if self._identity is None else {}
+        headers: dict[str, str] = dict(self._auth) if self._identity is None or authorized else {}
         challenge = ""
-        if self._token_digest and self._identity is not None:
+        if self._token_digest and self._identity is not None and not authorized:
             challenge = secrets.token_hex(16)
             headers = {CHALLENGE_HEADER: challenge, CREDENTIAL_HEADER: credential_id(self._token_digest)}
         resp = await self.client.get(health_url(self.url), headers=headers, timeout=2.0)
@@ -458,6 +464,13 @@ class Bridge:
                             f"(revoked or replaced, or not this project's owner), so it was not sent"
                             + (f"; fix: {self._credential_fix}" if self._credential_fix else "")
                         )
+                    # Proven: the credential may go to it now, and buys the owner's root (which
+                    # tells this directory from a copy of it).
+                    try:
+                        body, _challenge, _proof = await self._health(authorized=True)
+                    except httpx2.TransportError:
+                        raise Unreachable(self._no_owner()) from None
+                    self._identity.check(self.url, body)
             self._verified = True
 
     def _no_owner(self) -> str:

@@ -4,6 +4,8 @@ bridge's identity rule), run as a child process the way a user runs it."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -31,8 +33,20 @@ async def test_doctor_tells_whose_owner_answers(tmp_path: Path, project: Path) -
     set_http_address(project, port)
     async with Owner(other, http_address=f"127.0.0.1:{port}", socket=False, chair=False):
         text = await _doctor(project)
-    assert f"PROBLEM  the owner at 127.0.0.1:{port} serves project {other}" in text
-    assert "mcp.http_address" in text
+    # Another project's owner does not tell this one its root (that needs its credential).
+    assert (
+        f"PROBLEM  the owner at 127.0.0.1:{port} serves another project (project id {credentials.read_project_id(other)})"
+        in text
+    )
+    assert "mcp.http_address" in text and str(other) not in text
     async with Owner(project, http_address=f"127.0.0.1:{port}", socket=False, chair=False):
         text = await _doctor(project)
-    assert f"ok       the owner at 127.0.0.1:{port} serves this project ({credentials.read_project_id(project)}" in text
+        # A copy of this project (same id, same credentials) is told apart by the owner's root,
+        # which doctor asks for with the credential once the owner proved it knows it.
+        copy = tmp_path / "copy"
+        await asyncio.to_thread(shutil.copytree, project, copy)
+        copied = await _doctor(copy)
+    mine = credentials.read_project_id(project)
+    # The pid is told only to a caller with the project's credential: doctor sent it.
+    assert f"ok       the owner at 127.0.0.1:{port} serves this project ({mine}, pid {os.getpid()})" in text
+    assert f"PROBLEM  the owner at 127.0.0.1:{port} serves project {project} (pid {os.getpid()}), not this one" in copied

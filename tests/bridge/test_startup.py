@@ -57,7 +57,7 @@ async def test_no_owner_and_silent_client_exits_within_a_second_or_so(project: P
     assert time.monotonic() - started < 3.0
 
 
-async def test_owner_of_another_project_is_refused_naming_both_roots(tmp_path: Path, project: Path) -> None:
+async def test_owner_of_another_project_is_refused_naming_its_project(tmp_path: Path, project: Path) -> None:
     other = initialised_project(tmp_path / "other")
     credentials.write_credential(project, "rt_secret_of_project_b_0123456789")
     async with Owner(other, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
@@ -67,7 +67,10 @@ async def test_owner_of_another_project_is_refused_naming_both_roots(tmp_path: P
     assert status == 1
     lines = err.decode().splitlines()
     assert len(lines) == 1
-    assert f"serves project {other}, not {project}" in lines[0] and "mcp.http_address" in lines[0]
+    # Another project's owner tells its root only to its own callers: the bridge names its id.
+    theirs = credentials.read_project_id(other)
+    assert f"serves another project (project id {theirs}), not {project}" in lines[0]
+    assert "mcp.http_address" in lines[0] and str(other) not in lines[0]
     assert json.loads(out.splitlines()[0])["id"] == 1
     assert b"rt_secret" not in err + out
 
@@ -170,7 +173,9 @@ async def test_port_held_by_another_owner_is_named(tmp_path: Path, project: Path
             async with Owner(project, http_address=first.http_address, socket=False, chair=False):
                 pass
     text = str(info.value)
-    assert f"{first.http_address} is held by the roundtable owner of {other} (pid {os.getpid()})" in text
+    # Another project's owner tells its root and pid only to that project's callers.
+    held = f"{first.http_address} is held by a roundtable owner (project {credentials.read_project_id(other)})"
+    assert held in text
     assert "mcp.http_address" in text
 
 
@@ -213,13 +218,15 @@ async def test_a_flood_of_bad_requests_logs_one_line(project: Path) -> None:
 
 
 async def test_a_copied_project_is_another_project(tmp_path: Path, project: Path) -> None:
-    """`cp -r` carries `.roundtable/project_id` along; the owner's root still tells them apart."""
+    """`cp -r` carries `.roundtable/project_id` and the credentials along; the owner's root, which
+    it tells a caller with a credential, still tells them apart."""
     import shutil
 
     copy = tmp_path / "copy"
-    await asyncio.to_thread(shutil.copytree, project, copy)
-    assert credentials.read_project_id(copy) == credentials.read_project_id(project)
     async with Owner(project, http_address="127.0.0.1:0", socket=False, chair=False) as owner:
+        await asyncio.to_thread(shutil.copytree, project, copy)  # with the credentials the owner wrote
+        assert credentials.read_project_id(copy) == credentials.read_project_id(project)
+        assert credentials.read_credential(copy) == credentials.read_credential(project) is not None
         bridge = await Bridge.spawn("--root", str(copy), "--url", owner.http_url)
         await bridge.send(INIT)
         status, _out, err = await bridge.close()

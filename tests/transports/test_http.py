@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 
 from roundtable.errors import ConfigError
 from roundtable.owner import Owner
+from roundtable.server.stdio import CREDENTIAL_HEADER, credential_id
 from roundtable.tools import roles
 from roundtable.tools.registry import get_registry
 from tests.helpers import sdk_http
@@ -142,14 +143,21 @@ async def test_security_checks(owner: Owner, auth: dict[str, str]) -> None:
         ).status_code == 400
         big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (5 * 1024 * 1024) + b'"}}'
         assert (await http.post(owner.http_url, content=big)).status_code == 413
-        health = await http.get(owner.http_url.replace("/mcp", "/healthz"))
-        assert health.status_code == 200
-        assert health.json() == {
-            "status": "ready",
-            "project_id": owner.http.project_id,
-            "root": owner.http.root,
-            "pid": os.getpid(),
-        }
+        # Without a credential /healthz says only that this project's owner is ready; its root
+        # and pid need a credential /mcp accepts. A credential's public id (which a bridge sends
+        # to whatever answers, before the owner proved itself) is not one.
+        health_url = owner.http_url.replace("/mcp", "/healthz")
+        short = {"status": "ready", "project_id": owner.http.project_id}
+        full = {**short, "root": owner.http.root, "pid": os.getpid()}
+        health = await http.get(health_url)
+        assert health.status_code == 200 and health.json() == full
+        async with httpx2.AsyncClient() as anonymous:
+            assert (await anonymous.get(health_url)).json() == short
+            for wrong in ("Bearer rttok_nope", "Bearer", "Basic abc"):
+                assert (await anonymous.get(health_url, headers={"authorization": wrong})).json() == short
+            presented = next(v for k, v in auth.items() if k.lower() == "authorization").split(" ", 1)[1]
+            named = {CREDENTIAL_HEADER: credential_id(hashlib.sha256(presented.encode()).hexdigest())}
+            assert (await anonymous.get(health_url, headers=named)).json() == short
         assert health.headers["roundtable-project"] == owner.http.project_id
         assert (await http.get(owner.http_url.replace("/mcp", "/other"))).status_code == 404
     assert await event_count(owner) == before
