@@ -67,12 +67,12 @@ ANONYMOUS_REFUSAL = (
 class Runtime:
     """One project's configuration, database and services. Use `await Runtime.open(root)`."""
 
-    def __init__(self, root: Path, config: Config, db: Database, registry: Registry) -> None:
+    def __init__(self, root: Path, config: Config, db: Database, registry: Registry, policy: LivePolicy) -> None:
         self.root = root
         self.config = config
         self.db = db
         self.registry = registry
-        self._policy: LivePolicy | None = None
+        self._policy = policy
         self._policy_watch: tuple[asyncio.Event, asyncio.Task[None]] | None = None
         self.owner = False
         # The session supervisor, provided by the owner that hosts one (`tools/sessions_ops.py`).
@@ -83,17 +83,15 @@ class Runtime:
         return self.db.bus
 
     @property
-    def policy(self) -> Policy | None:
+    def policy(self) -> Policy:
         """`POLICIES.ROUNDTABLE.md` as it is now: a valid edit applies from the next call, an
-        invalid one is logged and ignored (`services/policy/watch.py`)."""
-        return self._policy.current() if self._policy is not None else None
+        invalid one is logged and ignored (`services/policy/watch.py`). The one place every
+        layer reads the current policy from."""
+        return self._policy.current()
 
     @policy.setter
     def policy(self, value: Policy) -> None:
-        if self._policy is None:
-            self._policy = LivePolicy(self.root, value)
-        else:
-            self._policy.replace(value)
+        self._policy.replace(value)
 
     @classmethod
     async def open(
@@ -112,18 +110,17 @@ class Runtime:
         db = await Database.open(
             config.sqlite_path(root), bus=bus, read_only=read_only, busy_timeout_ms=busy_timeout_ms
         )
-        runtime = cls(root, config, db, get_registry())
         try:
-            runtime._policy = LivePolicy.load(root)
+            policy = LivePolicy.load(root)
         except BaseException:
             await db.close()
             raise
-        return runtime
+        return cls(root, config, db, get_registry(), policy)
 
     def watch_policy(self) -> None:
         """Follow `POLICIES.ROUNDTABLE.md` from now until `close()` (a long-lived owner does this;
         a one-shot command keeps the policy it opened with)."""
-        if self._policy is None or self._policy_watch is not None:
+        if self._policy_watch is not None:
             return
         stop = asyncio.Event()
         task = asyncio.create_task(self._policy.watch(stop), name="policy watch")

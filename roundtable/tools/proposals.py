@@ -25,7 +25,6 @@ from roundtable.services.governance.comments import CommentArgs
 from roundtable.services.governance.gates import OPEN_STATUSES
 from roundtable.services.governance.proposals import AttachArgs, CreateArgs, DecisionArgs
 from roundtable.services.governance.votes import VoteArgs, VoteListArgs
-from roundtable.services.policy.engine import ensure_policy
 from roundtable.services.repository.edits import revision_diff
 from roundtable.services.repository.patches import ParsedPatch, read_patch
 from roundtable.store.records import Proposal
@@ -217,7 +216,7 @@ async def request_review(call: Call[ProposalArgs]) -> dict[str, Any]:
     out = await service.request_review(
         call.w,
         call.runtime.root,
-        ensure_policy(call.runtime.policy),
+        call.runtime.policy,
         call.args.proposal_id,
         call.actor,
         call.run_hint,

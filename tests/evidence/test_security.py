@@ -90,7 +90,7 @@ async def test_policy_dangerous_commands_are_used(repo: Path) -> None:
     )
     rt = await Runtime.open(repo)
     try:
-        assert rt.policy is not None and "terraform destroy" in rt.policy.dangerous_commands
+        assert "terraform destroy" in rt.policy.dangerous_commands
         out = await _scan(rt, add_lines_patch("app.py", ["# run: terraform   destroy -auto-approve", "# rm"]))
         assert [f["message"] for f in out["findings"]] == [
             'Added content references dangerous command pattern "terraform destroy".'

@@ -50,7 +50,6 @@ async def _until(done: Callable[[], bool], path: Path, *, touch: bool = True) ->
 
 
 def _approvals(runtime: Runtime) -> int:
-    assert runtime.policy is not None
     return runtime.policy.profile("default").approvals_required
 
 

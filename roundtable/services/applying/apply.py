@@ -67,7 +67,7 @@ from roundtable.services.applying.artefacts import (
 )
 from roundtable.services.applying.transactions import complete_apply, finish_failed, in_flight
 from roundtable.services.governance.gates import evaluate
-from roundtable.services.policy.engine import Policy, ensure_policy
+from roundtable.services.policy.engine import Policy
 from roundtable.services.repository import git
 from roundtable.services.repository.patches import (
     ParsedPatch,
@@ -89,7 +89,7 @@ log = logging.getLogger(__name__)
 
 
 def _policy(runtime: Project) -> Policy:
-    return ensure_policy(runtime.policy)
+    return runtime.policy
 
 
 async def _expected_after(parsed: ParsedPatch, pre: dict[str, PreImage]) -> dict[str, str]:

@@ -52,7 +52,6 @@ from roundtable.services.applying.transactions import (
 from roundtable.services.forge.base import Check, Forge, ForgeError
 from roundtable.services.governance import comments
 from roundtable.services.governance.gates import GateReport, evaluate
-from roundtable.services.policy.engine import ensure_policy
 from roundtable.services.redact import redact
 from roundtable.services.repository.patches import allowances, git_cross_check, parse_patch, read_patch
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve
@@ -85,7 +84,7 @@ async def _proposal(runtime: Project, proposal_id: str) -> Proposal:
 async def _patch(runtime: Project, proposal: Proposal) -> bytes:
     root = runtime.root
     text = await asyncio.to_thread(read_patch, root, proposal.current_revision)
-    parsed = await asyncio.to_thread(parse_patch, text, root, allowances(ensure_policy(runtime.policy)))
+    parsed = await asyncio.to_thread(parse_patch, text, root, allowances(runtime.policy))
     await git_cross_check(root, parsed)
     return parsed.text.encode("utf-8")
 
@@ -93,7 +92,7 @@ async def _patch(runtime: Project, proposal: Proposal) -> bytes:
 async def _report(runtime: Project, proposal: Proposal, dry_run_error: str) -> GateReport:
     async with runtime.db.read() as r:
         return await evaluate(
-            r, runtime.root, ensure_policy(runtime.policy), proposal, clock.now(), dry_run_error=dry_run_error
+            r, runtime.root, runtime.policy, proposal, clock.now(), dry_run_error=dry_run_error
         )
 
 
@@ -278,7 +277,7 @@ async def close_decided(runtime: Project) -> list[str]:
 
 
 def required_checks(runtime: Project) -> tuple[str, ...]:
-    return ensure_policy(runtime.policy).forge_ci_required
+    return runtime.policy.forge_ci_required
 
 
 def _matches(check: Check, patterns: tuple[str, ...]) -> bool:
@@ -565,7 +564,7 @@ async def _land(
 ) -> dict[str, Any]:
     root = runtime.root
     config = runtime.config.landing
-    policy = ensure_policy(runtime.policy)
+    policy = runtime.policy
     tx_id = transaction_id or clock.new_id("TX")
     now = clock.now()
     async with runtime.db.write(tool="patch.apply") as tx:

@@ -29,7 +29,6 @@ from roundtable.errors import NotFound, ToolError
 from roundtable.services.coordination import claims as claims_service
 from roundtable.services.governance.gates import evaluate
 from roundtable.services.governance.proposals import links, proposal_dict
-from roundtable.services.policy.engine import ensure_policy
 from roundtable.services.repository import git
 from roundtable.services.repository.patches import (
     ParsedPatch,
@@ -64,7 +63,7 @@ async def _bearing_claims(r: Reader, proposal: Proposal, parsed: ParsedPatch | N
 
 async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
     root = runtime.root
-    policy = ensure_policy(runtime.policy)
+    policy = runtime.policy
     async with runtime.db.read() as r:
         proposal = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
     if proposal is None:

@@ -54,7 +54,7 @@ from roundtable.services.coordination.session_scope import where as scope_where
 from roundtable.services.governance.approvals import close_moot
 from roundtable.services.governance.gates import OPEN_STATUSES, check_claims, current_votes
 from roundtable.services.paging import PageRequest, after
-from roundtable.services.policy.engine import Policy, current_policy
+from roundtable.services.policy.engine import Policy
 from roundtable.services.project import Project
 from roundtable.services.repository.applies import check_applies
 from roundtable.services.repository.edits import Edit, FileWrite, build_patch
@@ -192,7 +192,7 @@ async def prepare_revision(project: Project, patch: str) -> ParsedPatch:
     event loop), and checked against git's own reading and the tree. A caller runs it before its
     write transaction and hands the result to `create`/`attach`."""
     root, policy = project.root, project.policy
-    allow = allowances(policy if isinstance(policy, Policy) else current_policy(root))
+    allow = allowances(policy)
     parsed = await asyncio.to_thread(parse_patch, patch, root, allow, max_files=project.config.repo.max_patch_files)
     await check_patch(root, parsed, allow)
     return parsed
@@ -212,7 +212,7 @@ async def patch_text(project: Project, args: CreateArgs | AttachArgs, current: P
     prior_paths: tuple[str, ...] = ()
     if current is not None and current.current_revision:
         prior = read_patch(root, current.current_revision)
-        prior_paths = parse_patch(prior, root, allowances(current_policy(root))).touched
+        prior_paths = parse_patch(prior, root, allowances(project.policy)).touched
     return await build_patch(
         root,
         list(args.edits),
@@ -391,7 +391,7 @@ async def attach(
         actor_id=actor,
         task_id=p.task_id,
     )
-    if p.status == ProposalStatus.IN_REVIEW and isinstance(project.policy, Policy):
+    if p.status == ProposalStatus.IN_REVIEW:
         # A revision answers its review: a proposal that was under review is put up for review
         # again at once (a `proposal.review_requested` for the new revision), so the author need
         # not ask again.
@@ -407,7 +407,7 @@ async def view(q: Reader | Tx, proposal_id: str) -> dict[str, Any]:
     }
 
 
-async def detail(q: Reader | Tx, root: Path, policy: Policy | None, proposal_id: str) -> dict[str, Any]:
+async def detail(q: Reader | Tx, root: Path, policy: Policy, proposal_id: str) -> dict[str, Any]:
     """`proposal.get`: the record, links, revisions, the current patch text and the gates
     (without the dry run, which needs git)."""
     from roundtable.services.governance.gates import evaluate
@@ -424,10 +424,9 @@ async def detail(q: Reader | Tx, root: Path, policy: Policy | None, proposal_id:
             patch_error = str(exc)
     out["patch"] = patch_text
     out["patch_error"] = patch_error
-    if isinstance(policy, Policy):
-        report = await evaluate(q, root, policy, p, clock.now())
-        out["gates"] = report.summary()
-        out["policy"] = report.policy.to_dict() if report.policy else None
+    report = await evaluate(q, root, policy, p, clock.now())
+    out["gates"] = report.summary()
+    out["policy"] = report.policy.to_dict() if report.policy else None
     return out
 
 

@@ -31,7 +31,6 @@ from roundtable.services.governance.security_scan import (
     ScanResult,
     scan_patch,
 )
-from roundtable.services.policy.engine import ensure_policy
 from roundtable.services.repository.pathguard import is_sensitive_path
 from roundtable.services.run_scope import resolve, task_run
 from roundtable.store.db import Reader, Tx
@@ -91,7 +90,7 @@ def _reviewer(req: ReviewInput, actor: Actor, manual: bool) -> str:
 async def run_scan(runtime: Project, proposal: ProposalRef) -> ScanResult:
     """Scan the proposal's current revision (file read and regexes in a worker thread)."""
     root = runtime.root
-    policy = ensure_policy(runtime.policy)
+    policy = runtime.policy
     commands = policy.dangerous_commands
     high_risk = policy.is_high_risk
     sensitive = is_sensitive_path

@@ -257,37 +257,6 @@ def parse_policy(text: str, label: str = POLICY_FILE) -> Policy:
     )
 
 
-def ensure_policy(value: object) -> Policy:
-    """The runtime's policy, or the error the spec names when it is unavailable."""
-    if not isinstance(value, Policy):
-        raise ConfigError("policy evaluation unavailable")
-    return value
-
-
-_CURRENT: dict[str, tuple[tuple[int, int, int], Policy]] = {}
-
-
-def current_policy(root: Path) -> Policy:
-    """The policy file's policy for services that are not handed the runtime's (cached by the
-    file's identity and mtime); an unreadable or invalid file gives the built-in defaults, which
-    allow the least."""
-    path = Path(root) / POLICY_FILE
-    try:
-        st = path.stat()
-    except OSError:
-        return Policy()
-    key = (st.st_ino, st.st_mtime_ns, st.st_size)
-    cached = _CURRENT.get(str(path))
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    try:
-        policy = load_policy(root)
-    except ConfigError:
-        policy = Policy()
-    _CURRENT[str(path)] = (key, policy)
-    return policy
-
-
 def load_policy(root: Path) -> Policy:
     """The policy of a project root: its POLICIES.ROUNDTABLE.md, or the built-in defaults."""
     path = Path(root) / POLICY_FILE

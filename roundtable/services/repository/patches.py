@@ -49,6 +49,7 @@ from pathlib import Path
 
 from roundtable.atomic import write_atomic_bytes
 from roundtable.errors import ToolError, ValidationError
+from roundtable.services.policy.engine import Policy
 from roundtable.services.repository import git
 from roundtable.services.repository.diff_lines import HUNK_HEADER, DiffLine, lines_of
 from roundtable.services.repository.hashing import path_hash
@@ -78,12 +79,12 @@ class Allowances:
 NOTHING_SPECIAL = Allowances()
 
 
-def allowances(policy: object) -> Allowances:
-    """The allowances of a policy (anything without the attributes allows nothing)."""
+def allowances(policy: Policy) -> Allowances:
+    """What the policy allows a patch beyond plain files."""
     return Allowances(
-        symlinks=bool(getattr(policy, "allow_symlinks", False)),
-        submodules=bool(getattr(policy, "allow_submodules", False)),
-        mode_changes=bool(getattr(policy, "allow_mode_changes", False)),
+        symlinks=policy.allow_symlinks,
+        submodules=policy.allow_submodules,
+        mode_changes=policy.allow_mode_changes,
     )
 
 

@@ -40,7 +40,7 @@ from roundtable.domain import NARROWED, EventType, TestOutcome, TestRunStatus
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.services.governance.evidence import Actor, ProposalRef, proposal_ref, read_revision_patch
-from roundtable.services.policy.engine import Policy, TestsPolicy
+from roundtable.services.policy.engine import TestsPolicy
 from roundtable.services.redact import redact
 from roundtable.services.repository import scratch
 from roundtable.services.repository.patches import allowances, parse_patch, read_patch
@@ -120,8 +120,7 @@ async def _finish(runtime: Project, test_run_id: str, values: dict[str, object],
 
 
 def tests_policy(runtime: Project) -> TestsPolicy:
-    policy = runtime.policy
-    return policy.tests if isinstance(policy, Policy) else TestsPolicy()
+    return runtime.policy.tests
 
 
 async def allowed_commands(runtime: Project, proposal_id: str = "") -> list[test_exec.Command]:

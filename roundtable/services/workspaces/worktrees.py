@@ -45,7 +45,7 @@ from roundtable.errors import NotFound, PatchDoesNotApply, ToolError, Validation
 from roundtable.services.coordination.claims import ClaimConflict, ClaimRequest, acquire, covering_write_claims
 from roundtable.services.governance import proposals
 from roundtable.services.governance.gates import OPEN_STATUSES
-from roundtable.services.policy.engine import Policy, current_policy
+from roundtable.services.policy.engine import Policy
 from roundtable.services.repository import hashing, scratch
 from roundtable.services.repository import symbols as symbol_index
 from roundtable.services.repository.patches import (
@@ -432,7 +432,7 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
     marker = await _unresolved(Path(ws.path), conflicts) if conflicts else ""
     if marker:
         raise ValidationError(f"workspace refused: {marker} still holds a conflict marker from workspace_sync")
-    policy = runtime.policy if isinstance(runtime.policy, Policy) else current_policy(root)
+    policy = runtime.policy
     # Parsed and checked once, before the write lock; the proposal reuses it.
     parsed = await proposals.prepare_revision(runtime, text)
     async with runtime.db.write(tool="workspace.propose") as tx:
@@ -679,7 +679,7 @@ async def sweep(runtime: Project, *, actor: str, now: str = "", run_id: str = ""
     """Remove the workspaces whose task completed or was cancelled — at once, or `keep_days`
     after (the policy's `workspaces.keep_days`); with `run_id`, only that run's and those of no
     run. Returns the removed ids."""
-    policy = runtime.policy if isinstance(runtime.policy, Policy) else current_policy(runtime.root)
+    policy = runtime.policy
     now = now or clock.now()
     async with runtime.db.read() as r:
         due = await r.all(
