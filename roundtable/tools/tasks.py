@@ -6,14 +6,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from pydantic import Field
-
-from roundtable.domain import Risk, TaskStatus
+from roundtable.domain import TaskStatus
 from roundtable.services import paging
-from roundtable.services.args import Args, Id, Int, NewId, PageArgs, Paths, RiskWord, Text, Title, Word
+from roundtable.services.args import Args, Id, PageArgs
 from roundtable.services.coordination import tasks
 from roundtable.services.coordination.autopilot import blocked_reason_on
-from roundtable.services.coordination.tasks import task_dict
+from roundtable.services.coordination.tasks import CreateArgs, UpdateStatusArgs, task_dict
 from roundtable.store import rows
 from roundtable.store.records import Task
 from roundtable.tools.context import Call
@@ -21,34 +19,9 @@ from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, result
 
 
-class CreateArgs(Args):
-    title: Title
-    body_md: Text = Field(description="What to do, in Markdown.")
-    priority: Int = Field(tasks.DEFAULT_PRIORITY, description="Lower runs first; default 100.")
-    risk: RiskWord = Field(Risk.NORMAL, description="Default normal; high and critical need a human's approval.")
-    assigned_agent_id: Id = Field("", description="Agent to assign, if any.")
-    readable_paths: Paths = Field([], description="Repository-relative paths the assignee may read.")
-    task_id: NewId = ""
-    status: Word = Field(TaskStatus.OPEN, description="Initial status (default open).")
-
-
 async def create(call: Call[CreateArgs]) -> dict[str, Any]:
-    a = call.args
     task = await tasks.create_task(
-        call.w,
-        call.runtime.config.limits,
-        title=a.title,
-        body_md=a.body_md,
-        priority=a.priority,
-        risk=a.risk,
-        assigned_agent_id=a.assigned_agent_id,
-        readable_paths=a.readable_paths,
-        task_id=a.task_id,
-        status=a.status,
-        root=call.runtime.root,
-        actor=call.actor,
-        agent=call.agent_id,
-        runs=call.run_hint,
+        call.w, call.runtime, call.args, actor=call.actor, agent=call.agent_id, runs=call.run_hint
     )
     return {"task": task_dict(task)}
 
@@ -73,23 +46,8 @@ async def list_(call: Call[PageArgs]) -> dict[str, Any]:
     return {"tasks": [task_dict(t) for t in found], **more}
 
 
-class UpdateStatusArgs(Args):
-    task_id: Id
-    status: Word = ""
-    assigned_agent_id: Id = Field("", description="New assignee.")
-
-
 async def update_status(call: Call[UpdateStatusArgs]) -> dict[str, Any]:
-    a = call.args
-    task = await tasks.update_task_status(
-        call.w,
-        a.task_id,
-        status=a.status,
-        assigned_agent_id=a.assigned_agent_id,
-        actor=call.actor,
-        agent=call.agent_id,
-        runs=call.run_hint,
-    )
+    task = await tasks.update_task_status(call.w, call.args, actor=call.actor, agent=call.agent_id, runs=call.run_hint)
     return {"task": task_dict(task)}
 
 

@@ -38,6 +38,8 @@ CHANGED: dict[tuple[str, str], dict[str, Any]] = {
     ("chair.assign_tasks", "load"): {"additionalProperties": {"maximum": 2**63 - 1, "minimum": 0, "type": "integer"}},
     # the service's own limit on expected test commands is the argument's bound now (it checked it after validation)
     ("proposal.create", "expected_tests"): {"maxItems": 50},
+    ("task.create", "body_md"): {"maxLength": 200_000},
+    ("task.create", "readable_paths"): {"maxItems": 200},
 }
 # Required arguments made optional on purpose since the freeze, with the default the model gives.
 MADE_OPTIONAL: dict[str, set[str]] = {

@@ -26,7 +26,7 @@ from roundtable.domain import (
     TransactionStatus,
 )
 from roundtable.services.applying.artefacts import state_hash
-from roundtable.services.coordination.tasks import update_task_status
+from roundtable.services.coordination.tasks import UpdateStatusArgs, update_task_status
 from roundtable.services.governance.approvals import settle_after_apply
 from roundtable.services.governance.proposals import release_review_claims
 from roundtable.services.run_scope import RunHint
@@ -145,9 +145,8 @@ async def _settle_work(tx: Tx, proposal: Proposal, tx_id: str, claim_ids: list[s
         (task.id, proposal.id, *sorted(OPEN_PROPOSAL_STATUSES)),
     )
     if not still_open:
-        await update_task_status(
-            tx, task.id, status=TaskStatus.COMPLETED, actor=actor, runs=RunHint(named=proposal.run_id)
-        )
+        done = UpdateStatusArgs(task_id=task.id, status=TaskStatus.COMPLETED.value)
+        await update_task_status(tx, done, actor=actor, runs=RunHint(named=proposal.run_id))
 
 
 async def finish_failed(runtime: Project, tx_id: str, proposal_id: str, reason: str, run: str, left: list[str]) -> None:
@@ -197,9 +196,8 @@ async def complete_rollback(
         # The change is gone again: a task its apply completed is open work once more.
         task = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (proposal.task_id,))
         if task is not None and task.status == TaskStatus.COMPLETED:
-            await update_task_status(
-                tx, task.id, status=TaskStatus.IN_PROGRESS, actor=actor, runs=RunHint(named=row.run_id)
-            )
+            reopened = UpdateStatusArgs(task_id=task.id, status=TaskStatus.IN_PROGRESS.value)
+            await update_task_status(tx, reopened, actor=actor, runs=RunHint(named=row.run_id))
     await tx.append_event(
         row.run_id,
         EventType.PATCH_ROLLED_BACK,
@@ -246,7 +244,13 @@ async def record_recovered(tx: Tx, row: Transaction, outcome: str, detail: str, 
     await tx.append_event(
         row.run_id,
         EventType.TRANSACTION_RECOVERED,
-        {"transaction_id": row.id, "proposal_id": row.proposal_id, "outcome": outcome, "detail": detail, "status": status},
+        {
+            "transaction_id": row.id,
+            "proposal_id": row.proposal_id,
+            "outcome": outcome,
+            "detail": detail,
+            "status": status,
+        },
         actor_id="recovery",
     )
     return f"transaction {row.id} (proposal {row.proposal_id}): {outcome} — {detail}"

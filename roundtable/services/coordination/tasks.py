@@ -22,24 +22,51 @@ import json
 import posixpath
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_types import MaxLen
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.config import LimitsConfig
 from roundtable.domain import EventType, Risk, TaskStatus
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
+from roundtable.services.args import Args, Id, Int, NewId, RepoPath, RiskWord, Text, Title, Word
 from roundtable.services.coordination import quotas
 from roundtable.services.coordination.session_scope import Scope, where
 from roundtable.services.paging import PageRequest, after
+from roundtable.services.project import Project
 from roundtable.services.repository.pathguard import is_sensitive_path, resolve_repo_path
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, resolve_sync
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
 
 DEFAULT_PRIORITY = 100
-MAX_TITLE = 500
 MAX_BODY = 200_000
 MAX_READABLE_PATHS = 200
+
+
+class CreateArgs(Args):
+    # `task.create` (the title's bound, one line of 500 characters, is the `Title` type's).
+    title: Title
+    body_md: Annotated[Text, MaxLen(MAX_BODY)] = Field(description="What to do, in Markdown.")
+    priority: Int = Field(default=DEFAULT_PRIORITY, description="Lower runs first; default 100.")
+    risk: RiskWord = Field(
+        default=Risk.NORMAL, description="Default normal; high and critical need a human's approval."
+    )
+    assigned_agent_id: Id = Field(default="", description="Agent to assign, if any.")
+    readable_paths: Annotated[list[RepoPath], MaxLen(MAX_READABLE_PATHS)] = Field(
+        default=[], description="Repository-relative paths the assignee may read."
+    )
+    task_id: NewId = ""
+    status: Word = Field(default=TaskStatus.OPEN, description="Initial status (default open).")
+
+
+class UpdateStatusArgs(Args):
+    # `task.update_status`: the non-empty fields are written.
+    task_id: Id
+    status: Word = ""
+    assigned_agent_id: Id = Field(default="", description="New assignee.")
 
 
 def task_dict(task: Task) -> dict[str, Any]:
@@ -87,8 +114,6 @@ def normalise_readable_path(entry: str) -> str:
 def validate_readable_paths(entries: list[str], root: Path | None = None) -> list[str]:
     """Normalise and de-duplicate `readable_paths` (order kept); refuse bad entries. With
     `root`, an entry that exists must also stay inside it once symlinks are resolved."""
-    if len(entries) > MAX_READABLE_PATHS:
-        raise ValidationError(f"readable_paths may list at most {MAX_READABLE_PATHS} entries")
     out: list[str] = []
     for entry in entries:
         clean = normalise_readable_path(entry)
@@ -127,62 +152,31 @@ async def list_tasks(q: Reader | Tx, scope: Scope | None = None, page: PageReque
     return await q.all(Task, f"SELECT * FROM tasks {filtered}ORDER BY {', '.join(TASK_ORDER)}{limit}", params)
 
 
-def _task_values(
-    title: str,
-    body_md: str,
-    priority: int,
-    risk: str,
-    assigned_agent_id: str,
-    readable_paths: list[str] | None,
-    task_id: str,
-    status: str,
-    root: Path | None,
-) -> tuple[Any, ...]:
+def _task_values(args: CreateArgs, root: Path | None) -> tuple[Any, ...]:
     """A new task's checked column values, in `_UPSERT_TASK`'s order (without the times and run)."""
-    if not title or not body_md:
-        raise ValidationError("title and body_md are required")
-    if len(title) > MAX_TITLE:
-        raise ValidationError(f"title must be {MAX_TITLE} characters or fewer")
-    if len(body_md) > MAX_BODY:
-        raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
-    paths = validate_readable_paths(readable_paths or [], root)
-    values = (
-        task_id or clock.new_id("T"),
-        title,
-        body_md,
-        status or "open",
-        priority or DEFAULT_PRIORITY,
-        risk or "normal",
-        assigned_agent_id or None,
+    paths = validate_readable_paths(list(args.readable_paths), root)
+    return (
+        args.task_id or clock.new_id("T"),
+        args.title,
+        args.body_md,
+        args.status or TaskStatus.OPEN,
+        args.priority or DEFAULT_PRIORITY,
+        args.risk,
+        args.assigned_agent_id or None,
         json.dumps(paths, ensure_ascii=False),
     )
-    return values
 
 
 async def create_task(
-    tx: Tx,
-    limits: LimitsConfig,
-    *,
-    title: str,
-    body_md: str,
-    priority: int = DEFAULT_PRIORITY,
-    risk: str = Risk.NORMAL,
-    assigned_agent_id: str = "",
-    readable_paths: list[str] | None = None,
-    task_id: str = "",
-    status: str = TaskStatus.OPEN,
-    root: Path | None = None,
-    actor: str = "",
-    agent: str = "",
-    runs: RunHint = NO_HINT,
+    tx: Tx, project: Project, args: CreateArgs, *, actor: str = "", agent: str = "", runs: RunHint = NO_HINT
 ) -> Task:
     """Create a task, or (operator only) replace one with the same id (keeping its `created_at`
-    and its run), inside `tx`, with the agent's task quota (`quotas`) checked in the same round
-    trip on the writer's thread (`Tx.run`). `agent` is the acting agent ("" for operator
-    authority); `actor` is recorded on the event; `runs` is what the call says about the run
-    (`services.run_scope`)."""
-    values = _task_values(title, body_md, priority, risk, assigned_agent_id, readable_paths, task_id, status, root)
-    task: Task = await tx.run(_create_job, tx, values, bool(task_id), assigned_agent_id, actor, agent, runs, limits)
+    and its run), inside `tx`, with the agent's task quota (the project's `limits`, `quotas`)
+    checked in the same round trip on the writer's thread (`Tx.run`). `agent` is the acting agent
+    ("" for operator authority); `actor` is recorded on the event; `runs` is what the call says
+    about the run (`services.run_scope`)."""
+    values = _task_values(args, project.root)
+    task: Task = await tx.run(_create_job, tx, args, values, actor, agent, runs, project.config.limits)
     return task
 
 
@@ -199,17 +193,16 @@ _UPSERT_TASK = (
 def _create_job(
     conn: sqlite3.Connection,
     tx: Tx,
+    args: CreateArgs,
     values: tuple[Any, ...],
-    given_id: bool,
-    assigned_agent_id: str,
     actor: str,
     agent: str,
     runs: RunHint,
     limits: LimitsConfig,
 ) -> Task:
     """`create_task`'s reads and writes, quota included, on the writer's thread inside `tx`."""
-    task_id = values[0]
-    found = conn.execute("SELECT run_id FROM tasks WHERE id = ?", (task_id,)).fetchone() if given_id else None
+    task_id, assigned_agent_id = values[0], args.assigned_agent_id
+    found = conn.execute("SELECT run_id FROM tasks WHERE id = ?", (task_id,)).fetchone() if args.task_id else None
     replaced = found is not None
     if agent:
         if replaced:
@@ -260,20 +253,12 @@ def check_task_change(task: Task, agent: str, assigned_agent_id: str) -> None:
 
 
 async def update_task_status(
-    tx: Tx,
-    task_id: str,
-    *,
-    status: str = "",
-    assigned_agent_id: str = "",
-    actor: str = "",
-    agent: str = "",
-    runs: RunHint = NO_HINT,
+    tx: Tx, args: UpdateStatusArgs, *, actor: str = "", agent: str = "", runs: RunHint = NO_HINT
 ) -> Task:
     """Overwrite the non-empty fields and refresh `updated_at` (even when nothing changed), and
     append `task.updated` to the task's run (unless the call names one, `services.run_scope`).
     `agent` is the acting agent ("" for operator authority)."""
-    if not task_id:
-        raise ValidationError("task_id is required")
+    task_id, status, assigned_agent_id = args.task_id, args.status, args.assigned_agent_id
     before = await get_task(tx, task_id)
     if agent:
         check_task_change(before, agent, assigned_agent_id)
