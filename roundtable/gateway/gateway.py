@@ -9,7 +9,10 @@ open connection and tunnel of the session is cut. On the socket, HTTP/1.1 (`http
   operator's credential is added from the owner's environment (Anthropic `ANTHROPIC_API_KEY` as
   `x-api-key`, else `ANTHROPIC_AUTH_TOKEN` as a bearer; OpenAI `CODEX_API_KEY`, else
   `OPENAI_API_KEY`, as a bearer) and the request goes to the upstream (`adapters.claude.upstream`,
-  `adapters.codex.upstream`, or the vendors' own). A session may use its adapter's API only.
+  `adapters.codex.upstream`, or the vendors' own). For Codex the gateway follows the model
+  provider the operator's own Codex configuration selects (`adapters.codex_operator_upstream`):
+  its `base_url` and the key in the owner's variable its `env_key` names. Each session's route
+  is fixed when it is opened (`_Route`). A session may use its adapter's API only.
   Before forwarding, a budget covering the session that is reached refuses the request with the
   vendor's error shape ("budget reached: …") and asks the owner to stop the session
   (`on_stop`). A 429, 503 or 529 is retried after the upstream's `retry-after` (bounded attempts
@@ -44,7 +47,7 @@ import httpx2
 
 from roundtable.gateway.http11 import Peer, PeerGone, Request, TooLarge
 from roundtable.gateway.meter import Measured, WireMeter
-from roundtable.services.sessions import budgets, preflight
+from roundtable.services.sessions import adapters, budgets, preflight
 from roundtable.tools.context import GATEWAY
 from roundtable.tools.gateway_ops import REQUEST_TOKENS_MAX
 
@@ -57,10 +60,8 @@ TOKEN_PREFIX = "rtgw_"
 API_OF_ADAPTER = {"claude": "anthropic", "codex": "openai"}
 ADAPTER_OF_API = {api: adapter for adapter, api in API_OF_ADAPTER.items()}
 DEFAULT_UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
-CREDENTIAL_NAMES = {
-    "anthropic": (("ANTHROPIC_API_KEY", "x-api-key"), ("ANTHROPIC_AUTH_TOKEN", "authorization")),
-    "openai": (("CODEX_API_KEY", "authorization"), ("OPENAI_API_KEY", "authorization")),
-}
+# The operator's credentials are sent as a bearer token, but Anthropic's API key as `x-api-key`.
+CREDENTIAL_HEADERS = {"ANTHROPIC_API_KEY": "x-api-key"}
 # The requests that spend (their answers are metered); `count_tokens` and the rest are free.
 SPENDING_PATHS = {"anthropic": ("/v1/messages",), "openai": ("/v1/responses", "/v1/chat/completions")}
 RETRY_STATUSES = frozenset({429, 503, 529})
@@ -119,11 +120,31 @@ class StopRequest:
 StopHandler = Callable[[StopRequest], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class _Route:
+    """Where one session's model requests go: `base` with the request's path (what follows the
+    API's prefix) appended — without its leading `/v1` when `base` stands for `.../v1` (a Codex
+    provider's `base_url` that does not end in `/v1`) — carrying the first of `credentials`
+    (the owner's variables) that is set; none when the provider names no key. `problem`: why
+    the operator's configuration cannot be followed (every request is refused with it)."""
+
+    base: str
+    drop_v1: bool = False
+    credentials: tuple[str, ...] = ()
+    problem: str = ""
+
+    def url(self, rest: str) -> str:
+        if self.drop_v1 and (rest == "/v1" or rest.startswith(("/v1/", "/v1?"))):
+            rest = rest[3:]
+        return self.base + rest
+
+
 @dataclass
 class _Session:
     grant: GatewayGrant
     adapter: str
     api: str  # the model API it may use ('' none)
+    route: _Route | None  # where its model requests go (None: no model API)
     run_id: str
     task_id: str
     day: str
@@ -212,6 +233,23 @@ class Gateway:
         configured = adapter.upstream if adapter is not None else ""
         return (configured or DEFAULT_UPSTREAMS[api]).rstrip("/")
 
+    def route(self, api: str) -> _Route:
+        """Where a session of `api` sends its model requests, and with which credential: the
+        upstream of `upstream` — for OpenAI, unless `upstreams` or `adapters.codex.upstream` names
+        one, the `base_url` of the provider the operator's Codex configuration selects — and the
+        owner's variables `adapters.operator_credentials` names. Reads that configuration."""
+        adapter = ADAPTER_OF_API[api]
+        credentials = adapters.operator_credentials(adapter)
+        base, drop_v1 = self.upstream(api), False
+        if api != "openai":
+            return _Route(base, credentials=credentials)
+        followed = adapters.codex_operator_upstream()
+        configured = self.runtime.config.adapters.get(adapter)
+        if followed.base_url and api not in self._upstreams and not (configured and configured.upstream):
+            base = followed.base_url.rstrip("/")
+            base, drop_v1 = (base[:-3], False) if base.endswith("/v1") else (base, True)
+        return _Route(base, drop_v1, credentials, followed.problem)
+
     async def open_session(
         self, session_id: str, *, adapter: str, socket_path: Path, owner_uid: int = -1
     ) -> GatewayGrant:
@@ -224,10 +262,13 @@ class Gateway:
         await self.start()
         api = API_OF_ADAPTER.get(adapter, "")
         opened: dict[str, Any] = {"run_id": "", "task_id": "", "day": ""}
+        route = await asyncio.to_thread(self.route, api) if api else None
         if api:  # its model traffic passes here: this is its spend's one source from now on
             opened = await self.runtime.call("gateway.open_session", {"session_id": session_id}, GATEWAY)
         grant = GatewayGrant(session_id, Path(socket_path), TOKEN_PREFIX + secrets.token_urlsafe(32))
-        session = _Session(grant, adapter, api, str(opened["run_id"]), str(opened["task_id"]), str(opened["day"]))
+        session = _Session(
+            grant, adapter, api, route, str(opened["run_id"]), str(opened["task_id"]), str(opened["day"])
+        )
         with contextlib.suppress(FileNotFoundError):  # a stale socket of an earlier owner
             if Path(socket_path).is_socket():  # noqa: ASYNC240 - one stat in a private directory
                 Path(socket_path).unlink()  # noqa: ASYNC240
@@ -339,19 +380,21 @@ class Gateway:
             await _vendor_error(peer, api, 400, "invalid_request_error", shown, code="budget_reached")
             self._ask_stop(session, "budget", reason)
             return
-        credential = _operator_credential(api)
-        if credential is None:
-            names = " or ".join(name for name, _header in CREDENTIAL_NAMES[api])
-            message = f"{preflight.NO_CREDENTIAL} (set {names} for the owner)"
+        route = session.route
+        assert route is not None  # a session with a model API has its route
+        credential = _operator_credential(route.credentials)
+        if route.problem or (route.credentials and credential is None):
+            names = " or ".join(route.credentials)
+            message = route.problem or f"{preflight.NO_CREDENTIAL} (set {names} for the owner)"
             await self._credential_refused(session, api, 0, message, message)
             await _vendor_error(peer, api, 401, "authentication_error", message)
             return
         rest = request.target[len(api) + 1 :]
-        url = self.upstream(api) + rest
+        url = route.url(rest)
         headers = [(k, v) for k, v in request.headers if k not in _HOP and k not in _CREDENTIAL_HEADERS]
         headers.append(("accept-encoding", "identity"))  # the answer is metered as it passes
-        name, header = credential
-        headers.append((header, os.environ[name] if header == "x-api-key" else f"Bearer {os.environ[name]}"))
+        if credential is not None:
+            headers.append(credential)
         response = await self._send_with_retries(peer, api, request.method, url, headers, request.body)
         if response is None:
             return
@@ -508,11 +551,14 @@ class Gateway:
 
     # --- the forward proxy -----------------------------------------------------------------------
 
-    def refusal(self, host: str, port: int) -> str:
+    def refusal(self, host: str, port: int, session: _Session | None = None) -> str:
         """Why a session may not connect to host:port ('' when it may)."""
         wanted = _normal_host(host)
-        for api in DEFAULT_UPSTREAMS:
-            parts = urlsplit(self.upstream(api))
+        model_apis = [(api, self.upstream(api)) for api in DEFAULT_UPSTREAMS]
+        if session is not None and session.route is not None:
+            model_apis.append((session.api, session.route.base))
+        for api, base in model_apis:
+            parts = urlsplit(base)
             default = 443 if parts.scheme == "https" else 80
             if _normal_host(parts.hostname or "") == wanted and (parts.port or default) == port:
                 return f"the {api} API is reached through the gateway's /{api}/ path, never directly"
@@ -536,7 +582,7 @@ class Gateway:
         if not host or not 0 < port < 65536:
             await peer.respond(400, _TEXT, b"roundtable gateway: CONNECT needs host:port\n")
             return
-        reason = self.refusal(host, port)
+        reason = self.refusal(host, port, session)
         if reason:
             await self._refuse_connection(session, peer, host, port, reason)
             return
@@ -567,7 +613,7 @@ class Gateway:
         if not host or not 0 < port < 65536:
             await peer.respond(400, _TEXT, b"roundtable gateway: a proxy request needs http://host[:port]/path\n")
             return
-        reason = self.refusal(host, port)
+        reason = self.refusal(host, port, session)
         if reason:
             await self._refuse_connection(session, peer, host, port, reason)
             return
@@ -638,11 +684,13 @@ def _token_matches(request: Request, token: str) -> bool:
     return bool(presented) and hmac.compare_digest(presented.encode(), token.encode())
 
 
-def _operator_credential(api: str) -> tuple[str, str] | None:
-    """(variable, header) of the operator's credential for `api` in the owner's environment."""
-    for name, header in CREDENTIAL_NAMES[api]:
-        if os.environ.get(name, "").strip():
-            return name, header
+def _operator_credential(names: tuple[str, ...]) -> tuple[str, str] | None:
+    """(header, value) of the first of the owner's variables `names` that is set."""
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            header = CREDENTIAL_HEADERS.get(name, "authorization")
+            return header, value if header == "x-api-key" else f"Bearer {value}"
     return None
 
 

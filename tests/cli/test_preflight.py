@@ -56,20 +56,25 @@ def test_which_agent_cannot_run_and_why(project: Path, tmp_path: Path) -> None:
     assert "CODEX_API_KEY" in found["codex"].problem
     ready = preflight.unready_agents(load_config(project), environ={"ANTHROPIC_AUTH_TOKEN": "t", "CODEX_API_KEY": "k"})
     assert [u.adapter for u in ready] == ["gemini"]
-    # The owner's gateway holds the credential: OpenAI's own variable serves Codex as well, and a
-    # provider of the operator's own Codex configuration names no credential of a session's.
+    # The owner's gateway holds the credential: OpenAI's own variable serves Codex as well.
     assert "CODEX_API_KEY or OPENAI_API_KEY" in found["codex"].problem
     assert "its gateway adds it to the session's model requests" in found["codex"].problem
+    ready = preflight.unready_agents(load_config(project), environ={"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "k"})
+    assert [u.adapter for u in ready] == ["gemini"]
+    # A provider of the operator's own Codex configuration: the gateway takes its key from the
+    # variable its env_key names (in the owner's environment), and from that one only.
     (tmp_path / "codex" / "config.toml").write_text(
         'model_provider = "mine"\n[model_providers.mine]\nbase_url = "http://x"\nenv_key = "MINE_KEY"\n'
     )
     assert [u.adapter for u in preflight.unready_agents(load_config(project), environ={"MINE_KEY": "k"})] == [
         "claude",
-        "codex",
         "gemini",
     ]
-    ready = preflight.unready_agents(load_config(project), environ={"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "k"})
-    assert [u.adapter for u in ready] == ["gemini"]
+    unready = {u.adapter: u for u in preflight.unready_agents(load_config(project), environ={"CODEX_API_KEY": "k"})}
+    assert "(set MINE_KEY for the owner" in unready["codex"].problem
+    (tmp_path / "codex" / "config.toml").write_text('model_provider = "nowhere"\n')
+    unready = {u.adapter: u for u in preflight.unready_agents(load_config(project), environ={"CODEX_API_KEY": "k"})}
+    assert "model_provider 'nowhere'" in unready["codex"].problem and "is not defined" in unready["codex"].problem
 
 
 def test_doctor_names_them_a_problem_when_the_autopilot_launches(project: Path) -> None:

@@ -22,7 +22,7 @@ from roundtable.config import BudgetsConfig, LimitConfig, NetworkConfig
 from roundtable.gateway import Gateway, GatewayGrant, StopRequest
 from roundtable.gateway.meter import TOKENS_MAX
 from roundtable.runtime import Runtime
-from roundtable.services.sessions import preflight, usage
+from roundtable.services.sessions import adapters, preflight, usage
 from roundtable.tools.context import SUPERVISOR
 from tests.e2e_harness.model_stub import Answer, Fault, StubServer, Usage
 from tests.sessions.helpers import bind, make_task
@@ -193,6 +193,81 @@ async def test_openai_responses_usage_is_recorded(
     assert stub.requests[-1].headers["authorization"] == f"Bearer {OPERATOR_OPENAI}"
     row = await _recorded(runtime, grant.session_id, 2100 + 410)
     assert (row["input_tokens"], row["cached_input_tokens"], row["output_tokens"]) == (2100, 1500, 410)
+
+
+def _codex_provider(home: Path, base_url: str, env_key: str = "MINE_KEY") -> None:
+    """The operator's own Codex configuration selecting a provider of its own."""
+    key = f'env_key = "{env_key}"\n' if env_key else ""
+    (home / "config.toml").write_text(
+        f'model = "gpt-stub"\nmodel_provider = "mine"\n\n[model_providers.mine]\nname = "mine"\n'
+        f'base_url = "{base_url}"\nwire_api = "responses"\n{key}',
+        encoding="utf-8",
+    )
+
+
+async def test_codex_requests_follow_the_operators_own_provider_and_its_env_key(
+    runtime: Runtime, stub: StubServer, credentials: None, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider of the operator's Codex configuration: the session still talks to the gateway
+    (its token), the gateway forwards to the provider's base_url with the key from the owner's
+    variable the provider's env_key names — never CODEX_API_KEY, which is for OpenAI's own."""
+    home = short_tmp / "codex-home"
+    home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("MINE_KEY", "sk-mine-provider-key-42")
+    _codex_provider(home, f"{stub.url}/v1")
+    async with Gateway(runtime, upstreams={"anthropic": stub.url}) as gw:
+        grant = await _open(runtime, gw, short_tmp, adapter="codex")
+        async with _client(grant) as http:
+            answer = await http.post(
+                "/openai/v1/responses", headers={"authorization": f"Bearer {grant.token}"}, json=RESPONSE
+            )
+            assert answer.status_code == 200 and b"response.completed" in answer.content
+            seen = stub.requests[-1]
+            assert seen.kind == "responses" and seen.headers["authorization"] == "Bearer sk-mine-provider-key-42"
+            assert OPERATOR_OPENAI not in str(seen.headers) and grant.token not in str(seen.headers)
+            await gw.flushed(grant.session_id)
+            # Its host is a model API: never reached through the proxy.
+            host, port = stub.url.removeprefix("http://").split(":")
+            assert "never directly" in gw.refusal(host, int(port), gw._sessions[grant.session_id])
+
+            # The owner without the provider's variable: refused at once, naming it.
+            monkeypatch.delenv("MINE_KEY")
+            before = len(stub.requests)
+            refused = await http.post(
+                "/openai/v1/responses", headers={"authorization": f"Bearer {grant.token}"}, json=RESPONSE
+            )
+            assert refused.status_code == 401 and "set MINE_KEY for the owner" in refused.json()["error"]["message"]
+            assert len(stub.requests) == before
+
+        # A base_url that does not end in /v1 stands for it (Codex asks `{base_url}/responses`);
+        # a provider that names no key gets none, whatever the owner holds.
+        _codex_provider(home, f"{stub.url}/compat", env_key="")
+        (short_tmp / "b").mkdir()
+        other = await _open(runtime, gw, short_tmp / "b", adapter="codex")
+        async with _client(other) as http:
+            await http.post("/openai/v1/responses", headers={"authorization": f"Bearer {other.token}"}, json=RESPONSE)
+        seen = stub.requests[-1]
+        assert seen.kind == "POST /compat/responses"
+        assert "authorization" not in seen.headers and "x-api-key" not in seen.headers
+
+
+async def test_codex_provider_that_is_not_defined_is_refused_by_preflight_and_gateway(
+    runtime: Runtime, stub: StubServer, credentials: None, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = short_tmp / "codex-home"
+    home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    (home / "config.toml").write_text('model_provider = "elsewhere"\n', encoding="utf-8")
+    assert "model_provider 'elsewhere'" in adapters.codex_operator_upstream().problem
+    async with Gateway(runtime, upstreams={"anthropic": stub.url}) as gw:
+        grant = await _open(runtime, gw, short_tmp, adapter="codex")
+        async with _client(grant) as http:
+            answer = await http.post(
+                "/openai/v1/responses", headers={"authorization": f"Bearer {grant.token}"}, json=RESPONSE
+            )
+    assert answer.status_code == 401 and "is not defined under [model_providers.elsewhere]" in answer.text
+    assert not [s for s in stub.requests if s.kind == "responses"]
 
 
 async def test_hostile_usage_is_bounded_and_recording_goes_on(

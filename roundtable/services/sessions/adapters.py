@@ -353,8 +353,65 @@ def _codex_toml(
 
 # What in the operator's Codex configuration a supervised session takes: the model's name. Its
 # providers (`model_provider`, `model_providers`, `openai_base_url`) are not taken: a session's one
-# provider is the gateway (`codex_gateway_provider`), which forwards to `adapters.codex.upstream`.
+# provider is the gateway (`codex_gateway_provider`); the owner's gateway follows the operator's
+# provider instead (`codex_operator_upstream`).
 CODEX_MODEL_KEYS = ("model",)
+# The provider Codex has built in (OpenAI's API, keyed by CODEX_API_KEY / OPENAI_API_KEY).
+CODEX_BUILTIN_PROVIDER = "openai"
+
+
+@dataclass(frozen=True)
+class CodexUpstream:
+    """Where the operator's own Codex configuration sends its model requests, for the owner's
+    gateway to forward a session's there: `base_url` as Codex takes it (it stands for `.../v1`;
+    '' when the configuration names none) and the owner's variable holding its key — `env_key`
+    None for the built-in provider's own (`OPERATOR_CREDENTIALS`), '' for a provider that names
+    no key. `problem` says why the configuration cannot be followed ('' when it can)."""
+
+    provider: str = CODEX_BUILTIN_PROVIDER
+    base_url: str = ""
+    env_key: str | None = None
+    problem: str = ""
+
+
+def codex_operator_upstream(home: Path | None = None) -> CodexUpstream:
+    """The model provider the operator's `$CODEX_HOME/config.toml` selects (`model_provider`): a
+    provider of its `model_providers` table with its `base_url` and `env_key`, else the built-in
+    one with `openai_base_url` when set. No file, or one that cannot be parsed: the built-in."""
+    import tomllib
+
+    path = (home or codex_home()) / "config.toml"
+    try:
+        doc = tomllib.loads(_read_text(path) or "")
+    except (ValidationError, ValueError):
+        return CodexUpstream()
+    name = doc.get("model_provider")
+    providers = doc.get("model_providers")
+    if not isinstance(name, str) or not name.strip() or name == CODEX_BUILTIN_PROVIDER:
+        base = doc.get("openai_base_url")
+        return CodexUpstream(base_url=base.strip() if isinstance(base, str) else "")
+    entry = providers.get(name) if isinstance(providers, dict) else None
+    if not isinstance(entry, dict):
+        return CodexUpstream(
+            name,
+            problem=f"model_provider {name!r} of {path} is not defined under [model_providers.{name}] there "
+            "(roundtable's gateway follows a provider defined with its base_url and env_key)",
+        )
+    base, key = entry.get("base_url"), entry.get("env_key")
+    if not isinstance(base, str) or not base.strip():
+        return CodexUpstream(name, problem=f"[model_providers.{name}] of {path} has no base_url")
+    return CodexUpstream(name, base.strip(), key.strip() if isinstance(key, str) else "")
+
+
+def operator_credentials(name: str, home: Path | None = None) -> tuple[str, ...]:
+    """The owner's variables the gateway takes adapter `name`'s model key from, in order: Codex's
+    those of the provider the operator's Codex configuration selects (its `env_key` alone, none
+    when it names no key), else `OPERATOR_CREDENTIALS`."""
+    if name == "codex":
+        upstream = codex_operator_upstream(home)
+        if upstream.env_key is not None:
+            return (upstream.env_key,) if upstream.env_key else ()
+    return OPERATOR_CREDENTIALS.get(name, ())
 
 
 def codex_model_settings(home: Path | None = None) -> dict[str, Any]:

@@ -5,7 +5,8 @@ session gets, its install must be one the sandbox can be given alone (`runner.pr
 and the model credential must be in the owner's environment, where the owner's
 gateway reads it to add it to the session's model requests (a session never holds it, and a
 login the user made elsewhere is not found): Claude Code `ANTHROPIC_API_KEY` or
-`ANTHROPIC_AUTH_TOKEN`; Codex `CODEX_API_KEY` or `OPENAI_API_KEY` (`adapters.OPERATOR_CREDENTIALS`).
+`ANTHROPIC_AUTH_TOKEN`; Codex `CODEX_API_KEY` or `OPENAI_API_KEY`, or the `env_key` of the model
+provider the operator's own Codex configuration selects (`adapters.operator_credentials`).
 `doctor`, `start` and every launch ask here.
 A harness's own "not logged in" answer is reported as `NO_CREDENTIAL` (`credential_failure`).
 """
@@ -65,7 +66,7 @@ def session_path() -> str:
 def credential_names(adapter: str) -> tuple[str, ...]:
     """The owner's variables of which at least one must be set for `adapter` to reach its model
     (none for an adapter the gateway serves no model API to)."""
-    return adapters.OPERATOR_CREDENTIALS.get(adapter, ())
+    return adapters.operator_credentials(adapter)
 
 
 def adapter_problem(config: Config, name: str, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -87,6 +88,11 @@ def adapter_problem(config: Config, name: str, environ: Mapping[str, str] | None
         return granted, (
             f"install {words[0]} in a directory of its own, or add a path holding only it to sessions.read_paths "
             "in .roundtable/config.yaml"
+        )
+    if name == "codex" and (followed := adapters.codex_operator_upstream()).problem:
+        return (
+            followed.problem,
+            f"define the provider in {adapters.codex_home() / 'config.toml'}, or remove model_provider",
         )
     names = credential_names(name)
     if names and not any(env.get(n, "").strip() for n in names):
