@@ -1,4 +1,5 @@
-"""The `roundtable` command line (click). Thin: parse, call the runtime or a service, print.
+"""The `roundtable` command line (click). Thin: parse, call or read through `cli/calls.py` (the
+one way commands reach the project's state), print.
 
 Subcommands are loaded lazily so `roundtable --help` and the stdio bridge start fast: each
 command lives in its own module and heavy imports (the MCP SDK, Textual) happen inside it.

@@ -10,30 +10,25 @@ operator operation through `Runtime.call` (with or without a running owner).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+from roundtable.cli.calls import call, read
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option
+
+if TYPE_CHECKING:
+    from roundtable.store.db import Reader
 
 OPERATOR_NAME = "operator"
 
 
-async def _call(root: Path, operation: str, args: dict[str, Any]) -> dict[str, Any]:
-    from roundtable.runtime import Runtime
-
-    async with await Runtime.open(root) as runtime:
-        return await runtime.call(operation, args)
-
-
-async def _requested(root: Path) -> list[dict[str, Any]]:
-    from roundtable.runtime import Runtime
+async def _requested(r: Reader) -> list[dict[str, Any]]:
     from roundtable.store.records import HumanApproval
 
-    async with await Runtime.open(root) as runtime, runtime.db.read() as r:
-        rows = await r.all(
-            HumanApproval, "SELECT * FROM human_approvals WHERE status = 'requested' ORDER BY created_at, id"
-        )
+    rows = await r.all(
+        HumanApproval, "SELECT * FROM human_approvals WHERE status = 'requested' ORDER BY created_at, id"
+    )
     return [row.to_dict() for row in rows]
 
 
@@ -49,7 +44,7 @@ def approvals(ctx: click.Context, root: Path, as_json: bool) -> None:
 
 
 def _list(root: Path, as_json: bool) -> None:
-    rows = run_async(_requested(root))
+    rows = read(root, _requested)
     if as_json:
         print_json({"approvals": rows})
         return
@@ -68,10 +63,10 @@ def list_cmd(root: Path, as_json: bool) -> None:
     _list(root, as_json)
 
 
-async def _decide(root: Path, approval_id: str, status: str, note: str) -> dict[str, Any]:
+def _decide(root: Path, approval_id: str, status: str, note: str) -> dict[str, Any]:
     from roundtable.errors import ValidationError
 
-    pending = {row["id"]: row for row in await _requested(root)}
+    pending = {row["id"]: row for row in read(root, _requested)}
     row = pending.get(approval_id)
     if row is None:
         raise ValidationError(f"approval {approval_id} is not waiting for a decision (roundtable approvals lists them)")
@@ -86,7 +81,7 @@ async def _decide(root: Path, approval_id: str, status: str, note: str) -> dict[
         args["proposal_id"] = row["proposal_id"]
     if note:
         args["decision_md"] = note
-    return (await _call(root, "human.request_approval", args))["approval"]  # type: ignore[no-any-return]
+    return call(root, "human.request_approval", args)["approval"]  # type: ignore[no-any-return]
 
 
 @approvals.command("approve")
@@ -96,7 +91,7 @@ async def _decide(root: Path, approval_id: str, status: str, note: str) -> dict[
 @handle_errors
 def approve(root: Path, approval_id: str, note: str) -> None:
     """Approve a requested approval (then `roundtable apply PROPOSAL` applies its proposal)."""
-    row = run_async(_decide(root, approval_id, "approved", note))
+    row = _decide(root, approval_id, "approved", note)
     click.echo(f"{row['id']} approved" + (f" (proposal {row['proposal_id']})" if row.get("proposal_id") else ""))
 
 
@@ -107,7 +102,7 @@ def approve(root: Path, approval_id: str, note: str) -> None:
 @handle_errors
 def deny(root: Path, approval_id: str, note: str) -> None:
     """Deny a requested approval, with the reason."""
-    row = run_async(_decide(root, approval_id, "denied", note))
+    row = _decide(root, approval_id, "denied", note)
     click.echo(f"{row['id']} denied")
 
 
@@ -128,7 +123,7 @@ def apply(root: Path, as_json: bool, proposal_id: str, run_id: str, mode: str | 
     args = {"proposal_id": proposal_id, "applied_by": OPERATOR_NAME, **({"run_id": run_id} if run_id else {})}
     if mode:
         args["mode"] = mode
-    result = run_async(_call(root, "patch.apply", args))
+    result = call(root, "patch.apply", args)
     if as_json:
         print_json(result)
         return

@@ -9,26 +9,17 @@ each changes its claims in one write transaction and appends one `claim.*` event
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from roundtable.cli.calls import call, given, with_runtime
 from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
 
-T = TypeVar("T")
-
-
-async def _with_runtime(root: Path, work: Callable[[Any], Awaitable[T]]) -> T:
+if TYPE_CHECKING:
     from roundtable.runtime import Runtime
-
-    runtime = await Runtime.open(root)
-    try:
-        return await work(runtime)
-    finally:
-        await runtime.close()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,7 +38,7 @@ def list_claims(root: Path, as_json: bool, agent: str, resource: str, status: st
     """Print claims: <id> <agent_id> <claim_type> <status> <resource_id>."""
     args = {"agent_id": agent, "resource_id": resource, "status": status}
 
-    async def every_page(rt: Any) -> dict[str, Any]:
+    async def every_page(rt: Runtime) -> dict[str, Any]:
         claims: list[dict[str, Any]] = []
         cursor = ""
         while True:
@@ -57,7 +48,7 @@ def list_claims(root: Path, as_json: bool, agent: str, resource: str, status: st
             if not page["has_more"]:
                 return {"claims": claims}
 
-    result = run_async(_with_runtime(root, every_page))
+    result = run_async(with_runtime(root, every_page))
     if as_json:
         print_json(result)
         return
@@ -121,8 +112,7 @@ def claim(
         "base_hash": base_hash,
         "rationale": rationale,
     }
-    args.update({k: v for k, v in optional.items() if v})
-    result = run_async(_with_runtime(root, lambda rt: rt.call("resource.claim", args)))
+    result = call(root, "resource.claim", {**args, **given(optional)})
     if as_json:
         print_json(result)
         return
@@ -142,9 +132,7 @@ def release(root: Path, claim_id: str | None, claim_opt: str, reason: str, actor
     """Release any claim as the operator: prints <id> <status>."""
     target = _target(claim_id, claim_opt)
     args = {"claim_id": target, "reason": reason, "actor_id": actor or "operator", "run_id": run}
-    result = run_async(
-        _with_runtime(root, lambda rt: rt.call("resource.release", {k: v for k, v in args.items() if v}))
-    )
+    result = call(root, "resource.release", given(args))
     click.echo(f"{result['claim']['id']} {result['claim']['status']}")
 
 
@@ -159,7 +147,7 @@ def release(root: Path, claim_id: str | None, claim_opt: str, reason: str, actor
 def revoke(root: Path, claim_id: str | None, claim_opt: str, reason: str, actor: str, run: str) -> None:
     """Revoke a claim as the operator: prints <id> <status>."""
     args = {"claim_id": _target(claim_id, claim_opt), "reason": reason, "actor_id": actor, "run_id": run}
-    result = run_async(_with_runtime(root, lambda rt: rt.call("claim.revoke", {k: v for k, v in args.items() if v})))
+    result = call(root, "claim.revoke", given(args))
     click.echo(f"{result['claim']['id']} {result['claim']['status']}")
 
 
@@ -177,7 +165,7 @@ def expire(root: Path, run: str, at_unix: int | None) -> None:
             args["at_unix_ns"] = int(datetime.fromtimestamp(at_unix, tz=UTC).timestamp()) * 1_000_000_000
         except (OverflowError, OSError, ValueError):
             raise click.BadParameter(f"{at_unix} is not a usable Unix time", param_hint="--at-unix") from None
-    result = run_async(_with_runtime(root, lambda rt: rt.call("claim.expire_due", args)))
+    result = call(root, "claim.expire_due", args)
     for c in result["claims"]:
         click.echo(f"{c['id']} {c['status']}")
 
@@ -194,7 +182,7 @@ def reconcile(root: Path, as_json: bool, run: str, agent: str, actor: str) -> No
     (its base hash no longer matches), one claim.suspended event each: prints
     <id> <agent_id> <status> per claim."""
     args = {"run_id": run, "agent_id": agent, "actor_id": actor or "system"}
-    result = run_async(_with_runtime(root, lambda rt: rt.call("claim.reconcile", {k: v for k, v in args.items() if v})))
+    result = call(root, "claim.reconcile", given(args))
     if as_json:
         print_json({"claims": result["claims"]})
         return

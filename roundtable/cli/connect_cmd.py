@@ -34,6 +34,7 @@ from typing import Any
 
 import click
 
+from roundtable.cli.calls import call, read
 from roundtable.cli.common import fail, handle_errors, json_option, print_json, root_option, run_async
 
 # sockaddr_un.sun_path holds 108 bytes on Linux including the terminating NUL.
@@ -93,7 +94,7 @@ def connect(
     if workspace:
         if not agent_id:
             raise click.UsageError("--workspace needs --agent (a workspace belongs to one agent)")
-        ws = run_async(_workspace_of(root, agent_id, task_id))
+        ws = _workspace_of(root, agent_id, task_id)
         place = Path(ws.path)
     edit = adapters.connect_edit(harness, root, agent_id, at=place)  # parses the existing file; writes nothing
     if edit.action == "replaced" and not force and _binding(edit.previous or {}) != _binding_of(root, agent_id):
@@ -107,7 +108,7 @@ def connect(
     if approve:
         adapters.approve_claude(place, dry_run=True)
     if agent_id:
-        path = run_async(_ensure_agent_credential(root, agent_id))
+        path = _ensure_agent_credential(root, agent_id)
         click.echo(f"credential for {agent_id}: {path} (0600; the harness file names the agent, never the secret)")
     if ws is not None:
         from roundtable.services.workspaces import worktrees as workspaces
@@ -237,36 +238,22 @@ def _remaining_steps(harness: str, root: Path, *, trust: bool, approve: bool) ->
     return steps
 
 
-async def _workspace_of(root: Path, agent_id: str, task_id: str) -> Any:
+def _workspace_of(root: Path, agent_id: str, task_id: str) -> Any:
     """The agent's workspace for `task_id` (made now if needed), or its only live one."""
-    from roundtable.runtime import Runtime
     from roundtable.services.workspaces import worktrees as workspaces
 
-    runtime = await Runtime.open(root)
-    try:
-        if task_id:
-            made = await runtime.call("workspace.create", {"agent_id": agent_id, "task_id": task_id})
-            async with runtime.db.read() as r:
-                return await workspaces.require_live(r, agent_id, made["workspace"]["task_id"])
-        async with runtime.db.read() as r:
-            found = await workspaces.listing(r, agent_id=agent_id)
-    finally:
-        await runtime.close()
+    if task_id:
+        made = call(root, "workspace.create", {"agent_id": agent_id, "task_id": task_id})
+        return read(root, lambda r: workspaces.require_live(r, agent_id, made["workspace"]["task_id"]))
+    found = read(root, lambda r: workspaces.listing(r, agent_id=agent_id))
     if len(found) != 1:
         which = ", ".join(f"{w.id} (task {w.task_id})" for w in found) or "none"
         fail(f"{agent_id} has {len(found)} live workspaces ({which}); name the task with --task")
     return found[0]
 
 
-async def _ensure_agent_credential(root: Path, agent_id: str) -> Path:
-    from roundtable.runtime import Runtime
-
-    runtime = await Runtime.open(root)
-    try:
-        result = await runtime.call("token.ensure", {"principal": "agent", "agent_id": agent_id})
-    finally:
-        await runtime.close()
-    return Path(result["path"])
+def _ensure_agent_credential(root: Path, agent_id: str) -> Path:
+    return Path(call(root, "token.ensure", {"principal": "agent", "agent_id": agent_id})["path"])
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+from roundtable.cli.calls import call, given
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option
 
 
 def landing_lines(row: dict[str, Any]) -> list[str]:
@@ -26,14 +27,6 @@ def landing_lines(row: dict[str, Any]) -> list[str]:
     return lines
 
 
-async def _sync(root: Path, proposal_id: str, mode: str) -> dict[str, Any]:
-    from roundtable.runtime import Runtime
-
-    async with await Runtime.open(root) as runtime:
-        args: dict[str, Any] = {"proposal_id": proposal_id, **({"mode": mode} if mode else {})}
-        return await runtime.call("landing.sync", args)
-
-
 @click.command()
 @root_option
 @json_option
@@ -43,7 +36,7 @@ async def _sync(root: Path, proposal_id: str, mode: str) -> dict[str, Any]:
 def land(root: Path, as_json: bool, proposal_id: str, mode: str | None) -> None:
     """Build the proposal's branch commit for its current revision, push it, open or update its
     pull request and read the forge's checks (the owner does this on its own)."""
-    out = run_async(_sync(root, proposal_id, mode or ""))
+    out = call(root, "landing.sync", given({"proposal_id": proposal_id, "mode": mode}))
     if as_json:
         print_json(out)
         return

@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from roundtable.cli.common import fail, handle_errors, print_json, root_option, run_async
+from roundtable.cli.calls import call as call_operation
+from roundtable.cli.common import fail, handle_errors, print_json, root_option
 
 
 def _parse_args(args: str | None, args_file: Path | None) -> dict[str, Any]:
@@ -43,16 +44,6 @@ def _parse_args(args: str | None, args_file: Path | None) -> dict[str, Any]:
 
 # How long a direct-mode write waits for another process's write lock (SQLite busy_timeout).
 DIRECT_BUSY_TIMEOUT_MS = 30_000
-
-
-async def _direct(root: Path, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    from roundtable.runtime import Runtime
-
-    runtime = await Runtime.open(root, busy_timeout_ms=DIRECT_BUSY_TIMEOUT_MS)
-    try:
-        return await runtime.call(tool, args)
-    finally:
-        await runtime.close()
 
 
 def unknown_tool_message(tool: str) -> str:
@@ -118,4 +109,4 @@ def call(root: Path, tool: str, args: str | None, args_file: Path | None, use_so
                 fail(str(response.get("error", "call failed")))
             print_json(response.get("result"))
             return
-    print_json(run_async(_direct(root, tool, arguments)))
+    print_json(call_operation(root, tool, arguments, busy_timeout_ms=DIRECT_BUSY_TIMEOUT_MS))

@@ -10,29 +10,27 @@ the comments on the current revision (`--all`: on every revision), one `path:lin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+from roundtable.cli.calls import call, read
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option
+
+if TYPE_CHECKING:
+    from roundtable.store.db import Reader
 
 
-async def _comment(root: Path, args: dict[str, Any]) -> dict[str, Any]:
-    from roundtable.runtime import Runtime
-
-    async with await Runtime.open(root) as runtime:
-        return await runtime.call("proposal.comment", args)
-
-
-async def _comments(root: Path, proposal_id: str, every: bool) -> list[dict[str, Any]]:
-    from roundtable.runtime import Runtime
+def _comments(root: Path, proposal_id: str, every: bool) -> list[dict[str, Any]]:
     from roundtable.services.governance import comments
     from roundtable.store.records import Proposal
 
-    async with await Runtime.open(root) as runtime, runtime.db.read() as r:
+    async def query(r: Reader) -> list[dict[str, Any]]:
         p = await r.get(Proposal, proposal_id)
         found = await (comments.every(r, p.id) if every else comments.for_revision(r, p.id, p.revision_number))
-    return [c.to_dict() for c in found]
+        return [c.to_dict() for c in found]
+
+    return read(root, query)
 
 
 @click.group()
@@ -63,7 +61,7 @@ def comment(
         args["side"] = side
     if revision:
         args["revision"] = revision
-    result = run_async(_comment(root, args))
+    result = call(root, "proposal.comment", args)
     if as_json:
         print_json(result)
         return
@@ -81,7 +79,7 @@ def comments_cmd(root: Path, as_json: bool, proposal_id: str, every: bool) -> No
     """The comments on the proposal's current revision (--all: every revision), by place."""
     from roundtable.services.governance.comments import place
 
-    rows = run_async(_comments(root, proposal_id, every))
+    rows = _comments(root, proposal_id, every)
     if as_json:
         print_json({"comments": rows})
         return

@@ -13,29 +13,31 @@ the Chair stops ticking it. `archive` hides an ended run from the console's Runs
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+from roundtable.cli.calls import call, given, read
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option
 from roundtable.domain import RUN_ENDINGS, RunStatus
+
+if TYPE_CHECKING:
+    from roundtable.store.db import Reader
 
 # Plain strings: click offers an enum member's name (COMPLETED), not its value.
 END_STATUSES = [str(status) for status in RUN_ENDINGS]
 
 
-async def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:
-    from roundtable.runtime import Runtime
+def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:
     from roundtable.services.sessions import usage
     from roundtable.store.records import Run
 
-    runtime = await Runtime.open(root)
-    try:
-        async with runtime.db.read() as r:
-            runs = await r.all(Run, "SELECT * FROM runs ORDER BY started_at DESC, id DESC")
-            spend = await usage.breakdown(r, "run_id")
-    finally:
-        await runtime.close()
+    async def query(r: Reader) -> tuple[list[Run], dict[str, usage.Totals]]:
+        return await r.all(Run, "SELECT * FROM runs ORDER BY started_at DESC, id DESC"), await usage.breakdown(
+            r, "run_id"
+        )
+
+    runs, spend = read(root, query)
     return [
         {**run.to_dict(), "usage": spend.get(run.id, usage.Totals()).to_dict()}
         for run in runs
@@ -43,14 +45,9 @@ async def _list(root: Path, include_archived: bool) -> list[dict[str, Any]]:
     ]
 
 
-async def call_run_operation(root: Path, operation: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Run one `run.*` operation as the operator (the project's own runtime; with or without a
-    running owner, which picks the change up from the commit). Returns the run's record."""
-    from roundtable.runtime import Runtime
-
-    async with await Runtime.open(root) as runtime:
-        result = await runtime.call(operation, {k: v for k, v in args.items() if v != ""})
-    return dict(result["run"])
+def call_run_operation(root: Path, operation: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one `run.*` operation as the operator (`cli.calls`); returns the run's record."""
+    return dict(call(root, operation, given(args))["run"])
 
 
 def _say(row: dict[str, Any], as_json: bool, line: str) -> None:
@@ -72,7 +69,7 @@ def runs() -> None:
 @handle_errors
 def list_(root: Path, as_json: bool, include_archived: bool) -> None:
     """Runs, newest first (archived ones only with --all)."""
-    rows = run_async(_list(root, include_archived))
+    rows = _list(root, include_archived)
     if as_json:
         print_json({"runs": rows})
         return
@@ -99,7 +96,7 @@ def create(root: Path, as_json: bool, goal: str, run_id: str) -> None:
     """Start an active run; a running owner's Chair and autopilot take it up."""
     if not goal.strip():
         raise click.BadParameter("must not be blank", param_hint="--goal")
-    row = run_async(call_run_operation(root, "run.create", {"goal": goal, "run_id": run_id}))
+    row = call_run_operation(root, "run.create", {"goal": goal, "run_id": run_id})
     _say(row, as_json, f"created run {row['id']} (goal: {row['goal']})")
 
 
@@ -110,7 +107,7 @@ def create(root: Path, as_json: bool, goal: str, run_id: str) -> None:
 @handle_errors
 def resume(root: Path, as_json: bool, run_id: str) -> None:
     """Make a run active again (default: the latest active run, else the latest run)."""
-    row = run_async(call_run_operation(root, "run.resume", {"run_id": run_id}))
+    row = call_run_operation(root, "run.resume", {"run_id": run_id})
     _say(row, as_json, f"{row['id']} is {row['status']}")
 
 
@@ -122,7 +119,7 @@ def resume(root: Path, as_json: bool, run_id: str) -> None:
 @handle_errors
 def end(root: Path, as_json: bool, run_id: str, status: str) -> None:
     """End an active run with a final status; the Chair stops ticking it."""
-    row = run_async(call_run_operation(root, "run.end", {"run_id": run_id, "status": status}))
+    row = call_run_operation(root, "run.end", {"run_id": run_id, "status": status})
     _say(row, as_json, f"{row['id']} is {row['status']}")
 
 
@@ -133,5 +130,5 @@ def end(root: Path, as_json: bool, run_id: str, status: str) -> None:
 @handle_errors
 def archive(root: Path, as_json: bool, run_id: str) -> None:
     """Hide an ended run from the console and from resume (nothing is deleted)."""
-    row = run_async(call_run_operation(root, "run.archive", {"run_id": run_id}))
+    row = call_run_operation(root, "run.archive", {"run_id": run_id})
     _say(row, as_json, f"{row['id']} is archived")

@@ -12,42 +12,25 @@ briefing of an agent or session.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from roundtable.cli.calls import call, given, opened, owner_call, read, with_runtime
 from roundtable.cli.common import fail, handle_errors, json_option, print_json, root_option, run_async
 from roundtable.domain import SessionStatus
 
-T = TypeVar("T")
-
-
-async def _with_db(root: Path, work: Callable[[Any, Any], Awaitable[T]]) -> T:
-    from roundtable.config import load_config
-    from roundtable.store.db import Database
-
-    config = load_config(root)
-    db = await Database.open(config.sqlite_path(root), readers=1)
-    try:
-        return await work(db, config)
-    finally:
-        await db.close()
-
-
-async def _operation(root: Path, tool: str, args: dict[str, Any]) -> Any:
-    """Run one operator operation on the project (its own runtime; no owner needed)."""
+if TYPE_CHECKING:
     from roundtable.runtime import Runtime
-    from roundtable.store.records import AgentSession
-    from roundtable.tools.context import OPERATOR
+    from roundtable.store.db import Reader
 
-    runtime = await Runtime.open(root)
-    try:
-        result = await runtime.call(tool, {k: v for k, v in args.items() if v != ""}, OPERATOR)
-    finally:
-        await runtime.close()
-    return AgentSession.from_row(result["session"])
+
+def _operation(root: Path, tool: str, args: dict[str, Any]) -> Any:
+    """Run one operator operation on the project (`cli.calls`; no owner needed)."""
+    from roundtable.store.records import AgentSession
+
+    return AgentSession.from_row(call(root, tool, given(args))["session"])
 
 
 def _line(*parts: str) -> str:
@@ -68,11 +51,7 @@ def sessions(ctx: click.Context, root: Path, as_json: bool) -> None:
 def _list(root: Path, as_json: bool) -> None:
     from roundtable.services.sessions import records as svc
 
-    async def work(db: Any, _config: Any) -> list[Any]:
-        async with db.read() as r:
-            return await svc.list_sessions(r)
-
-    rows = run_async(_with_db(root, work))
+    rows = read(root, svc.list_sessions)
     if as_json:
         print_json({"sessions": [s.to_dict() for s in rows]})
         return
@@ -111,12 +90,11 @@ def show(session_id: str, transcript: bool, follow: bool, root: Path, as_json: b
     from roundtable.services.sessions import capabilities, usage
     from roundtable.services.sessions import records as svc
 
-    async def work(db: Any, _config: Any) -> dict[str, Any]:
-        async with db.read() as r:
-            session = await svc.get(r, session_id)
-            caps = await capabilities.for_session(r, session_id)
-            events = await svc.session_events(r, session_id)
-            spent = await usage.of_session(r, session_id)
+    async def query(r: Reader) -> dict[str, Any]:
+        session = await svc.get(r, session_id)
+        caps = await capabilities.for_session(r, session_id)
+        events = await svc.session_events(r, session_id)
+        spent = await usage.of_session(r, session_id)
         hidden = {"token_sha256"}
         return {
             "session": session.to_dict(),
@@ -125,7 +103,7 @@ def show(session_id: str, transcript: bool, follow: bool, root: Path, as_json: b
             "usage": spent,
         }
 
-    data = run_async(_with_db(root, work))
+    data = read(root, query)
     if as_json:
         print_json(data)
         return
@@ -172,17 +150,14 @@ async def _print_transcript(root: Path, session_id: str, *, follow: bool, as_jso
     session."""
     import asyncio
 
-    from roundtable.config import load_config
     from roundtable.services.sessions import records as svc
     from roundtable.services.sessions.transcript import ATTENTION_WORDS, Attention, Transcript
-    from roundtable.store.db import Database
     from roundtable.store.records import AgentSession
     from roundtable.tui.models import exit_text
     from roundtable.tui.session_log import log_changes, log_path, read_chunk
 
-    config = load_config(root)
-    db = await Database.open(config.sqlite_path(root), readers=1)
-    try:
+    async with opened(root) as runtime:
+        db = runtime.db
         async with db.read() as r:
             found = await r.fetchall("SELECT 1 FROM agent_sessions WHERE id = ?", (session_id,))
         if not found:
@@ -215,8 +190,6 @@ async def _print_transcript(root: Path, session_id: str, *, follow: bool, as_jso
             await changes.aclose()
         async with db.read() as r:
             session = await svc.get(r, session_id)
-    finally:
-        await db.close()
     state = transcript.attention
     if session.ended_at and state == Attention.WORKING:
         state = Attention.FINISHED if session.status == SessionStatus.ENDED else Attention.FAILED
@@ -275,7 +248,7 @@ def register(
         "mcp_socket": mcp_socket,
         "status": status,
     }
-    s = run_async(_operation(root, "session.register", args))
+    s = _operation(root, "session.register", args)
     click.echo(_line(s.id, s.agent_id, s.status, s.external_resume_command).rstrip())
 
 
@@ -290,7 +263,7 @@ def heartbeat(session_id: str, status: str, external_session_id: str, root: Path
     if not session_id.strip():
         fail("session is required")
     args = {"session_id": session_id, "status": status, "external_session_id": external_session_id}
-    s = run_async(_operation(root, "session.heartbeat", args))
+    s = _operation(root, "session.heartbeat", args)
     click.echo(_line(s.id, s.status, s.last_seen_at))
 
 
@@ -303,20 +276,8 @@ def end(session_id: str, status: str, root: Path) -> None:
     """Mark a session ended."""
     if not session_id.strip():
         fail("session is required")
-    s = run_async(_operation(root, "session.end", {"session_id": session_id, "status": status}))
+    s = _operation(root, "session.end", {"session_id": session_id, "status": status})
     click.echo(_line(s.id, s.status, s.ended_at))
-
-
-def _owner_call(root: Path, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    from roundtable.config import load_config
-    from roundtable.server.socket_client import call_socket
-
-    config = load_config(root)
-    reply = call_socket(config.socket_path(root), tool, args, read_timeout=60.0)
-    if not reply.get("ok"):
-        fail(str(reply.get("error") or f"{tool} failed"))
-    result = reply.get("result")
-    return result if isinstance(result, dict) else {}
 
 
 @sessions.command("launch")
@@ -339,7 +300,7 @@ def launch(
     for key, value in (("proposal_id", proposal_id), ("run_id", run_id), ("adapter", adapter), ("model", model)):
         if value:
             args[key] = value
-    result = _owner_call(root, "session.launch", args)
+    result = owner_call(root, "session.launch", args)
     if as_json:
         print_json(result)
         return
@@ -356,7 +317,7 @@ def launch(
 @handle_errors
 def revoke(session_id: str, reason: str, root: Path) -> None:
     """Revoke a session's capability now (the running owner stops its process shortly after)."""
-    result = _owner_call(root, "session.revoke", {"session_id": session_id, "reason": reason})
+    result = owner_call(root, "session.revoke", {"session_id": session_id, "reason": reason})
     click.echo(_line(session_id, "revoked" if result.get("revoked") else "already-revoked"))
 
 
@@ -371,7 +332,7 @@ def send(session_id: str, message: str, root: Path, as_json: bool) -> None:
     an ended one is resumed with it now (its harness's own session, in the same workspace)."""
     if not message.strip():
         fail("the message is empty")
-    result = _owner_call(root, "session.send", {"session_id": session_id, "message": message})
+    result = owner_call(root, "session.send", {"session_id": session_id, "message": message})
     if as_json:
         print_json(result)
     elif result.get("queued"):
@@ -388,15 +349,14 @@ def send(session_id: str, message: str, root: Path, as_json: bool) -> None:
 @handle_errors
 def resume(session_id: str, agent: str, root: Path) -> None:
     """Print the resume briefing for an agent or a session."""
-    from roundtable.services.coordination import claims
     from roundtable.services.sessions import briefing
     from roundtable.services.sessions import records as svc
 
     if not session_id and not agent:
         fail("resume requires --session or --agent")
 
-    async def work(db: Any, _config: Any) -> str:
-        async with db.read() as r:
+    async def work(runtime: Runtime) -> str:
+        async with runtime.db.read() as r:
             if session_id:
                 session = await svc.get(r, session_id)
             else:
@@ -405,14 +365,17 @@ def resume(session_id: str, agent: str, root: Path) -> None:
                     fail(f"no agent session found for {agent}")
                 session = found
         # Stale claims are suspended before the briefing is built, so it lists what still holds.
-        stale = await claims.reconcile(
-            db, root, agent_id=session.agent_id, actor=session.agent_id, run_id=session.run_id
-        )
-        async with db.read() as r:
+        stale = (
+            await runtime.call(
+                "claim.reconcile",
+                given({"agent_id": session.agent_id, "actor_id": session.agent_id, "run_id": session.run_id}),
+            )
+        )["claims"]
+        async with runtime.db.read() as r:
             text: str = (await briefing.build(r, session)).markdown()
         if stale:
             text += "\nStale claims suspended on resume:\n"
-            text += "".join(f"- {c.resource_id} ({c.id})\n" for c in stale)
+            text += "".join(f"- {c['resource_id']} ({c['id']})\n" for c in stale)
         return text
 
-    click.echo(run_async(_with_db(root, work)), nl=False)
+    click.echo(run_async(with_runtime(root, work)), nl=False)

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from roundtable.cli.calls import opened
 from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
 from roundtable.domain import EventType
 
@@ -41,14 +42,12 @@ def _refusal_line(event: dict[str, Any]) -> str:
 
 async def gather(root: Path) -> dict[str, Any]:
     """Everything `status` shows, as JSON-ready data."""
-    from roundtable.runtime import Runtime
     from roundtable.services.sessions import budgets, usage
     from roundtable.store.records import Run
     from roundtable.tui.models import attention, session_attention
     from roundtable.tui.overview import load_overview
 
-    runtime = await Runtime.open(root)
-    try:
+    async with opened(root) as runtime:
         config = runtime.config
         async with runtime.db.read() as r:
             overview = await load_overview(r, "", config, limit=200)
@@ -124,8 +123,6 @@ async def gather(root: Path) -> dict[str, Any]:
                     (*GATEWAY_REFUSALS, MAX_ROWS),
                 )
             ]
-    finally:
-        await runtime.close()
     from roundtable.cli.connect_cmd import _owner_pid
 
     limit = config.budgets.day

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+from roundtable.cli.calls import read
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option
+
+if TYPE_CHECKING:
+    from roundtable.store.db import Reader
 
 COUNTED = (
     ("AGENTS", "agents"),
@@ -19,22 +23,12 @@ COUNTED = (
 )
 
 
-async def summary(root: Path) -> dict[str, Any]:
-    from roundtable.config import load_config
-    from roundtable.store.db import Database
+async def summary(r: Reader) -> dict[str, Any]:
     from roundtable.store.records import Run
 
-    config = load_config(root)
-    db = await Database.open(config.sqlite_path(root), readers=1)
-    try:
-        async with db.read() as r:
-            runs = await r.all(Run, "SELECT * FROM runs ORDER BY started_at, id")
-            counts = {
-                key: int(await r.scalar(f"SELECT count(*) FROM {table}")) for _, table in COUNTED for key in [table]
-            }
-            active_claims = int(await r.scalar("SELECT count(*) FROM claims WHERE status = 'active'"))
-    finally:
-        await db.close()
+    runs = await r.all(Run, "SELECT * FROM runs ORDER BY started_at, id")
+    counts = {key: int(await r.scalar(f"SELECT count(*) FROM {table}")) for _, table in COUNTED for key in [table]}
+    active_claims = int(await r.scalar("SELECT count(*) FROM claims WHERE status = 'active'"))
     return {
         "runs": [{"id": run.id, "status": run.status, "goal": run.goal} for run in runs],
         "counts": {"runs": len(runs), **counts, "active_claims": active_claims},
@@ -47,7 +41,7 @@ async def summary(root: Path) -> dict[str, Any]:
 @handle_errors
 def table(root: Path, as_json: bool) -> None:
     """Print a compact summary of runs, agents, tasks, claims, proposals and memory."""
-    data = run_async(summary(root))
+    data = read(root, summary)
     if as_json:
         print_json(data)
         return

@@ -5,19 +5,11 @@ default). A token is printed once; only its sha256 is stored. An agent token act
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
-
-
-async def _call(root: Path, operation: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Run one token operation as the operator through `Runtime.call` (validated, audited)."""
-    from roundtable.runtime import Runtime
-
-    async with await Runtime.open(root) as runtime:
-        return await runtime.call(operation, args)
+from roundtable.cli.calls import call
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,7 +29,7 @@ def create(root: Path, agent_id: str, operator: bool) -> None:
         raise click.UsageError("give exactly one of --agent ID or --operator")
     principal = "operator" if operator else "agent"
     args = {"principal": principal, "agent_id": agent_id} if agent_id else {"principal": principal}
-    result = run_async(_call(root, "token.create", args))
+    result = call(root, "token.create", args)
     token = result["secret"]
     click.echo(f"created {result['token']['id']} for {principal}{' ' + agent_id if agent_id else ''}", err=True)
     if agent_id:
@@ -59,7 +51,7 @@ def create(root: Path, agent_id: str, operator: bool) -> None:
 @handle_errors
 def list_(root: Path, as_json: bool) -> None:
     """List tokens (ids, principals, state; never the token)."""
-    rows = run_async(_call(root, "token.list", {}))["tokens"]
+    rows = call(root, "token.list")["tokens"]
     if as_json:
         print_json(rows)
         return
@@ -77,5 +69,5 @@ def list_(root: Path, as_json: bool) -> None:
 @handle_errors
 def revoke(root: Path, token_id: str) -> None:
     """Revoke a token by id; the next request with it gets 401."""
-    result = run_async(_call(root, "token.revoke", {"token_id": token_id}))
+    result = call(root, "token.revoke", {"token_id": token_id})
     click.echo(f"revoked {result['token']['id']}")

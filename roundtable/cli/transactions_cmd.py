@@ -17,19 +17,14 @@ from typing import Any
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
+from roundtable.cli.calls import call, read
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option
 
 
-async def _list(root: Path, status: str) -> list[dict[str, Any]]:
-    from roundtable.runtime import Runtime
+def _list(root: Path, status: str) -> list[dict[str, Any]]:
     from roundtable.services.applying.transactions import list_transactions
 
-    runtime = await Runtime.open(root)
-    try:
-        async with runtime.db.read() as r:
-            rows = await list_transactions(r, status)
-    finally:
-        await runtime.close()
+    rows = read(root, lambda r: list_transactions(r, status))
     out = []
     for row in rows:
         data = row.to_dict()
@@ -41,18 +36,11 @@ async def _list(root: Path, status: str) -> list[dict[str, Any]]:
     return out
 
 
-async def _rollback(root: Path, transaction_id: str, reason: str, reset: bool = False) -> dict[str, Any]:
-    from roundtable.runtime import Runtime
-    from roundtable.tools.context import OPERATOR
-
-    runtime = await Runtime.open(root)
-    try:
-        args: dict[str, Any] = {"transaction_id": transaction_id, "reason_md": reason}
-        if reset:
-            args["reset"] = True
-        return await runtime.call("patch.rollback", args, OPERATOR)
-    finally:
-        await runtime.close()
+def _rollback(root: Path, transaction_id: str, reason: str, reset: bool = False) -> dict[str, Any]:
+    args: dict[str, Any] = {"transaction_id": transaction_id, "reason_md": reason}
+    if reset:
+        args["reset"] = True
+    return call(root, "patch.rollback", args)
 
 
 @click.group()
@@ -68,7 +56,7 @@ def transactions() -> None:
 @handle_errors
 def list_cmd(root: Path, as_json: bool, status: str, attention: bool) -> None:
     """List patch transactions, oldest first."""
-    rows = run_async(_list(root, status))
+    rows = _list(root, status)
     if attention:
         rows = [row for row in rows if row["needs_attention"]]
     if as_json:
@@ -103,7 +91,7 @@ def rollback_cmd(transaction_id: str, root: Path, as_json: bool, reason: str, re
     landing gets a revert commit)."""
     if reset:
         click.confirm(f"Move the branch back past {transaction_id}'s commit (history is rewritten)?", abort=True)
-    out = run_async(_rollback(root, transaction_id, reason, reset))
+    out = _rollback(root, transaction_id, reason, reset)
     if as_json:
         print_json(out)
         return

@@ -27,6 +27,7 @@ from typing import Any
 
 import click
 
+from roundtable.cli.calls import opened
 from roundtable.cli.common import handle_errors, json_option, print_json, root_option
 from roundtable.config import parse_duration
 
@@ -54,9 +55,7 @@ def event_lines(page: dict[str, Any]) -> list[str]:
 async def _watch(
     root: Path, run_id: str, limit: int, after: int | None, follow: bool, as_json: bool, wait: float
 ) -> None:
-    from roundtable.runtime import Runtime
-
-    async with await Runtime.open(root) as runtime:
+    async with opened(root) as runtime:
         if run_id:
             async with runtime.db.read() as reader:
                 known = await reader.fetchone("SELECT 1 FROM runs WHERE id = ?", (run_id,))

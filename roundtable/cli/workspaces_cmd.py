@@ -8,29 +8,12 @@ the workspace's path, so a harness the user runs by hand can be started there
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
-from roundtable.cli.common import handle_errors, json_option, print_json, root_option, run_async
-
-T = TypeVar("T")
-
-
-async def _with_runtime(root: Path, work: Callable[[Any], Awaitable[T]]) -> T:
-    from roundtable.runtime import Runtime
-
-    runtime = await Runtime.open(root)
-    try:
-        return await work(runtime)
-    finally:
-        await runtime.close()
-
-
-def _call(root: Path, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    return run_async(_with_runtime(root, lambda rt: rt.call(tool, args)))
+from roundtable.cli.calls import call
+from roundtable.cli.common import handle_errors, json_option, print_json, root_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,7 +31,7 @@ def workspaces() -> None:
 def list_workspaces(root: Path, as_json: bool, agent: str, task: str, include_removed: bool) -> None:
     """Print workspaces: <id> <agent> <task> <state> <files> +<added> -<deleted> <path>."""
     args = {"agent_id": agent, "task_id": task, "all": include_removed, "diffstat": True}
-    result = _call(root, "workspace.list", args)
+    result = call(root, "workspace.list", args)
     if as_json:
         print_json(result)
         return
@@ -71,7 +54,7 @@ def list_workspaces(root: Path, as_json: bool, agent: str, task: str, include_re
 @handle_errors
 def create(root: Path, as_json: bool, agent: str, task: str) -> None:
     """Make (or find) the agent's workspace for the task and print its path."""
-    result = _call(root, "workspace.create", {"agent_id": agent, "task_id": task})
+    result = call(root, "workspace.create", {"agent_id": agent, "task_id": task})
     if as_json:
         print_json(result)
         return
@@ -85,7 +68,7 @@ def create(root: Path, as_json: bool, agent: str, task: str) -> None:
 @handle_errors
 def remove(root: Path, workspace_id: str, reason: str) -> None:
     """Remove a workspace's directory; its record stays (state removed)."""
-    result = _call(root, "workspace.remove", {"workspace_id": workspace_id, "reason": reason})
+    result = call(root, "workspace.remove", {"workspace_id": workspace_id, "reason": reason})
     click.echo(f"removed {workspace_id}" if result["removed"] else f"{workspace_id} was already removed")
 
 
@@ -100,7 +83,7 @@ def remove(root: Path, workspace_id: str, reason: str) -> None:
 def propose(root: Path, as_json: bool, agent: str, task: str, title: str, summary: str) -> None:
     """Propose the workspace's changes for the agent (a new proposal or a new revision)."""
     args = {"agent_id": agent, "task_id": task, "title": title, "summary_md": summary}
-    result = _call(root, "workspace.propose", args)
+    result = call(root, "workspace.propose", args)
     if as_json:
         print_json(result)
         return
@@ -116,7 +99,7 @@ def propose(root: Path, as_json: bool, agent: str, task: str, title: str, summar
 @handle_errors
 def sync(root: Path, as_json: bool, agent: str, task: str) -> None:
     """Bring the workspace onto the current tree; print the conflicting paths."""
-    result = _call(root, "workspace.sync", {"agent_id": agent, "task_id": task})
+    result = call(root, "workspace.sync", {"agent_id": agent, "task_id": task})
     if as_json:
         print_json(result)
         return
