@@ -311,7 +311,7 @@ class AgentsConfig(Section):
     chair: RoleConfig = RoleConfig(role="Chair", adapter="claude")
     architect: RoleConfig = RoleConfig(role="Architect", adapter="claude")
     implementers: PoolConfig = PoolConfig(count=2, adapter="codex")
-    reviewers: PoolConfig = PoolConfig(count=1, adapter="gemini")
+    reviewers: PoolConfig = PoolConfig(count=1, adapter="claude")
     tester: RoleConfig = RoleConfig(role="Tester", adapter="codex")
     security: RoleConfig = RoleConfig(role="Security", adapter="claude")
     memory_oracle: RoleConfig = RoleConfig(role="MemoryOracle", adapter="claude")

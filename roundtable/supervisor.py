@@ -229,7 +229,7 @@ class Supervisor:
         if not adapter.supports_mcp:
             raise ValidationError(f"adapter {name} does not support MCP")
         problem, fix = preflight.adapter_problem(self.runtime.config, name)
-        if preflight.NO_CREDENTIAL in problem:  # a missing program fails at exec, naming it
+        if preflight.NO_CREDENTIAL in problem or preflight.NO_GATEWAY_ROUTE in problem:  # a missing program fails at exec
             raise ValidationError(f"{agent_id} cannot run (adapter {name}): {problem}; {fix}")
         return run, agent, role, name
 

@@ -41,15 +41,19 @@ def _config(project: Path, change: object) -> None:
 
 
 def _installed(data: dict) -> None:  # type: ignore[type-arg]
-    """claude and codex 'installed' (this interpreter); gemini stays missing."""
+    """claude and codex 'installed' (this interpreter); the reviewer on gemini, whose model API the
+    gateway does not serve."""
     data["adapters"]["claude"]["command"] = f"{PYTHON} -c pass"
     data["adapters"]["codex"]["command"] = f"{PYTHON} -c pass"
+    data["agents"]["reviewers"]["adapter"] = "gemini"
 
 
 def test_which_agent_cannot_run_and_why(project: Path, tmp_path: Path) -> None:
     _config(project, _installed)
     found = {u.adapter: u for u in preflight.unready_agents(load_config(project), environ={})}
-    assert found["gemini"].problem == "gemini not found on PATH" and found["gemini"].agents == ("reviewer-1",)
+    assert found["gemini"].problem.startswith("adapter gemini is not supported under roundtable's gateway: ")
+    assert "would reach no model" in found["gemini"].problem and found["gemini"].agents == ("reviewer-1",)
+    assert "adapter claude or codex" in found["gemini"].fix
     assert found["claude"].problem.startswith("no model credential in the owner's environment")
     assert "ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN" in found["claude"].problem
     assert set(found["claude"].agents) == {"architect-1", "security-1"}  # never chair-1 or the oracle
@@ -81,11 +85,39 @@ def test_doctor_names_them_a_problem_when_the_autopilot_launches(project: Path) 
     runner = CliRunner()
     _config(project, _installed)
     manual = runner.invoke(cli, ["doctor", "--root", str(project)])
-    assert "note     reviewer-1 cannot run (adapter gemini): gemini not found on PATH" in manual.output
+    assert "note     reviewer-1 cannot run (adapter gemini): adapter gemini is not supported under" in manual.output
     _config(project, lambda data: data["autopilot"].update(mode="auto"))
     auto = runner.invoke(cli, ["doctor", "--root", str(project)])
     assert auto.exit_code == 1
     assert "PROBLEM  architect-1, security-1 cannot run (adapter claude): no model credential" in auto.output
+
+
+@pytest.mark.parametrize("harness", ["gemini", "opencode"])
+async def test_a_harness_the_gateway_serves_no_model_api_for_is_refused_at_launch(project: Path, harness: str) -> None:
+    """Installed and with the owner's Google key set, gemini would still reach no model: a
+    session has no network but the gateway. The launch is refused with why, and recorded."""
+
+    def installed(data: dict) -> None:  # type: ignore[type-arg]
+        data["adapters"][harness]["command"] = f"{PYTHON} -c pass"
+
+    _config(project, installed)
+    runtime = await Runtime.open(project)
+    try:
+        _run_id, task_id = await make_task(runtime)
+        sup = await start_supervisor(runtime, base_dir=project.parent)
+        try:
+            with pytest.raises(ValidationError, match=f"adapter {harness} is not supported under roundtable's gateway"):
+                await sup.launch(agent_id="implementer-1", task_id=task_id, adapter=harness)
+        finally:
+            await sup.close()
+        async with runtime.db.read() as r:
+            reason = await r.scalar(
+                "SELECT json_extract(payload_json, '$.reason') FROM events WHERE type = 'session.launch_refused'"
+            )
+            launched = await r.scalar("SELECT COUNT(*) FROM agent_sessions")
+    finally:
+        await runtime.close()
+    assert "adapter claude or codex" in str(reason) and launched == 0
 
 
 async def test_a_launch_without_a_credential_is_refused_and_not_logged_in_is_named(

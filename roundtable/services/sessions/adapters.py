@@ -159,6 +159,9 @@ OPERATOR_CREDENTIALS: dict[str, tuple[str, ...]] = {
     "claude": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
     "codex": ("CODEX_API_KEY", "OPENAI_API_KEY"),
 }
+# Harnesses that reach their model through an API the gateway does not serve (Gemini's; opencode's
+# providers): a supervised session of one is refused (`preflight.adapter_problem`).
+WITHOUT_GATEWAY_ROUTE = ("gemini", "opencode")
 # The variable holding the session's gateway token, for Codex's model provider (`env_key`).
 GATEWAY_TOKEN_ENV = "ROUNDTABLE_GATEWAY_TOKEN"
 # Codex's model provider in a supervised session's private CODEX_HOME: the gateway.

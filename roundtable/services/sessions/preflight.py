@@ -29,6 +29,9 @@ from roundtable.services.coordination.agents import configured_agents
 from roundtable.services.sessions import adapters, capabilities
 
 NO_CREDENTIAL = "no model credential in the owner's environment"
+# Harnesses whose model API roundtable's gateway does not serve: a supervised session has no other
+# way to a model, so launching one could only fail later and less clearly.
+NO_GATEWAY_ROUTE = "is not supported under roundtable's gateway"
 # How a session ended when the model API refused the operator's credential (the gateway saw a 401
 # or 403): `CREDENTIAL_REFUSED (status, upstream message)`. Retrying cannot help.
 CREDENTIAL_REFUSED = "the model API refused the credential"
@@ -76,6 +79,13 @@ def adapter_problem(config: Config, name: str, environ: Mapping[str, str] | None
         adapter = adapters.get(config, name)
     except ValidationError as exc:
         return str(exc), f"add adapters.{name} to .roundtable/config.yaml or point the agent at a configured adapter"
+    if name in adapters.WITHOUT_GATEWAY_ROUTE:
+        return (
+            f"adapter {name} {NO_GATEWAY_ROUTE}: a supervised session reaches its model only through the "
+            "gateway, which serves Anthropic's API (adapter claude) and OpenAI's (adapter codex), so "
+            f"{name} would reach no model",
+            "give these agents adapter claude or codex (agents.*.adapter in .roundtable/config.yaml)",
+        )
     words = shlex.split(adapter.command or name) if (adapter.command or name).strip() else []
     if not words:
         return f"adapter {name} has no command", f"set adapters.{name}.command in .roundtable/config.yaml"
