@@ -21,11 +21,14 @@ a new revision (`close_moot`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import APPROVAL_DECISIONS, ApprovalStatus, EventType
 from roundtable.errors import PermissionDenied, ValidationError
+from roundtable.services.args import Args, Flag, Id, NewId, Text, Title
 from roundtable.services.governance.evidence import Actor, ProposalRef, proposal_ref
 from roundtable.services.run_scope import resolve, task_run
 from roundtable.store.db import Reader, Tx
@@ -35,20 +38,29 @@ DECISION_STATUSES: tuple[str, ...] = APPROVAL_DECISIONS
 STATUSES: tuple[str, ...] = (ApprovalStatus.REQUESTED, *DECISION_STATUSES)
 
 
-@dataclass(frozen=True)
-class ApprovalInput:
-    """The arguments of `human.request_approval`; `None` means the caller left the key out."""
+if TYPE_CHECKING:
+    ApprovalWord = str
+else:
+    ApprovalWord = Literal[STATUSES]
 
-    subject: str
-    reason_md: str
-    approval_id: str = ""
-    proposal_id: str = ""
-    task_id: str = ""
-    status: str | None = None
-    requested_by: str | None = None
-    decision_md: str | None = None
-    decided_by: str | None = None
-    override_policy: bool | None = None
+
+class RequestApprovalArgs(Args):
+    # `human.request_approval`; `None` means the caller left the key out.
+    subject: Title
+    reason_md: Text
+    approval_id: NewId = Field(default="", description="An existing request to refresh.")
+    proposal_id: Id = ""
+    task_id: Id = ""
+    requested_by: Id | None = Field(default=None, description="Who asks (default: the caller).")
+    status: ApprovalWord | None = Field(
+        default=None,
+        description="requested (default); operator only: approved, denied, rejected, changes_requested, deferred.",
+    )
+    decision_md: Text | None = Field(default=None, description="Operator: the decision note.")
+    decided_by: Id | None = Field(default=None, description="Operator: who decided (default: the operator caller).")
+    override_policy: Flag | None = Field(
+        default=None, description="Operator, with status approved: also override a security veto."
+    )
 
     @property
     def decides(self) -> bool:
@@ -67,7 +79,7 @@ async def get_approval(q: Reader | Tx, approval_id: str) -> HumanApproval:
     return row
 
 
-def _check_authority(req: ApprovalInput, actor: Actor, existing: HumanApproval | None) -> None:
+def _check_authority(req: RequestApprovalArgs, actor: Actor, existing: HumanApproval | None) -> None:
     if req.decides and not actor.operator:
         which = (existing.id if existing is not None else req.approval_id) or "ID"
         raise PermissionDenied(
@@ -95,7 +107,7 @@ def _check_authority(req: ApprovalInput, actor: Actor, existing: HumanApproval |
         )
 
 
-def _requester(req: ApprovalInput, actor: Actor, existing: HumanApproval | None) -> str:
+def _requester(req: RequestApprovalArgs, actor: Actor, existing: HumanApproval | None) -> str:
     if not actor.operator and actor.agent_id:
         if req.requested_by and req.requested_by != actor.agent_id:
             raise PermissionDenied("argument requested_by does not match the caller")
@@ -107,10 +119,8 @@ def _requester(req: ApprovalInput, actor: Actor, existing: HumanApproval | None)
     return actor.name
 
 
-async def record_approval(tx: Tx, req: ApprovalInput, actor: Actor) -> tuple[HumanApproval, str]:
+async def record_approval(tx: Tx, req: RequestApprovalArgs, actor: Actor) -> tuple[HumanApproval, str]:
     """Create or update one approval; returns it and the event type appended."""
-    if req.status is not None and req.status not in STATUSES:
-        raise ValidationError(f"status must be one of {', '.join(STATUSES)}")
     existing: HumanApproval | None = None
     if req.approval_id:
         existing = await tx.one(HumanApproval, "SELECT * FROM human_approvals WHERE id = ?", (req.approval_id,))

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import EventType, ReviewStatus
 from roundtable.errors import PermissionDenied, ToolError, ValidationError
+from roundtable.services.args import Args, Id, NewId, ResourceId, Text
 from roundtable.services.governance.evidence import Actor, ProposalRef, proposal_ref, read_revision_patch
 from roundtable.services.governance.security_scan import (
     Finding,
@@ -44,17 +45,25 @@ DEFAULT_REVIEWER = "security"
 RECORDED = "Security review recorded."
 
 
-@dataclass(frozen=True)
-class ReviewInput:
-    """The arguments of `security.review` (empty string = not given)."""
+if TYPE_CHECKING:
+    VerdictWord = str
+else:
+    VerdictWord = Literal[MANUAL_STATUSES]
 
-    proposal_id: str = ""
-    resource_id: str = ""
-    review_id: str = ""
-    task_id: str = ""
-    reviewer_id: str = ""
-    status: str = ""
-    summary_md: str = ""
+
+class ReviewArgs(Args):
+    # `security.review` (an empty string: not given).
+    proposal_id: Id = ""
+    resource_id: ResourceId = Field(default="", description="Resource reviewed (resource-only reviews: operator).")
+    review_id: NewId = Field(
+        default="", description="Explicit id (default: generated); an existing id is replaced (operator)."
+    )
+    task_id: Id = ""
+    reviewer_id: Id = Field(
+        default="", description="Reviewer (default: security for scans, the caller for manual reviews)."
+    )
+    status: VerdictWord | None = Field(default=None, description="Manual verdict.")
+    summary_md: Text = Field(default="", description="Summary, in Markdown.")
 
 
 async def get_review(q: Reader | Tx, review_id: str) -> SecurityReview:
@@ -62,7 +71,7 @@ async def get_review(q: Reader | Tx, review_id: str) -> SecurityReview:
     return row
 
 
-def _check_manual_authority(req: ReviewInput, actor: Actor, proposal: ProposalRef | None) -> None:
+def _check_manual_authority(req: ReviewArgs, actor: Actor, proposal: ProposalRef | None) -> None:
     if actor.operator:
         return
     if actor.role == "security" and proposal is not None and actor.bound_proposal_id == proposal.id:
@@ -77,7 +86,7 @@ def _check_manual_authority(req: ReviewInput, actor: Actor, proposal: ProposalRe
     )
 
 
-def _reviewer(req: ReviewInput, actor: Actor, manual: bool) -> str:
+def _reviewer(req: ReviewArgs, actor: Actor, manual: bool) -> str:
     if not actor.operator:
         if actor.agent_id and req.reviewer_id and req.reviewer_id != actor.agent_id:
             raise PermissionDenied("argument reviewer_id does not match the caller")
@@ -102,13 +111,11 @@ async def run_scan(runtime: Project, proposal: ProposalRef) -> ScanResult:
     return await anyio.to_thread.run_sync(work)
 
 
-async def review(runtime: Project, req: ReviewInput, actor: Actor) -> tuple[SecurityReview, list[Finding]]:
+async def review(runtime: Project, req: ReviewArgs, actor: Actor) -> tuple[SecurityReview, list[Finding]]:
     """Run the automatic scan or record a manual review; returns the review and new findings."""
     if not req.proposal_id and not req.resource_id:
         raise ValidationError("proposal_id or resource_id is required")
     manual = bool(req.status) or not req.proposal_id
-    if req.status and req.status not in MANUAL_STATUSES:
-        raise ValidationError(f"status must be one of {', '.join(MANUAL_STATUSES)}")
 
     scan: ScanResult | None = None
     seen: ProposalRef | None = None
