@@ -157,7 +157,7 @@ async def test_memory_errors_change_nothing(runtime: Runtime) -> None:
             "at least 0",
         ),
         ("memory.mark_stale", {"memory_id": "M-x", "reason_md": "r"}, "get memory entry M-x: not found"),
-        ("memory.mark_stale", {"memory_id": "M-x", "reason_md": "r" * 4001}, "reason_md must be 4000 characters"),
+        ("memory.mark_stale", {"memory_id": "M-x", "reason_md": "r" * 4001}, "argument reason_md is too long: 4001 characters, at most 4000 allowed"),
         ("memory.query", {}, "missing required argument query"),
         ("memory.query", {"query": "x", "limit": "3"}, "argument limit must be an integer"),
     ]

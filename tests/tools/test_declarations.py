@@ -40,6 +40,10 @@ CHANGED: dict[tuple[str, str], dict[str, Any]] = {
     ("proposal.create", "expected_tests"): {"maxItems": 50},
     ("task.create", "body_md"): {"maxLength": 200_000},
     ("task.create", "readable_paths"): {"maxItems": 200},
+    ("memory.record", "body_md"): {"maxLength": 100_000},
+    ("memory.mark_stale", "reason_md"): {"maxLength": 4000},
+    # the description's "at most 1000" is the bound (more was cut to 1000 silently; now refused)
+    ("memory.query", "limit"): {"maximum": 1000},
 }
 # Required arguments made optional on purpose since the freeze, with the default the model gives.
 MADE_OPTIONAL: dict[str, set[str]] = {

@@ -16,11 +16,15 @@ run the call names (`services.run_scope`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_types import Le, MaxLen
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import EventType, MemoryStatus
-from roundtable.errors import PermissionDenied, ValidationError
+from roundtable.errors import PermissionDenied
+from roundtable.services.args import Args, Count, Id, Int, NewId, Query, RepoPath, Text, Title, Word
 from roundtable.services.run_scope import NO_HINT, RunHint, object_run, resolve
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import MemoryEntry, MemoryRevision
@@ -28,10 +32,46 @@ from roundtable.store.records import MemoryEntry, MemoryRevision
 DEFAULT_IMPORTANCE = 50
 DEFAULT_QUERY_LIMIT = 10
 MAX_QUERY_LIMIT = 1000
-MAX_TITLE = 500
 MAX_BODY = 100_000
 MAX_REASON = 4000
 _ORDER = "ORDER BY importance DESC, created_at, id"
+
+
+class RecordArgs(Args):
+    # `memory.record` (the title's bound, one line of 500 characters, is the `Title` type's).
+    scope: RepoPath = Field(description="e.g. a task id, proposal id or 'project'.")
+    kind: Word = Field(description="e.g. decision, finding, convention.")
+    title: Title
+    body_md: Annotated[Text, MaxLen(MAX_BODY)]
+    source_event_id: Count = 0
+    importance: Int = Field(default=DEFAULT_IMPORTANCE, description="Default 50; higher first.")
+    memory_id: NewId = ""
+    status: Word = Field(default=MemoryStatus.ACTIVE, description="Default active.")
+
+
+class QueryArgs(Args):
+    # `memory.query`: an empty query lists everything.
+    allow_blank = frozenset({"query"})
+
+    query: Query
+    scope: RepoPath = ""
+    kind: Word = ""
+    limit: Annotated[Int, Le(MAX_QUERY_LIMIT)] = Field(
+        default=DEFAULT_QUERY_LIMIT, description="At most this many (default 10)."
+    )
+
+
+class SummarizeArgs(Args):
+    # `memory.summarize`: every filter given must equal the entry's scope.
+    task_id: Id = ""
+    proposal_id: Id = ""
+    scope: RepoPath = ""
+
+
+class MarkStaleArgs(Args):
+    # `memory.mark_stale`.
+    memory_id: Id
+    reason_md: Annotated[Text, MaxLen(MAX_REASON)]
 
 
 async def get_entry(q: Reader | Tx, memory_id: str) -> MemoryEntry:
@@ -39,31 +79,13 @@ async def get_entry(q: Reader | Tx, memory_id: str) -> MemoryEntry:
     return entry
 
 
-async def record(
-    tx: Tx,
-    *,
-    scope: str,
-    kind: str,
-    title: str,
-    body_md: str,
-    source_event_id: int = 0,
-    importance: int = DEFAULT_IMPORTANCE,
-    memory_id: str = "",
-    status: str = MemoryStatus.ACTIVE,
-    actor: str = "",
-    agent: str = "",
-    runs: RunHint = NO_HINT,
-) -> MemoryEntry:
-    """Create an entry, or revise the one with `memory_id` (its previous version is kept).
+async def record(tx: Tx, args: RecordArgs, *, actor: str = "", agent: str = "", runs: RunHint = NO_HINT) -> MemoryEntry:
+    """Create an entry, or revise the one with `args.memory_id` (its previous version is kept).
 
     `agent` is the acting agent ("" for operator authority): an agent may revise only entries it
     wrote. `actor` is who is recorded (author of a new entry, editor of a revision)."""
-    if not scope or not kind or not title or not body_md:
-        raise ValidationError("scope, kind, title, and body_md are required")
-    if len(title) > MAX_TITLE:
-        raise ValidationError(f"title must be {MAX_TITLE} characters or fewer")
-    if len(body_md) > MAX_BODY:
-        raise ValidationError(f"body_md must be {MAX_BODY} characters or fewer")
+    memory_id, source_event_id = args.memory_id, args.source_event_id
+    fields = {"scope": args.scope, "kind": args.kind, "title": args.title, "body_md": args.body_md}
     who = agent or actor or "operator"
     existing = (
         await tx.one(MemoryEntry, "SELECT * FROM memory_entries WHERE id = ?", (memory_id,)) if memory_id else None
@@ -76,13 +98,10 @@ async def record(
             "memory_entries",
             {"id": existing.id},
             {
-                "scope": scope,
-                "kind": kind,
-                "title": title,
-                "body_md": body_md,
+                **fields,
                 "source_event_id": source_event_id or None,
-                "importance": importance or DEFAULT_IMPORTANCE,
-                "status": status or MemoryStatus.ACTIVE,
+                "importance": args.importance or DEFAULT_IMPORTANCE,
+                "status": args.status or MemoryStatus.ACTIVE,
                 "revision": existing.revision + 1,
                 "updated_at": now,
             },
@@ -95,13 +114,10 @@ async def record(
         "memory_entries",
         {
             "id": new_id,
-            "scope": scope,
-            "kind": kind,
-            "title": title,
-            "body_md": body_md,
+            **fields,
             "source_event_id": source_event_id or None,
-            "importance": importance or DEFAULT_IMPORTANCE,
-            "status": status or MemoryStatus.ACTIVE,
+            "importance": args.importance or DEFAULT_IMPORTANCE,
+            "status": args.status or MemoryStatus.ACTIVE,
             "author_id": who,
             "created_at": now,
             "updated_at": now,
@@ -171,11 +187,13 @@ def _score(entry: MemoryEntry, needle: str) -> int:
     return sum(field.lower().count(needle) for field in (entry.title, entry.body_md, entry.scope, entry.kind))
 
 
-async def query(q: Reader | Tx, text: str, *, scope: str = "", kind: str = "", limit: int = 10) -> list[MemoryEntry]:
-    """Entries matching `text` (all when empty), best first; at most `limit` (`MAX_QUERY_LIMIT`
-    when it is 0 or less, so an answer never grows with the history). `scope` and `kind` filter in
-    SQL; without `text` the order and the limit do too, so only the rows returned are read."""
-    limit = MAX_QUERY_LIMIT if limit <= 0 else min(limit, MAX_QUERY_LIMIT)
+async def query(q: Reader | Tx, args: QueryArgs) -> list[MemoryEntry]:
+    """Entries matching the query text (all when empty), best first; at most `limit`
+    (`MAX_QUERY_LIMIT` when it is 0 or less, so an answer never grows with the history). `scope`
+    and `kind` filter in SQL; without text the order and the limit do too, so only the rows
+    returned are read."""
+    text, scope, kind = args.query, args.scope, args.kind
+    limit = MAX_QUERY_LIMIT if args.limit <= 0 else args.limit
     terms, params = [], []
     for column, value in (("scope", scope), ("kind", kind)):
         if value:
@@ -193,10 +211,9 @@ async def query(q: Reader | Tx, text: str, *, scope: str = "", kind: str = "", l
     return [entry for _, entry in scored[:limit]]
 
 
-async def summarize(
-    q: Reader | Tx, *, task_id: str = "", proposal_id: str = "", scope: str = ""
-) -> tuple[list[MemoryEntry], str]:
+async def summarize(q: Reader | Tx, args: SummarizeArgs) -> tuple[list[MemoryEntry], str]:
     """Active entries whose scope equals every given filter, and a Markdown summary of them."""
+    task_id, proposal_id, scope = args.task_id, args.proposal_id, args.scope
     entries = await q.all(MemoryEntry, f"SELECT * FROM memory_entries WHERE status != 'stale' {_ORDER}")
     filters = [f for f in (task_id, proposal_id, scope) if f]
     chosen = [e for e in entries if all(e.scope == f for f in filters)]
@@ -215,14 +232,11 @@ async def summarize(
 
 
 async def mark_stale(
-    tx: Tx, memory_id: str, reason_md: str, *, actor: str = "", agent: str = "", runs: RunHint = NO_HINT
+    tx: Tx, args: MarkStaleArgs, *, actor: str = "", agent: str = "", runs: RunHint = NO_HINT
 ) -> MemoryEntry:
     """Mark an entry stale, appending the reason to its body (repeatable; nothing deleted; the
     previous version is kept). An agent (`agent` given) may mark only its own entries."""
-    if not memory_id or not reason_md:
-        raise ValidationError("memory_id and reason_md are required")
-    if len(reason_md) > MAX_REASON:
-        raise ValidationError(f"reason_md must be {MAX_REASON} characters or fewer")
+    memory_id, reason_md = args.memory_id, args.reason_md
     entry = await get_entry(tx, memory_id)
     check_editor(entry, agent)
     who = agent or actor or "operator"
