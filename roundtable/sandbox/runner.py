@@ -278,9 +278,30 @@ def _shared_bin(tree: str, real: str) -> bool:
     return any(_real(os.path.join(tree, name)) != real for name in names)
 
 
-def _sandbox_user_blocked(tree: str, real: str) -> str:
+def _sandbox_user_cannot(place: str, need: int) -> str:
+    """Why `SANDBOX_UID` cannot use `place` as `need` asks (permission bits: 1 enter a directory
+    or run a binary, 4 read a file, 5 list a directory or read and run a program), '' when it can."""
+    try:
+        st = os.stat(place)
+    except OSError:
+        return f"{place} cannot be read"
+    if st.st_uid == SANDBOX_UID:
+        bits = (st.st_mode >> 6) & 7
+    elif st.st_gid == SANDBOX_GID:
+        bits = (st.st_mode >> 3) & 7
+    else:
+        bits = st.st_mode & 7
+    if bits & need == need:
+        return ""
+    is_dir = stat.S_ISDIR(st.st_mode)
+    what = {1: "enter" if is_dir else "run", 4: "read"}.get(need, "list" if is_dir else "read and run")
+    return f"uid {SANDBOX_UID} cannot {what} {place} (mode {stat.filemode(st.st_mode)}, owner uid {st.st_uid})"
+
+
+def _sandbox_user_blocked(tree: str, real: str, *, need: int = 5) -> str:
     """When the sandbox runs as `SANDBOX_UID`: the first place from the grant down to the program
-    that user cannot pass (a directory it cannot search, a program it cannot read and run)."""
+    that user cannot pass (a directory it cannot search, a program it cannot read and run — a
+    script is read by its interpreter; `need` 1 for a binary it only runs)."""
     chain = [real]
     step = os.path.dirname(real)
     while below(step, tree):
@@ -289,20 +310,71 @@ def _sandbox_user_blocked(tree: str, real: str) -> str:
             break
         step = os.path.dirname(step)
     for place in reversed(chain):
-        try:
-            st = os.stat(place)
-        except OSError:
-            return f"{place} cannot be read"
-        if st.st_uid == SANDBOX_UID:
-            bits = (st.st_mode >> 6) & 7
-        elif st.st_gid == SANDBOX_GID:
-            bits = (st.st_mode >> 3) & 7
-        else:
-            bits = st.st_mode & 7
-        need = 5 if place == real else 1  # a script is read by its interpreter; a directory searched
-        if bits & need != need:
-            what = "read and run" if place == real else "enter"
-            return f"uid {SANDBOX_UID} cannot {what} {place} (mode {stat.filemode(st.st_mode)}, owner uid {st.st_uid})"
+        if blocked := _sandbox_user_cannot(place, need if place == real else 1):
+            return blocked
+    return ""
+
+
+def _interpreter(real: str, path: str) -> str:
+    """The interpreter the `#!` line of the script `real` names, resolved (`/usr/bin/env NAME`:
+    NAME found on `path`); '' for a binary, or when none is found."""
+    try:
+        with open(real, "rb") as handle:
+            head = handle.readline(512)
+    except OSError:
+        return ""
+    words = head[2:].decode("utf-8", "replace").split() if head.startswith(b"#!") else []
+    program = words[0] if words else ""
+    if os.path.basename(program) == "env":
+        names = [word for word in words[1:] if not word.startswith("-")]
+        program = (shutil.which(names[0], path=path) or "") if names else ""
+    return _real(program) if os.path.isabs(program) else ""
+
+
+def _python_blocked(venv: str, bases: Sequence[str]) -> str:
+    """What of a virtualenv and its base interpreter's prefix `SANDBOX_UID` cannot use for that
+    Python to start and import: the venv's `pyvenv.cfg`, its `lib/pythonX.Y/site-packages` and
+    what sits directly in it, and the base's standard library directory ('' when it can)."""
+    if blocked := _sandbox_user_cannot(os.path.join(venv, "pyvenv.cfg"), 4):
+        return blocked
+    for prefix in (venv, *(base for base in bases if not _system(base))):
+        lib = os.path.join(prefix, "lib")
+        with contextlib.suppress(OSError):
+            for name in sorted(os.listdir(lib)):
+                if not name.startswith("python"):
+                    continue
+                versioned = os.path.join(lib, name)
+                site = os.path.join(versioned, "site-packages")
+                listed = site if prefix == venv else versioned
+                if not os.path.isdir(listed):
+                    continue
+                if blocked := _sandbox_user_blocked(prefix, listed):
+                    return blocked
+                if prefix == venv and os.path.isdir(site):
+                    with os.scandir(site) as entries:
+                        for entry in list(entries)[:SCAN_ENTRIES]:
+                            if not os.path.exists(entry.path):
+                                continue  # a dangling link is nobody's problem here
+                            need = 5 if entry.is_dir() else 4
+                            if blocked := _sandbox_user_cannot(entry.path, need):
+                                return blocked
+    return ""
+
+
+def _sandbox_user_problem(real: str, path: str, trees: Sequence[str]) -> str:
+    """When the sandbox runs as `SANDBOX_UID`: what of the program `real` in its granted `trees`
+    (its install first) that user cannot reach — the program itself, the interpreter its `#!`
+    line names, and for a virtualenv its packages and its base's standard library ('' when
+    nothing)."""
+    holder = next((t for t in trees if below(real, t)), real)
+    if blocked := _sandbox_user_blocked(holder, real):
+        return blocked
+    interpreter = _interpreter(real, path)
+    inside = next((t for t in trees if interpreter and below(interpreter, t)), "")
+    if inside and (blocked := _sandbox_user_blocked(inside, interpreter, need=1)):
+        return f"{blocked}, its interpreter"
+    if os.path.isfile(os.path.join(trees[0], "pyvenv.cfg")):
+        return _python_blocked(trees[0], trees[1:])
     return ""
 
 
@@ -376,8 +448,7 @@ def program_grant(
             if why:
                 tree = place
     if not why and os.getuid() == 0:
-        holder = next((t for t in (tree, *besides) if below(real, t)), real)
-        blocked = _sandbox_user_blocked(holder, real)
+        blocked = _sandbox_user_problem(real, path, (tree, *besides))
         if blocked:
             return ProgramGrant(
                 program,

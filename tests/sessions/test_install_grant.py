@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from roundtable.config import Config
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
 from roundtable.sandbox import runner
@@ -136,6 +139,59 @@ def test_as_root_an_install_the_sandbox_user_cannot_enter_is_named(tmp_path: Pat
     assert f"uid {runner.SANDBOX_UID} cannot enter" in grant.problem
     assert str((tmp_path / "tools" / "node_modules" / "harness").resolve()) in grant.problem
     assert "chmod" in grant.problem
+
+
+def venv_install(prefix: Path) -> tuple[Path, Path]:
+    """A harness installed as a virtualenv entry point (the system's Python as the base, so the
+    sandbox's user can run it): `bin/harness` imports its package from site-packages."""
+    base = Path("/usr/bin/python3")
+    if not base.exists():
+        pytest.skip("no system Python to base a virtualenv the sandbox's user can run on")
+    venv = prefix / "venv"
+    made = [str(base), "-m", "venv", "--without-pip", "--copies", str(venv)]  # its own interpreter
+    subprocess.run(made, check=True, capture_output=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    (site / "harnesspkg").mkdir()
+    (site / "harnesspkg" / "__init__.py").write_text("print('HARNESS ran')\n")
+    script = write_program(venv / "bin" / "harness", f"#!{venv}/bin/python\nimport harnesspkg\n")
+    open_to_all(site / "harnesspkg" / "__init__.py")
+    return script, site
+
+
+def as_sandbox_user(program: Path) -> subprocess.CompletedProcess[str]:
+    ids = [f"--reuid={runner.SANDBOX_UID}", f"--regid={runner.SANDBOX_GID}", "--clear-groups"]
+    return subprocess.run(["setpriv", *ids, str(program)], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the sandbox's user differs from the owner only when the owner is root")
+@pytest.mark.parametrize("closed", ["site-packages", "package", "pyvenv.cfg", "interpreter"])
+def test_as_root_a_virtualenv_harness_whose_packages_the_sandbox_user_cannot_read_is_named(
+    short_tmp: Path, closed: str
+) -> None:
+    """The entry point itself is readable, but its Python cannot start or import as uid 65534:
+    doctor and the launch say which place, as running it as that uid shows."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is not installed")
+    script, site = venv_install(short_tmp / "tools")
+    assert runner.program_grant(str(script), "").problem == ""
+    assert as_sandbox_user(script).stdout == "HARNESS ran\n"
+    venv = site.parents[2]
+    place = {
+        "site-packages": site,
+        "package": site / "harnesspkg",
+        "pyvenv.cfg": venv / "pyvenv.cfg",
+        "interpreter": venv / "bin" / "python",
+    }
+    # (A file is closed with 0600: this kernel lets any uid run a file with an x bit for anyone.)
+    place[closed].chmod(0o600 if closed in ("pyvenv.cfg", "interpreter") else 0o700)
+    grant = runner.program_grant(str(script), "")
+    assert grant.paths == ()
+    assert f"{script} cannot run in the sandbox: uid {runner.SANDBOX_UID} cannot" in grant.problem
+    assert str(place[closed]) in grant.problem and "chmod" in grant.problem
+    assert "HARNESS ran" not in as_sandbox_user(script).stdout  # what the check foresaw
+    assert preflight.install_problem(Config(), str(script)) == grant.problem  # what doctor says
+    with pytest.raises(runner.ProgramRefused, match=r"cannot run in the sandbox"):
+        runner.build_spec("landlock", [str(script)], short_tmp, root=short_tmp / "p", profile="session")
 
 
 async def test_doctor_preflight_names_an_install_in_the_home(
