@@ -273,6 +273,14 @@ class Attention(StrEnum):
     FAILED = "failed"
 
 
+class Delivery(StrEnum):
+    """How the operator's message to a session reaches its harness (`session.message`)."""
+
+    LIVE = "live"  # written to the running harness's input: it reads it within its turn
+    WHEN_TURN_ENDS = "when_turn_ends"  # the harness takes no input while it runs: it is resumed with it
+    RESUMED = "resumed"  # the session had ended: a new session continues it with the message
+
+
 class ForgeState(StrEnum):
     """The forge's own words (GitHub's API) for a check run's progress, a commit status and a
     pull request's state, as `services/forge/` reads and writes them."""

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import clock
 from roundtable.credentials import ensure_private_dir
-from roundtable.domain import TERMINAL_TASK_STATUSES, RunStatus, is_open
+from roundtable.domain import TERMINAL_TASK_STATUSES, Delivery, RunStatus, is_open
 from roundtable.errors import RoundtableError, ToolError, ValidationError
 from roundtable.sandbox import runner as sandbox_runner
 from roundtable.sandbox import sessions as session_sandbox
@@ -113,8 +113,12 @@ class _Live:
     finished: asyncio.Event = field(default_factory=asyncio.Event)  # recorded and cleaned up
     spec: Spec | None = None  # its sandbox, when it runs in one
     adapter: str = ""
-    # The operator's messages sent while it ran: each resumes it once it has ended.
+    # The operator's messages sent while it ran that its harness could not take: each resumes it
+    # once it has ended.
     pending: list[tuple[str, str]] = field(default_factory=list)  # (message, sent by)
+    # The harness's standard input while it takes messages there (`Plan.live_input`): closed at
+    # the end of its first turn, which ends the harness once it has read what is there.
+    stdin: asyncio.StreamWriter | None = None
     relay: session_sandbox.LoopbackRelay | None = None  # its way to the gateway when unsandboxed
     stop_reason: str = ""  # why the supervisor ended it ("budget: …", a refused credential)
     meter: Meter = field(default_factory=Meter)  # usage read from the harness's output
@@ -441,17 +445,23 @@ class Supervisor:
             if spec is not None:
                 live.spec = spec
                 await sandbox_runner.hand_over(spec)
-            # The prompt is the harness's standard input (never an argv string).
-            prompt_in = os.open(home / adapters.PROMPT_FILE, os.O_RDONLY | os.O_CLOEXEC)
+            # The prompt is the harness's standard input (never an argv string): the file, or the
+            # first message on a pipe kept open for the operator's messages.
+            prompt_in = -1 if plan.live_input else os.open(home / adapters.PROMPT_FILE, os.O_RDONLY | os.O_CLOEXEC)
+            stdin = asyncio.subprocess.PIPE if plan.live_input else prompt_in
             try:
                 if spec is None:
-                    live.process = await self._spawn(argv, workdir, env, prompt_in)
+                    live.process = await self._spawn(argv, workdir, env, stdin)
                 else:
                     with sandbox_runner.open_spec(spec) as fd:
                         program = sandbox_runner.launcher_argv(fd)
-                        live.process = await self._spawn(program, workdir, env, prompt_in, (fd,))
+                        live.process = await self._spawn(program, workdir, env, stdin, (fd,))
             finally:
-                os.close(prompt_in)
+                if prompt_in >= 0:
+                    os.close(prompt_in)
+            if plan.live_input:
+                live.stdin = live.process.stdin
+                await self._write_input(live, prompt)
         except BaseException as exc:
             await self._finish(live, exit_code=-1, reason="launch_failed")
             if isinstance(exc, OSError):
@@ -582,8 +592,29 @@ class Supervisor:
                 if live.transcript.attention == Attention.IDLE:
                     live.transcript.attention, live.transcript.detail = Attention.WORKING, ""
                 live.transcript.feed(text)
+                if live.stdin is not None and live.transcript.turns:
+                    self._close_input(live)  # its turn ended: what it was sent meanwhile is read, then it ends
                 if live.meter.feed(text) or self._stream_moved(live):
                     live.metered.set()
+
+    async def _write_input(self, live: _Live, text: str) -> bool:
+        """One user message on the harness's standard input; False when it takes none now."""
+        writer = live.stdin
+        if writer is None or writer.is_closing():
+            return False
+        try:
+            writer.write(adapters.input_message(text))
+            await writer.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            live.stdin = None
+            return False
+        return True
+
+    @staticmethod
+    def _close_input(live: _Live) -> None:
+        writer, live.stdin = live.stdin, None
+        if writer is not None:
+            writer.close()  # what is buffered is still written
 
     async def _usage(self, live: _Live) -> None:
         """Record the session's usage whenever its output moved the meter (one write in flight;
@@ -753,6 +784,7 @@ class Supervisor:
         if live.done.is_set():
             return
         live.done.set()
+        self._close_input(live)
         for task in live.tasks:
             # Only the log pump is cancelled (it never touches the database); the heartbeat
             # loop ends by itself once `done` is set.
@@ -813,10 +845,14 @@ class Supervisor:
     # --- steer and resume -------------------------------------------------------------------
 
     async def send(self, session_id: str, message: str, sent_by: str = "operator") -> dict[str, Any]:
-        """The operator's message to a session. A running one gets it when its turn ends (it is
-        resumed with it then); an ended one is resumed now — a new session continuing the same
-        harness session, in the same workspace, its usage counted with the task's and run's. The
-        message is an event (`session.message`, the sender its actor) and a transcript entry."""
+        """The operator's message to a session. A running one whose harness reads input while it
+        works (Claude Code) gets it now, within its turn (`delivery: live`); one that takes none
+        (Codex's `exec`, or a turn already over) gets it when its turn ends, by being resumed with
+        it then (`when_turn_ends`: kept as pending on the session until then); an ended one is
+        resumed now (`resumed`) — a new session continuing the same harness session, in the same
+        workspace, its usage counted with the task's and run's. The message is an event
+        (`session.message`, the sender its actor) and a transcript entry; `note` says in words how
+        it reaches the agent."""
         if not message.strip():
             raise ValidationError("a message to a session needs text")
         async with self.runtime.db.read() as r:
@@ -827,10 +863,20 @@ class Supervisor:
             raise ValidationError(f"session {session_id} cannot be resumed: adapter {session.adapter} has no resume")
         live = self.live.get(session_id)
         if live is not None and not live.done.is_set():
-            live.pending.append((message, sent_by))
             await asyncio.to_thread(self._log_operator, session_id, message)
-            await self._record_message(session, "", message, sent_by)
-            return {"session_id": session_id, "queued": True, "resumed_in": ""}
+            answer: dict[str, Any] = {"session_id": session_id, "resumed_in": ""}
+            if await self._write_input(live, message):
+                await self._record_message(session, "", message, sent_by, Delivery.LIVE)
+                note = f"{session_id} is running: its agent reads the message now, within its current turn"
+                return {**answer, "queued": False, "delivery": str(Delivery.LIVE), "note": note}
+            live.pending.append((message, sent_by))
+            await self._record_message(session, "", message, sent_by, Delivery.WHEN_TURN_ENDS)
+            how = harness_resume.RESUME_HOW.get(session.adapter, "its harness's resume")
+            note = (
+                f"{session_id} is running and its harness takes no message until its current turn ends: "
+                f"the message is delivered then (the session is resumed with it: {how})"
+            )
+            return {**answer, "queued": True, "delivery": str(Delivery.WHEN_TURN_ENDS), "note": note}
         if not session.external_session_id:
             raise ValidationError(f"session {session_id} cannot be resumed: its harness reported no session id")
         meta = sessions.metadata(session)
@@ -846,13 +892,29 @@ class Supervisor:
             message=message,
         )
         new_id = str(started["session"]["id"])
-        await self._record_message(session, new_id, message, sent_by)
-        return {"session_id": session_id, "queued": False, "resumed_in": new_id, "session": started["session"]}
+        await self._record_message(session, new_id, message, sent_by, Delivery.RESUMED)
+        note = f"{session_id} had ended: resumed as {new_id} with the message"
+        return {
+            "session_id": session_id,
+            "queued": False,
+            "delivery": str(Delivery.RESUMED),
+            "resumed_in": new_id,
+            "session": started["session"],
+            "note": note,
+        }
 
-    async def _record_message(self, session: AgentSession, resumed_in: str, message: str, sent_by: str) -> None:
+    async def _record_message(
+        self, session: AgentSession, resumed_in: str, message: str, sent_by: str, delivery: Delivery
+    ) -> None:
         await self.runtime.call(
             "session.record_message",
-            {"session_id": session.id, "resumed_in": resumed_in, "message": message, "sent_by": sent_by},
+            {
+                "session_id": session.id,
+                "resumed_in": resumed_in,
+                "message": message,
+                "sent_by": sent_by,
+                "delivery": str(delivery),
+            },
             SUPERVISOR.with_run(session.run_id),
         )
 
@@ -899,8 +961,13 @@ class Supervisor:
                 continue
             if session.adapter not in harness_resume.RESUMABLE or not session.external_session_id:
                 continue
+            # What the operator sent it that was waiting for its turn to end goes with the note.
+            waiting = [m["message"] for m in sessions.pending_messages(session)]
+            note = "\n\n".join(
+                [RESTART_MESSAGE, *(["The operator's messages meanwhile:", *waiting] if waiting else [])]
+            )
             try:
-                done = await self.send(session.id, RESTART_MESSAGE, "supervisor")
+                done = await self.send(session.id, note, "supervisor")
             except RoundtableError as exc:
                 log.warning("session %s was not resumed after the restart: %s", session.id, exc)
                 continue

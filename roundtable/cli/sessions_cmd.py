@@ -101,6 +101,7 @@ def show(session_id: str, transcript: bool, follow: bool, root: Path, as_json: b
             "capabilities": [{k: v for k, v in c.to_dict().items() if k not in hidden} for c in caps],
             "events": events,
             "usage": spent,
+            "pending": svc.pending_messages(session),
         }
 
     data = read(root, query)
@@ -121,6 +122,11 @@ def show(session_id: str, transcript: bool, follow: bool, root: Path, as_json: b
     ):
         click.echo(f"{key}: {s[key]}")
     click.echo(f"metadata: {s['metadata_json']}")
+    for waiting in data["pending"]:
+        click.echo(
+            f"pending message from {waiting['sent_by']} ({waiting['at']}), delivered when its turn ends:"
+            f" {json.dumps(waiting['message'], ensure_ascii=False)}"
+        )
     spent = data["usage"]
     if spent is None:
         click.echo("usage: none reported (the harness printed no usage)")
@@ -194,10 +200,19 @@ async def _print_transcript(root: Path, session_id: str, *, follow: bool, as_jso
     if session.ended_at and state == Attention.WORKING:
         state = Attention.FINISHED if session.status == SessionStatus.ENDED else Attention.FAILED
     words = ATTENTION_WORDS[state] + (f": {transcript.detail}" if transcript.detail else "")
+    waiting = svc.pending_messages(session)
+    if waiting:
+        words += f" · {len(waiting)} message(s) pending, delivered when its turn ends"
     ending = f"ended ({exit_text(session) or session.status})" if session.ended_at else session.status
     if as_json:
         print_json(
-            {"session_id": session_id, "status": session.status, "attention": str(state), "detail": transcript.detail}
+            {
+                "session_id": session_id,
+                "status": session.status,
+                "attention": str(state),
+                "detail": transcript.detail,
+                "pending": waiting,
+            }
         )
     else:
         click.echo(f"— {session_id} {ending} · {words}")
@@ -328,18 +343,18 @@ def revoke(session_id: str, reason: str, root: Path) -> None:
 @json_option
 @handle_errors
 def send(session_id: str, message: str, root: Path, as_json: bool) -> None:
-    """Send a session a message, as the operator: a running session gets it when its turn ends;
-    an ended one is resumed with it now (its harness's own session, in the same workspace)."""
+    """Send a session a message, as the operator: a running Claude Code session reads it now,
+    within its turn; a running Codex session gets it when its turn ends (it is resumed with it
+    then); an ended one is resumed with it now (its harness's own session, in the same workspace)."""
     if not message.strip():
         fail("the message is empty")
     result = owner_call(root, "session.send", {"session_id": session_id, "message": message})
     if as_json:
         print_json(result)
-    elif result.get("queued"):
-        click.echo(f"{session_id} is running: it gets the message when its turn ends")
-    else:
-        resumed = str(result.get("resumed_in", ""))
-        click.echo(f"{session_id} resumed as {resumed} (follow it: roundtable sessions show {resumed} --follow)")
+        return
+    click.echo(str(result.get("note") or session_id))
+    follow = str(result.get("resumed_in") or session_id)
+    click.echo(f"follow it: roundtable sessions show {follow} --follow")
 
 
 @click.command()

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from roundtable.domain import SessionStatus
+from roundtable.domain import Delivery, SessionStatus
 from roundtable.errors import ToolError
 from roundtable.services.args import Args, Id, Int, Object, Text, Word
 from roundtable.services.sessions import capabilities
@@ -315,12 +315,13 @@ class RecordMessageArgs(Args):
     message: Text = Field(description="The message.")
     sent_by: Text = Field(description="Who sent it (a principal).")
     resumed_in: Id = Field("", description="The session that carries it on ('' while it runs).")
+    delivery: Word = Field(Delivery.LIVE, description="How it reaches the harness (domain.Delivery).")
 
 
 async def record_message(call: Call[RecordMessageArgs]) -> dict[str, Any]:
     a = call.args
     event_id = await sessions.record_message(
-        call.w, a.session_id, message=a.message, sent_by=a.sent_by, resumed_in=a.resumed_in
+        call.w, a.session_id, message=a.message, sent_by=a.sent_by, resumed_in=a.resumed_in, delivery=a.delivery
     )
     return {"event_id": event_id}
 
@@ -370,7 +371,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="session.send",
-        description="Send a session a message: a running one gets it when its turn ends, an ended one is resumed "
+        description="Send a session a message: a running one gets it now when its harness reads input while it works "
+        "(Claude Code), else when its turn ends; an ended one is resumed "
         "with it (its harness's own session, workspace and budgets carried on).",
         args=SendArgs,
         output_schema=_OBJECT,

@@ -4,16 +4,20 @@ directory, Codex's thread index left behind), and what the supervisor refuses.""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from roundtable.errors import ValidationError
 from roundtable.runtime import Runtime
-from roundtable.services.sessions import resume
+from roundtable.services.sessions import records, resume
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -87,27 +91,39 @@ async def test_send_refuses_what_cannot_be_resumed_and_unknown_sessions(runtime:
         assert await r.scalar("SELECT count(*) FROM events WHERE type = 'session.message'") == 0
 
 
-# A stand-in for Claude Code's `-p` stream: its session id (the one it was told to resume, else a new
-# one), then what it was started with and told, as the agent's message; a file in its home, as the
-# harness keeps its conversation there.
+# A stand-in for Claude Code's `-p --input-format stream-json` session: user messages as JSON lines
+# on standard input, one turn each (its session id — the one it was told to resume, else a new one —
+# then what it was started with and told, as the agent's message, then a closing result), until its
+# input ends; a file in its home, as the harness keeps its conversation there. The first turn of a
+# new session lasts until the test lets it end (`hold` … `release`); with `linger`, it waits for
+# `go` after its first turn before it reads on.
 FAKE_HARNESS = """
 import json, os, sys, time
 from pathlib import Path
 argv = sys.argv[1:]
 resumed = argv[argv.index("--resume") + 1] if "--resume" in argv else ""
+assert argv[argv.index("--input-format") + 1] == "stream-json"
 here = Path(__file__).parent
-print(json.dumps({"type": "system", "subtype": "init", "session_id": resumed or "fake-harness-1"}), flush=True)
-while not resumed and (here / "hold").exists() and not (here / "release").exists():
-    time.sleep(0.05)  # a turn that lasts until the test lets it end
-said = sys.stdin.read().strip()
 conversation = Path(os.environ["HOME"]) / ".claude" / "projects" / "fake.jsonl"
 conversation.parent.mkdir(parents=True, exist_ok=True)
-before = conversation.read_text() if conversation.exists() else ""
-with conversation.open("a") as out:
-    out.write(said[:40] + "\\n")
-text = json.dumps({"resumed": resumed, "remembered": before.splitlines()})
-print(json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}}), flush=True)
-print(json.dumps({"type": "result", "subtype": "success", "is_error": False}), flush=True)
+turns = 0
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    said = json.loads(line)["message"]["content"].strip()
+    print(json.dumps({"type": "system", "subtype": "init", "session_id": resumed or "fake-harness-1"}), flush=True)
+    while not resumed and not turns and (here / "hold").exists() and not (here / "release").exists():
+        time.sleep(0.05)
+    before = conversation.read_text() if conversation.exists() else ""
+    with conversation.open("a") as out:
+        out.write(said[:40] + "\\n")
+    text = json.dumps({"resumed": resumed, "remembered": before.splitlines(), "told": said[:40], "turn": turns})
+    print(json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}}), flush=True)
+    print(json.dumps({"type": "result", "subtype": "success", "is_error": False}), flush=True)
+    turns += 1
+    while not resumed and (here / "linger").exists() and not (here / "go").exists():
+        time.sleep(0.05)
 """
 
 
@@ -148,6 +164,10 @@ async def test_a_session_left_running_by_an_owner_is_resumed_with_its_harness_se
     # As an owner that died mid-session leaves it: no end recorded.
     async with runtime.db.write() as tx:
         await tx.update("agent_sessions", {"id": first}, {"status": "active", "ended_at": None})
+        # A message the operator sent it that was waiting for its turn to end.
+        await records.record_message(
+            tx, first, message="Also update the docs.", sent_by="operator", delivery="when_turn_ends"
+        )
 
     second_owner = await start_supervisor(runtime, base_dir=tmp_path)
     try:
@@ -166,41 +186,107 @@ async def test_a_session_left_running_by_an_owner_is_resumed_with_its_harness_se
     log = (runtime.root / ".roundtable" / "logs" / "sessions" / f"{second}.log").read_text().splitlines()
     transcript = read(log)
     assert transcript.entries[0].kind == Kind.OPERATOR and "coordinator restarted" in transcript.entries[0].text
+    assert transcript.entries[0].text.endswith("The operator's messages meanwhile:\n\nAlso update the docs.")
+    assert "pending_messages" not in json.loads(old["metadata_json"])  # carried on by the resumed session
     said = json.loads(next(e.text for e in transcript.entries if e.kind == Kind.MESSAGE))
     # It was started with `--resume` and the id, in a home holding what the first session kept.
     assert said["resumed"] == "fake-harness-1"
     assert len(said["remembered"]) == 1 and said["remembered"][0].startswith("You are implementer-1")
 
 
-@pytest.mark.anyio
-async def test_a_message_to_a_running_session_resumes_it_when_its_turn_ends(
-    runtime: Runtime, tmp_path: Path, where: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import asyncio
-    import json
+def fake_claude(runtime: Runtime, where: Path) -> None:
+    """The project's claude adapter is the stand-in harness."""
     import sys
-    import time
 
     from roundtable.config import AdapterConfig
-    from roundtable.services.sessions.transcript import Kind, read
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-only")
-    await asyncio.to_thread((where / "hold").write_text, "")
     adapters = dict(runtime.config.adapters)
     adapters["claude"] = AdapterConfig(command=f"{sys.executable} {where / 'fake_claude.py'}", supports_mcp=True)
     sessions_config = runtime.config.sessions.model_copy(update={"read_paths": (str(where),)})
     runtime.config = runtime.config.model_copy(update={"adapters": adapters, "sessions": sessions_config})
+
+
+async def said_by(runtime: Runtime, session_id: str) -> list[dict[str, Any]]:
+    """What the stand-in said in each of its turns, from the session's transcript."""
+    from roundtable.services.sessions.transcript import Kind, read
+
+    log = await asyncio.to_thread((runtime.root / ".roundtable" / "logs" / "sessions" / f"{session_id}.log").read_text)
+    return [json.loads(e.text) for e in read(log.splitlines()).entries if e.kind == Kind.MESSAGE]
+
+
+async def session_row(runtime: Runtime, session_id: str) -> dict[str, Any]:
+    async with runtime.db.read() as r:
+        row = await r.fetchone("SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
+    assert row is not None
+    return {**dict(row), "meta": json.loads(row["metadata_json"])}
+
+
+async def message_events(runtime: Runtime) -> list[tuple[str, dict[str, Any]]]:
+    async with runtime.db.read() as r:
+        rows = await r.fetchall("SELECT actor_id, payload_json FROM events WHERE type = 'session.message' ORDER BY id")
+    return [(str(row[0]), json.loads(row[1])) for row in rows]
+
+
+@pytest.mark.anyio
+async def test_a_message_to_a_running_session_reaches_its_harness_within_the_turn(
+    runtime: Runtime, tmp_path: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roundtable.services.sessions.transcript import read
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-only")
+    await asyncio.to_thread((where / "hold").write_text, "")
+    fake_claude(runtime, where)
     _run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
         first = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
-        queued = await sup.send(first, "Also update the docs.")
-        assert queued == {"session_id": first, "queued": True, "resumed_in": ""}
+        sent = await sup.send(first, "Also update the docs.")
+        assert (sent["delivery"], sent["queued"], sent["resumed_in"]) == ("live", False, "")
+        assert "reads the message now" in sent["note"]
         await asyncio.to_thread((where / "release").write_text, "")
         await sup.wait(first, 60)
+    finally:
+        await sup.close()
+    # The same process read it (a second turn of the same harness session): nothing was resumed.
+    turns = await said_by(runtime, first)
+    assert [(t["turn"], t["told"], t["resumed"]) for t in turns][1:] == [(1, "Also update the docs.", "")]
+    assert turns[0]["told"].startswith("You are implementer-1")
+    async with runtime.db.read() as r:
+        assert await r.scalar("SELECT count(*) FROM agent_sessions") == 1
+    ((actor, payload),) = await message_events(runtime)
+    assert (actor, payload["delivery"], payload["resumed_in"]) == ("operator", "live", "")
+    log = (runtime.root / ".roundtable" / "logs" / "sessions" / f"{first}.log").read_text().splitlines()
+    lines = [e.line() for e in read(log).entries]
+    assert lines.index("operator: Also update the docs.") < len(lines) - 1
+    assert (await session_row(runtime, first))["meta"].get("pending_messages") is None
+
+
+@pytest.mark.anyio
+async def test_a_message_after_the_turn_ended_is_pending_until_the_session_is_resumed_with_it(
+    runtime: Runtime, tmp_path: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-only")
+    await asyncio.to_thread((where / "linger").write_text, "")
+    fake_claude(runtime, where)
+    _run_id, task_id = await make_task(runtime)
+    sup = await start_supervisor(runtime, base_dir=tmp_path)
+    try:
+        first = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
         deadline = time.monotonic() + 60
+        while (await session_row(runtime, first))["meta"].get("attention", {}).get("state") != "finished":
+            assert time.monotonic() < deadline, "the first turn did not end"
+            await asyncio.sleep(0.05)
+        # Its turn is over and its input closed; the process lingers (as Codex's `exec` runs on).
+        sent = await sup.send(first, "Also update the docs.")
+        assert (sent["delivery"], sent["queued"], sent["resumed_in"]) == ("when_turn_ends", True, "")
+        assert "delivered then (the session is resumed with it: claude --resume)" in sent["note"]
+        pending = (await session_row(runtime, first))["meta"]["pending_messages"]
+        assert [(m["message"], m["sent_by"]) for m in pending] == [("Also update the docs.", "operator")]
+        await asyncio.to_thread((where / "go").write_text, "")
+        await sup.wait(first, 60)
         second = ""
-        while not second and time.monotonic() < deadline:
+        while not second:
+            assert time.monotonic() < deadline, "no session resumed the first"
             async with runtime.db.read() as r:
                 second = str(
                     await r.scalar(
@@ -210,23 +296,18 @@ async def test_a_message_to_a_running_session_resumes_it_when_its_turn_ends(
                     or ""
                 )
             await asyncio.sleep(0.05)
-        assert second, "no session resumed the first"
         await sup.wait(second, 60)
     finally:
         await sup.close()
-    async with runtime.db.read() as r:
-        events = await r.fetchall(
-            "SELECT actor_id, payload_json FROM events WHERE type = 'session.message' ORDER BY id"
-        )
-    # Recorded when sent (carried on by no session yet), then when it resumed the session.
-    assert [(e[0], json.loads(e[1])["resumed_in"]) for e in events] == [("operator", ""), ("operator", second)]
-    first_log = (runtime.root / ".roundtable" / "logs" / "sessions" / f"{first}.log").read_text().splitlines()
-    assert any(e.line() == "operator: Also update the docs." for e in read(first_log).entries)
-    second_log = (runtime.root / ".roundtable" / "logs" / "sessions" / f"{second}.log").read_text().splitlines()
-    transcript = read(second_log)
-    assert transcript.entries[0].line() == "operator: Also update the docs."
-    said = json.loads(next(e.text for e in transcript.entries if e.kind == Kind.MESSAGE))
-    assert said["resumed"] == "fake-harness-1" and said["remembered"][0].startswith("You are implementer-1")
+    # Recorded when sent (pending), then when it resumed the session, which cleared it.
+    assert [(a, p["delivery"], p["resumed_in"]) for a, p in await message_events(runtime)] == [
+        ("operator", "when_turn_ends", ""),
+        ("operator", "resumed", second),
+    ]
+    assert "pending_messages" not in (await session_row(runtime, first))["meta"]
+    (resumed,) = await said_by(runtime, second)
+    assert (resumed["resumed"], resumed["told"]) == ("fake-harness-1", "Also update the docs.")
+    assert resumed["remembered"][0].startswith("You are implementer-1")
 
 
 @pytest.mark.anyio

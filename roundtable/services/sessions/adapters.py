@@ -70,6 +70,9 @@ class Plan:
     gateway_token: tuple[str, ...] = ()
     # The instruction for the harness: written to `PROMPT_FILE` and given on standard input.
     prompt: str = ""
+    # The harness reads user messages on a standard input kept open (`input_message`): the prompt
+    # first, then the operator's messages while it works; it ends once its input is closed.
+    live_input: bool = False
 
 
 PROMPT_FILE = "PROMPT.md"
@@ -78,6 +81,13 @@ PROMPT_POINTER = (
     "Your instructions are on standard input and in the file named by the ROUNDTABLE_PROMPT_FILE "
     "environment variable (PROMPT.md in your home directory). Read them and follow them."
 )
+
+
+def input_message(text: str) -> bytes:
+    """One user message on the standard input of a harness with `live_input` (Claude Code's
+    `--input-format stream-json`), a JSON line."""
+    line = json.dumps({"type": "user", "message": {"role": "user", "content": text}}, ensure_ascii=False)
+    return (line + "\n").encode("utf-8")
 
 
 def registry(config: Config) -> dict[str, AdapterConfig]:
@@ -225,6 +235,10 @@ def _harness_argv(
         # In a workspace the file and shell tools are on, allowed without asking (`-p` cannot
         # ask), and edits are accepted: the workspace is the working directory.
         # `--max-budget-usd` is Claude Code's own spending cap for the session (`limits`).
+        # `--input-format stream-json`: its input is user messages as JSON lines, read while it
+        # works (measured on 2.1.197: a message that arrives during a tool call reaches the model
+        # with that call's result; one after the turn's result starts another turn), until the
+        # input is closed.
         native = list(CLAUDE_NATIVE_TOOLS) if workspace else []
         budget = ["--max-budget-usd", f"{max_budget_usd:g}"] if max_budget_usd > 0 else []
         return [
@@ -237,6 +251,8 @@ def _harness_argv(
             "--tools",
             " ".join(native),
             *(["--permission-mode", "acceptEdits"] if workspace else []),
+            "--input-format",
+            "stream-json",
             "--output-format",
             "stream-json",
             "--verbose",
@@ -495,6 +511,7 @@ def start_plan(
         inherit=HARNESS_ENV.get(name, ()),
         gateway_token=gateway_token,
         prompt=prompt,
+        live_input=name == "claude",
     )
 
 

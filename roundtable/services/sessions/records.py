@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundtable import clock
-from roundtable.domain import ClaimStatus, EventType, SessionStatus, TaskStatus
+from roundtable.domain import ClaimStatus, Delivery, EventType, SessionStatus, TaskStatus
 from roundtable.errors import ValidationError
 from roundtable.services.coordination import turns
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession
+
+# The session's metadata key for the operator's messages waiting for its turn to end.
+PENDING_MESSAGES = "pending_messages"
 
 
 @dataclass(frozen=True)
@@ -437,14 +440,31 @@ async def record_stream(
     return await get(tx, session_id)
 
 
-async def record_message(tx: Tx, session_id: str, *, message: str, sent_by: str, resumed_in: str = "") -> int:
+async def record_message(
+    tx: Tx, session_id: str, *, message: str, sent_by: str, resumed_in: str = "", delivery: str = ""
+) -> int:
     """The operator (`sent_by`) sent the session a message: `session.message`, the sender its
-    actor, with the session that carries it on (`resumed_in`, '' while the session still runs and
-    gets it when its turn ends). Returns the event id."""
+    actor, with how it reaches the harness (`Delivery`) and the session that carries it on
+    (`resumed_in`, '' while the session still runs). A message that waits for the turn to end is
+    kept in the session's metadata (`pending_messages`, what `sessions show` and the console show)
+    until a resumed session carries it on. Returns the event id."""
     from roundtable.services.redact import redact
 
     session = await get(tx, session_id)
-    task_id = str(metadata(session).get("task_id") or "")
+    meta = metadata(session)
+    task_id = str(meta.get("task_id") or "")
+    text = redact(message)[:4000]
+    if delivery and delivery not in set(Delivery):
+        raise ValidationError(f"unknown delivery {delivery!r} (one of: {', '.join(Delivery)})")
+    delivery = delivery or (Delivery.RESUMED if resumed_in else Delivery.LIVE)
+    kept = meta.get(PENDING_MESSAGES)
+    pending = [m for m in kept if isinstance(m, dict)] if isinstance(kept, list) else []
+    if resumed_in and pending:
+        meta.pop(PENDING_MESSAGES)
+    elif delivery == Delivery.WHEN_TURN_ENDS:
+        meta[PENDING_MESSAGES] = [*pending, {"message": text, "sent_by": sent_by, "at": clock.now()}]
+    if meta != metadata(session):
+        await tx.update("agent_sessions", {"id": session_id}, {"metadata_json": json.dumps(meta, sort_keys=True)})
     event = await tx.append_event(
         session.run_id,
         EventType.SESSION_MESSAGE,
@@ -452,13 +472,24 @@ async def record_message(tx: Tx, session_id: str, *, message: str, sent_by: str,
             "session_id": session_id,
             "agent_id": session.agent_id,
             "resumed_in": resumed_in,
-            "message": redact(message)[:4000],
+            "delivery": str(delivery),
+            "message": text,
             "sent_by": sent_by,
         },
         actor_id=sent_by,
         task_id=task_id,
     )
     return int(event.id)
+
+
+def pending_messages(session: AgentSession) -> list[dict[str, str]]:
+    """The operator's messages the session gets when its turn ends (it is then resumed with them)."""
+    kept = metadata(session).get(PENDING_MESSAGES)
+    return [
+        {"message": str(m.get("message", "")), "sent_by": str(m.get("sent_by", "")), "at": str(m.get("at", ""))}
+        for m in (kept if isinstance(kept, list) else [])
+        if isinstance(m, dict)
+    ]
 
 
 async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:

@@ -20,6 +20,8 @@ from roundtable.credentials import ensure_private_dir
 from roundtable.services.sessions.adapters import CODEX_SESSION_HOME
 
 RESUMABLE = frozenset({"claude", "codex"})
+# How each continues its session, in the operator's words.
+RESUME_HOW = {"claude": "claude --resume", "codex": "codex exec resume"}
 # What of a harness's home is its conversation state (relative to the home).
 STATE = (".claude", ".claude.json", CODEX_SESSION_HOME, ".codex")
 # Parts of that state the harness makes again itself (copies of its bundled skills, scratch), and

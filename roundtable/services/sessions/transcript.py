@@ -181,6 +181,7 @@ class Transcript:
     attention: Attention = Attention.WORKING
     detail: str = ""  # why, in words, when it needs the operator
     lines: int = 0
+    turns: int = 0  # turns the harness said ended (a closing result, a completed or failed turn)
     _calls: dict[str, str] = field(default_factory=dict)  # call id → tool name
     _refused: str = ""  # a tool refused for want of a permission, since the turn began
     _asked: str = ""  # the agent's last words, when they were a question
@@ -310,6 +311,7 @@ class Transcript:
         return out
 
     def _claude_result(self, event: dict[str, Any]) -> list[Entry]:
+        self.turns += 1
         failed = bool(event.get("is_error")) or str(event.get("subtype", "success")) != "success"
         denials = event.get("permission_denials") or []
         out: list[Entry] = []
@@ -356,6 +358,7 @@ class Transcript:
             self._turn_began()
             return []
         if kind == "turn.completed":
+            self.turns += 1
             if self._refused:
                 self._set(Attention.WAITING_PERMISSION, self._refused)
             elif self._asked:
@@ -364,6 +367,7 @@ class Transcript:
                 self._set(Attention.FINISHED, "")
             return [Entry(Kind.STATUS, "turn ended")]
         if kind in ("turn.failed", "error"):
+            self.turns += kind == "turn.failed"
             error = event.get("error")
             why = error.get("message") if isinstance(error, dict) else event.get("message")
             why = str(why or kind)

@@ -191,7 +191,8 @@ class SessionFlows(ConsoleBase):
         text = await self.push_screen_wait(
             PromptScreen(
                 f"Message {session.id}",
-                "What to tell its agent (a running session gets it when its turn ends; an ended one is resumed):",
+                "What to tell its agent (a running Claude Code session reads it now, a running Codex one when its"
+                " turn ends; an ended one is resumed):",
                 required=True,
             )
         )
@@ -204,10 +205,7 @@ class SessionFlows(ConsoleBase):
         ok, result = await self.attempt(supervisor.send(session.id, text, "operator"), title="session.send")
         if not ok:
             return
-        if result.get("queued"):
-            self.notify(f"{session.id} gets the message when its turn ends.", title="session.send")
-        else:
-            self.notify(f"{session.id} resumed as {result.get('resumed_in')}.", title="session.send")
+        self.notify(f"{result.get('note') or session.id}.", title="session.send")
         self.request_refresh()
 
     def _session_loader(self, session_id: str) -> Callable[[], Awaitable[AgentSession | None]]:

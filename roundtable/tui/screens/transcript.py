@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.widgets import RichLog, Static
 
 from roundtable.domain import SessionStatus
+from roundtable.services.sessions.records import pending_messages
 from roundtable.services.sessions.transcript import ATTENTION_WORDS, NEEDS_HUMAN, Attention, Entry, Kind, Transcript
 from roundtable.store.records import AgentSession
 from roundtable.tui.models import exit_text, session_attention
@@ -160,6 +161,8 @@ class TranscriptScreen(FollowingScreen):
     def _status(self, missing: bool) -> None:
         state, detail = self.attention()
         words = ATTENTION_WORDS[state] + (f": {detail}" if detail else "")
+        if waiting := len(pending_messages(self.session)):
+            words += f" · {waiting} message(s) pending until its turn ends"
         style = "bold yellow" if state in NEEDS_HUMAN else "dim"
         if missing:
             lead = "no log yet · " if not self.session.ended_at else "it wrote no log · "
