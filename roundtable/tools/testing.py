@@ -1,19 +1,20 @@
 """Tests and evidence: `test.suggest`, `test.run`, `test.get_result`, `test.evidence.submit`.
-Handlers bind arguments and the caller to `services.testing.test_runs` / `services.testing.test_suggest`; which
-commands may run and where (the revision's worktree, the sandbox) is decided in the services."""
+`test.run`'s and `test.evidence.submit`'s arguments are declared in `services.testing.test_runs`,
+which receives them whole with the caller; which commands may run and where (the revision's
+worktree, the sandbox) is decided in the services."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import anyio
-from pydantic import Field
 
-from roundtable.services.args import Args, Command, Flag, Id, NewId, Text, Texts
+from roundtable.services.args import Args, Id
 from roundtable.services.governance.evidence import proposal_ref, read_revision_patch
 from roundtable.services.repository.patches import allowances, parse_patch
 from roundtable.services.testing import test_exec, test_suggest
 from roundtable.services.testing import test_runs as testing_service
+from roundtable.services.testing.test_runs import EvidenceArgs, RunArgs
 from roundtable.tools import views
 from roundtable.tools.approvals import actor_of
 from roundtable.tools.context import Call
@@ -33,31 +34,9 @@ async def get_result(call: Call[GetResultArgs]) -> dict[str, Any]:
     return out
 
 
-class RunArgs(Args):
-    command: Command
-    proposal_id: Id = Field("", description="Its current revision is applied; the run is its evidence.")
-    task_id: Id = ""
-    test_run_id: NewId = ""
-    unsandboxed: Flag = Field(
-        False, description="Operator only, after confirming: run without a sandbox when none works on this machine."
-    )
-    paths: Texts = Field([], description="Only these files or tests (path or path::test), if the command takes paths.")
-    k: Text = Field("", description="Only tests matching this expression (pytest -k), if the command takes k.")
-    detail: Flag = Field(False, description="The whole log, not its tail.")
-
-
 async def run(call: Call[RunArgs]) -> dict[str, Any]:
     a = call.args
-    req = testing_service.RunInput(
-        command=a.command,
-        proposal_id=a.proposal_id,
-        task_id=a.task_id,
-        test_run_id=a.test_run_id,
-        unsandboxed=a.unsandboxed,
-        paths=tuple(a.paths),
-        k=a.k,
-    )
-    record, log = await testing_service.run_test(call.runtime, req, actor_of(call.caller))
+    record, log = await testing_service.run_test(call.runtime, a, actor_of(call.caller))
     if a.detail:
         return {"test_run": record.to_dict(), "log": log}
     tail, cut = views.log_tail(log)
@@ -143,25 +122,8 @@ async def _for_policy(call: Call, configured: set[str]) -> dict[str, Any]:
     }
 
 
-if TYPE_CHECKING:
-    Outcome = str
-else:
-    Outcome = Literal[testing_service.OUTCOMES]
-
-
-class EvidenceArgs(Args):
-    proposal_id: Id = Field(description="Your session's proposal.")
-    command: Command = Field(description="The command you ran (at most 1000 characters).")
-    outcome: Outcome = Field(description="What happened.")
-    summary_md: Text = Field(description="What you saw (at most 10000 characters).")
-
-
 async def evidence_submit(call: Call[EvidenceArgs]) -> dict[str, Any]:
-    a = call.args
-    req = testing_service.EvidenceInput(
-        proposal_id=a.proposal_id, command=a.command, outcome=a.outcome, summary_md=a.summary_md
-    )
-    record = await testing_service.submit_evidence(call.w, req, actor_of(call.caller))
+    record = await testing_service.submit_evidence(call.w, call.args, actor_of(call.caller))
     return {"test_run": record.to_dict()}
 
 

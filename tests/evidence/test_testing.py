@@ -383,9 +383,9 @@ async def test_evidence_refusals(rt: Runtime) -> None:
         await rt.call("test.evidence.submit", {**args, "proposal_id": other}, tester)
     with pytest.raises(ToolError, match="argument outcome must be one of passed, failed, inconclusive"):
         await rt.call("test.evidence.submit", {**args, "outcome": "PASSED"}, tester)
-    with pytest.raises(ToolError, match="summary_md must be at most 10000 characters"):
+    with pytest.raises(ToolError, match="argument summary_md is too long: 10001 characters, at most 10000 allowed"):
         await rt.call("test.evidence.submit", {**args, "summary_md": "x" * 10_001}, tester)
-    with pytest.raises(ToolError, match="command must be at most 1000 characters"):
+    with pytest.raises(ToolError, match="argument command is too long: 1001 characters, at most 1000 allowed"):
         await rt.call("test.evidence.submit", {**args, "command": "x" * 1_001}, tester)
     assert await count(rt, "test_runs") == 0
 

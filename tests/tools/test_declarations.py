@@ -44,6 +44,9 @@ CHANGED: dict[tuple[str, str], dict[str, Any]] = {
     ("memory.mark_stale", "reason_md"): {"maxLength": 4000},
     # the description's "at most 1000" is the bound (more was cut to 1000 silently; now refused)
     ("memory.query", "limit"): {"maximum": 1000},
+    # the descriptions' "at most 1000/10000 characters" are the bounds
+    ("test.evidence.submit", "command"): {"maxLength": 1000},
+    ("test.evidence.submit", "summary_md"): {"maxLength": 10_000},
 }
 # Required arguments made optional on purpose since the freeze, with the default the model gives.
 MADE_OPTIONAL: dict[str, set[str]] = {

@@ -28,17 +28,19 @@ import json
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
+from annotated_types import MaxLen
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.atomic import write_atomic
 from roundtable.domain import NARROWED, EventType, TestOutcome, TestRunStatus
-from roundtable.errors import PermissionDenied, ToolError, ValidationError
+from roundtable.errors import PermissionDenied, ToolError
 from roundtable.sandbox import runner as sandbox_runner
+from roundtable.services.args import Args, Command, Flag, Id, NewId, Text, Texts
 from roundtable.services.governance.evidence import Actor, ProposalRef, proposal_ref, read_revision_patch
 from roundtable.services.policy.engine import TestsPolicy
 from roundtable.services.redact import redact
@@ -63,23 +65,35 @@ MAX_EVIDENCE_SUMMARY = 10_000
 UNSANDBOXED = "none"
 
 
-@dataclass(frozen=True)
-class RunInput:
-    command: str
-    proposal_id: str = ""
-    task_id: str = ""
-    test_run_id: str = ""
-    unsandboxed: bool = False
-    paths: tuple[str, ...] = ()
-    k: str = ""
+class RunArgs(Args):
+    # `test.run` (`detail` shapes the tool's answer only).
+    command: Command
+    proposal_id: Id = Field(default="", description="Its current revision is applied; the run is its evidence.")
+    task_id: Id = ""
+    test_run_id: NewId = ""
+    unsandboxed: Flag = Field(
+        default=False,
+        description="Operator only, after confirming: run without a sandbox when none works on this machine.",
+    )
+    paths: Texts = Field(
+        default=[], description="Only these files or tests (path or path::test), if the command takes paths."
+    )
+    k: Text = Field(default="", description="Only tests matching this expression (pytest -k), if the command takes k.")
+    detail: Flag = Field(default=False, description="The whole log, not its tail.")
 
 
-@dataclass(frozen=True)
-class EvidenceInput:
-    proposal_id: str
-    command: str
-    outcome: str
-    summary_md: str
+if TYPE_CHECKING:
+    Outcome = str
+else:
+    Outcome = Literal[OUTCOMES]
+
+
+class EvidenceArgs(Args):
+    # `test.evidence.submit`: a tester session's own report.
+    proposal_id: Id = Field(description="Your session's proposal.")
+    command: Annotated[Command, MaxLen(MAX_EVIDENCE_COMMAND)] = Field(description="The command you ran.")
+    outcome: Outcome = Field(description="What happened.")
+    summary_md: Annotated[Text, MaxLen(MAX_EVIDENCE_SUMMARY)] = Field(description="What you saw.")
 
 
 async def get_test_run(q: Reader | Tx, test_run_id: str) -> TestRun:
@@ -179,7 +193,7 @@ def _program_missing(argv: list[str], workdir: Path) -> str:
 
 
 async def run_test(
-    runtime: Project, req: RunInput, actor: Actor, *, timeout: float | None = None
+    runtime: Project, req: RunArgs, actor: Actor, *, timeout: float | None = None
 ) -> tuple[TestRun, str]:
     """Choose, record, build the worktree, execute in the sandbox, store the log, record the
     outcome; returns the run and its log."""
@@ -342,7 +356,7 @@ async def get_result(r: Reader | Tx, root: Path, test_run_id: str) -> tuple[Test
         return record, "", f"read test log {record.log_path}: {exc.strerror}"
 
 
-async def submit_evidence(tx: Tx, req: EvidenceInput, actor: Actor) -> TestRun:
+async def submit_evidence(tx: Tx, req: EvidenceArgs, actor: Actor) -> TestRun:
     """Store a tester session's own report (status `reported`); never a pass."""
     if not actor.on_session:
         raise PermissionDenied("test.evidence.submit is only available to tester capability sessions")
@@ -350,12 +364,6 @@ async def submit_evidence(tx: Tx, req: EvidenceInput, actor: Actor) -> TestRun:
         raise PermissionDenied(f"operation test.evidence.submit is not permitted for role {actor.role}")
     if actor.bound_proposal_id and req.proposal_id != actor.bound_proposal_id:
         raise PermissionDenied("argument proposal_id does not match the session capability")
-    if req.outcome not in OUTCOMES:
-        raise ValidationError("outcome must be passed, failed or inconclusive")
-    if len(req.command) > MAX_EVIDENCE_COMMAND:
-        raise ValidationError(f"command must be at most {MAX_EVIDENCE_COMMAND} characters")
-    if len(req.summary_md) > MAX_EVIDENCE_SUMMARY:
-        raise ValidationError(f"summary_md must be at most {MAX_EVIDENCE_SUMMARY} characters")
     proposal = await proposal_ref(tx, req.proposal_id)
     test_run_id = clock.new_id("TR")
     now = clock.now()
