@@ -1,16 +1,26 @@
-"""Time and identifiers: RFC 3339 timestamps with nanoseconds and process-monotonic ids.
+"""Time and identifiers: RFC 3339 timestamps with nanoseconds and process-monotonic ids, and the
+clock the owner's loops wait on.
 
 Every timestamp we write is UTC with exactly nine fractional digits and `Z`, so string order
 equals time order. Generated ids are `<PREFIX>-YYYYMMDDTHHMMSS.nnnnnnnnn`; two ids generated in
 the same clock tick never collide because the stamp is forced to increase within the process.
+
+The Chair's loop and the autopilot's dispatcher read their periods, backoffs and deadlines from
+a `Clock` (`monotonic()` and `sleep()`): `SYSTEM` in every process, a `VirtualClock` in tests,
+which moves only when the test says (`advance`) — a test of a 30-second sweep or a retry backoff
+then takes no wall time and cannot race the machine's load.
 """
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+import itertools
 import re
 import threading
 import time
 from datetime import UTC, datetime
+from typing import Protocol
 
 _lock = threading.Lock()
 _last_ns = 0
@@ -92,3 +102,62 @@ def new_id(prefix: str) -> str:
 def is_valid_id(value: str) -> bool:
     """Caller-supplied record ids: 1–128 letters, digits, `.`, `_`, `-`; no leading `.`."""
     return bool(ID_PATTERN.match(value))
+
+
+class Clock(Protocol):
+    """What a loop asks of time: how far it has moved, and waiting for some of it to pass."""
+
+    def monotonic(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """The machine's monotonic clock and asyncio's sleep."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+SYSTEM: Clock = SystemClock()
+
+
+class VirtualClock:
+    """A monotonic clock that moves only by `advance`: `sleep` returns once the clock has been
+    advanced past its deadline (a sleep of zero or less yields once and returns). Timestamps
+    (`now`) stay the wall clock's: records keep real times."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = start
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    def monotonic(self) -> float:
+        return self._now
+
+    @property
+    def sleeping(self) -> int:
+        """How many sleeps are waiting for the clock (cancelled ones not counted)."""
+        return sum(1 for _, _, waiter in self._sleepers if not waiter.done())
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._now + seconds, next(self._order), waiter))
+        await waiter
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock on by `seconds`, waking every sleep whose deadline that reaches (they run
+        at the event loop's next turn)."""
+        if seconds < 0:
+            raise ValueError("a clock does not go back")
+        self._now += seconds
+        while self._sleepers and self._sleepers[0][0] <= self._now:
+            _, _, waiter = heapq.heappop(self._sleepers)
+            if not waiter.done():
+                waiter.set_result(None)

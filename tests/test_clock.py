@@ -1,4 +1,5 @@
-"""Timestamps and ids: formatting, parsing back, and the per-second cache staying exact."""
+"""Timestamps and ids: formatting, parsing back, and the per-second cache staying exact; the
+clocks the loops wait on (the system's, and the virtual one tests advance)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,55 @@ def test_ids_are_unique_and_increasing_within_a_second() -> None:
     assert len(set(ids)) == len(ids)
     assert ids == sorted(ids)
     assert all(i.startswith("T-") and len(i) == len("T-20260115T093012.123456789") for i in ids)
+
+
+@pytest.mark.anyio
+async def test_a_virtual_clock_moves_only_when_advanced_and_wakes_sleeps_in_deadline_order() -> None:
+    import asyncio
+
+    virtual = clock.VirtualClock(start=100.0)
+    woke: list[str] = []
+
+    async def nap(name: str, seconds: float) -> None:
+        await virtual.sleep(seconds)
+        woke.append(f"{name}@{virtual.monotonic():g}")
+
+    tasks = [asyncio.create_task(nap("long", 30)), asyncio.create_task(nap("short", 5))]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert virtual.sleeping == 2 and woke == [] and virtual.monotonic() == 100.0
+    virtual.advance(4.9)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert woke == []  # 4.9 s is not 5
+    virtual.advance(0.1)
+    await tasks[1]
+    assert woke == ["short@105"] and virtual.sleeping == 1
+    virtual.advance(60)
+    await tasks[0]
+    assert woke == ["short@105", "long@165"] and virtual.sleeping == 0
+    await asyncio.wait_for(virtual.sleep(0), 1)  # no time to wait: returns at once
+    with pytest.raises(ValueError):
+        virtual.advance(-1)
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_virtual_sleep_is_no_longer_counted() -> None:
+    import asyncio
+
+    virtual = clock.VirtualClock()
+    task = asyncio.create_task(virtual.sleep(10))
+    await asyncio.sleep(0)
+    assert virtual.sleeping == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert virtual.sleeping == 0
+    virtual.advance(20)  # the cancelled sleep's deadline passes harmlessly
+
+
+def test_the_system_clock_is_the_machine_s_monotonic_clock() -> None:
+    import time
+
+    before = time.monotonic()
+    assert before <= clock.SYSTEM.monotonic() <= time.monotonic()

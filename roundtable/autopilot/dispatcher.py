@@ -37,7 +37,6 @@ import collections
 import contextlib
 import logging
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -45,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from roundtable import clock
 from roundtable.autopilot.settings import Overrides, Settings, settings
 from roundtable.autopilot.work import Job, PlanNeed, ReadyNeed, TestNeed, Work, find, ready_for_operator
+from roundtable.clock import SYSTEM, Clock
 from roundtable.domain import EventType, TaskStatus
 from roundtable.errors import RoundtableError, ValidationError
 from roundtable.services.args import as_one_line
@@ -135,8 +135,10 @@ class Dispatcher:
         overrides: Overrides | None = None,
         session_timeout: float | None = None,
         interval: float = PASS_INTERVAL,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.runtime = runtime
+        self.clock = clock  # backoffs, the launch rate, session timeouts and the pass period
         self.host = host
         self.overrides = overrides or Overrides()
         self.session_timeout = session_timeout
@@ -156,7 +158,7 @@ class Dispatcher:
         )
         self._run_counts: dict[str, int] = {}
         self._launch_times: collections.deque[float] = collections.deque()  # monotonic, the last minute's
-        self._rate_noted = 0.0  # when the last `autopilot.rate_limited` was recorded
+        self._rate_noted = float("-inf")  # when the last `autopilot.rate_limited` was recorded (never yet)
         self._loaded_runs: set[str] = set()
         self._budget_noted: set[tuple[str, str]] = set()  # (scope, key) whose hold was recorded
         self._limit_noted: set[str] = set()  # runs whose max_iterations hold was recorded
@@ -218,11 +220,12 @@ class Dispatcher:
 
     async def _wait(self, changes: Any) -> None:
         waker = asyncio.ensure_future(self._wake.wait())
-        getter = asyncio.ensure_future(changes.get(self.interval))
+        getter = asyncio.ensure_future(changes.get())
+        period = asyncio.ensure_future(self.clock.sleep(self.interval))
         try:
-            await asyncio.wait({waker, getter}, timeout=self.interval, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({waker, getter, period}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (waker, getter):
+            for task in (waker, getter, period):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -410,7 +413,7 @@ class Dispatcher:
             why = state.last_error or "the work was not done"
             await self._block(job, f"{state.count} attempt(s) failed for {job.agent_id} ({job.reason}): {why}", report)
             return
-        if state.retry_at > time.monotonic():
+        if state.retry_at > self.clock.monotonic():
             report.waiting += 1
             return
         missing = await self.host.missing_harness(job.agent_id)
@@ -453,7 +456,7 @@ class Dispatcher:
         (recorded once a minute as `autopilot.rate_limited`)."""
         if not s.launches_per_minute:
             return False
-        now = time.monotonic()
+        now = self.clock.monotonic()
         while self._launch_times and now - self._launch_times[0] >= 60.0:
             self._launch_times.popleft()
         if len(self._launch_times) < s.launches_per_minute:
@@ -469,7 +472,7 @@ class Dispatcher:
 
     async def _launch(self, job: Job, state: _Attempts, s: Settings, report: PassReport) -> None:
         state.count += 1
-        self._launch_times.append(time.monotonic())
+        self._launch_times.append(self.clock.monotonic())
         self._run_counts[job.run_id] = self._run_counts.get(job.run_id, 0) + 1
         args: dict[str, Any] = {"agent_id": job.agent_id, "task_id": job.task_id, "run_id": job.run_id}
         if job.proposal_id:
@@ -481,7 +484,7 @@ class Dispatcher:
             launched = await self.runtime.call("session.launch", args, DISPATCHER.with_run(job.run_id))
         except RoundtableError as exc:
             state.last_error = str(exc)
-            state.retry_at = time.monotonic() + s.backoff(state.count)
+            state.retry_at = self.clock.monotonic() + s.backoff(state.count)
             await self._record(
                 job.run_id, EventType.AUTOPILOT_DISPATCHED, _dispatched(job, state.count, "", str(exc)), job
             )
@@ -492,7 +495,7 @@ class Dispatcher:
             await self._failed(job, "", -1, str(exc), state, s)
             return
         session_id = str(launched["session"]["id"])
-        self._sessions[session_id] = _Dispatch(job, state.count, time.monotonic())
+        self._sessions[session_id] = _Dispatch(job, state.count, self.clock.monotonic())
         await self._record(
             job.run_id, EventType.AUTOPILOT_DISPATCHED, _dispatched(job, state.count, session_id, ""), job
         )
@@ -525,7 +528,7 @@ class Dispatcher:
             s = self.settings()
             job = dispatch.job
             state = self._attempts.setdefault(job.key, _Attempts())
-            state.retry_at = time.monotonic() + s.backoff(dispatch.attempt)
+            state.retry_at = self.clock.monotonic() + s.backoff(dispatch.attempt)
             if done.reason.startswith(budgets.REASON_PREFIX):
                 # Stopped by the gateway for a budget: not the agent's failure (the pass sees
                 # the budget and blocks the task or waits).
@@ -593,7 +596,7 @@ class Dispatcher:
             log.warning("autopilot stopped: %s", self._stopped_reason)
 
     async def _stop_overdue(self, s: Settings) -> None:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         for session_id, dispatch in list(self._sessions.items()):
             if dispatch.timed_out or now - dispatch.started < s.session_timeout:
                 continue

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,6 +19,7 @@ from roundtable import clock
 from roundtable.chair.convergence import settle
 from roundtable.chair.report import TickReport
 from roundtable.chair.tick import tick, turns
+from roundtable.clock import SYSTEM, Clock
 from roundtable.domain import TurnEvent
 from roundtable.services.coordination import runs as runs_service
 from roundtable.services.coordination.chair_steps import error_text
@@ -66,12 +66,21 @@ class ChairLoop:
     turn deadlines and claim TTLs.
     """
 
-    def __init__(self, runtime: Runtime, *, interval: float | None = None, converge_run_id: str = "") -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        interval: float | None = None,
+        converge_run_id: str = "",
+        clock: Clock = SYSTEM,
+    ) -> None:
         """`interval` overrides `chair.tick_interval`. With `converge_run_id` (the interactive
         `roundtable run`), convergence is checked for that run after each cycle: when it is
         `completed` or `blocked` the run is ended (with its `orchestrator.*` event) and `run()`
-        returns; `converged` then holds (status, reason)."""
+        returns; `converged` then holds (status, reason). `clock` is what its periods, sweeps
+        and backoffs are measured and waited on (a test's `VirtualClock`)."""
         self.runtime = runtime
+        self.clock = clock
         self.interval = interval
         self.converge_run_id = converge_run_id
         self.converged: tuple[str, str] | None = None
@@ -118,13 +127,13 @@ class ChairLoop:
         writes: an idle cycle reads nothing at all."""
         version = self.runtime.bus.version
         changed, self._seen_version = version != self._seen_version, version
-        if not changed and time.monotonic() < self._next_sweep:
+        if not changed and self.clock.monotonic() < self._next_sweep:
             self.skipped_cycles += 1
             self.state.ticks += 1
             self.state.last_tick_at = clock.now()
             return []
         reports = await self.tick_all()
-        self._next_sweep = time.monotonic() + self._sweep_period()
+        self._next_sweep = self.clock.monotonic() + self._sweep_period()
         return reports
 
     async def close(self) -> None:
@@ -142,7 +151,7 @@ class ChairLoop:
         self._active_runs = len(run_ids)
         for run_id in run_ids:
             delay_until = self._backoff.get(run_id)
-            if delay_until and delay_until[1] > time.monotonic():
+            if delay_until and delay_until[1] > self.clock.monotonic():
                 continue
             try:
                 report = await tick(self.runtime, run_id)  # each run assigns and reviews its own work
@@ -150,7 +159,7 @@ class ChairLoop:
                 raise
             except Exception as exc:
                 delay = min(30.0, (delay_until[0] * 2) if delay_until else 1.0)
-                self._backoff[run_id] = (delay, time.monotonic() + delay)
+                self._backoff[run_id] = (delay, self.clock.monotonic() + delay)
                 self.state.last_error = f"{run_id}: {error_text(exc)}"
                 log.exception("chair tick failed for run %s", run_id)
                 continue
@@ -227,27 +236,23 @@ class ChairLoop:
         if self._wake.is_set():
             self._wake.clear()
             return
-        deadline = time.monotonic() + timeout
         wake_task = asyncio.ensure_future(self._wake.wait())
+        period = asyncio.ensure_future(self.clock.sleep(timeout))
         try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._wake.is_set():
-                    break
-                change_task = asyncio.ensure_future(sub.get(remaining))
-                done, _ = await asyncio.wait({wake_task, change_task}, return_when=asyncio.FIRST_COMPLETED)
+            while not period.done() and not self._wake.is_set():
+                change_task = asyncio.ensure_future(sub.get())
+                done, _ = await asyncio.wait({wake_task, change_task, period}, return_when=asyncio.FIRST_COMPLETED)
                 if change_task not in done:
                     change_task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await change_task
                     break
                 change = change_task.result()
-                if change is None:
-                    break
-                if change.event_types & WAKE_EVENTS or change.tool in WAKE_TOOLS:
+                if change is None or change.event_types & WAKE_EVENTS or change.tool in WAKE_TOOLS:
                     break
         finally:
-            wake_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await wake_task
+            for task in (wake_task, period):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             self._wake.clear()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from roundtable.clock import VirtualClock
 from roundtable.owner import Owner
 from roundtable.services.coordination.autopilot import blocked_reason
 from roundtable.services.coordination.runs import create_run
@@ -48,18 +49,26 @@ async def owner_with_task(root: Path, **options: Any) -> AsyncIterator[tuple[Own
 
 
 async def test_a_failing_agent_is_retried_with_backoff_then_blocked(tmp_path: Path) -> None:
-    root = await demo_project(tmp_path / "p", max_attempts=2, retry_backoff_seconds=0.5, max_consecutive_failures=5)
+    """The backoff is measured on the dispatcher's clock (a virtual one here): the retry waits
+    for the test to move it past the 30 s, however long the machine takes."""
+    root = await demo_project(tmp_path / "p", max_attempts=2, retry_backoff_seconds=30, max_consecutive_failures=5)
     implementers_run(root, "failing", FAILS)
-    async with owner_with_task(root) as (owner, task_id):
+    backoff = VirtualClock()
+    async with owner_with_task(root, dispatcher_options={"clock": backoff}) as (owner, task_id):
         rt = owner.runtime
+        await wait_for_events(rt, "autopilot.session_failed", 1)
+        await dispatcher_cycles(owner.dispatcher)  # passes that would retry now have run: they wait
+        backoff.advance(29.0)
+        await dispatcher_cycles(owner.dispatcher)
+        assert len(await events(rt, "autopilot.dispatched")) == 1  # within the backoff: no retry
+        backoff.advance(1.0)
+        owner.dispatcher.wake()  # type: ignore[union-attr]
         blocked = await wait_for_events(rt, "task.blocked", 1)
         dispatched = await events(rt, "autopilot.dispatched")
         failed = await events(rt, "autopilot.session_failed")
         assert [e["payload"]["attempt"] for e in dispatched] == [1, 2]
         assert [(e["payload"]["attempt"], e["payload"]["exit_code"]) for e in failed] == [(1, 3), (2, 3)]
-        assert failed[0]["payload"]["next_retry_seconds"] == 0.5 and failed[1]["payload"]["next_retry_seconds"] is None
-        # The retry waited out the backoff after the first failure.
-        assert dispatched[1]["at"] - failed[0]["at"] >= 0.5
+        assert failed[0]["payload"]["next_retry_seconds"] == 30 and failed[1]["payload"]["next_retry_seconds"] is None
         assert blocked[0]["payload"]["task_id"] == task_id and blocked[0]["principal"] == "dispatcher"
         reason = blocked[0]["payload"]["reason"]
         assert "2 attempt(s) failed for implementer-1" in reason and "exited with code 3" in reason
@@ -95,14 +104,23 @@ async def test_a_killed_agent_is_retried_then_blocked(tmp_path: Path) -> None:
 
 
 async def test_a_session_past_its_time_is_stopped_and_counts_as_failed(tmp_path: Path) -> None:
+    """Ten minutes of a hanging session on the dispatcher's (virtual) clock, stopped at once."""
     root = await demo_project(tmp_path / "p", max_attempts=1, retry_backoff_seconds=0.1, max_consecutive_failures=5)
     implementers_run(root, "hanging", HANGS)
-    async with owner_with_task(root, dispatcher_options={"session_timeout": 0.5}) as (owner, task_id):
+    timer = VirtualClock()
+    options = {"session_timeout": 600.0, "clock": timer}
+    async with owner_with_task(root, dispatcher_options=options) as (owner, task_id):
         rt = owner.runtime
-        owner.supervisor.revoke_grace = 0.2
+        owner.supervisor.revoke_grace = 0.2  # type: ignore[union-attr]
+        await wait_for_events(rt, "autopilot.dispatched", 1)
+        timer.advance(599.0)
+        await dispatcher_cycles(owner.dispatcher)
+        assert not await events(rt, "capability.revoked")  # within its time: left running
+        timer.advance(1.0)
+        owner.dispatcher.wake()  # type: ignore[union-attr]
         blocked = await wait_for_events(rt, "task.blocked", 1, timeout=60)
         assert blocked[0]["payload"]["task_id"] == task_id
-        assert "ran longer than 0.5s and was stopped" in blocked[0]["payload"]["reason"]
+        assert "ran longer than 600s and was stopped" in blocked[0]["payload"]["reason"]
         revoked = await events(rt, "capability.revoked")
         assert revoked and revoked[0]["payload"]["reason"] == "autopilot: session timed out"
         assert revoked[0]["principal"] == "supervisor"

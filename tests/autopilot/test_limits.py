@@ -137,15 +137,35 @@ async def test_reviews_are_completed_to_the_approvals_the_policy_requires(tmp_pa
 
 
 async def test_launches_per_minute_holds_the_next_launch_back(tmp_path: Path) -> None:
+    """The minute is the dispatcher's clock's (a virtual one here): the held launch goes once the
+    test moves it on, not after a minute of waiting."""
+    from roundtable.clock import VirtualClock
     from roundtable.owner import Owner
-    from tests.autopilot.helpers import wait_for_events
+    from tests.autopilot.helpers import dispatcher_cycles, wait_for_events
 
     root = await demo_project(tmp_path / "p", launches_per_minute=1)
-    async with Owner(root, http=False, socket=False, chair=True, autopilot=True, chair_interval=0.2) as owner:
+    minute = VirtualClock()
+    async with Owner(
+        root,
+        http=False,
+        socket=False,
+        chair=True,
+        autopilot=True,
+        chair_interval=0.2,
+        dispatcher_options={"clock": minute},
+    ) as owner:
         rt = owner.runtime
         await rt.call("run.create", {"goal": "Improve the calculator", "run_id": "RUN-rate"})
         held = await wait_for_events(rt, "autopilot.rate_limited", 1, timeout=120)
+        await dispatcher_cycles(owner.dispatcher)  # passes that would launch now have run: they hold
         dispatched = await events(rt, "autopilot.dispatched")
-    assert [e["payload"]["agent_id"] for e in dispatched] == ["architect-1"]  # one launch in the minute
+        assert [e["payload"]["agent_id"] for e in dispatched] == ["architect-1"]  # one launch in the minute
+        minute.advance(59.0)
+        await dispatcher_cycles(owner.dispatcher)
+        assert len(await events(rt, "autopilot.dispatched")) == 1  # 59 s: still the same minute
+        minute.advance(1.0)
+        owner.dispatcher.wake()  # type: ignore[union-attr]
+        second = await wait_for_events(rt, "autopilot.dispatched", 2, timeout=120)
     assert held[0]["payload"]["reason"] == "1 launches in the last minute (autopilot.launches_per_minute is 1)"
     assert held[0]["run_id"] == "RUN-rate" and held[0]["principal"] == "dispatcher"
+    assert second[1]["payload"]["key"] == held[0]["payload"]["key"]  # the launch that was held back

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from roundtable import chair, clock
 from roundtable.chair.tick import NEEDS_REVIEW_SQL
+from roundtable.clock import VirtualClock
 from roundtable.config import PoolConfig
 from roundtable.runtime import Runtime
 from roundtable.services.coordination import chair_steps, runs
@@ -265,7 +266,8 @@ async def test_runs_service(runtime: Runtime) -> None:
 async def test_chair_loop_wakes_on_turn_request_and_on_wake(runtime: Runtime, run_id: str) -> None:
     timings = runtime.config.chair.model_copy(update={"tick_interval": 30.0})
     runtime.config = runtime.config.model_copy(update={"chair": timings})
-    loop = chair.ChairLoop(runtime)
+    # Virtual time that never moves: whatever the loop does after its first cycle, a wake did.
+    loop = chair.ChairLoop(runtime, clock=VirtualClock())
     task = asyncio.create_task(loop.run())
     try:
         for _ in range(100):
@@ -273,7 +275,6 @@ async def test_chair_loop_wakes_on_turn_request_and_on_wake(runtime: Runtime, ru
                 break
             await asyncio.sleep(0.01)
         assert loop.state.ticks == 1 and loop.health() == "ready"
-        started = time.monotonic()
         req = await runtime.call(
             "agent.turn_request", {"run_id": run_id, "agent_id": "implementer-1", "reason_md": "x"}
         )
@@ -281,7 +282,6 @@ async def test_chair_loop_wakes_on_turn_request_and_on_wake(runtime: Runtime, ru
             if await _events(runtime, "agent.turn_scheduled"):
                 break
             await asyncio.sleep(0.01)
-        assert time.monotonic() - started < 1.5  # not the 30 s period
         scheduled = await _events(runtime, "agent.turn_scheduled")
         assert scheduled[0]["request_event_id"] == req["request_event_id"]
         loop.pause()
@@ -329,7 +329,8 @@ async def test_a_loop_cycle_costs_what_changed(runtime: Runtime, run_id: str, pr
     """Nothing committed since the last cycle → no tick at all; a commit by another connection
     (another process, the CLI) → a full cycle that does the work; a sweep comes when it is due."""
     await chair.sync_agents(runtime)
-    loop = chair.ChairLoop(runtime, interval=30.0)
+    virtual = VirtualClock()
+    loop = chair.ChairLoop(runtime, interval=30.0, clock=virtual)
     try:
         first = await loop.cycle()
         assert [r.run_id for r in first] == [run_id]
@@ -350,10 +351,49 @@ async def test_a_loop_cycle_costs_what_changed(runtime: Runtime, run_id: str, pr
         assert [a for r in reports for a in r.assigned] == [{"task_id": "T-elsewhere", "agent_id": "implementer-1"}]
         await loop.cycle()
         assert await loop.cycle() == []
-        loop._next_sweep = 0.0  # the sweep period has passed: time alone may have expired something
+        virtual.advance(9.9)  # the sweep (every 5 periods, at most 10 s) is not due yet
+        assert await loop.cycle() == []
+        virtual.advance(0.1)  # now it is: time alone may have expired something
         assert [r.run_id for r in await loop.cycle()] == [run_id]
+        assert await loop.cycle() == []
     finally:
         await loop.close()
+
+
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    """Let the loop's task run until `condition` holds (a bounded wall-clock wait: virtual time
+    does not move by itself, so this never waits out a period)."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{what} did not happen")
+        await asyncio.sleep(0.005)
+
+
+async def test_the_loop_goes_round_once_per_period_of_its_clock(runtime: Runtime, run_id: str) -> None:
+    """A period in virtual time: no cycle before it has passed, one when it has; idle cycles
+    read nothing until the sweep (five periods) is due."""
+    virtual = VirtualClock()
+    loop = chair.ChairLoop(runtime, interval=1.0, clock=virtual)
+    task = asyncio.create_task(loop.run())
+    try:
+        await _until(lambda: loop.state.ticks == 1 and virtual.sleeping >= 1, "the first cycle")
+        virtual.advance(0.9)
+        for _ in range(50):  # the loop is free to run: it must still be waiting
+            await asyncio.sleep(0)
+        assert loop.state.ticks == 1
+        for tick in range(2, 5):
+            virtual.advance(0.1 if tick == 2 else 1.0)
+            await _until(lambda n=tick: loop.state.ticks == n and virtual.sleeping >= 1, f"cycle {tick}")
+        skipped = loop.skipped_cycles
+        assert skipped >= 1  # nothing was committed: nothing read
+        virtual.advance(10.0)  # past any sweep deadline (at most five periods after a full cycle)
+        await _until(lambda: loop.state.ticks == 5 and virtual.sleeping >= 1, "the sweep")
+        assert loop.skipped_cycles == skipped
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
 
 async def test_shared_steps_run_once_per_cycle(runtime: Runtime, project: Path) -> None:
