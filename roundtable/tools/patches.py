@@ -4,14 +4,15 @@ unexposed `patch.rollback`. The work lives in `services.applying.validate`, `ser
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from roundtable.services.applying import apply as apply_service
 from roundtable.services.applying import rollback as rollback_service
+from roundtable.services.applying.apply import ApplyArgs
 from roundtable.services.applying.validate import validate as validate_proposal
-from roundtable.services.args import Args, Detail, Id, NewId, Text
+from roundtable.services.args import Args, Detail, Id, Text
 from roundtable.services.governance import proposals as proposals_service
 from roundtable.services.governance.proposals import RejectArgs
 from roundtable.store.records import HumanApproval, SecurityReview
@@ -40,31 +41,8 @@ async def validate(call: Call[ProposalArgs]) -> dict[str, Any]:
     return out
 
 
-class ApplyArgs(Args):
-    proposal_id: Id
-    transaction_id: NewId = ""
-    run_id: Id = Field("", description="Run to record the transaction in.")
-    applied_by: Id = Field("", description="Who applies.")
-    revision: Id = Field(
-        "", description="The revision (sha256) the operator reviewed; refused if it is no longer current."
-    )
-    mode: Literal["", "working-tree", "commit", "branch", "pull-request"] = Field(
-        "", description="How it lands (default: the config's landing.mode)."
-    )
-
-
 async def apply(call: Call[ApplyArgs]) -> dict[str, Any]:
-    a = call.args
-    out = await apply_service.apply_proposal(
-        call.runtime,
-        a.proposal_id,
-        transaction_id=a.transaction_id,
-        run_id=a.run_id,
-        applied_by=a.applied_by or call.actor,
-        expected_revision=a.revision,
-        runs=call.run_hint,
-        mode=a.mode,
-    )
+    out = await apply_service.apply_proposal(call.runtime, call.args, actor=call.actor, runs=call.run_hint)
     meta = out["metadata"]
     async with call.runtime.db.read() as r:
         approval = await r.one(

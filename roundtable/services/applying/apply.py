@@ -45,7 +45,9 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import ProposalTransactionState, TransactionStatus
@@ -66,6 +68,7 @@ from roundtable.services.applying.artefacts import (
     write_artefact,
 )
 from roundtable.services.applying.transactions import complete_apply, finish_failed, in_flight
+from roundtable.services.args import Args, Id, NewId
 from roundtable.services.governance.gates import evaluate
 from roundtable.services.policy.engine import Policy
 from roundtable.services.repository import git
@@ -164,34 +167,35 @@ async def _prepare(runtime: Project, proposal_id: str, policy: Policy, *, commit
     return Prepared(proposal, parsed, pre, files, dry, await git.head(root), target)
 
 
+class ApplyArgs(Args):
+    # `patch.apply`. `apply_proposal` hands the lands of other modes a copy with `mode` and
+    # `applied_by` resolved (the config's landing mode, the acting caller).
+    proposal_id: Id
+    transaction_id: NewId = ""
+    run_id: Id = Field(default="", description="Run to record the transaction in.")
+    applied_by: Id = Field(default="", description="Who applies.")
+    revision: Id = Field(
+        default="", description="The revision (sha256) the operator reviewed; refused if it is no longer current."
+    )
+    mode: Literal["", "working-tree", "commit", "branch", "pull-request"] = Field(
+        default="", description="How it lands (default: the config's landing.mode)."
+    )
+
+
 async def apply_proposal(
-    runtime: Project,
-    proposal_id: str,
-    *,
-    transaction_id: str = "",
-    run_id: str = "",
-    applied_by: str = "operator",
-    expected_revision: str = "",
-    runs: RunHint = NO_HINT,
-    mode: str = "",
+    runtime: Project, args: ApplyArgs, *, actor: str = "operator", runs: RunHint = NO_HINT
 ) -> dict[str, Any]:
     """Apply the current revision of a proposal (operator only; see the module docstring) in
-    landing `mode` (default: the config's `landing.mode`): `working-tree` and `commit` here,
-    `branch` and `pull-request` in `services.applying.branch_apply`."""
-    mode = mode or runtime.config.landing.mode
+    landing `args.mode` (default: the config's `landing.mode`): `working-tree` and `commit` here,
+    `branch` and `pull-request` in `services.applying.branch_apply`. Recorded as applied by
+    `args.applied_by`, else `actor`."""
+    mode = args.mode or runtime.config.landing.mode
+    args = args.model_copy(update={"mode": mode, "applied_by": args.applied_by or actor})
+    proposal_id, applied_by, expected_revision = args.proposal_id, args.applied_by, args.revision
     if mode not in landing.TREE_MODES:
         from roundtable.services.applying import branch_apply
 
-        return await branch_apply.land(
-            runtime,
-            proposal_id,
-            mode=mode,
-            transaction_id=transaction_id,
-            run_id=run_id,
-            applied_by=applied_by,
-            expected_revision=expected_revision,
-            runs=runs,
-        )
+        return await branch_apply.land(runtime, args, runs=runs)
     root = runtime.root
     policy = _policy(runtime)
     prep = await _prepare(runtime, proposal_id, policy, commit=mode == "commit")
@@ -200,7 +204,7 @@ async def apply_proposal(
             f"stale revision: proposal {proposal_id} is at revision {prep.proposal.current_revision}, "
             f"not {expected_revision}"
         )
-    tx_id = transaction_id or clock.new_id("TX")
+    tx_id = args.transaction_id or clock.new_id("TX")
     now = clock.now()
     async with runtime.db.write(tool="patch.apply") as tx:
         if await tx.scalar("SELECT 1 FROM transactions WHERE id = ?", (tx_id,)):
@@ -214,7 +218,7 @@ async def apply_proposal(
         proposal = await tx.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))
         assert proposal is not None
         # The transaction's run: `run_id`, else the proposal's; refused when ambiguous (run_scope).
-        hint = RunHint(named=run_id or runs.named, caller=runs.caller)
+        hint = RunHint(named=args.run_id or runs.named, caller=runs.caller)
         run = await resolve(tx, hint, owner=proposal.run_id, required="patch.apply")
         if proposal.current_revision != prep.proposal.current_revision:
             raise ToolError(

@@ -58,6 +58,7 @@ from roundtable.services.run_scope import NO_HINT, RunHint, resolve
 from roundtable.store.records import Landing, PatchRevision, Proposal, Transaction
 
 if TYPE_CHECKING:
+    from roundtable.services.applying.apply import ApplyArgs
     from roundtable.services.project import Project
 
 log = logging.getLogger(__name__)
@@ -91,9 +92,7 @@ async def _patch(runtime: Project, proposal: Proposal) -> bytes:
 
 async def _report(runtime: Project, proposal: Proposal, dry_run_error: str) -> GateReport:
     async with runtime.db.read() as r:
-        return await evaluate(
-            r, runtime.root, runtime.policy, proposal, clock.now(), dry_run_error=dry_run_error
-        )
+        return await evaluate(r, runtime.root, runtime.policy, proposal, clock.now(), dry_run_error=dry_run_error)
 
 
 # --- the pull request's body ---------------------------------------------------------------------
@@ -489,18 +488,10 @@ async def _ask_operator(runtime: Project, proposal: Proposal, row: Landing, chec
 # --- the operator's apply ------------------------------------------------------------------------
 
 
-async def land(
-    runtime: Project,
-    proposal_id: str,
-    *,
-    mode: str,
-    transaction_id: str = "",
-    run_id: str = "",
-    applied_by: str = "operator",
-    expected_revision: str = "",
-    runs: RunHint = NO_HINT,
-) -> dict[str, Any]:
-    """The operator's apply in `branch` or `pull-request` mode (see the module docstring)."""
+async def land(runtime: Project, args: ApplyArgs, *, runs: RunHint = NO_HINT) -> dict[str, Any]:
+    """The operator's apply in `branch` or `pull-request` mode (see the module docstring); `args`
+    as `apply.apply_proposal` resolved them (the mode, who applies)."""
+    proposal_id, mode, expected_revision = args.proposal_id, args.mode, args.revision
     if mode not in ("branch", "pull-request"):
         raise ToolError(f"unknown landing mode {mode!r} (working-tree, commit, branch, pull-request)")
     root = runtime.root
@@ -532,18 +523,7 @@ async def land(
         except ToolError as exc:
             dry = str(exc)
     try:
-        return await _land(
-            runtime,
-            proposal,
-            mode,
-            patch,
-            dry,
-            forge,
-            transaction_id=transaction_id,
-            run_id=run_id,
-            applied_by=applied_by,
-            runs=runs,
-        )
+        return await _land(runtime, proposal, args, patch, dry, forge, runs)
     finally:
         if forge is not None:
             await forge.aclose()
@@ -552,20 +532,17 @@ async def land(
 async def _land(
     runtime: Project,
     proposal: Proposal,
-    mode: str,
+    args: ApplyArgs,
     patch: bytes,
     dry: str,
     forge: Forge | None,
-    *,
-    transaction_id: str,
-    run_id: str,
-    applied_by: str,
     runs: RunHint,
 ) -> dict[str, Any]:
+    mode, applied_by = args.mode, args.applied_by
     root = runtime.root
     config = runtime.config.landing
     policy = runtime.policy
-    tx_id = transaction_id or clock.new_id("TX")
+    tx_id = args.transaction_id or clock.new_id("TX")
     now = clock.now()
     async with runtime.db.write(tool="patch.apply") as tx:
         if await tx.scalar("SELECT 1 FROM transactions WHERE id = ?", (tx_id,)):
@@ -580,7 +557,10 @@ async def _land(
                 f"stale revision: proposal {proposal.id} changed to revision {current.revision_number} during apply"
             )
         run = await resolve(
-            tx, RunHint(named=run_id or runs.named, caller=runs.caller), owner=current.run_id, required="patch.apply"
+            tx,
+            RunHint(named=args.run_id or runs.named, caller=runs.caller),
+            owner=current.run_id,
+            required="patch.apply",
         )
         report = await evaluate(tx, root, policy, current, now, dry_run_error=dry)
         if not report.ok:
