@@ -1,8 +1,9 @@
 """Workspaces: `workspace.propose` and `workspace.sync` (MCP tools for agents and sessions),
 `workspace.create`, `workspace.remove` and `workspace.list` (the operator's; the supervisor
 makes a session's workspace through `workspace.create`), `workspace.sweep` and
-`workspace.record_unproposed` (internal). Handlers bind the caller to `services.workspaces.worktrees`,
-which runs git outside any transaction and writes in one transaction of its own."""
+`workspace.record_unproposed` (internal). The arguments are declared in `services.workspaces.worktrees`,
+which receives them whole with the caller, runs git outside any transaction and writes in one
+transaction of its own."""
 
 from __future__ import annotations
 
@@ -10,63 +11,36 @@ from typing import Any
 
 from pydantic import Field
 
-from roundtable.domain import Risk, WorkspaceState
-from roundtable.errors import ValidationError
-from roundtable.services.args import Args, Flag, Id, RiskWord, Text, Title
+from roundtable.domain import WorkspaceState
+from roundtable.services.args import Args, Flag, Id
 from roundtable.services.workspaces import worktrees as service
+from roundtable.services.workspaces.worktrees import (
+    CreateArgs,
+    ProposeArgs,
+    RemoveArgs,
+    SyncArgs,
+    UnproposedArgs,
+)
 from roundtable.tools import views
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, result, strings
 
-_AGENT = "The agent (default: the agent your credential names; agents may not name another)."
-
-
-def _agent(agent_id: str) -> str:
-    agent_id = agent_id.strip()
-    if not agent_id:
-        raise ValidationError("agent_id is required")
-    return agent_id
-
-
-class CreateArgs(Args):
-    agent_id: Id = Field(description="The agent.")
-    task_id: Id
-
 
 async def create(call: Call[CreateArgs]) -> dict[str, Any]:
-    return await service.create(
-        call.runtime,
-        agent_id=_agent(call.args.agent_id),
-        task_id=call.args.task_id.strip(),
-        actor=call.actor,
-        runs=call.run_hint,
-    )
-
-
-class ProposeArgs(Args):
-    task_id: Id
-    agent_id: Id = Field("", description=_AGENT)
-    title: Title = Field("", description="Needed for a new proposal.")
-    summary_md: Text = Field("", description="What and why; needed for a new proposal.")
-    risk: RiskWord = Field(Risk.NORMAL, description="New proposal only; high and critical need a human's approval.")
-    request_review: Flag = Field(True, description="Default true; false leaves it pending.")
+    return await service.create(call.runtime, call.args, actor=call.actor, runs=call.run_hint)
 
 
 async def propose(call: Call[ProposeArgs]) -> dict[str, Any]:
-    a = call.args
-    request = service.ProposeInput(
-        agent_id=_agent(a.agent_id),
-        task_id=a.task_id.strip(),
-        title=a.title,
-        summary_md=a.summary_md,
-        risk=a.risk,
+    out = await service.propose(
+        call.runtime,
+        call.args,
+        actor=call.actor,
+        runs=call.run_hint,
         session_id=call.session_id,
         proposed_by=call.actor if call.caller.is_internal else "",
         counted_agent=call.agent_id,
-        request_review=a.request_review,
     )
-    out = await service.propose(call.runtime, request, actor=call.actor, runs=call.run_hint)
     # What the author acts on next: ids, where the proposal stands, what went in (the full record
     # is proposal.get's, with detail).
     brief = {
@@ -79,31 +53,12 @@ async def propose(call: Call[ProposeArgs]) -> dict[str, Any]:
     return brief
 
 
-class SyncArgs(Args):
-    task_id: Id
-    agent_id: Id = Field("", description=_AGENT)
-
-
 async def sync(call: Call[SyncArgs]) -> dict[str, Any]:
-    a = call.args
-    return await service.sync(
-        call.runtime, agent_id=_agent(a.agent_id), task_id=a.task_id.strip(), actor=call.actor, runs=call.run_hint
-    )
-
-
-class RemoveArgs(Args):
-    workspace_id: Id = Field(description="Workspace id (WS-…).")
-    reason: Text = Field("", description="Why.")
+    return await service.sync(call.runtime, call.args, actor=call.actor, runs=call.run_hint)
 
 
 async def remove(call: Call[RemoveArgs]) -> dict[str, Any]:
-    return await service.remove(
-        call.runtime,
-        workspace_id=call.args.workspace_id.strip(),
-        reason=call.args.reason or "removed by the operator",
-        actor=call.actor,
-        runs=call.run_hint,
-    )
+    return await service.remove(call.runtime, call.args, actor=call.actor, runs=call.run_hint)
 
 
 class ListArgs(Args):
@@ -134,17 +89,8 @@ async def sweep(call: Call[SweepArgs]) -> dict[str, Any]:
     return {"removed": await service.sweep(call.runtime, actor=call.actor, run_id=call.args.run_id)}
 
 
-class UnproposedArgs(Args):
-    workspace_id: Id = Field(description="Workspace id.")
-    session_id: Id = Field("", description="Session id.")
-    reason: Text = Field(description="Why.")
-
-
 async def record_unproposed(call: Call[UnproposedArgs]) -> dict[str, Any]:
-    a = call.args
-    return await service.record_unproposed(
-        call.w, workspace_id=a.workspace_id, session_id=a.session_id, reason=a.reason, actor=call.actor
-    )
+    return await service.record_unproposed(call.w, call.args, actor=call.actor)
 
 
 _WORKSPACE = {"workspace": RECORD, "created": boolean()}

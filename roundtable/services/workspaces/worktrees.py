@@ -35,13 +35,15 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import EventType, Risk, TaskStatus, WorkspaceState
 from roundtable.errors import NotFound, PatchDoesNotApply, ToolError, ValidationError
+from roundtable.services.args import Args, Flag, Id, RiskWord, Text, Title, identity
 from roundtable.services.coordination.claims import ClaimConflict, ClaimRequest, acquire, covering_write_claims
 from roundtable.services.governance import proposals
 from roundtable.services.governance.gates import OPEN_STATUSES
@@ -272,10 +274,49 @@ async def _check_work(q: Reader | Tx, agent_id: str, task_id: str) -> Task:
     return task
 
 
-async def create(
-    runtime: Project, *, agent_id: str, task_id: str, actor: str, runs: RunHint = NO_HINT
-) -> dict[str, Any]:
+_AGENT = "The agent (default: the agent your credential names; agents may not name another)."
+
+
+class CreateArgs(Args):
+    # `workspace.create` (the operator's, and the supervisor's for a session).
+    agent_id: Id = Field(description="The agent.")
+    task_id: Id
+
+
+class ProposeArgs(Args):
+    # `workspace.propose`: the title and summary are needed only for a new proposal.
+    task_id: Id
+    agent_id: Id = Field(default="", description=_AGENT)
+    title: Title = Field(default="", description="Needed for a new proposal.")
+    summary_md: Text = Field(default="", description="What and why; needed for a new proposal.")
+    risk: RiskWord = Field(
+        default=Risk.NORMAL, description="New proposal only; high and critical need a human's approval."
+    )
+    request_review: Flag = Field(default=True, description="Default true; false leaves it pending.")
+
+
+class SyncArgs(Args):
+    # `workspace.sync`.
+    task_id: Id
+    agent_id: Id = Field(default="", description=_AGENT)
+
+
+class RemoveArgs(Args):
+    # `workspace.remove`.
+    workspace_id: Id = Field(description="Workspace id (WS-…).")
+    reason: Text = Field(default="", description="Why.")
+
+
+class UnproposedArgs(Args):
+    # `workspace.record_unproposed` (internal: the supervisor's).
+    workspace_id: Id = Field(description="Workspace id.")
+    session_id: Id = Field(default="", description="Session id.")
+    reason: Text = Field(description="Why.")
+
+
+async def create(runtime: Project, args: CreateArgs, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
     """The agent's live workspace for the task, made now if it has none (`created` says which)."""
+    agent_id, task_id = args.agent_id.strip(), args.task_id.strip()
     async with runtime.db.read() as r:
         await _check_work(r, agent_id, task_id)
         existing = await live(r, agent_id, task_id)
@@ -342,19 +383,6 @@ async def create(
 # --- propose -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ProposeInput:
-    agent_id: str
-    task_id: str
-    title: str = ""
-    summary_md: str = ""
-    risk: str = Risk.NORMAL
-    session_id: str = ""
-    proposed_by: str = ""  # "supervisor" when a session left its work unproposed
-    counted_agent: str = ""  # the agent whose quotas a new proposal counts against ("" for the owner)
-    request_review: bool = True  # ask the policy's reviewers in the same transaction
-
-
 async def _auto_claims(
     tx: Tx, root: Path, policy: Policy, agent_id: str, task_id: str, run: str, parsed: ParsedPatch, now: str
 ) -> list[str]:
@@ -417,14 +445,26 @@ async def _unresolved(path: Path, conflicts: list[str]) -> str:
     return await asyncio.to_thread(check)
 
 
-async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
+async def propose(
+    runtime: Project,
+    args: ProposeArgs,
+    *,
+    actor: str,
+    runs: RunHint = NO_HINT,
+    session_id: str = "",
+    proposed_by: str = "",
+    counted_agent: str = "",
+) -> dict[str, Any]:
     """Propose the workspace's changes: a new proposal, or a new revision of the author's open
     proposal for the task, and (unless `request_review` is off) its review requested as
     `proposal.request_review` does. Returns the proposal with a diffstat and the reviewers asked;
     a refusal records nothing."""
+    # `proposed_by`: "supervisor" when a session left its work unproposed; `counted_agent`: the
+    # agent whose quotas a new proposal counts against ("" for the owner's components).
+    agent_id, task_id = identity(args.agent_id, "agent_id", "workspace.propose"), args.task_id.strip()
     root = runtime.root
     async with runtime.db.read() as r:
-        ws = await require_live(r, req.agent_id, req.task_id)
+        ws = await require_live(r, agent_id, task_id)
     text = await workspace_patch(root, ws)
     if not text.strip():
         raise ValidationError(f"workspace {ws.id} has no changes against its base; edit files in {ws.path} first")
@@ -437,41 +477,41 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
     parsed = await proposals.prepare_revision(runtime, text)
     async with runtime.db.write(tool="workspace.propose") as tx:
         now = clock.now()
-        task = await _check_work(tx, req.agent_id, req.task_id)
+        task = await _check_work(tx, agent_id, task_id)
         current = await tx.get(Workspace, ws.id)
         if current.state == WorkspaceState.REMOVED.value or current.base_commit != ws.base_commit:
             raise ToolError(f"workspace {ws.id} changed while it was read; propose again")
         run = await resolve(tx, runs, owner=task.run_id)
-        claimed = await _auto_claims(tx, root, policy, req.agent_id, req.task_id, run, parsed, now)
+        claimed = await _auto_claims(tx, root, policy, agent_id, task_id, run, parsed, now)
         open_ = await tx.one(
             Proposal,
             "SELECT * FROM proposals WHERE task_id = ? AND agent_id = ? AND status IN (?, ?) "
             "ORDER BY created_at DESC, id DESC LIMIT 1",
-            (req.task_id, req.agent_id, *OPEN_STATUSES),
+            (task_id, agent_id, *OPEN_STATUSES),
         )
         try:
             if open_ is not None:
                 revised = proposals.AttachArgs(proposal_id=open_.id, patch=text)
                 out = await proposals.attach(tx, runtime, revised, parsed, actor=actor, runs=runs)
             else:
-                if not req.title.strip() or not req.summary_md.strip():
+                if not args.title.strip() or not args.summary_md.strip():
                     raise ValidationError("title and summary_md are required for a new proposal")
                 new = proposals.CreateArgs(
-                    task_id=req.task_id,
-                    agent_id=req.agent_id,
-                    title=req.title,
-                    summary_md=req.summary_md,
+                    task_id=task_id,
+                    agent_id=agent_id,
+                    title=args.title,
+                    summary_md=args.summary_md,
                     patch=text,
-                    risk=Risk(req.risk.strip().lower() or Risk.NORMAL),
+                    risk=args.risk,
                 )
                 out = await proposals.create(
                     tx,
                     runtime,
                     new,
                     parsed,
-                    session_id=req.session_id,
+                    session_id=session_id,
                     runs=runs,
-                    counted_agent=req.counted_agent,  # the owner's components are never counted
+                    counted_agent=counted_agent,  # the owner's components are never counted
                 )
         except PatchDoesNotApply as exc:
             raise PatchDoesNotApply(
@@ -490,7 +530,7 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
             },
         )
         reviewers: list[str] | None = None
-        if req.request_review:
+        if args.request_review:
             asked = await proposals.request_review(tx, root, policy, proposal_id, actor, runs)
             reviewers = [str(r["agent_id"]) for r in asked["reviewers"] if r.get("agent_id")]
         view = await proposals.view(tx, proposal_id)
@@ -505,10 +545,10 @@ async def propose(runtime: Project, req: ProposeInput, *, actor: str, runs: RunH
                 "revision_number": view["proposal"]["revision_number"],
                 "files": list(parsed.touched),
                 "claimed": claimed,
-                "proposed_by": req.proposed_by or req.agent_id,
+                "proposed_by": proposed_by or agent_id,
             },
             actor_id=actor,
-            task_id=req.task_id,
+            task_id=task_id,
         )
     out = {"proposal": view["proposal"], "diffstat": stat, "claimed": claimed, "workspace_id": ws.id}
     if reviewers is not None:
@@ -535,9 +575,10 @@ async def leftover(runtime: Project, agent_id: str, task_id: str) -> Workspace |
 # --- sync ----------------------------------------------------------------------------------
 
 
-async def sync(runtime: Project, *, agent_id: str, task_id: str, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
+async def sync(runtime: Project, args: SyncArgs, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
     """Bring the workspace onto the current tree (three-way merge against its base); conflicting
     paths keep git's conflict markers and are reported."""
+    agent_id, task_id = identity(args.agent_id, "agent_id", "workspace.sync"), args.task_id.strip()
     root = runtime.root
     async with runtime.db.read() as r:
         ws = await require_live(r, agent_id, task_id)
@@ -650,10 +691,9 @@ async def _delete(root: Path, path: Path) -> None:
         pass
 
 
-async def remove(
-    runtime: Project, *, workspace_id: str, reason: str, actor: str, runs: RunHint = NO_HINT
-) -> dict[str, Any]:
+async def remove(runtime: Project, args: RemoveArgs, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
     """Remove a workspace: its directory and git's record; the row stays, state `removed`."""
+    workspace_id, reason = args.workspace_id.strip(), args.reason or "removed by the operator"
     async with runtime.db.read() as r:
         ws = await r.get(Workspace, workspace_id)
     if ws.state == WorkspaceState.REMOVED.value:
@@ -698,13 +738,14 @@ async def sweep(runtime: Project, *, actor: str, now: str = "", run_id: str = ""
                 continue
             if ws.remove_after > now:
                 continue
-        await remove(runtime, workspace_id=ws.id, reason="its task ended", actor=actor)
+        await remove(runtime, RemoveArgs(workspace_id=ws.id, reason="its task ended"), actor=actor)
         removed.append(ws.id)
     return removed
 
 
-async def record_unproposed(tx: Tx, *, workspace_id: str, session_id: str, reason: str, actor: str) -> dict[str, Any]:
+async def record_unproposed(tx: Tx, args: UnproposedArgs, *, actor: str) -> dict[str, Any]:
     """Record why the changes a session left in its workspace were not proposed."""
+    workspace_id, session_id, reason = args.workspace_id, args.session_id, args.reason
     ws = await tx.get(Workspace, workspace_id)
     await tx.append_event(
         ws.run_id,
