@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from roundtable import memory_tuning
 from roundtable.chair import ChairLoop
+from roundtable.clock import SYSTEM, Clock
 from roundtable.credentials import ensure_private_dir
 from roundtable.errors import LockError, RoundtableError, ToolError
 from roundtable.services import redact
@@ -181,8 +182,10 @@ class Owner:
         dispatcher_options: dict[str, Any] | None = None,
         notify: bool | None = None,
         goal: str = "",
+        clock: Clock = SYSTEM,
     ) -> None:
         self.root = Path(root)
+        self.clock = clock  # what the Chair's and the dispatcher's periods and deadlines run on
         # `start --goal`: a run created before anything listens, so whoever sees this owner
         # answer (`roundtable wait --ready`) finds the run too.
         self._goal = goal.strip()
@@ -203,7 +206,7 @@ class Owner:
         self.dispatcher: Dispatcher | None = None
         self._autopilot = autopilot
         self._autopilot_overrides = autopilot_overrides
-        self._dispatcher_options = dict(dispatcher_options or {})
+        self._dispatcher_options = {"clock": clock, **(dispatcher_options or {})}
         self._dispatch_task: asyncio.Task[None] | None = None
         # The notifier tells the operator what needs them outside the console (`notify:`); by
         # default it runs where the Chair does (`start`, the console), not in `mcp serve`.
@@ -333,7 +336,7 @@ class Owner:
             self.notifier = Notifier(self.runtime)
             await self.notifier.start()
         if self._want_chair:
-            self.chair = ChairLoop(self.runtime, interval=self.chair_interval)
+            self.chair = ChairLoop(self.runtime, interval=self.chair_interval, clock=self.clock)
             self._chair_task = asyncio.create_task(self._run_chair(), name="roundtable-chair")
             self._landing_task = asyncio.create_task(self._follow_landings(), name="roundtable-landings")
         if self._want_supervisor:

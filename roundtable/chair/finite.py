@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from roundtable.chair.convergence import settle
 from roundtable.chair.report import TickReport
 from roundtable.chair.tick import chair_call, tick
+from roundtable.clock import SYSTEM, Clock
 from roundtable.domain import RunStatus
 from roundtable.services.coordination.chair_steps import error_text
 
@@ -39,9 +40,11 @@ async def run_loop(
     retry_backoff: float = 0.25,
     max_consecutive_errors: int = 5,
     on_tick: Callable[[int, TickReport, tuple[str, str]], None] | None = None,
+    clock: Clock = SYSTEM,
 ) -> LoopResult:
     """Tick + convergence, at most `max_iterations` times (≤ 0: until convergence), ending the
-    run when it converges. `on_tick` sees each iteration's report and convergence."""
+    run when it converges. `on_tick` sees each iteration's report and convergence; `clock` is
+    what the interval and the back-off are waited on."""
     iterations = 0
     errors = 0
     reports: list[TickReport] = []
@@ -74,7 +77,7 @@ async def run_loop(
                     "next_retry_delay": f"{round(retry_backoff * 1000)}ms",
                 },
             )
-            await asyncio.sleep(retry_backoff)
+            await clock.sleep(retry_backoff)
             continue
         errors = 0
         reports.append(report)
@@ -83,5 +86,5 @@ async def run_loop(
         if ended:
             return LoopResult(iterations, status, reason, reports)
         if max_iterations <= 0 or iterations < max_iterations:
-            await asyncio.sleep(interval)
+            await clock.sleep(interval)
     return LoopResult(iterations, "active", "iteration_limit", reports)

@@ -49,12 +49,13 @@ async def owner_with_task(root: Path, **options: Any) -> AsyncIterator[tuple[Own
 
 
 async def test_a_failing_agent_is_retried_with_backoff_then_blocked(tmp_path: Path) -> None:
-    """The backoff is measured on the dispatcher's clock (a virtual one here): the retry waits
-    for the test to move it past the 30 s, however long the machine takes."""
+    """The backoff is measured on the owner's clock (a virtual one here, for the Chair and the
+    dispatcher alike): the retry waits for the test to move it past the 30 s, however long the
+    machine takes."""
     root = await demo_project(tmp_path / "p", max_attempts=2, retry_backoff_seconds=30, max_consecutive_failures=5)
     implementers_run(root, "failing", FAILS)
     backoff = VirtualClock()
-    async with owner_with_task(root, dispatcher_options={"clock": backoff}) as (owner, task_id):
+    async with owner_with_task(root, clock=backoff) as (owner, task_id):
         rt = owner.runtime
         await wait_for_events(rt, "autopilot.session_failed", 1)
         await dispatcher_cycles(owner.dispatcher)  # passes that would retry now have run: they wait
