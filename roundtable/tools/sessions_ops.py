@@ -27,6 +27,7 @@ from roundtable.errors import ToolError
 from roundtable.services.args import Args, Id, Int, Object, Text, Word
 from roundtable.services.sessions import capabilities
 from roundtable.services.sessions import records as sessions
+from roundtable.services.sessions.records import RecordRefusalArgs, RecordStreamArgs
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
@@ -250,27 +251,8 @@ async def limit_reached(call: Call[LimitReachedArgs]) -> dict[str, Any]:
     return await sessions.limit_reached(call.w, a.session_id, a.reason)
 
 
-class RecordRefusalArgs(Args):
-    agent_id: Id = Field(description="Agent.")
-    task_id: Id = Field("", description="Task.")
-    proposal_id: Id = Field("", description="Proposal.")
-    run_id: Id = Field("", description="Run (blank when none is active).")
-    reason: Text = Field(description="Why it was refused.")
-    launched_by: Id = Field("operator", description="Principal that asked for the launch.")
-
-
 async def record_refusal(call: Call[RecordRefusalArgs]) -> dict[str, Any]:
-    a = call.args
-    event_id = await sessions.record_refusal(
-        call.w,
-        a.run_id,
-        agent_id=a.agent_id,
-        task_id=a.task_id,
-        proposal_id=a.proposal_id,
-        reason=a.reason,
-        launched_by=a.launched_by,
-    )
-    return {"event_id": event_id}
+    return {"event_id": await sessions.record_refusal(call.w, call.args)}
 
 
 class RecordExitArgs(Args):
@@ -285,28 +267,14 @@ async def record_exit(call: Call[RecordExitArgs]) -> dict[str, Any]:
     return {"session": session.to_dict()}
 
 
-class RecordStreamArgs(Args):
-    session_id: Id = Field(description=_SESSION)
-    harness_session_id: Text = Field("", description="The harness's own session id, from its stream.")
-    attention: Word = Field("", description="Whether it needs the operator (transcript.Attention).")
-    detail: Text = Field("", description="Why, in words.")
-
-
 async def record_stream(call: Call[RecordStreamArgs]) -> dict[str, Any]:
-    a = call.args
     async with call.runtime.db.read() as reader:
         adapter_name = str(
-            await reader.scalar("SELECT adapter FROM agent_sessions WHERE id = ?", (a.session_id,)) or ""
+            await reader.scalar("SELECT adapter FROM agent_sessions WHERE id = ?", (call.args.session_id,)) or ""
         )
     adapter = call.runtime.config.adapters.get(adapter_name)
-    session = await sessions.record_stream(
-        call.w,
-        a.session_id,
-        harness_session_id=a.harness_session_id.strip(),
-        resume_pattern=adapter.resume_pattern if adapter is not None else "",
-        attention=a.attention,
-        detail=a.detail,
-    )
+    resume_pattern = adapter.resume_pattern if adapter is not None else ""
+    session = await sessions.record_stream(call.w, call.args, resume_pattern=resume_pattern)
     return {"session": session.to_dict()}
 
 

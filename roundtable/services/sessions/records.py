@@ -12,9 +12,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from roundtable import clock
 from roundtable.domain import ClaimStatus, Delivery, EventType, SessionStatus, TaskStatus
 from roundtable.errors import ValidationError
+from roundtable.services.args import Args, Id, Text, Word
 from roundtable.services.coordination import turns
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession
@@ -361,19 +364,22 @@ async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
 LAUNCH_REFUSED = EventType.SESSION_LAUNCH_REFUSED
 
 
-async def record_refusal(
-    tx: Tx,
-    run_id: str,
-    *,
-    agent_id: str,
-    task_id: str,
-    proposal_id: str,
-    reason: str,
-    launched_by: str,
-) -> int:
+class RecordRefusalArgs(Args):
+    # `session.record_refusal` (internal: the supervisor's).
+    agent_id: Id = Field(description="Agent.")
+    task_id: Id = Field(default="", description="Task.")
+    proposal_id: Id = Field(default="", description="Proposal.")
+    run_id: Id = Field(default="", description="Run (blank when none is active).")
+    reason: Text = Field(description="Why it was refused.")
+    launched_by: Id = Field(default="operator", description="Principal that asked for the launch.")
+
+
+async def record_refusal(tx: Tx, args: RecordRefusalArgs) -> int:
     """A launch the supervisor refused before anything started (no usable sandbox, no model
     credential, the work no longer open, …): `session.launch_refused` with the reason, so the
     console lists it where failed sessions are listed. Returns the event id."""
+    run_id, task_id = args.run_id, args.task_id
+    agent_id, proposal_id, reason, launched_by = args.agent_id, args.proposal_id, args.reason, args.launched_by
     event = await tx.append_event(
         run_id,
         LAUNCH_REFUSED,
@@ -390,20 +396,22 @@ async def record_refusal(
     return int(event.id)
 
 
-async def record_stream(
-    tx: Tx,
-    session_id: str,
-    *,
-    harness_session_id: str = "",
-    resume_pattern: str = "",
-    attention: str = "",
-    detail: str = "",
-) -> AgentSession:
+class RecordStreamArgs(Args):
+    # `session.record_stream` (internal: the supervisor's, from the harness's own stream).
+    session_id: Id = Field(description="The session id.")
+    harness_session_id: Text = Field(default="", description="The harness's own session id, from its stream.")
+    attention: Word = Field(default="", description="Whether it needs the operator (transcript.Attention).")
+    detail: Text = Field(default="", description="Why, in words.")
+
+
+async def record_stream(tx: Tx, args: RecordStreamArgs, *, resume_pattern: str = "") -> AgentSession:
     """What the harness's own stream said (`services/sessions/transcript.py`): its own session id
-    (kept as `external_session_id`, with the resume command the adapter's pattern makes of it), and
-    whether the session needs the operator — kept in its metadata as `attention` {state, detail,
-    at}; a change into or out of a state that needs the operator is the run event
+    (kept as `external_session_id`, with the resume command the adapter's `resume_pattern` makes of
+    it), and whether the session needs the operator — kept in its metadata as `attention` {state,
+    detail, at}; a change into or out of a state that needs the operator is the run event
     `session.attention`."""
+    session_id, harness_session_id = args.session_id, args.harness_session_id.strip()
+    attention, detail = args.attention, args.detail
     from roundtable.services.sessions.transcript import NEEDS_HUMAN
 
     session = await get(tx, session_id)
