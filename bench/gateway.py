@@ -5,9 +5,9 @@ event loop of its own) answers every `POST /v1/messages` with a streamed Anthrop
 head and `message_start` at once, then 20 content deltas and the closing events, chunked. The
 same request is made `N` times directly (httpx2 over TCP) and `N` times through the gateway
 (httpx2 over the session's Unix socket, the token swapped for the operator's key, the answer
-metered and its usage recorded in the project's database, answers arriving during a write summed
-into the next), interleaved in rounds so load on
-the machine falls on both alike.
+metered and its usage recorded in the project's database — with no budget set, summed and
+written at most every `WRITE_INTERVAL_S`), interleaved in rounds so load on the machine falls on
+both alike.
 
 Rows: first byte (request sent → first body chunk) and total (→ end of stream), p50 and p99,
 each way; the gateway's first-byte overhead at p50 (target under 5 ms) and p99; and the owner's

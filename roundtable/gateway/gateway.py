@@ -71,6 +71,10 @@ MAX_RETRY_WAIT = 30.0  # seconds; a longer `retry-after` is passed on to the har
 ERROR_BODY_MAX = 64 * 1024
 CONNECT_TIMEOUT = 10.0
 RELAY_READ = 64 * 1024
+# With no budget set nothing waits on a session's written spend, so its answers are written at
+# most once per this many seconds (summed): one transaction per answer, run beside the harness's
+# next request, cost that request about a millisecond of the owner's CPU on its way.
+WRITE_INTERVAL_S = 0.5
 # How long a budget check waits for the session's answers still streaming to be counted: long
 # enough for one that just ended, short enough that a parallel long stream does not hold it.
 ANSWERS_SETTLE_S = 2.0
@@ -157,6 +161,7 @@ class _Session:
     unwritten_model: str = ""
     written_model: str = ""  # sent once: a blank model keeps the row's (and skips the redactor)
     writer: asyncio.Task[None] | None = None
+    write_now: asyncio.Event = field(default_factory=asyncio.Event)  # the writer's wait cut short
     # Answers being passed on whose usage is not counted yet: the harness may read an answer's
     # last byte and ask again before the gateway has counted it.
     answering: int = 0
@@ -185,12 +190,14 @@ class Gateway:
         on_stop: StopHandler | None = None,
         retry_attempts: int = RETRY_ATTEMPTS,
         max_retry_wait: float = MAX_RETRY_WAIT,
+        write_interval: float = WRITE_INTERVAL_S,
     ) -> None:
         self.runtime = runtime
         self._upstreams = dict(upstreams or {})
         self.on_stop = on_stop
         self.retry_attempts = max(1, retry_attempts)
         self.max_retry_wait = max_retry_wait
+        self.write_interval = write_interval
         self.stats = Stats()
         self._sessions: dict[str, _Session] = {}
         self._client: httpx2.AsyncClient | None = None
@@ -296,9 +303,8 @@ class Gateway:
         for task in list(session.connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if session.writer is not None:  # its last usage is written, never cut mid-transaction
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.shield(session.writer)
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._written(session)  # its last usage is written, never cut mid-transaction
         if session.server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(session.server.wait_closed(), 2)
@@ -479,8 +485,8 @@ class Gateway:
 
     async def _record_usage(self, session: _Session, measured: Measured) -> None:
         """Count one answer's usage. It is written by the session's writer task, not on the
-        connection's way to its next request: answers that arrive while a write is in flight
-        are summed into the next write. A budget check waits for what is unwritten."""
+        connection's way to its next request: answers that arrive while a write is waiting or in
+        flight are summed into the next write. A budget check waits for what is unwritten."""
         if measured.problems:
             self.stats.usage_problems += 1
             log.warning(
@@ -492,6 +498,7 @@ class Gateway:
             session.unwritten[i] += value
         session.unwritten_model = measured.model or session.unwritten_model
         if session.writer is None or session.writer.done():
+            session.write_now.clear()
             session.writer = asyncio.get_running_loop().create_task(
                 self._write_usage(session), name=f"gateway-usage:{session.grant.session_id}"
             )
@@ -499,6 +506,9 @@ class Gateway:
             session.writer.add_done_callback(self._writes.discard)
 
     async def _write_usage(self, session: _Session) -> None:
+        if not self._budgets_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(session.write_now.wait(), self.write_interval)
         while any(session.unwritten):
             spent, session.unwritten = session.unwritten, [0, 0, 0]
             model = "" if session.unwritten_model == session.written_model else session.unwritten_model
@@ -521,20 +531,29 @@ class Gateway:
     async def flushed(self, session_id: str) -> None:
         """Wait until the session's measured usage is written (tests, the bench)."""
         session = self._sessions.get(session_id)
-        if session is not None and session.writer is not None:
+        if session is not None:
+            await self._written(session)
+
+    async def _written(self, session: _Session) -> None:
+        """Write the session's measured usage now, and wait until it is written."""
+        session.write_now.set()
+        if session.writer is not None and not session.writer.done():
             await asyncio.shield(session.writer)
+
+    def _budgets_set(self) -> bool:
+        config = self.runtime.config.budgets
+        return config.task.limited or config.run.limited or config.day.limited
 
     async def _budget_reached(self, session: _Session) -> str:
         """Why the session may not spend more (a reached budget's reason), or ''."""
         config = self.runtime.config.budgets
-        if not (config.task.limited or config.run.limited or config.day.limited):
+        if not self._budgets_set():
             return ""
         if session.answering:  # an answer the harness has read may not be counted yet
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(ANSWERS_SETTLE_S), session.counted:
                     await session.counted.wait_for(lambda: session.answering == 0)
-        if session.writer is not None and not session.writer.done():
-            await asyncio.shield(session.writer)  # what it has spent so far counts
+        await self._written(session)  # what it has spent so far counts
         async with self.runtime.db.read() as r:
             found = await budgets.reached(r, config, task_id=session.task_id, run_id=session.run_id, day=session.day)
             today = budgets.today()

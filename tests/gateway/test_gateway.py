@@ -289,6 +289,34 @@ async def test_hostile_usage_is_bounded_and_recording_goes_on(
     assert (await _recorded(runtime, grant.session_id, TOKENS_MAX + 1 + 10))["output_tokens"] == 4
 
 
+async def test_without_a_budget_answers_are_written_together_not_one_transaction_each(
+    runtime: Runtime, stub: StubServer, credentials: None, short_tmp: Path
+) -> None:
+    """Nothing waits on the written spend when no budget is set: answers are summed and written
+    once per interval (here: only when asked), off the harness's next requests; closing the
+    session writes what is left."""
+    stub.usage = Usage(input_tokens=100, output_tokens=20)
+    async with Gateway(runtime, upstreams={"anthropic": stub.url}, write_interval=60) as gw:
+        grant = await _open(runtime, gw, short_tmp)
+        with runtime.db.bus.subscribe() as commits:
+            async with _client(grant) as http:
+                for _ in range(3):
+                    answer = await http.post(
+                        "/anthropic/v1/messages", headers=_anthropic_headers(grant.token), json=MESSAGE
+                    )
+                    assert answer.status_code == 200
+            await gw.flushed(grant.session_id)
+            writes = [c for c in commits.drain() if "session_usage" in c.tables]
+        assert len(writes) == 1
+        row = await _recorded(runtime, grant.session_id)
+        assert (row["input_tokens"], row["output_tokens"]) == (300, 60)
+        async with _client(grant) as http:
+            await http.post("/anthropic/v1/messages", headers=_anthropic_headers(grant.token), json=MESSAGE)
+        await gw.close_session(grant.session_id)
+    row = await _recorded(runtime, grant.session_id)
+    assert (row["input_tokens"], row["output_tokens"]) == (400, 80)
+
+
 async def test_printed_usage_never_replaces_what_the_gateway_measured(
     runtime: Runtime, gateway: Gateway, short_tmp: Path
 ) -> None:
