@@ -123,11 +123,10 @@ Listening off loopback requires TLS. Never put credentials in arguments, checked
   reviewer.
 
 ## Startup / Resume Checklist
-1. `table.get_state` to see runs, tasks, claims and proposals.
-2. `memory.query` for what is known about your task.
-3. `task.get` for your assigned task.
-4. `resource.claim_status` for the claims you believe you hold.
-5. Only then act, once memory and the table agree.
+1. `table.watch` (no arguments): what concerns you — your tasks, the claims you hold, your
+   proposals and the news on them, reviews asked of you, the headlines of memory.
+2. `task.get` for your task's text; `memory.query` for the body of what is known.
+3. Only then act, once memory and the table agree (`table.get_state` shows the whole table).
 
 ## Turn Scheduling
 Call `agent.turn_request` (run id, agent id, a short reason) when you need a turn. The queue is

@@ -241,11 +241,12 @@ class HttpAccess:
 
 def agent_schema(spec: ToolSpec) -> dict[str, Any]:
     """A tool's input schema as an agent sees it: without the arguments that name who acts
-    (`agent_id`, `decided_by`, …: its credential decides them, and naming anyone else is refused)
-    and without those only the operator may use (`spec.operator_args`)."""
+    (`agent_id`, `decided_by`, …: its credential decides them, and naming anyone else is refused),
+    without those only the operator may use (`spec.operator_args`) and without those it seldom
+    needs (`spec.rare_args`, accepted all the same)."""
     schema = spec.input_schema
     properties = schema.get("properties", {})
-    hidden = {name for name in (*IDENTITY_ARGS, *spec.operator_args) if name in properties}
+    hidden = {name for name in (*IDENTITY_ARGS, *spec.operator_args, *spec.rare_args) if name in properties}
     if not hidden:
         return schema
     out = dict(schema)
@@ -253,6 +254,18 @@ def agent_schema(spec: ToolSpec) -> dict[str, Any]:
     if "required" in out:
         out["required"] = [k for k in out["required"] if k not in hidden]
     return out
+
+
+# The query parameter of the shared endpoint's URL that names the session's kind
+# (`/mcp?tools=workspace`: a harness with its own editor in its workspace; `tools/roles.py`).
+KIND_PARAMETER = "tools"
+
+
+def session_kind(ctx: Ctx) -> str:
+    """The kind of session the request's URL names (`KIND_PARAMETER`); "" for any other value."""
+    query = getattr(ctx.request, "query_params", None)
+    kind = query.get(KIND_PARAMETER, "") if query is not None else ""
+    return kind if kind in roles.KINDS else ""
 
 
 class TokenPrincipals:
@@ -275,20 +288,21 @@ class TokenPrincipals:
         its role usefully calls (`tools/roles.py`): an agent is not shown the operator's
         `patch_apply`/`patch_reject`, an anonymous connection only the read-only tools."""
         caller = caller_of(getattr(ctx.request, "scope", None))
-        role = roles.role_of(caller.agent_id)
+        role, kind = roles.role_of(caller.agent_id), session_kind(ctx)
         return [
             (spec, spec.input_schema if caller.is_operator else agent_schema(spec))
             for spec in self.runtime.registry.exposed()
             if spec.callable_by(operator=caller.is_operator, anonymous=caller.is_anonymous)
-            and (caller.is_operator or roles.shows(role, spec.name))
+            and (caller.is_operator or roles.shows(role, spec.name, kind))
         ]
 
     def listing_key(self, ctx: Ctx) -> Hashable | None:
-        """The listing depends only on the kind of caller (operator, agent or anonymous) and an
-        agent's role (`tools/roles.py`)."""
+        """The listing depends only on the kind of caller (operator, agent or anonymous), an
+        agent's role and its session's kind (`tools/roles.py`)."""
         caller = caller_of(getattr(ctx.request, "scope", None))
-        role = "" if caller.is_operator else roles.role_of(caller.agent_id)
-        return (caller.is_operator, caller.is_anonymous, role)
+        if caller.is_operator:
+            return (True, False, "", "")
+        return (False, caller.is_anonymous, roles.role_of(caller.agent_id), session_kind(ctx))
 
     def nameable(self, name: str) -> ToolSpec | None:
         spec = self.runtime.registry.lookup(name)

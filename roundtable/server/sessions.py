@@ -80,14 +80,26 @@ class CapabilityPrincipal:
         cap = await self.current()
         if cap is None or not capabilities.is_live(cap) or await self.tool_state() == ():
             return []
-        # What the role may call, cut to what it usefully calls.
-        allowed = {name for name in capabilities.allowed_tools(cap.role) if roles.shows(cap.role, name)}
+        # What the role may call, cut to what it usefully calls; a session in a workspace has its
+        # harness's own editor and search.
+        kind = roles.WORKSPACE if await self._has_workspace(cap) else ""
+        allowed = {name for name in capabilities.allowed_tools(cap.role) if roles.shows(cap.role, name, kind)}
         return [
             # As on the shared endpoint, an agent is not shown who acts: its capability decides.
             (spec, capabilities.session_schema(mcp_adapter.agent_schema(spec), cap))
             for spec in self.runtime.registry
             if spec.name in allowed and self._nameable(spec)
         ]
+
+    async def _has_workspace(self, cap: SessionCapability) -> bool:
+        async with self.runtime.db.read() as reader:
+            # The supervisor names the session's workspace (its working directory) in its metadata.
+            found = await reader.scalar(
+                "SELECT coalesce(nullif(workspace_id, ''), json_extract(metadata_json, '$.workspace'), '')"
+                " FROM agent_sessions WHERE id = ?",
+                (cap.session_id,),
+            )
+        return bool(found)
 
     def listing_key(self, ctx: mcp_adapter.Ctx) -> None:
         """Never kept: the listing follows the capability's state, read per request."""

@@ -71,7 +71,7 @@ TOOLS = [
     ToolSpec(
         name="human.request_approval",
         description=(
-            "Ask the operator to approve something, usually a proposal's current revision. Agents may only request or refresh their own request; deciding is the operator's."
+            "Ask the operator to approve (usually a proposal's current revision); you may refresh your own request."
         ),
         args=RequestApprovalArgs,
         output_schema=result({"approval": RECORD}, required=["approval"]),

@@ -46,6 +46,7 @@ TOOLS = [
         args=QueryArgs,
         output_schema=result({"entries": RECORDS}),
         handler=query,
+        rare_args=frozenset({"scope"}),
         mode="read",
         read_only=True,
         idempotent=True,

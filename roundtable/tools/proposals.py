@@ -255,6 +255,7 @@ TOOLS = [
             {"proposal": RECORD, "proposal_resources": RECORDS, "patch": string()}, required=["proposal"]
         ),
         handler=create,
+        rare_args=frozenset({"proposal_id", "status", "expected_tests", "rollback_notes"}),
         prepare=prepare_create,
         text_fields=("patch",),
     ),
@@ -322,12 +323,11 @@ TOOLS = [
     ),
     ToolSpec(
         name="vote.cast",
-        description=(
-            "Vote on a proposal's current revision; a new vote replaces yours. Reviewing agents only, never the author."
-        ),
+        description=("Vote on a proposal's current revision (a new vote replaces yours; never on your own)."),
         args=VoteArgs,
         output_schema=result({"vote": RECORD}, required=["vote"]),
         handler=vote_cast,
+        rare_args=frozenset({"vote_id"}),
     ),
     ToolSpec(
         name="vote.list",

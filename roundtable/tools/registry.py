@@ -152,6 +152,7 @@ REFERENCE_ORDER: tuple[str, ...] = (
     "test.suggest",
     "vote.cast",
     "vote.list",
+    "workspace.create",
     "workspace.propose",
     "workspace.sync",
 )
@@ -259,6 +260,10 @@ class ToolSpec:
     # Arguments only the operator may use (deciding an approval, running unsandboxed, …): the
     # services refuse them to anyone else, and `tools/list` does not show them to agents.
     operator_args: frozenset[str] = field(default_factory=frozenset)
+    # Arguments an agent seldom needs (an id it could choose itself, a tuning knob): `tools/list`
+    # does not show them to agents, whose every session reads the listing; they are accepted all
+    # the same and documented in the generated assets.
+    rare_args: frozenset[str] = field(default_factory=frozenset)
     # Set for a `read` answered by one sync function (`point_handler`): `Runtime.call` runs it
     # whole on a reader's thread, snapshot included, in one hop (`Database.read_call`).
     point_read: PointRead | None = None
@@ -389,7 +394,7 @@ class Registry:
         return self._by_any_name.get(name)
 
     def exposed(self) -> list[ToolSpec]:
-        """The tools MCP discovery lists (41), in the reference's order."""
+        """The tools MCP discovery lists (42: the reference's 41 and workspace.create), in its order."""
         return [s for s in self._specs.values() if s.advertised]
 
     def for_audience(self, *audiences: Audience) -> list[ToolSpec]:

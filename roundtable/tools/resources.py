@@ -18,7 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Annotated, Any
 
-from annotated_types import Le
+from annotated_types import Le, MaxLen
 from pydantic import Field
 
 from roundtable import clock
@@ -26,6 +26,7 @@ from roundtable.domain import ClaimStatus
 from roundtable.errors import NotFound, ValidationError
 from roundtable.services import paging
 from roundtable.services.args import (
+    ITEMS_MAX,
     Args,
     Count,
     Flag,
@@ -75,6 +76,9 @@ class ClaimArgs(Args):
     run_id: Id = ""
     claim_id: NewId = ""
     path: RepoPath = ""
+    paths: Annotated[list[RepoPath], MaxLen(ITEMS_MAX)] = Field(
+        [], description="Instead of path: several files, claimed in one call."
+    )
     symbol: Symbol = ""
     base_hash: Id = ""
     renewable: Flag = True
@@ -146,7 +150,31 @@ def _prepare(root: Path, resource_type: str, path: str, symbol: str, base_hash: 
 
 
 async def claim(call: Call[ClaimArgs]) -> dict[str, Any]:
+    """One claim, or with `paths` one per file (the files a review or a change touches, in the one
+    call an agent needs for them): each granted as its own claim, the answer one line per claim."""
+    if not call.args.paths:
+        return await _claim_one(call, call.args)
     args = call.args
+    if args.path or args.resource_id or args.symbol or args.claim_id or args.resource_type.strip() != "file":
+        raise ValidationError(
+            "paths claims files: give resource_type file and neither path, resource_id, symbol nor claim_id"
+        )
+    if call.caller.capability is not None:
+        # A session's every claim is checked against its scope by the argument it names.
+        raise ValidationError("a session claims one path per call (path)")
+    if len(set(args.paths)) != len(args.paths):
+        raise ValidationError("paths names a file twice")
+    claims = []
+    for path in args.paths:
+        one = await _claim_one(call, args.model_copy(update={"path": path, "paths": []}))
+        c = one["claim"]
+        claims.append(
+            {k: c[k] for k in ("id", "resource_id", "claim_type", "expires_at")} | {"extended": one["extended"]}
+        )
+    return {"claims": claims}
+
+
+async def _claim_one(call: Call[ClaimArgs], args: ClaimArgs) -> dict[str, Any]:
     runtime = call.runtime
     # Runtime.call has bound `agent_id` to an agent caller's own id; the operator names the claimant.
     agent_id = args.agent_id.strip()
@@ -296,11 +324,12 @@ TOOLS = [
     ToolSpec(
         name="resource.claim",
         description=(
-            "Claim a file, directory or symbol (path, or resource_id) before changing it; write conflicts with write and exclusive. Claiming again extends your claim."
+            "Claim a file, directory or symbol (path or resource_id) before changing or reviewing it; claiming again extends it."
         ),
         args=ClaimArgs,
-        output_schema=result({"claim": RECORD, "resource": RECORD, "extended": boolean()}, required=["claim"]),
+        output_schema=result({"claim": RECORD, "resource": RECORD, "extended": boolean(), "claims": RECORDS}),
         handler=claim,
+        rare_args=frozenset({"run_id", "claim_id", "base_hash", "renewable", "resume_policy", "rationale"}),
         mode="none",
     ),
     ToolSpec(
@@ -326,12 +355,11 @@ TOOLS = [
     ),
     ToolSpec(
         name="resource.release",
-        description=(
-            "Release your claim (the operator may release any). A claim no longer active comes back with changed: false."
-        ),
+        description=("Release a claim of yours (the operator may release any)."),
         args=ReleaseArgs,
         output_schema=result({"claim": RECORD, "changed": boolean()}, required=["claim"]),
         handler=release,
+        rare_args=frozenset({"run_id"}),
         idempotent=True,
     ),
     ToolSpec(

@@ -7,6 +7,11 @@ may still call any advertised tool (`Runtime.authorise` decides), and a capabili
 role set (`services/sessions/capabilities.ALLOWED`) decides what it may call; its listing is
 that set cut down to this one. An agent with no role known here, and the operator, are shown
 everything they may call. Names are canonical (dotted).
+
+A listing also depends on the session's **kind**: a harness working in its own workspace with
+its native editor, shell and search (`WORKSPACE`, asked for with `?tools=workspace` on the shared
+endpoint, and every capability session that has a workspace) reads and edits files itself, so it
+is not shown the tools that do that through roundtable (`NATIVE`): about half an implementer's list.
 """
 
 from __future__ import annotations
@@ -14,14 +19,14 @@ from __future__ import annotations
 import functools
 import re
 
-# What every role reads and the turn protocol it follows.
+# What every role reads and the turn protocol it follows. `table.watch` is the start-up read (what
+# concerns the caller: its tasks, claims, proposals, reviews asked of it, memory headlines), so
+# `table.get_state` and `resource.claim_status` are not listed (still callable).
 _COMMON = frozenset(
     {
-        "table.get_state",
         "table.watch",
         "task.get",
         "memory.query",
-        "resource.claim_status",
         "proposal.get",
         "vote.list",
         "agent.turn_request",
@@ -62,6 +67,26 @@ LISTED: dict[str, frozenset[str]] = {
 # A capability session's role where it differs from the listing's (an architect plans).
 LISTED["planner"] = LISTED["architect"]
 
+WORKSPACE = "workspace"
+KINDS = frozenset({"", WORKSPACE})
+# What a workspace session does with its own tools: read and search files, edit them (its diff is
+# proposed with `workspace.propose`, which claims what it touched and asks for review), and it has
+# its workspace already.
+NATIVE = frozenset(
+    {
+        "repo.read_file",
+        "repo.search",
+        "repo.symbols",
+        "proposal.create",
+        "proposal.attach_patch",
+        "proposal.request_review",
+        "patch.validate",
+        "workspace.create",
+    }
+)
+# The implementer's claims are taken by `workspace.propose`; a reviewer still claims in review mode.
+_NATIVE_FOR: dict[str, frozenset[str]] = {"implementer": NATIVE | {"resource.claim"}}
+
 _FAMILY = re.compile(r"^(implementer|reviewer|tester|security|architect)-[1-9][0-9]*$")
 
 
@@ -71,9 +96,12 @@ def role_of(agent_id: str) -> str:
     return match.group(1) if match else ""
 
 
-def listed_for(role: str) -> frozenset[str] | None:
-    """The tools a role is shown, or None: everything it may call."""
-    return LISTED.get(role)
+def listed_for(role: str, kind: str = "") -> frozenset[str] | None:
+    """The tools a role is shown in a session of `kind`, or None: everything it may call."""
+    listed = LISTED.get(role)
+    if listed is None or kind != WORKSPACE:
+        return listed
+    return listed - _NATIVE_FOR.get(role, NATIVE)
 
 
 @functools.cache
@@ -83,9 +111,9 @@ def _shipped() -> frozenset[str]:
     return frozenset(get_registry().names())
 
 
-def shows(role: str, name: str) -> bool:
-    """Whether an agent of `role` is shown tool `name`: what its role usefully calls, or
-    everything when the role is unknown. A tool roundtable does not ship (an embedder's, a
-    test's) is in no role's listing, so every role is shown it."""
-    listed = LISTED.get(role)
+def shows(role: str, name: str, kind: str = "") -> bool:
+    """Whether an agent of `role` in a session of `kind` is shown tool `name`: what its role
+    usefully calls there, or everything when the role is unknown. A tool roundtable does not
+    ship (an embedder's, a test's) is in no role's listing, so every role is shown it."""
+    listed = listed_for(role, kind)
     return listed is None or name in listed or name not in _shipped()

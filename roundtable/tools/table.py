@@ -66,6 +66,7 @@ class WatchArgs(Args):
     after_event_id: Count | None = None
     wait_ms: Annotated[Count, Le(30000)] = 0
     types: Texts = []
+    everything: Flag = Field(False, description="All events, not only yours.")
 
 
 async def watch(call: Call[WatchArgs]) -> dict[str, Any]:
@@ -73,7 +74,11 @@ async def watch(call: Call[WatchArgs]) -> dict[str, Any]:
     the cursor (of `types`, when given). No connection is held while waiting: the change bus
     wakes the poll, for this process's commits and (through the store's commit watch) for other
     processes' alike — and only for a commit whose events could match, so many agents waiting
-    for their turn cost nothing while other work commits."""
+    for their turn cost nothing while other work commits.
+
+    An agent that names neither a run nor types (and not `everything`) is shown what concerns
+    it (`state.watch_page`'s `concern`): the question it asks at start-up and between steps is
+    "what happened to my work", not the project's whole log."""
     a = call.args
     scope = call.scope
     run_id = a.run_id or (scope.run_id if scope is not None else "")
@@ -81,6 +86,9 @@ async def watch(call: Call[WatchArgs]) -> dict[str, Any]:
     after = a.after_event_id
     wait = a.wait_ms / 1000.0
     types = tuple(dict.fromkeys(a.types))
+    caller = call.caller
+    mine = not (a.everything or a.run_id or types or caller.is_internal or caller.is_anonymous)
+    concern = call.agent_id if mine else ""
     db, bus = call.runtime.db, call.runtime.bus
     if after is not None and wait > 0:
         db.watch_commits()  # a CLI process serving this call directly has none running yet
@@ -88,13 +96,13 @@ async def watch(call: Call[WatchArgs]) -> dict[str, Any]:
         with bus.subscribe(maxsize=1, accept=_could_match(run_id, types)) as changes:
             while True:
                 async with db.read() as r:
-                    if await state.newest_event_after(r, run_id, after, types):
+                    if await state.newest_event_after(r, run_id, after, types, concern):
                         break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or await changes.get(remaining) is None:
                     break
     async with db.read() as r:
-        return await state.watch_page(r, run_id, limit, after, scope, types)
+        return await state.watch_page(r, run_id, limit, after, scope, types, concern)
 
 
 def _could_match(run_id: str, types: tuple[str, ...]) -> Callable[[Change], bool]:
@@ -120,7 +128,7 @@ class TurnRequestArgs(Args):
 
     run_id: Id
     agent_id: Id = Field("", description=_AGENT)
-    reason_md: Text = Field(description="Why you need a turn (1-1000 characters).")
+    reason_md: Text = Field(description="Why (1-1000 characters).")
 
 
 async def turn_request(call: Call[TurnRequestArgs]) -> dict[str, Any]:
@@ -173,7 +181,8 @@ TOOLS = [
     ToolSpec(
         name="table.watch",
         description=(
-            "Events: the latest, or those after after_event_id (oldest first); wait_ms waits for one of types."
+            "Start here: what concerns you (your tasks, claims, proposals, news on them, reviews asked of "
+            "you). after_event_id: newer only; wait_ms waits for types; everything: all events."
         ),
         args=WatchArgs,
         output_schema=result(
@@ -190,6 +199,9 @@ TOOLS = [
                 "suspended_claims": integer(),
                 "open_tasks": integer(),
                 "active_agents": integer(),
+                "tasks": {**RECORDS, "description": "What concerns you: your open tasks."},
+                "claims": {**RECORDS, "description": "What concerns you: the claims you hold."},
+                "memory": {**RECORDS, "description": "What concerns you: the headlines of memory."},
             },
         ),
         handler=watch,
@@ -198,9 +210,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="agent.turn_request",
-        description=(
-            "Ask the Chair for a turn in an active run (none needed without one); then watch for agent.turn_scheduled."
-        ),
+        description=("In an active run: ask for a turn, then wait for agent.turn_scheduled."),
         args=TurnRequestArgs,
         output_schema=result(
             {

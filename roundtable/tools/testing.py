@@ -144,7 +144,7 @@ TOOLS = [
     ToolSpec(
         name="test.run",
         description=(
-            "Run a test command test_suggest lists (name or exact text), sandboxed, on the tree with the proposal's revision applied: evidence for that revision. Failing tests: status failed."
+            "Run a policy test command (its name), sandboxed, on a proposal's current revision; failures: status failed."
         ),
         args=RunArgs,
         output_schema=result(
@@ -158,6 +158,7 @@ TOOLS = [
             required=["test_run", "log"],
         ),
         handler=run,
+        rare_args=frozenset({"test_run_id", "task_id"}),
         operator_args=frozenset({"unsandboxed"}),
         mode="none",
     ),

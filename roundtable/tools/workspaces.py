@@ -1,7 +1,7 @@
 """Workspaces: `workspace.propose` and `workspace.sync` (MCP tools for agents and sessions),
-`workspace.create`, `workspace.remove` and `workspace.list` (the operator's; the supervisor
-makes a session's workspace through `workspace.create`), `workspace.sweep` and
-`workspace.record_unproposed` (internal). The arguments are declared in `services.workspaces.worktrees`,
+`workspace.create` (an MCP tool: a connected agent gets its own workspace for a task it may work
+on; the operator makes anyone's, and the supervisor a session's), `workspace.remove` and
+`workspace.list` (the operator's), `workspace.sweep` and `workspace.record_unproposed` (internal). The arguments are declared in `services.workspaces.worktrees`,
 which receives them whole with the caller, runs git outside any transaction and writes in one
 transaction of its own."""
 
@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from roundtable.domain import WorkspaceState
+from roundtable.errors import PermissionDenied, ValidationError
 from roundtable.services.args import Args, Flag, Id
 from roundtable.services.workspaces import worktrees as service
 from roundtable.services.workspaces.worktrees import (
@@ -28,6 +29,15 @@ from roundtable.tools.schema import RECORD, RECORDS, boolean, result, strings
 
 
 async def create(call: Call[CreateArgs]) -> dict[str, Any]:
+    agent_id, task_id = call.args.agent_id.strip(), call.args.task_id.strip()
+    if not agent_id:
+        raise ValidationError("agent_id is required")
+    if not (call.caller.is_operator or call.caller.is_internal):
+        # An agent works on its own tasks or unassigned ones, as it may claim and propose there.
+        async with call.runtime.db.read() as r:
+            assignee = await r.scalar("SELECT coalesce(assigned_agent_id, '') FROM tasks WHERE id = ?", (task_id,))
+        if assignee not in (None, "", agent_id):
+            raise PermissionDenied(f"task {task_id} is assigned to {assignee}; ask the operator to reassign it")
     return await service.create(call.runtime, call.args, actor=call.actor, runs=call.run_hint)
 
 
@@ -99,8 +109,8 @@ TOOLS = [
     ToolSpec(
         name="workspace.propose",
         description=(
-            "Propose your workspace's changes: a new proposal, or a new revision of your open one for "
-            "the task. Touched paths are claimed for you; review is requested."
+            "Propose your workspace's diff (a new revision of your open proposal for the task, if any); "
+            "claims what it touches and asks for review."
         ),
         args=ProposeArgs,
         output_schema=result(
@@ -112,10 +122,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="workspace.sync",
-        description=(
-            "Bring your workspace onto the project's current tree (a three-way merge with your "
-            "work); conflicting paths keep conflict markers and are listed in conflicts."
-        ),
+        description=("Merge the project's current tree into your workspace; conflicts keep markers and are listed."),
         args=SyncArgs,
         output_schema=result({"workspace": RECORD, "changed": boolean(), "conflicts": strings()}),
         handler=sync,
@@ -123,12 +130,14 @@ TOOLS = [
     ),
     ToolSpec(
         name="workspace.create",
-        description="Make (or return) an agent's workspace for a task: a git worktree outside the project.",
+        description=(
+            "Your workspace for a task (made if needed): a git worktree of the project at workspace.path; "
+            "edit there with your own tools, then workspace_propose."
+        ),
         args=CreateArgs,
         output_schema=result(_WORKSPACE),
         handler=create,
         mode="none",
-        audience="operator",
     ),
     ToolSpec(
         name="workspace.remove",

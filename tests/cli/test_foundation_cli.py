@@ -48,9 +48,9 @@ def test_mcp_inspect_lists_38_sorted_and_writes_assets(tmp_path: Path) -> None:
     out = rt("mcp", "inspect", "--root", str(root), "--write")
     assert out.returncode == 0, out.stderr
     names = out.stdout.split()
-    assert len(names) == 41 and names == sorted(names)
+    assert len(names) == 42 and names == sorted(names)
     schema = json.loads((root / ".roundtable/mcp/tools.schema.json").read_text())
-    assert len(schema["tools"]) == 41
+    assert len(schema["tools"]) == 42
     first = schema["tools"][0]
     assert first["name"] == "decision.record" and first["mcp_name"] == "decision_record"
     assert all(t["input_schema"]["type"] == "object" for t in schema["tools"])

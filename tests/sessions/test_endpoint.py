@@ -78,7 +78,7 @@ async def test_tools_list_is_filtered_by_role_and_calls_are_checked(runtime: Run
     b = await bind(runtime, "reviewer-1", run_id, task_id, pid)
     async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
         listed = {t.name: t for t in (await s.list_tools()).tools}
-        assert "vote_cast" in listed and "table_get_state" in listed
+        assert "vote_cast" in listed and "table_watch" in listed and "table_get_state" not in listed
         assert "proposal_create" not in listed and "patch_apply" not in listed and "test_run" not in listed
         assert "agent_id" not in (listed["vote_cast"].input_schema.get("required") or [])
         ok = await s.call_tool("task_get", {})

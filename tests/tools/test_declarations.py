@@ -59,6 +59,7 @@ DESCRIBED = "description"
 ADDED: dict[str, set[str]] = {
     "patch.apply": {"mode"},  # the landing mode for this apply (default: the config's)
     "patch.rollback": {"reset"},  # a committed landing: move the branch back instead of reverting
+    "table.watch": {"everything"},  # an agent's default is what concerns it; this shows the whole log
 }
 
 

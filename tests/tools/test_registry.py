@@ -10,13 +10,13 @@ from roundtable.tools.registry import REFERENCE_ORDER, get_registry
 SEED = Path(__file__).resolve().parents[3] / "shared" / "seed" / "000_08ef96d855ff20fa.txt"
 
 
-def test_registry_has_42_mcp_entries_and_41_exposed() -> None:
+def test_registry_has_43_mcp_entries_and_42_exposed() -> None:
     registry = get_registry()
     names = [s.name for s in registry if s.audience in ("mcp", "mcp-operator")]
     assert names == list(REFERENCE_ORDER)
-    assert len(names) == 42
+    assert len(names) == 43  # the reference's 42 and workspace.create (a connected agent's workspace)
     exposed = [s.name for s in registry.exposed()]
-    assert len(exposed) == 41
+    assert len(exposed) == 42
     assert "repo.dependency_context" not in exposed
     assert "test.evidence.submit" not in exposed
 

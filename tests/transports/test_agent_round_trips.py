@@ -7,6 +7,7 @@ and the operator's decision keeps the agent's words)."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.anyio
 APP = "".join(f"line {n}\n" for n in range(1, 21))
 # Bytes of each role's tools/list as the SDK client serialises it (the figures a harness reads
 # into its model's context once per session); the operator's list is the whole registry.
-LISTING_LIMITS = {"implementer-1": 12 * 1024, "reviewer-1": 8 * 1024, "architect-1": 12 * 1024}
+LISTING_LIMITS = {"implementer-1": 10_600, "reviewer-1": 6_400, "architect-1": 9_400}
 
 
 def _git(root: Any, *args: str) -> None:
@@ -86,7 +87,18 @@ async def test_a_review_round_trip_takes_one_call_per_step(real: Owner) -> None:
         assert value_of(made)["proposal"]["risk"] == "normal"
         assert len(made.content) == 2 and "-line 10\n+line ten\n" in made.content[1].text
         await _call(author, "proposal_request_review", {"proposal_id": pid})
-        await _call(critic, "resource_claim", {**claim, "claim_type": "review"})
+        # The reviewer claims every touched file in one call.
+        review = {
+            "resource_type": "file",
+            "task_id": task_id,
+            "claim_type": "review",
+            "paths": ["app.txt", ".gitignore"],
+        }
+        claimed = value_of(await _call(critic, "resource_claim", review))["claims"]
+        assert [(c["resource_id"], c["claim_type"]) for c in claimed] == [
+            ("file:app.txt", "review"),
+            ("file:.gitignore", "review"),
+        ]
         await _call(critic, "vote_cast", {"proposal_id": pid, "vote": "revise", "reason_md": reason})
         votes = value_of(await _call(author, "vote_list", {"proposal_id": pid}))["votes"]
         assert votes[0]["reason_md"] == reason  # every word, in the one call
@@ -95,8 +107,9 @@ async def test_a_review_round_trip_takes_one_call_per_step(real: Owner) -> None:
         assert revised["proposal"]["status"] == "in_review"  # no second request for review
     await runtime.call("patch.reject", {"proposal_id": pid, "reason_md": "not now"})
     async with runtime.db.read() as r:
-        rows = await r.fetchall("SELECT claim_type, status FROM claims WHERE agent_id = 'reviewer-1'")
-    assert [tuple(row) for row in rows] == [("review", "released")]
+        rows = await r.fetchall("SELECT resource_id, status FROM claims WHERE agent_id = 'reviewer-1' ORDER BY 1")
+    # The decision released the review claim on what the proposal touched, not the other one.
+    assert [tuple(row) for row in rows] == [("file:.gitignore", "active"), ("file:app.txt", "released")]
 
 
 async def test_an_approval_refusal_names_the_operators_command_and_the_decision_keeps_the_request(
@@ -118,3 +131,55 @@ async def test_an_approval_refusal_names_the_operators_command_and_the_decision_
     record = decided["approval"]
     assert (record["subject"], record["reason_md"]) == ("Release", "The agent's reasons.")
     assert (record["status"], record["decision_md"]) == ("approved", "Fine by me.")
+
+
+# A workspace session (a harness with its own editor, shell and search in its worktree) reads the
+# listing of `?tools=workspace`: none of the tools that read or edit files through roundtable.
+WORKSPACE_LISTING_LIMIT = 6 * 1024
+
+
+async def test_a_workspace_session_is_listed_without_what_its_own_tools_do(real: Owner) -> None:
+    me = await auth_headers(real.runtime, agent_id="implementer-1")
+    full, full_size = await _listing(real, me)
+    names, size = await _listing_at(real, f"{real.http_url}?tools=workspace", me)
+    assert size <= WORKSPACE_LISTING_LIMIT, (size, full_size)
+    assert {"workspace_propose", "workspace_sync", "test_run", "table_watch", "vote_list"} <= names
+    assert not names & {"repo_read_file", "repo_search", "proposal_create", "proposal_attach_patch", "resource_claim"}
+    assert names < full
+    # The listing is not authority: a workspace session may still call what it is not shown.
+    async with Client(sdk_http(f"{real.http_url}?tools=workspace", me), mode="legacy") as client:
+        read = await _call(client, "repo_read_file", {"path": "app.txt", "start_line": 1, "end_line": 1})
+    assert "line 1" in read.content[0].text
+    unknown, _ = await _listing_at(real, f"{real.http_url}?tools=other", me)
+    assert unknown == full  # a kind it does not know is the full list
+
+
+async def _listing_at(owner: Owner, url: str, headers: dict[str, str]) -> tuple[set[str], int]:
+    async with Client(sdk_http(url, headers), mode="legacy") as client:
+        listed = await client.session.list_tools()
+    return {t.name for t in listed.tools}, len(listed.model_dump_json(by_alias=True, exclude_none=True))
+
+
+async def test_a_connected_agent_gets_its_workspace_in_one_call(
+    real: Owner, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    runtime = real.runtime
+    mine = (await runtime.call("task.create", {"title": "t", "body_md": "b"}))["task"]["id"]
+    theirs = (await runtime.call("task.create", {"title": "u", "body_md": "b", "assigned_agent_id": "implementer-2"}))[
+        "task"
+    ]["id"]
+    me = await auth_headers(runtime, agent_id="implementer-1")
+    async with Client(sdk_http(real.http_url, me), mode="legacy") as client:
+        made = value_of(await _call(client, "workspace_create", {"task_id": mine}))
+        again = value_of(await _call(client, "workspace_create", {"task_id": mine}))
+        refused = await client.session.call_tool("workspace_create", {"task_id": theirs})
+        other = await client.session.call_tool("workspace_create", {"task_id": mine, "agent_id": "implementer-2"})
+    assert made["created"] is True and made["workspace"]["agent_id"] == "implementer-1"
+    assert (tmp_path / "roundtable" / "workspaces").exists()
+    assert (Path(made["workspace"]["path"]) / "app.txt").read_text() == APP
+    assert again["created"] is False and again["workspace"]["id"] == made["workspace"]["id"]
+    assert refused.is_error and "assigned to implementer-2" in refused.content[0].text
+    assert other.is_error
+    async with runtime.db.read() as r:
+        assert await r.scalar("SELECT count(*) FROM workspaces") == 1

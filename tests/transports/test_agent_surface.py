@@ -71,7 +71,7 @@ async def test_an_agents_schemas_leave_out_what_the_credential_decides(real: Own
         "type": "number",
         "minimum": 0,
         "maximum": 1,
-        "description": "How sure you are.",
+        "description": "0 to 1.",
     }
     assert "maxLength" not in create["properties"]["summary_md"]  # the generic ceiling: in tools.schema.json only
     assert tools["repo_read_file"].annotations.read_only_hint is True

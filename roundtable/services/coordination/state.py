@@ -370,9 +370,45 @@ def normalise_limit(limit: int | None) -> int:
     return min(limit, WATCH_MAX_LIMIT)
 
 
-def _event_filter(run_id: str, types: Sequence[str]) -> tuple[list[str], list[Any]]:
+# What concerns one agent (`concern`, its id), for a watch that names nothing else: news from
+# others about its tasks and its proposals (votes, decisions, tests, landings), its turns, and the
+# reviews asked of it. Its own actions are left out: it knows them.
+_MY_PROPOSALS = "SELECT id FROM proposals WHERE agent_id = ?"
+_ASKED_OF = "EXISTS (SELECT 1 FROM json_each(payload_json, '$.reviewers') WHERE value = ?)"
+_CONCERN_EVENTS = (
+    "coalesce(actor_id, '') != ? AND ("
+    "task_id IN (SELECT id FROM tasks WHERE assigned_agent_id = ?)"
+    f" OR json_extract(payload_json, '$.proposal_id') IN ({_MY_PROPOSALS})"
+    " OR json_extract(payload_json, '$.agent_id') = ?"
+    f" OR (type = 'proposal.review_requested' AND {_ASKED_OF}))"
+)
+# The lists and counts of a watch page, cut to the agent's own rows (`?` is its id each time).
+_REVIEWS_ASKED = (
+    "SELECT json_extract(payload_json, '$.proposal_id') FROM events"
+    f" WHERE type = 'proposal.review_requested' AND {_ASKED_OF}"
+)
+_CONCERN_ROWS: dict[str, str] = {
+    "tasks": "assigned_agent_id = ?",
+    "proposals": f"(agent_id = ? OR id IN ({_REVIEWS_ASKED}))",
+    "transactions": f"proposal_id IN ({_MY_PROPOSALS})",
+    "human_approvals": f"(requested_by = ? OR proposal_id IN ({_MY_PROPOSALS}))",
+    "claims": "agent_id = ?",
+}
+
+
+def _concerning(table: str, base: str, concern: str) -> tuple[str, tuple[Any, ...]]:
+    """`base` narrowed to the rows of `table` that concern agent `concern` (unchanged when "")."""
+    if not concern:
+        return base, ()
+    condition = _CONCERN_ROWS[table]
+    params = (concern,) * condition.count("?")
+    return (f"{base} AND {condition}" if base else condition), params
+
+
+def _event_filter(run_id: str, types: Sequence[str], concern: str = "") -> tuple[list[str], list[Any]]:
     """The conditions (and parameters) selecting the events of `run_id` (any run when empty)
-    whose type is one of `types` (any type when empty)."""
+    whose type is one of `types` (any type when empty) and, with `concern` (an agent id), that
+    concern that agent."""
     terms: list[str] = []
     params: list[Any] = []
     if run_id:
@@ -381,14 +417,19 @@ def _event_filter(run_id: str, types: Sequence[str]) -> tuple[list[str], list[An
     if types:
         terms.append(f"type IN ({', '.join('?' for _ in types)})")
         params.extend(types)
+    if concern:
+        terms.append(f"({_CONCERN_EVENTS})")
+        params.extend([concern] * _CONCERN_EVENTS.count("?"))
     return terms, params
 
 
-async def newest_event_after(q: Reader | Tx, run_id: str, after: int, types: Sequence[str] = ()) -> bool:
-    """Whether any event (of `run_id`, or of any run when empty; of `types` when given) is newer
-    than `after` — one indexed probe."""
+async def newest_event_after(
+    q: Reader | Tx, run_id: str, after: int, types: Sequence[str] = (), concern: str = ""
+) -> bool:
+    """Whether any event (of `run_id`, or of any run when empty; of `types` when given; that
+    concerns agent `concern` when given) is newer than `after` — one indexed probe."""
     # fetchall (one thread hop) rather than fetchone (three); the query returns at most one row.
-    terms, params = _event_filter(run_id, types)
+    terms, params = _event_filter(run_id, types, concern)
     rows = await q.fetchall(f"SELECT 1 FROM events WHERE {' AND '.join([*terms, 'id > ?'])} LIMIT 1", (*params, after))
     return bool(rows)
 
@@ -434,17 +475,24 @@ def _of_run(table: str, base: str, run_id: str) -> tuple[str, tuple[Any, ...]]:
 
 
 def watch_list_sql(
-    scope: Scope | None, table: str, conditions: tuple[str, ...], order: str, limit: int, run_id: str = ""
+    scope: Scope | None,
+    table: str,
+    conditions: tuple[str, ...],
+    order: str,
+    limit: int,
+    run_id: str = "",
+    concern: str = "",
 ) -> tuple[str, tuple[Any, ...]]:
     """The first `limit` rows of `table` matching any of `conditions`, in `order` (only
-    `run_id`'s when given)."""
+    `run_id`'s when given; only those concerning agent `concern` when given)."""
     parts: list[str] = []
     params: list[Any] = []
     for condition in conditions:
         narrowed, run_params = _of_run(table, condition, run_id)
+        narrowed, concern_params = _concerning(table, narrowed, concern)
         w, p = _and(scope, table, narrowed)
         parts.append(f"SELECT * FROM {table} {w} ORDER BY {order} LIMIT ?")
-        params += [*run_params, *p, limit]
+        params += [*run_params, *concern_params, *p, limit]
     if len(parts) == 1:
         return parts[0], tuple(params)
     union = " UNION ALL ".join(f"SELECT * FROM ({part})" for part in parts)
@@ -459,9 +507,10 @@ def _watch_rows(
     types: tuple[str, ...],
     scope: Scope | None,
     now: str,
+    concern: str = "",
 ) -> dict[str, Any]:
     """`watch_page` on the reader's thread: every query of the page in one hop."""
-    terms, params = _event_filter(run_id, types)
+    terms, params = _event_filter(run_id, types, concern)
     if after is None:
         cond = f"WHERE {' AND '.join(terms)} " if terms else ""
         rows = conn.execute(f"SELECT * FROM events {cond}ORDER BY id DESC LIMIT ?", (*params, limit)).fetchall()
@@ -477,8 +526,11 @@ def _watch_rows(
         events = events[:limit]
         next_after = events[-1]["id"] if events else after
     narrowed, run_params = _of_run("transactions", "", run_id)
+    narrowed, concern_params = _concerning("transactions", narrowed, concern)
     w, p = _and(scope, "transactions", narrowed)
-    rows = conn.execute(f"SELECT * FROM transactions {w} ORDER BY id DESC LIMIT ?", (*run_params, *p, limit)).fetchall()
+    rows = conn.execute(
+        f"SELECT * FROM transactions {w} ORDER BY id DESC LIMIT ?", (*run_params, *concern_params, *p, limit)
+    ).fetchall()
     transactions = _convert(_layout(Transaction), rows)
     transactions.reverse()
     page: dict[str, Any] = {
@@ -489,13 +541,16 @@ def _watch_rows(
         "transactions": transactions,
     }
     for key, cls, table, conditions, order in _WATCH_LISTS:
-        sql, p = watch_list_sql(scope, table, conditions, order, limit, run_id)
+        sql, p = watch_list_sql(scope, table, conditions, order, limit, run_id, concern)
         rows = conn.execute(sql, p).fetchall()
         items = _convert(_layout(cls), rows)
         page[key] = [_task_json(t) for t in items] if cls is Task else items
-    active_w, active_p = _and(scope, "claims", "status = 'active' AND expires_at > ?")
-    suspended_w, suspended_p = _and(scope, "claims", "status = 'suspended'")
-    open_w, open_p = _and(scope, "tasks", "status IN ('open', 'in_progress', 'blocked')")
+    active, active_c = _concerning("claims", "status = 'active' AND expires_at > ?", concern)
+    suspended, suspended_c = _concerning("claims", "status = 'suspended'", concern)
+    open_, open_c = _concerning("tasks", "status IN ('open', 'in_progress', 'blocked')", concern)
+    active_w, active_p = _and(scope, "claims", active)
+    suspended_w, suspended_p = _and(scope, "claims", suspended)
+    open_w, open_p = _and(scope, "tasks", open_)
     agents_w, agents_p = _and(scope, "agents", "is_enabled = 1")
     counts = conn.execute(
         "SELECT"
@@ -503,7 +558,7 @@ def _watch_rows(
         f" (SELECT count(*) FROM claims {suspended_w}),"
         f" (SELECT count(*) FROM tasks {open_w}),"
         f" (SELECT count(*) FROM agents {agents_w})",
-        (now, *active_p, *suspended_p, *open_p, *agents_p),
+        (now, *active_c, *active_p, *suspended_c, *suspended_p, *open_c, *open_p, *agents_p),
     ).fetchone()
     page.update(
         active_claims=int(counts[0]),
@@ -511,7 +566,40 @@ def _watch_rows(
         open_tasks=int(counts[2]),
         active_agents=int(counts[3]),
     )
+    if concern:
+        page.update(_start_up(conn, concern, scope, limit, now))
     return page
+
+
+# An agent's watch page also answers its start-up questions in the same call: its open tasks,
+# the claims it holds, and the headlines of what is known (memory: `memory.query` has the bodies).
+MEMORY_HEADLINES = 5
+
+
+def _start_up(conn: sqlite3.Connection, agent_id: str, scope: Scope | None, limit: int, now: str) -> dict[str, Any]:
+    tasks_w, tasks_p = _and(scope, "tasks", "assigned_agent_id = ? AND status IN ('open', 'in_progress', 'blocked')")
+    tasks = conn.execute(
+        f"SELECT id, title, status, priority FROM tasks {tasks_w} ORDER BY priority, created_at, id LIMIT ?",
+        (agent_id, *tasks_p, limit),
+    ).fetchall()
+    claims_w, claims_p = _and(scope, "claims", "agent_id = ? AND status = 'active' AND expires_at > ?")
+    claims = conn.execute(
+        f"SELECT id, resource_id, claim_type, task_id, expires_at FROM claims {claims_w}"
+        " ORDER BY created_at, id LIMIT ?",
+        (agent_id, now, *claims_p, limit),
+    ).fetchall()
+    memory = conn.execute(
+        "SELECT id, kind, title FROM memory_entries WHERE status = 'active'"
+        " ORDER BY pinned DESC, importance DESC, created_at DESC, id LIMIT ?",
+        (MEMORY_HEADLINES,),
+    ).fetchall()
+    return {
+        "tasks": [dict(zip(("id", "title", "status", "priority"), row, strict=True)) for row in tasks],
+        "claims": [
+            dict(zip(("id", "resource_id", "claim_type", "task_id", "expires_at"), r, strict=True)) for r in claims
+        ],
+        "memory": [dict(zip(("id", "kind", "title"), row, strict=True)) for row in memory],
+    }
 
 
 async def watch_page(
@@ -521,10 +609,12 @@ async def watch_page(
     after: int | None,
     scope: Scope | None = None,
     types: Sequence[str] = (),
+    concern: str = "",
 ) -> dict[str, Any]:
     """One `table.watch` result, read in one worker-thread hop. `after=None` is snapshot mode
     (the newest `limit` events). `types` keeps only events of those types. `scope` (a capability
-    session's) limits the lists and counts to what it may read. Every list holds at most `limit`
-    rows (the oldest), so the page does not grow with the project's history (`proposal.list`,
-    `task.list` and `table.get_state` page through the rest)."""
-    return await q.run(_watch_rows, run_id, limit, after, tuple(types), scope, clock.now())
+    session's) limits the lists and counts to what it may read; `concern` (an agent id) to what
+    concerns that agent (`_CONCERN_EVENTS`, `_CONCERN_ROWS`; the count of active agents stays the
+    project's). Every list holds at most `limit` rows (the oldest), so the page does not grow with
+    the project's history (`proposal.list`, `task.list` and `table.get_state` page through the rest)."""
+    return await q.run(_watch_rows, run_id, limit, after, tuple(types), scope, clock.now(), concern)

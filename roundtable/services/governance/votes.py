@@ -55,7 +55,7 @@ class VoteArgs(Args):
     )
     vote: VoteWord
     reason_md: Text
-    confidence: Fraction = Field(0.0, description="How sure you are.")
+    confidence: Fraction = Field(0.0, description="0 to 1.")
     vote_id: NewId = ""
 
 

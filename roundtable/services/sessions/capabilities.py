@@ -114,6 +114,9 @@ _ACTOR_ARGS = frozenset({"actor_id", "decided_by", "reviewer_id", "requested_by"
 # id, never the planning task's; `table.get_state` filters by run and agent within the session's
 # scope (binding them filtered every list without those columns to nothing).
 _FILTER_ARGS = frozenset({("task.create", "task_id"), ("table.get_state", "run_id"), ("table.get_state", "agent_id")})
+# Identity arguments left empty when absent (a given one must still match): `table.watch` without a
+# run shows what concerns the session's agent (its scope keeps it to its run all the same).
+_UNFILLED_ARGS = frozenset({("table.watch", "run_id")})
 
 
 class Denied(PermissionDenied):
@@ -371,7 +374,8 @@ async def check_call(
             continue
         given = out.get(name)
         if given is None or (isinstance(given, str) and not given.strip()):
-            out[name] = value
+            if (tool, name) not in _UNFILLED_ARGS:
+                out[name] = value
         elif given != value:
             raise Denied("identity_mismatch", f"argument {name} does not match the session capability")
     if tool == "task.create":

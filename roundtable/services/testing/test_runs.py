@@ -68,17 +68,15 @@ UNSANDBOXED = "none"
 class RunArgs(Args):
     # `test.run` (`detail` shapes the tool's answer only).
     command: Command
-    proposal_id: Id = Field(default="", description="Its current revision is applied; the run is its evidence.")
+    proposal_id: Id = Field(default="", description="Run on its current revision, as its evidence.")
     task_id: Id = ""
     test_run_id: NewId = ""
     unsandboxed: Flag = Field(
         default=False,
         description="Operator only, after confirming: run without a sandbox when none works on this machine.",
     )
-    paths: Texts = Field(
-        default=[], description="Only these files or tests (path or path::test), if the command takes paths."
-    )
-    k: Text = Field(default="", description="Only tests matching this expression (pytest -k), if the command takes k.")
+    paths: Texts = Field(default=[], description="Only these files or tests (path::test).")
+    k: Text = Field(default="", description="Only tests matching this (pytest -k).")
     detail: Flag = Field(default=False, description="The whole log, not its tail.")
 
 

@@ -278,8 +278,9 @@ _AGENT = "The agent (default: the agent your credential names; agents may not na
 
 
 class CreateArgs(Args):
-    # `workspace.create` (the operator's, and the supervisor's for a session).
-    agent_id: Id = Field(description="The agent.")
+    # `workspace.create`: an agent's own (its credential names it), the operator's for anyone, the
+    # supervisor's for a session.
+    agent_id: Id = Field("", description=_AGENT)
     task_id: Id
 
 
