@@ -59,7 +59,8 @@ DESCRIBED = "description"
 ADDED: dict[str, set[str]] = {
     "patch.apply": {"mode"},  # the landing mode for this apply (default: the config's)
     "patch.rollback": {"reset"},  # a committed landing: move the branch back instead of reverting
-    "table.watch": {"everything"},  # an agent's default is what concerns it; this shows the whole log
+    "table.watch": {"everything"},
+    "resource.claim": {"paths"},  # several files in one call (a review's, a change's)  # an agent's default is what concerns it; this shows the whole log
 }
 
 
