@@ -119,6 +119,7 @@ class _Live:
     # The harness's standard input while it takes messages there (`Plan.live_input`): closed at
     # the end of its first turn, which ends the harness once it has read what is there.
     stdin: asyncio.StreamWriter | None = None
+    answered: set[str] = field(default_factory=set)  # the harness's requests answered (their ids)
     relay: session_sandbox.LoopbackRelay | None = None  # its way to the gateway when unsandboxed
     stop_reason: str = ""  # why the supervisor ended it ("budget: …", a refused credential)
     meter: Meter = field(default_factory=Meter)  # usage read from the harness's output
@@ -233,7 +234,9 @@ class Supervisor:
         if not adapter.supports_mcp:
             raise ValidationError(f"adapter {name} does not support MCP")
         problem, fix = preflight.adapter_problem(self.runtime.config, name)
-        if preflight.NO_CREDENTIAL in problem or preflight.NO_GATEWAY_ROUTE in problem:  # a missing program fails at exec
+        if (
+            preflight.NO_CREDENTIAL in problem or preflight.NO_GATEWAY_ROUTE in problem
+        ):  # a missing program fails at exec
             raise ValidationError(f"{agent_id} cannot run (adapter {name}): {problem}; {fix}")
         return run, agent, role, name
 
@@ -593,17 +596,44 @@ class Supervisor:
                     live.transcript.attention, live.transcript.detail = Attention.WORKING, ""
                 live.transcript.feed(text)
                 if live.stdin is not None and live.transcript.turns:
-                    self._close_input(live)  # its turn ended: what it was sent meanwhile is read, then it ends
+                    self._close_input(live)
+                elif live.transcript.request is not None and not live.transcript.request.is_question:
+                    await self._answer_request(live)  # its turn ended: what it was sent meanwhile is read, then it ends
                 if live.meter.feed(text) or self._stream_moved(live):
                     live.metered.set()
 
     async def _write_input(self, live: _Live, text: str) -> bool:
         """One user message on the harness's standard input; False when it takes none now."""
+        return await self._write_line(live, adapters.input_message(text))
+
+    async def _answer_request(self, live: _Live, message: str = "") -> bool:
+        """Answer what the harness asks and waits for (`Transcript.request`): its question with
+        the operator's `message`; a tool it may not use (no `message`) refused at once, as a
+        supervised session's harness outside it would be."""
+        request = live.transcript.request
+        if request is None or request.request_id in live.answered:
+            return False
+        if request.is_question:
+            if not message:
+                return False
+            answers = dict.fromkeys(request.questions() or ["?"], message)
+            line = adapters.input_answer(
+                request.request_id, allow=True, updated_input={**request.input, "answers": answers}
+            )
+        else:
+            refusal = f"{request.tool} is not allowed in this supervised session; work with the tools you were given"
+            line = adapters.input_answer(request.request_id, allow=False, message=refusal)
+        if not await self._write_line(live, line):
+            return False
+        live.answered.add(request.request_id)
+        return True
+
+    async def _write_line(self, live: _Live, line: bytes) -> bool:
         writer = live.stdin
         if writer is None or writer.is_closing():
             return False
         try:
-            writer.write(adapters.input_message(text))
+            writer.write(line)
             await writer.drain()
         except (BrokenPipeError, ConnectionResetError):
             live.stdin = None
@@ -865,6 +895,10 @@ class Supervisor:
         if live is not None and not live.done.is_set():
             await asyncio.to_thread(self._log_operator, session_id, message)
             answer: dict[str, Any] = {"session_id": session_id, "resumed_in": ""}
+            if await self._answer_request(live, message):
+                await self._record_message(session, "", message, sent_by, Delivery.LIVE)
+                note = f"{session_id} was waiting for an answer to its question: the message is its answer"
+                return {**answer, "queued": False, "delivery": str(Delivery.LIVE), "note": note}
             if await self._write_input(live, message):
                 await self._record_message(session, "", message, sent_by, Delivery.LIVE)
                 note = f"{session_id} is running: its agent reads the message now, within its current turn"

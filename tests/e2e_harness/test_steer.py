@@ -140,3 +140,75 @@ def test_an_operator_message_reaches_a_running_session(
         assert not pending_after
         (row,) = query(root, "SELECT external_session_id FROM agent_sessions WHERE id = ?", (second,))
         assert row["external_session_id"] and "and say when you are done" in json.dumps(reached[0].body)
+
+
+QUESTION = "Pick the scope of the change"  # no question mark: the stream says it is a question
+
+
+def test_a_claude_session_asking_the_operator_waits_for_the_answer_and_goes_on_with_it(
+    tmp_path: Path, harness_bin: Path, home: Path, socket_dir: Path
+) -> None:
+    """Claude Code asks with its question tool: the stream says so explicitly (`control_request`
+    can_use_tool AskUserQuestion), the session waits for an answer (classified from that, not from
+    the wording), and the operator's `sessions send` is the answer the model gets, in the same turn."""
+    case = CASES["claude"]
+    root = tmp_path / "demo"
+    ask = {
+        "questions": [
+            {
+                "question": QUESTION,
+                "header": "Scope",
+                "multiSelect": False,
+                "options": [
+                    {"label": "mul", "description": "only mul()"},
+                    {"label": "both", "description": "and div()"},
+                ],
+            }
+        ]
+    }
+
+    def script(history: list[Exchange]) -> ToolCall | Answer:
+        if not history:
+            return ToolCall("AskUserQuestion", ask)
+        return Answer(f"Going on with: {history[-1].result}")
+
+    stub = StubServer(script).start()
+    try:
+        prepare_project(root, socket_dir, case.adapter, upstream=stub.url)
+        run_id, task_id = seed(root)
+        env = operator_env(home, harness_bin, case.setup(home, stub))
+        owner = Owner(root, env, tmp_path / "owner.err")
+        try:
+            first = launch(root, env, "implementer-1", task_id)
+
+            def attention() -> dict[str, str]:
+                row = query(root, "SELECT metadata_json FROM agent_sessions WHERE id = ?", (first,))[0]
+                return dict(json.loads(row["metadata_json"]).get("attention") or {})
+
+            def story() -> str:
+                return f"{(tmp_path / 'owner.err').read_text()[-2000:]}\n{session_log(root, first)[-3000:]}"
+
+            wait_until(lambda: attention().get("state") == "waiting_answer", SESSION_TIMEOUT, story)
+            waiting = attention()
+            said = rt(env, "sessions", "send", first, "Only mul(), please", "--root", str(root))
+            status = wait_for_end(root, first, SESSION_TIMEOUT)
+        finally:
+            owner.stop()
+    finally:
+        stub.stop()
+    story_text = f"{story()}\nsteps: {stub.steps}"
+    assert waiting["detail"] == QUESTION, waiting
+    assert "the message is its answer" in said, said
+    assert status == "ended", story_text
+    final = stub.steps[-1]
+    assert isinstance(final, Answer) and "Only mul(), please" in final.text, story_text
+    assert f'"{QUESTION}"="Only mul(), please"' in final.text, final.text  # the tool's own answer
+    assert len(query(root, "SELECT id FROM agent_sessions")) == 1  # the same session went on
+    assert attention()["state"] == "finished"
+    states = [
+        json.loads(e["payload_json"])["state"]
+        for e in query(
+            root, "SELECT payload_json FROM events WHERE type = 'session.attention' AND run_id = ?", (run_id,)
+        )
+    ]
+    assert states[:2] == ["waiting_answer", "working"], states

@@ -47,7 +47,10 @@ def test_claude_gets_the_session_bridge_inline_its_tools_allowed_and_no_builtin_
     assert config["mcpServers"]["roundtable"]["args"][-4:] == ["--root", "/w", "--socket", "/tmp/rt-x/s.sock"]
     assert "--strict-mcp-config" in argv
     assert argv[argv.index("--allowedTools") + 1] == "mcp__roundtable"
-    assert argv[argv.index("--tools") + 1] == ""
+    # No built-in tool but its question tool, which asks the operator on its stream (stdio).
+    assert argv[argv.index("--tools") + 1] == "AskUserQuestion"
+    assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
+    assert argv[argv.index("--input-format") + 1] == "stream-json"
     assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
     assert argv[-2:] == ["--model", "sonnet"]
     assert "rtcap_" not in " ".join(argv)

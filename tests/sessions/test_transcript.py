@@ -62,6 +62,35 @@ def test_claude_resumed_stream_keeps_the_id_and_waits_for_an_answer() -> None:
     assert t.detail.endswith("should I go on without it?")
 
 
+def test_claude_asking_the_operator_is_explicit_and_its_answer_lets_it_go_on() -> None:
+    """Under `--permission-prompt-tool stdio` Claude Code asks on its stream (`control_request`
+    can_use_tool) and waits: a question tool's request is a wait for an answer, whatever its
+    wording; once its result arrives it works on, and a turn that ends after it is finished."""
+    recorded = lines("claude-code-2.1.197-asks-the-operator.jsonl")
+    asked_at = next(i for i, line in enumerate(recorded) if '"control_request"' in line)
+    t = read(recorded[: asked_at + 1])
+    assert t.attention == Attention.WAITING_ANSWER and t.detail == "Shall I add div() as well?"
+    assert t.request is not None and t.request.is_question and t.request.questions() == ["Shall I add div() as well?"]
+    assert t.entries[-1].line() == "· asks you: Shall I add div() as well?"
+    t.feed(recorded[asked_at + 1])  # the answer came back as the tool's result
+    assert (t.attention, t.request) == (Attention.WORKING, None)
+    for line in recorded[asked_at + 2 :]:
+        t.feed(line)
+    assert t.attention == Attention.FINISHED and t.turns == 1
+
+
+def test_a_request_for_another_tool_waits_for_a_permission_until_refused() -> None:
+    t = Transcript()
+    request = {"subtype": "can_use_tool", "tool_name": "WebFetch", "input": {"url": "https://x"}, "tool_use_id": "t1"}
+    t.feed(json.dumps({"type": "control_request", "request_id": "r1", "request": request}))
+    assert (t.attention, t.detail) == (Attention.WAITING_PERMISSION, "asks to use WebFetch(url=https://x)")
+    refused = {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": "WebFetch is not allowed"}
+    t.feed(json.dumps({"type": "user", "message": {"content": [refused]}}))
+    assert t.attention == Attention.WORKING and t.request is None
+    t.feed(json.dumps({"type": "result", "subtype": "success", "is_error": False}))
+    assert (t.attention, t.detail) == (Attention.WAITING_PERMISSION, "WebFetch was refused: WebFetch is not allowed")
+
+
 def test_claude_plain_stream_finishes() -> None:
     t = read(lines("claude-code-2.1.197.jsonl"))
     assert t.harness_session_id == "37e39a05-d73a-448f-9eb4-762d05e29211"

@@ -29,10 +29,10 @@ def _after(argv: list[str], flag: str) -> str:
 
 def test_claude_gets_file_and_shell_tools_only_in_a_workspace() -> None:
     plain = _argv("claude")
-    assert _after(plain, "--tools") == "" and _after(plain, "--allowedTools") == "mcp__roundtable"
+    assert _after(plain, "--tools") == "AskUserQuestion" and _after(plain, "--allowedTools") == "mcp__roundtable"
     assert "--permission-mode" not in plain
     native = _argv("claude", "/ws/WS-1")
-    assert _after(native, "--tools") == "Read Edit Write Bash Glob Grep"
+    assert _after(native, "--tools") == "Read Edit Write Bash Glob Grep AskUserQuestion"
     assert _after(native, "--allowedTools") == "mcp__roundtable Read Edit Write Bash Glob Grep"
     assert _after(native, "--permission-mode") == "acceptEdits"
 

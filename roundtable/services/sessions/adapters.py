@@ -90,6 +90,27 @@ def input_message(text: str) -> bytes:
     return (line + "\n").encode("utf-8")
 
 
+def input_answer(
+    request_id: str, *, allow: bool, updated_input: dict[str, Any] | None = None, message: str = ""
+) -> bytes:
+    """The answer to a harness's `control_request` can_use_tool (Claude Code's stream-json
+    input): allowed (with the tool's input as it is to run: a question tool's input with its
+    `answers`), or refused with `message`, which the model reads as the tool's error."""
+    decision: dict[str, Any] = (
+        {"behavior": "allow", "updatedInput": updated_input or {}}
+        if allow
+        else {"behavior": "deny", "message": message}
+    )
+    line = json.dumps(
+        {
+            "type": "control_response",
+            "response": {"subtype": "success", "request_id": request_id, "response": decision},
+        },
+        ensure_ascii=False,
+    )
+    return (line + "\n").encode("utf-8")
+
+
 def registry(config: Config) -> dict[str, AdapterConfig]:
     """Every adapter by name: the configured ones plus `scripted`."""
     adapters = dict(config.adapters)
@@ -201,6 +222,8 @@ def _claude_mcp_config(socket_path: str, root: str) -> str:
 
 # The native tools a harness gets in its workspace (Claude Code's names).
 CLAUDE_NATIVE_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
+# Claude Code's tool for asking the user a question (answered through `control_response`).
+CLAUDE_QUESTION_TOOL = "AskUserQuestion"
 
 
 def _harness_argv(
@@ -238,7 +261,10 @@ def _harness_argv(
         # `--input-format stream-json`: its input is user messages as JSON lines, read while it
         # works (measured on 2.1.197: a message that arrives during a tool call reaches the model
         # with that call's result; one after the turn's result starts another turn), until the
-        # input is closed.
+        # input is closed. `--permission-prompt-tool stdio`: what it would ask a user it asks on
+        # that stream (`control_request` can_use_tool), and waits for the answer there — its question
+        # tool (AskUserQuestion, offered only so) for the operator's answer; any other tool the
+        # supervisor refuses at once, as `-p` alone would.
         native = list(CLAUDE_NATIVE_TOOLS) if workspace else []
         budget = ["--max-budget-usd", f"{max_budget_usd:g}"] if max_budget_usd > 0 else []
         return [
@@ -249,7 +275,9 @@ def _harness_argv(
             "--allowedTools",
             " ".join([f"mcp__{SERVER_NAME}", *native]),
             "--tools",
-            " ".join(native),
+            " ".join([*native, CLAUDE_QUESTION_TOOL]),
+            "--permission-prompt-tool",
+            "stdio",
             *(["--permission-mode", "acceptEdits"] if workspace else []),
             "--input-format",
             "stream-json",

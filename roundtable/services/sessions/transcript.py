@@ -171,6 +171,28 @@ _PERMISSION = re.compile(
 _QUESTION_TOOLS = frozenset({"AskUserQuestion", "request_user_input"})
 
 
+@dataclass(frozen=True)
+class Request:
+    """The harness asks the operator, and waits (Claude Code's `control_request` `can_use_tool`
+    under `--permission-prompt-tool stdio`): to answer its question (`AskUserQuestion`) or to let
+    it use a tool. `request_id` is what the answer (a `control_response`) names."""
+
+    request_id: str
+    tool: str
+    tool_use_id: str
+    input: dict[str, Any]
+
+    @property
+    def is_question(self) -> bool:
+        return self.tool in _QUESTION_TOOLS
+
+    def questions(self) -> list[str]:
+        """The questions' texts (a question tool's `questions[].question`)."""
+        asked = self.input.get("questions")
+        items = asked if isinstance(asked, list) else []
+        return [str(q["question"]) for q in items if isinstance(q, dict) and isinstance(q.get("question"), str)]
+
+
 @dataclass
 class Transcript:
     """One session's stream, read line by line; `entries` keeps the latest `keep` of them."""
@@ -182,6 +204,7 @@ class Transcript:
     detail: str = ""  # why, in words, when it needs the operator
     lines: int = 0
     turns: int = 0  # turns the harness said ended (a closing result, a completed or failed turn)
+    request: Request | None = None  # what the harness asks the operator and waits for, if anything
     _calls: dict[str, str] = field(default_factory=dict)  # call id → tool name
     _refused: str = ""  # a tool refused for want of a permission, since the turn began
     _asked: str = ""  # the agent's last words, when they were a question
@@ -241,6 +264,8 @@ class Transcript:
             return [self.note_operator(str(event.get("text") or ""))]
         if kind in ("system", "assistant", "user", "result"):
             return self._claude(kind, event)
+        if kind == "control_request":
+            return self._claude_request(event)
         if kind.startswith(("thread.", "turn.", "item.")) or kind == "error":
             return self._codex(kind, event)
         return []
@@ -296,12 +321,41 @@ class Transcript:
             self._set(Attention.WORKING, "")
         return out
 
+    def _claude_request(self, event: dict[str, Any]) -> list[Entry]:
+        """The harness asks the operator and waits: the stream says so explicitly."""
+        request = event.get("request")
+        if not isinstance(request, dict) or request.get("subtype") != "can_use_tool":
+            return []
+        tool_input = request.get("input")
+        self.request = Request(
+            str(event.get("request_id") or ""),
+            str(request.get("tool_name") or "?"),
+            str(request.get("tool_use_id") or ""),
+            tool_input if isinstance(tool_input, dict) else {},
+        )
+        if self.request.is_question:
+            asked = " / ".join(self.request.questions()) or _compact(tool_input, DETAIL_LIMIT)
+            self._asked = asked
+            self._set(Attention.WAITING_ANSWER, asked)
+            return [Entry(Kind.STATUS, clean(f"asks you: {asked}", MESSAGE_LIMIT))]
+        wanted = f"{_tool_name(self.request.tool)}({_compact(tool_input, 80)})"
+        self._set(Attention.WAITING_PERMISSION, f"asks to use {wanted}")
+        return [Entry(Kind.STATUS, clean(f"asks to use {wanted}", MESSAGE_LIMIT))]
+
     def _claude_results(self, blocks: list[Any]) -> list[Entry]:
         out: list[Entry] = []
         for block in blocks:
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
             call_id = str(block.get("tool_use_id") or "")
+            if self.request is not None and call_id == self.request.tool_use_id:
+                # What it asked was answered (or refused): it works on.
+                if self.request.is_question and not block.get("is_error"):
+                    self._asked = ""
+                elif not self.request.is_question and block.get("is_error"):
+                    self._refused = f"{_tool_name(self.request.tool)} was refused: {_text_of(block.get('content'))}"
+                self.request = None
+                self._set(Attention.WORKING, "")
             name = self._calls.get(call_id, "")
             failed = bool(block.get("is_error"))
             text = _text_of(block.get("content"))
@@ -346,6 +400,7 @@ class Transcript:
 
     def _turn_began(self) -> None:
         self._refused = self._asked = ""
+        self.request = None
         self._set(Attention.WORKING, "")
 
     def _codex(self, kind: str, event: dict[str, Any]) -> list[Entry]:
