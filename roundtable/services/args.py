@@ -289,8 +289,8 @@ class NoArgs(Args):
 class PageArgs(Args):
     """Keyset paging of the list operations (`services.paging`): subclass and add the filters."""
 
-    limit: Positive | None = Field(
-        None, description=f"Rows per page: default {paging.DEFAULT_LIMIT}, at most {paging.MAX_LIMIT}."
+    limit: Annotated[Positive, Le(paging.MAX_LIMIT)] | None = Field(
+        None, description=f"Rows per page (default {paging.DEFAULT_LIMIT})."
     )
     cursor: Cursor = Field("", description="next_cursor of the previous page (same filters).")
 

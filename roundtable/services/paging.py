@@ -14,7 +14,7 @@ import base64
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from roundtable.errors import ValidationError
 
@@ -35,11 +35,21 @@ class PageRequest:
     key: tuple[Any, ...] | None  # the sort key to continue after (None: the first page)
 
 
-def request(tool: str, filters: Sequence[Any], width: int, *, limit: int | None, cursor: str) -> PageRequest:
+class Paged(Protocol):
+    """A list call's paging arguments (`args.PageArgs`: `limit` is 1 to `MAX_LIMIT` when given)."""
+
+    @property
+    def limit(self) -> int | None: ...
+
+    @property
+    def cursor(self) -> str: ...
+
+
+def request(tool: str, filters: Sequence[Any], width: int, args: Paged) -> PageRequest:
     """The page a list call's `limit` and `cursor` arguments ask for; `width` is how many
     columns its sort key has."""
-    limit = DEFAULT_LIMIT if limit is None or limit <= 0 else min(limit, MAX_LIMIT)
-    key = decode(tool, cursor, list(filters), width) if cursor else None
+    limit = DEFAULT_LIMIT if args.limit is None else args.limit
+    key = decode(tool, args.cursor, list(filters), width) if args.cursor else None
     return PageRequest(tool, tuple(filters), limit, key)
 
 

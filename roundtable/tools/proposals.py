@@ -194,9 +194,7 @@ class ListArgs(PageArgs):
 async def list_(call: Call[ListArgs]) -> dict[str, Any]:
     a = call.args
     task_id, status = a.task_id, a.status or ""
-    page = paging.request(
-        "proposal.list", [task_id, status], len(service.PROPOSAL_ORDER), limit=a.limit, cursor=a.cursor
-    )
+    page = paging.request("proposal.list", [task_id, status], len(service.PROPOSAL_ORDER), a)
     found, more = paging.finish(
         page,
         await service.listing(call.r, task_id, status, call.scope, page),

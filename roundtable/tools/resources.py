@@ -278,9 +278,7 @@ class ClaimStatusArgs(PageArgs):
 async def claim_status(call: Call[ClaimStatusArgs]) -> dict[str, Any]:
     args = call.args
     resource_id, agent_id, status = args.resource_id, args.agent_id, args.status
-    page = paging.request(
-        "resource.claim_status", [resource_id, agent_id, status], 2, limit=args.limit, cursor=args.cursor
-    )
+    page = paging.request("resource.claim_status", [resource_id, agent_id, status], 2, args)
     found, more = paging.finish(
         page,
         await claims_service.list_claims(
@@ -309,7 +307,7 @@ class SearchArgs(PageArgs):
 async def search(call: Call[SearchArgs]) -> dict[str, Any]:
     a = call.args
     query, resource_type = a.query, a.resource_type
-    page = paging.request("resource.search", [query, resource_type], 1, limit=a.limit, cursor=a.cursor)
+    page = paging.request("resource.search", [query, resource_type], 1, a)
     found, more = paging.finish(
         page, await claims_service.search_resources(call.r, query, resource_type, page), lambda r: (r.id,)
     )

@@ -39,7 +39,7 @@ def get(conn: sqlite3.Connection, args: GetArgs) -> dict[str, Any]:
 
 async def list_(call: Call[PageArgs]) -> dict[str, Any]:
     a = call.args
-    page = paging.request("task.list", [], len(tasks.TASK_ORDER), limit=a.limit, cursor=a.cursor)
+    page = paging.request("task.list", [], len(tasks.TASK_ORDER), a)
     found, more = paging.finish(
         page, await tasks.list_tasks(call.r, call.scope, page), lambda t: (t.priority, t.created_at, t.id)
     )

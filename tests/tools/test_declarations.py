@@ -47,6 +47,11 @@ CHANGED: dict[tuple[str, str], dict[str, Any]] = {
     # the descriptions' "at most 1000/10000 characters" are the bounds
     ("test.evidence.submit", "command"): {"maxLength": 1000},
     ("test.evidence.submit", "summary_md"): {"maxLength": 10_000},
+    # paging's "at most 1000 rows" is the bound of every page's limit (more was cut silently)
+    **{
+        (tool, "limit"): {"maximum": 1000}
+        for tool in ("proposal.list", "resource.claim_status", "resource.search", "task.list")
+    },
 }
 # Required arguments made optional on purpose since the freeze, with the default the model gives.
 MADE_OPTIONAL: dict[str, set[str]] = {
