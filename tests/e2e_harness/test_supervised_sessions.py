@@ -88,12 +88,25 @@ def codex_code_mode_setup(home: Path, stub: StubServer) -> dict[str, str]:
     return codex_setup(home)
 
 
+def codex_own_provider_setup(home: Path, stub: StubServer) -> dict[str, str]:
+    # The operator's own Codex provider names the endpoint and the variable of its key (no
+    # CODEX_API_KEY at all): the owner's gateway follows it; the session's Codex never sees it.
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text(
+        'model = "stub-model"\nmodel_provider = "mine"\n\n[model_providers.mine]\nname = "mine"\n'
+        f'base_url = "{stub.url}/v1"\nwire_api = "responses"\nenv_key = "MINE_PROVIDER_KEY"\n',
+        encoding="utf-8",
+    )
+    return {"MINE_PROVIDER_KEY": PROVIDER_KEY}
+
+
 @dataclass(frozen=True)
 class Case:
     adapter: str
     setup: Callable[[Path, StubServer], dict[str, str]]
     key_header: tuple[str, str]  # the header carrying the operator's key, and its value
     direct: str  # how proposal_create is offered directly ("" when only through `exec`)
+    upstream: bool = True  # `adapters.<adapter>.upstream` names the stub (else the setup does)
 
 
 CASES = {
@@ -102,6 +115,13 @@ CASES = {
         "codex", codex_plain_setup, ("authorization", f"Bearer {PROVIDER_KEY}"), "mcp__roundtable.proposal_create"
     ),
     "codex-code-mode": Case("codex", codex_code_mode_setup, ("authorization", f"Bearer {PROVIDER_KEY}"), ""),
+    "codex-own-provider": Case(
+        "codex",
+        codex_own_provider_setup,
+        ("authorization", f"Bearer {PROVIDER_KEY}"),
+        "mcp__roundtable.proposal_create",
+        upstream=False,
+    ),
 }
 
 
@@ -114,7 +134,7 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
     root = tmp_path / "demo"
     stub = StubServer(implementer(CHANGED, PATCH, TITLE), usage=SPEND).start()
     try:
-        prepare_project(root, socket_dir, adapter, upstream=stub.url)
+        prepare_project(root, socket_dir, adapter, upstream=stub.url if case.upstream else "")
         run_id, task_id = seed(root)
         env = operator_env(home, harness_bin, case.setup(home, stub))
         owner = Owner(root, env, tmp_path / "owner.err")
