@@ -826,6 +826,9 @@ class Supervisor:
             except OSError:
                 log.exception("handing the workspace of session %s back failed", live.session_id)
         await self._record_usage(live)
+        if self.gateway is not None:  # its measured spend is complete when its end is recorded
+            with contextlib.suppress(Exception):
+                await self.gateway.flushed(live.session_id)
         live.transcript.ended(exit_code)
         await self._record_stream(live)
         try:
