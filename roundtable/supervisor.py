@@ -580,6 +580,11 @@ class Supervisor:
                 try:
                     line = await asyncio.wait_for(live.process.stdout.readline(), self.idle_after)
                 except TimeoutError:  # silent for a while: the operator may want to look
+                    request = live.transcript.request
+                    if request is not None and request.is_question:
+                        # Nobody answered its question (a headless run has nobody to): it goes on.
+                        await self._answer_request(live, give_up=True)
+                        continue
                     if live.transcript.attention == Attention.WORKING:
                         live.transcript.attention = Attention.IDLE
                         live.transcript.detail = f"no output for {self.idle_after:g} s"
@@ -606,14 +611,21 @@ class Supervisor:
         """One user message on the harness's standard input; False when it takes none now."""
         return await self._write_line(live, adapters.input_message(text))
 
-    async def _answer_request(self, live: _Live, message: str = "") -> bool:
+    async def _answer_request(self, live: _Live, message: str = "", *, give_up: bool = False) -> bool:
         """Answer what the harness asks and waits for (`Transcript.request`): its question with
-        the operator's `message`; a tool it may not use (no `message`) refused at once, as a
-        supervised session's harness outside it would be."""
+        the operator's `message` (or, `give_up`, with the news that nobody answered within the
+        idle time); a tool it may not use (no `message`) refused at once, as a supervised
+        session's harness outside it would be."""
         request = live.transcript.request
         if request is None or request.request_id in live.answered:
             return False
-        if request.is_question:
+        if request.is_question and give_up:
+            refusal = (
+                f"No one answered within {self.idle_after:g} s. Go on as you judge best, or end your turn "
+                "with the question in your final answer (the operator can answer it then)."
+            )
+            line = adapters.input_answer(request.request_id, allow=False, message=refusal)
+        elif request.is_question:
             if not message:
                 return False
             answers = dict.fromkeys(request.questions() or ["?"], message)

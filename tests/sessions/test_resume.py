@@ -355,3 +355,74 @@ async def test_a_silent_running_session_is_idle_until_it_prints_again(
         final = json.loads(str(await r.scalar("SELECT metadata_json FROM agent_sessions WHERE id = ?", (session_id,))))
     assert states == ["idle", "working"]  # into idle, and out of it when it printed again
     assert final["attention"]["state"] == "finished"
+
+
+# A stand-in for Claude Code asking the operator under `--permission-prompt-tool stdio`: it calls
+# its question tool, asks on its stream (`control_request` can_use_tool) and waits for the
+# `control_response` on its input; the tool's result is what came back, the agent says it, and the
+# turn ends.
+ASKING_HARNESS = """
+import json, sys
+def say(event):
+    print(json.dumps(event), flush=True)
+sys.stdin.readline()
+say({"type": "system", "subtype": "init", "session_id": "asking-1"})
+ask = {"questions": [{"question": "Which scope", "header": "Scope", "options": []}]}
+say({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t1", "name": "AskUserQuestion", "input": ask}]}})
+request = {"subtype": "can_use_tool", "tool_name": "AskUserQuestion", "input": ask, "tool_use_id": "t1"}
+say({"type": "control_request", "request_id": "r1", "request": request})
+answer = json.loads(sys.stdin.readline())["response"]
+decision = answer["response"]
+allowed = decision["behavior"] == "allow"
+got = json.dumps(decision["updatedInput"]["answers"]) if allowed else decision["message"]
+result = {"type": "tool_result", "tool_use_id": "t1", "content": got, "is_error": not allowed}
+say({"type": "user", "message": {"content": [result]}})
+say({"type": "assistant", "message": {"content": [{"type": "text", "text": answer["request_id"] + " " + got}]}})
+say({"type": "result", "subtype": "success", "is_error": False})
+sys.stdin.read()
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("answered", [True, False])
+async def test_a_question_on_the_stream_waits_for_the_operator_and_is_given_up_on_when_nobody_answers(
+    answered: bool, runtime: Runtime, tmp_path: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from roundtable.config import AdapterConfig
+    from roundtable.services.sessions.transcript import Kind, read
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-only")
+    await asyncio.to_thread((where / "asking.py").write_text, ASKING_HARNESS)
+    await asyncio.to_thread((where / "asking.py").chmod, 0o644)
+    adapters = dict(runtime.config.adapters)
+    adapters["claude"] = AdapterConfig(command=f"{sys.executable} {where / 'asking.py'}", supports_mcp=True)
+    sessions_config = runtime.config.sessions.model_copy(update={"read_paths": (str(where),)})
+    runtime.config = runtime.config.model_copy(update={"adapters": adapters, "sessions": sessions_config})
+    _run_id, task_id = await make_task(runtime)
+    # Nobody answers: the question is given up on after the idle time (here 1 s).
+    sup = await start_supervisor(runtime, base_dir=tmp_path, idle_after=60.0 if answered else 1.0)
+    try:
+        first = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
+        if answered:
+            deadline = time.monotonic() + 60
+            while (await session_row(runtime, first))["meta"].get("attention", {}).get("state") != "waiting_answer":
+                assert time.monotonic() < deadline, "it never waited for an answer"
+                await asyncio.sleep(0.05)
+            assert (await session_row(runtime, first))["meta"]["attention"]["detail"] == "Which scope"
+            sent = await sup.send(first, "only mul()")
+            assert sent["delivery"] == "live" and "is its answer" in sent["note"]
+        await sup.wait(first, 60)
+    finally:
+        await sup.close()
+    log = await asyncio.to_thread((runtime.root / ".roundtable" / "logs" / "sessions" / f"{first}.log").read_text)
+    transcript = read(log.splitlines())
+    said = next(e.text for e in transcript.entries if e.kind == Kind.MESSAGE)
+    attention = (await session_row(runtime, first))["meta"]["attention"]
+    if answered:
+        assert said == 'r1 {"Which scope": "only mul()"}'
+        assert attention["state"] == "finished"
+    else:
+        assert said.startswith("r1 No one answered within 1 s")
+        assert (attention["state"], attention["detail"]) == ("waiting_answer", "Which scope")

@@ -208,6 +208,7 @@ class Transcript:
     _calls: dict[str, str] = field(default_factory=dict)  # call id → tool name
     _refused: str = ""  # a tool refused for want of a permission, since the turn began
     _asked: str = ""  # the agent's last words, when they were a question
+    _unanswered: str = ""  # a question it asked with its question tool that nobody answered
     _failure: str = ""
 
     def feed(self, line: str) -> list[Entry]:
@@ -352,6 +353,8 @@ class Transcript:
                 # What it asked was answered (or refused): it works on.
                 if self.request.is_question and not block.get("is_error"):
                     self._asked = ""
+                elif self.request.is_question:  # nobody answered it: it still waits for an answer
+                    self._unanswered = " / ".join(self.request.questions()) or self._asked
                 elif not self.request.is_question and block.get("is_error"):
                     self._refused = f"{_tool_name(self.request.tool)} was refused: {_text_of(block.get('content'))}"
                 self.request = None
@@ -389,8 +392,8 @@ class Transcript:
             self._set(Attention.WAITING_PERMISSION, f"not allowed: {', '.join(names)}")
         elif self._refused:
             self._set(Attention.WAITING_PERMISSION, self._refused)
-        elif self._asked:
-            self._set(Attention.WAITING_ANSWER, self._asked)
+        elif self._asked or self._unanswered:
+            self._set(Attention.WAITING_ANSWER, self._asked or self._unanswered)
         else:
             self._set(Attention.FINISHED, "")
         turns = event.get("num_turns")
@@ -399,7 +402,7 @@ class Transcript:
         return out
 
     def _turn_began(self) -> None:
-        self._refused = self._asked = ""
+        self._refused = self._asked = self._unanswered = ""
         self.request = None
         self._set(Attention.WORKING, "")
 
