@@ -51,8 +51,14 @@ async def request_approval(call: Call[RequestApprovalArgs]) -> dict[str, Any]:
     return {"approval": approval.to_dict()}
 
 
+async def scan_first(call: Call[ReviewArgs]) -> None:
+    """The automatic review's scan, before the write transaction opens (`ToolSpec.prepare`)."""
+    call.notes["scanned"] = await security_service.scan_first(call.runtime, call.args)
+
+
 async def security_review(call: Call[ReviewArgs]) -> dict[str, Any]:
-    review, findings = await security_service.review(call.runtime, call.args, actor_of(call.caller))
+    scanned = call.notes.get("scanned")
+    review, findings = await security_service.review(call.w, call.args, actor_of(call.caller), scanned)
     return {"review": review.to_dict(), "findings": [f.to_dict() for f in findings]}
 
 
@@ -87,6 +93,6 @@ TOOLS = [
         output_schema=result({"review": RECORD, "findings": RECORDS}),
         handler=security_review,
         operator_args=frozenset({"resource_id", "review_id", "status", "summary_md"}),
-        mode="none",
+        prepare=scan_first,
     ),
 ]

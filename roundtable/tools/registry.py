@@ -95,7 +95,6 @@ OWN_TRANSACTIONS: Mapping[str, str] = MappingProxyType(
         "session.send": "drives the supervisor, which may resume a process and makes calls of its own",
         "test.run": "runs the test command (a subprocess) between its records",
         "test.suggest": "walks the working tree and parses the patch after its snapshot",
-        "security.review": "scans the patch between its snapshot and its write",
         "workspace.propose": "runs git in the workspace between its snapshot and its write",
         "workspace.sync": "runs git in the workspace between its snapshot and its write",
         "workspace.create": "adds a git worktree between its check and its record",

@@ -168,3 +168,25 @@ async def test_tampered_patch_file_is_an_error(rt: Runtime) -> None:
     with pytest.raises(ToolError, match="does not match its hash"):
         await rt.call("security.review", {"proposal_id": pid}, AGENT)
     assert await count(rt, "security_reviews") == 0
+
+
+
+async def test_a_revision_attached_during_the_scan_refuses_the_review(rt: Runtime) -> None:
+    """The scan runs before the call's transaction (`security.review`'s prepare); the review is
+    written in it only if the proposal still has the revision the scan saw."""
+    from roundtable.services.governance import security
+    from roundtable.tools.approvals import actor_of
+
+    pid = await make_proposal(rt, add_lines_patch("app.py", ["x = 1"]))
+    req = security.ReviewArgs.model_validate({"proposal_id": pid})
+    scanned = await security.scan_first(rt, req)
+    assert scanned is not None and scanned.scan.status == "approved"
+    async with rt.db.write() as tx:  # a new revision lands while the scan ran
+        await tx.update("proposals", {"id": pid}, {"current_revision": "f" * 64})
+    with pytest.raises(ToolError, match="got a new patch revision during the scan; run the review again"):
+        async with rt.db.write() as tx:
+            await security.review(tx, req, actor_of(AGENT), scanned)
+    assert await count(rt, "security_reviews") == 0
+    with pytest.raises(ValueError, match="needs its scan"):  # an automatic review never skips it
+        async with rt.db.write() as tx:
+            await security.review(tx, req, actor_of(AGENT), None)

@@ -8,15 +8,17 @@ Who may do what (our decision; the reference lets any caller write `approved`):
   capability session for the proposal it is bound to; never by the proposal's author;
 - a resource-only review has no scan to run, so it is a manual review (operator only).
 
-Every proposal review records the revision it examined. The scan reads the patch and runs in a
-worker thread outside any transaction; the row is written afterwards only if the proposal still
-has that revision, so a review can never claim to cover a patch it did not see.
+Every proposal review records the revision it examined. The scan (`scan_first`, the operation's
+`prepare`) reads the patch and runs in a worker thread before the write transaction opens; the
+row is written in the call's transaction (`review`) only if the proposal still has that
+revision, so a review can never claim to cover a patch it did not see.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import anyio
@@ -111,71 +113,93 @@ async def run_scan(runtime: Project, proposal: ProposalRef) -> ScanResult:
     return await anyio.to_thread.run_sync(work)
 
 
-async def review(runtime: Project, req: ReviewArgs, actor: Actor) -> tuple[SecurityReview, list[Finding]]:
-    """Run the automatic scan or record a manual review; returns the review and new findings."""
+@dataclass(frozen=True)
+class Scanned:
+    """What the automatic scan saw before the write: the proposal's revision and its verdict."""
+
+    seen: ProposalRef
+    scan: ScanResult
+
+
+def is_manual(req: ReviewArgs) -> bool:
+    """A review with a status, or of a resource only: recorded as given, no scan."""
+    return bool(req.status) or not req.proposal_id
+
+
+async def scan_first(project: Project, req: ReviewArgs) -> Scanned | None:
+    """The automatic review's scan, before any write (None for a manual review): the proposal's
+    revision as a snapshot shows it, and the scan of its patch on a worker thread."""
     if not req.proposal_id and not req.resource_id:
         raise ValidationError("proposal_id or resource_id is required")
-    manual = bool(req.status) or not req.proposal_id
+    if is_manual(req):
+        return None
+    async with project.db.read() as r:
+        seen = await proposal_ref(r, req.proposal_id)
+    if not seen.revision:
+        raise ToolError(f"proposal {seen.id} has no patch revision to scan")
+    return Scanned(seen, await run_scan(project, seen))
 
-    scan: ScanResult | None = None
-    seen: ProposalRef | None = None
-    if req.proposal_id and not manual:
-        async with runtime.db.read() as r:
-            seen = await proposal_ref(r, req.proposal_id)
-        if not seen.revision:
-            raise ToolError(f"proposal {seen.id} has no patch revision to scan")
-        scan = await run_scan(runtime, seen)
 
-    async with runtime.db.write(tool="security.review") as tx:
-        proposal = await proposal_ref(tx, req.proposal_id) if req.proposal_id else None
-        if seen is not None and proposal is not None and proposal.revision != seen.revision:
-            raise ToolError(f"proposal {proposal.id} got a new patch revision during the scan; run the review again")
-        if manual:
-            _check_manual_authority(req, actor, proposal)
-        reviewer = _reviewer(req, actor, manual)
-        existing = None
-        if req.review_id:
-            existing = await tx.one(SecurityReview, "SELECT * FROM security_reviews WHERE id = ?", (req.review_id,))
-            if existing is not None and not actor.operator:
-                raise PermissionDenied(f"security review {req.review_id} already exists; agents cannot replace reviews")
+async def review(
+    tx: Tx, req: ReviewArgs, actor: Actor, scanned: Scanned | None
+) -> tuple[SecurityReview, list[Finding]]:
+    """Record the automatic review `scanned` (`scan_first`, which checked `req` first), or the
+    manual review `req` gives, inside `tx`; returns the review and its findings. An automatic
+    review is refused when the proposal got a new revision since the scan."""
+    manual = is_manual(req)
+    if not manual and scanned is None:
+        raise ValueError("an automatic security review needs its scan (scan_first) first")
+    scan = scanned.scan if scanned is not None else None
+    seen = scanned.seen if scanned is not None else None
+    proposal = await proposal_ref(tx, req.proposal_id) if req.proposal_id else None
+    if seen is not None and proposal is not None and proposal.revision != seen.revision:
+        raise ToolError(f"proposal {proposal.id} got a new patch revision during the scan; run the review again")
+    if manual:
+        _check_manual_authority(req, actor, proposal)
+    reviewer = _reviewer(req, actor, manual)
+    existing = None
+    if req.review_id:
+        existing = await tx.one(SecurityReview, "SELECT * FROM security_reviews WHERE id = ?", (req.review_id,))
+        if existing is not None and not actor.operator:
+            raise PermissionDenied(f"security review {req.review_id} already exists; agents cannot replace reviews")
 
-        findings = list(scan.findings) if scan is not None else []
-        status = req.status or (scan.status if scan is not None else ReviewStatus.APPROVED)
-        summary = req.summary_md or (scan.summary if scan is not None else RECORDED)
-        now = clock.now()
-        values = {
-            "proposal_id": req.proposal_id or None,
-            "resource_id": req.resource_id or None,
-            "task_id": req.task_id or (proposal.task_id if proposal else "") or None,
-            "reviewer_id": reviewer,
-            "status": status,
-            "summary_md": summary,
-            "findings_json": _findings_json(findings),
-            "revision": (proposal.revision if proposal else "") or None,
-            "updated_at": now,
-        }
-        review_id = req.review_id or clock.new_id("SR")
-        if existing is None:
-            await tx.insert("security_reviews", {"id": review_id, **values, "created_at": now})
-        else:
-            await tx.update("security_reviews", {"id": review_id}, values)
-        record = await get_review(tx, review_id)
-        owner = (proposal.run_id if proposal else "") or await task_run(tx, record.task_id)
-        await tx.append_event(
-            await resolve(tx, actor.runs, owner=owner),
-            EventType.SECURITY_REVIEWED,
-            {
-                "review_id": record.id,
-                "proposal_id": record.proposal_id,
-                "resource_id": record.resource_id,
-                "status": record.status,
-                "revision": record.revision,
-                "automatic": scan is not None,
-                "findings": len(findings),
-            },
-            actor_id=actor.name,
-            task_id=record.task_id,
-        )
+    findings = list(scan.findings) if scan is not None else []
+    status = req.status or (scan.status if scan is not None else ReviewStatus.APPROVED)
+    summary = req.summary_md or (scan.summary if scan is not None else RECORDED)
+    now = clock.now()
+    values = {
+        "proposal_id": req.proposal_id or None,
+        "resource_id": req.resource_id or None,
+        "task_id": req.task_id or (proposal.task_id if proposal else "") or None,
+        "reviewer_id": reviewer,
+        "status": status,
+        "summary_md": summary,
+        "findings_json": _findings_json(findings),
+        "revision": (proposal.revision if proposal else "") or None,
+        "updated_at": now,
+    }
+    review_id = req.review_id or clock.new_id("SR")
+    if existing is None:
+        await tx.insert("security_reviews", {"id": review_id, **values, "created_at": now})
+    else:
+        await tx.update("security_reviews", {"id": review_id}, values)
+    record = await get_review(tx, review_id)
+    owner = (proposal.run_id if proposal else "") or await task_run(tx, record.task_id)
+    await tx.append_event(
+        await resolve(tx, actor.runs, owner=owner),
+        EventType.SECURITY_REVIEWED,
+        {
+            "review_id": record.id,
+            "proposal_id": record.proposal_id,
+            "resource_id": record.resource_id,
+            "status": record.status,
+            "revision": record.revision,
+            "automatic": scan is not None,
+            "findings": len(findings),
+        },
+        actor_id=actor.name,
+        task_id=record.task_id,
+    )
     return record, findings
 
 
