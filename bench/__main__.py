@@ -50,6 +50,7 @@ MODULES = (
     "notify",
     "agent_task",
     "signatures",
+    "workspace_bounds",
 )
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -356,6 +356,11 @@ class WorkspacesConfig(Section):
 
     # '' = $XDG_STATE_HOME/roundtable/workspaces (~/.local/state/roundtable/workspaces).
     dir: StrictStr = ""
+    # Bounds checked from the file system before git reads a workspace (git-ignored files do not
+    # count): files new or changed in size against its base, their total size, and any one file.
+    max_files: PositiveInt = 1000
+    max_bytes: PositiveInt = 64 * 1024 * 1024
+    max_file_bytes: PositiveInt = 16 * 1024 * 1024
 
 
 class PriceConfig(Section):

@@ -86,7 +86,7 @@ async def list_(call: Call[ListArgs]) -> dict[str, Any]:
     for ws in rows:
         item = service.workspace_dict(ws)
         if a.diffstat and ws.state != WorkspaceState.REMOVED:
-            item["diffstat"] = await service.diffstat(call.runtime.root, ws)
+            item["diffstat"] = await service.diffstat(call.runtime.root, ws, service.bounds_of(call.runtime.config))
         out.append(item)
     return {"workspaces": out}
 

@@ -95,7 +95,7 @@ class LiveMixin(ConsoleBase):
     async def _load_overview(self, _: None) -> None:
         try:
             check_database_file(Path(self.runtime.db.path))
-            work = await self._work.update(self.runtime.root, self.runtime.db)
+            work = await self._work.update(self.runtime.root, self.runtime.db, self.runtime.config)
             async with self.runtime.db.read() as reader:
                 overview = await load_overview(
                     reader, self.run_id, self.runtime.config, activity=self._activity, work=work

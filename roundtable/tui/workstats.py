@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roundtable.services.workspaces import worktrees as workspaces
+
+if TYPE_CHECKING:
+    from roundtable.config import Config
 
 INTERVAL = 10.0
 
@@ -33,14 +36,15 @@ class WorkStats:
         self.stats: dict[str, str] = {}
         self._at = -interval
 
-    async def update(self, root: Path, db: Any) -> dict[str, str]:
+    async def update(self, root: Path, db: Any, config: Config | None = None) -> dict[str, str]:
         if time.monotonic() - self._at < self.interval:
             return self.stats
         self._at = time.monotonic()
         async with db.read() as reader:
             live = await workspaces.listing(reader)
         out: dict[str, list[str]] = {}
+        bounds = workspaces.bounds_of(config)
         for ws in live:
-            out.setdefault(ws.agent_id, []).append(describe(await workspaces.diffstat(root, ws)))
+            out.setdefault(ws.agent_id, []).append(describe(await workspaces.diffstat(root, ws, bounds)))
         self.stats = {agent: "; ".join(texts) for agent, texts in out.items()}
         return self.stats

@@ -21,9 +21,14 @@ Every git command here therefore
 inside the sandbox: only the base tree's objects, one parentless commit, no configuration, hooks
 or refs of the project. Roundtable itself never runs git with that repository.
 
-`scan` walks the workspace first (no symlink followed) and refuses what must never reach git's
-reading: a nested repository, roundtable's private `.roundtable/`, a file larger than the patch
-limit, a FIFO, socket or device — each only where git would see it (not ignored).
+`scan` walks the workspace first (no symlink followed, nothing but `lstat`) and refuses what must
+never reach git's reading: a nested repository, roundtable's private `.roundtable/`, a file larger
+than `Bounds.max_file_bytes`, a FIFO, socket or device — each only where git would see it (not
+ignored). It then holds the workspace to its cheap `Bounds` — how many files are new or changed
+in size against the base, and their total size — before git hashes anything, so a workspace of
+thousands of files or gigabytes is refused at the cost of that walk (not of hashing it all). Git-ignored files count for nothing,
+as for the diff; the figures that need git (the base's sizes, what is ignored) are asked only
+when the plain walk is over a bound.
 """
 
 from __future__ import annotations
@@ -242,9 +247,33 @@ def verify(tree: Tree) -> None:
         raise ValidationError("the workspace's .git no longer points at its worktree record (refused)")
 
 
-def _walk(path: Path) -> list[tuple[str, str]]:
-    """(relative path, problem) for everything in the workspace git must not read."""
+@dataclass(frozen=True)
+class Bounds:
+    """What a workspace may hold before git reads any of it (`workspaces.max_files`,
+    `workspaces.max_bytes`, `workspaces.max_file_bytes` in the configuration)."""
+
+    # Files git would add that are not in the base or differ from it in size (the base's own files
+    # are the project's), and their total size.
+    max_files: int = 1000
+    max_bytes: int = 64 * 1024 * 1024
+    # Any one file git would read.
+    max_file_bytes: int = MAX_PATCH_BYTES
+
+
+def _size(size: int) -> str:
+    """A byte count as people read it: 900 bytes, 12.5 KiB, 600.0 MiB."""
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:,.1f} KiB"
+    return f"{size / (1024 * 1024):,.1f} MiB"
+
+
+def _walk(path: Path, max_file_bytes: int = MAX_PATCH_BYTES) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """(relative path, problem) for everything in the workspace git must not read, and (relative
+    path, size) of every file and symbolic link git could add."""
     found: list[tuple[str, str]] = []
+    files: list[tuple[str, int]] = []
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -268,25 +297,90 @@ def _walk(path: Path) -> list[tuple[str, str]]:
             elif stat.S_ISDIR(st.st_mode):
                 stack.append(rel)
             elif stat.S_ISREG(st.st_mode):
-                if st.st_size > MAX_PATCH_BYTES:
-                    found.append((rel, f"is larger than {MAX_PATCH_BYTES // (1024 * 1024)} MiB"))
-            elif not stat.S_ISLNK(st.st_mode):
+                files.append((rel, st.st_size))
+                if st.st_size > max_file_bytes:
+                    limit = f"{_size(max_file_bytes)} (workspaces.max_file_bytes)"
+                    found.append((rel, f"is {_size(st.st_size)}, larger than {limit}"))
+            elif stat.S_ISLNK(st.st_mode):
+                files.append((rel, st.st_size))
+            else:
                 found.append((rel, "is not a regular file (a FIFO, socket or device)"))
-    return found
+    return found, files
 
 
-async def scan(tree: Tree, index: Path) -> None:
+async def scan(tree: Tree, index: Path, base_tree: str = "", bounds: Bounds | None = None) -> None:
     """Refuse the first problem `_walk` finds that git would see (not ignored; `.roundtable/`
-    is refused even when ignored)."""
-    problems = await asyncio.to_thread(_walk, tree.path)
-    if not problems:
-        return
-    candidates = [rel for rel, why in problems if not why.startswith("is roundtable's")]
-    ignored = set(await _ignored(tree, index, candidates)) if candidates else set()
-    for rel, why in problems:
-        if why.startswith("is roundtable's") or rel not in ignored:
-            shown = repr(rel)[1:-1] if rel != "." else "the workspace"
-            raise ValidationError(f"workspace refused: {shown} {why}")
+    is refused even when ignored), then a workspace over its `bounds` (see `Bounds`)."""
+    bounds = bounds or Bounds()
+    problems, files = await asyncio.to_thread(_walk, tree.path, bounds.max_file_bytes)
+    if problems:
+        candidates = [rel for rel, why in problems if not why.startswith("is roundtable's")]
+        ignored = set(await _ignored(tree, index, candidates)) if candidates else set()
+        for rel, why in problems:
+            if why.startswith("is roundtable's") or rel not in ignored:
+                shown = repr(rel)[1:-1] if rel != "." else "the workspace"
+                raise ValidationError(f"workspace refused: {shown} {why}")
+    if _within(files, bounds):
+        return  # the common case: no git asked
+    if base_tree:
+        base = await _base_sizes(tree.root, base_tree)
+        files = await asyncio.to_thread(lambda: [(rel, size) for rel, size in files if base.get(rel) != size])
+    if not _within(files, bounds):
+        files = await _not_ignored(tree, index, files)
+    count, total = len(files), sum(size for _rel, size in files)
+    if count > bounds.max_files:
+        raise ValidationError(
+            f"workspace refused: {count:,} files are new or changed against its base (not git-ignored), "
+            f"more than workspaces.max_files ({bounds.max_files:,})"
+        )
+    if total > bounds.max_bytes:
+        raise ValidationError(
+            f"workspace refused: its new or changed files (not git-ignored) hold {_size(total)}, "
+            f"more than workspaces.max_bytes ({_size(bounds.max_bytes)})"
+        )
+
+
+def _within(files: list[tuple[str, int]], bounds: Bounds) -> bool:
+    return len(files) <= bounds.max_files and sum(size for _rel, size in files) <= bounds.max_bytes
+
+
+async def _base_sizes(root: Path, base_tree: str) -> dict[str, int]:
+    """path → size of every blob in the base tree (read from the project's repository: its tree
+    objects and the blobs' headers, nothing of the workspace)."""
+    code, out, _err = await git.exec_git(root, [*_BASE_CONFIG, "ls-tree", "-r", "-l", "-z", base_tree], env=_env())
+    sizes: dict[str, int] = {}
+    if code != 0:
+        return sizes
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, rel = entry.partition("\t")
+        parts = meta.split()
+        if rel and len(parts) == 4 and parts[3].isdigit():
+            sizes[rel] = int(parts[3])
+    return sizes
+
+
+async def _not_ignored(tree: Tree, index: Path, files: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """`files` without those the workspace's ignore rules exclude from `git add -A` (untracked
+    ones matching `.gitignore`, `info/exclude` or `core.excludesFile`; a tracked file is never
+    ignored). One `git ls-files` walk, which names a wholly ignored directory once (`.venv/`)
+    without listing what it holds."""
+    env = _env({"GIT_DIR": str(tree.gitdir), "GIT_WORK_TREE": str(tree.path), "GIT_INDEX_FILE": str(index)})
+    args = [*_BASE_CONFIG, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]
+    code, out, _err = await git.exec_git(tree.path, args, env=env)
+    if code != 0:
+        return files  # nothing known to be ignored: every file counts
+    listed = out.decode("utf-8", "surrogateescape").split("\0")
+    ignored_dirs = tuple(p for p in listed if p.endswith("/"))
+    ignored_files = {p for p in listed if p and not p.endswith("/")}
+
+    def kept() -> list[tuple[str, int]]:
+        return [
+            (rel, size)
+            for rel, size in files
+            if rel not in ignored_files and not (ignored_dirs and rel.startswith(ignored_dirs))
+        ]
+
+    return await asyncio.to_thread(kept)
 
 
 async def _ignored(tree: Tree, index: Path, paths: list[str]) -> list[str]:

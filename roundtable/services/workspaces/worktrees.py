@@ -60,6 +60,7 @@ from roundtable.services.run_scope import NO_HINT, RunHint, resolve, task_run
 from roundtable.services.testing.test_runs import private_paths
 from roundtable.services.workspaces.workspace_git import (
     DIFF_ARGS,
+    Bounds,
     Tree,
     give_back,
     repo_git,
@@ -186,22 +187,31 @@ def mark_local(ws: Workspace, rels: list[str]) -> None:
     (gitdir / LOCAL_FILES).write_text("".join(f"{r}\n" for r in merged), encoding="utf-8")
 
 
-async def _index_of_workspace(tree: Tree, tmp: Path, base_tree: str) -> None:
+def bounds_of(config: Config | None) -> Bounds:
+    """The configured `workspaces.max_*` bounds (the defaults without a configuration)."""
+    if config is None:
+        return Bounds()
+    settings = config.workspaces
+    return Bounds(settings.max_files, settings.max_bytes, settings.max_file_bytes)
+
+
+async def _index_of_workspace(tree: Tree, tmp: Path, base_tree: str, bounds: Bounds) -> None:
     """`tmp/index` := the workspace's files as git would add them (base tree, then `add -A`; the
-    harness files `connect --workspace` wrote are left out), their objects in `tmp/objects`."""
+    harness files `connect --workspace` wrote are left out), their objects in `tmp/objects`.
+    The workspace is held to `bounds` before git reads any of its files."""
     index, objects = tmp / "index", tmp / "objects"
     await tree_git(tree, ["read-tree", base_tree], index=index, objects=objects)
-    await scan(tree, index)
+    await scan(tree, index, base_tree, bounds)
     excluded = [f":(exclude,literal){rel}" for rel in await asyncio.to_thread(local_files, tree.gitdir)]
     await tree_git(tree, ["add", "-A", "--", ".", *excluded], index=index, objects=objects)
 
 
-async def workspace_patch(root: Path, ws: Workspace) -> str:
+async def workspace_patch(root: Path, ws: Workspace, bounds: Bounds) -> str:
     """The workspace's diff against its base, as `git diff` of it prints it ("" when none)."""
     tree = tree_of(ws, root)
     await asyncio.to_thread(verify, tree)
     async with _private_dir() as tmp:
-        await _index_of_workspace(tree, tmp, ws.base_tree)
+        await _index_of_workspace(tree, tmp, ws.base_tree, bounds)
         out = await tree_output(
             tree,
             ["diff", "--cached", *DIFF_ARGS, ws.base_commit],
@@ -215,14 +225,14 @@ async def workspace_patch(root: Path, ws: Workspace) -> str:
         raise ValidationError("workspace refused: its diff is not UTF-8 text (binary content?)") from None
 
 
-async def diffstat(root: Path, ws: Workspace) -> dict[str, Any]:
+async def diffstat(root: Path, ws: Workspace, bounds: Bounds) -> dict[str, Any]:
     """Files, added and deleted lines of the live work (`git diff --numstat`); an unreadable or
     refused workspace says why instead."""
     tree = tree_of(ws, root)
     try:
         await asyncio.to_thread(verify, tree)
         async with _private_dir() as tmp:
-            await _index_of_workspace(tree, tmp, ws.base_tree)
+            await _index_of_workspace(tree, tmp, ws.base_tree, bounds)
             _code, out = await tree_git(
                 tree,
                 ["diff", "--cached", "--numstat", "-z", *DIFF_ARGS, ws.base_commit],
@@ -466,7 +476,7 @@ async def propose(
     root = runtime.root
     async with runtime.db.read() as r:
         ws = await require_live(r, agent_id, task_id)
-    text = await workspace_patch(root, ws)
+    text = await workspace_patch(root, ws, bounds_of(runtime.config))
     if not text.strip():
         raise ValidationError(f"workspace {ws.id} has no changes against its base; edit files in {ws.path} first")
     conflicts = json.loads(ws.conflicts_json or "[]")
@@ -565,7 +575,7 @@ async def leftover(runtime: Project, agent_id: str, task_id: str) -> Workspace |
         proposal = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (ws.proposal_id,)) if ws else None
     if ws is None:
         return None
-    text = await workspace_patch(runtime.root, ws)
+    text = await workspace_patch(runtime.root, ws, bounds_of(runtime.config))
     if not text.strip():
         return None
     if proposal is not None and proposal.current_revision == patch_sha256(text):
@@ -592,7 +602,7 @@ async def sync(runtime: Project, args: SyncArgs, *, actor: str, runs: RunHint = 
         work_dir = tmp / "work"
         work_dir.mkdir()
         index, objects = work_dir / "index", work_dir / "objects"
-        await _index_of_workspace(tree, work_dir, ws.base_tree)
+        await _index_of_workspace(tree, work_dir, ws.base_tree, bounds_of(runtime.config))
         _c, out = await tree_git(tree, ["write-tree"], index=index, objects=objects)
         work_tree = out.decode().strip()
         _c, out = await tree_git(
