@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import re
 import shutil
 import stat
 import sys
@@ -44,7 +45,7 @@ from pathlib import Path
 
 from roundtable import proc
 from roundtable.sandbox import inner, layout
-from roundtable.sandbox.spec import KINDS, PROFILES, Spec, below
+from roundtable.sandbox.spec import KINDS, PROFILES, Mount, Spec, below
 
 MODES = ("auto", *KINDS)
 NONE = "none"
@@ -489,6 +490,96 @@ def _venv_home(venv: str) -> list[str]:
     return []
 
 
+# A launcher's `exec /abs/path …` (a pyenv shim's `exec "/home/u/.pyenv/libexec/pyenv" exec …`).
+_EXEC_TARGET = re.compile(r"""(?m)^\s*exec\s+(?:-\S+\s+)*["']?(/[^"'\s;|&)]+)""")
+# What a shell or the kernel says of a path it could not run or read.
+_MISSING_PATH = re.compile(
+    r"""(/[^\s:'"`]+)['"`]?:?\s*(?:: )?(?:No such file or directory|Permission denied|not found|bad interpreter)"""
+)
+LAUNCH_FAILED = (126, 127)  # a shell's "cannot execute" and "not found"
+
+
+def _visible(mounts: Sequence[Mount], path: str) -> bool:
+    """Can the sandbox of `mounts` reach `path` as it is written (the system directories and the
+    read-only and writable grants; a system link such as `/bin -> usr/bin` followed)?"""
+    binds = [m.dst for m in mounts if m.op in ("ro", "rw")]
+    if any(below(path, b) for b in binds):
+        return True
+    links = [m.dst for m in mounts if m.op == "symlink"]
+    return any(below(path, link) for link in links) and any(below(_real(path), b) for b in binds)
+
+
+def _grant_hint(path: str) -> str:
+    """The directory to grant so that `path`, as it is written, is visible: its install tree
+    (`_install_tree`, the link itself where it is one: its target may already be visible)."""
+    tree, _install, _besides = _install_tree(path, path)
+    return tree
+
+
+def launcher_problem(program: str, mounts: Sequence[Mount], search_path: str, setting: str) -> str:
+    """Why `program`, a `#!` launcher script, cannot work in a sandbox of `mounts` ("" when it
+    can, or is no script): its interpreter (named, or found through `env` on `search_path`), or
+    the absolute program it `exec`s, is outside the sandbox's view. Reads its first 4 KiB only."""
+    found = program if os.sep in program else (shutil.which(program, path=search_path) or "")
+    if not found:
+        return ""
+    try:
+        with open(found, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return ""
+    if not head.startswith(b"#!"):
+        return ""
+    text = head.decode("utf-8", "replace")
+    words = text[2:].split("\n", 1)[0].split()
+    needs: list[tuple[str, str]] = []
+    if words and os.path.isabs(words[0]):
+        interpreter, args = words[0], words[1:]
+        if not _visible(mounts, interpreter):
+            needs.append((interpreter, "its interpreter, named on its #! line"))
+        elif os.path.basename(interpreter) == "env":
+            name = next((a for a in args if not a.startswith("-")), "")
+            if os.path.isabs(name):
+                candidates = [name] if os.path.exists(name) else []
+            else:
+                candidates = [
+                    c
+                    for c in (os.path.join(d, name) for d in search_path.split(os.pathsep) if d and name)
+                    if os.path.isfile(c) and os.access(c, os.X_OK)
+                ]
+            if candidates and not any(_visible(mounts, c) for c in candidates):
+                needs.append((candidates[0], f"its interpreter {name}, found through {interpreter}"))
+    for target in _EXEC_TARGET.findall(text):
+        if os.path.exists(target) and not _visible(mounts, target):
+            needs.append((target, "the program it runs (exec)"))
+    if not needs:
+        return ""
+    path, what = needs[0]
+    return (
+        f"{found} is a launcher script the sandbox cannot follow: it needs {path} ({what}), which is "
+        f"outside the sandbox's view; add {_grant_hint(path)} to {setting}, or run the program it "
+        "launches directly"
+    )
+
+
+def explain_launch_failure(spec: Spec, code: int | None, output: str) -> str:
+    """Roundtable's explanation of a command that failed to launch inside (exit 126 or 127)
+    because it needs a path that exists here but is outside the sandbox's view (what a launcher
+    script or a wrapper runs); "" when the output names no such path."""
+    if code not in LAUNCH_FAILED:
+        return ""
+    setting = "sessions.read_paths" if spec.profile == "session" else "tests.read_paths"
+    for path in _MISSING_PATH.findall(output[-16384:]):
+        path = path.rstrip(".,")
+        if os.path.lexists(path) and not _visible(spec.mounts, path):
+            return (
+                f"{spec.argv[0]} could not run in the sandbox (exit {code}): it needs {path}, which exists on "
+                f"this machine but is outside the sandbox's view (a launcher or wrapper runs it); add "
+                f"{_grant_hint(path)} to {setting}, or run the program it launches directly"
+            )
+    return ""
+
+
 def build_spec(
     kind: str,
     argv: list[str],
@@ -529,6 +620,8 @@ def build_spec(
         readable.append(PACKAGE_DIR)
     work = _real(str(workdir))
     mounts = layout.plan(readable=readable, writable=[work, *writable], hidden=hidden)
+    if why := launcher_problem(program.program, mounts, path, setting):
+        raise ProgramRefused(why)
     as_root = os.getuid() == 0
     return Spec(
         kind=kind,

@@ -36,7 +36,7 @@ from pathlib import Path
 from roundtable import proc
 from roundtable.domain import TestRunStatus
 from roundtable.errors import ToolError, ValidationError
-from roundtable.sandbox.runner import hand_over, launcher_argv, open_spec
+from roundtable.sandbox.runner import explain_launch_failure, hand_over, launcher_argv, open_spec
 from roundtable.sandbox.spec import MARKER, SETUP_FAILED, Spec
 from roundtable.services.policy.engine import POLICY_FILE, TestsPolicy
 from roundtable.services.repository.pathguard import resolve_repo_path
@@ -342,4 +342,6 @@ async def execute(
     output = capture.text()
     if spec is not None and code == SETUP_FAILED and (why := _setup_failure(output)):
         return Execution(TestRunStatus.ERROR, code, output, f"the sandbox could not be set up: {why}")
+    if spec is not None and (why := explain_launch_failure(spec, code, output)):
+        return Execution(TestRunStatus.FAILED, code, output, why)  # a launcher's own error says nothing of why
     return Execution(TestRunStatus.PASSED if code == 0 else TestRunStatus.FAILED, code, output)
