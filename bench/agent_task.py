@@ -219,64 +219,105 @@ __version__ = "1.4.0"
 '''
 
 README_SECTIONS = [
-    ("Installation", "From PyPI:\n\n```sh\npython -m pip install wordsmith\n```\n\nwordsmith has no dependencies "
-     "beyond the standard library and supports every Python version that still receives security fixes. "
-     "Wheels are pure Python, so they install on any platform."),
-    ("Why", "Programs speak to people in logs, reports and user interfaces. A count of 1234567 reads better as "
-     "1,234,567; the third item of a list reads better as 3rd; and a list of names reads better joined the way "
-     "a person would write it. wordsmith collects the small functions that every project ends up writing for "
-     "this, with their edge cases settled and tested once."),
-    ("Numbers", "```pycon\n>>> import wordsmith\n>>> wordsmith.intcomma(1234567)\n'1,234,567'\n>>> "
-     "wordsmith.intcomma(1234.5)\n'1,234.5'\n>>> wordsmith.intcomma(1000000, '.')\n'1.000.000'\n>>> "
-     "wordsmith.ordinal(2)\n'2nd'\n>>> wordsmith.ordinal(111)\n'111th'\n>>> wordsmith.apnumber(7)\n'seven'\n"
-     ">>> wordsmith.apnumber(12)\n'12'\n```\n\n`intcomma` keeps the fraction of a float as it is printed and "
-     "takes the separator as its second argument, so a caller that formats for another locale passes its own. "
-     "`ordinal` follows English usage, including the teens (11th, 12th, 13th). `apnumber` spells out the "
-     "numbers below ten, as the Associated Press style guide asks, and leaves the others as digits."),
-    ("Lists", "```pycon\n>>> wordsmith.natural_list(['one', 'two', 'three'])\n'one, two and three'\n>>> "
-     "wordsmith.natural_list(['tea', 'coffee'])\n'tea and coffee'\n>>> wordsmith.natural_list([42])\n'42'\n```\n\n"
-     "`natural_list` converts each item with `str`, so numbers and other objects can be joined directly. An "
-     "empty list gives an empty string."),
-    ("Sizes", "```pycon\n>>> wordsmith.naturalsize(3000000)\n'3.0 MB'\n>>> wordsmith.naturalsize(3000000, binary=True)\n"
-     "'2.9 MiB'\n>>> wordsmith.naturalsize(512)\n'512 Bytes'\n```\n\n`naturalsize` uses decimal units by default "
-     "(kB, MB, GB), as disk makers and network speeds do; `binary=True` switches to the IEC units (KiB, MiB, "
-     "GiB) that memory sizes use. The number of digits after the point is one by default and can be set with "
-     "`precision`. Negative sizes keep their sign, which is useful for differences between two measurements."),
-    ("Command line", "The package installs no command of its own, but every function is easy to call from a "
-     "shell with `python -c`:\n\n```sh\npython -c 'import wordsmith; print(wordsmith.intcomma(2**40))'\n```\n\n"
-     "Scripts that print tables of numbers often pipe their output through a small wrapper that applies "
-     "`intcomma` to every integer column; the examples directory of the repository has one."),
-    ("Frequently asked questions", "**Why not use the locale module?** `locale` changes the formatting of the "
-     "whole process and depends on which locales the system has installed; wordsmith's functions are pure and "
-     "give the same answer everywhere.\n\n**Why is there no Oxford comma?** Style guides disagree, and the first "
-     "versions followed the one the authors used. A keyword argument to choose is a welcome addition, as long as "
-     "the default output stays the same.\n\n**Can I join with a word other than 'and'?** Not yet; see the "
-     "previous answer.\n\n**Does it handle very large numbers?** Yes: Python's integers have no fixed size, and "
-     "`intcomma` works on their decimal text."),
-    ("Related projects", "Larger libraries cover dates, times and relative times (\"3 minutes ago\") as well as "
-     "translations into dozens of languages. wordsmith stays small on purpose: it is meant to be vendored or "
-     "depended on without pulling in locale data, and its whole source fits on a few screens."),
-    ("Localisation", "The functions above speak English. A project that needs other languages can wrap them: "
-     "`intcomma` takes its separator, and the words used by `apnumber` and `natural_list` are short enough to "
-     "be replaced by a translation table. Translations are not shipped with the package; contributions that "
-     "add a mechanism for them are welcome if they keep the default behaviour unchanged."),
-    ("Performance", "Every function is linear in the length of its input and allocates only the result. "
-     "`intcomma` on a million numbers takes about half a second on a laptop; `natural_list` is dominated by "
-     "the `str` conversion of its items. None of the functions cache anything, so they are safe to call from "
-     "several threads."),
-    ("Versioning", "wordsmith follows semantic versioning. A function's output for a given input is part of "
-     "its interface: changing it, even to fix a typographical detail, is a breaking change and waits for the "
-     "next major version, unless the old output was plainly a bug. New keyword arguments with defaults that "
-     "keep the old output are minor changes."),
-    ("Contributing", "Issues and pull requests are welcome. Please run the tests before you send a change:\n\n"
-     "```sh\npython -m unittest\n```\n\nEvery change that alters an output needs a test that shows the new "
-     "output, and a line in the changelog. Keep functions small and free of dependencies; a function that "
-     "needs a third-party package belongs in another project. Documentation lives in this README: describe "
-     "each new argument in the section of its function, with an example."),
-    ("Changelog", "- 1.4.0: `intcomma` takes a separator.\n- 1.3.0: `natural_list` accepts any iterable.\n"
-     "- 1.2.0: `apnumber`.\n- 1.1.0: `ordinal` handles negative numbers.\n- 1.0.0: first stable release."),
-    ("License", "MIT. See the LICENSE file; the copyright holders are the contributors listed in the "
-     "project's history."),
+    (
+        "Installation",
+        "From PyPI:\n\n```sh\npython -m pip install wordsmith\n```\n\nwordsmith has no dependencies "
+        "beyond the standard library and supports every Python version that still receives security fixes. "
+        "Wheels are pure Python, so they install on any platform.",
+    ),
+    (
+        "Why",
+        "Programs speak to people in logs, reports and user interfaces. A count of 1234567 reads better as "
+        "1,234,567; the third item of a list reads better as 3rd; and a list of names reads better joined the way "
+        "a person would write it. wordsmith collects the small functions that every project ends up writing for "
+        "this, with their edge cases settled and tested once.",
+    ),
+    (
+        "Numbers",
+        "```pycon\n>>> import wordsmith\n>>> wordsmith.intcomma(1234567)\n'1,234,567'\n>>> "
+        "wordsmith.intcomma(1234.5)\n'1,234.5'\n>>> wordsmith.intcomma(1000000, '.')\n'1.000.000'\n>>> "
+        "wordsmith.ordinal(2)\n'2nd'\n>>> wordsmith.ordinal(111)\n'111th'\n>>> wordsmith.apnumber(7)\n'seven'\n"
+        ">>> wordsmith.apnumber(12)\n'12'\n```\n\n`intcomma` keeps the fraction of a float as it is printed and "
+        "takes the separator as its second argument, so a caller that formats for another locale passes its own. "
+        "`ordinal` follows English usage, including the teens (11th, 12th, 13th). `apnumber` spells out the "
+        "numbers below ten, as the Associated Press style guide asks, and leaves the others as digits.",
+    ),
+    (
+        "Lists",
+        "```pycon\n>>> wordsmith.natural_list(['one', 'two', 'three'])\n'one, two and three'\n>>> "
+        "wordsmith.natural_list(['tea', 'coffee'])\n'tea and coffee'\n>>> wordsmith.natural_list([42])\n'42'\n```\n\n"
+        "`natural_list` converts each item with `str`, so numbers and other objects can be joined directly. An "
+        "empty list gives an empty string.",
+    ),
+    (
+        "Sizes",
+        "```pycon\n>>> wordsmith.naturalsize(3000000)\n'3.0 MB'\n>>> wordsmith.naturalsize(3000000, binary=True)\n"
+        "'2.9 MiB'\n>>> wordsmith.naturalsize(512)\n'512 Bytes'\n```\n\n`naturalsize` uses decimal units by default "
+        "(kB, MB, GB), as disk makers and network speeds do; `binary=True` switches to the IEC units (KiB, MiB, "
+        "GiB) that memory sizes use. The number of digits after the point is one by default and can be set with "
+        "`precision`. Negative sizes keep their sign, which is useful for differences between two measurements.",
+    ),
+    (
+        "Command line",
+        "The package installs no command of its own, but every function is easy to call from a "
+        "shell with `python -c`:\n\n```sh\npython -c 'import wordsmith; print(wordsmith.intcomma(2**40))'\n```\n\n"
+        "Scripts that print tables of numbers often pipe their output through a small wrapper that applies "
+        "`intcomma` to every integer column; the examples directory of the repository has one.",
+    ),
+    (
+        "Frequently asked questions",
+        "**Why not use the locale module?** `locale` changes the formatting of the "
+        "whole process and depends on which locales the system has installed; wordsmith's functions are pure and "
+        "give the same answer everywhere.\n\n**Why is there no Oxford comma?** Style guides disagree, and the first "
+        "versions followed the one the authors used. A keyword argument to choose is a welcome addition, as long as "
+        "the default output stays the same.\n\n**Can I join with a word other than 'and'?** Not yet; see the "
+        "previous answer.\n\n**Does it handle very large numbers?** Yes: Python's integers have no fixed size, and "
+        "`intcomma` works on their decimal text.",
+    ),
+    (
+        "Related projects",
+        'Larger libraries cover dates, times and relative times ("3 minutes ago") as well as '
+        "translations into dozens of languages. wordsmith stays small on purpose: it is meant to be vendored or "
+        "depended on without pulling in locale data, and its whole source fits on a few screens.",
+    ),
+    (
+        "Localisation",
+        "The functions above speak English. A project that needs other languages can wrap them: "
+        "`intcomma` takes its separator, and the words used by `apnumber` and `natural_list` are short enough to "
+        "be replaced by a translation table. Translations are not shipped with the package; contributions that "
+        "add a mechanism for them are welcome if they keep the default behaviour unchanged.",
+    ),
+    (
+        "Performance",
+        "Every function is linear in the length of its input and allocates only the result. "
+        "`intcomma` on a million numbers takes about half a second on a laptop; `natural_list` is dominated by "
+        "the `str` conversion of its items. None of the functions cache anything, so they are safe to call from "
+        "several threads.",
+    ),
+    (
+        "Versioning",
+        "wordsmith follows semantic versioning. A function's output for a given input is part of "
+        "its interface: changing it, even to fix a typographical detail, is a breaking change and waits for the "
+        "next major version, unless the old output was plainly a bug. New keyword arguments with defaults that "
+        "keep the old output are minor changes.",
+    ),
+    (
+        "Contributing",
+        "Issues and pull requests are welcome. Please run the tests before you send a change:\n\n"
+        "```sh\npython -m unittest\n```\n\nEvery change that alters an output needs a test that shows the new "
+        "output, and a line in the changelog. Keep functions small and free of dependencies; a function that "
+        "needs a third-party package belongs in another project. Documentation lives in this README: describe "
+        "each new argument in the section of its function, with an example.",
+    ),
+    (
+        "Changelog",
+        "- 1.4.0: `intcomma` takes a separator.\n- 1.3.0: `natural_list` accepts any iterable.\n"
+        "- 1.2.0: `apnumber`.\n- 1.1.0: `ordinal` handles negative numbers.\n- 1.0.0: first stable release.",
+    ),
+    (
+        "License",
+        "MIT. See the LICENSE file; the copyright holders are the contributors listed in the project's history.",
+    ),
 ]
 
 
@@ -329,8 +370,7 @@ EDITS: list[dict[str, str]] = [
     {
         "path": "wordsmith/lists.py",
         "old_string": (
-            '        return f"{words[0]} and {words[1]}"\n'
-            '    return ", ".join(words[:-1]) + f" and {words[-1]}"\n'
+            '        return f"{words[0]} and {words[1]}"\n    return ", ".join(words[:-1]) + f" and {words[-1]}"\n'
         ),
         "new_string": (
             '        return f"{words[0]} {conjunction} {words[1]}"\n'
@@ -454,9 +494,7 @@ def model_view(listed: Any) -> int:
     description and input schema (Claude Code 2.1 and Codex 0.171 pass nothing else on)."""
     import json
 
-    tools = [
-        {"name": t.name, "description": t.description or "", "input_schema": t.input_schema} for t in listed.tools
-    ]
+    tools = [{"name": t.name, "description": t.description or "", "input_schema": t.input_schema} for t in listed.tools]
     return len(json.dumps(tools, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 import os
 import sys
 
-_BRIDGE_OPTIONS = {"--root": "root", "--url": "url", "--socket": "socket", "--agent": "agent"}
+_BRIDGE_OPTIONS = {"--root": "root", "--url": "url", "--socket": "socket", "--agent": "agent", "--tools": "tools"}
 TOKEN_ENV = "ROUNDTABLE_MCP_TOKEN"
 SOCKET_ENV = "ROUNDTABLE_MCP_SOCKET"
 
 
 def _bridge_options(argv: list[str]) -> dict[str, str] | None:
-    """Parse `mcp stdio [--root R] [--url U] [--socket S] [--agent A]` (`--k v` and `--k=v`)."""
+    """Parse `mcp stdio [--root R] [--url U] [--socket S] [--agent A] [--tools KIND]` (`--k v` and
+    `--k=v`)."""
     if argv[:2] != ["mcp", "stdio"]:
         return None
-    options = {"root": ".", "url": "", "socket": "", "agent": ""}
+    options = {"root": ".", "url": "", "socket": "", "agent": "", "tools": ""}
     rest = argv[2:]
     i = 0
     while i < len(rest):
@@ -66,6 +67,9 @@ def _run_bridge(options: dict[str, str]) -> int:
         print(PREFIX + str(exc), file=sys.stderr)
         return 1
     url = options["url"] or ("http://localhost/mcp" if uds else configured_url)
+    if options.get("tools"):
+        # The kind of session names its tool listing (`/mcp?tools=workspace`: a harness in its workspace).
+        url += ("&" if "?" in url else "?") + "tools=" + options["tools"]
     if env_token:
         token, hint, fix = env_token, f"the token in {TOKEN_ENV}", f"unset {TOKEN_ENV} or set it to a live token"
     else:

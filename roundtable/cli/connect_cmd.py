@@ -96,7 +96,8 @@ def connect(
             raise click.UsageError("--workspace needs --agent (a workspace belongs to one agent)")
         ws = _workspace_of(root, agent_id, task_id)
         place = Path(ws.path)
-    edit = adapters.connect_edit(harness, root, agent_id, at=place)  # parses the existing file; writes nothing
+    tools = adapters.WORKSPACE_TOOLS if workspace else ""  # its listing: what its own tools do not do
+    edit = adapters.connect_edit(harness, root, agent_id, at=place, tools=tools)  # parses; writes nothing
     if edit.action == "replaced" and not force and _binding(edit.previous or {}) != _binding_of(root, agent_id):
         was = _describe_binding(edit.previous or {})
         fail(
@@ -129,7 +130,7 @@ def connect(
         "unchanged": f"{target} already has this roundtable entry; nothing changed",
     }[edit.action]
     click.echo(said)
-    entry = adapters.connect_entry(harness, root, agent_id)
+    entry = adapters.connect_entry(harness, root, agent_id, tools)
     click.echo(f"  command: {' '.join([entry['command'], *entry['args']])}")
     if agent_id:
         click.echo(f"{HARNESS_NAMES[harness]} acts as {agent_id}: every call it makes is recorded as agent:{agent_id}.")

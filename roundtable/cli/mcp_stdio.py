@@ -1,4 +1,4 @@
-"""`roundtable mcp stdio [--root DIR] [--agent ID] [--url URL] [--socket PATH]`: the stdio ↔ HTTP bridge.
+"""`roundtable mcp stdio [--root DIR] [--agent ID] [--url URL] [--socket PATH] [--tools KIND]`: the stdio ↔ HTTP bridge.
 
 Kept light on purpose (no runtime, no store, no MCP SDK): a harness spawns this for every
 agent, so its start-up time is paid each time. The console script parses these options
@@ -30,8 +30,13 @@ from roundtable.cli.common import handle_errors, root_option
     help="Present this agent's credential (.roundtable/credentials/agents/ID.token); "
     "default: the project's. ROUNDTABLE_MCP_TOKEN, when set, wins.",
 )
+@click.option(
+    "--tools",
+    default="",
+    help="The kind of session, which names its tool listing: workspace (a harness with its own editor in its workspace).",
+)
 @handle_errors
-def stdio(root: Path, url: str, socket_path: str, agent: str) -> None:
+def stdio(root: Path, url: str, socket_path: str, agent: str, tools: str) -> None:
     """Relay MCP between stdin/stdout and the running owner (`start`, `run` or `mcp serve`).
 
     Before relaying anything it checks that the owner serves this project (its /healthz);
@@ -39,4 +44,4 @@ def stdio(root: Path, url: str, socket_path: str, agent: str) -> None:
     """
     from roundtable.entry import _run_bridge
 
-    sys.exit(_run_bridge({"root": str(root), "url": url, "socket": socket_path, "agent": agent}))
+    sys.exit(_run_bridge({"root": str(root), "url": url, "socket": socket_path, "agent": agent, "tools": tools}))

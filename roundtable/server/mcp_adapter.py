@@ -112,7 +112,10 @@ def tool_result(spec: ToolSpec, result: dict[str, Any], *, structured: bool = Tr
     `structuredContent` the whole result, as the specification describes. Otherwise (agents) the
     first block is the compact rendering a model reads (`rendering.readable`) and there is no
     `structuredContent`: a harness hands its model one of the two, and Claude Code picks
-    `structuredContent` when it is there."""
+    `structuredContent` when it is there; what it reads of the result is the tool's `agent_view`
+    when it has one."""
+    if not structured and spec.agent_view is not None:
+        result = spec.agent_view(result)
     texts = [key for key in spec.text_fields if isinstance(result.get(key), str) and result[key]]
     header = {k: v for k, v in result.items() if k not in texts} if texts else result
     try:

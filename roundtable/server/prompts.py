@@ -164,30 +164,23 @@ def instructions(style: str, bound: resources.Bound | None = None) -> str:
     who = (
         f"This session is {bound.agent_id} on task {bound.task_id} of run {bound.run_id}"
         + (f", reviewing proposal {bound.proposal_id}" if bound.proposal_id else "")
-        + "; identity arguments are filled in for you.\n"
+        + "; identity arguments are filled in for you."
         if bound is not None
-        else "Who you are comes from your credential (an unbound one may only read); identity arguments "
-        "default to your agent.\n"
+        else "Your credential says who you are (an unbound one may only read)."
     )
     run = bound.run_id if bound is not None else "{run_id}"
+    # Read into every agent's context at every connection: what it needs to start, no more (the
+    # role prompts and the rulebook say the rest).
     return (
-        "Roundtable coordinates AI agents on one repository under a human operator; its table is the "
-        "authority, not your memory. You never write the project's files: every change reaches it as a "
-        "reviewed proposal — from your own workspace (a git worktree you edit with your own tools) with "
-        f"{n['workspace_propose']}, or as edits or a diff with {n['proposal_create']}.\n"
-        + who
-        + f"1. Start with {n['table_watch']}: what concerns you (your tasks, claims, proposals, news on them, "
-        f"reviews asked of you, memory headlines); {n['task_get']} for a task's text.\n"
-        f"2. In an active run, ask for a turn ({n['agent_turn_request']}); when roundtable://turns/{run} (or "
-        f"{n['table_watch']} with wait_ms) shows it scheduled, {n['agent_turn_start']}.\n"
-        f"3. Claim before you change ({n['resource_claim']}; {n['workspace_propose']} claims for you); "
-        "reviewers claim in review mode.\n"
-        f"4. Propose with {n['workspace_propose']} (it asks for review) or {n['proposal_create']} then "
-        f"{n['proposal_request_review']}; evidence is {n['test_run']} on the revision; reviewers vote with "
-        f"{n['vote_cast']} on the current revision.\n"
-        f"5. Finish with {n['agent_turn_complete']}, release claims ({n['resource_release']}), record what "
-        f"others should know ({n['memory_record']}).\n"
-        "Prompts: one per role, and resume. Rulebook: roundtable://doc/AGENTS.ROUNDTABLE.md."
+        "Roundtable's table is the authority here, not your memory. You never write the project's files: "
+        f"a change is a reviewed proposal ({n['workspace_propose']} from your own workspace, or "
+        f"{n['proposal_create']}). {who}\n"
+        f"Start with {n['table_watch']} (what concerns you). Claim before you change ({n['resource_claim']}; "
+        f"reviewers in review mode). Evidence: {n['test_run']} on the revision. Reviewers {n['vote_cast']} on "
+        f"the current revision. In an active run: {n['agent_turn_request']}, then {n['agent_turn_start']} once "
+        f"roundtable://turns/{run} (or {n['table_watch']} wait_ms) shows it scheduled, "
+        f"{n['agent_turn_complete']} when done. Finish: release claims, {n['memory_record']} what others "
+        "should know. Rulebook: roundtable://doc/AGENTS.ROUNDTABLE.md."
     )
 
 

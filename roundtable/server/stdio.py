@@ -123,6 +123,9 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+_KIND_QUERY = re.compile(r"tools=[a-z]{1,32}")
+
+
 def check_url(url: str, *, token: str, uds: str = "") -> str:
     """Validate the endpoint; returns it unchanged."""
     try:
@@ -132,7 +135,8 @@ def check_url(url: str, *, token: str, uds: str = "") -> str:
         raise BridgeError("MCP HTTP endpoint must be an http(s) URL") from None
     if parts.scheme not in ("http", "https") or not host or parts.username or parts.password:
         raise BridgeError("MCP HTTP endpoint must be an http(s) URL")
-    if parts.query or parts.fragment:
+    # The one query the endpoint reads: the kind of session, which names its tool listing.
+    if parts.fragment or (parts.query and not _KIND_QUERY.fullmatch(parts.query)):
         raise BridgeError("MCP HTTP endpoint must be an http(s) URL")
     if token and not uds and parts.scheme == "http" and not _is_loopback(host):
         raise BridgeError("bearer authentication requires HTTPS except for loopback endpoints")

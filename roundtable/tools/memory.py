@@ -42,7 +42,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="memory.query",
-        description=("Search memory (case-insensitive; empty query lists all), most important first."),
+        description=("Search memory (empty query: all), most important first."),
         args=QueryArgs,
         output_schema=result({"entries": RECORDS}),
         handler=query,
@@ -53,10 +53,9 @@ TOOLS = [
     ),
     ToolSpec(
         name="memory.record",
-        description=(
-            "Record something worth remembering (decision, finding, convention); with the memory_id of your own entry, a new revision of it."
-        ),
+        description=("Record what others should know; memory_id of your own entry revises it."),
         args=RecordArgs,
+        rare_args=frozenset({"status"}),
         output_schema=result({"entry": RECORD}),
         handler=record,
     ),

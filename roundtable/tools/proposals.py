@@ -219,7 +219,15 @@ async def request_review(call: Call[ProposalArgs]) -> dict[str, Any]:
         call.actor,
         call.run_hint,
     )
-    return views.proposal_result(out)
+    # What the author acts on: where the proposal stands and who reviews it (the gates in full are
+    # patch_validate's).
+    return {
+        "proposal": views.proposal_brief(out["proposal"], views.PROPOSAL_REVISED),
+        "review_roles": out["review_roles"],
+        "reviewers": [r.get("agent_id") or f"(no {r['role']})" for r in out["reviewers"]],
+        "human_approval_required": out["human_approval_required"],
+        "security_review_required": out["security_review_required"],
+    }
 
 
 async def vote_cast(call: Call[VoteArgs]) -> dict[str, Any]:
@@ -249,6 +257,7 @@ TOOLS = [
             "Propose a change: a unified diff (patch), or edits/files made into one (the answer shows it). Hold write claims on every file it touches."
         ),
         args=CreateArgs,
+        agent_view=views.proposal_made_for_agent,
         output_schema=result(
             {"proposal": RECORD, "proposal_resources": RECORDS, "patch": string()}, required=["proposal"]
         ),
@@ -263,15 +272,14 @@ TOOLS = [
             "New revision: a whole patch, or edits/files on top of the current one (older votes go stale). Review stays requested."
         ),
         args=AttachArgs,
+        agent_view=views.proposal_made_for_agent,
         output_schema=result({"proposal": RECORD, "proposal_resources": RECORDS}, required=["proposal"]),
         handler=attach_patch,
         prepare=prepare_attach,
     ),
     ToolSpec(
         name="proposal.comment",
-        description=(
-            "Comment on a line of a proposal's diff, a file (no line) or the proposal (no path); not your own."
-        ),
+        description=("Comment on a diff line, a file (no line) or the proposal (no path); not on your own."),
         args=CommentArgs,
         output_schema=result({"comment": RECORD}, required=["comment"]),
         handler=comment,
@@ -280,8 +288,8 @@ TOOLS = [
     ToolSpec(
         name="proposal.get",
         description=(
-            "A proposal to review: what it is for, its patch (own text block), resources beyond its files, "
-            "open comments. since_revision N: the change since N. detail: revisions, gates."
+            "A proposal: its purpose, patch (own text block), extra resources, open comments; "
+            "since_revision N: only the change since N."
         ),
         args=GetArgs,
         output_schema=result(
@@ -304,8 +312,9 @@ TOOLS = [
     ),
     ToolSpec(
         name="proposal.list",
-        description="List proposals, optionally by task_id and/or status, one page at a time.",
+        description="Proposals by task_id and/or status, a page at a time.",
         args=ListArgs,
+        rare_args=frozenset({"detail"}),
         output_schema=result({"proposals": RECORDS, **PAGE_RESULT}),
         handler=list_,
         mode="read",
@@ -329,8 +338,9 @@ TOOLS = [
     ),
     ToolSpec(
         name="vote.list",
-        description=("The votes on a proposal, with their full reasons."),
+        description=("The votes on a proposal, reasons in full."),
         args=VoteListArgs,
+        rare_args=frozenset({"detail"}),
         output_schema=result({"votes": RECORDS}),
         handler=point_handler(vote_list),
         point_read=vote_list,

@@ -13,6 +13,7 @@ from roundtable.services.args import Args, Count, Flag, Positive, Query, RepoPat
 from roundtable.services.repository import repo as repo_service
 from roundtable.services.repository import symbols as symbol_index
 from roundtable.services.repository.pathguard import resolve_repo_path
+from roundtable.tools import views
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORDS, boolean, integer, result, string
@@ -22,7 +23,7 @@ class ReadFileArgs(Args):
     path: RepoPath
     start_line: Positive = 0
     end_line: Positive = 0
-    numbered: Flag = Field(False, description="Prefix each line with its number and a tab.")
+    numbered: Flag = Field(False, description="Number the lines.")
 
 
 async def read_file(call: Call[ReadFileArgs]) -> dict[str, Any]:
@@ -43,7 +44,7 @@ async def read_file(call: Call[ReadFileArgs]) -> dict[str, Any]:
 class SearchArgs(Args):
     query: Query
     path: RepoPath = ""
-    context_lines: Annotated[Count, Le(20)] = Field(0, description="Lines of context before and after each match.")
+    context_lines: Annotated[Count, Le(20)] = Field(0, description="Lines around each match.")
 
 
 async def search(call: Call[SearchArgs]) -> dict[str, Any]:
@@ -95,7 +96,7 @@ async def symbols(call: Call[SymbolsArgs]) -> dict[str, Any]:
 TOOLS = [
     ToolSpec(
         name="repo.read_file",
-        description=("Read a repository text file, whole or lines start_line..end_line (1-based)."),
+        description=("A repository text file, whole or lines start_line..end_line."),
         args=ReadFileArgs,
         output_schema=result(
             {
@@ -116,8 +117,9 @@ TOOLS = [
     ),
     ToolSpec(
         name="repo.search",
-        description=("Case-insensitive literal search of repository text files: path, line, content per match."),
+        description=("Literal, case-insensitive search of the repository's text files."),
         args=SearchArgs,
+        agent_view=views.matches_for_agent,
         output_schema=result({"matches": RECORDS, "truncated": boolean()}, required=["matches"]),
         handler=search,
         mode="none",

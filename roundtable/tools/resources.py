@@ -49,6 +49,7 @@ from roundtable.services.repository.pathguard import clean_rel_path, resolve_rep
 from roundtable.services.run_scope import resolve, task_run
 from roundtable.store import rows
 from roundtable.store.records import Resource
+from roundtable.tools import views
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, boolean, result
@@ -76,9 +77,7 @@ class ClaimArgs(Args):
     run_id: Id = ""
     claim_id: NewId = ""
     path: RepoPath = ""
-    paths: Annotated[list[RepoPath], MaxLen(ITEMS_MAX)] = Field(
-        [], description="Instead of path: several files, claimed in one call."
-    )
+    paths: Annotated[list[RepoPath], MaxLen(ITEMS_MAX)] = Field([], description="Several files, in one call.")
     symbol: Symbol = ""
     base_hash: Id = ""
     renewable: Flag = True
@@ -322,12 +321,15 @@ TOOLS = [
     ToolSpec(
         name="resource.claim",
         description=(
-            "Claim a file, directory or symbol (path or resource_id) before changing or reviewing it; claiming again extends it."
+            "Claim files (path or paths), a directory or a symbol before changing or reviewing them; claiming again extends."
         ),
         args=ClaimArgs,
+        agent_view=views.claims_for_agent,
         output_schema=result({"claim": RECORD, "resource": RECORD, "extended": boolean(), "claims": RECORDS}),
         handler=claim,
-        rare_args=frozenset({"run_id", "claim_id", "base_hash", "renewable", "resume_policy", "rationale"}),
+        rare_args=frozenset(
+            {"base_hash", "claim_id", "rationale", "renewable", "resource_id", "resume_policy", "run_id", "ttl_seconds"}
+        ),
         mode="none",
     ),
     ToolSpec(

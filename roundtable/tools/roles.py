@@ -34,11 +34,11 @@ _COMMON = frozenset(
         "agent.turn_complete",
     }
 )
-_REVIEW = _COMMON | {
+# A reviewer reads the proposal and the files in context, claims them for review (a decision
+# releases those claims), comments and votes; memory's headlines come with its start-up read.
+_REVIEW = (_COMMON - {"vote.list", "memory.query"}) | {
     "resource.claim",
-    "resource.release",
     "repo.read_file",
-    "repo.search",
     "vote.cast",
     "proposal.comment",
 }
@@ -54,15 +54,12 @@ LISTED: dict[str, frozenset[str]] = {
         "proposal.request_review",
         "test.run",
         "patch.validate",
-        "workspace.create",
-        "workspace.propose",
-        "workspace.sync",
         "human.request_approval",
     },
     "reviewer": _REVIEW,
     "tester": _REVIEW | {"test.run", "test.get_result", "test.suggest", "test.evidence.submit"},
     "security": _REVIEW | {"security.review"},
-    "architect": _REVIEW | {"decision.record", "task.create", "task.list", "proposal.list", "memory.record"},
+    "architect": _REVIEW | {"decision.record", "task.create", "task.list", "memory.query", "memory.record"},
 }
 # A capability session's role where it differs from the listing's (an architect plans).
 LISTED["planner"] = LISTED["architect"]
@@ -70,8 +67,7 @@ LISTED["planner"] = LISTED["architect"]
 WORKSPACE = "workspace"
 KINDS = frozenset({"", WORKSPACE})
 # What a workspace session does with its own tools: read and search files, edit them (its diff is
-# proposed with `workspace.propose`, which claims what it touched and asks for review), and it has
-# its workspace already.
+# proposed with `workspace.propose`, which claims what it touched and asks for review).
 NATIVE = frozenset(
     {
         "repo.read_file",
@@ -81,11 +77,15 @@ NATIVE = frozenset(
         "proposal.attach_patch",
         "proposal.request_review",
         "patch.validate",
-        "workspace.create",
     }
 )
 # The implementer's claims are taken by `workspace.propose`; a reviewer still claims in review mode.
 _NATIVE_FOR: dict[str, frozenset[str]] = {"implementer": NATIVE | {"resource.claim"}}
+# What only a session with its own editor does: get its workspace, propose its diff, bring the
+# project's tree in.
+_WORKSPACE_ONLY: dict[str, frozenset[str]] = {
+    "implementer": frozenset({"workspace.create", "workspace.propose", "workspace.sync"})
+}
 
 _FAMILY = re.compile(r"^(implementer|reviewer|tester|security|architect)-[1-9][0-9]*$")
 
@@ -101,7 +101,7 @@ def listed_for(role: str, kind: str = "") -> frozenset[str] | None:
     listed = LISTED.get(role)
     if listed is None or kind != WORKSPACE:
         return listed
-    return listed - _NATIVE_FOR.get(role, NATIVE)
+    return (listed - _NATIVE_FOR.get(role, NATIVE)) | _WORKSPACE_ONLY.get(role, frozenset())
 
 
 @functools.cache

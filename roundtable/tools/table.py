@@ -181,8 +181,8 @@ TOOLS = [
     ToolSpec(
         name="table.watch",
         description=(
-            "Start here: what concerns you (your tasks, claims, proposals, news on them, reviews asked of "
-            "you). after_event_id: newer only; wait_ms waits for types; everything: all events."
+            "Start here: what concerns you (your tasks, claims, proposals and news on them, reviews asked "
+            "of you); after_event_id: only newer; wait_ms: wait for types."
         ),
         args=WatchArgs,
         output_schema=result(
@@ -233,7 +233,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="agent.turn_complete",
-        description=("Finish your turn; the Chair schedules the next request."),
+        description=("Finish your turn."),
         args=TurnArgs,
         output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
         handler=turn_complete,

@@ -14,6 +14,7 @@ from roundtable.services.coordination.autopilot import blocked_reason_on
 from roundtable.services.coordination.tasks import CreateArgs, UpdateStatusArgs, task_dict
 from roundtable.store import rows
 from roundtable.store.records import Task
+from roundtable.tools import views
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec, point_handler
 from roundtable.tools.schema import PAGE_RESULT, RECORD, RECORDS, result
@@ -54,8 +55,9 @@ async def update_status(call: Call[UpdateStatusArgs]) -> dict[str, Any]:
 TOOLS = [
     ToolSpec(
         name="task.create",
-        description=("Create a task; readable_paths are what its agent may read in a supervised session."),
+        description=("Create a task (readable_paths: what its agent may read in a session)."),
         args=CreateArgs,
+        rare_args=frozenset({"status"}),
         output_schema=result({"task": RECORD}),
         handler=create,
     ),
@@ -63,6 +65,7 @@ TOOLS = [
         name="task.get",
         description="Fetch one task by id.",
         args=GetArgs,
+        agent_view=views.task_for_agent,
         output_schema=result({"task": RECORD}),
         handler=point_handler(get),
         point_read=get,
@@ -72,7 +75,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="task.list",
-        description=("Tasks by priority then creation time, one page at a time (has_more: pass next_cursor)."),
+        description=("Tasks by priority then age, a page at a time."),
         args=PageArgs,
         output_schema=result({"tasks": RECORDS, **PAGE_RESULT}),
         handler=list_,

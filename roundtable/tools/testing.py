@@ -143,10 +143,9 @@ TOOLS = [
     ),
     ToolSpec(
         name="test.run",
-        description=(
-            "Run a policy test command (its name), sandboxed, on a proposal's current revision; failures: status failed."
-        ),
+        description=("Run a policy test command (by name), sandboxed, on a proposal's current revision: its evidence."),
         args=RunArgs,
+        agent_view=views.test_run_for_agent,
         output_schema=result(
             {
                 "test_run": RECORD,

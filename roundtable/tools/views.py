@@ -126,3 +126,63 @@ def log_tail(log: str) -> tuple[str, bool]:
     if len(tail) > LOG_TAIL_BYTES:
         tail = tail[-LOG_TAIL_BYTES:]
     return tail, tail != log
+
+
+# --- what an agent reads of a result (`ToolSpec.agent_view`) ------------------------------------
+
+
+def lean(record: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`record` without empty values ('' , [], {}, None) and without `drop`."""
+    return {k: v for k, v in record.items() if k not in drop and v not in ("", [], {}, None)}
+
+
+def task_for_agent(result: dict[str, Any]) -> dict[str, Any]:
+    """`task.get`: the task without its empty fields and timestamps."""
+    out = dict(result)
+    if isinstance(out.get("task"), dict):
+        out["task"] = lean(out["task"], ("created_at", "updated_at"))
+    return out
+
+
+def proposal_made_for_agent(result: dict[str, Any]) -> dict[str, Any]:
+    """`proposal.create`/`proposal.attach_patch`: the author wrote the title and summary; it
+    reads where the proposal stands, the files it holds and the diff (its own block)."""
+    out = dict(result)
+    if isinstance(out.get("proposal"), dict):
+        out["proposal"] = proposal_brief(out["proposal"], (*PROPOSAL_REVISED, "risk"))
+    if isinstance(out.get("proposal_resources"), list):
+        out["proposal_resources"] = [link.get("resource_id") for link in out["proposal_resources"]]
+    return out
+
+
+def claims_for_agent(result: dict[str, Any]) -> dict[str, Any]:
+    """`resource.claim`: each claim as its id, resource, mode and expiry (`extended` when true)."""
+    out = dict(result)
+    if isinstance(out.get("claims"), list):
+        out["claims"] = [lean(c) if c.get("extended") else lean(c, ("extended",)) for c in out["claims"]]
+    if isinstance(out.get("claim"), dict):
+        out["claim"] = {k: out["claim"].get(k) for k in ("id", "resource_id", "claim_type", "task_id", "expires_at")}
+        out.pop("resource", None)
+    return out
+
+
+def matches_for_agent(result: dict[str, Any]) -> dict[str, Any]:
+    """`repo.search`: each match as grep prints it (`path:line: content`)."""
+    out = dict(result)
+    if isinstance(out.get("matches"), list) and all(set(m) == {"path", "line", "content"} for m in out["matches"]):
+        out["matches"] = [f"{m['path']}:{m['line']}: {m['content']}" for m in out["matches"]]
+    if out.get("truncated") is False:
+        out.pop("truncated")
+    return out
+
+
+TEST_RUN_FOR_AGENT = ("id", "command", "status", "exit_code", "outcome")
+
+
+def test_run_for_agent(result: dict[str, Any]) -> dict[str, Any]:
+    """`test.run`: the run's id, command, status, exit code and outcome, and its log
+    (`test_get_result` has the record)."""
+    out = dict(result)
+    if isinstance(out.get("test_run"), dict):
+        out["test_run"] = {k: out["test_run"].get(k) for k in TEST_RUN_FOR_AGENT}
+    return out

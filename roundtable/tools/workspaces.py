@@ -113,6 +113,7 @@ TOOLS = [
             "claims what it touches and asks for review."
         ),
         args=ProposeArgs,
+        rare_args=frozenset({"request_review"}),
         output_schema=result(
             {"proposal": RECORD, "files": strings(), "claimed": strings(), "reviewers": strings()},
             required=["proposal", "files", "claimed"],

@@ -134,7 +134,7 @@ async def test_denials_are_recorded_as_the_sessions_agent_whoever_launched_it(ru
 async def test_each_session_role_is_listed_what_it_uses_within_its_size(runtime: Runtime) -> None:
     run_id, task_id = await make_task(runtime)
     pid = await add_proposal(runtime, task_id)
-    limits = {"implementer-1": (12 * 1024, ""), "reviewer-1": (8 * 1024, pid)}
+    limits = {"implementer-1": (7_700, ""), "reviewer-1": (4_400, pid)}
     for agent, (limit, proposal) in limits.items():
         b = (
             await bind(runtime, agent, run_id, task_id, proposal)

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 APP = "".join(f"line {n}\n" for n in range(1, 21))
 # Bytes of each role's tools/list as the SDK client serialises it (the figures a harness reads
 # into its model's context once per session); the operator's list is the whole registry.
-LISTING_LIMITS = {"implementer-1": 10_600, "reviewer-1": 6_400, "architect-1": 9_400}
+LISTING_LIMITS = {"implementer-1": 8_700, "reviewer-1": 4_400, "architect-1": 6_900}
 
 
 def _git(root: Any, *args: str) -> None:
@@ -135,7 +135,7 @@ async def test_an_approval_refusal_names_the_operators_command_and_the_decision_
 
 # A workspace session (a harness with its own editor, shell and search in its worktree) reads the
 # listing of `?tools=workspace`: none of the tools that read or edit files through roundtable.
-WORKSPACE_LISTING_LIMIT = 6 * 1024
+WORKSPACE_LISTING_LIMIT = 5_500
 
 
 async def test_a_workspace_session_is_listed_without_what_its_own_tools_do(real: Owner) -> None:
@@ -145,7 +145,8 @@ async def test_a_workspace_session_is_listed_without_what_its_own_tools_do(real:
     assert size <= WORKSPACE_LISTING_LIMIT, (size, full_size)
     assert {"workspace_propose", "workspace_sync", "test_run", "table_watch", "vote_list"} <= names
     assert not names & {"repo_read_file", "repo_search", "proposal_create", "proposal_attach_patch", "resource_claim"}
-    assert names < full
+    # What only a session with its own editor does is in its list alone.
+    assert names - full == {"workspace_create", "workspace_propose", "workspace_sync"}
     # The listing is not authority: a workspace session may still call what it is not shown.
     async with Client(sdk_http(f"{real.http_url}?tools=workspace", me), mode="legacy") as client:
         read = await _call(client, "repo_read_file", {"path": "app.txt", "start_line": 1, "end_line": 1})
@@ -183,3 +184,21 @@ async def test_a_connected_agent_gets_its_workspace_in_one_call(
     assert other.is_error
     async with runtime.db.read() as r:
         assert await r.scalar("SELECT count(*) FROM workspaces") == 1
+
+
+async def test_the_bridge_names_a_workspace_sessions_kind(real: Owner, auth: dict[str, str]) -> None:
+    """`roundtable mcp stdio --tools workspace` (what `connect --workspace` writes) is listed as a
+    workspace session; without it, the full list."""
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def names(extra: list[str]) -> set[str]:
+        args = ["-m", "roundtable", "mcp", "stdio", "--root", str(real.root), "--url", real.http_url]
+        params = StdioServerParameters(command=sys.executable, args=[*args, "--agent", "implementer-1", *extra])
+        async with Client(stdio_client(params), mode="legacy") as client:
+            return {t.name for t in (await client.session.list_tools()).tools}
+
+    workspace, full = await names(["--tools", "workspace"]), await names([])
+    assert "workspace_propose" in workspace and "repo_read_file" not in workspace
+    assert "repo_read_file" in full and "workspace_propose" not in full

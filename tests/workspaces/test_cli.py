@@ -47,7 +47,8 @@ def test_connect_sets_a_harness_up_in_the_workspace(repo: Path) -> None:
     path = Path(_run("workspaces", "create", "--root", root, "--agent", AUTHOR, "--task", task_id).strip())
     assert f"cd {path}" in out
     entry = json.loads((path / ".mcp.json").read_text())["mcpServers"]["roundtable"]
-    assert entry["args"][-4:] == ["--root", str(repo.resolve()), "--agent", AUTHOR]
+    # Its bridge asks for a workspace session's listing (none of what the harness's own tools do).
+    assert entry["args"][-6:] == ["--root", str(repo.resolve()), "--agent", AUTHOR, "--tools", "workspace"]
     assert (path / ".claude" / "settings.local.json").exists()
     assert not (repo / ".mcp.json").exists()  # the project itself is not pointed at
     # The harness's own files are never proposed; its edits are.

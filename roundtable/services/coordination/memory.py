@@ -39,7 +39,7 @@ _ORDER = "ORDER BY importance DESC, created_at, id"
 
 class RecordArgs(Args):
     # `memory.record` (the title's bound, one line of 500 characters, is the `Title` type's).
-    scope: RepoPath = Field(description="e.g. a task id, proposal id or 'project'.")
+    scope: RepoPath = Field(description="A task id, proposal id or 'project'.")
     kind: Word = Field(description="e.g. decision, finding, convention.")
     title: Title
     body_md: Annotated[Text, MaxLen(MAX_BODY)]

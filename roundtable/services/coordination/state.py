@@ -568,7 +568,42 @@ def _watch_rows(
     )
     if concern:
         page.update(_start_up(conn, concern, scope, limit, now))
+        return _compact(page)
     return page
+
+
+# What a row of each list of an agent's page keeps: what it acts on (the list tools and
+# `proposal.get` have the rest).
+_BRIEF: dict[str, tuple[str, ...]] = {
+    "transactions": ("id", "proposal_id", "status"),
+    "blocked_tasks": ("id", "title", "status"),
+    "pending_proposals": ("id", "title", "agent_id", "task_id", "status", "revision_number"),
+    "required_approvals": ("id", "subject", "status", "proposal_id"),
+}
+
+
+def _compact(page: dict[str, Any]) -> dict[str, Any]:
+    """An agent's watch page as it reads it: each event's type, who, the task and its payload
+    (parsed); each list row's ids and status; nothing empty, nothing of the project's at large."""
+    out: dict[str, Any] = {}
+    events = [
+        {"id": e["id"], "type": e["type"], "actor_id": e["actor_id"], "task_id": e["task_id"]}
+        | {"payload": json.loads(e["payload_json"] or "{}")}
+        for e in page["events"]
+    ]
+    if events:
+        out["events"] = events
+    out["next_after_event_id"] = page["next_after_event_id"]
+    if page["has_more_events"]:
+        out["has_more_events"] = True
+    for key, value in page.items():
+        if key in _BRIEF and value:
+            out[key] = [{k: row.get(k) for k in _BRIEF[key]} for row in value]
+        elif key in ("tasks", "claims", "memory") and value:
+            out[key] = value
+        elif key in ("active_claims", "suspended_claims", "open_tasks") and value:
+            out[key] = value
+    return out
 
 
 # An agent's watch page also answers its start-up questions in the same call: its open tasks,

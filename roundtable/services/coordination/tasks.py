@@ -49,14 +49,14 @@ MAX_READABLE_PATHS = 200
 class CreateArgs(Args):
     # `task.create` (the title's bound, one line of 500 characters, is the `Title` type's).
     title: Title
-    body_md: Annotated[Text, MaxLen(MAX_BODY)] = Field(description="What to do, in Markdown.")
-    priority: Int = Field(default=DEFAULT_PRIORITY, description="Lower runs first; default 100.")
+    body_md: Annotated[Text, MaxLen(MAX_BODY)] = Field(description="Markdown.")
+    priority: Int = Field(default=DEFAULT_PRIORITY, description="Lower first; default 100.")
     risk: RiskWord = Field(
         default=Risk.NORMAL, description="Default normal; high and critical need a human's approval."
     )
-    assigned_agent_id: Id = Field(default="", description="Agent to assign, if any.")
+    assigned_agent_id: Id = Field(default="", description="Its agent.")
     readable_paths: Annotated[list[RepoPath], MaxLen(MAX_READABLE_PATHS)] = Field(
-        default=[], description="Repository-relative paths the assignee may read."
+        default=[], description="Paths its agent may read."
     )
     task_id: NewId = ""
     status: Word = Field(default=TaskStatus.OPEN, description="Initial status (default open).")

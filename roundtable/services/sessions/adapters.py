@@ -546,6 +546,8 @@ def start_plan(
 # --- `roundtable connect` ------------------------------------------------------------------------
 
 CONNECT_TARGETS = ("codex", "claude", "cursor")
+# The kind of session a harness set up in its workspace names (`tools/roles.py`'s WORKSPACE).
+WORKSPACE_TOOLS = "workspace"
 SERVER_NAME = "roundtable"
 TOKEN_ENV = "ROUNDTABLE_MCP_TOKEN"
 CONNECT_PATHS = {"codex": ".codex/config.toml", "claude": ".mcp.json", "cursor": ".cursor/mcp.json"}
@@ -565,14 +567,16 @@ class ConnectEdit:
     previous: dict[str, Any] | None = None
 
 
-def connect_entry(harness: str, root: Path, agent_id: str = "") -> dict[str, Any]:
+def connect_entry(harness: str, root: Path, agent_id: str = "", tools: str = "") -> dict[str, Any]:
     """The `roundtable` server entry for `harness`: the bridge with absolute paths, bound to
-    `agent_id` when given (the bridge then presents that agent's credential file). Codex passes
+    `agent_id` when given (the bridge then presents that agent's credential file), and naming the
+    kind of session (`tools`: `workspace` for a harness set up in its workspace). Codex passes
     no environment to servers unless listed, so its entry forwards `ROUNDTABLE_MCP_TOKEN`."""
     if harness not in CONNECT_TARGETS:
         raise ValidationError(f"unknown harness {harness} (choose one of: {', '.join(CONNECT_TARGETS)})")
     root = root.resolve()
     argv = [*roundtable_executable(), "mcp", "stdio", "--root", str(root), *(["--agent", agent_id] if agent_id else [])]
+    argv += ["--tools", tools] if tools else []
     if harness == "codex":
         return {"command": argv[0], "args": argv[1:], "env_vars": [TOKEN_ENV]}
     if harness == "claude":
@@ -646,12 +650,14 @@ def _merge_json(path: Path, text: str | None, entry: dict[str, Any]) -> tuple[st
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n", previous if isinstance(previous, dict) else None
 
 
-def connect_edit(harness: str, root: Path, agent_id: str = "", *, at: Path | None = None) -> ConnectEdit:
+def connect_edit(
+    harness: str, root: Path, agent_id: str = "", *, at: Path | None = None, tools: str = ""
+) -> ConnectEdit:
     """How `roundtable connect` changes `harness`'s project file (in `at`, the agent's workspace,
-    when given; else in the project): only the `roundtable` entry is added or replaced; the
-    user's other servers and settings stay. Raises `ValidationError` for a file it cannot parse
-    (it is never overwritten)."""
-    entry = connect_entry(harness, root, agent_id)
+    when given; else in the project; `tools` names the kind of session, `connect_entry`): only the
+    `roundtable` entry is added or replaced; the user's other servers and settings stay. Raises
+    `ValidationError` for a file it cannot parse (it is never overwritten)."""
+    entry = connect_entry(harness, root, agent_id, tools)
     rel = CONNECT_PATHS[harness]
     path = (at or root).resolve() / rel
     text = _read_text(path)

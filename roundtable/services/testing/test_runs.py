@@ -68,7 +68,7 @@ UNSANDBOXED = "none"
 class RunArgs(Args):
     # `test.run` (`detail` shapes the tool's answer only).
     command: Command
-    proposal_id: Id = Field(default="", description="Run on its current revision, as its evidence.")
+    proposal_id: Id = Field(default="", description="Its current revision is tested.")
     task_id: Id = ""
     test_run_id: NewId = ""
     unsandboxed: Flag = Field(

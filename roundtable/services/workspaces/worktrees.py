@@ -298,10 +298,10 @@ class ProposeArgs(Args):
     # `workspace.propose`: the title and summary are needed only for a new proposal.
     task_id: Id
     agent_id: Id = Field(default="", description=_AGENT)
-    title: Title = Field(default="", description="Needed for a new proposal.")
-    summary_md: Text = Field(default="", description="What and why; needed for a new proposal.")
+    title: Title = Field(default="", description="For a new proposal.")
+    summary_md: Text = Field(default="", description="What and why (a new proposal).")
     risk: RiskWord = Field(
-        default=Risk.NORMAL, description="New proposal only; high and critical need a human's approval."
+        default=Risk.NORMAL, description="A new proposal's; high and critical need a human's approval."
     )
     request_review: Flag = Field(default=True, description="Default true; false leaves it pending.")
 
