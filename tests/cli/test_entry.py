@@ -10,13 +10,15 @@ from roundtable.entry import _bridge_options
 
 
 def test_bridge_options_parse_both_spellings() -> None:
-    assert _bridge_options(["mcp", "stdio"]) == {"root": ".", "url": "", "socket": "", "agent": ""}
+    assert _bridge_options(["mcp", "stdio"]) == {"root": ".", "url": "", "socket": "", "agent": "", "tools": ""}
     assert _bridge_options(["mcp", "stdio", "--root", "/p", "--url=http://127.0.0.1:1/mcp", "--agent", "a-1"]) == {
         "root": "/p",
         "url": "http://127.0.0.1:1/mcp",
         "socket": "",
         "agent": "a-1",
+        "tools": "",
     }
+    assert _bridge_options(["mcp", "stdio", "--tools", "workspace"])["tools"] == "workspace"  # type: ignore[index]
 
 
 def test_anything_else_falls_through_to_click() -> None:

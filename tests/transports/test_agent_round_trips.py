@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 APP = "".join(f"line {n}\n" for n in range(1, 21))
 # Bytes of each role's tools/list as the SDK client serialises it (the figures a harness reads
 # into its model's context once per session); the operator's list is the whole registry.
-LISTING_LIMITS = {"implementer-1": 8_700, "reviewer-1": 4_400, "architect-1": 6_900}
+LISTING_LIMITS = {"implementer-1": 8_800, "reviewer-1": 4_450, "architect-1": 6_950}
 
 
 def _git(root: Any, *args: str) -> None:
@@ -135,7 +135,7 @@ async def test_an_approval_refusal_names_the_operators_command_and_the_decision_
 
 # A workspace session (a harness with its own editor, shell and search in its worktree) reads the
 # listing of `?tools=workspace`: none of the tools that read or edit files through roundtable.
-WORKSPACE_LISTING_LIMIT = 5_500
+WORKSPACE_LISTING_LIMIT = 5_600
 
 
 async def test_a_workspace_session_is_listed_without_what_its_own_tools_do(real: Owner) -> None:
