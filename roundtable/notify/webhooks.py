@@ -257,8 +257,9 @@ class WebhookSender:
         while True:
             await self._dirty.wait()
             self._dirty.clear()
+            closing = self._closing  # read before the write: a close during it asks for one more
             await self._flush_status()
-            if self._closing:
+            if closing:
                 return
 
     async def _flush_status(self) -> None:

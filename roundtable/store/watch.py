@@ -97,15 +97,20 @@ async def publish_external_commits(
     (the database file removed or replaced, see `Database.file_problem`) appears or clears, so
     readers notice a database that is no longer there. A change seen while `committing()` (this
     process's own COMMIT is in flight, its announcement not yet made) is left to that announcement."""
+    # The bus's version is read *before* each question: a commit of ours announced while the
+    # question is on the connection's thread must count as announced, or its change would be
+    # published a second time as another process's at the next poll.
+    seen = bus.version
     await watch.changed()  # the baseline
-    seen, trouble = bus.version, problem()
+    trouble = problem()
     try:
         while True:
             await asyncio.sleep(interval)
+            asked_at = bus.version
             changed = await watch.changed()
             now = problem()
-            if (changed and bus.version == seen and not committing()) or now != trouble:
+            if (changed and asked_at == seen and not committing()) or now != trouble:
                 bus.publish(Change(external=True))
-            seen, trouble = bus.version, now
+            seen, trouble = asked_at, now
     finally:
         await watch.close()
