@@ -80,10 +80,12 @@ class CapabilityPrincipal:
         cap = await self.current()
         if cap is None or not capabilities.is_live(cap) or await self.tool_state() == ():
             return []
-        # What the role may call, cut to what it usefully calls; a session in a workspace has its
-        # harness's own editor and search.
-        kind = roles.WORKSPACE if await self._has_workspace(cap) else ""
-        allowed = {name for name in capabilities.allowed_tools(cap.role) if roles.shows(cap.role, name, kind)}
+        # What the role may call, cut to what it usefully calls, and in a workspace what only a
+        # session there does (propose its diff, bring the project's tree in).
+        extra = roles.workspace_only(cap.role) if await self._has_workspace(cap) else frozenset()
+        allowed = {
+            name for name in capabilities.allowed_tools(cap.role) if roles.shows(cap.role, name) or name in extra
+        }
         return [
             # As on the shared endpoint, an agent is not shown who acts: its capability decides.
             (spec, capabilities.session_schema(mcp_adapter.agent_schema(spec), cap))

@@ -10,8 +10,9 @@ everything they may call. Names are canonical (dotted).
 
 A listing also depends on the session's **kind**: a harness working in its own workspace with
 its native editor, shell and search (`WORKSPACE`, asked for with `?tools=workspace` on the shared
-endpoint, and every capability session that has a workspace) reads and edits files itself, so it
-is not shown the tools that do that through roundtable (`NATIVE`): about half an implementer's list.
+endpoint) reads and edits files itself, so it is not shown the tools that do that through
+roundtable (`NATIVE`): about half an implementer's list. A capability session in a workspace is
+shown its role's list and the workspace tools (`workspace_only`).
 """
 
 from __future__ import annotations
@@ -109,6 +110,11 @@ def _shipped() -> frozenset[str]:
     from roundtable.tools.registry import get_registry
 
     return frozenset(get_registry().names())
+
+
+def workspace_only(role: str) -> frozenset[str]:
+    """The tools only a session with its own editor in a workspace is shown (its role's)."""
+    return _WORKSPACE_ONLY.get(role, frozenset())
 
 
 def shows(role: str, name: str, kind: str = "") -> bool:
