@@ -87,10 +87,13 @@ def test_a_budget_reached_mid_session_refuses_the_next_request_and_stops_the_ses
     story = f"{how}\nsession log:\n{log[-3000:]}"
     assert how["status"] == "ended", story  # stopped, not failed
     assert str(how["exit_reason"]).startswith("budget: task "), story
-    # The first request spent the budget; a later one was refused at the gateway, not upstream.
-    assert spending and len(spending) < len(stub.steps) + 2, story
-    [refused, *_] = events(root, "gateway.budget_refused", session_id)
-    assert refused["session_id"] == session_id
+    # The first answer spent the budget, so nothing after it reached the upstream. Whether the
+    # harness asked again before the owner stopped it is a race (the owner stops a session the
+    # moment its recorded spend reaches a budget; Codex is often stopped first): a request it did
+    # send was refused at the gateway, and recorded.
+    assert len(spending) == 1, story
+    refused = events(root, "gateway.budget_refused", session_id)
+    assert all(str(r["reason"]).startswith("budget: task ") for r in refused), refused
     (spent,) = query(root, "SELECT * FROM session_usage WHERE session_id = ?", (session_id,))
     assert spent["source"] == "gateway" and spent["input_tokens"] + spent["output_tokens"] >= TASK_BUDGET_TOKENS
     (task,) = query(root, "SELECT status FROM tasks WHERE id = ?", (task_id,))
