@@ -105,7 +105,7 @@ async def load_overview(
     if run is None and run_id:
         run = await reader.one(Run, "SELECT * FROM runs WHERE id = ?", (run_id,))
     turns = await load_turns(reader, run_id, config) if run_id else []
-    proposals = await load_proposals(reader, limit=limit)
+    proposals = await load_proposals(reader, limit=limit, run_id=run_id)
     approvals = await reader.all(
         HumanApproval,
         "SELECT * FROM human_approvals ORDER BY (status = ?) DESC, created_at DESC, id DESC LIMIT ?",
@@ -119,11 +119,14 @@ async def load_overview(
         await reader.scalar("SELECT COUNT(*) FROM claims WHERE status = ?", (ClaimStatus.ACTIVE.value,)) or 0
     )
     events_total = int(await reader.scalar("SELECT COALESCE(MAX(id), 0) FROM events") or 0)
+    # Blocked tasks, but not those of a run that ended: an ended run's are no longer the
+    # operator's to unblock, and "needs you" kept listing them.
     blocked = [
         (str(row[0]), str(row[1]))
         for row in await reader.fetchall(
-            "SELECT id, title FROM tasks WHERE status = ? ORDER BY updated_at DESC, id LIMIT ?",
-            (TaskStatus.BLOCKED.value, limit),
+            "SELECT id, title FROM tasks WHERE status = ? AND run_id NOT IN"
+            " (SELECT id FROM runs WHERE status != ?) ORDER BY updated_at DESC, id LIMIT ?",
+            (TaskStatus.BLOCKED.value, RunStatus.ACTIVE.value, limit),
         )
     ]
     # Why each blocked task is blocked (the autopilot records it when it gives up on a task).
@@ -222,10 +225,13 @@ async def load_sessions(reader: Reader, *, limit: int = 500) -> list[SessionRow]
     return out
 
 
-async def load_proposals(reader: Reader, *, limit: int = 500) -> list[ProposalRow]:
+async def load_proposals(reader: Reader, *, limit: int = 500, run_id: str = "") -> list[ProposalRow]:
     """Open proposals first, newest first, with the votes cast on their current revision
-    (one per agent, the latest) counted for and against by the domain's predicates."""
+    (one per agent, the latest) counted for and against by the domain's predicates. With
+    `run_id`, that run's proposals and those of no run (the console's selected run: `d` opened
+    an ended run's proposal from one list of every run's)."""
     open_statuses = sorted(OPEN_PROPOSAL_STATUSES)
+    of_run = "WHERE p.run_id IN (?, '')" if run_id else ""
     rows = await reader.fetchall(
         f"""
         SELECT p.*,
@@ -234,10 +240,11 @@ async def load_proposals(reader: Reader, *, limit: int = 500) -> list[ProposalRo
                AND json_extract(e.payload_json, '$.proposal_id') = p.id ORDER BY e.id DESC LIMIT 1)
           END AS last_validation
         FROM proposals p
+        {of_run}
         ORDER BY (p.status IN ({_marks(open_statuses)})) DESC, p.created_at DESC, p.id DESC
         LIMIT ?
         """,
-        (*open_statuses, *open_statuses, limit),
+        (*open_statuses, *([run_id] if run_id else []), *open_statuses, limit),
     )
     proposals = [Proposal.from_row(row) for row in rows]
     tally = await _vote_tally(reader, proposals)

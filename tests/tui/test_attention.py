@@ -260,3 +260,42 @@ async def test_a_session_waiting_for_the_operator_is_queued_until_a_later_one_st
     async with seeded.db.read() as r:
         overview = await load_overview(r, RUN_ID, seeded.config)
     assert [i.item_id for i in attention(overview) if i.kind == "session"] == ["S-perm"]
+
+
+async def test_an_ended_runs_blocked_task_and_proposals_are_not_the_selected_runs(seeded: Runtime) -> None:
+    """ "Needs you" lists the blocked tasks of active runs (and of no run), not an ended run's; the
+    Proposals pane (and so `d`) lists the selected run's proposals, not every run's."""
+    async with seeded.db.write(tool="test.ended") as tx:
+        await tx.insert("runs", {"id": "RUN-ended", "goal": "g", "status": "blocked", "started_at": clock.now()})
+        await tx.insert(
+            "tasks",
+            {
+                "id": "T-old",
+                "title": "Old",
+                "body_md": "b",
+                "status": "blocked",
+                "run_id": "RUN-ended",
+                "updated_at": clock.now(),
+            },
+        )
+        await tx.insert(
+            "proposals",
+            {
+                "id": "P-old",
+                "task_id": "T-old",
+                "agent_id": "implementer-1",
+                "title": "old",
+                "summary_md": "s",
+                "patch_path": "",
+                "status": "pending",
+                "run_id": "RUN-ended",
+            },
+        )
+    await _block_a_task(seeded)  # a blocked task of no run still needs the operator
+    async with seeded.db.read() as r:
+        overview = await load_overview(r, RUN_ID, seeded.config)
+    assert [i.item_id for i in attention(overview) if i.kind == "task"] == ["T-stuck"]
+    assert "P-old" not in {row.proposal.id for row in overview.proposals}
+    async with seeded.db.read() as r:
+        old = await load_overview(r, "RUN-ended", seeded.config)
+    assert "P-old" in {row.proposal.id for row in old.proposals}
