@@ -51,10 +51,13 @@ lint: $(DEV_STAMP)
 
 # The suite runs on every core (pytest-xdist; `TEST_WORKERS=1` for one process): most tests wait on
 # sockets, child processes and the owner's loop, and one worker's waits leave the core to the other.
+# The `solo` tests (process limits, which count every process of the sandbox's uid on the machine)
+# run afterwards in one process: beside other sandboxed tests their limit is already used up.
 TEST_WORKERS ?= auto
 test: $(DEV_STAMP)
 	$(MAKE) lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not solo"
+	$(BIN)/python -m pytest -n 0 -m solo
 
 # Not part of `test` (CI runs it after `make test`): `make install` from a fresh clone into a
 # temporary prefix, then `init` and `connect` with the installed command.

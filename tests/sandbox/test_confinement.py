@@ -189,6 +189,7 @@ async def test_a_memory_hog_is_stopped_by_the_limit(kind: str, place: Place) -> 
     assert "ALLOCATED" not in out.output and "MemoryError" in out.output
 
 
+@pytest.mark.solo
 async def test_a_fork_bomb_is_killed_at_the_timeout_with_no_survivors(kind: str, place: Place) -> None:
     marker = f"rt-forkbomb-{os.getpid()}-{time.monotonic_ns()}"
     script = (
@@ -343,6 +344,7 @@ async def test_system_files_that_are_not_granted_do_not_exist(kind: str, place: 
             assert out[f"read {path}"][0] == "ok", path
 
 
+@pytest.mark.solo
 async def test_the_process_limit_binds_even_as_root(kind: str, place: Place) -> None:
     """`max_processes` holds whoever runs the owner: as root the command runs as uid 65534,
     whom RLIMIT_NPROC binds (it never binds root)."""
