@@ -41,7 +41,7 @@ def test_registry_names_equal_the_seed_table() -> None:
     text = SEED.read_text(encoding="utf-8")
     seed_names = set(re.findall(r"^([a-z]+\.[a-z_]+(?:\.[a-z_]+)?) \|$", text, re.M))
     # Tools roundtable added beyond the reference's table: the agents' workspaces, line comments.
-    added = {"workspace.propose", "workspace.sync", "proposal.comment"}
+    added = {"workspace.create", "workspace.propose", "workspace.sync", "proposal.comment"}
     assert set(REFERENCE_ORDER) - added <= seed_names | {"repo.dependency_context"}
 
 
