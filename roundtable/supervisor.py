@@ -79,6 +79,10 @@ REVOKE_GRACE = 5.0
 BUDGET_GRACE = 30.0
 # A running session that prints nothing for this long is `idle` (it needs the operator's look).
 IDLE_AFTER = 300.0
+# How long a harness that has exited may leave its output open (a background process it started
+# still holding it) before that process group is killed, and how often the exit is looked at.
+LINGER_AFTER_EXIT = 5.0
+EXIT_POLL = 0.5
 # What a session that was running when its owner stopped is told when it is resumed.
 RESTART_MESSAGE = (
     "The Roundtable coordinator restarted while you were working. Continue where you left off: "
@@ -756,7 +760,7 @@ class Supervisor:
 
     async def _wait(self, live: _Live) -> None:
         assert live.process is not None
-        code = await live.process.wait()
+        code = await exit_status(live.process)
         if live.spec is not None and SIGNALLED < code <= SIGNALLED + 64:
             # The sandbox reports a command killed by signal N as 128+N, as a shell does; record
             # it as an unsandboxed process's -N, so "killed by SIGTERM" is said either way.
@@ -1086,15 +1090,29 @@ class Supervisor:
 
     @staticmethod
     def _signal(live: _Live, sig: int) -> None:
-        if live.process is not None and live.process.returncode is None:
+        # Its process group, even once the harness itself has exited: what it left running goes too.
+        if live.process is not None and not live.finished.is_set():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(live.process.pid, sig)
 
     async def wait(self, session_id: str, timeout: float | None = None) -> None:
-        """Wait until the session has finished (tests, demo)."""
+        """Wait until the session has finished (tests, demo); a timeout says where it stands."""
         live = self.live.get(session_id)
-        if live is not None:
+        if live is None:
+            return
+        try:
             await asyncio.wait_for(live.finished.wait(), timeout)
+        except TimeoutError:
+            process = live.process
+            where = (
+                "never started"
+                if process is None
+                else f"process {process.pid} still running"
+                if process.returncode is None
+                else f"process {process.pid} exited with {process.returncode}"
+            )
+            state = "finishing (recording its end)" if live.done.is_set() else "not finishing"
+            raise TimeoutError(f"session {session_id} did not finish in {timeout:g} s: {where}; {state}") from None
 
     async def close(self) -> None:
         """Shutdown: revoke every capability, stop every process, clean up."""
@@ -1113,6 +1131,31 @@ class Supervisor:
                 await self._finish(live, exit_code=-9, reason="shutdown")
         if getattr(self.runtime, "supervisor", None) is self:
             self.runtime.supervisor = None
+
+
+async def exit_status(process: asyncio.subprocess.Process, linger: float = LINGER_AFTER_EXIT) -> int:
+    """The exit status of a session's process. asyncio's `Process.wait()` returns only once the
+    process's pipes are closed too, so a background process the harness started and left holding
+    its output (a server, a daemon; outside a sandbox, whose namespace dies with it) would keep
+    the session open forever: once the process itself has exited, what is left of its process
+    group gets `linger` seconds, then is killed."""
+    waiting = asyncio.ensure_future(process.wait())
+    try:
+        while process.returncode is None:
+            done, _ = await asyncio.wait({waiting}, timeout=EXIT_POLL)
+            if done:
+                return waiting.result()
+        done, _ = await asyncio.wait({waiting}, timeout=linger)
+        if done:
+            return waiting.result()
+        log.warning("process %d exited but left its output open: killing its process group", process.pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        done, _ = await asyncio.wait({waiting}, timeout=linger)  # a holder outside the group stays
+        return waiting.result() if done else process.returncode
+    finally:
+        if not waiting.done():
+            waiting.cancel()
 
 
 def _proxy_env(gateway_url: str) -> dict[str, str]:

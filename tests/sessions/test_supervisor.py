@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -205,3 +206,36 @@ async def test_a_session_killed_while_holding_its_turn_hands_it_back_at_once(
     ]
     assert (await scheduled_for("implementer-2"))[0]["request_event_id"] == second["request_event_id"]
     assert handed_over < 10.0  # not chair.turn_timeout (600 s); the e2e tier checks it is under a second
+
+
+async def test_a_harness_that_leaves_a_process_holding_its_output_still_ends(tmp_path: Path) -> None:
+    # asyncio's Process.wait() also waits for the pipes: here `sh` exits at once while the `sleep`
+    # it started keeps stdout open. The session's end must not wait for the sleep's 300 s.
+    from roundtable.supervisor import exit_status
+
+    marker = tmp_path / "pid"
+    process = await asyncio.create_subprocess_exec(
+        "sh",
+        "-c",
+        f"sleep 300 & echo $! > {marker}; exit 7",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert await asyncio.wait_for(exit_status(process, linger=0.2), 30) == 7
+    left = int(marker.read_text())
+    assert process.stdout is not None and await asyncio.wait_for(process.stdout.read(), 30) == b""  # EOF: no holder
+    assert await asyncio.wait_for(process.wait(), 30) == 7  # and asyncio's own wait is over too
+    status = Path(f"/proc/{left}/status")
+
+    def gone() -> bool:  # killed: a zombie its new parent has yet to reap, or reaped
+        try:
+            return "State:\tZ" in status.read_text()
+        except FileNotFoundError:
+            return True
+
+    for _ in range(1500):  # up to 30 s for the kill to take effect
+        if gone():
+            break
+        await asyncio.sleep(0.02)
+    assert gone(), f"the sleep {left} it left behind is still alive"
