@@ -127,7 +127,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.command()
 @root_option
 @click.option("--run", "run_id", default="", help="Only events of this run (default: all runs).")
-@click.option("--limit", type=int, default=10, show_default=True, help="Events per page (the tool caps it at 200).")
+@click.option("--limit", type=int, default=10, show_default=True, help="Events per page (at most 200).")
 @click.option("--after", type=click.IntRange(min=0), default=None, help="Start after this event id (cursor mode).")
 @click.option("--follow", is_flag=True, help="Keep printing new events until interrupted.")
 @click.option(

@@ -38,6 +38,7 @@ from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationE
 from roundtable.services.coordination import turns as turn_service
 from roundtable.services.coordination.runs import get_run
 from roundtable.services.coordination.session_scope import Scope, where
+from roundtable.services.coordination.state import WATCH_MAX_LIMIT
 from roundtable.services.repository.pathguard import HIDDEN_DIRS, is_sensitive_path
 from roundtable.tools.context import Caller
 
@@ -253,7 +254,7 @@ async def read(runtime: Runtime, access: Access, text: str) -> Content:
         if ref.arg("after"):
             args["after_event_id"] = int(ref.arg("after"))
         if ref.arg("limit"):
-            args["limit"] = max(1, int(ref.arg("limit")))
+            args["limit"] = min(WATCH_MAX_LIMIT, max(1, int(ref.arg("limit"))))  # the template's range
         return Content(text, JSON, _json(await access.call("table.watch", args)))
     if ref.kind == "turns":
         await access.check("table.watch", {"run_id": ref.ident})

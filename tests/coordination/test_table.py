@@ -79,8 +79,8 @@ async def test_watch_snapshot_and_cursor_modes(runtime: Runtime, run_id: str) ->
     assert seen == ids
     empty = await runtime.call("table.watch", {"run_id": run_id, "after_event_id": ids[-1]})
     assert empty["events"] == [] and empty["next_after_event_id"] == ids[-1] and empty["has_more_events"] is False
-    everything = await runtime.call("table.watch", {"after_event_id": 0, "limit": 1000})
-    assert len(everything["events"]) == 18  # limit capped at 200, all runs
+    everything = await runtime.call("table.watch", {"after_event_id": 0, "limit": 200})
+    assert len(everything["events"]) == 18  # all runs
     default = await runtime.call("table.watch", {"after_event_id": 0, "limit": -5})
     assert len(default["events"]) == 10
 
@@ -92,6 +92,7 @@ async def test_watch_argument_errors(runtime: Runtime) -> None:
         ({"after_event_id": "3"}, "argument after_event_id must be an integer"),
         ({"wait_ms": 30001}, "argument wait_ms must be at most 30000"),
         ({"limit": 2.5}, "argument limit must be an integer"),
+        ({"limit": 201}, "argument limit must be at most 200"),
     ]:
         with pytest.raises(ToolError) as exc:
             await runtime.call("table.watch", args)

@@ -15,7 +15,7 @@ import pytest
 from bench.signatures import PACKAGE, Signature, signatures, spreads
 from roundtable.tools.registry import get_registry
 
-CONVERTED = ("approvals", "memory", "patches", "proposals", "tasks", "testing")
+CONVERTED = ("approvals", "memory", "patches", "proposals", "table", "tasks", "testing")
 
 
 @pytest.mark.parametrize("module", CONVERTED)
@@ -63,6 +63,8 @@ SERVICE_MODELS = (
     "security.review",
     "session.record_refusal",
     "session.record_stream",
+    "table.get_state",
+    "table.watch",
     "task.create",
     "task.update_status",
     "test.evidence.submit",

@@ -1,5 +1,8 @@
 """The shared read model: the state snapshot (`table.get_state`) and the watch page (`table.watch`).
 
+Both operations' arguments are declared here (`GetStateArgs`, `WatchArgs`) and received whole:
+`state_page` and `watch` take the validated model and the caller's scope.
+
 Both are read by the caller inside ONE read transaction, so every list describes one instant.
 Claims are shown with expiry evaluated at read time: an `active` claim past its `expires_at`
 reads as `expired` even before the Chair's sweep has written that.
@@ -11,14 +14,21 @@ import base64
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from annotated_types import Le, MaxLen
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from roundtable import clock
+from roundtable.bus import Change
 from roundtable.domain import ClaimStatus
 from roundtable.errors import ValidationError
+from roundtable.services.args import ITEMS_MAX, Args, Count, Cursor, Flag, Id, Int, Positive, Texts, Word
 from roundtable.services.coordination.session_scope import Scope, where
-from roundtable.store.db import Reader, Tx
+from roundtable.store.db import Database, Reader, Tx
 from roundtable.store.records import (
     Agent,
     Claim,
@@ -134,29 +144,53 @@ STATE_MAX_LIMIT = 1000
 _CURSOR_VERSION = 1
 
 
-@dataclasses.dataclass(frozen=True)
-class StateQuery:
+if TYPE_CHECKING:
+    StateKey = str
+else:
+    StateKey = Literal[STATE_KEYS]
+
+
+def _unique(value: list[str]) -> list[str]:
+    if len(set(value)) != len(value):
+        raise PydanticCustomError("unique", "must not name a list twice")
+    return value
+
+
+class GetStateArgs(Args):
     """What one `table.get_state` call asks for. Filters restrict every selected list; a list
     without the filtered field (e.g. `decisions` has no status) has no rows under that filter."""
 
-    run_id: str = ""
-    status: str = ""
-    agent_id: str = ""
-    lists: tuple[str, ...] = STATE_KEYS
-    limit: int = STATE_DEFAULT_LIMIT
-    summary: bool = False
-    cursor: str = ""
-    scope: Scope | None = None  # a capability session's: every list holds only what it may read
+    run_id: Id = ""
+    status: Word = Field("", description="Only rows with this status.")
+    agent_id: Id = Field("", description="Only rows of this agent.")
+    lists: Annotated[list[StateKey], MaxLen(ITEMS_MAX), AfterValidator(_unique)] = Field(
+        [], json_schema_extra={"uniqueItems": True}
+    )
+    limit: Annotated[Positive, Le(STATE_MAX_LIMIT)] | None = Field(
+        None, description=f"Rows per list, default {STATE_DEFAULT_LIMIT}, at most {STATE_MAX_LIMIT}."
+    )
+    cursor: Cursor = Field("", description="next_cursor of the previous page.")
+    summary: Flag = Field(False, description="Counts only.")
+
+    @property
+    def selected(self) -> tuple[str, ...]:
+        """The lists asked for, in the table's order (every list when none is named)."""
+        return tuple(k for k in STATE_KEYS if k in self.lists) if self.lists else STATE_KEYS
+
+    @property
+    def rows(self) -> int:
+        """Rows per list."""
+        return STATE_DEFAULT_LIMIT if self.limit is None else self.limit
 
     def filters(self) -> list[Any]:
-        return [self.run_id, self.status, self.agent_id, list(self.lists)]
+        return [self.run_id, self.status, self.agent_id, list(self.selected)]
 
 
-def _where(spec: StateList, query: StateQuery, now: str) -> tuple[list[str], list[Any]] | None:
+def _where(spec: StateList, query: GetStateArgs, scope: Scope | None, now: str) -> tuple[list[str], list[Any]] | None:
     """The filter's conditions for one list, or None when the list cannot match it."""
     clauses: list[str] = []
     params: list[Any] = []
-    scoped, scoped_params = where(query.scope, spec.table)
+    scoped, scoped_params = where(scope, spec.table)
     if scoped:
         clauses.append(scoped)
         params.extend(scoped_params)
@@ -259,7 +293,7 @@ def decode_cursor(cursor: str, filters: list[Any]) -> dict[str, list[Any] | None
     return keys
 
 
-def _load_page(conn: sqlite3.Connection, query: StateQuery, now: str) -> dict[str, Any]:
+def _load_page(conn: sqlite3.Connection, query: GetStateArgs, scope: Scope | None, now: str) -> dict[str, Any]:
     """Runs on the reader's thread (one hop): every selected list's page, totals and cursor."""
     positions = decode_cursor(query.cursor, query.filters()) if query.cursor else None
     out: dict[str, Any] = {key: [] for key in STATE_KEYS}
@@ -268,9 +302,9 @@ def _load_page(conn: sqlite3.Connection, query: StateQuery, now: str) -> dict[st
     next_keys: dict[str, list[Any] | None] = {}
     more = False
     for spec in LISTS:
-        if spec.key not in query.lists:
+        if spec.key not in query.selected:
             continue
-        found = _where(spec, query, now)
+        found = _where(spec, query, scope, now)
         if found is None:
             counts[spec.key] = 0
             next_keys[spec.key] = None
@@ -303,9 +337,9 @@ def _load_page(conn: sqlite3.Connection, query: StateQuery, now: str) -> dict[st
             term, term_params = _after(spec.order, position)
             page_clauses.append(term)
             page_params.extend(term_params)
-        page_rows = conn.execute(page_sql(spec, page_clauses), [*page_params, query.limit + 1]).fetchall()
-        has_more = len(page_rows) > query.limit
-        page_rows = page_rows[: query.limit]
+        page_rows = conn.execute(page_sql(spec, page_clauses), [*page_params, query.rows + 1]).fetchall()
+        has_more = len(page_rows) > query.rows
+        page_rows = page_rows[: query.rows]
         if has_more:
             more = True
             next_keys[spec.key] = [page_rows[-1][c] for c, _ in spec.order]
@@ -315,14 +349,14 @@ def _load_page(conn: sqlite3.Connection, query: StateQuery, now: str) -> dict[st
     out["counts"] = counts
     out["has_more"] = more
     out["next_cursor"] = encode_cursor(query.filters(), next_keys) if more else ""
-    out["limit"] = query.limit
+    out["limit"] = query.rows
     if query.summary:
         out["by_status"] = by_status
         out["usage"] = _usage_summary(conn, query)
     return out
 
 
-def _usage_summary(conn: sqlite3.Connection, query: StateQuery) -> dict[str, Any]:
+def _usage_summary(conn: sqlite3.Connection, query: GetStateArgs) -> dict[str, Any]:
     """What the supervised sessions under the run/agent filters spent (`services.sessions.usage`)."""
     clauses = [f"{column} = ?" for column, value in (("run_id", query.run_id), ("agent_id", query.agent_id)) if value]
     params = [value for value in (query.run_id, query.agent_id) if value]
@@ -342,11 +376,12 @@ def _usage_summary(conn: sqlite3.Connection, query: StateQuery) -> dict[str, Any
     }
 
 
-async def state_page(q: Reader | Tx, query: StateQuery) -> dict[str, Any]:
+async def state_page(q: Reader | Tx, query: GetStateArgs, scope: Scope | None = None) -> dict[str, Any]:
     """One `table.get_state` answer: the first (or the cursor's next) page of every selected
     list in one read snapshot, with each list's total under the filters. Pages of one walk are
-    separate snapshots: rows are never repeated or skipped, but rows written meanwhile may show."""
-    return await q.run(_load_page, query, clock.now())
+    separate snapshots: rows are never repeated or skipped, but rows written meanwhile may show.
+    `scope` (a capability session's) keeps in every list only what it may read."""
+    return await q.run(_load_page, query, scope, clock.now())
 
 
 def _load_all(conn: sqlite3.Connection, now: str) -> dict[str, list[dict[str, Any]]]:
@@ -364,10 +399,20 @@ async def load_state(q: Reader | Tx) -> dict[str, list[dict[str, Any]]]:
     return await q.run(_load_all, clock.now())
 
 
-def normalise_limit(limit: int | None) -> int:
-    if limit is None or limit <= 0:
-        return WATCH_DEFAULT_LIMIT
-    return min(limit, WATCH_MAX_LIMIT)
+# --- table.watch: the event log after a cursor and what waits -----------------------------------
+
+
+class WatchArgs(Args):
+    """What one `table.watch` call asks for (a limit of 0 or less is the default)."""
+
+    run_id: Id = ""
+    limit: Annotated[Int, Le(WATCH_MAX_LIMIT)] = Field(
+        0, description=f"Default {WATCH_DEFAULT_LIMIT}, at most {WATCH_MAX_LIMIT}."
+    )
+    after_event_id: Count | None = None
+    wait_ms: Annotated[Count, Le(30000)] = 0
+    types: Texts = []
+    everything: Flag = Field(False, description="All events, not only yours.")
 
 
 # What concerns one agent (`concern`, its id), for a watch that names nothing else: news from
@@ -653,3 +698,50 @@ async def watch_page(
     project's). Every list holds at most `limit` rows (the oldest), so the page does not grow with
     the project's history (`proposal.list`, `task.list` and `table.get_state` page through the rest)."""
     return await q.run(_watch_rows, run_id, limit, after, tuple(types), scope, clock.now(), concern)
+
+
+async def watch(db: Database, args: WatchArgs, scope: Scope | None, agent_id: str) -> dict[str, Any]:
+    """One `table.watch` answer: one read snapshot; in cursor mode with `wait_ms`, long-poll until
+    an event is newer than the cursor (of `types`, when given). No connection is held while
+    waiting: the change bus wakes the poll, for this process's commits and (through the store's
+    commit watch) for other processes' alike — and only for a commit whose events could match, so
+    many agents waiting for their turn cost nothing while other work commits.
+
+    `agent_id` is the calling agent ("" for the operator and callers that are no agent). An agent
+    that names neither a run nor types (and not `everything`) is shown what concerns it
+    (`watch_page`'s `concern`): the question it asks at start-up and between steps is "what
+    happened to my work", not the project's whole log. A capability session's run is its
+    `scope`'s unless it names one."""
+    run_id = args.run_id or (scope.run_id if scope is not None else "")
+    limit = args.limit if args.limit > 0 else WATCH_DEFAULT_LIMIT
+    after = args.after_event_id
+    wait = args.wait_ms / 1000.0
+    types = tuple(dict.fromkeys(args.types))
+    concern = "" if args.everything or args.run_id or types else agent_id
+    if after is not None and wait > 0:
+        db.watch_commits()  # a CLI process serving this call directly has none running yet
+        deadline = time.monotonic() + wait
+        with db.bus.subscribe(maxsize=1, accept=_could_match(run_id, types)) as changes:
+            while True:
+                async with db.read() as r:
+                    if await newest_event_after(r, run_id, after, types, concern):
+                        break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or await changes.get(remaining) is None:
+                    break
+    async with db.read() as r:
+        return await watch_page(r, run_id, limit, after, scope, types, concern)
+
+
+def _could_match(run_id: str, types: tuple[str, ...]) -> Callable[[Change], bool]:
+    """Whether a committed change may hold an event a long poll waits for: another process's
+    commit (its events are unknown) or one with an event of the run and of the types."""
+
+    def accept(change: Change) -> bool:
+        if change.external:
+            return True
+        return any(
+            (not run_id or e.get("run_id") == run_id) and (not types or e.get("type") in types) for e in change.events
+        )
+
+    return accept
