@@ -158,8 +158,8 @@ async def _print_transcript(root: Path, session_id: str, *, follow: bool, as_jso
 
     from roundtable.services.sessions import records as svc
     from roundtable.services.sessions.transcript import ATTENTION_WORDS, Attention, Transcript
+    from roundtable.services.views.models import exit_text
     from roundtable.store.records import AgentSession
-    from roundtable.tui.models import exit_text
     from roundtable.tui.session_log import log_changes, log_path, read_chunk
 
     async with opened(root) as runtime:

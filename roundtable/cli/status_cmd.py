@@ -43,9 +43,9 @@ def _refusal_line(event: dict[str, Any]) -> str:
 async def gather(root: Path) -> dict[str, Any]:
     """Everything `status` shows, as JSON-ready data."""
     from roundtable.services.sessions import budgets, usage
+    from roundtable.services.views.models import attention, session_attention
+    from roundtable.services.views.overview import load_overview
     from roundtable.store.records import Run
-    from roundtable.tui.models import attention, session_attention
-    from roundtable.tui.overview import load_overview
 
     async with opened(root) as runtime:
         config = runtime.config

@@ -23,10 +23,10 @@ from textual.screen import Screen
 from roundtable import clock
 from roundtable.autopilot import Dispatcher
 from roundtable.runtime import Runtime
+from roundtable.services.views.models import Overview
 from roundtable.store.records import Proposal
 from roundtable.tools.context import Caller
 from roundtable.tui import layout
-from roundtable.tui.models import Overview
 from roundtable.tui.widgets.header import ConsoleHeader, OwnerInfo
 from roundtable.tui.widgets.table_pane import TablePane
 

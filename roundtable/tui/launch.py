@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roundtable.domain import RunStatus
 from roundtable.errors import LockError
 from roundtable.runtime import Runtime
+from roundtable.services.views import entity as views
 from roundtable.tui.widgets.header import OwnerInfo
 
 if TYPE_CHECKING:
@@ -167,17 +167,7 @@ async def existing_run(runtime: Runtime, run_id: str = "") -> str:
     """The run a read-only console shows: `run_id` if it exists, else the latest active run,
     else the latest run of any status, else "" (nothing is created)."""
     async with runtime.db.read() as reader:
-        if run_id:
-            row = await reader.fetchone("SELECT id FROM runs WHERE id = ?", (run_id,))
-            if row is None:
-                from roundtable.errors import NotFound
-
-                raise NotFound("run", run_id)
-            return str(row[0])
-        row = await reader.fetchone(
-            "SELECT id FROM runs ORDER BY status = ? DESC, started_at DESC, id DESC LIMIT 1", (RunStatus.ACTIVE.value,)
-        )
-    return str(row[0]) if row is not None else ""
+        return await views.run_to_show(reader, run_id)
 
 
 async def _run_app(app: Any, relay: _Relay, demo: DemoStart | None, owner: Owner | None) -> None:

@@ -14,12 +14,12 @@ from typing import Any
 
 from textual import work
 
+from roundtable.services.views.entity import Entity, load_entity, read_diff
+from roundtable.services.views.models import attention
+from roundtable.services.views.overview import ActivityLog, load_overview
 from roundtable.tui.base import ConsoleBase, describe, while_mounted
 from roundtable.tui.dbfile import check_database_file
-from roundtable.tui.entity import Entity, load_entity, read_diff
 from roundtable.tui.messages import DatabaseChanged, GateReport, OverviewLoaded, RefreshFailed, Selected
-from roundtable.tui.models import attention
-from roundtable.tui.overview import ActivityLog, load_overview
 from roundtable.tui.scheduler import Coalescer
 from roundtable.tui.widgets.header import Staleness
 from roundtable.tui.widgets.inspector import Inspector

@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.message import Message
 
-from roundtable.tui.models import Overview
+from roundtable.services.views.models import Overview
 
 
 class DatabaseChanged(Message):

@@ -11,9 +11,9 @@ from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from roundtable.services.views.models import AttentionItem, attention
 from roundtable.tui import layout
 from roundtable.tui.base import ConsoleBase
-from roundtable.tui.models import AttentionItem, attention
 from roundtable.tui.screens.attention import AttentionScreen
 from roundtable.tui.screens.help import HelpScreen
 from roundtable.tui.screens.prompt import PromptScreen

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from roundtable import clock
+from roundtable.services.views.overview import stamp_ns
 
-
-def stamp_ns(stamp: str) -> int:
-    """Nanoseconds of an RFC 3339 stamp; 0 when empty or unreadable."""
-    try:
-        return clock.parse(stamp)
-    except ValueError:
-        return 0
+__all__ = ["ago", "human_delta", "seconds_stamp", "seconds_until", "short_time", "since", "stamp_ns"]
 
 
 def short_time(stamp: str) -> str:

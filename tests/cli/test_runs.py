@@ -14,7 +14,7 @@ from roundtable.demo import workspace as demo
 from roundtable.demo.team import _demo_task
 from roundtable.runtime import Runtime
 from roundtable.services.coordination import runs
-from roundtable.tui.overview import load_overview
+from roundtable.services.views.overview import load_overview
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ from roundtable import domain
 from roundtable.domain import TURN_DONE_EVENTS as TURN_DONE_TYPES
 from roundtable.runtime import Runtime
 from roundtable.services.policy import engine as policy
-from roundtable.tui.overview import load_proposals
+from roundtable.services.views.overview import load_proposals
 from tests.tui.seed import REVISION, seed
 
 pytestmark = pytest.mark.anyio

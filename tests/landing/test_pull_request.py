@@ -257,8 +257,8 @@ async def test_landing_operations_and_status_show_branch_pull_request_and_checks
 ) -> None:
     from roundtable.cli.landing_cmd import landing_lines
     from roundtable.cli.status_cmd import gather
+    from roundtable.services.views.entity import load_entity
     from roundtable.tools.context import Caller
-    from roundtable.tui.entity import load_entity
     from roundtable.tui.widgets.inspector import _landing_parts
 
     async with fake.serve(), opened(repo, landing_yaml(fake)) as rt:

@@ -151,8 +151,8 @@ async def test_auto_prefers_bubblewrap_then_landlock() -> None:
 async def test_no_sandbox_and_no_opt_in_refuses_the_launch_and_records_only_the_refusal(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from roundtable.tui.models import attention
-    from roundtable.tui.overview import load_overview
+    from roundtable.services.views.models import attention
+    from roundtable.services.views.overview import load_overview
 
     monkeypatch.setenv(ENV_VAR, "subprocess")  # stands for "no sandbox works here"
     run_id, task_id = await make_task(runtime)

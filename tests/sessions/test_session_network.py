@@ -32,8 +32,8 @@ from roundtable.sandbox import runner
 from roundtable.sandbox import sessions as session_sandbox
 from roundtable.sandbox.runner import BOOTSTRAP, PACKAGE_PARENT
 from roundtable.services.sessions import records as sessions
+from roundtable.services.views.models import exit_text
 from roundtable.supervisor import Supervisor, start_supervisor
-from roundtable.tui.models import exit_text
 from tests.e2e_harness.model_stub import Answer, StubServer, Usage
 from tests.sessions.helpers import bind, make_task
 
@@ -50,7 +50,7 @@ SPEND = Usage(input_tokens=700, output_tokens=300)
 
 # Inside the sandbox. Its settings come in a file beside it (the keys reversed, so that the file
 # itself holds none of them); it prints one `PROBE {json}` line.
-PROBE = r'''
+PROBE = r"""
 import base64, json, os, socket, sys, time, urllib.request
 here = os.path.dirname(os.path.abspath(__file__))
 cfg = json.load(open(os.path.join(here, "probe.json")))
@@ -150,7 +150,7 @@ for _ in range(cfg["model_calls"] if base else 0):
     time.sleep(cfg["call_spacing"])  # as a harness's next turn would come
 if cfg.get("wait_to_be_stopped"):
     time.sleep(120)  # the supervisor ends it
-'''
+"""
 
 
 @dataclasses.dataclass

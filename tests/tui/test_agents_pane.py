@@ -11,13 +11,13 @@ import pytest
 from roundtable.autopilot import Dispatcher, DispatcherStatus
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import records as sessions
+from roundtable.services.views.models import Activity
+from roundtable.services.views.overview import ActivityLog
 from roundtable.supervisor import start_supervisor
 from roundtable.tools.context import SUPERVISOR
 from roundtable.tui import commands, overview
 from roundtable.tui.autopilot import badge
 from roundtable.tui.flows.chair import NO_CHAIR, NO_DISPATCHER
-from roundtable.tui.models import Activity
-from roundtable.tui.overview import ActivityLog
 from roundtable.tui.screens.session_log import SessionLogScreen
 from roundtable.tui.session_log import log_path, read_chunk
 from roundtable.tui.widgets.agents_pane import AgentsPane

@@ -7,8 +7,8 @@ import pytest
 
 from roundtable import clock
 from roundtable.runtime import Runtime
-from roundtable.tui.models import attention
-from roundtable.tui.overview import load_overview
+from roundtable.services.views.models import attention
+from roundtable.services.views.overview import load_overview
 from roundtable.tui.screens.attention import AttentionScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
 from roundtable.tui.widgets.inspector import Inspector
@@ -80,7 +80,7 @@ async def test_badge_list_and_go_to(seeded: Runtime) -> None:
 
 
 async def test_gates_column_follows_the_last_validation(seeded: Runtime) -> None:
-    from roundtable.tui.overview import load_proposals
+    from roundtable.services.views.overview import load_proposals
     from tests.tui.seed import REVISION
 
     async with seeded.db.read() as r:

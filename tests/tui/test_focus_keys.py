@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
+from roundtable.services.views.models import attention
 from roundtable.tui.app import RoundtableApp
-from roundtable.tui.models import attention
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roundtable.tui.overview import load_overview
+from roundtable.services.views.overview import load_overview
 from roundtable.tui.widgets.agents_pane import AgentsPane
 from roundtable.tui.workstats import WorkStats
 from tests.helpers import AUTHOR

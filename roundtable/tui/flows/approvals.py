@@ -12,6 +12,7 @@ from textual import work
 
 from roundtable import domain
 from roundtable.domain import ApprovalStatus
+from roundtable.services.views import entity as views
 from roundtable.store.records import HumanApproval, Proposal
 from roundtable.tui.base import OPERATOR_NAME, ConsoleBase
 from roundtable.tui.screens.confirm import decision_dialog
@@ -47,15 +48,8 @@ class ApprovalFlows(ConsoleBase):
         )
 
     async def _open_request(self, proposal: Proposal) -> HumanApproval | None:
-        """The record of the proposal's current revision a decision changes: its latest one
-        that is not closed (an open request, or an earlier decision), if any."""
         async with self.runtime.db.read() as r:
-            return await r.one(
-                HumanApproval,
-                "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? AND status != ?"
-                " ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT 1",
-                (proposal.id, proposal.current_revision, ApprovalStatus.CLOSED.value),
-            )
+            return await views.current_decision(r, proposal)
 
     def action_approve(self) -> None:
         found = self._approval_for(ApprovalStatus.APPROVED)

@@ -19,7 +19,8 @@ from roundtable.errors import ToolError
 from roundtable.services.governance import comments as comments_service
 from roundtable.services.repository.patches import read_patch
 from roundtable.services.testing.test_runs import sandbox_for
-from roundtable.store.records import PatchRevision, Proposal, ProposalComment, Transaction
+from roundtable.services.views import entity as views
+from roundtable.store.records import Proposal, ProposalComment, Transaction
 from roundtable.tui.base import OPERATOR_NAME, ConsoleBase, describe
 from roundtable.tui.messages import GateReport
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
@@ -98,11 +99,7 @@ class ProposalFlows(ConsoleBase):
     async def _review_flow(self, proposal: Proposal) -> None:
         """Open the review view on the current revision, with the previous one for `v`."""
         async with self.runtime.db.read() as r:
-            rows = await r.all(
-                PatchRevision,
-                "SELECT * FROM patch_revisions WHERE proposal_id = ? ORDER BY number DESC LIMIT 2",
-                (proposal.id,),
-            )
+            rows = await views.newest_revisions(r, proposal.id)
         try:
             texts = [await asyncio.to_thread(read_patch, self.runtime.root, row.sha256) for row in rows]
         except ToolError as exc:

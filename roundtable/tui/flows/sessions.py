@@ -18,10 +18,11 @@ from roundtable.domain import TERMINAL_TASK_STATUSES
 from roundtable.services.coordination.agents import configured_agents
 from roundtable.services.sessions.adapters import registry
 from roundtable.services.sessions.capabilities import role_for_agent
+from roundtable.services.views import entity as views
+from roundtable.services.views.models import AgentRow, SessionRow
 from roundtable.store.records import AgentSession
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tui.base import ConsoleBase
-from roundtable.tui.models import AgentRow, SessionRow
 from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.screens.session_log import SessionLogScreen
@@ -211,7 +212,7 @@ class SessionFlows(ConsoleBase):
     def _session_loader(self, session_id: str) -> Callable[[], Awaitable[AgentSession | None]]:
         async def reload() -> AgentSession | None:
             async with self.runtime.db.read() as reader:
-                return await reader.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
+                return await views.session(reader, session_id)
 
         return reload
 

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from roundtable.tui.models import AttentionItem
+from roundtable.services.views.models import AttentionItem
 
 
 class AttentionScreen(ModalScreen[AttentionItem | None]):

@@ -21,8 +21,8 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import RichLog, Static
 
+from roundtable.services.views.models import exit_text
 from roundtable.store.records import AgentSession
-from roundtable.tui.models import exit_text
 from roundtable.tui.screens.following import FollowingScreen
 from roundtable.tui.session_log import Chunk, log_path, read_chunk
 

@@ -26,8 +26,8 @@ from textual.widgets import RichLog, Static
 from roundtable.domain import SessionStatus
 from roundtable.services.sessions.records import pending_messages
 from roundtable.services.sessions.transcript import ATTENTION_WORDS, NEEDS_HUMAN, Attention, Entry, Kind, Transcript
+from roundtable.services.views.models import exit_text, session_attention
 from roundtable.store.records import AgentSession
-from roundtable.tui.models import exit_text, session_attention
 from roundtable.tui.screens.following import FollowingScreen
 from roundtable.tui.session_log import log_changes, log_path, read_chunk
 

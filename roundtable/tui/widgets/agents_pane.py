@@ -10,8 +10,8 @@ from typing import ClassVar
 from rich.text import Text
 
 from roundtable.domain import SessionStatus
+from roundtable.services.views.models import AgentRow, Overview
 from roundtable.tui import commands
-from roundtable.tui.models import AgentRow, Overview
 from roundtable.tui.timefmt import human_delta, stamp_ns
 from roundtable.tui.widgets.sessions_pane import session_status_cell
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.text import Text
 
 from roundtable.domain import ClaimStatus
+from roundtable.services.views.pages import ClaimLine, ClaimsSource
 from roundtable.tui import commands
-from roundtable.tui.sources import ClaimLine, ClaimsSource
 from roundtable.tui.timefmt import human_delta, seconds_until
 from roundtable.tui.widgets.virtual_list import VirtualList
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 
+from roundtable.services.views.pages import EventLine, EventsSource
 from roundtable.tui import commands
-from roundtable.tui.sources import EventLine, EventsSource
 from roundtable.tui.timefmt import short_time
 from roundtable.tui.widgets.virtual_list import VirtualList
 

@@ -14,8 +14,8 @@ from textual.widgets import Static
 from roundtable import clock
 from roundtable.autopilot import Dispatcher, DispatcherStatus
 from roundtable.domain import RunStatus
+from roundtable.services.views.models import Overview, attention
 from roundtable.tui.autopilot import badge
-from roundtable.tui.models import Overview, attention
 from roundtable.tui.timefmt import human_delta, short_time
 from roundtable.tui.widgets.table_pane import short_ids
 

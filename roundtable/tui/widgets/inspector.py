@@ -15,8 +15,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from roundtable import clock, domain
+from roundtable.services.views.entity import Entity
 from roundtable.tui import commands
-from roundtable.tui.entity import Entity
 from roundtable.tui.timefmt import human_delta, short_time
 from roundtable.tui.widgets.gate_report import render_gate_report
 
@@ -107,7 +107,9 @@ def _landing_parts(landing: Any) -> list[RenderableType]:
     branch = str(landing.get("ref") or "").removeprefix("refs/heads/")
     parts: list[RenderableType] = [
         Text("\nlanding", style="bold underline"),
-        Text.assemble((f"{landing.get('mode')}  ", "dim"), branch, ("  @ ", "dim"), str(landing.get("commit_sha"))[:12]),
+        Text.assemble(
+            (f"{landing.get('mode')}  ", "dim"), branch, ("  @ ", "dim"), str(landing.get("commit_sha"))[:12]
+        ),
     ]
     url = str(landing.get("pr_url") or "")
     if url:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from roundtable.services.views.models import Overview
 from roundtable.tui import commands
-from roundtable.tui.models import Overview
 from roundtable.tui.timefmt import since
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 

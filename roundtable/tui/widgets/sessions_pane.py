@@ -11,9 +11,9 @@ from typing import ClassVar
 
 from rich.text import Text
 
+from roundtable.services.views.models import Overview, SessionRow, exit_brief
 from roundtable.store.records import AgentSession
 from roundtable.tui import commands
-from roundtable.tui.models import Overview, SessionRow, exit_brief
 from roundtable.tui.timefmt import human_delta, seconds_until, since
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 

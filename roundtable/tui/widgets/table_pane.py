@@ -22,8 +22,8 @@ from roundtable.domain import (
     TaskStatus,
     TransactionStatus,
 )
+from roundtable.services.views.models import Overview
 from roundtable.tui.messages import Selected
-from roundtable.tui.models import Overview
 
 Cell = str | Text
 Row = tuple[str, Sequence[Cell]]

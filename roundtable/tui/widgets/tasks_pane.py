@@ -7,8 +7,8 @@ from typing import ClassVar
 
 from rich.text import Text
 
+from roundtable.services.views.models import Overview
 from roundtable.tui import commands
-from roundtable.tui.models import Overview
 from roundtable.tui.widgets.table_pane import Row, TablePane, status_cell
 
 

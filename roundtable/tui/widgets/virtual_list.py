@@ -28,9 +28,9 @@ from textual.strip import Strip
 
 from roundtable import clock
 from roundtable.runtime import Runtime
+from roundtable.services.views.pages import VirtualSource
 from roundtable.tui.dbfile import check_database_file
 from roundtable.tui.messages import RefreshFailed, Selected
-from roundtable.tui.sources import VirtualSource
 
 PAGE = 100
 CACHE_PAGES = 24

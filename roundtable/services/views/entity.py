@@ -1,5 +1,6 @@
-"""The inspector's read: one record in full, its related rows and, for a proposal, its diff
-(found the way the patch service stores it: `.roundtable/patches/<sha256>.diff`)."""
+"""One record: the inspector's read (a record in full, its related rows and, for a proposal, its
+diff, found the way the patch service stores it: `.roundtable/patches/<sha256>.diff`), and the
+single-record reads the operator's flows make before they act."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roundtable.domain import BLOCKED_TASK_STATUSES
+from roundtable.domain import BLOCKED_TASK_STATUSES, ApprovalStatus, RunStatus
+from roundtable.errors import NotFound
 from roundtable.services.coordination.autopilot import blocked_reason
 from roundtable.services.repository.patches import patch_rel_path
 from roundtable.store.db import Reader
+from roundtable.store.records import AgentSession, HumanApproval, PatchRevision, Proposal
 
 
 @dataclass(frozen=True)
@@ -141,3 +144,43 @@ def read_diff(root: Path, record: dict[str, Any], limit: int = 512 * 1024) -> tu
         data = fh.read(limit + 1)
     note = f"showing the first {limit // 1024} KiB" if len(data) > limit else ""
     return data[:limit].decode("utf-8", errors="replace"), note
+
+
+async def session(reader: Reader, session_id: str) -> AgentSession | None:
+    """One agent session (the log and transcript viewers reload it as it runs)."""
+    return await reader.one(AgentSession, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
+
+
+async def newest_revisions(reader: Reader, proposal_id: str, count: int = 2) -> list[PatchRevision]:
+    """A proposal's newest `count` patch revisions, newest first (the review shows the current
+    one and what changed since the previous)."""
+    return await reader.all(
+        PatchRevision,
+        "SELECT * FROM patch_revisions WHERE proposal_id = ? ORDER BY number DESC LIMIT ?",
+        (proposal_id, count),
+    )
+
+
+async def current_decision(reader: Reader, proposal: Proposal) -> HumanApproval | None:
+    """The approval record of the proposal's current revision that a decision changes: its
+    latest one that is not closed (an open request, or an earlier decision), if any."""
+    return await reader.one(
+        HumanApproval,
+        "SELECT * FROM human_approvals WHERE proposal_id = ? AND revision = ? AND status != ?"
+        " ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT 1",
+        (proposal.id, proposal.current_revision, ApprovalStatus.CLOSED.value),
+    )
+
+
+async def run_to_show(reader: Reader, run_id: str = "") -> str:
+    """The run a read-only console shows: `run_id` if it exists (NotFound if not), else the latest
+    active run, else the latest run of any status, else "" (nothing is created)."""
+    if run_id:
+        row = await reader.fetchone("SELECT id FROM runs WHERE id = ?", (run_id,))
+        if row is None:
+            raise NotFound("run", run_id)
+        return str(row[0])
+    row = await reader.fetchone(
+        "SELECT id FROM runs ORDER BY status = ? DESC, started_at DESC, id DESC LIMIT 1", (RunStatus.ACTIVE.value,)
+    )
+    return str(row[0]) if row is not None else ""

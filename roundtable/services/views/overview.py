@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from roundtable import domain
+from roundtable import clock, domain
 from roundtable.config import Config
 from roundtable.domain import (
     OPEN_PROPOSAL_STATUSES,
@@ -30,9 +30,7 @@ from roundtable.services.coordination import turns as turn_queue
 from roundtable.services.coordination.autopilot import blocked_reason
 from roundtable.services.sessions import usage
 from roundtable.services.sessions.records import LAUNCH_REFUSED
-from roundtable.store.db import Reader
-from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
-from roundtable.tui.models import (
+from roundtable.services.views.models import (
     Activity,
     AgentRow,
     Overview,
@@ -42,7 +40,8 @@ from roundtable.tui.models import (
     TurnRow,
     open_task,
 )
-from roundtable.tui.timefmt import stamp_ns
+from roundtable.store.db import Reader
+from roundtable.store.records import AgentSession, HumanApproval, Proposal, Run, Task, Transaction
 
 # The agents' last actions come from at most this many newest events: the first refresh reads
 # that far back, later ones only what was appended since (events are append-only).
@@ -368,6 +367,14 @@ async def load_agents(
     # Agents at work first (a live session), then the others; by role and id within each.
     out.sort(key=lambda a: (a.session is None or not a.session.live, a.role.lower(), a.agent_id))
     return out
+
+
+def stamp_ns(stamp: str) -> int:
+    """Nanoseconds of an RFC 3339 stamp; 0 when empty or unreadable."""
+    try:
+        return clock.parse(stamp)
+    except ValueError:
+        return 0
 
 
 def _payload(text: Any) -> dict[str, Any]:
