@@ -27,7 +27,10 @@ from roundtable.services.views.models import Overview
 from roundtable.store.records import Proposal
 from roundtable.tools.context import Caller
 from roundtable.tui import layout
+from roundtable.tui.messages import DialogClosed, RefreshRequested
 from roundtable.tui.widgets.header import ConsoleHeader, OwnerInfo
+from roundtable.tui.widgets.inspector import Inspector
+from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.table_pane import TablePane
 
 CONSOLE = Caller("operator", "tui")
@@ -101,25 +104,24 @@ class ConsoleBase(App[None]):
     def header(self) -> ConsoleHeader:
         return self._main.query_one(ConsoleHeader)
 
-    def request_refresh(self) -> None:
-        """Reload the overview (the live mixin implements it)."""
-        raise NotImplementedError
-
-    def load_inspector(self, kind: str, entity_id: str) -> None:
-        """Show a record in the inspector (live mixin)."""
-        raise NotImplementedError
-
     def proposal_in_view(self) -> Proposal | None:
-        """The proposal selected in the focused Proposals pane, or shown by the focused Inspector
-        (proposal flows)."""
-        raise NotImplementedError
+        """The proposal in view: the focused Proposals pane's selection, or the focused
+        Inspector's proposal."""
+        rows = self.overview.proposals if self.overview else []
+        inspector = self._main.query_one(Inspector)
+        if self.focused is inspector:
+            entity = inspector.entity
+            if entity is None or entity.kind != "proposal":
+                return None
+            return next((r.proposal for r in rows if r.proposal.id == entity.id), None) or Proposal.from_row(
+                entity.record
+            )
+        row = self.selected(ProposalsPane, rows, lambda r: r.proposal.id)
+        return row.proposal if row is not None else None
 
-    def forget_gates(self, proposal_id: str) -> None:
-        """Drop a proposal's gate report after it was decided (live mixin)."""
-        raise NotImplementedError
-
-    def _after_modal(self) -> None:
-        """A dialog closed: catch up on refreshes held back while it was open (live mixin)."""
+    def dialog_closed(self) -> None:
+        """Say that a dialog closed (the live part catches up on what it held back)."""
+        self.post_message(DialogClosed())
 
     @work(group="reveal", exit_on_error=False)
     async def reveal(self, pane_id: str, key: str, timeout: float = 5.0) -> None:
@@ -187,7 +189,7 @@ class ConsoleBase(App[None]):
             return None
         if success is not None:
             self.notify(success, title=title or tool)
-        self.request_refresh()
+        self.post_message(RefreshRequested())
         return result
 
     async def attempt(self, work: Awaitable[Any], *, title: str) -> tuple[bool, Any]:

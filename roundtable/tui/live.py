@@ -19,7 +19,17 @@ from roundtable.services.views.models import attention
 from roundtable.services.views.overview import ActivityLog, load_overview
 from roundtable.tui.base import ConsoleBase, describe, while_mounted
 from roundtable.tui.dbfile import check_database_file
-from roundtable.tui.messages import DatabaseChanged, GateReport, OverviewLoaded, RefreshFailed, Selected
+from roundtable.tui.messages import (
+    DatabaseChanged,
+    DialogClosed,
+    GateReport,
+    GatesStale,
+    InspectRequested,
+    OverviewLoaded,
+    RefreshFailed,
+    RefreshRequested,
+    Selected,
+)
 from roundtable.tui.scheduler import Coalescer
 from roundtable.tui.widgets.header import Staleness
 from roundtable.tui.widgets.inspector import Inspector
@@ -77,7 +87,7 @@ class LiveMixin(ConsoleBase):
             return
         self.request_refresh()
 
-    def _after_modal(self) -> None:
+    def on_dialog_closed(self, _message: DialogClosed) -> None:
         if self._held and len(self.screen_stack) <= 1:
             self._held = False
             self.request_refresh()
@@ -87,6 +97,9 @@ class LiveMixin(ConsoleBase):
     def request_refresh(self) -> None:
         """Start a refresh, or mark one due if a refresh is running (a burst becomes one more)."""
         self.refresher.request(None)
+
+    def on_refresh_requested(self, _message: RefreshRequested) -> None:
+        self.request_refresh()
 
     @work(exclusive=True, group="refresh", exit_on_error=False)
     async def _refresh_worker(self) -> None:
@@ -144,6 +157,9 @@ class LiveMixin(ConsoleBase):
         """Show `kind` `entity_id` in the inspector (loaded in a worker; the latest request wins)."""
         self.inspections.request((kind, entity_id))
 
+    def on_inspect_requested(self, message: InspectRequested) -> None:
+        self.load_inspector(message.kind, message.entity_id)
+
     @property
     def inspecting(self) -> tuple[str, str] | None:
         return self.inspections.latest
@@ -181,8 +197,10 @@ class LiveMixin(ConsoleBase):
         if self.inspecting == ("proposal", message.proposal_id):
             self._main.query_one(Inspector).show_gates(message.report, message.error)
 
-    def forget_gates(self, proposal_id: str) -> None:
+    @while_mounted
+    def on_gates_stale(self, message: GatesStale) -> None:
         """A report from before an apply/reject/rollback no longer describes the proposal."""
+        proposal_id = message.proposal_id
         self.gate_reports.pop(proposal_id, None)
         if self.inspecting == ("proposal", proposal_id):
             self._main.query_one(Inspector).show_gates(None, "")

@@ -54,6 +54,34 @@ class Selected(Message):
         self.inspect = inspect
 
 
+class RefreshRequested(Message):
+    """A flow changed something: reload the overview (a burst becomes one more refresh)."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RefreshRequested)
+
+
+class InspectRequested(Message):
+    """Show `kind` `entity_id` in the inspector (the latest request wins)."""
+
+    def __init__(self, kind: str, entity_id: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.entity_id = entity_id
+
+
+class GatesStale(Message):
+    """A proposal was applied, rejected or rolled back: its gate report no longer describes it."""
+
+    def __init__(self, proposal_id: str) -> None:
+        super().__init__()
+        self.proposal_id = proposal_id
+
+
+class DialogClosed(Message):
+    """A dialog the console opened closed: catch up on refreshes held back while it was open."""
+
+
 class GateReport(Message):
     """`patch.validate` answered (or failed) for a proposal."""
 

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Static
 from roundtable.services.views.models import AttentionItem, attention
 from roundtable.tui import layout
 from roundtable.tui.base import ConsoleBase
+from roundtable.tui.messages import InspectRequested, RefreshRequested
 from roundtable.tui.screens.attention import AttentionScreen
 from roundtable.tui.screens.help import HelpScreen
 from roundtable.tui.screens.prompt import PromptScreen
@@ -106,10 +107,10 @@ class PanesMixin(ConsoleBase):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(), lambda _result: self._after_modal())
+            self.push_screen(HelpScreen(), lambda _result: self.dialog_closed())
 
     def action_refresh(self) -> None:
-        self.request_refresh()
+        self.post_message(RefreshRequested())
 
     def action_attention(self) -> None:
         if isinstance(self.screen, AttentionScreen):
@@ -126,7 +127,7 @@ class PanesMixin(ConsoleBase):
             alerts.set_count(len(attention(self.overview, self.dismissed)))
 
     def _go_to_attention(self, item: AttentionItem | None) -> None:
-        self._after_modal()
+        self.dialog_closed()
         if item is None:
             return
         if not item.pane:
@@ -139,14 +140,14 @@ class PanesMixin(ConsoleBase):
             if row_key.value == row:
                 pane.move_cursor(row=index)
                 break
-        self.load_inspector(pane.kind, row)
+        self.post_message(InspectRequested(pane.kind, row))
 
     def action_inspect(self) -> None:
         focused = self.focused
         if isinstance(focused, TablePane):
             key = focused.selected_key()
             if key is not None:
-                self.load_inspector(focused.kind, key)
+                self.post_message(InspectRequested(focused.kind, key))
         elif isinstance(focused, VirtualList):
             focused.action_inspect()
         else:
@@ -167,6 +168,6 @@ class PanesMixin(ConsoleBase):
         text = await self.push_screen_wait(
             PromptScreen(f"Filter {title}", "Show rows containing:", value=pane.filter_text)
         )
-        self._after_modal()
+        self.dialog_closed()
         if text is not None:
             pane.set_filter(text)

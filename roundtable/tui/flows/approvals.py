@@ -79,7 +79,7 @@ class ApprovalFlows(ConsoleBase):
             )
         if status == ApprovalStatus.APPROVED:
             ok = await self.push_screen_wait(decision_dialog(approval, status, proposal))
-            self._after_modal()
+            self.dialog_closed()
             if ok:
                 self._decide(approval, proposal, status, "")
             return
@@ -92,7 +92,7 @@ class ApprovalFlows(ConsoleBase):
                 placeholder="why",
             )
         )
-        self._after_modal()
+        self.dialog_closed()
         if note is not None:
             self._decide(approval, proposal, status, note)
 

@@ -22,11 +22,10 @@ from roundtable.services.testing.test_runs import sandbox_for
 from roundtable.services.views import entity as views
 from roundtable.store.records import Proposal, ProposalComment, Transaction
 from roundtable.tui.base import OPERATOR_NAME, ConsoleBase, describe
-from roundtable.tui.messages import GateReport
+from roundtable.tui.messages import GateReport, GatesStale, InspectRequested
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.screens.review import Commenting, ReviewScreen, Revision
-from roundtable.tui.widgets.inspector import Inspector
 from roundtable.tui.widgets.proposals_pane import ProposalsPane
 from roundtable.tui.widgets.transactions_pane import TransactionsPane
 
@@ -52,30 +51,12 @@ def failing_gates(report: dict[str, Any]) -> list[str]:
 
 
 class ProposalFlows(ConsoleBase):
-    def selected_proposal(self) -> Proposal | None:
-        """The proposal in view: the focused Proposals pane's selection, or the focused
-        Inspector's proposal."""
-        return self.proposal_in_view()
-
-    def proposal_in_view(self) -> Proposal | None:
-        rows = self.overview.proposals if self.overview else []
-        inspector = self._main.query_one(Inspector)
-        if self.focused is inspector:
-            entity = inspector.entity
-            if entity is None or entity.kind != "proposal":
-                return None
-            return next((r.proposal for r in rows if r.proposal.id == entity.id), None) or Proposal.from_row(
-                entity.record
-            )
-        row = self.selected(ProposalsPane, rows, lambda r: r.proposal.id)
-        return row.proposal if row is not None else None
-
     def _selected_transaction(self) -> Transaction | None:
         """On the Proposals pane: the selected proposal's applied transaction; else the
         Transactions pane's selection."""
         transactions = self.overview.transactions if self.overview else []
         if isinstance(self.focused, ProposalsPane):
-            proposal = self.selected_proposal()
+            proposal = self.proposal_in_view()
             if proposal is not None:
                 return next(
                     (t for t in transactions if t.proposal_id == proposal.id and t.status == TransactionStatus.APPLIED),
@@ -85,7 +66,7 @@ class ProposalFlows(ConsoleBase):
 
     def _proposal_target(self, refuse: Callable[[Proposal], str] | None = None) -> Proposal | None:
         return self.target(
-            self.selected_proposal(), what="a proposal", pane="Proposals (or the Inspector on one)", refuse=refuse
+            self.proposal_in_view(), what="a proposal", pane="Proposals (or the Inspector on one)", refuse=refuse
         )
 
     # --- review -----------------------------------------------------------------------------
@@ -129,7 +110,7 @@ class ProposalFlows(ConsoleBase):
 
         commenting = Commenting(load, None if self.read_only else leave)
         await self.push_screen_wait(ReviewScreen(proposal.title, proposal.id, revisions[0], previous, commenting))
-        self._after_modal()
+        self.dialog_closed()
 
     # --- gates ------------------------------------------------------------------------------
 
@@ -161,7 +142,7 @@ class ProposalFlows(ConsoleBase):
             self.notify(describe(exc), severity="error", title="patch.validate", timeout=8)
             return None
         self.post_message(GateReport(proposal_id, report))
-        self.load_inspector("proposal", proposal_id)
+        self.post_message(InspectRequested("proposal", proposal_id))
         return report
 
     # --- tests ------------------------------------------------------------------------------
@@ -202,7 +183,7 @@ class ProposalFlows(ConsoleBase):
         unsandboxed = False
         if not sandbox.usable:
             confirmed = await self.push_screen_wait(unsandboxed_dialog(proposal_id, commands, sandbox.reason))
-            self._after_modal()
+            self.dialog_closed()
             if not confirmed:
                 self.notify("Tests not run.", title="test.run")
                 return
@@ -248,7 +229,7 @@ class ProposalFlows(ConsoleBase):
             )
             return
         confirmed = await self.push_screen_wait(apply_dialog(proposal, report))
-        self._after_modal()
+        self.dialog_closed()
         if not confirmed:
             self.notify("Apply cancelled.")
             return
@@ -260,7 +241,7 @@ class ProposalFlows(ConsoleBase):
         if self.run_id:
             args["run_id"] = self.run_id
         if await self.call_tool("patch.apply", args, success=f"{proposal.id} applied") is not None:
-            self.forget_gates(proposal.id)
+            self.post_message(GatesStale(proposal.id))
 
     def action_reject(self) -> None:
         proposal = self._proposal_target(_only_open("rejected"))
@@ -272,11 +253,11 @@ class ProposalFlows(ConsoleBase):
         reason = await self.push_screen_wait(
             PromptScreen(f"Reject {proposal.id}", f"{proposal.title}\nReason (required):", required=True)
         )
-        self._after_modal()
+        self.dialog_closed()
         if reason:
             args = {"proposal_id": proposal.id, "reason_md": reason, "decided_by": OPERATOR_NAME}
             if await self.call_tool("patch.reject", args, success=f"{proposal.id} rejected") is not None:
-                self.forget_gates(proposal.id)
+                self.post_message(GatesStale(proposal.id))
 
     def action_rollback(self) -> None:
         tx = self.target(self._selected_transaction(), what="a transaction", pane="Transactions", refuse=_only_applied)
@@ -286,11 +267,11 @@ class ProposalFlows(ConsoleBase):
     @work(group="dialog", exit_on_error=False)
     async def _rollback_flow(self, tx: Transaction) -> None:
         confirmed = await self.push_screen_wait(rollback_dialog(tx))
-        self._after_modal()
+        self.dialog_closed()
         if confirmed:
             args = {"transaction_id": tx.id, "reason_md": "rolled back from the console"}
             if await self.call_tool("patch.rollback", args, success=f"{tx.id} rolled back") is not None:
-                self.forget_gates(tx.proposal_id)
+                self.post_message(GatesStale(tx.proposal_id))
 
 
 def unsandboxed_dialog(proposal_id: str, commands: list[str], reason: str) -> ConfirmScreen:

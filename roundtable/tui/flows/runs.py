@@ -13,6 +13,7 @@ from textual import work
 from roundtable.domain import RunStatus
 from roundtable.store.records import Run
 from roundtable.tui.base import ConsoleBase
+from roundtable.tui.messages import RefreshRequested
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.widgets.runs_pane import RunsPane
@@ -42,7 +43,7 @@ class RunFlows(ConsoleBase):
         self.run_id = run_id
         self.header.run_id = run_id
         self.header.update_view()
-        self.request_refresh()
+        self.post_message(RefreshRequested())
 
     def action_new_run(self) -> None:
         self._new_run_flow()
@@ -50,7 +51,7 @@ class RunFlows(ConsoleBase):
     @work(group="dialog", exit_on_error=False)
     async def _new_run_flow(self) -> None:
         goal = await self.push_screen_wait(PromptScreen("New run", "Goal (required):", required=True))
-        self._after_modal()
+        self.dialog_closed()
         if not goal:
             return
         result = await self.call_tool(
@@ -80,7 +81,7 @@ class RunFlows(ConsoleBase):
             ("\nIts status becomes completed; the Chair stops ticking it.", "dim"),
         )
         confirmed = await self.push_screen_wait(ConfirmScreen(f"End {run.id}?", body, confirm_label="End run"))
-        self._after_modal()
+        self.dialog_closed()
         if confirmed:
             status = RunStatus.COMPLETED.value
             await self._change_run(run.id, "run.end", {"status": status}, status)
@@ -99,6 +100,6 @@ class RunFlows(ConsoleBase):
             ("\nHidden from the Runs pane and from resume; nothing is deleted (runs list --all shows it).", "dim"),
         )
         confirmed = await self.push_screen_wait(ConfirmScreen(f"Archive {run.id}?", body, confirm_label="Archive"))
-        self._after_modal()
+        self.dialog_closed()
         if confirmed:
             await self._change_run(run.id, "run.archive", {}, "archived")

@@ -23,6 +23,7 @@ from roundtable.services.views.models import AgentRow, SessionRow
 from roundtable.store.records import AgentSession
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
 from roundtable.tui.base import ConsoleBase
+from roundtable.tui.messages import RefreshRequested
 from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.screens.session_log import SessionLogScreen
@@ -105,7 +106,7 @@ class SessionFlows(ConsoleBase):
     async def _launch_flow(self, initial: LaunchRequest) -> None:
         request = await self.push_screen_wait(LaunchScreen(initial, choices=self._launch_choices()))
         confirmed = request is not None and await self.push_screen_wait(launch_dialog(request, self.run_id))
-        self._after_modal()
+        self.dialog_closed()
         if request is None or not confirmed:
             self.notify("Launch cancelled.")
             return
@@ -129,7 +130,7 @@ class SessionFlows(ConsoleBase):
             f"{session.get('id', '?')} launched: {request.agent_id} via {request.adapter} (pid {result.get('pid')})",
             title="session.launch",
         )
-        self.request_refresh()
+        self.post_message(RefreshRequested())
         if session.get("id"):
             self.reveal("sessions", str(session["id"]))
 
@@ -143,7 +144,7 @@ class SessionFlows(ConsoleBase):
     @work(group="dialog", exit_on_error=False)
     async def _revoke_flow(self, row: SessionRow) -> None:
         confirmed = await self.push_screen_wait(revoke_dialog(row.session, row.role, row.task_id, row.proposal_id))
-        self._after_modal()
+        self.dialog_closed()
         if not confirmed:
             self.notify("Revoke cancelled.")
             return
@@ -160,7 +161,7 @@ class SessionFlows(ConsoleBase):
             self.notify(
                 f"{row.session.id} had no live capability to revoke.", severity="warning", title="session.revoke"
             )
-        self.request_refresh()
+        self.post_message(RefreshRequested())
 
     # --- the log viewer ---------------------------------------------------------------------
 
@@ -171,7 +172,7 @@ class SessionFlows(ConsoleBase):
             return
         self.push_screen(
             SessionLogScreen(self.runtime.root, row.session, self._session_loader(row.session.id)),
-            lambda _r: self._after_modal(),
+            lambda _result: self.dialog_closed(),
         )
 
     def action_session_transcript(self) -> None:
@@ -181,7 +182,7 @@ class SessionFlows(ConsoleBase):
             return
         send = None if self.read_only else self._send_message
         screen = TranscriptScreen(self.runtime.root, row.session, self._session_loader(row.session.id), send)
-        self.push_screen(screen, lambda _r: self._after_modal())
+        self.push_screen(screen, lambda _result: self.dialog_closed())
 
     def _send_message(self, session: AgentSession) -> None:
         self._message_flow(session)
@@ -207,7 +208,7 @@ class SessionFlows(ConsoleBase):
         if not ok:
             return
         self.notify(f"{result.get('note') or session.id}.", title="session.send")
-        self.request_refresh()
+        self.post_message(RefreshRequested())
 
     def _session_loader(self, session_id: str) -> Callable[[], Awaitable[AgentSession | None]]:
         async def reload() -> AgentSession | None:

@@ -47,7 +47,7 @@ class TaskFlows(ConsoleBase):
     @work(group="dialog", exit_on_error=False)
     async def _new_task_flow(self) -> None:
         draft = await self.push_screen_wait(TaskForm(self.runtime.root))
-        self._after_modal()
+        self.dialog_closed()
         if draft is None:
             return
         args: dict[str, Any] = {"title": draft.title, "body_md": draft.body_md, "priority": draft.priority}
@@ -68,7 +68,7 @@ class TaskFlows(ConsoleBase):
         reason = await self.push_screen_wait(
             PromptScreen(f"Block {task.id}", f"{task.title}\nWhy (required):", required=True)
         )
-        self._after_modal()
+        self.dialog_closed()
         if reason:
             args = {"task_id": task.id, "status": TaskStatus.BLOCKED.value, "reason_md": reason}
             await self.call_tool(
@@ -84,7 +84,7 @@ class TaskFlows(ConsoleBase):
     async def _cancel_task_flow(self, task: Task) -> None:
         body = Text.assemble(("Task ", "dim"), (task.id, "bold"), "  ", task.title, (f"  [{task.status}]", "yellow"))
         confirmed = await self.push_screen_wait(ConfirmScreen(f"Cancel {task.id}?", body, confirm_label="Cancel task"))
-        self._after_modal()
+        self.dialog_closed()
         if confirmed:
             args = {"task_id": task.id, "status": TaskStatus.CANCELLED.value}
             await self.call_tool("task.update_status", args, success=f"{task.id} cancelled", title="task")
