@@ -11,11 +11,12 @@ import pytest
 from roundtable.autopilot import Dispatcher, DispatcherStatus
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import records as sessions
+from roundtable.services.views import overview
 from roundtable.services.views.models import Activity
 from roundtable.services.views.overview import ActivityLog
 from roundtable.supervisor import start_supervisor
 from roundtable.tools.context import SUPERVISOR
-from roundtable.tui import commands, overview
+from roundtable.tui import commands
 from roundtable.tui.autopilot import badge
 from roundtable.tui.flows.chair import NO_CHAIR, NO_DISPATCHER
 from roundtable.tui.screens.session_log import SessionLogScreen
