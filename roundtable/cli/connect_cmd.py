@@ -246,7 +246,7 @@ def _workspace_of(root: Path, agent_id: str, task_id: str) -> Any:
     if task_id:
         made = call(root, "workspace.create", {"agent_id": agent_id, "task_id": task_id})
         return read(root, lambda r: workspaces.require_live(r, agent_id, made["workspace"]["task_id"]))
-    found = read(root, lambda r: workspaces.listing(r, agent_id=agent_id))
+    found = read(root, lambda r: workspaces.listing(r, workspaces.ListArgs(agent_id=agent_id)))
     if len(found) != 1:
         which = ", ".join(f"{w.id} (task {w.task_id})" for w in found) or "none"
         fail(f"{agent_id} has {len(found)} live workspaces ({which}); name the task with --task")

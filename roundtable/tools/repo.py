@@ -1,65 +1,33 @@
 """Repository reads: `repo.read_file`, `repo.search`, `repo.symbols` (and the unexposed
-`repo.dependency_context`). There is deliberately no write tool: changes go through proposals."""
+`repo.dependency_context`). There is deliberately no write tool: changes go through proposals.
+`repo.read_file`'s and `repo.search`'s arguments are declared in `services.repository.repo`,
+which receives them whole with the repository's limits."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from annotated_types import Le
-from pydantic import Field
 
-from roundtable.services.args import Args, Count, Flag, Positive, Query, RepoPath
+from roundtable.services.args import Args, RepoPath
 from roundtable.services.repository import repo as repo_service
 from roundtable.services.repository import symbols as symbol_index
 from roundtable.services.repository.pathguard import resolve_repo_path
+from roundtable.services.repository.repo import ReadFileArgs, SearchArgs
 from roundtable.tools import views
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORDS, boolean, integer, result, string
 
 
-class ReadFileArgs(Args):
-    path: RepoPath
-    start_line: Positive = 0
-    end_line: Positive = 0
-    numbered: Flag = Field(False, description="Number the lines.")
-
-
 async def read_file(call: Call[ReadFileArgs]) -> dict[str, Any]:
     runtime = call.runtime
-    a = call.args
-    return await anyio.to_thread.run_sync(
-        lambda: repo_service.read_file(
-            runtime.root,
-            a.path,
-            runtime.config.repo.max_read_bytes,
-            start_line=a.start_line,
-            end_line=a.end_line,
-            numbered=a.numbered,
-        )
-    )
-
-
-class SearchArgs(Args):
-    query: Query
-    path: RepoPath = ""
-    context_lines: Annotated[Count, Le(20)] = Field(0, description="Lines around each match.")
+    return await anyio.to_thread.run_sync(repo_service.read_file, runtime.root, call.args, runtime.config.repo)
 
 
 async def search(call: Call[SearchArgs]) -> dict[str, Any]:
     runtime = call.runtime
-    a = call.args
-    found = await anyio.to_thread.run_sync(
-        lambda: repo_service.search(
-            runtime.root,
-            a.query,
-            path=a.path,
-            max_matches=runtime.config.repo.max_search_matches,
-            max_file_bytes=runtime.config.repo.max_read_bytes,
-            context_lines=a.context_lines,
-        )
-    )
+    found = await anyio.to_thread.run_sync(repo_service.search, runtime.root, call.args, runtime.config.repo)
     return {"matches": found.matches, "truncated": found.truncated}
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import Field
 
-from roundtable.domain import WorkspaceState
 from roundtable.errors import PermissionDenied, ValidationError
-from roundtable.services.args import Args, Flag, Id
+from roundtable.services.args import Args, Id
 from roundtable.services.workspaces import worktrees as service
 from roundtable.services.workspaces.worktrees import (
     CreateArgs,
+    ListArgs,
     ProposeArgs,
     RemoveArgs,
     SyncArgs,
@@ -71,24 +71,8 @@ async def remove(call: Call[RemoveArgs]) -> dict[str, Any]:
     return await service.remove(call.runtime, call.args, actor=call.actor, runs=call.run_hint)
 
 
-class ListArgs(Args):
-    agent_id: Id = Field("", description="Exact agent id.")
-    task_id: Id = Field("", description="Exact task id.")
-    all: Flag = Field(False, description="Include removed ones.")
-    diffstat: Flag = Field(False, description="Add each live workspace's diffstat (runs git).")
-
-
 async def list_(call: Call[ListArgs]) -> dict[str, Any]:
-    a = call.args
-    async with call.runtime.db.read() as r:
-        rows = await service.listing(r, agent_id=a.agent_id, task_id=a.task_id, include_removed=a.all)
-    out = []
-    for ws in rows:
-        item = service.workspace_dict(ws)
-        if a.diffstat and ws.state != WorkspaceState.REMOVED:
-            item["diffstat"] = await service.diffstat(call.runtime.root, ws, service.bounds_of(call.runtime.config))
-        out.append(item)
-    return {"workspaces": out}
+    return {"workspaces": await service.list_workspaces(call.runtime, call.args)}
 
 
 class SweepArgs(Args):

@@ -15,7 +15,7 @@ import pytest
 from bench.signatures import PACKAGE, Signature, signatures, spreads
 from roundtable.tools.registry import get_registry
 
-CONVERTED = ("approvals", "memory", "patches", "proposals", "table", "tasks", "testing")
+CONVERTED = ("approvals", "memory", "patches", "proposals", "repo", "table", "tasks", "testing", "workspaces")
 
 
 @pytest.mark.parametrize("module", CONVERTED)
@@ -60,6 +60,8 @@ SERVICE_MODELS = (
     "proposal.attach_patch",
     "proposal.comment",
     "proposal.create",
+    "repo.read_file",
+    "repo.search",
     "security.review",
     "session.record_refusal",
     "session.record_stream",
@@ -71,6 +73,7 @@ SERVICE_MODELS = (
     "test.run",
     "vote.cast",
     "workspace.create",
+    "workspace.list",
     "workspace.propose",
     "workspace.record_unproposed",
     "workspace.remove",

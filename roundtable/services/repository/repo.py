@@ -18,7 +18,9 @@
   anything that is not a regular file (they could not be read either); stops at the match cap
   and says it did (`truncated`). `context_lines` adds the lines around each match.
 
-All are blocking: the tools run them in a worker thread.
+All are blocking: the tools run them in a worker thread. `read_file` and `search` receive their
+operation's validated model (`ReadFileArgs`, `SearchArgs`, declared here) and the repository's
+limits (`RepoConfig`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,33 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from annotated_types import Le
+from pydantic import Field
+
+from roundtable.config import RepoConfig
 from roundtable.errors import ToolError, ValidationError
+from roundtable.services.args import Args, Count, Flag, Positive, Query, RepoPath
 from roundtable.services.repository.pathguard import resolve_repo_path, walk_repo_files
+
+MAX_CONTEXT_LINES = 20
+
+
+class ReadFileArgs(Args):
+    # `repo.read_file`: 0 is "from the start" / "to the end".
+    path: RepoPath
+    start_line: Positive = 0
+    end_line: Positive = 0
+    numbered: Flag = Field(False, description="Number the lines.")
+
+
+class SearchArgs(Args):
+    # `repo.search`: the path narrows it to one file or one directory subtree.
+    query: Query
+    path: RepoPath = ""
+    context_lines: Annotated[Count, Le(MAX_CONTEXT_LINES)] = Field(0, description="Lines around each match.")
+
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -144,22 +169,16 @@ def number_lines(lines: list[str], first: int) -> str:
     return "".join(f"{first + i}\t{line}\n" for i, line in enumerate(lines))
 
 
-def read_file(
-    root: Path,
-    path: str,
-    max_bytes: int,
-    *,
-    start_line: int = 0,
-    end_line: int = 0,
-    numbered: bool = False,
-) -> dict[str, Any]:
-    """`{path, content, binary, size}` for one repository file (path repository-relative).
+def read_file(root: Path, args: ReadFileArgs, limits: RepoConfig) -> dict[str, Any]:
+    """`{path, content, binary, size}` for one repository file (path repository-relative), at
+    most `limits.max_read_bytes` long.
 
     `start_line`/`end_line` (1-based, inclusive; 0 = from the start / to the end) cut a range,
     and the answer then also carries `start_line`, `end_line` and `total_lines`; `numbered`
     prefixes every returned line with its number and a tab."""
-    absolute, rel = resolve_repo_path(root, path)
-    data = read_regular_bytes(absolute, rel, max_bytes, hint="; read a range with start_line/end_line")
+    start_line, end_line, numbered = args.start_line, args.end_line, args.numbered
+    absolute, rel = resolve_repo_path(root, args.path)
+    data = read_regular_bytes(absolute, rel, limits.max_read_bytes, hint="; read a range with start_line/end_line")
     if is_binary(data):
         return {"path": rel, "binary": True, "size": len(data), "content": ""}
     text = data.decode("utf-8")
@@ -193,21 +212,14 @@ class SearchResult:
     files_searched: int
 
 
-def search(
-    root: Path,
-    query: str,
-    *,
-    path: str = "",
-    max_matches: int,
-    max_file_bytes: int,
-    context_lines: int = 0,
-) -> SearchResult:
-    """Find `query` (literal, case-insensitive) line by line; `path` narrows the search to one
+def search(root: Path, args: SearchArgs, limits: RepoConfig) -> SearchResult:
+    """Find `query` (literal, case-insensitive) line by line, at most `limits.max_search_matches`
+    matches over files of at most `limits.max_read_bytes`; `path` narrows the search to one
     file or one directory subtree (guarded). `context_lines` adds up to that many lines before
     (`before`) and after (`after`) each match."""
-    needle = query.lower()
-    if not needle:
-        raise ToolError("query is required")
+    needle = args.query.lower()
+    path, context_lines = args.path, args.context_lines
+    max_matches, max_file_bytes = limits.max_search_matches, limits.max_read_bytes
     candidates: Iterable[tuple[Path, str]]
     if path:
         absolute, rel = resolve_repo_path(root, path)

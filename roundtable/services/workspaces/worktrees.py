@@ -131,17 +131,17 @@ async def require_live(q: Reader | Tx, agent_id: str, task_id: str) -> Workspace
     return ws
 
 
-async def listing(
-    q: Reader | Tx, *, agent_id: str = "", task_id: str = "", include_removed: bool = False
-) -> list[Workspace]:
+async def listing(q: Reader | Tx, args: ListArgs | None = None) -> list[Workspace]:
+    """The workspaces `args` selects (`workspace.list`'s filters; none: every live one), oldest first."""
+    args = args or ListArgs()
     where, params = [], []
-    if agent_id:
+    if args.agent_id:
         where.append("agent_id = ?")
-        params.append(agent_id)
-    if task_id:
+        params.append(args.agent_id)
+    if args.task_id:
         where.append("task_id = ?")
-        params.append(task_id)
-    if not include_removed:
+        params.append(args.task_id)
+    if not args.all:
         where.append("state != ?")
         params.append(WorkspaceState.REMOVED.value)
     sql = "SELECT * FROM workspaces" + (" WHERE " + " AND ".join(where) if where else "")
@@ -318,11 +318,33 @@ class RemoveArgs(Args):
     reason: Text = Field(default="", description="Why.")
 
 
+class ListArgs(Args):
+    # `workspace.list` (the operator's).
+    agent_id: Id = Field(default="", description="Exact agent id.")
+    task_id: Id = Field(default="", description="Exact task id.")
+    all: Flag = Field(default=False, description="Include removed ones.")
+    diffstat: Flag = Field(default=False, description="Add each live workspace's diffstat (runs git).")
+
+
 class UnproposedArgs(Args):
     # `workspace.record_unproposed` (internal: the supervisor's).
     workspace_id: Id = Field(description="Workspace id.")
     session_id: Id = Field(default="", description="Session id.")
     reason: Text = Field(description="Why.")
+
+
+async def list_workspaces(runtime: Project, args: ListArgs) -> list[dict[str, Any]]:
+    """`workspace.list`: the selected workspaces as records, each live one with its diffstat when
+    `args.diffstat` asks (git runs after the read, outside it)."""
+    async with runtime.db.read() as r:
+        rows = await listing(r, args)
+    out = []
+    for ws in rows:
+        item = workspace_dict(ws)
+        if args.diffstat and ws.state != WorkspaceState.REMOVED:
+            item["diffstat"] = await diffstat(runtime.root, ws, bounds_of(runtime.config))
+        out.append(item)
+    return out
 
 
 async def create(runtime: Project, args: CreateArgs, *, actor: str, runs: RunHint = NO_HINT) -> dict[str, Any]:
