@@ -261,7 +261,7 @@ async def _run(tmp: Path, root: Path) -> list[dict[str, Any]]:
         rt = owner.runtime
         run = await create_run(rt, "bench notify")
         uri = f"roundtable://turns/{run.id}"
-        await tokens.ensure_credential(rt.db, rt.root, principal=tokens.AGENT, agent_id=AGENT)
+        await tokens.ensure_credential(rt.db, rt.root, tokens.TokenArgs(principal=tokens.AGENT, agent_id=AGENT))
         from roundtable import credentials
 
         token = credentials.read_credential(rt.root, agent_id=AGENT)

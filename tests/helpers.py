@@ -52,7 +52,7 @@ async def credential(runtime: Any, *, agent_id: str = "", operator: bool = False
     """Ensure the credential of the operator, of one agent, or (neither) the project's unbound one,
     the way the owner and `connect` do; returns the token (read back from its 0600 file)."""
     principal = tokens.OPERATOR if operator else tokens.AGENT if agent_id else tokens.PROJECT
-    await tokens.ensure_credential(runtime.db, runtime.root, principal=principal, agent_id=agent_id)
+    await tokens.ensure_credential(runtime.db, runtime.root, tokens.TokenArgs(principal=principal, agent_id=agent_id))
     token = credentials.read_credential(runtime.root, agent_id=agent_id, operator=operator)
     assert token
     return token

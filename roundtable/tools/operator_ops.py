@@ -8,17 +8,18 @@ in one transaction through `Runtime.call` instead of opening the database themse
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from roundtable import clock
-from roundtable.domain import ClaimStatus, EventType
+from roundtable.domain import EventType
 from roundtable.errors import ToolError
 from roundtable.services.applying import recovery
 from roundtable.services.args import Args, Count, Id, Int, NoArgs, Text
 from roundtable.services.coordination import agents
 from roundtable.services.coordination import claims as claims_service
+from roundtable.services.coordination.claims import ReconcileArgs, RevokeArgs
 from roundtable.services.sessions import adapter_records, tokens
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
@@ -26,25 +27,8 @@ from roundtable.tools.registry import ToolSpec
 _RUN = "Run to record the events in."
 
 
-class ClaimRevokeArgs(Args):
-    claim_id: Id = Field(description="The claim.")
-    reason: Text = Field("", description="Why (recorded in the event).")
-    actor_id: Id = Field("", description="Actor recorded in the event (default: the caller).")
-    run_id: Id = Field("", description=_RUN)
-
-
-async def claim_revoke(call: Call[ClaimRevokeArgs]) -> dict[str, Any]:
-    a = call.args
-    updated, changed = await claims_service.transition(
-        call.w,
-        a.claim_id,
-        ClaimStatus.REVOKED,
-        clock.now(),
-        actor_id=a.actor_id or call.actor,
-        reason=a.reason,
-        run_id=a.run_id,
-        operator=True,
-    )
+async def claim_revoke(call: Call[RevokeArgs]) -> dict[str, Any]:
+    updated, changed = await claims_service.revoke(call.w, call.args, call.actor)
     return {"claim": updated.to_dict(), "changed": changed}
 
 
@@ -60,21 +44,8 @@ async def claim_expire_due(call: Call[ExpireDueArgs]) -> dict[str, Any]:
     return {"claims": [c.to_dict() for c in swept]}
 
 
-class ReconcileArgs(Args):
-    run_id: Id = Field("", description=_RUN)
-    agent_id: Id = Field("", description="Only this agent's claims.")
-    actor_id: Id = Field("", description="Actor recorded in the events (default system).")
-
-
 async def claim_reconcile(call: Call[ReconcileArgs]) -> dict[str, Any]:
-    a = call.args
-    suspended = await claims_service.reconcile(
-        call.runtime.db,
-        call.runtime.root,
-        agent_id=a.agent_id,
-        actor=a.actor_id or "system",
-        run_id=a.run_id,
-    )
+    suspended = await claims_service.reconcile(call.runtime.db, call.runtime.root, call.args)
     return {"claims": [c.to_dict() for c in suspended]}
 
 
@@ -91,33 +62,17 @@ async def socket_peer_refused(call: Call[PeerRefusedArgs]) -> dict[str, Any]:
     return {"event": event.to_dict()}
 
 
-class TokenCreateArgs(Args):
-    principal: Literal["agent", "operator"] = Field(description="`agent` or `operator`.")
-    agent_id: Id = Field("", description="The agent an agent token acts as.")
-
-
-async def token_create(call: Call[TokenCreateArgs]) -> dict[str, Any]:
-    a = call.args
-    record, token = await tokens.create(call.w, principal=a.principal, agent_id=a.agent_id)
+async def token_create(call: Call[tokens.CreateArgs]) -> dict[str, Any]:
+    record, token = await tokens.create(call.w, call.args)
     return {"token": record.to_dict(), "secret": token}
 
 
-class TokenEnsureArgs(Args):
-    principal: Literal["project", "agent", "operator"] = Field(description="`project`, `agent` or `operator`.")
-    agent_id: Id = Field("", description="The agent an agent credential acts as.")
-
-
-async def token_ensure(call: Call[TokenEnsureArgs]) -> dict[str, Any]:
-    a = call.args
-    principal, agent_id = a.principal, a.agent_id
+async def token_ensure(call: Call[tokens.TokenArgs]) -> dict[str, Any]:
     try:
-        path = await tokens.ensure_credential(
-            call.runtime.db, call.runtime.root, principal=principal, agent_id=agent_id
-        )
+        path = await tokens.ensure_credential(call.runtime.db, call.runtime.root, call.args)
     except OSError as exc:
-        raise ToolError(
-            f"cannot write the {agent_id or principal} credential under .roundtable/credentials/ ({exc.strerror})"
-        ) from None
+        who = call.args.agent_id or call.args.principal
+        raise ToolError(f"cannot write the {who} credential under .roundtable/credentials/ ({exc.strerror})") from None
     return {"path": str(path)}
 
 
@@ -157,7 +112,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="claim.revoke",
         description="Revoke any active claim (one claim.revoked event).",
-        args=ClaimRevokeArgs,
+        args=RevokeArgs,
         output_schema=_OBJECT,
         handler=claim_revoke,
         destructive=True,
@@ -183,7 +138,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="token.create",
         description="Create a bearer token for the HTTP endpoint; the secret is returned once, only its hash stored.",
-        args=TokenCreateArgs,
+        args=tokens.CreateArgs,
         output_schema=_OBJECT,
         handler=token_create,
         audience="operator",
@@ -194,7 +149,7 @@ TOOLS: list[ToolSpec] = [
             "Make sure a principal's credential file under .roundtable/credentials/ holds a live token "
             "(a new one is created and written when it is missing, unknown or revoked); returns its path."
         ),
-        args=TokenEnsureArgs,
+        args=tokens.TokenArgs,
         output_schema=_OBJECT,
         handler=token_ensure,
         mode="none",

@@ -131,8 +131,8 @@ async def test_capability_token_is_refused_on_the_shared_endpoint(owner: Owner) 
 async def test_unregistered_agent_token_and_revoked_token(owner: Owner) -> None:
     rt = owner.runtime
     async with rt.db.write() as tx:
-        _ghost, ghost_token = await tokens.create(tx, principal="agent", agent_id="ghost-9")
-        record, token = await tokens.create(tx, principal="agent", agent_id="reviewer-1")
+        _ghost, ghost_token = await tokens.create(tx, tokens.TokenArgs(principal="agent", agent_id="ghost-9"))
+        record, token = await tokens.create(tx, tokens.TokenArgs(principal="agent", agent_id="reviewer-1"))
     assert (await post_init(owner.http_url, {"authorization": f"Bearer {ghost_token}"})).status_code == 401
     assert (await post_init(owner.http_url, {"authorization": f"Bearer {token}"})).status_code == 200
     # Disabling the agent refuses its token at once; so does revoking the token.
@@ -147,7 +147,7 @@ async def test_unregistered_agent_token_and_revoked_token(owner: Owner) -> None:
 
 async def test_operator_token_acts_as_operator(owner: Owner) -> None:
     async with owner.runtime.db.write() as tx:
-        _record, token = await tokens.create(tx, principal="operator")
+        _record, token = await tokens.create(tx, tokens.TokenArgs(principal="operator"))
     async with Client(sdk_http(owner.http_url, {"Authorization": f"Bearer {token}"}), mode="legacy") as c:
         out = await c.session.call_tool(
             "decision_record", {"decision": "d", "rationale_md": "r", "decided_by": "operator"}

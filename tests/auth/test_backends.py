@@ -83,10 +83,10 @@ async def creds(runtime: Runtime) -> Creds:
     mine = await bind(runtime, "implementer-1", run_id, task_id)
     other = await bind(runtime, "implementer-1", run_id, task_id)
     async with runtime.db.write() as tx:
-        _, operator = await tokens.create(tx, principal=tokens.OPERATOR)
-        _, agent = await tokens.create(tx, principal=tokens.AGENT, agent_id="implementer-1")
-        _, disabled = await tokens.create(tx, principal=tokens.AGENT, agent_id="implementer-2")
-        _, project = await tokens.create(tx, principal=tokens.PROJECT)
+        _, operator = await tokens.create(tx, tokens.TokenArgs(principal=tokens.OPERATOR))
+        _, agent = await tokens.create(tx, tokens.TokenArgs(principal=tokens.AGENT, agent_id="implementer-1"))
+        _, disabled = await tokens.create(tx, tokens.TokenArgs(principal=tokens.AGENT, agent_id="implementer-2"))
+        _, project = await tokens.create(tx, tokens.TokenArgs(principal=tokens.PROJECT))
         await tx.execute("UPDATE agents SET is_enabled = 0 WHERE id = 'implementer-2'")
     return Creds(operator, agent, disabled, project, mine.token, other.token, mine.cap.id)
 

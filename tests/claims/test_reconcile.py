@@ -40,7 +40,7 @@ async def test_changed_file_is_suspended_unchanged_stays(env: Env) -> None:
     assert changed["base_hash"] and same["base_hash"]
     (env.root / "src" / "a.py").write_text("def f():\n    return 2\n")
 
-    suspended = await service.reconcile(env.runtime.db, env.root, run_id="R-label")
+    suspended = await service.reconcile(env.runtime.db, env.root, service.ReconcileArgs(run_id="R-label"))
 
     assert [(c.id, c.status, c.agent_id) for c in suspended] == [(changed["id"], "suspended", "implementer-1")]
     assert await _status(env, changed["id"]) == "suspended"
@@ -93,11 +93,13 @@ async def test_agent_filter_and_actor(env: Env) -> None:
     (env.root / "src" / "a.py").write_text("1\n")
     (env.root / "src" / "b.py").write_text("2\n")
 
-    first = await service.reconcile(env.runtime.db, env.root, agent_id="implementer-2", actor="implementer-2")
+    first = await service.reconcile(
+        env.runtime.db, env.root, service.ReconcileArgs(agent_id="implementer-2", actor_id="implementer-2")
+    )
     assert [c.id for c in first] == [theirs["id"]]
     assert await _status(env, mine["id"]) == "active"
     assert [row[1] for row in await _events(env.runtime, "claim.suspended")] == ["implementer-2"]
-    second = await service.reconcile(env.runtime.db, env.root, agent_id="implementer-9")
+    second = await service.reconcile(env.runtime.db, env.root, service.ReconcileArgs(agent_id="implementer-9"))
     assert second == []
     assert [c.id for c in await service.reconcile(env.runtime.db, env.root)] == [mine["id"]]
 

@@ -15,7 +15,18 @@ import pytest
 from bench.signatures import PACKAGE, Signature, signatures, spreads
 from roundtable.tools.registry import get_registry
 
-CONVERTED = ("approvals", "memory", "patches", "proposals", "repo", "table", "tasks", "testing", "workspaces")
+CONVERTED = (
+    "approvals",
+    "memory",
+    "operator_ops",
+    "patches",
+    "proposals",
+    "repo",
+    "table",
+    "tasks",
+    "testing",
+    "workspaces",
+)
 
 
 @pytest.mark.parametrize("module", CONVERTED)
@@ -49,6 +60,8 @@ def test_long_signatures_are_counted(tmp_path: Path) -> None:
 
 # Operations whose service receives the validated model itself.
 SERVICE_MODELS = (
+    "claim.reconcile",
+    "claim.revoke",
     "decision.record",
     "human.request_approval",
     "memory.mark_stale",
@@ -70,6 +83,8 @@ SERVICE_MODELS = (
     "task.create",
     "task.update_status",
     "test.evidence.submit",
+    "token.create",
+    "token.ensure",
     "test.run",
     "vote.cast",
     "workspace.create",

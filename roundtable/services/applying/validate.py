@@ -99,9 +99,8 @@ async def validate(runtime: Project, proposal_id: str, *, actor: str, runs: RunH
         run = await resolve(r, runs, owner=proposal.run_id) if bearing else ""
     stale: list[Claim] = []
     if bearing:
-        stale = await claims_service.reconcile(
-            runtime.db, root, agent_id=proposal.agent_id, actor=actor or "patch.validate", claim_ids=bearing, run_id=run
-        )
+        who = claims_service.ReconcileArgs(agent_id=proposal.agent_id, actor_id=actor or "patch.validate", run_id=run)
+        stale = await claims_service.reconcile(runtime.db, root, who, claim_ids=bearing)
     stale_error = f"stale claim base hash: {stale[0].resource_id}" if stale else ""
     async with runtime.db.read() as r:
         current = await r.one(Proposal, "SELECT * FROM proposals WHERE id = ?", (proposal_id,))

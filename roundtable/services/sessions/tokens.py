@@ -13,6 +13,9 @@ leaked database does not leak credentials. A token names one principal:
 missing, or its token is unknown or revoked, a new token is created and written. The owner does
 this at start for the project credential and every configured agent; `roundtable connect --agent`
 for the harness's agent. Harness configs then hold no secret: the stdio bridge reads the file.
+
+`create` and `ensure_credential` receive the operations' validated models (`TokenArgs` for any
+principal, as `token.ensure` takes it; `CreateArgs`, `token.create`'s, names no `project`).
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ import hashlib
 import secrets
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
+from pydantic import Field
 
 from roundtable import clock, credentials
 from roundtable.errors import ValidationError
+from roundtable.services.args import Args, Id
 from roundtable.store.db import Database, Reader, Tx
 from roundtable.store.records import AccessToken
 
@@ -37,6 +42,18 @@ PROJECT = "project"
 PRINCIPALS = (OPERATOR, AGENT, PROJECT)
 
 
+class TokenArgs(Args):
+    # `token.ensure`: the principal whose credential file must hold a live token.
+    principal: Literal["project", "agent", "operator"] = Field(description="`project`, `agent` or `operator`.")
+    agent_id: Id = Field(default="", description="The agent an agent credential acts as.")
+
+
+class CreateArgs(TokenArgs):
+    # `token.create`: a token shown once (the project credential is ensured, not created by hand).
+    principal: Literal["agent", "operator"] = Field(description="`agent` or `operator`.")  # type: ignore[assignment]
+    agent_id: Id = Field(default="", description="The agent an agent token acts as.")
+
+
 def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
@@ -45,10 +62,9 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-async def create(tx: Tx, *, principal: str, agent_id: str = "") -> tuple[AccessToken, str]:
+async def create(tx: Tx, args: TokenArgs) -> tuple[AccessToken, str]:
     """Store a new token's hash; returns the record and the token (to show once)."""
-    if principal not in PRINCIPALS:
-        raise ValidationError(f"principal must be one of {', '.join(PRINCIPALS)}")
+    principal, agent_id = args.principal, args.agent_id
     if principal == AGENT and not clock.is_valid_id(agent_id):
         raise ValidationError("an agent token needs a valid --agent id")
     token = new_token()
@@ -121,14 +137,13 @@ async def _live(q: Reader | Tx, token: str, principal: str, agent_id: str) -> bo
     return row is not None and row["principal"] == principal and (row["agent_id"] or "") == agent_id
 
 
-async def ensure_credential(db: Database, root: Path, *, principal: str, agent_id: str = "") -> Path:
+async def ensure_credential(db: Database, root: Path, args: TokenArgs) -> Path:
     """Make sure the principal's credential file exists and holds a live token; returns its path.
 
     Creates (and stores the hash of) a new token when the file is missing, unreadable, or its
     token is unknown, revoked or bound to another principal.
     """
-    if principal not in PRINCIPALS:
-        raise ValidationError(f"principal must be one of {', '.join(PRINCIPALS)}")
+    principal, agent_id = args.principal, args.agent_id
     if principal == AGENT and not clock.is_valid_id(agent_id):
         raise ValidationError(f"invalid agent id: {agent_id!r}")
     bound = agent_id if principal == AGENT else ""
@@ -142,6 +157,6 @@ async def ensure_credential(db: Database, root: Path, *, principal: str, agent_i
             if await _live(reader, current, principal, bound):
                 return path
     async with db.write(tool="tokens.ensure") as tx:
-        _record, token = await create(tx, principal=principal, agent_id=bound)
+        _record, token = await create(tx, args)  # an agent id is stored for an agent token only
     await anyio.to_thread.run_sync(lambda: credentials.write_credential(root, token, agent_id=bound, operator=operator))
     return path

@@ -60,8 +60,8 @@ from roundtable.services.coordination.claims.queries import (
     symbol_write_claims,
     unclaimed_resources,
 )
-from roundtable.services.coordination.claims.reconcile import STALE_REASON, reconcile
-from roundtable.services.coordination.claims.transitions import expire_due, transition
+from roundtable.services.coordination.claims.reconcile import STALE_REASON, ReconcileArgs, reconcile
+from roundtable.services.coordination.claims.transitions import RevokeArgs, expire_due, revoke, transition
 
 __all__ = [
     "DEFAULT_TTL_SECONDS",
@@ -73,7 +73,9 @@ __all__ = [
     "ClaimConflict",
     "ClaimRequest",
     "Granted",
+    "ReconcileArgs",
     "ResourceRef",
+    "RevokeArgs",
     "acquire",
     "check_resource_id",
     "covering_write_claims",
@@ -92,6 +94,7 @@ __all__ = [
     "reconcile",
     "record_contentions",
     "resource_id_for",
+    "revoke",
     "search_resources",
     "symbol_write_claims",
     "transition",

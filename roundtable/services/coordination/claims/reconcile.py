@@ -2,7 +2,8 @@
 
 Hashing is file I/O, so this takes the database rather than a transaction: candidates are read in
 one snapshot, hashed on a worker thread with no transaction open, then suspended in one write
-transaction that re-checks each claim.
+transaction that re-checks each claim. The operator's `claim.reconcile` is declared here
+(`ReconcileArgs`), and patch validation passes the same model.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from roundtable import clock
 from roundtable.domain import ClaimStatus
 from roundtable.errors import ToolError
+from roundtable.services.args import Args, Id
 from roundtable.services.coordination.claims.model import resource_from_row
 from roundtable.services.coordination.claims.transitions import transition
 from roundtable.services.repository.hashing import resource_hash
@@ -24,20 +28,25 @@ from roundtable.store.records import Claim, Resource
 STALE_REASON = "base hash changed"
 
 
+class ReconcileArgs(Args):
+    # `claim.reconcile` (the operator's); no arguments: every agent's claims, actor `system`.
+    run_id: Id = Field(default="", description="Run to record the events in.")
+    agent_id: Id = Field(default="", description="Only this agent's claims.")
+    actor_id: Id = Field(default="", description="Actor recorded in the events (default system).")
+
+
 async def reconcile(
     db: Database,
     root: Path,
+    args: ReconcileArgs | None = None,
     *,
-    agent_id: str = "",
-    actor: str = "system",
-    run_id: str = "",
     now: str | None = None,
     claim_ids: Collection[str] | None = None,
 ) -> list[Claim]:
-    """Suspend every active claim whose resource changed since it was claimed: active, unexpired claims (of `agent_id` when given) with a base hash,
+    """Suspend every active claim whose resource changed since it was claimed: active, unexpired claims (of `args.agent_id` when given) with a base hash,
     except `read`/`review` claims, whose resource hash recomputed under `root` is non-empty and
     differs from the base hash. Each becomes `suspended` with a `claim.suspended` event (actor
-    `actor`, labelled with `run_id`). Returns the suspended claims.
+    `args.actor_id`, default `system`, labelled with `args.run_id`). Returns the suspended claims.
 
     It takes the database rather than a transaction because hashing is file I/O: the candidates
     are read in one snapshot, hashed in a worker thread with no transaction open, and suspended
@@ -48,6 +57,8 @@ async def reconcile(
     `claim_ids` limits the pass to those claims (patch validation looks only at the claims that
     bear on the proposal, not at everything the author holds).
     """
+    args = args or ReconcileArgs()
+    agent_id, actor, run_id = args.agent_id, args.actor_id or "system", args.run_id
     at = now or clock.now()
     where = "c.status = 'active' AND c.expires_at > ? AND c.base_hash != '' AND c.claim_type NOT IN ('read', 'review')"
     params: list[Any] = [at]

@@ -1,15 +1,20 @@
 """Claim transitions: release, revoke, suspend, expire — each with its `claim.<status>` event.
 
 Only the claim's owner or the operator may move a claim; moving a claim that is no longer active
-changes nothing.
+changes nothing. The operator's `claim.revoke` is declared here (`RevokeArgs`) and received whole
+by `revoke`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from pydantic import Field
+
+from roundtable import clock
 from roundtable.domain import ClaimStatus, claim_event
 from roundtable.errors import PermissionDenied
+from roundtable.services.args import Args, Id, Text
 from roundtable.services.coordination.claims.model import effective
 from roundtable.store.db import Tx
 from roundtable.store.records import Claim
@@ -60,6 +65,28 @@ async def transition(
         task_id=stored.task_id,
     )
     return dataclasses.replace(stored, status=status), True
+
+
+class RevokeArgs(Args):
+    # `claim.revoke` (the operator's).
+    claim_id: Id = Field(description="The claim.")
+    reason: Text = Field(default="", description="Why (recorded in the event).")
+    actor_id: Id = Field(default="", description="Actor recorded in the event (default: the caller).")
+    run_id: Id = Field(default="", description="Run to record the events in.")
+
+
+async def revoke(tx: Tx, args: RevokeArgs, actor: str) -> tuple[Claim, bool]:
+    """The operator revokes a claim (`actor` records who unless `args.actor_id` names someone)."""
+    return await transition(
+        tx,
+        args.claim_id,
+        ClaimStatus.REVOKED,
+        clock.now(),
+        actor_id=args.actor_id or actor,
+        reason=args.reason,
+        run_id=args.run_id,
+        operator=True,
+    )
 
 
 async def expire_due(tx: Tx, now: str, *, run_id: str = "", actor_id: str = "system") -> list[Claim]:
