@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from textual import work
 from textual.app import App, ScreenStackError
 from textual.css.query import NoMatches
+from textual.reactive import var
 from textual.screen import Screen
 
 from roundtable import clock
@@ -67,7 +68,10 @@ def while_mounted(handler: Callable[..., None]) -> Callable[..., None]:
 
 
 class ConsoleBase(App[None]):
-    """State and helpers shared by the console's mixins (see `tui/app.py` for the whole)."""
+    """The console's state and the helpers its flows and screen use (see `tui/app.py` for the whole)."""
+
+    # What the panes show: the last refresh's read (`LiveConsole.watch_overview` shows each new one).
+    overview: var[Overview | None] = var(None, always_update=True, init=False)
 
     def __init__(
         self,
@@ -88,8 +92,7 @@ class ConsoleBase(App[None]):
         self.owner_info = owner_info or OwnerInfo(project=runtime.config.project_name)
         self.read_only = read_only
         self.clock_ns = clock_ns
-        self.overview: Overview | None = None
-        self.layout_single = False  # one pane at a time (see tui/panes.py)
+        self.layout_single = False  # one pane at a time (see ConsoleScreen.apply_layout)
         self.dismissed: set[str] = set()  # "needs you" items the operator dismissed (AttentionItem.key)
         self._main_screen: Screen[Any] | None = None
 

@@ -196,6 +196,9 @@ COMMANDS: tuple[Command, ...] = (
 
 BY_ID = {c.id: c for c in COMMANDS}
 BY_ACTION = {c.action: c for c in COMMANDS if c.action}
+# The commands whose keys work over a dialog too (the app's bindings); every other key is the
+# main screen's.
+GLOBAL = frozenset({"help", "quit"})
 
 # The keys each pane shows in the footer, in the order an operator uses them. A key that acts on
 # a selection acts only on the focused pane's (or the proposal the Inspector shows); pressed
@@ -224,7 +227,7 @@ def read_only_refusal(command: Command) -> str:
 
 
 def bindings() -> list[Binding]:
-    """The app's BINDINGS, one per bindable command, each with the command's id."""
+    """The main screen's BINDINGS, one per bindable command, each with the command's id."""
     out = [Binding(c.key, c.action, c.title, show=c.footer, id=c.id, priority=False) for c in COMMANDS if c.bind]
     out += [
         Binding(layout.pane_key(n), f"show_pane({n})", f"Pane {n}", show=False) for n in range(1, len(layout.PANES) + 1)

@@ -15,7 +15,7 @@ from typing import Any
 from textual import work
 
 from roundtable.services.views.entity import Entity, load_entity, read_diff
-from roundtable.services.views.models import attention
+from roundtable.services.views.models import Overview, attention
 from roundtable.services.views.overview import ActivityLog, load_overview
 from roundtable.tui.base import ConsoleBase, describe, while_mounted
 from roundtable.tui.dbfile import check_database_file
@@ -38,8 +38,9 @@ from roundtable.tui.widgets.virtual_list import VirtualList
 from roundtable.tui.workstats import WorkStats
 
 
-class LiveMixin(ConsoleBase):
-    """Refresh, inspection, staleness and the 1 s repaint of relative times."""
+class LiveConsole(ConsoleBase):
+    """The console kept current: refresh, inspection, staleness and the 1 s repaint of relative
+    times. `RoundtableApp` is this with its screen and its keys."""
 
     def _setup_live(self, *, watch_commits: bool, live_clock: bool) -> None:
         self.watch_commits = watch_commits
@@ -118,18 +119,24 @@ class LiveMixin(ConsoleBase):
         else:
             self.post_message(OverviewLoaded(overview))
 
-    @while_mounted
     def on_overview_loaded(self, message: OverviewLoaded) -> None:
         self.overview = message.overview
+
+    @while_mounted
+    def watch_overview(self, overview: Overview | None) -> None:
+        """A new read: the header, the ⚑ count, the short panes, the long lists and the inspector
+        show it."""
+        if overview is None:
+            return
         self.stale = None
         self.header.stale = None
-        self.header.overview = message.overview
+        self.header.overview = overview
         self.header.update_view()
         alerts = getattr(self, "alerts", None)
         if alerts is not None and not self.read_only:
-            alerts.set_count(len(attention(message.overview, self.dismissed)))
+            alerts.set_count(len(attention(overview, self.dismissed)))
         for pane in self._main.query(TablePane):
-            pane.show(message.overview)
+            pane.show(overview)
         for vlist in self._main.query(VirtualList):
             vlist.reload()
         if self.inspections.latest is not None:

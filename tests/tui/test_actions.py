@@ -266,7 +266,7 @@ async def test_a_new_run_is_the_run_create_operation(rt: Runtime) -> None:
     app = make_app(rt)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app)
-        app.action_new_run()
+        await app.run_action("new_run")  # as the palette runs it: the runs flow has the action
         await wait_for(lambda: isinstance(app.screen, PromptScreen), what="goal prompt")
         await pilot.press(*"ship v3", "enter")
         await wait_for(lambda: any("run started" in n for n in notifications(app)), what="new run notice")

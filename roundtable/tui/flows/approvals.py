@@ -14,7 +14,8 @@ from roundtable import domain
 from roundtable.domain import ApprovalStatus
 from roundtable.services.views import entity as views
 from roundtable.store.records import HumanApproval, Proposal
-from roundtable.tui.base import OPERATOR_NAME, ConsoleBase
+from roundtable.tui.base import OPERATOR_NAME
+from roundtable.tui.flows.flow import Flow
 from roundtable.tui.screens.confirm import decision_dialog
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.widgets.approvals_pane import ApprovalsPane
@@ -30,25 +31,25 @@ def _undecidable(approval: HumanApproval, status: str) -> str:
     return ""
 
 
-class ApprovalFlows(ConsoleBase):
+class ApprovalFlow(Flow):
     def _approval_for(self, status: str) -> HumanApproval | Proposal | None:
         """What `a`/`x` act on: a proposal in view, else the Approvals pane's selection."""
-        proposal = self.proposal_in_view()
+        proposal = self.console.proposal_in_view()
         if proposal is not None:
             if not domain.is_open(proposal.status):
                 self.notify(f"{proposal.title} is {proposal.status}: nothing left to decide.", severity="warning")
                 return None
             return proposal
-        approvals = self.overview.approvals if self.overview else []
-        return self.target(
-            self.selected(ApprovalsPane, approvals, lambda a: a.id),
+        approvals = self.console.overview.approvals if self.console.overview else []
+        return self.console.target(
+            self.console.selected(ApprovalsPane, approvals, lambda a: a.id),
             what="an approval (or a proposal)",
             pane="Approvals or Proposals",
             refuse=lambda a: _undecidable(a, status),
         )
 
     async def _open_request(self, proposal: Proposal) -> HumanApproval | None:
-        async with self.runtime.db.read() as r:
+        async with self.console.runtime.db.read() as r:
             return await views.current_decision(r, proposal)
 
     def action_approve(self) -> None:
@@ -72,27 +73,27 @@ class ApprovalFlows(ConsoleBase):
             proposal = next(
                 (
                     row.proposal
-                    for row in (self.overview.proposals if self.overview else [])
+                    for row in (self.console.overview.proposals if self.console.overview else [])
                     if row.proposal.id == approval.proposal_id
                 ),
                 None,
             )
         if status == ApprovalStatus.APPROVED:
-            ok = await self.push_screen_wait(decision_dialog(approval, status, proposal))
-            self.dialog_closed()
+            ok = await self.console.push_screen_wait(decision_dialog(approval, status, proposal))
+            self.console.dialog_closed()
             if ok:
                 self._decide(approval, proposal, status, "")
             return
         what = approval.id if approval is not None else f"revision {proposal.revision_number if proposal else ''}"
         title = proposal.title if proposal is not None else (approval.subject if approval else "")
-        note = await self.push_screen_wait(
+        note = await self.console.push_screen_wait(
             PromptScreen(
                 f"Deny {what}",
                 f"{title}\nNote for the author (optional; enter denies, esc cancels):",
                 placeholder="why",
             )
         )
-        self.dialog_closed()
+        self.console.dialog_closed()
         if note is not None:
             self._decide(approval, proposal, status, note)
 
@@ -121,4 +122,4 @@ class ApprovalFlows(ConsoleBase):
         args.update({"status": status.value, "decided_by": OPERATOR_NAME})
         if note:
             args["decision_md"] = note
-        await self.call_tool("human.request_approval", args, success=f"{label} {status}", title="approval")
+        await self.console.call_tool("human.request_approval", args, success=f"{label} {status}", title="approval")

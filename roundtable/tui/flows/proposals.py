@@ -21,7 +21,8 @@ from roundtable.services.repository.patches import read_patch
 from roundtable.services.testing.test_runs import sandbox_for
 from roundtable.services.views import entity as views
 from roundtable.store.records import Proposal, ProposalComment, Transaction
-from roundtable.tui.base import OPERATOR_NAME, ConsoleBase, describe
+from roundtable.tui.base import OPERATOR_NAME, describe
+from roundtable.tui.flows.flow import Flow
 from roundtable.tui.messages import GateReport, GatesStale, InspectRequested
 from roundtable.tui.screens.confirm import ConfirmScreen, apply_dialog, rollback_dialog
 from roundtable.tui.screens.prompt import PromptScreen
@@ -50,23 +51,26 @@ def failing_gates(report: dict[str, Any]) -> list[str]:
     return [str(g.get("name")) for g in report.get("gates") or [] if isinstance(g, dict) and not g.get("passed")]
 
 
-class ProposalFlows(ConsoleBase):
+class ProposalFlow(Flow):
     def _selected_transaction(self) -> Transaction | None:
         """On the Proposals pane: the selected proposal's applied transaction; else the
         Transactions pane's selection."""
-        transactions = self.overview.transactions if self.overview else []
-        if isinstance(self.focused, ProposalsPane):
-            proposal = self.proposal_in_view()
+        transactions = self.console.overview.transactions if self.console.overview else []
+        if isinstance(self.console.focused, ProposalsPane):
+            proposal = self.console.proposal_in_view()
             if proposal is not None:
                 return next(
                     (t for t in transactions if t.proposal_id == proposal.id and t.status == TransactionStatus.APPLIED),
                     None,
                 )
-        return self.selected(TransactionsPane, transactions, lambda t: t.id)
+        return self.console.selected(TransactionsPane, transactions, lambda t: t.id)
 
     def _proposal_target(self, refuse: Callable[[Proposal], str] | None = None) -> Proposal | None:
-        return self.target(
-            self.proposal_in_view(), what="a proposal", pane="Proposals (or the Inspector on one)", refuse=refuse
+        return self.console.target(
+            self.console.proposal_in_view(),
+            what="a proposal",
+            pane="Proposals (or the Inspector on one)",
+            refuse=refuse,
         )
 
     # --- review -----------------------------------------------------------------------------
@@ -79,10 +83,10 @@ class ProposalFlows(ConsoleBase):
     @work(group="dialog", exit_on_error=False)
     async def _review_flow(self, proposal: Proposal) -> None:
         """Open the review view on the current revision, with the previous one for `v`."""
-        async with self.runtime.db.read() as r:
+        async with self.console.runtime.db.read() as r:
             rows = await views.newest_revisions(r, proposal.id)
         try:
-            texts = [await asyncio.to_thread(read_patch, self.runtime.root, row.sha256) for row in rows]
+            texts = [await asyncio.to_thread(read_patch, self.console.runtime.root, row.sha256) for row in rows]
         except ToolError as exc:
             self.notify(describe(exc), severity="error", title="review", timeout=8)
             return
@@ -94,7 +98,7 @@ class ProposalFlows(ConsoleBase):
         shown = revisions[0].number
 
         async def load() -> list[ProposalComment]:
-            async with self.runtime.db.read() as r:
+            async with self.console.runtime.db.read() as r:
                 return await comments_service.for_revision(r, proposal.id, shown)
 
         async def leave(path: str, line: int, side: str, body: str) -> bool:
@@ -105,12 +109,16 @@ class ProposalFlows(ConsoleBase):
                 args["line"] = line
                 args["side"] = side
             where = comments_service.place(path, line, side)
-            done = await self.call_tool("proposal.comment", args, success=f"Comment left on {where}", title="comment")
+            done = await self.console.call_tool(
+                "proposal.comment", args, success=f"Comment left on {where}", title="comment"
+            )
             return done is not None
 
-        commenting = Commenting(load, None if self.read_only else leave)
-        await self.push_screen_wait(ReviewScreen(proposal.title, proposal.id, revisions[0], previous, commenting))
-        self.dialog_closed()
+        commenting = Commenting(load, None if self.console.read_only else leave)
+        await self.console.push_screen_wait(
+            ReviewScreen(proposal.title, proposal.id, revisions[0], previous, commenting)
+        )
+        self.console.dialog_closed()
 
     # --- gates ------------------------------------------------------------------------------
 
@@ -136,7 +144,9 @@ class ProposalFlows(ConsoleBase):
 
     async def gate_report(self, proposal_id: str) -> dict[str, Any] | None:
         try:
-            report = await self.runtime.call("patch.validate", {"proposal_id": proposal_id}, self.caller)
+            report = await self.console.runtime.call(
+                "patch.validate", {"proposal_id": proposal_id}, self.console.caller
+            )
         except Exception as exc:
             self.post_message(GateReport(proposal_id, None, describe(exc)))
             self.notify(describe(exc), severity="error", title="patch.validate", timeout=8)
@@ -160,9 +170,13 @@ class ProposalFlows(ConsoleBase):
         tests that are not allowed are skipped, never run. Where no sandbox works here, the tests
         run only after the operator confirms that unreviewed code will run unsandboxed."""
         try:
-            proposal = (await self.runtime.call("proposal.get", {"proposal_id": proposal_id}, self.caller))["proposal"]
-            suggested = await self.runtime.call("test.suggest", {"proposal_id": proposal_id}, self.caller)
-            sandbox = await sandbox_for(self.runtime)
+            proposal = (
+                await self.console.runtime.call("proposal.get", {"proposal_id": proposal_id}, self.console.caller)
+            )["proposal"]
+            suggested = await self.console.runtime.call(
+                "test.suggest", {"proposal_id": proposal_id}, self.console.caller
+            )
+            sandbox = await sandbox_for(self.console.runtime)
         except Exception as exc:
             self.notify(describe(exc), severity="error", title="test.suggest", timeout=8)
             return
@@ -182,8 +196,8 @@ class ProposalFlows(ConsoleBase):
             return
         unsandboxed = False
         if not sandbox.usable:
-            confirmed = await self.push_screen_wait(unsandboxed_dialog(proposal_id, commands, sandbox.reason))
-            self.dialog_closed()
+            confirmed = await self.console.push_screen_wait(unsandboxed_dialog(proposal_id, commands, sandbox.reason))
+            self.console.dialog_closed()
             if not confirmed:
                 self.notify("Tests not run.", title="test.run")
                 return
@@ -191,18 +205,18 @@ class ProposalFlows(ConsoleBase):
         try:
             for command in commands:
                 # The header shows what runs and for how long until it ends (the progress indicator).
-                self.header.activity = (f"testing {proposal_id}: {command}", self.clock_ns())
-                self.header.update_view()
+                self.console.header.activity = (f"testing {proposal_id}: {command}", self.console.clock_ns())
+                self.console.header.update_view()
                 args: dict[str, Any] = {"command": command, "proposal_id": proposal_id}
                 if unsandboxed:
                     args["unsandboxed"] = True
-                result = await self.call_tool("test.run", args, success=None)  # one toast: its status
+                result = await self.console.call_tool("test.run", args, success=None)  # one toast: its status
                 if result is not None:
                     run = result.get("test_run", result)
                     self.notify(f"{command}: {run.get('status', '?')}", title="test.run")
         finally:
-            self.header.activity = None
-            self.header.update_view()
+            self.console.header.activity = None
+            self.console.header.update_view()
         await self.gate_report(proposal_id)
 
     # --- decisions --------------------------------------------------------------------------
@@ -228,8 +242,8 @@ class ProposalFlows(ConsoleBase):
                 timeout=8,
             )
             return
-        confirmed = await self.push_screen_wait(apply_dialog(proposal, report))
-        self.dialog_closed()
+        confirmed = await self.console.push_screen_wait(apply_dialog(proposal, report))
+        self.console.dialog_closed()
         if not confirmed:
             self.notify("Apply cancelled.")
             return
@@ -238,9 +252,9 @@ class ProposalFlows(ConsoleBase):
         args = {"proposal_id": proposal.id, "applied_by": OPERATOR_NAME}
         if revision:
             args["revision"] = revision
-        if self.run_id:
-            args["run_id"] = self.run_id
-        if await self.call_tool("patch.apply", args, success=f"{proposal.id} applied") is not None:
+        if self.console.run_id:
+            args["run_id"] = self.console.run_id
+        if await self.console.call_tool("patch.apply", args, success=f"{proposal.id} applied") is not None:
             self.post_message(GatesStale(proposal.id))
 
     def action_reject(self) -> None:
@@ -250,27 +264,29 @@ class ProposalFlows(ConsoleBase):
 
     @work(group="dialog", exit_on_error=False)
     async def _reject_flow(self, proposal: Proposal) -> None:
-        reason = await self.push_screen_wait(
+        reason = await self.console.push_screen_wait(
             PromptScreen(f"Reject {proposal.id}", f"{proposal.title}\nReason (required):", required=True)
         )
-        self.dialog_closed()
+        self.console.dialog_closed()
         if reason:
             args = {"proposal_id": proposal.id, "reason_md": reason, "decided_by": OPERATOR_NAME}
-            if await self.call_tool("patch.reject", args, success=f"{proposal.id} rejected") is not None:
+            if await self.console.call_tool("patch.reject", args, success=f"{proposal.id} rejected") is not None:
                 self.post_message(GatesStale(proposal.id))
 
     def action_rollback(self) -> None:
-        tx = self.target(self._selected_transaction(), what="a transaction", pane="Transactions", refuse=_only_applied)
+        tx = self.console.target(
+            self._selected_transaction(), what="a transaction", pane="Transactions", refuse=_only_applied
+        )
         if tx is not None:
             self._rollback_flow(tx)
 
     @work(group="dialog", exit_on_error=False)
     async def _rollback_flow(self, tx: Transaction) -> None:
-        confirmed = await self.push_screen_wait(rollback_dialog(tx))
-        self.dialog_closed()
+        confirmed = await self.console.push_screen_wait(rollback_dialog(tx))
+        self.console.dialog_closed()
         if confirmed:
             args = {"transaction_id": tx.id, "reason_md": "rolled back from the console"}
-            if await self.call_tool("patch.rollback", args, success=f"{tx.id} rolled back") is not None:
+            if await self.console.call_tool("patch.rollback", args, success=f"{tx.id} rolled back") is not None:
                 self.post_message(GatesStale(tx.proposal_id))
 
 

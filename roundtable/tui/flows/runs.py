@@ -12,7 +12,7 @@ from textual import work
 
 from roundtable.domain import RunStatus
 from roundtable.store.records import Run
-from roundtable.tui.base import ConsoleBase
+from roundtable.tui.flows.flow import Flow
 from roundtable.tui.messages import RefreshRequested
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.screens.prompt import PromptScreen
@@ -29,20 +29,22 @@ def _archivable(run: Run) -> str:
     return f"{run.id} is active: end it first (e)." if run.status == RunStatus.ACTIVE else ""
 
 
-class RunFlows(ConsoleBase):
+class RunFlow(Flow):
     def _selected_run(self, refuse: Callable[[Run], str] | None = None) -> Run | None:
-        runs = self.overview.runs if self.overview else []
-        return self.target(self.selected(RunsPane, runs, lambda r: r.id), what="a run", pane="Runs", refuse=refuse)
+        runs = self.console.overview.runs if self.console.overview else []
+        return self.console.target(
+            self.console.selected(RunsPane, runs, lambda r: r.id), what="a run", pane="Runs", refuse=refuse
+        )
 
     async def _change_run(self, run_id: str, operation: str, args: dict[str, str], done: str) -> None:
         """Run one run operation (end, archive) with the console's error handling."""
-        await self.call_tool(operation, {"run_id": run_id, **args}, success=f"{run_id} {done}", title="run")
+        await self.console.call_tool(operation, {"run_id": run_id, **args}, success=f"{run_id} {done}", title="run")
 
     def show_run(self, run_id: str) -> None:
         """Make `run_id` the run in view: the header and the turn queue follow it."""
-        self.run_id = run_id
-        self.header.run_id = run_id
-        self.header.update_view()
+        self.console.run_id = run_id
+        self.console.header.run_id = run_id
+        self.console.header.update_view()
         self.post_message(RefreshRequested())
 
     def action_new_run(self) -> None:
@@ -50,11 +52,11 @@ class RunFlows(ConsoleBase):
 
     @work(group="dialog", exit_on_error=False)
     async def _new_run_flow(self) -> None:
-        goal = await self.push_screen_wait(PromptScreen("New run", "Goal (required):", required=True))
-        self.dialog_closed()
+        goal = await self.console.push_screen_wait(PromptScreen("New run", "Goal (required):", required=True))
+        self.console.dialog_closed()
         if not goal:
             return
-        result = await self.call_tool(
+        result = await self.console.call_tool(
             "run.create", {"goal": goal}, success="run started; the console shows it now", title="run"
         )
         if result is not None:
@@ -80,8 +82,8 @@ class RunFlows(ConsoleBase):
             run.goal or "—",
             ("\nIts status becomes completed; the Chair stops ticking it.", "dim"),
         )
-        confirmed = await self.push_screen_wait(ConfirmScreen(f"End {run.id}?", body, confirm_label="End run"))
-        self.dialog_closed()
+        confirmed = await self.console.push_screen_wait(ConfirmScreen(f"End {run.id}?", body, confirm_label="End run"))
+        self.console.dialog_closed()
         if confirmed:
             status = RunStatus.COMPLETED.value
             await self._change_run(run.id, "run.end", {"status": status}, status)
@@ -99,7 +101,9 @@ class RunFlows(ConsoleBase):
             (f"  [{run.status}]", "yellow"),
             ("\nHidden from the Runs pane and from resume; nothing is deleted (runs list --all shows it).", "dim"),
         )
-        confirmed = await self.push_screen_wait(ConfirmScreen(f"Archive {run.id}?", body, confirm_label="Archive"))
-        self.dialog_closed()
+        confirmed = await self.console.push_screen_wait(
+            ConfirmScreen(f"Archive {run.id}?", body, confirm_label="Archive")
+        )
+        self.console.dialog_closed()
         if confirmed:
             await self._change_run(run.id, "run.archive", {}, "archived")

@@ -22,7 +22,7 @@ from roundtable.services.views import entity as views
 from roundtable.services.views.models import AgentRow, SessionRow
 from roundtable.store.records import AgentSession
 from roundtable.supervisor import NOT_RUNNING, Supervisor, supervisor_for
-from roundtable.tui.base import ConsoleBase
+from roundtable.tui.flows.flow import Flow
 from roundtable.tui.messages import RefreshRequested
 from roundtable.tui.screens.launch import LaunchChoices, LaunchRequest, LaunchScreen, launch_dialog, revoke_dialog
 from roundtable.tui.screens.prompt import PromptScreen
@@ -39,17 +39,17 @@ def _revocable(row: SessionRow) -> str:
     return ""
 
 
-class SessionFlows(ConsoleBase):
+class SessionFlow(Flow):
     def _selected_session(self) -> SessionRow | None:
-        rows = self.overview.sessions if self.overview else []
-        return self.selected(SessionsPane, rows, lambda r: r.session.id)
+        rows = self.console.overview.sessions if self.console.overview else []
+        return self.console.selected(SessionsPane, rows, lambda r: r.session.id)
 
     def _selected_agent(self) -> AgentRow | None:
-        rows = self.overview.agents if self.overview else []
-        return self.selected(AgentsPane, rows, lambda r: r.agent_id)
+        rows = self.console.overview.agents if self.console.overview else []
+        return self.console.selected(AgentsPane, rows, lambda r: r.agent_id)
 
     def _supervisor(self) -> Supervisor | None:
-        supervisor = supervisor_for(self.runtime)
+        supervisor = supervisor_for(self.console.runtime)
         if supervisor is None:
             self.notify(
                 f"{NOT_RUNNING}: start the console with `roundtable run` (or use `roundtable start`).",
@@ -64,7 +64,7 @@ class SessionFlows(ConsoleBase):
     def _launch_initial(self) -> LaunchRequest:
         """Prefill from what the operator is looking at: a session (launch it again), an agent
         (its task) or a proposal."""
-        focused = self.focused
+        focused = self.console.focused
         if isinstance(focused, SessionsPane):
             row = self._selected_session()
             if row is not None:
@@ -75,7 +75,7 @@ class SessionFlows(ConsoleBase):
                 return LaunchRequest(agent.agent_id, agent.task_id)
         if isinstance(focused, ProposalsPane):
             key = focused.selected_key()
-            rows = self.overview.proposals if self.overview else []
+            rows = self.console.overview.proposals if self.console.overview else []
             proposal = next((r.proposal for r in rows if r.proposal.id == key), None)
             if proposal is not None:
                 return LaunchRequest("", proposal.task_id, proposal.id)
@@ -84,9 +84,9 @@ class SessionFlows(ConsoleBase):
     def _launch_choices(self) -> LaunchChoices:
         """The Launch form's pickers: launchable configured agents, open tasks and proposals,
         and every adapter (configured ones plus the built-in scripted one)."""
-        config = self.runtime.config
+        config = self.console.runtime.config
         agents = tuple((a.id, a.role, a.adapter) for a in configured_agents(config) if role_for_agent(a.id) is not None)
-        overview = self.overview
+        overview = self.console.overview
         # Blocked tasks too: relaunching an agent on one is how the operator retries it.
         tasks = tuple(
             (t.id, t.title) for t in (overview.tasks if overview else []) if t.status not in TERMINAL_TASK_STATUSES
@@ -104,21 +104,23 @@ class SessionFlows(ConsoleBase):
 
     @work(group="dialog", exit_on_error=False)
     async def _launch_flow(self, initial: LaunchRequest) -> None:
-        request = await self.push_screen_wait(LaunchScreen(initial, choices=self._launch_choices()))
-        confirmed = request is not None and await self.push_screen_wait(launch_dialog(request, self.run_id))
-        self.dialog_closed()
+        request = await self.console.push_screen_wait(LaunchScreen(initial, choices=self._launch_choices()))
+        confirmed = request is not None and await self.console.push_screen_wait(
+            launch_dialog(request, self.console.run_id)
+        )
+        self.console.dialog_closed()
         if request is None or not confirmed:
             self.notify("Launch cancelled.")
             return
         supervisor = self._supervisor()
         if supervisor is None:
             return
-        ok, result = await self.attempt(
+        ok, result = await self.console.attempt(
             supervisor.launch(
                 agent_id=request.agent_id,
                 task_id=request.task_id,
                 proposal_id=request.proposal_id,
-                run_id=self.run_id,
+                run_id=self.console.run_id,
                 adapter=request.adapter,
             ),
             title="session.launch",
@@ -132,26 +134,28 @@ class SessionFlows(ConsoleBase):
         )
         self.post_message(RefreshRequested())
         if session.get("id"):
-            self.reveal("sessions", str(session["id"]))
+            self.console.reveal("sessions", str(session["id"]))
 
     # --- revoke -----------------------------------------------------------------------------
 
     def action_revoke_session(self) -> None:
-        row = self.target(self._selected_session(), what="a session", pane="Sessions", refuse=_revocable)
+        row = self.console.target(self._selected_session(), what="a session", pane="Sessions", refuse=_revocable)
         if row is not None and self._supervisor() is not None:
             self._revoke_flow(row)
 
     @work(group="dialog", exit_on_error=False)
     async def _revoke_flow(self, row: SessionRow) -> None:
-        confirmed = await self.push_screen_wait(revoke_dialog(row.session, row.role, row.task_id, row.proposal_id))
-        self.dialog_closed()
+        confirmed = await self.console.push_screen_wait(
+            revoke_dialog(row.session, row.role, row.task_id, row.proposal_id)
+        )
+        self.console.dialog_closed()
         if not confirmed:
             self.notify("Revoke cancelled.")
             return
         supervisor = self._supervisor()
         if supervisor is None:
             return
-        ok, result = await self.attempt(supervisor.revoke(row.session.id, "operator"), title="session.revoke")
+        ok, result = await self.console.attempt(supervisor.revoke(row.session.id, "operator"), title="session.revoke")
         if not ok:
             return
         if result.get("revoked"):
@@ -170,9 +174,9 @@ class SessionFlows(ConsoleBase):
         row = self._session_to_show("log")
         if row is None:
             return
-        self.push_screen(
-            SessionLogScreen(self.runtime.root, row.session, self._session_loader(row.session.id)),
-            lambda _result: self.dialog_closed(),
+        self.console.push_screen(
+            SessionLogScreen(self.console.runtime.root, row.session, self._session_loader(row.session.id)),
+            lambda _result: self.console.dialog_closed(),
         )
 
     def action_session_transcript(self) -> None:
@@ -180,9 +184,9 @@ class SessionFlows(ConsoleBase):
         row = self._session_to_show("transcript")
         if row is None:
             return
-        send = None if self.read_only else self._send_message
-        screen = TranscriptScreen(self.runtime.root, row.session, self._session_loader(row.session.id), send)
-        self.push_screen(screen, lambda _result: self.dialog_closed())
+        send = None if self.console.read_only else self._send_message
+        screen = TranscriptScreen(self.console.runtime.root, row.session, self._session_loader(row.session.id), send)
+        self.console.push_screen(screen, lambda _result: self.console.dialog_closed())
 
     def _send_message(self, session: AgentSession) -> None:
         self._message_flow(session)
@@ -190,7 +194,7 @@ class SessionFlows(ConsoleBase):
     @work(group="dialog", exit_on_error=False)
     async def _message_flow(self, session: AgentSession) -> None:
         """`m` in the transcript: a message to the session, as the operator (`supervisor.send`)."""
-        text = await self.push_screen_wait(
+        text = await self.console.push_screen_wait(
             PromptScreen(
                 f"Message {session.id}",
                 "What to tell its agent (a running Claude Code session reads it now, a running Codex one when its"
@@ -204,7 +208,7 @@ class SessionFlows(ConsoleBase):
         supervisor = self._supervisor()
         if supervisor is None:
             return
-        ok, result = await self.attempt(supervisor.send(session.id, text, "operator"), title="session.send")
+        ok, result = await self.console.attempt(supervisor.send(session.id, text, "operator"), title="session.send")
         if not ok:
             return
         self.notify(f"{result.get('note') or session.id}.", title="session.send")
@@ -212,19 +216,19 @@ class SessionFlows(ConsoleBase):
 
     def _session_loader(self, session_id: str) -> Callable[[], Awaitable[AgentSession | None]]:
         async def reload() -> AgentSession | None:
-            async with self.runtime.db.read() as reader:
+            async with self.console.runtime.db.read() as reader:
                 return await views.session(reader, session_id)
 
         return reload
 
     def _session_to_show(self, what: str) -> SessionRow | None:
         """The selected session (Sessions pane), or the selected agent's latest (Agents pane)."""
-        if isinstance(self.focused, AgentsPane):
-            agent = self.target(self._selected_agent(), what="an agent", pane="Agents")
+        if isinstance(self.console.focused, AgentsPane):
+            agent = self.console.target(self._selected_agent(), what="an agent", pane="Agents")
             if agent is None:
                 return None
             if agent.session is None:
                 self.notify(f"{agent.agent_id} has no session yet: no {what} to show.", severity="warning")
                 return None
             return agent.session
-        return self.target(self._selected_session(), what="a session (or an agent)", pane="Sessions")
+        return self.console.target(self._selected_session(), what="a session (or an agent)", pane="Sessions")

@@ -12,7 +12,7 @@ from textual import work
 from roundtable.domain import BLOCKED_TASK_STATUSES, TERMINAL_TASK_STATUSES, TaskStatus
 from roundtable.store.records import Task
 from roundtable.tools.registry import get_registry
-from roundtable.tui.base import ConsoleBase
+from roundtable.tui.flows.flow import Flow
 from roundtable.tui.screens.confirm import ConfirmScreen
 from roundtable.tui.screens.prompt import PromptScreen
 from roundtable.tui.screens.task_form import TaskForm
@@ -36,27 +36,29 @@ def known_args(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k in allowed}
 
 
-class TaskFlows(ConsoleBase):
+class TaskFlow(Flow):
     def _selected_task(self, refuse: Callable[[Task], str]) -> Task | None:
-        tasks = self.overview.tasks if self.overview else []
-        return self.target(self.selected(TasksPane, tasks, lambda t: t.id), what="a task", pane="Tasks", refuse=refuse)
+        tasks = self.console.overview.tasks if self.console.overview else []
+        return self.console.target(
+            self.console.selected(TasksPane, tasks, lambda t: t.id), what="a task", pane="Tasks", refuse=refuse
+        )
 
     def action_new_task(self) -> None:
         self._new_task_flow()
 
     @work(group="dialog", exit_on_error=False)
     async def _new_task_flow(self) -> None:
-        draft = await self.push_screen_wait(TaskForm(self.runtime.root))
-        self.dialog_closed()
+        draft = await self.console.push_screen_wait(TaskForm(self.console.runtime.root))
+        self.console.dialog_closed()
         if draft is None:
             return
         args: dict[str, Any] = {"title": draft.title, "body_md": draft.body_md, "priority": draft.priority}
         if draft.readable_paths:
             args["readable_paths"] = draft.readable_paths
-        result = await self.call_tool("task.create", args, success=f"task created: {draft.title}", title="task")
+        result = await self.console.call_tool("task.create", args, success=f"task created: {draft.title}", title="task")
         if result is not None:
-            self._main.query_one(TasksPane).focus()
-            self.reveal("tasks", str(result["task"]["id"]))
+            self.console._main.query_one(TasksPane).focus()
+            self.console.reveal("tasks", str(result["task"]["id"]))
 
     def action_block_task(self) -> None:
         task = self._selected_task(_blockable)
@@ -65,13 +67,13 @@ class TaskFlows(ConsoleBase):
 
     @work(group="dialog", exit_on_error=False)
     async def _block_flow(self, task: Task) -> None:
-        reason = await self.push_screen_wait(
+        reason = await self.console.push_screen_wait(
             PromptScreen(f"Block {task.id}", f"{task.title}\nWhy (required):", required=True)
         )
-        self.dialog_closed()
+        self.console.dialog_closed()
         if reason:
             args = {"task_id": task.id, "status": TaskStatus.BLOCKED.value, "reason_md": reason}
-            await self.call_tool(
+            await self.console.call_tool(
                 "task.update_status", known_args("task.update_status", args), success=f"{task.id} blocked", title="task"
             )
 
@@ -83,8 +85,10 @@ class TaskFlows(ConsoleBase):
     @work(group="dialog", exit_on_error=False)
     async def _cancel_task_flow(self, task: Task) -> None:
         body = Text.assemble(("Task ", "dim"), (task.id, "bold"), "  ", task.title, (f"  [{task.status}]", "yellow"))
-        confirmed = await self.push_screen_wait(ConfirmScreen(f"Cancel {task.id}?", body, confirm_label="Cancel task"))
-        self.dialog_closed()
+        confirmed = await self.console.push_screen_wait(
+            ConfirmScreen(f"Cancel {task.id}?", body, confirm_label="Cancel task")
+        )
+        self.console.dialog_closed()
         if confirmed:
             args = {"task_id": task.id, "status": TaskStatus.CANCELLED.value}
-            await self.call_tool("task.update_status", args, success=f"{task.id} cancelled", title="task")
+            await self.console.call_tool("task.update_status", args, success=f"{task.id} cancelled", title="task")
