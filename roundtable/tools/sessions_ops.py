@@ -14,6 +14,9 @@ capability, record the session and `session.launched`), `session.activate`, `ses
 `session.revoke_capabilities`, `session.limit_reached`, `session.record_exit`, `session.record_stream`
 (the harness's own session id and whether it needs the operator, from its stream), and
 `session.record_refusal` (a launch refused before anything started).
+
+The session records' arguments are declared in `services.sessions.records`, which receives them
+whole; `session.launch` hands its arguments to the supervisor field by field (it is no service).
 """
 
 from __future__ import annotations
@@ -22,12 +25,20 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from roundtable.domain import Delivery, SessionStatus
+from roundtable.domain import SessionStatus
 from roundtable.errors import ToolError
-from roundtable.services.args import Args, Id, Int, Object, Text, Word
+from roundtable.services.args import Args, Id, Text, Word
 from roundtable.services.sessions import capabilities
 from roundtable.services.sessions import records as sessions
-from roundtable.services.sessions.records import RecordRefusalArgs, RecordStreamArgs
+from roundtable.services.sessions.records import (
+    HeartbeatArgs,
+    OpenArgs,
+    RecordExitArgs,
+    RecordMessageArgs,
+    RecordRefusalArgs,
+    RecordStreamArgs,
+    RegisterArgs,
+)
 from roundtable.store.records import SessionCapability
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
@@ -113,68 +124,14 @@ async def send(call: Call[SendArgs]) -> dict[str, Any]:
     return await _supervisor(call).send(a.session_id.strip(), a.message, call.caller.principal)
 
 
-class SessionRecordArgs(Args):
-    """The arguments of a session record, shared by `session.register` and `session.open`."""
-
-    session_id: Id = Field(description=_SESSION)
-    agent_id: Id = Field(description="Agent.")
-    run_id: Id = Field(description="Run.")
-    adapter: Text = Field(description="Adapter.")
-    working_directory: Text = Field(description="Working directory.")
-    model: Text = Field("", description="Model.")
-    mcp_socket: Text = Field("", description="MCP socket path.")
-
-
-class RegisterArgs(SessionRecordArgs):
-    provider: Text = Field("", description="Provider.")
-    external_session_id: Id = Field("", description="The harness's own session id.")
-    resume_command: Text = Field("", description="How to resume it (default: from the adapter's pattern).")
-    status: Word = Field(SessionStatus.ACTIVE, description="Status (default active).")
-
-
 async def register(call: Call[RegisterArgs]) -> dict[str, Any]:
-    a = call.args
-    command = a.resume_command
-    adapter = call.runtime.config.adapters.get(a.adapter)
-    if not command and adapter is not None:
-        command = sessions.resume_command(adapter.resume_pattern, a.external_session_id)
-    session = await sessions.register(
-        call.w,
-        _draft(
-            a,
-            provider=a.provider,
-            external_session_id=a.external_session_id,
-            external_resume_command=command,
-            status=a.status,
-        ),
-    )
-    return {"session": session.to_dict()}
-
-
-def _draft(a: SessionRecordArgs, **more: Any) -> sessions.SessionDraft:
-    """A session record from the arguments both `session.register` and `session.open` take."""
-    return sessions.SessionDraft(
-        id=a.session_id,
-        agent_id=a.agent_id,
-        run_id=a.run_id,
-        adapter=a.adapter,
-        working_directory=a.working_directory,
-        model=a.model,
-        mcp_socket=a.mcp_socket,
-        **more,
-    )
-
-
-class HeartbeatArgs(Args):
-    session_id: Id = Field(description=_SESSION)
-    status: Word = Field("", description="New status.")
-    external_session_id: Id = Field("", description="External id.")
+    adapter = call.runtime.config.adapters.get(call.args.adapter)
+    pattern = adapter.resume_pattern if adapter is not None else ""
+    return {"session": (await sessions.register_reported(call.w, call.args, pattern)).to_dict()}
 
 
 async def heartbeat(call: Call[HeartbeatArgs]) -> dict[str, Any]:
-    a = call.args
-    session = await sessions.heartbeat(call.w, a.session_id, status=a.status, external_session_id=a.external_session_id)
-    return {"session": session.to_dict()}
+    return {"session": (await sessions.heartbeat(call.w, call.args)).to_dict()}
 
 
 class EndArgs(Args):
@@ -190,24 +147,8 @@ async def end(call: Call[EndArgs]) -> dict[str, Any]:
 # --- internal: the supervisor's bookkeeping -------------------------------------------------------
 
 
-class OpenArgs(SessionRecordArgs):
-    role: Text = Field(description="Capability role.")
-    task_id: Id = Field(description="Task.")
-    proposal_id: Id = Field("", description="Proposal.")
-    launched_by: Id = Field("operator", description="Principal that asked for the launch.")
-    metadata: Object = {}
-
-
 async def open_(call: Call[OpenArgs]) -> dict[str, Any]:
-    a = call.args
-    opened = await sessions.open_supervised(
-        call.w,
-        _draft(a, status=SessionStatus.STARTING, metadata=dict(a.metadata)),
-        role=a.role,
-        task_id=a.task_id,
-        proposal_id=a.proposal_id,
-        launched_by=a.launched_by,
-    )
+    opened = await sessions.open_supervised(call.w, call.args)
     return {"session": opened.session.to_dict(), "capability_id": opened.capability_id, "token": opened.token}
 
 
@@ -216,7 +157,8 @@ class SessionArgs(Args):
 
 
 async def activate(call: Call[SessionArgs]) -> dict[str, Any]:
-    session = await sessions.heartbeat(call.w, call.args.session_id, status=SessionStatus.ACTIVE)
+    started = HeartbeatArgs(session_id=call.args.session_id, status=str(SessionStatus.ACTIVE))
+    session = await sessions.heartbeat(call.w, started)
     return {"session": session.to_dict()}
 
 
@@ -255,16 +197,8 @@ async def record_refusal(call: Call[RecordRefusalArgs]) -> dict[str, Any]:
     return {"event_id": await sessions.record_refusal(call.w, call.args)}
 
 
-class RecordExitArgs(Args):
-    session_id: Id = Field(description=_SESSION)
-    exit_code: Int = Field(0, description="Exit code.")
-    reason: Text = Field(description="Why it ended.")
-
-
 async def record_exit(call: Call[RecordExitArgs]) -> dict[str, Any]:
-    a = call.args
-    session = await sessions.record_exit(call.w, a.session_id, exit_code=a.exit_code, reason=a.reason)
-    return {"session": session.to_dict()}
+    return {"session": (await sessions.record_exit(call.w, call.args)).to_dict()}
 
 
 async def record_stream(call: Call[RecordStreamArgs]) -> dict[str, Any]:
@@ -278,20 +212,8 @@ async def record_stream(call: Call[RecordStreamArgs]) -> dict[str, Any]:
     return {"session": session.to_dict()}
 
 
-class RecordMessageArgs(Args):
-    session_id: Id = Field(description=_SESSION)
-    message: Text = Field(description="The message.")
-    sent_by: Text = Field(description="Who sent it (a principal).")
-    resumed_in: Id = Field("", description="The session that carries it on ('' while it runs).")
-    delivery: Word = Field(Delivery.LIVE, description="How it reaches the harness (domain.Delivery).")
-
-
 async def record_message(call: Call[RecordMessageArgs]) -> dict[str, Any]:
-    a = call.args
-    event_id = await sessions.record_message(
-        call.w, a.session_id, message=a.message, sent_by=a.sent_by, resumed_in=a.resumed_in, delivery=a.delivery
-    )
-    return {"event_id": event_id}
+    return {"event_id": await sessions.record_message(call.w, call.args)}
 
 
 class RecordDenialArgs(Args):

@@ -33,13 +33,13 @@ async def test_register_heartbeat_end_and_lookup(runtime: Runtime) -> None:
     assert again.started_at == first.started_at
     assert again.model == "" and again.external_session_id == "" and again.status == "paused"
     async with runtime.db.write() as tx:
-        beat = await sessions.heartbeat(tx, "S-1", external_session_id="ext")
+        beat = await sessions.heartbeat(tx, sessions.HeartbeatArgs(session_id="S-1", external_session_id="ext"))
         assert beat.status == "paused" and beat.external_session_id == "ext"
         ended = await sessions.end(tx, "S-1")
         assert ended.status == "ended" and ended.ended_at
         await sessions.register(tx, draft(id="S-2", status="active"))
         with pytest.raises(NotFound):
-            await sessions.heartbeat(tx, "S-404")
+            await sessions.heartbeat(tx, sessions.HeartbeatArgs(session_id="S-404"))
         with pytest.raises(ValidationError, match="id, agent, run, adapter, and cwd are required"):
             await sessions.register(tx, draft(adapter=" "))
     async with runtime.db.read() as r:

@@ -165,9 +165,10 @@ async def test_a_session_left_running_by_an_owner_is_resumed_with_its_harness_se
     async with runtime.db.write() as tx:
         await tx.update("agent_sessions", {"id": first}, {"status": "active", "ended_at": None})
         # A message the operator sent it that was waiting for its turn to end.
-        await records.record_message(
-            tx, first, message="Also update the docs.", sent_by="operator", delivery="when_turn_ends"
+        waiting = records.RecordMessageArgs(
+            session_id=first, message="Also update the docs.", sent_by="operator", delivery="when_turn_ends"
         )
+        await records.record_message(tx, waiting)
 
     second_owner = await start_supervisor(runtime, base_dir=tmp_path)
     try:

@@ -4,6 +4,8 @@ A session row says which agent runs where, through which adapter, and how to res
 lifecycle notes (`registered`, `heartbeat`, `ended`) go to `agent_session_events`, never to the
 run event log. Every function takes the transaction or reader it works in, so callers choose
 the boundaries (the supervisor writes a session row and its capability in one transaction).
+The session operations' arguments are declared here and received whole (`RegisterArgs`,
+`OpenArgs`, `HeartbeatArgs`, …); `SessionDraft` is the row a registration stores.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pydantic import Field
 from roundtable import clock
 from roundtable.domain import ClaimStatus, Delivery, EventType, SessionStatus, TaskStatus
 from roundtable.errors import ValidationError
-from roundtable.services.args import Args, Id, Text, Word
+from roundtable.services.args import Args, Id, Int, Object, Text, Word
 from roundtable.services.coordination import turns
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import AgentSession
@@ -42,6 +44,49 @@ class SessionDraft:
     mcp_socket: str = ""
     status: str = SessionStatus.ACTIVE
     metadata: dict[str, Any] | None = None
+
+
+_SESSION = "The session id."
+
+
+class SessionRecordArgs(Args):
+    """The arguments of a session record, shared by `session.register` and `session.open`."""
+
+    session_id: Id = Field(description=_SESSION)
+    agent_id: Id = Field(description="Agent.")
+    run_id: Id = Field(description="Run.")
+    adapter: Text = Field(description="Adapter.")
+    working_directory: Text = Field(description="Working directory.")
+    model: Text = Field(default="", description="Model.")
+    mcp_socket: Text = Field(default="", description="MCP socket path.")
+
+    def draft(self, **more: Any) -> SessionDraft:
+        """The session row these arguments describe (`more`: the operation's own columns)."""
+        return SessionDraft(
+            id=self.session_id,
+            agent_id=self.agent_id,
+            run_id=self.run_id,
+            adapter=self.adapter,
+            working_directory=self.working_directory,
+            model=self.model,
+            mcp_socket=self.mcp_socket,
+            **more,
+        )
+
+
+class RegisterArgs(SessionRecordArgs):
+    # `session.register` (the operator's: a session a harness reports itself).
+    provider: Text = Field(default="", description="Provider.")
+    external_session_id: Id = Field(default="", description="The harness's own session id.")
+    resume_command: Text = Field(default="", description="How to resume it (default: from the adapter's pattern).")
+    status: Word = Field(default=SessionStatus.ACTIVE, description="Status (default active).")
+
+
+class HeartbeatArgs(Args):
+    # `session.heartbeat`.
+    session_id: Id = Field(description=_SESSION)
+    status: Word = Field(default="", description="New status.")
+    external_session_id: Id = Field(default="", description="External id.")
 
 
 def resume_command(pattern: str, external_session_id: str) -> str:
@@ -115,15 +160,27 @@ async def register(tx: Tx, draft: SessionDraft) -> AgentSession:
     return session
 
 
+async def register_reported(tx: Tx, args: RegisterArgs, resume_pattern: str = "") -> AgentSession:
+    """`session.register`: the session as its harness reports it; without a resume command, the
+    one the adapter's `resume_pattern` makes of its external id."""
+    command = args.resume_command or resume_command(resume_pattern, args.external_session_id)
+    draft = args.draft(
+        provider=args.provider,
+        external_session_id=args.external_session_id,
+        external_resume_command=command,
+        status=args.status,
+    )
+    return await register(tx, draft)
+
+
 async def get(reader: Reader | Tx, session_id: str) -> AgentSession:
     session = await reader.get(AgentSession, session_id)
     return session
 
 
-async def heartbeat(tx: Tx, session_id: str, *, status: str = "", external_session_id: str = "") -> AgentSession:
+async def heartbeat(tx: Tx, args: HeartbeatArgs) -> AgentSession:
     """Touch `last_seen_at`; status and external id change only when given."""
-    if not session_id.strip():
-        raise ValidationError("session is required")
+    session_id, status, external_session_id = args.session_id, args.status, args.external_session_id
     session = await get(tx, session_id)
     now = clock.now()
     await tx.update(
@@ -255,6 +312,15 @@ class SessionExit:
 SUPERVISOR_ACTOR = "supervisor"
 
 
+class OpenArgs(SessionRecordArgs):
+    # `session.open` (internal: the supervisor's).
+    role: Text = Field(description="Capability role.")
+    task_id: Id = Field(description="Task.")
+    proposal_id: Id = Field(default="", description="Proposal.")
+    launched_by: Id = Field(default="operator", description="Principal that asked for the launch.")
+    metadata: Object = {}
+
+
 @dataclass(frozen=True)
 class Opened:
     """A supervised session recorded: its row, its capability and the token (never stored)."""
@@ -264,17 +330,12 @@ class Opened:
     token: str
 
 
-async def open_supervised(
-    tx: Tx,
-    draft: SessionDraft,
-    *,
-    role: str,
-    task_id: str,
-    proposal_id: str,
-    launched_by: str,
-) -> Opened:
+async def open_supervised(tx: Tx, args: OpenArgs) -> Opened:
     """Issue the capability, record the session (`starting`) and `session.launched`, in `tx`."""
     from roundtable.services.sessions import capabilities
+
+    role, task_id, proposal_id, launched_by = args.role, args.task_id, args.proposal_id, args.launched_by
+    draft = args.draft(status=SessionStatus.STARTING, metadata=dict(args.metadata))
 
     token, cap = await capabilities.issue(
         tx,
@@ -308,7 +369,7 @@ async def keep_alive(tx: Tx, session_id: str, capability_id: str) -> None:
     """A running session's heartbeat: touch the row and extend its capability."""
     from roundtable.services.sessions import capabilities
 
-    await heartbeat(tx, session_id)
+    await heartbeat(tx, HeartbeatArgs(session_id=session_id))
     await capabilities.extend(tx, capability_id)
 
 
@@ -448,9 +509,16 @@ async def record_stream(tx: Tx, args: RecordStreamArgs, *, resume_pattern: str =
     return await get(tx, session_id)
 
 
-async def record_message(
-    tx: Tx, session_id: str, *, message: str, sent_by: str, resumed_in: str = "", delivery: str = ""
-) -> int:
+class RecordMessageArgs(Args):
+    # `session.record_message` (internal: the supervisor's).
+    session_id: Id = Field(description=_SESSION)
+    message: Text = Field(description="The message.")
+    sent_by: Text = Field(description="Who sent it (a principal).")
+    resumed_in: Id = Field(default="", description="The session that carries it on ('' while it runs).")
+    delivery: Word = Field(default=Delivery.LIVE, description="How it reaches the harness (domain.Delivery).")
+
+
+async def record_message(tx: Tx, args: RecordMessageArgs) -> int:
     """The operator (`sent_by`) sent the session a message: `session.message`, the sender its
     actor, with how it reaches the harness (`Delivery`) and the session that carries it on
     (`resumed_in`, '' while the session still runs). A message that waits for the turn to end is
@@ -458,6 +526,8 @@ async def record_message(
     until a resumed session carries it on. Returns the event id."""
     from roundtable.services.redact import redact
 
+    session_id, message, sent_by, resumed_in = args.session_id, args.message, args.sent_by, args.resumed_in
+    delivery: str = args.delivery
     session = await get(tx, session_id)
     meta = metadata(session)
     task_id = str(meta.get("task_id") or "")
@@ -500,10 +570,19 @@ def pending_messages(session: AgentSession) -> list[dict[str, str]]:
     ]
 
 
-async def record_exit(tx: Tx, session_id: str, *, exit_code: int, reason: str) -> AgentSession:
+class RecordExitArgs(Args):
+    # `session.record_exit` (internal: the supervisor's).
+    session_id: Id = Field(description=_SESSION)
+    exit_code: Int = Field(default=0, description="Exit code.")
+    reason: Text = Field(description="Why it ended.")
+
+
+async def record_exit(tx: Tx, args: RecordExitArgs) -> AgentSession:
     """The process ended: the session `ended` (exit 0, or stopped because a budget was reached:
     a reason starting `budget:`) or `failed`, its capability revoked, `session.exited` recorded."""
     from roundtable.services.sessions.budgets import REASON_PREFIX
+
+    session_id, exit_code, reason = args.session_id, args.exit_code, args.reason
 
     session = await get(tx, session_id)
     stopped = reason.startswith(REASON_PREFIX)
