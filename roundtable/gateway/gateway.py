@@ -48,8 +48,8 @@ import httpx2
 from roundtable.gateway.http11 import Peer, PeerGone, Request, TooLarge
 from roundtable.gateway.meter import Measured, WireMeter
 from roundtable.services.sessions import adapters, budgets, preflight
+from roundtable.services.sessions.budgets import REQUEST_TOKENS_MAX
 from roundtable.tools.context import GATEWAY
-from roundtable.tools.gateway_ops import REQUEST_TOKENS_MAX
 
 if TYPE_CHECKING:
     from roundtable.runtime import Runtime

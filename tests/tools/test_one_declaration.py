@@ -17,6 +17,7 @@ from roundtable.tools.registry import get_registry
 
 CONVERTED = (
     "approvals",
+    "gateway_ops",
     "memory",
     "operator_ops",
     "patches",
@@ -26,6 +27,7 @@ CONVERTED = (
     "table",
     "tasks",
     "testing",
+    "usage_ops",
     "workspaces",
 )
 
@@ -64,6 +66,10 @@ SERVICE_MODELS = (
     "claim.reconcile",
     "claim.revoke",
     "decision.record",
+    "gateway.record_budget_refused",
+    "gateway.record_connection_refused",
+    "gateway.record_credential_refused",
+    "gateway.record_usage",
     "human.request_approval",
     "memory.mark_stale",
     "memory.query",
@@ -83,6 +89,7 @@ SERVICE_MODELS = (
     "session.record_message",
     "session.record_refusal",
     "session.record_stream",
+    "session.record_usage",
     "session.register",
     "table.get_state",
     "table.watch",

@@ -7,17 +7,28 @@ each limit reached for the first time records `budget.exceeded` {scope, key, tok
 limit_tokens, limit_usd, session_id}; a task whose budget is reached is blocked (`task.blocked`,
 the reason starting `budget:`) and the recording session's capability is revoked with that
 reason, so its next tool call is refused and the supervisor stops it.
+
+The two usage operations are declared here and received whole: `session.record_usage` (a
+session's running totals as its harness printed them, `record_printed`) and
+`gateway.record_usage` (one model request as the API answered it, `record_measured`); each
+records the usage and enforces the budgets in the caller's transaction.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated, Any
+
+from annotated_types import Ge, Le
+from pydantic import Field
 
 from roundtable import clock
-from roundtable.config import BudgetsConfig, LimitConfig
+from roundtable.config import BudgetsConfig, Config, LimitConfig
 from roundtable.domain import EventType, TaskStatus
+from roundtable.services.args import Args, Count, Id, Number, Text
 from roundtable.services.sessions import usage
 from roundtable.services.sessions.usage import Recorded, Totals
+from roundtable.services.sessions.usage_stream import Usage
 from roundtable.store.db import Reader, Tx
 
 REASON_PREFIX = "budget:"
@@ -128,3 +139,68 @@ async def enforce(tx: Tx, budgets: BudgetsConfig, rec: Recorded, *, actor: str) 
     if stop:
         await sessions.revoke_capabilities(tx, rec.session_id, stop)
     return Enforced(crossed, stop)
+
+
+# --- the usage operations --------------------------------------------------------------------
+
+_SESSION = "The session id."
+_TOTAL = "Tokens so far (running total)."
+_REQUEST = "Tokens of this one request, as the model API reported them."
+# The bound on one request's count: far above any model's context, far below anything that could
+# overflow a sum.
+REQUEST_TOKENS_MAX = 100_000_000
+RequestCount = Annotated[Count, Le(REQUEST_TOKENS_MAX)]
+
+
+class PrintedUsageArgs(Args):
+    # `session.record_usage` (internal: the supervisor's, from the harness's output).
+    allow_blank = frozenset({"model"})
+
+    session_id: Id = Field(description=_SESSION)
+    input_tokens: Count = Field(default=0, description=_TOTAL)
+    cached_input_tokens: Count = Field(default=0, description=_TOTAL)
+    output_tokens: Count = Field(default=0, description=_TOTAL)
+    cost_usd: Annotated[Number, Ge(0)] | None = Field(
+        default=None, description="Cost the harness reported, in USD (omit when it reports none)."
+    )
+    model: Text = Field(default="", description="Model(s) the harness reported.")
+
+
+class MeasuredUsageArgs(Args):
+    # `gateway.record_usage` (internal: the gateway's, one request on the wire).
+    allow_blank = frozenset({"model"})
+
+    session_id: Id = Field(description=_SESSION)
+    input_tokens: RequestCount = Field(
+        default=0, description=_REQUEST + " Every prompt token, cache reads and writes included."
+    )
+    cached_input_tokens: RequestCount = Field(default=0, description=_REQUEST + " The part read from a cache.")
+    output_tokens: RequestCount = Field(default=0, description=_REQUEST)
+    model: Text = Field(default="", description="The model that answered.")
+
+
+async def record_printed(tx: Tx, args: PrintedUsageArgs, config: Config, *, actor: str) -> dict[str, Any]:
+    """The session's running totals as printed (`usage.record`), then the budgets enforced."""
+    spent = Usage(args.input_tokens, args.cached_input_tokens, args.output_tokens, args.cost_usd, args.model)
+    recorded = await usage.record(tx, args.session_id, spent, config.usage.prices)
+    return _answer(recorded, spent.tokens, await enforce(tx, config.budgets, recorded, actor=actor))
+
+
+async def record_measured(tx: Tx, args: MeasuredUsageArgs, config: Config, *, actor: str) -> dict[str, Any]:
+    """One request's usage added to the session's measured totals (`usage.add_measured`; the
+    cached part is at most the input), then the budgets enforced."""
+    cached = min(args.cached_input_tokens, args.input_tokens)
+    spent = Usage(args.input_tokens, cached, args.output_tokens, None, args.model)
+    recorded = await usage.add_measured(tx, args.session_id, spent, config.usage.prices)
+    return _answer(recorded, recorded.usage.tokens, await enforce(tx, config.budgets, recorded, actor=actor))
+
+
+def _answer(recorded: Recorded, tokens: int, enforced: Enforced) -> dict[str, Any]:
+    return {
+        "session_id": recorded.session_id,
+        "tokens": tokens,
+        "cost_usd": round(recorded.cost_usd, 6),
+        "cost_source": recorded.cost_source,
+        "crossed": [c.payload(recorded.session_id) for c in enforced.crossed],
+        "stop_reason": enforced.stop_reason,
+    }
