@@ -343,6 +343,16 @@ class SocketServer:
             raise
         self._identity = (info.st_dev, info.st_ino)
 
+    @property
+    def connections(self) -> int:
+        """Connections open now (accepted and not yet closed)."""
+        return self._connections
+
+    @property
+    def calls_in_flight(self) -> int:
+        """Connections whose call is being executed (a drain waits for them)."""
+        return len(self._busy)
+
     # --- per connection ---------------------------------------------------------------------
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -428,6 +428,7 @@ class Database:
         self._closed = False
         self.read_only = False
         self._commit_watch: asyncio.Task[None] | None = None
+        self._watch: CommitWatch | None = None
         # The file this object opened: a write is refused once the path names another file (or
         # none) — it would go to the unlinked file and be lost.
         self._abspath = Path(os.path.abspath(path))
@@ -501,10 +502,17 @@ class Database:
         """Announce other processes' commits on the change bus (`store/watch.py`); idempotent.
         Owners and the read-only console start it; a one-shot CLI command needs none."""
         if self._commit_watch is None and not self._closed:
+            self._watch = CommitWatch(self.path)
             watcher = publish_external_commits(
-                CommitWatch(self.path), self.bus, interval, self.file_problem, lambda: self._committing
+                self._watch, self.bus, interval, self.file_problem, lambda: self._committing
             )
             self._commit_watch = asyncio.create_task(watcher, name="roundtable-commit-watch")
+
+    @property
+    def commit_polls(self) -> int:
+        """How many times the commit watch has asked whether anything changed (0: not started,
+        or not yet taken its baseline)."""
+        return self._watch.asked if self._watch is not None else 0
 
     async def close(self) -> None:
         if self._closed:

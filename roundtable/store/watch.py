@@ -58,10 +58,13 @@ class DataVersion:
 
 
 class CommitWatch:
-    """`await changed()` is True the first time and whenever a commit happened since the last call."""
+    """`await changed()` is True the first time and whenever a commit happened since the last call.
+    `asked` counts the answers (the first is the baseline), so a caller can tell that the watch
+    has looked since a moment it cares about."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        self.asked = 0
         self._conn: aiosqlite.Connection | None = None
         self._last: int | None = None
 
@@ -76,6 +79,7 @@ class CommitWatch:
         version = int(row[0]) if row else 0
         changed = version != self._last
         self._last = version
+        self.asked += 1
         return changed
 
     async def close(self) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from roundtable.bus import Change
 from roundtable.store.db import Database
+from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -17,6 +18,16 @@ pytestmark = pytest.mark.anyio
 async def _insert_task(db: Database, task_id: str) -> None:
     async with db.write(tool="test") as tx:
         await tx.insert("tasks", {"id": task_id, "title": "t", "body_md": "b"})
+
+
+async def _polled(db: Database, times: int = 1) -> None:
+    """Wait until the watch has asked `times` more times than now (the first answer is its baseline)."""
+    target = db.commit_polls + times
+
+    async def done() -> bool:
+        return db.commit_polls >= target
+
+    await eventually(done, timeout=5, what=f"{times} poll(s) of the commit watch")
 
 
 async def test_another_connections_commit_is_published_as_external(tmp_path: Path) -> None:
@@ -27,7 +38,7 @@ async def test_another_connections_commit_is_published_as_external(tmp_path: Pat
         ours.watch_commits(interval=0.02)
         ours.watch_commits(interval=0.02)  # idempotent: one watch
         with ours.bus.subscribe() as sub:
-            await asyncio.sleep(0.1)  # the baseline is taken
+            await _polled(ours)  # the baseline is taken
             await _insert_task(theirs, "T-theirs")
             change = await sub.get(timeout=5)
         assert change == Change(external=True)
@@ -40,10 +51,10 @@ async def test_own_commits_are_not_announced_twice(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "rt.db")
     try:
         db.watch_commits(interval=0.02)
-        await asyncio.sleep(0.1)
+        await _polled(db)  # the baseline
         with db.bus.subscribe() as sub:
             await _insert_task(db, "T-1")
-            await asyncio.sleep(0.3)  # several polls
+            await _polled(db, 3)  # several polls after the commit: none may announce it again
             changes = sub.drain()
         assert [c.external for c in changes] == [False]
         assert changes[0].tool == "test"
@@ -54,7 +65,7 @@ async def test_own_commits_are_not_announced_twice(tmp_path: Path) -> None:
 async def test_close_stops_the_watch(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "rt.db")
     db.watch_commits(interval=0.02)
-    await asyncio.sleep(0.05)
+    await _polled(db)  # running
     await db.close()
     assert not [t for t in asyncio.all_tasks() if t.get_name() == "roundtable-commit-watch" and not t.done()]
 
@@ -64,7 +75,7 @@ async def test_a_database_file_that_disappears_and_returns_is_announced(tmp_path
     db = await Database.open(path)
     try:
         db.watch_commits(interval=0.02)
-        await asyncio.sleep(0.1)
+        await _polled(db)
         with db.bus.subscribe() as sub:
             path.rename(tmp_path / "moved.db")
             gone = await sub.get(timeout=5)

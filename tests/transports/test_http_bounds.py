@@ -43,7 +43,7 @@ async def http_owner(project: Path, sockdir: Path) -> AsyncIterator[Owner]:
 async def session(http_owner: Owner) -> AsyncIterator[httpx2.AsyncClient]:
     """An httpx2 client on an initialised MCP session, authenticated as the operator."""
     async with http_owner.runtime.db.write(tool="test") as tx:
-        _record, token = await token_service.create(tx, principal="operator")
+        _record, token = await token_service.create(tx, token_service.TokenArgs(principal="operator"))
     headers = {
         "accept": "application/json, text/event-stream",
         "content-type": "application/json",

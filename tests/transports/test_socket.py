@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import stat
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,17 @@ from roundtable.errors import RoundtableError
 from roundtable.owner import Owner
 from roundtable.server.socket import SocketError, SocketServer, decode_request, peer_uid
 from roundtable.server.socket_client import SocketClientError, call_socket
+from tests.helpers import eventually
 
 from .conftest import event_count, make_registry, raw_socket
+
+
+def _true(predicate: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return predicate()
+
+    return check
+
 
 pytestmark = pytest.mark.anyio
 
@@ -146,12 +156,12 @@ async def test_connection_bound(project: Path, sockdir: Path) -> None:
         o.runtime.registry = make_registry()
         o.socket.max_connections = 2
         held = [await asyncio.open_unix_connection(str(o.socket_path)) for _ in range(2)]
-        await asyncio.sleep(0.05)
+        await eventually(_true(lambda: o.socket.connections == 2), what="both connections accepted")
         got = reply(await raw_socket(o.socket_path, b'{"tool":"test.echo"}\n'))
         assert got["ok"] is False and "too many connections" in got["error"]
         for _r, w in held:
             w.close()
-        await asyncio.sleep(0.05)
+        await eventually(_true(lambda: o.socket.connections == 0), what="the held connections closed")
         assert reply(await raw_socket(o.socket_path, b'{"tool":"test.echo"}\n'))["ok"] is True
 
 
@@ -213,9 +223,9 @@ async def test_drain_finishes_inflight_call(owner: Owner) -> None:
     reader, writer = await asyncio.open_unix_connection(str(owner.socket_path))
     writer.write(b'{"tool":"test.slow","args":{"seconds":0.3}}\n')
     await writer.drain()
-    await asyncio.sleep(0.1)
+    await eventually(_true(lambda: owner.socket.calls_in_flight == 1), what="the slow call in flight")
     idle_reader, idle_writer = await asyncio.open_unix_connection(str(owner.socket_path))
-    await asyncio.sleep(0.05)
+    await eventually(_true(lambda: owner.socket.connections == 2), what="the idle connection accepted")
     path = owner.socket_path
     await owner.socket.close()
     assert reply(await asyncio.wait_for(reader.read(), 3.0)) == {"ok": True, "result": {"slept": True}}
