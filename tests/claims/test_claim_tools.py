@@ -80,7 +80,7 @@ async def test_missing_file_claims_with_empty_hash(env: Env) -> None:
 async def test_a_large_file_is_hashed_off_the_writer_and_claimed_the_same(env: Env) -> None:
     """A file over the writer's bound takes the worker-thread path: same grant, same hash; and a
     path a guard refuses is refused on either path with nothing recorded."""
-    from roundtable.tools.resources import HASH_ON_WRITER_BYTES
+    from roundtable.services.coordination.claims.claiming import HASH_ON_WRITER_BYTES
 
     big = env.root / "src" / "big.bin"
     big.write_bytes(b"x" * (HASH_ON_WRITER_BYTES + 1))
@@ -117,7 +117,11 @@ async def test_a_large_file_is_hashed_off_the_writer_and_claimed_the_same(env: E
         ({"path": "src/a.py", "run_id": "R-missing"}, None, "get run R-missing: not found"),
         ({"path": "src/a.py", "ttl_seconds": -5}, None, "must be at least 0"),
         ({"path": "src/a.py", "ttl_seconds": 1.5}, None, "must be an integer"),
-        ({"path": "src/a.py", "rationale": "x" * 5000}, None, "rationale is too long"),
+        (
+            {"path": "src/a.py", "rationale": "x" * 4001},
+            None,
+            "argument rationale is too long: 4001 characters, at most 4000",
+        ),
         ({"path": "src/a.py", "bogus": 1}, None, "unknown argument bogus"),
         (
             {"path": "src/a.py", "agent_id": "implementer-2"},
@@ -337,6 +341,8 @@ async def test_release_rules(env: Env) -> None:
         await env.runtime.call("resource.release", {"claim_id": cid, "actor_id": "implementer-1"}, other)
     with pytest.raises(ToolError, match="get claim C-nope: not found"):
         await env.runtime.call("resource.release", {"claim_id": "C-nope"})
+    with pytest.raises(ToolError, match="argument reason is too long: 4001 characters, at most 4000"):
+        await env.runtime.call("resource.release", {"claim_id": cid, "reason": "x" * 4001}, OPERATOR)
     assert await env.snapshot() == before
     # The owner (the agent its credential names) may release.
     owner = Caller("agent", "http", agent_id="implementer-1")

@@ -47,6 +47,9 @@ CHANGED: dict[tuple[str, str], dict[str, Any]] = {
     # the descriptions' "at most 1000/10000 characters" are the bounds
     ("test.evidence.submit", "command"): {"maxLength": 1000},
     ("test.evidence.submit", "summary_md"): {"maxLength": 10_000},
+    # the handler's own 4000-character limit on a claim's rationale and a release's reason is the bound
+    ("resource.claim", "rationale"): {"maxLength": 4000},
+    ("resource.release", "reason"): {"maxLength": 4000},
     # the description's "at most 200" is the bound (more was cut to 200 silently; now refused)
     ("table.watch", "limit"): {"maximum": 200},
     # paging's "at most 1000 rows" is the bound of every page's limit (more was cut silently)

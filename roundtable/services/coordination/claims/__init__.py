@@ -20,7 +20,9 @@ Timestamps are ours (UTC, nine fractional digits, `Z`), so SQL string comparison
 The package holds one job per module — `model` (vocabulary and pure rules), `queries` (reads and
 coverage), `acquire` (conflict check and grant), `transitions` (release, revoke, suspend, expire)
 and `reconcile` (stale claims) — and this module re-exports their public names, so callers
-import `roundtable.services.coordination.claims` as one service.
+import `roundtable.services.coordination.claims` as one service. Two modules run their own
+transactions and are imported by name: `grant` (a grant and its contentions) and `claiming`
+(`resource.claim`, from its arguments to grants).
 """
 
 from __future__ import annotations
