@@ -224,6 +224,7 @@ class ConnectionStats:
         return {
             "max_connections": self.max_connections,
             "live": self.live,
+            "in_progress": self.live - len(self.fresh) - len(self.idle),  # serving a request: never evicted
             "peak": self.peak,
             "refused": self.refused,
             "evicted": self.evicted,

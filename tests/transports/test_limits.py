@@ -18,6 +18,7 @@ from roundtable import credentials
 from roundtable.owner import Owner
 from roundtable.server import http as http_module
 from roundtable.server.http import HttpLimits, RateLimitFilter
+from tests.helpers import eventually
 
 from .conftest import make_registry
 
@@ -114,7 +115,11 @@ async def test_connection_cap_evicts_idle_connections(limited: Owner) -> None:
 async def test_connection_cap_refuses_when_every_connection_is_busy(limited: Owner) -> None:
     head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
     busy = [await _open(limited, head) for _ in range(16)]  # each mid-body: in progress, never evicted
-    await asyncio.sleep(0.1)
+
+    async def all_in_progress() -> bool:
+        return limited.http.stats()["in_progress"] == 16
+
+    await eventually(all_in_progress, timeout=5, what="16 requests in progress")
     reader, writer = await _open(limited)
     answer = await asyncio.wait_for(reader.read(), 3)
     assert answer.startswith(b"HTTP/1.1 503 ") and b"too many open connections" in answer
