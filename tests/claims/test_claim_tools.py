@@ -382,3 +382,30 @@ async def test_resource_get_and_search(env: Env) -> None:
     ] == []
     with pytest.raises(ToolError, match="argument query must be a string"):
         await env.runtime.call("resource.search", {"query": 3})
+
+
+async def test_claiming_several_paths_is_all_or_nothing(env: Env) -> None:
+    """One conflicting file among several claims none of them: no claim, no resource, only the
+    contention recorded; the refusal names the conflict and says nothing was claimed."""
+    await env.claim("implementer-2", path="src/b.py")
+    claims_before, resources_before, _events_before = await env.snapshot()
+    with pytest.raises(ToolError, match=r"src/b\.py.*\(nothing was claimed\)"):
+        await env.claim("implementer-1", paths=["src/a.py", "src/b.py", "src/pkg/c.py"])
+    claims_after, resources_after, _ = await env.snapshot()
+    assert claims_after == claims_before and resources_after == resources_before
+    async with env.runtime.db.read() as r:
+        contended = await r.scalar("SELECT count(*) FROM claim_contentions")
+    assert contended == 1
+    granted = await env.claim("implementer-1", paths=["src/a.py", "src/pkg/c.py"])
+    assert [c["resource_id"] for c in granted["claims"]] == ["file:src/a.py", "file:src/pkg/c.py"]
+    assert [c["extended"] for c in granted["claims"]] == [False, False]
+
+
+async def test_several_paths_with_a_large_file_are_hashed_first_then_granted_together(env: Env) -> None:
+    big = env.root / "src" / "big.bin"
+    big.write_bytes(b"x" * (300 * 1024))  # above what the writer's thread hashes
+    out = await env.claim("implementer-1", paths=["src/a.py", "src/big.bin"])
+    assert [c["resource_id"] for c in out["claims"]] == ["file:src/a.py", "file:src/big.bin"]
+    async with env.runtime.db.read() as r:
+        base = await r.scalar("SELECT base_hash FROM claims WHERE resource_id = 'file:src/big.bin'")
+    assert base == hashlib.sha256(big.read_bytes()).hexdigest()

@@ -22,7 +22,7 @@ from pydantic import Field
 from roundtable.errors import ValidationError
 from roundtable.services.args import ITEMS_MAX, Args, Count, Flag, Id, NewId, RepoPath, ResourceId, Symbol, Text, Word
 from roundtable.services.coordination.claims import grant as grant_module
-from roundtable.services.coordination.claims.acquire import ClaimRequest
+from roundtable.services.coordination.claims.acquire import ClaimRequest, Granted
 from roundtable.services.coordination.claims.model import (
     DEFAULT_TTL_SECONDS,
     MAX_TTL_SECONDS,
@@ -145,17 +145,30 @@ async def claim(project: Project, args: ClaimArgs, *, runs: RunHint, on_session:
         raise ValidationError("a session claims one path per call (path)")
     if len(set(args.paths)) != len(args.paths):
         raise ValidationError("paths names a file twice")
-    claims = []
-    for path in args.paths:
-        one = await _claim_one(project, args.model_copy(update={"path": path, "paths": []}), runs)
-        c = one["claim"]
-        claims.append(
-            {k: c[k] for k in ("id", "resource_id", "claim_type", "expires_at")} | {"extended": one["extended"]}
-        )
+    # Every file in one transaction: a conflict on any of them claims none (nothing half done).
+    requests = [
+        await _request(project, args.model_copy(update={"path": path, "paths": []}), runs) for path in args.paths
+    ]
+    granted = await _grant(project, requests)
+    claims = [
+        {k: g.claim.to_dict()[k] for k in ("id", "resource_id", "claim_type", "expires_at")} | {"extended": g.extended}
+        for g in granted
+    ]
     return {"claims": claims}
 
 
 async def _claim_one(project: Project, args: ClaimArgs, runs: RunHint) -> dict[str, Any]:
+    (granted,) = await _grant(project, [await _request(project, args, runs)])
+    return {
+        "claim": granted.claim.to_dict(),
+        "resource": granted.resource.to_dict(),
+        "extended": granted.extended,
+    }
+
+
+async def _request(project: Project, args: ClaimArgs, runs: RunHint) -> ClaimRequest:
+    """The grant `args` ask for (a symbol's span, a directory's or a given file's hash computed
+    here, on a worker thread; a file's own hash is left to `_grant`)."""
     # Runtime.call has bound `agent_id` to an agent caller's own id; the operator names the claimant.
     agent_id = args.agent_id.strip()
     task_id = args.task_id.strip()
@@ -174,7 +187,7 @@ async def _claim_one(project: Project, args: ClaimArgs, runs: RunHint) -> dict[s
     start, end = 0, 0
     if not on_writer:
         start, end, base_hash = await asyncio.to_thread(_prepare, project.root, resource_type, path, symbol, base_hash)
-    request = ClaimRequest(
+    return ClaimRequest(
         agent_id=agent_id,
         task_id=task_id,
         claim_type=claim_type,
@@ -198,21 +211,29 @@ async def _claim_one(project: Project, args: ClaimArgs, runs: RunHint) -> dict[s
         resume_policy=resume_policy,
         raw_path=args.path,
     )
-    if on_writer:
-        try:
-            granted = await grant_module.grant(
-                project.db, request, label=TOOL, prepare=functools.partial(_prepare_on_writer, project.root)
-            )
-        except grant_module.Unprepared:  # a large file: hashed on a worker thread, then granted
-            _, _, base_hash = await asyncio.to_thread(_prepare, project.root, resource_type, path, symbol, "")
-            request = dataclasses.replace(
-                request, base_hash=base_hash, resource=dataclasses.replace(request.resource, current_hash=base_hash)
-            )
-            granted = await grant_module.grant(project.db, request, label=TOOL)
-    else:
-        granted = await grant_module.grant(project.db, request, label=TOOL)
-    return {
-        "claim": granted.claim.to_dict(),
-        "resource": granted.resource.to_dict(),
-        "extended": granted.extended,
-    }
+
+
+async def _grant(project: Project, requests: list[ClaimRequest]) -> list[Granted]:
+    """Grant `requests` together. A file's hash (none given) is computed on the writer's thread
+    when bounded; if one is not (a large file), every such hash is computed on a worker thread
+    first and the grant asked again (the first attempt wrote nothing)."""
+    if not any(_hashed_on_writer(r) for r in requests):
+        return await grant_module.grant_all(project.db, requests, label=TOOL)
+    try:
+        return await grant_module.grant_all(
+            project.db, requests, label=TOOL, prepare=functools.partial(_prepare_on_writer, project.root)
+        )
+    except grant_module.Unprepared:
+        hashed = [await _hashed_in_thread(project.root, r) if _hashed_on_writer(r) else r for r in requests]
+        return await grant_module.grant_all(project.db, hashed, label=TOOL)
+
+
+def _hashed_on_writer(request: ClaimRequest) -> bool:
+    return request.resource.type == "file" and not request.base_hash
+
+
+async def _hashed_in_thread(root: Path, request: ClaimRequest) -> ClaimRequest:
+    resource = request.resource
+    _, _, base_hash = await asyncio.to_thread(_prepare, root, resource.type, resource.path, resource.symbol, "")
+    resource = dataclasses.replace(resource, current_hash=base_hash)
+    return dataclasses.replace(request, base_hash=base_hash, resource=resource)

@@ -1,6 +1,7 @@
-"""Granting a claim in its own transactions: the grant, or — when it conflicts — the refused
-grant rolled back and its contentions recorded in a second transaction, so the
-evidence of contention survives the refusal."""
+"""Granting claims in their own transactions: the grant (of one claim, or of several in one
+transaction: all or none), or — when one conflicts — the refused grant rolled back and its
+contentions recorded in a second transaction, so the evidence of contention survives the
+refusal."""
 
 from __future__ import annotations
 
@@ -30,11 +31,14 @@ Prepare = Callable[[ClaimRequest], ClaimRequest]
 
 
 def _prepare_and_acquire(
-    conn: sqlite3.Connection, tx: Tx, request: ClaimRequest, now: str, prepare: Prepare | None
-) -> Granted:
-    if prepare is not None:  # (it sets the base hash, computed here: nothing a caller sent)
-        request = prepare(request)
-    return acquire_sync(conn, tx, request, now)
+    conn: sqlite3.Connection, tx: Tx, requests: list[ClaimRequest], now: str, prepare: Prepare | None
+) -> list[Granted]:
+    granted = []
+    for request in requests:
+        if prepare is not None:  # (it sets the base hash, computed here: nothing a caller sent)
+            request = prepare(request)
+        granted.append(acquire_sync(conn, tx, request, now))
+    return granted
 
 
 async def grant(db: Database, request: ClaimRequest, *, label: str, prepare: Prepare | None = None) -> Granted:
@@ -45,10 +49,22 @@ async def grant(db: Database, request: ClaimRequest, *, label: str, prepare: Pre
     writer's thread just before the grant — bounded file work that saves the claim a trip to a
     worker thread; it raises `Unprepared` (passed on, nothing written) when the work is not
     bounded."""
-    check_request(request)
+    (granted,) = await grant_all(db, [request], label=label, prepare=prepare)
+    return granted
+
+
+async def grant_all(
+    db: Database, requests: list[ClaimRequest], *, label: str, prepare: Prepare | None = None
+) -> list[Granted]:
+    """Grant every request in one write transaction, in order — or none: the first conflict
+    rolls them all back, its contentions are recorded and `ToolError` names it. `prepare` as
+    for `grant` (one request it cannot prepare leaves nothing written either)."""
+    for request in requests:
+        check_request(request)
     try:  # one write job: it shares a round trip and a COMMIT with the writes queued beside it
-        return await db.write_run(_prepare_and_acquire, request, clock.now(), prepare, tool=label)
+        return await db.write_run(_prepare_and_acquire, requests, clock.now(), prepare, tool=label)
     except ClaimConflict as conflict:
         async with db.write(tool=label) as tx:
             await record_contentions(tx, conflict.contentions)
-        raise ToolError(str(conflict)) from None
+        what = str(conflict) if len(requests) == 1 else f"{conflict} (nothing was claimed)"
+        raise ToolError(what) from None
