@@ -55,7 +55,7 @@ from roundtable.services.repository import git
 from roundtable.services.sessions import adapters, budgets, capabilities, preflight
 from roundtable.services.sessions import records as sessions
 from roundtable.services.sessions import resume as harness_resume
-from roundtable.services.sessions.records import SessionExit
+from roundtable.services.sessions.records import LaunchArgs, SessionExit
 from roundtable.services.sessions.transcript import Attention, Transcript
 from roundtable.services.sessions.usage_stream import Meter
 from roundtable.services.workspaces import workspace_git
@@ -246,26 +246,23 @@ class Supervisor:
 
     async def launch(
         self,
+        args: LaunchArgs,
         *,
-        agent_id: str,
-        task_id: str,
-        proposal_id: str = "",
-        run_id: str = "",
-        adapter: str = "",
-        model: str = "",
-        extra_args: tuple[str, ...] = (),
-        briefing: str = "",
         launched_by: str = "operator",
+        extra_args: tuple[str, ...] = (),
         resume_of: AgentSession | None = None,
         message: str = "",
     ) -> dict[str, Any]:
-        """Start one session; returns `{session: …}` (never the token). `briefing` (why it is
-        launched) is written to `BRIEFING.md` in the session's home, named by
-        `ROUNDTABLE_BRIEFING_FILE`; `launched_by` is the principal that asked for it. With
-        `resume_of` (an ended session with its harness's own session id) the new session continues
-        that harness session, with its kept state and workspace, and `message` is its prompt."""
+        """Start the session `args` asks for (`session.launch`'s model); returns `{session: …}`
+        (never the token). Its `briefing` (why it is launched) is written to `BRIEFING.md` in the
+        session's home, named by `ROUNDTABLE_BRIEFING_FILE`; `launched_by` is the principal that
+        asked for it; `extra_args` go to the harness. With `resume_of` (an ended session with its
+        harness's own session id) the new session continues that harness session, with its kept
+        state and workspace, and `message` is its prompt."""
         if self._closing:
             raise ToolError(NOT_RUNNING)
+        agent_id, task_id, proposal_id = args.agent_id.strip(), args.task_id.strip(), args.proposal_id.strip()
+        run_id, adapter, model, briefing = args.run_id.strip(), args.adapter.strip(), args.model.strip(), args.briefing
         refused = {"agent_id": agent_id, "task_id": task_id, "proposal_id": proposal_id, "launched_by": launched_by}
         try:
             run, agent, role, adapter_name = await self._validate(agent_id, task_id, proposal_id, run_id, adapter)
@@ -933,13 +930,16 @@ class Supervisor:
         if not session.external_session_id:
             raise ValidationError(f"session {session_id} cannot be resumed: its harness reported no session id")
         meta = sessions.metadata(session)
-        started = await self.launch(
+        again = LaunchArgs(
             agent_id=session.agent_id,
             task_id=str(meta.get("task_id") or ""),
             proposal_id=str(meta.get("proposal_id") or ""),
             run_id=session.run_id,
             adapter=session.adapter,
             model=session.model or "",
+        )
+        started = await self.launch(
+            again,
             launched_by=sent_by,
             resume_of=session,
             message=message,

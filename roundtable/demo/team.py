@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from roundtable.runtime import Runtime
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.store.records import Proposal, Run
 from roundtable.supervisor import Supervisor, start_supervisor, supervisor_for
 
@@ -116,7 +117,9 @@ async def _play(demo: DemoAgents, run_id: str, task_id: str) -> None:
         # A resumed demo: the team already did its part; the proposal waits for the operator.
         log.info("demo: proposal %s already exists (%s); no agent relaunched", proposal.id, proposal.status)
         return
-    launched = await sup.launch(agent_id="implementer-1", task_id=task_id, run_id=run_id, adapter="scripted")
+    launched = await sup.launch(
+        LaunchArgs(agent_id="implementer-1", task_id=task_id, run_id=run_id, adapter="scripted")
+    )
     impl = str(launched["session"]["id"])
     demo.sessions.append(impl)
     await sup.wait(impl, 600)
@@ -127,7 +130,7 @@ async def _play(demo: DemoAgents, run_id: str, task_id: str) -> None:
     ids = []
     for agent in REVIEWERS:
         started = await sup.launch(
-            agent_id=agent, task_id=task_id, proposal_id=proposal.id, run_id=run_id, adapter="scripted"
+            LaunchArgs(agent_id=agent, task_id=task_id, proposal_id=proposal.id, run_id=run_id, adapter="scripted")
         )
         ids.append(str(started["session"]["id"]))
     demo.sessions.extend(ids)

@@ -16,7 +16,7 @@ capability, record the session and `session.launched`), `session.activate`, `ses
 `session.record_refusal` (a launch refused before anything started).
 
 The session records' arguments are declared in `services.sessions.records`, which receives them
-whole; `session.launch` hands its arguments to the supervisor field by field (it is no service).
+whole; `session.launch`'s model is what the supervisor's `launch` receives.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from roundtable.services.sessions import capabilities
 from roundtable.services.sessions import records as sessions
 from roundtable.services.sessions.records import (
     HeartbeatArgs,
+    LaunchArgs,
     OpenArgs,
     RecordExitArgs,
     RecordMessageArgs,
@@ -50,18 +51,7 @@ _OBJECT = {"type": "object"}
 class SessionControl(Protocol):
     """The supervisor as the operations see it (set on the runtime by the owner hosting it)."""
 
-    async def launch(
-        self,
-        *,
-        agent_id: str,
-        task_id: str,
-        proposal_id: str = "",
-        run_id: str = "",
-        adapter: str = "",
-        model: str = "",
-        briefing: str = "",
-        launched_by: str = "operator",
-    ) -> dict[str, Any]: ...
+    async def launch(self, args: LaunchArgs, *, launched_by: str = "operator") -> dict[str, Any]: ...
 
     async def revoke(self, session_id: str, reason: str = "operator") -> dict[str, Any]: ...
 
@@ -80,28 +70,8 @@ def _supervisor(call: Call) -> SessionControl:
 _SESSION = "The session id."
 
 
-class LaunchArgs(Args):
-    agent_id: Id = Field(description="Agent (implementer-N, reviewer-N, tester-1, security-1, architect-N).")
-    task_id: Id = Field(description="Task the session works on.")
-    proposal_id: Id = Field("", description="Proposal (reviewer, tester, security).")
-    run_id: Id = Field("", description="Run (default: the latest active run).")
-    adapter: Text = Field("", description="Adapter (default: the agent's; `scripted` = the demo agent).")
-    model: Text = Field("", description="Model override.")
-    briefing: Text = Field("", description="Why the session is launched, for its briefing.")
-
-
 async def launch(call: Call[LaunchArgs]) -> dict[str, Any]:
-    a = call.args
-    return await _supervisor(call).launch(
-        agent_id=a.agent_id.strip(),
-        task_id=a.task_id.strip(),
-        proposal_id=a.proposal_id.strip(),
-        run_id=a.run_id.strip(),
-        adapter=a.adapter.strip(),
-        model=a.model.strip(),
-        briefing=a.briefing,
-        launched_by=call.caller.principal,
-    )
+    return await _supervisor(call).launch(call.args, launched_by=call.caller.principal)
 
 
 class RevokeArgs(Args):

@@ -26,6 +26,7 @@ from roundtable import credentials
 from roundtable.owner import Owner
 from roundtable.services.coordination.runs import create_run
 from roundtable.services.sessions import capabilities, tokens
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from roundtable.tools.context import OPERATOR
 from tests.auth.conftest import client, snapshot
@@ -320,9 +321,7 @@ async def test_a_sandboxed_session_cannot_use_the_shared_endpoint(
     sup = await start_supervisor(rt, base_dir=tmp_path)
     try:
         res = await sup.launch(
-            agent_id="implementer-1",
-            task_id=task["id"],
-            adapter="scripted",
+            LaunchArgs(agent_id="implementer-1", task_id=task["id"], adapter="scripted"),
             extra_args=(SESSION_PROBE, port, str(rt.root.resolve())),
         )
         session_id = res["session"]["id"]

@@ -11,6 +11,7 @@ import pytest
 from roundtable import clock
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import adapters, capabilities
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.store.records import SessionCapability
 from roundtable.supervisor import start_supervisor
 from tests.helpers import eventually
@@ -45,7 +46,8 @@ async def test_heartbeat_never_revives_an_expired_capability(
     sup = await start_supervisor(runtime, base_dir=tmp_path, heartbeat_interval=0.05)
     try:
         res = await sup.launch(
-            agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=("import time; time.sleep(30)",)
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"),
+            extra_args=("import time; time.sleep(30)",),
         )
         session_id = res["session"]["id"]
         cap_id = sup.live[session_id].capability_id

@@ -17,6 +17,7 @@ from roundtable.config import load_config
 from roundtable.errors import ValidationError
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import preflight
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -107,7 +108,7 @@ async def test_a_harness_the_gateway_serves_no_model_api_for_is_refused_at_launc
         sup = await start_supervisor(runtime, base_dir=project.parent)
         try:
             with pytest.raises(ValidationError, match=f"adapter {harness} is not supported under roundtable's gateway"):
-                await sup.launch(agent_id="implementer-1", task_id=task_id, adapter=harness)
+                await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter=harness))
         finally:
             await sup.close()
         async with runtime.db.read() as r:
@@ -138,9 +139,9 @@ async def test_a_launch_without_a_credential_is_refused_and_not_logged_in_is_nam
             with pytest.raises(
                 ValidationError, match="implementer-1 cannot run \\(adapter claude\\): no model credential"
             ):
-                await sup.launch(agent_id="implementer-1", task_id=task_id)
+                await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id))
             monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-not-a-real-key")
-            launched = await sup.launch(agent_id="implementer-1", task_id=task_id)
+            launched = await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id))
             await sup.wait(launched["session"]["id"], 30)
         finally:
             await sup.close()

@@ -18,6 +18,7 @@ from roundtable.owner import Owner
 from roundtable.runtime import Runtime
 from roundtable.server.sessions import SessionEndpoint
 from roundtable.services.sessions.adapters import bridge_argv
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import bind, make_task
 from tests.support.results import value_of
@@ -71,7 +72,7 @@ async def test_real_harness_when_installed(project: Path) -> None:
         )
         sup = await start_supervisor(rt, revoke_grace=5)
         try:
-            res = await sup.launch(agent_id="implementer-1", task_id=task["task"]["id"], adapter=name)
+            res = await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task["task"]["id"], adapter=name))
             session_id = res["session"]["id"]
             # A harness without credentials may exit at once; either way the session is recorded,
             # its capability revoked and the log free of the token.

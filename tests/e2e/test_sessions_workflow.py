@@ -20,6 +20,7 @@ import pytest
 from roundtable.owner import Owner
 from roundtable.runtime import Runtime
 from roundtable.services.coordination.runs import create_run
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import Supervisor, start_supervisor
 from tests.helpers import make_git_project
 
@@ -54,10 +55,7 @@ def log_lines(sup: Supervisor, session_id: str) -> list[dict[str, Any]]:
 
 async def launch(sup: Supervisor, agent: str, task_id: str, proposal_id: str = "", *extra: str) -> str:
     res = await sup.launch(
-        agent_id=agent,
-        task_id=task_id,
-        proposal_id=proposal_id,
-        adapter="scripted",
+        LaunchArgs(agent_id=agent, task_id=task_id, proposal_id=proposal_id, adapter="scripted"),
         extra_args=("--turn-timeout", "30", *extra),
     )
     return str(res["session"]["id"])

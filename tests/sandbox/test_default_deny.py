@@ -30,6 +30,7 @@ from roundtable.owner import Owner
 from roundtable.runtime import Runtime
 from roundtable.services.policy.engine import load_policy
 from roundtable.services.sessions import adapters
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.helpers import credential, make_git_project
 from tests.sessions.helpers import make_task
@@ -169,7 +170,9 @@ async def test_a_session_cannot_reach_another_project(
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
         args = (PROBE, str(other.root), str(other.socket_path), real(runtime.root), str(other.home_marker))
-        res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=args)
+        res = await sup.launch(
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"), extra_args=args
+        )
         await sup.wait(res["session"]["id"], 60)
     finally:
         await sup.close()

@@ -23,6 +23,7 @@ from roundtable.runtime import Runtime
 from roundtable.sandbox import runner
 from roundtable.services.sessions import adapters, preflight
 from roundtable.services.sessions import records as sessions
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -221,7 +222,7 @@ async def test_a_launch_of_a_harness_in_the_home_is_refused_and_recorded(
         with pytest.raises(
             ToolError, match=r"launch refused: .*harness cannot be granted to the sandbox.*home directory"
         ):
-            await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="scripted")
+            await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"))
     finally:
         await sup.close()
     async with runtime.db.read() as r:
@@ -249,9 +250,13 @@ async def test_a_harness_installed_beside_another_project_cannot_read_its_creden
         with pytest.raises(
             ToolError, match=r"launch refused: .* is not its own \(it holds a roundtable project's state"
         ):
-            await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(str(token),))
+            await sup.launch(
+                LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"), extra_args=(str(token),)
+            )
         use_harness(monkeypatch, link)
-        res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(str(token),))
+        res = await sup.launch(
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"), extra_args=(str(token),)
+        )
         session_id = res["session"]["id"]
         await sup.wait(session_id, 30)
     finally:

@@ -21,6 +21,7 @@ from roundtable.sandbox import runner
 from roundtable.sandbox import sessions as session_sandbox
 from roundtable.services.sessions import adapters
 from roundtable.services.sessions import records as sessions
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import Supervisor, start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -160,7 +161,7 @@ async def test_no_sandbox_and_no_opt_in_refuses_the_launch_and_records_only_the_
     base.mkdir()
     sup = Supervisor(runtime, base_dir=base)
     with pytest.raises(ToolError, match="launch refused: no sandbox works for agent sessions here"):
-        await sup.launch(agent_id="implementer-1", task_id=task_id)
+        await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id))
     async with runtime.db.read() as r:
         assert await sessions.list_sessions(r) == []
         assert await r.scalar("SELECT count(*) FROM session_capabilities") == 0
@@ -189,7 +190,8 @@ async def test_forced_subprocess_with_the_opt_in_is_recorded(
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
         res = await sup.launch(
-            agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=("import os; print(os.getpid())",)
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"),
+            extra_args=("import os; print(os.getpid())",),
         )
         session_id = res["session"]["id"]
         await sup.wait(session_id, 30)
@@ -212,7 +214,7 @@ async def test_bad_mode_refuses_the_launch_and_records_nothing(
     base.mkdir()
     sup = Supervisor(runtime, base_dir=base)
     with pytest.raises(ValidationError, match="must be one of auto, bwrap, landlock, subprocess"):
-        await sup.launch(agent_id="implementer-1", task_id=task_id)
+        await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id))
     async with runtime.db.read() as r:
         assert await sessions.list_sessions(r) == []
         assert await r.scalar("SELECT count(*) FROM session_capabilities") == 0
@@ -236,7 +238,8 @@ async def test_a_session_sees_only_what_it_was_given(
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
         res = await sup.launch(
-            agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(PROBE, str(root), str(outside))
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"),
+            extra_args=(PROBE, str(root), str(outside)),
         )
         session_id = res["session"]["id"]
         live = sup.live[session_id]
@@ -287,7 +290,7 @@ async def test_a_missing_program_fails_the_launch(
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
         with pytest.raises(ToolError, match=f"launch scripted failed: {errno.errorcode[errno.ENOENT]}|No such file"):
-            await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="scripted")
+            await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"))
     finally:
         await sup.close()
     async with runtime.db.read() as r:

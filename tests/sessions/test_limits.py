@@ -16,6 +16,7 @@ import yaml
 
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import adapters
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -69,7 +70,7 @@ async def _stopped_by_limit(  # type: ignore[type-arg]
         try:
             started = time.monotonic()
             res = await sup.launch(
-                agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(script, tool)
+                LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"), extra_args=(script, tool)
             )
             session_id = res["session"]["id"]
             await sup.wait(session_id, 60)

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from roundtable.runtime import Runtime
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -41,7 +42,9 @@ async def test_a_200_kb_briefing_reaches_the_harness_on_stdin(project: Path) -> 
         _run_id, task_id = await make_task(runtime)
         sup = await start_supervisor(runtime, base_dir=project.parent)
         try:
-            res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="reporter", briefing=reason)
+            res = await sup.launch(
+                LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="reporter", briefing=reason)
+            )
             session_id = res["session"]["id"]
             await sup.wait(session_id, 60)
         finally:

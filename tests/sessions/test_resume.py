@@ -18,6 +18,7 @@ import pytest
 from roundtable.errors import ValidationError
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import records, resume
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -73,7 +74,8 @@ async def test_send_refuses_what_cannot_be_resumed_and_unknown_sessions(runtime:
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
         started = await sup.launch(
-            agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=("--turn-timeout", "1")
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"),
+            extra_args=("--turn-timeout", "1"),
         )
         session_id = started["session"]["id"]
         with pytest.raises(ValidationError, match="adapter scripted has no resume"):
@@ -156,7 +158,7 @@ async def test_a_session_left_running_by_an_owner_is_resumed_with_its_harness_se
     _run_id, task_id = await make_task(runtime)
     first_owner = await start_supervisor(runtime, base_dir=tmp_path)
     try:
-        started = await first_owner.launch(agent_id="implementer-1", task_id=task_id, adapter="claude")
+        started = await first_owner.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="claude"))
         first = started["session"]["id"]
         await first_owner.wait(first, 60)
     finally:
@@ -240,7 +242,9 @@ async def test_a_message_to_a_running_session_reaches_its_harness_within_the_tur
     _run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
-        first = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
+        first = (await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="claude")))["session"][
+            "id"
+        ]
         sent = await sup.send(first, "Also update the docs.")
         assert (sent["delivery"], sent["queued"], sent["resumed_in"]) == ("live", False, "")
         assert "reads the message now" in sent["note"]
@@ -272,7 +276,9 @@ async def test_a_message_after_the_turn_ended_is_pending_until_the_session_is_re
     _run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
-        first = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
+        first = (await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="claude")))["session"][
+            "id"
+        ]
         deadline = time.monotonic() + 60
         while (await session_row(runtime, first))["meta"].get("attention", {}).get("state") != "finished":
             assert time.monotonic() < deadline, "the first turn did not end"
@@ -331,7 +337,9 @@ async def test_a_silent_running_session_is_idle_until_it_prints_again(
     run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path, idle_after=0.5)
     try:
-        session_id = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
+        session_id = (await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="claude")))[
+            "session"
+        ]["id"]
         deadline = time.monotonic() + 30
         state = ""
         while state != "idle" and time.monotonic() < deadline:
@@ -405,7 +413,9 @@ async def test_a_question_on_the_stream_waits_for_the_operator_and_is_given_up_o
     # Nobody answers: the question is given up on after the idle time (here 1 s).
     sup = await start_supervisor(runtime, base_dir=tmp_path, idle_after=60.0 if answered else 1.0)
     try:
-        first = (await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude"))["session"]["id"]
+        first = (await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="claude")))["session"][
+            "id"
+        ]
         if answered:
             deadline = time.monotonic() + 60
             while (await session_row(runtime, first))["meta"].get("attention", {}).get("state") != "waiting_answer":

@@ -32,6 +32,7 @@ from roundtable.sandbox import runner
 from roundtable.sandbox import sessions as session_sandbox
 from roundtable.sandbox.runner import BOOTSTRAP, PACKAGE_PARENT
 from roundtable.services.sessions import records as sessions
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.services.views.models import exit_text
 from roundtable.supervisor import Supervisor, start_supervisor
 from tests.e2e_harness.model_stub import Answer, StubServer, Usage
@@ -299,7 +300,7 @@ async def test_a_session_reaches_only_the_gateway_and_holds_no_model_key(
     _run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path, gateway=gateway)
     try:
-        res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude")
+        res = await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="claude"))
         session_id = res["session"]["id"]
         seen = await probe_of(sup, session_id)
         await sup.wait(session_id, 60)
@@ -339,7 +340,7 @@ async def test_a_budget_reached_mid_session_stops_it_as_stopped_by_budget(
     _run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path, gateway=gateway)
     try:
-        res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude")
+        res = await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="claude"))
         session_id = res["session"]["id"]
         await probe_of(sup, session_id)
         await sup.wait(session_id, 60)  # well before the probe's own 120 s
@@ -456,7 +457,7 @@ async def test_an_unsandboxed_session_reaches_its_model_through_a_loopback_relay
     _run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path, gateway=gateway)
     try:
-        res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="claude")
+        res = await sup.launch(LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="claude"))
         session_id = res["session"]["id"]
         relay = sup.live[session_id].relay
         assert relay is not None and relay.port > 0

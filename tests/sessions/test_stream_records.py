@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from roundtable.runtime import Runtime
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -25,9 +26,7 @@ async def _supervised(runtime: Runtime, tmp_path: Path, stream: Path) -> tuple[s
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
         res = await sup.launch(
-            agent_id="implementer-1",
-            task_id=task_id,
-            adapter="scripted",
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"),
             extra_args=("--usage-stream", str(stream), "--turn-timeout", "3"),
         )
         session_id = res["session"]["id"]

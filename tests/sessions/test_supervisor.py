@@ -15,6 +15,7 @@ from roundtable.errors import PermissionDenied, ToolError, ValidationError
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import capabilities
 from roundtable.services.sessions import records as sessions
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import NOT_RUNNING, Supervisor, start_supervisor
 from roundtable.tools.context import OPERATOR, Caller
 from tests.sessions.helpers import add_proposal, make_task
@@ -42,14 +43,14 @@ async def test_launch_is_validated(runtime: Runtime, tmp_path: Path) -> None:
     ]
     for args, text in cases:
         with pytest.raises(ValidationError, match=text):
-            await sup.launch(**args)
+            await sup.launch(LaunchArgs(**args))
     async with runtime.db.read() as r:
         assert await sessions.list_sessions(r) == []
         assert await r.scalar("SELECT count(*) FROM session_capabilities") == 0
     assert list(base.iterdir()) == []
     pid = await add_proposal(runtime, task_id, status="accepted")
     with pytest.raises(ValidationError, match="not an open proposal"):
-        await sup.launch(agent_id="tester-1", task_id=task_id, proposal_id=pid)
+        await sup.launch(LaunchArgs(agent_id="tester-1", task_id=task_id, proposal_id=pid))
 
 
 async def test_environment_is_scrubbed_and_token_redacted(
@@ -70,7 +71,9 @@ async def test_environment_is_scrubbed_and_token_redacted(
     _run_id, task_id = await make_task(runtime)
     sup = await start_supervisor(runtime, base_dir=tmp_path)
     try:
-        res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(script,))
+        res = await sup.launch(
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"), extra_args=(script,)
+        )
         session_id = res["session"]["id"]
         assert "rtcap_" not in json.dumps(res)
         directory = sup.live[session_id].directory
@@ -168,7 +171,8 @@ async def test_a_session_killed_while_holding_its_turn_hands_it_back_at_once(
 
     try:
         res = await sup.launch(
-            agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=("import time; time.sleep(120)",)
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"),
+            extra_args=("import time; time.sleep(120)",),
         )
         session_id = res["session"]["id"]
         first = await runtime.call(

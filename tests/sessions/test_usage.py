@@ -15,6 +15,7 @@ import pytest
 from roundtable.config import PriceConfig
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import usage
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.services.sessions.usage_stream import Meter, Usage
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
@@ -82,11 +83,8 @@ async def _supervised(runtime: Runtime, tmp_path: Path, stream: Path, **launch: 
     sup = await start_supervisor(runtime, base_dir=tmp_path, revoke_grace=60)
     try:
         res = await sup.launch(
-            agent_id="implementer-1",
-            task_id=task_id,
-            adapter="scripted",
+            LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted", **launch),
             extra_args=("--usage-stream", str(stream), "--turn-timeout", "3"),
-            **launch,
         )
         session_id = res["session"]["id"]
         await sup.wait(session_id, 60)

@@ -86,6 +86,7 @@ SERVICE_MODELS = (
     "resource.claim",
     "security.review",
     "session.heartbeat",
+    "session.launch",
     "session.open",
     "session.record_exit",
     "session.record_message",

@@ -15,6 +15,7 @@ from roundtable.runtime import Runtime
 from roundtable.services.repository.patches import read_patch
 from roundtable.services.sessions import adapters
 from roundtable.services.sessions import records as sessions
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import start_supervisor
 from tests.sessions.helpers import make_task
 
@@ -37,7 +38,9 @@ LINK = "import os; os.symlink('/etc/passwd', 'passwd')"
 
 
 async def _session(rt: Runtime, sup, task_id: str, script: str) -> str:  # type: ignore[no-untyped-def]
-    res = await sup.launch(agent_id="implementer-1", task_id=task_id, adapter="scripted", extra_args=(script,))
+    res = await sup.launch(
+        LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted"), extra_args=(script,)
+    )
     session_id = str(res["session"]["id"])
     await sup.wait(session_id, 60)
     return session_id

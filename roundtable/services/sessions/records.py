@@ -425,6 +425,17 @@ async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
 LAUNCH_REFUSED = EventType.SESSION_LAUNCH_REFUSED
 
 
+class LaunchArgs(Args):
+    # `session.launch` (the operator's; the dispatcher's too): what the supervisor starts.
+    agent_id: Id = Field(description="Agent (implementer-N, reviewer-N, tester-1, security-1, architect-N).")
+    task_id: Id = Field(description="Task the session works on.")
+    proposal_id: Id = Field(default="", description="Proposal (reviewer, tester, security).")
+    run_id: Id = Field(default="", description="Run (default: the latest active run).")
+    adapter: Text = Field(default="", description="Adapter (default: the agent's; `scripted` = the demo agent).")
+    model: Text = Field(default="", description="Model override.")
+    briefing: Text = Field(default="", description="Why the session is launched, for its briefing.")
+
+
 class RecordRefusalArgs(Args):
     # `session.record_refusal` (internal: the supervisor's).
     agent_id: Id = Field(description="Agent.")

@@ -18,6 +18,7 @@ from roundtable.domain import TERMINAL_TASK_STATUSES
 from roundtable.services.coordination.agents import configured_agents
 from roundtable.services.sessions.adapters import registry
 from roundtable.services.sessions.capabilities import role_for_agent
+from roundtable.services.sessions.records import LaunchArgs
 from roundtable.services.views import entity as views
 from roundtable.services.views.models import AgentRow, SessionRow
 from roundtable.store.records import AgentSession
@@ -117,11 +118,13 @@ class SessionFlow(Flow):
             return
         ok, result = await self.console.attempt(
             supervisor.launch(
-                agent_id=request.agent_id,
-                task_id=request.task_id,
-                proposal_id=request.proposal_id,
-                run_id=self.console.run_id,
-                adapter=request.adapter,
+                LaunchArgs(
+                    agent_id=request.agent_id,
+                    task_id=request.task_id,
+                    proposal_id=request.proposal_id,
+                    run_id=self.console.run_id,
+                    adapter=request.adapter,
+                )
             ),
             title="session.launch",
         )
