@@ -115,6 +115,20 @@ async def _measure(root: Path) -> list[dict[str, Any]]:
         median, p95 = _stats(samples)
         rows.append(_row("watch", "snapshot page (newest 10, one run) median", median, "ms", f"p95 {p95:.2f} ms"))
 
+        # An agent's start-up read and its news page (no run, no types: what concerns it), on the
+        # whole store: reviewer-1 acts in none of these events, so the watch looks at all of them.
+        from roundtable.tools.context import Caller
+
+        agent = Caller("agent", "http", agent_id="reviewer-1")
+        for name, args in (("start-up read", {}), ("news after a cursor", {"after_event_id": EVENTS - 1000})):
+            samples = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                await runtime.call("table.watch", args, agent)
+                samples.append((time.perf_counter() - t0) * 1000)
+            median, p95 = _stats(samples)
+            rows.append(_row("watch", f"agent's {name} (what concerns it) median", median, "ms", f"p95 {p95:.1f} ms"))
+
         # Long poll: how soon after a commit does a waiting watch return?
         latencies = []
         for _ in range(20):
