@@ -89,7 +89,8 @@ async def _cycles(runtime: Any, run_id: str, arrivals: Arrivals) -> tuple[list[f
     current = {"request": 0}
 
     async def request(tx: Any) -> None:
-        current["request"] = int((await turns.request_turn(tx, run_id, AGENT, "bench"))["request_event_id"])
+        asked = turns.TurnRequestArgs(run_id=run_id, agent_id=AGENT, reason_md="bench")
+        current["request"] = int((await turns.request_turn(tx, asked))["request_event_id"])
 
     async def schedule(tx: Any) -> None:
         await turns.schedule_next(tx, run_id)
@@ -98,7 +99,9 @@ async def _cycles(runtime: Any, run_id: str, arrivals: Arrivals) -> tuple[list[f
         await turns.start_turn(tx, run_id, AGENT, current["request"])
 
     async def complete(tx: Any) -> None:
-        await turns.complete_turn(tx, run_id, AGENT, current["request"])
+        await turns.complete_turn(
+            tx, turns.TurnArgs(run_id=run_id, agent_id=AGENT, request_event_id=current["request"])
+        )
 
     steps: list[tuple[str, Callable[[Any], Any]]] = [
         ("requested", request),

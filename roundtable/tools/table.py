@@ -1,16 +1,14 @@
 """Run state and turns: `table.get_state`, `table.watch`, `agent.turn_request|start|complete`.
 The table's two reads are declared in `services.coordination.state`, which receives their
-arguments whole with the caller's scope."""
+arguments whole with the caller's scope; the turn operations' in `services.coordination.turns`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
-
-from roundtable.services.args import Args, Id, Positive, Text
 from roundtable.services.coordination import state, turns
 from roundtable.services.coordination.state import GetStateArgs, WatchArgs
+from roundtable.services.coordination.turns import TurnArgs, TurnRequestArgs
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
 from roundtable.tools.schema import RECORD, RECORDS, boolean, integer, result, string
@@ -30,39 +28,16 @@ async def watch(call: Call[WatchArgs]) -> dict[str, Any]:
     return await state.watch(call.runtime.db, call.args, call.scope, agent_id)
 
 
-_AGENT = "Your agent id (default: the one your credential names)."
-_REQUEST = "From agent.turn_request."
-
-
-class TurnRequestArgs(Args):
-    allow_blank = frozenset({"run_id", "reason_md"})
-
-    run_id: Id
-    agent_id: Id = Field("", description=_AGENT)
-    reason_md: Text = Field(description="Why (1-1000 characters).")
-
-
 async def turn_request(call: Call[TurnRequestArgs]) -> dict[str, Any]:
-    a = call.args
-    return await turns.request_turn(call.w, a.run_id, a.agent_id, a.reason_md)
-
-
-class TurnArgs(Args):
-    allow_blank = frozenset({"run_id"})
-
-    run_id: Id
-    agent_id: Id = Field("", description=_AGENT)
-    request_event_id: Positive = Field(description=_REQUEST)
+    return await turns.request_turn(call.w, call.args)
 
 
 async def turn_start(call: Call[TurnArgs]) -> dict[str, Any]:
-    a = call.args
-    return await turns.poll_start_turn(call.runtime.db, a.run_id, a.agent_id, a.request_event_id)
+    return await turns.poll_start_turn(call.runtime.db, call.args)
 
 
 async def turn_complete(call: Call[TurnArgs]) -> dict[str, Any]:
-    a = call.args
-    return await turns.complete_turn(call.w, a.run_id, a.agent_id, a.request_event_id)
+    return await turns.complete_turn(call.w, call.args)
 
 
 TOOLS = [

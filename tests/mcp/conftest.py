@@ -130,7 +130,8 @@ async def http_client(
 async def schedule_turn(runtime: Runtime, run_id: str, agent_id: str = AGENT) -> int:
     """Request a turn for `agent_id` and let the Chair's scheduling step run; the request id."""
     async with runtime.db.write() as tx:
-        req = await turns.request_turn(tx, run_id, agent_id, "mcp test")
+        asked = turns.TurnRequestArgs(run_id=run_id, agent_id=agent_id, reason_md="mcp test")
+        req = await turns.request_turn(tx, asked)
     async with runtime.db.write() as tx:
         await turns.schedule_next(tx, run_id)
     return int(req["request_event_id"])

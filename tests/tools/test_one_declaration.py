@@ -64,6 +64,9 @@ def test_long_signatures_are_counted(tmp_path: Path) -> None:
 
 # Operations whose service receives the validated model itself.
 SERVICE_MODELS = (
+    "agent.turn_complete",
+    "agent.turn_request",
+    "agent.turn_start",
     "claim.reconcile",
     "claim.revoke",
     "decision.record",

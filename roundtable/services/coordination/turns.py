@@ -11,6 +11,8 @@ Every function here runs inside the caller's transaction (the tools run in `BEGI
 so the read-check-append of a request is serialised across processes by SQLite's write lock),
 except `poll_start_turn` (the tool `agent.turn_start`), which refuses a start that is not yet allowed on a read snapshot first and
 only then opens its write transaction: agents that poll it before their turn cost a point read.
+The agents' three turn operations are declared here (`TurnRequestArgs`, `TurnArgs`) and received
+whole; `start_turn` is the start itself, for callers that hold a transaction.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from roundtable import clock
 from roundtable.domain import CHAIR_ID, TURN_EVENTS, RunStatus, TurnEvent
 from roundtable.errors import NotYet, ToolError, ValidationError
+from roundtable.services.args import Args, Id, Positive, Text
 from roundtable.services.coordination.agents import get_agent
 from roundtable.services.coordination.runs import get_run
 from roundtable.services.run_scope import active_runs
@@ -249,9 +254,31 @@ async def _require(tx: Reader | Tx, tool: str, run_id: str, agent_id: str, **mor
     raise ValidationError(text)
 
 
-async def request_turn(tx: Tx, run_id: str, agent_id: str, reason_md: str) -> dict[str, Any]:
+_AGENT = "Your agent id (default: the one your credential names)."
+
+
+class TurnRequestArgs(Args):
+    # `agent.turn_request`: a blank run or reason is refused by `_require`, naming what is missing.
+    allow_blank = frozenset({"run_id", "reason_md"})
+
+    run_id: Id
+    agent_id: Id = Field(default="", description=_AGENT)
+    # The bound applies to the trimmed reason, so `request_turn` checks it (not a maxLength).
+    reason_md: Text = Field(description="Why (1-1000 characters).")
+
+
+class TurnArgs(Args):
+    # `agent.turn_start` and `agent.turn_complete`.
+    allow_blank = frozenset({"run_id"})
+
+    run_id: Id
+    agent_id: Id = Field(default="", description=_AGENT)
+    request_event_id: Positive = Field(description="From agent.turn_request.")
+
+
+async def request_turn(tx: Tx, args: TurnRequestArgs) -> dict[str, Any]:
     """`agent.turn_request`: queue a request (or return the agent's outstanding one)."""
-    reason = reason_md.strip()
+    run_id, agent_id, reason = args.run_id, args.agent_id, args.reason_md.strip()
     await _require(tx, "agent.turn_request", run_id, agent_id, reason_md=reason)
     if len(reason) > MAX_REASON:
         raise ValidationError(f"reason_md must be {MAX_REASON} characters or fewer")
@@ -341,12 +368,13 @@ async def start_turn(tx: Tx, run_id: str, agent_id: str, request_id: int) -> dic
     return await _lifecycle(tx, run_id, agent_id, request_id, STARTED)
 
 
-async def poll_start_turn(db: Database, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:
+async def poll_start_turn(db: Database, args: TurnArgs) -> dict[str, Any]:
     """`agent.turn_start`: checked first on a read snapshot, so a call before the turn is
     scheduled (an agent polling) is refused after one hop to a reader (the run and the turn's
     events by index) without taking the write lock; an allowed start is checked again and
     recorded in one write transaction."""
-    if request_id > 0 and run_id and agent_id:
+    run_id, agent_id, request_id = args.run_id, args.agent_id, args.request_event_id
+    if run_id and agent_id:
         await db.read_call(_check_start_on, run_id, agent_id, request_id)
     else:  # a missing field: the refusal names it (and the active runs)
         async with db.read() as r:
@@ -355,9 +383,9 @@ async def poll_start_turn(db: Database, run_id: str, agent_id: str, request_id: 
         return await start_turn(tx, run_id, agent_id, request_id)
 
 
-async def complete_turn(tx: Tx, run_id: str, agent_id: str, request_id: int) -> dict[str, Any]:
+async def complete_turn(tx: Tx, args: TurnArgs) -> dict[str, Any]:
     """`agent.turn_complete`: finish a started turn so the queue moves on."""
-    return await _lifecycle(tx, run_id, agent_id, request_id, COMPLETED)
+    return await _lifecycle(tx, args.run_id, args.agent_id, args.request_event_id, COMPLETED)
 
 
 # --- the Chair's side --------------------------------------------------------------------------
