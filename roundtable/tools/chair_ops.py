@@ -3,7 +3,8 @@
 Every write the Chair makes goes through `Runtime.call` as the caller `chair` — validated,
 labelled `chair.<step>` on the change bus and in the audit trail, its events stamped with the
 Chair's principal — instead of opening the database itself. The Chair decides what
-to do from the stored state; these handlers do it through `services.coordination.chair_steps`.
+to do from the stored state; these handlers do it through `services.coordination.chair_steps`, which declares the
+operations' arguments and receives them whole.
 
 - `chair.assign_tasks`: a batch of open tasks to the least loaded implementers (one transaction,
   a savepoint per task);
@@ -17,145 +18,65 @@ to do from the stored state; these handlers do it through `services.coordination
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from roundtable import clock
-from roundtable.domain import RunStatus
-from roundtable.services.args import Args, Count, Id, Text, Texts
+from roundtable.services.args import Args
 from roundtable.services.coordination import chair_steps
+from roundtable.services.coordination.chair_steps import (
+    AssignTasksArgs,
+    EndRunArgs,
+    MarkInReviewArgs,
+    NoteRetryArgs,
+    RecordErrorArgs,
+    RunArgs,
+    TimedArgs,
+)
 from roundtable.services.governance.run_end import wind_down
 from roundtable.store.db import Tx
 from roundtable.tools.context import Call
 from roundtable.tools.registry import Handler, ToolSpec
 
 _OBJECT = {"type": "object"}
-_RUN = "The run the Chair is ticking (its events go there)."
-_NOW = "Evaluate time-based expiry at this instant (RFC 3339 UTC; default now)."
-
-
-class RunArgs(Args):
-    run_id: Id = Field(description=_RUN)
-
-
-class TimedArgs(RunArgs):
-    now: Text = Field("", description=_NOW)
-
-
-class RecordErrorArgs(RunArgs):
-    step: Text = Field(description="The tick step.")
-    item: Text = Field("", description="The task or proposal that failed ('' for the step itself).")
-    error: Text = Field(description="What went wrong.")
 
 
 async def record_error(call: Call[RecordErrorArgs]) -> dict[str, Any]:
-    a = call.args
-    recorded = await chair_steps.record_error(call.w, a.run_id, a.step, a.item, a.error, actor=call.actor)
-    return {"recorded": recorded}
-
-
-class AssignTasksArgs(RunArgs):
-    task_ids: Texts = Field(description="The tasks, in assignment order.")
-    agents: Texts = Field(description="The enabled implementers, in pool order (ties go to the earliest).")
-    load: dict[str, Count] = Field({}, description="Open tasks per agent.")
+    return {"recorded": await chair_steps.record_error(call.w, call.args, actor=call.actor)}
 
 
 async def assign_tasks(call: Call[AssignTasksArgs]) -> dict[str, Any]:
-    a = call.args
-    done = await chair_steps.assign_tasks(
-        call.w, a.run_id, list(a.task_ids), list(a.agents), dict(a.load), actor=call.actor
-    )
+    done = await chair_steps.assign_tasks(call.w, call.args, actor=call.actor)
     return {"assigned": done.assigned, "failures": done.failures, "load": done.load}
 
 
-class MarkInReviewArgs(RunArgs):
-    proposal_id: Id = Field(description="The proposal.")
-    task_id: Id = Field("", description="Its task.")
-    revision: Id = Field(description="The revision reviewed (its sha256, or r<number> before any patch).")
-    roles: Texts = Field([], description="The roles the policy asks to review.")
-    reviewers: Texts = Field([], description="The reviewers asked (agent ids).")
-
-
 async def mark_in_review(call: Call[MarkInReviewArgs]) -> dict[str, Any]:
-    a = call.args
-    payload = {
-        "proposal_id": a.proposal_id,
-        "reviewers": list(a.reviewers),
-        "roles": list(a.roles),
-        "revision": a.revision,
-    }
-    announced = await chair_steps.mark_in_review(call.w, a.run_id, a.proposal_id, a.task_id, payload, actor=call.actor)
+    payload, announced = await chair_steps.mark_in_review(call.w, call.args, actor=call.actor)
     return {"review_requested": payload, "announced": announced}
 
 
 async def sweep_claims(call: Call[TimedArgs]) -> dict[str, Any]:
-    return {"expired": await chair_steps.sweep_claims(call.w, call.args.run_id, call.args.now or clock.now())}
+    return {"expired": await chair_steps.sweep_claims(call.w, call.args)}
 
 
 async def expire_turns(call: Call[TimedArgs]) -> dict[str, Any]:
-    timings = call.runtime.config.chair
-    expired = await chair_steps.expire_turns(
-        call.w,
-        call.args.run_id,
-        call.args.now or clock.now(),
-        start_timeout=timings.turn_start_timeout,
-        turn_timeout=timings.turn_timeout,
-    )
-    return {"expired": expired}
+    return {"expired": await chair_steps.expire_turns(call.w, call.args, call.runtime.config.chair)}
 
 
 async def schedule_turn(call: Call[RunArgs]) -> dict[str, Any]:
-    return {"scheduled": await chair_steps.schedule_turn(call.w, call.args.run_id)}
-
-
-if TYPE_CHECKING:
-    Ending = str
-else:
-    Ending = Literal[chair_steps.ENDINGS]
-
-
-class EndRunArgs(RunArgs):
-    status: Ending = Field(description="How the run ended.")
-    iterations: Count
-    reason: Text = Field("", description="Why it converged.")
-    error: Text = Field("", description="Why it failed.")
+    return {"scheduled": await chair_steps.schedule_turn(call.w, call.args)}
 
 
 async def end_run(call: Call[EndRunArgs]) -> dict[str, Any]:
     a = call.args
-    payload: dict[str, Any] = {"iterations": a.iterations}
-    if a.status == RunStatus.FAILED:
-        payload["error"] = a.error
-    else:
-        payload["reason"] = a.reason
 
     async def wind(tx: Tx) -> dict[str, Any]:
         return (await wind_down(tx, a.run_id, a.status, actor=call.actor)).to_dict()
 
-    wound = await chair_steps.end_run(call.w, a.run_id, a.status, payload, actor=call.actor, wind_down=wind)
+    payload, wound = await chair_steps.end_run(call.w, a, actor=call.actor, wind_down=wind)
     return {"run_id": a.run_id, "status": a.status, **payload, **wound}
 
 
-class NoteRetryArgs(RunArgs):
-    iteration: Count
-    attempt: Count
-    max_attempts: Count
-    error: Text = Field(description="What failed.")
-    next_retry_delay: Text = Field(description="The delay before the retry, e.g. 250ms.")
-
-
 async def note_retry(call: Call[NoteRetryArgs]) -> dict[str, Any]:
-    a = call.args
-    payload = {
-        "iteration": a.iteration,
-        "attempt": a.attempt,
-        "max_attempts": a.max_attempts,
-        "error": a.error,
-        "next_retry_delay": a.next_retry_delay,
-    }
-    await chair_steps.note_retry(call.w, a.run_id, payload, actor=call.actor)
-    return payload
+    return await chair_steps.note_retry(call.w, call.args, actor=call.actor)
 
 
 def _spec(name: str, description: str, args: type[Args], handler: Handler, *, urgent: bool = False) -> ToolSpec:

@@ -17,6 +17,7 @@ from roundtable.tools.registry import get_registry
 
 CONVERTED = (
     "approvals",
+    "chair_ops",
     "gateway_ops",
     "memory",
     "operator_ops",
@@ -67,6 +68,14 @@ SERVICE_MODELS = (
     "agent.turn_complete",
     "agent.turn_request",
     "agent.turn_start",
+    "chair.assign_tasks",
+    "chair.end_run",
+    "chair.expire_turns",
+    "chair.mark_in_review",
+    "chair.note_retry",
+    "chair.record_error",
+    "chair.schedule_turn",
+    "chair.sweep_claims",
     "claim.reconcile",
     "claim.revoke",
     "decision.record",
