@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from roundtable.runtime import Runtime
     from roundtable.server.http import HttpServer
     from roundtable.server.socket import SocketServer
+    from roundtable.services.sessions.records import LaunchArgs
     from roundtable.supervisor import Supervisor
 
 log = logging.getLogger("roundtable.owner")
@@ -483,11 +484,11 @@ class Owner:
             return
         events_log = logging.getLogger(EVENTS_LOGGER)
 
-        async def logged_launch(*args: Any, **kwargs: Any) -> Any:
+        async def logged_launch(args: LaunchArgs, **kwargs: Any) -> Any:
             try:
-                return await launch(*args, **kwargs)
+                return await launch(args, **kwargs)
             except RoundtableError as exc:
-                who = f"agent {kwargs.get('agent_id') or '?'}, task {kwargs.get('task_id') or '-'}"
+                who = f"agent {args.agent_id.strip() or '?'}, task {args.task_id.strip() or '-'}"
                 text = str(exc)
                 if text.startswith("launch "):  # `launch codex failed: No such file or directory`
                     events_log.warning("%s (%s)", text, who)
