@@ -17,6 +17,7 @@ from roundtable.tools.registry import get_registry
 
 CONVERTED = (
     "approvals",
+    "autopilot_ops",
     "chair_ops",
     "gateway_ops",
     "memory",
@@ -65,6 +66,9 @@ def test_long_signatures_are_counted(tmp_path: Path) -> None:
 
 # Operations whose service receives the validated model itself.
 SERVICE_MODELS = (
+    "autopilot.block_task",
+    "autopilot.record",
+    "autopilot.set_enabled",
     "agent.turn_complete",
     "agent.turn_request",
     "agent.turn_start",

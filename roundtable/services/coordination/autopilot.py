@@ -2,7 +2,8 @@
 dispatcher decides from.
 
 Every write here runs inside the caller's transaction (the dispatcher reaches them through its
-internal operations, `tools/autopilot_ops.py`). Events:
+internal operations, `tools/autopilot_ops.py`, whose arguments are declared here and received
+whole). Events:
 
 - `autopilot.enabled` / `autopilot.disabled` — the operator turned it on or off;
 - `autopilot.dispatched` {agent_id, role, task_id, proposal_id, reason, attempt, session_id};
@@ -20,11 +21,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import EventType, TaskStatus
 from roundtable.errors import NotFound, ValidationError
+from roundtable.services.args import Args, Flag, Id, Object, Text
+from roundtable.services.run_scope import active_runs
 from roundtable.store import rows
 from roundtable.store.db import Reader, Tx
 from roundtable.store.records import Task
@@ -44,6 +49,36 @@ EVENT_TYPES = frozenset(
 )
 MAX_REASON = 2000
 
+if TYPE_CHECKING:
+    DispatcherEvent = str
+else:
+    DispatcherEvent = Literal[tuple(sorted(EVENT_TYPES))]
+
+
+class SetEnabledArgs(Args):
+    # `autopilot.set_enabled` (the operator's).
+    enabled: Flag = Field(description="On (true) or off (false).")
+    run_id: Id = Field(default="", description="Only this run's log.")
+
+
+class RecordArgs(Args):
+    # `autopilot.record` (internal: the dispatcher's).
+    allow_blank = frozenset({"run_id"})
+
+    type: DispatcherEvent = Field(description="The event type.")
+    payload: Object
+    run_id: Id = Field(description="The run the event belongs to.")
+    task_id: Id = Field(default="", description="The task it concerns.")
+
+
+class BlockTaskArgs(Args):
+    # `autopilot.block_task` (internal: the dispatcher's; the budgets block a task the same way).
+    allow_blank = frozenset({"run_id"})
+
+    task_id: Id = Field(description="The task.")
+    reason: Text = Field(description="Why it is blocked.")
+    run_id: Id = Field(description="The run the event belongs to.")
+
 
 def clip(text: str, limit: int = MAX_REASON) -> str:
     """A reason cut to a size an event can carry."""
@@ -51,18 +86,27 @@ def clip(text: str, limit: int = MAX_REASON) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-async def record(tx: Tx, run_id: str, type: str, payload: dict[str, Any], *, actor: str, task_id: str = "") -> int:
-    """Append one autopilot event; returns its id."""
-    if type not in EVENT_TYPES:
-        raise ValidationError(f"unknown autopilot event {type} (allowed: {', '.join(sorted(EVENT_TYPES))})")
-    event = await tx.append_event(run_id, type, payload, actor_id=actor, task_id=task_id)
+async def record(tx: Tx, args: RecordArgs, *, actor: str) -> int:
+    """Append one autopilot event (its type one of `EVENT_TYPES`, as the model holds); its id."""
+    event = await tx.append_event(args.run_id, args.type, dict(args.payload), actor_id=actor, task_id=args.task_id)
     return int(event.id)
 
 
-async def block_task(tx: Tx, run_id: str, task_id: str, reason: str, *, actor: str = ACTOR) -> Task:
+async def set_enabled(tx: Tx, args: SetEnabledArgs, *, actor: str) -> list[str]:
+    """`autopilot.enabled` / `autopilot.disabled` in `args.run_id`, else in every active run (the
+    log of no run when none is); the runs named."""
+    runs = [args.run_id] if args.run_id else await active_runs(tx)
+    kind = EventType.AUTOPILOT_ENABLED if args.enabled else EventType.AUTOPILOT_DISABLED
+    for run_id in runs or [""]:
+        await tx.append_event(run_id, kind, {"enabled": args.enabled}, actor_id=actor)
+    return runs
+
+
+async def block_task(tx: Tx, args: BlockTaskArgs, *, actor: str = ACTOR) -> Task:
     """Mark a task `blocked` with the reason (`task.blocked`); a task already terminal is refused.
     A task already blocked is left as it is, without another `task.blocked`: each one is a
     notification, and one blocked task sent the operator the same webhook three times."""
+    run_id, task_id, reason = args.run_id, args.task_id, args.reason
     task = await tx.one(Task, "SELECT * FROM tasks WHERE id = ?", (task_id,))
     if task is None:
         raise NotFound("task", task_id)

@@ -135,7 +135,8 @@ async def enforce(tx: Tx, budgets: BudgetsConfig, rec: Recorded, *, actor: str) 
         stop = crossing.reason
         status = await tx.scalar("SELECT status FROM tasks WHERE id = ?", (rec.task_id,))
         if status is not None and status not in TERMINAL_TASK_STATUSES and status != TaskStatus.BLOCKED:
-            await autopilot.block_task(tx, rec.run_id, rec.task_id, crossing.reason, actor=actor)
+            blocked = autopilot.BlockTaskArgs(run_id=rec.run_id, task_id=rec.task_id, reason=crossing.reason)
+            await autopilot.block_task(tx, blocked, actor=actor)
     if stop:
         await sessions.revoke_capabilities(tx, rec.session_id, stop)
     return Enforced(crossed, stop)

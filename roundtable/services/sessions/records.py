@@ -398,7 +398,7 @@ async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
     `session.limit_reached` is recorded, and the task it works on is blocked with the reason
     (unless already closed). The supervisor then stops the process."""
     from roundtable.domain import TERMINAL_TASK_STATUSES
-    from roundtable.services.coordination.autopilot import block_task
+    from roundtable.services.coordination.autopilot import BlockTaskArgs, block_task
     from roundtable.services.sessions import capabilities
 
     session = await get(tx, session_id)
@@ -417,7 +417,9 @@ async def limit_reached(tx: Tx, session_id: str, reason: str) -> dict[str, Any]:
         status = await tx.scalar("SELECT status FROM tasks WHERE id = ?", (task_id,))
         if status is not None and status not in TERMINAL_TASK_STATUSES and status != TaskStatus.BLOCKED:
             why = f"session {session_id} of {session.agent_id} was stopped by a limit: {reason}"
-            await block_task(tx, session.run_id, task_id, why, actor=SUPERVISOR_ACTOR)
+            await block_task(
+                tx, BlockTaskArgs(run_id=session.run_id, task_id=task_id, reason=why), actor=SUPERVISOR_ACTOR
+            )
             blocked = True
     return {"session_id": session_id, "task_id": task_id, "blocked": blocked}
 
