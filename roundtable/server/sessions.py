@@ -77,15 +77,18 @@ class CapabilityPrincipal:
         return self
 
     async def tools(self, ctx: mcp_adapter.Ctx) -> list[tuple[ToolSpec, dict[str, Any]]]:
+        """What the session is shown: its role's listing (`roles.listed_for`, of kind `WORKSPACE`
+        when the session has a workspace) cut to its capability's set. A listing, not an
+        authority: every tool of the capability's set stays callable (`capabilities.check_call`
+        decides), listed or not."""
         cap = await self.current()
         if cap is None or not capabilities.is_live(cap) or await self.tool_state() == ():
             return []
-        # What the role may call, cut to what it usefully calls, and in a workspace what only a
-        # session there does (propose its diff, bring the project's tree in).
-        extra = roles.workspace_only(cap.role) if await self._has_workspace(cap) else frozenset()
-        allowed = {
-            name for name in capabilities.allowed_tools(cap.role) if roles.shows(cap.role, name) or name in extra
-        }
+        # What the role may call, cut to what it usefully calls. A session in a workspace has its
+        # own editor, shell and search: it is listed as `?tools=workspace` is on the shared
+        # endpoint (none of the tools those replace, and what only a session there does).
+        kind = roles.WORKSPACE if await self._has_workspace(cap) else ""
+        allowed = {name for name in capabilities.allowed_tools(cap.role) if roles.shows(cap.role, name, kind)}
         return [
             # As on the shared endpoint, an agent is not shown who acts: its capability decides.
             (spec, capabilities.session_schema(mcp_adapter.agent_schema(spec), cap))

@@ -12,7 +12,7 @@ A listing also depends on the session's **kind**: a harness working in its own w
 its native editor, shell and search (`WORKSPACE`, asked for with `?tools=workspace` on the shared
 endpoint) reads and edits files itself, so it is not shown the tools that do that through
 roundtable (`NATIVE`): about half an implementer's list. A capability session in a workspace is
-shown its role's list and the workspace tools (`workspace_only`).
+listed the same way (cut to what its capability allows); it may still call the rest of its set.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """What the stubbed model does in an implementer session: the turn protocol around one change.
 
 request a turn → start it (after `table_watch` long polls while the Chair has not scheduled it) →
-claim the file for writing → propose the patch → complete the turn → a final answer. Each step is
-decided from the tool calls already made and their results, so a failed call ends the session
-with an answer that names it (the test then shows it) instead of repeating blindly.
+edit the file with the harness's own tools → propose the workspace's diff → complete the turn →
+a final answer. Each step is decided from the tool calls already made and their results, so a
+failed call ends the session with an answer that names it (the test then shows it) instead of
+repeating blindly.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from pathlib import Path
 
 from .model_stub import Answer, Exchange, Script, Step, ToolCall
 
@@ -41,12 +43,35 @@ def request_event_id(result: str) -> int:
     return int(found.group(1)) if found else 0
 
 
+def claude_edit(ws: Path, path: str, old: str, new: str) -> list[ToolCall]:
+    """Claude Code's own edit of `path` in workspace `ws`: Read, then Edit (it refuses an Edit of
+    a file it has not read)."""
+    file_path = str(ws / path)
+    return [
+        ToolCall("Read", {"file_path": file_path}),
+        ToolCall("Edit", {"file_path": file_path, "old_string": old, "new_string": new}),
+    ]
+
+
+def codex_edit(ws: Path, path: str, old: str, new: str) -> list[ToolCall]:
+    """Codex's own edit of `path` (relative to its working directory, the workspace): `new` is
+    `old` with lines added at its end, written in Codex's patch format (the last line of the file
+    as context). Codex applies an `apply_patch` command itself (its own patch tool), not through a
+    shell."""
+    context = old.rstrip("\n").splitlines()[-1]
+    added = new[len(old) :].splitlines()
+    body = "\n".join([" " + context, *("+" + line for line in added)])
+    patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n{body}\n*** End Patch\n"
+    return [ToolCall("exec_command", {"cmd": f"apply_patch <<'EOF'\n{patch}EOF\n"})]
+
+
 def _ok(history: list[Exchange], tool: str) -> Exchange | None:
     return next((e for e in history if e.tool == tool and not e.is_error), None)
 
 
-def implementer(path: str, patch: str, title: str) -> Script:
-    """The implementer's script for one change to `path`."""
+def implementer(edit: list[ToolCall], title: str) -> Script:
+    """The implementer's script for one change made in its workspace with the harness's own
+    tools (`edit`: Claude Code's Read and Edit, Codex's `apply_patch`), then proposed."""
 
     def script(history: list[Exchange]) -> Step:
         last = history[-1] if history else None
@@ -63,34 +88,18 @@ def implementer(path: str, patch: str, title: str) -> Script:
             if last is not None and last.tool == "agent_turn_start":
                 return ToolCall("table_watch", {"after_event_id": request_id, "limit": 50, "wait_ms": 2000})
             return ToolCall("agent_turn_start", {"request_event_id": request_id})
-        for tool, arguments in (
-            (
-                "resource_claim",
-                {
-                    "resource_type": "file",
-                    "resource_id": f"file:{path}",
-                    "path": path,
-                    "claim_type": "write",
-                    "rationale": f"editing {path} for: {title}",
-                },
-            ),
-            (
-                "proposal_create",
-                {
-                    "title": title,
-                    "summary_md": f"Change `{path}`: {title}.",
-                    "affected_resources": [f"file:{path}"],
-                    "risk": "normal",
-                    "patch": patch,
-                },
-            ),
-            ("agent_turn_complete", {"request_event_id": request_id}),
+        for step in (
+            *edit,
+            # The session's capability names its task: workspace_propose claims what the diff
+            # touches and records it as a proposal.
+            ToolCall("workspace_propose", {"title": title, "summary_md": f"{title}."}),
+            ToolCall("agent_turn_complete", {"request_event_id": request_id}),
         ):
-            if _ok(history, tool) is None:
-                if last is not None and last.tool == tool:
-                    return Answer(f"FAILED {tool}: {last.result}")
-                return ToolCall(tool, arguments)
-        return Answer("Done: claimed, proposed and completed the turn.")
+            if _ok(history, step.tool) is None:
+                if last is not None and last.tool == step.tool:
+                    return Answer(f"FAILED {step.tool}: {last.result}")
+                return step
+        return Answer("Done: edited, proposed and completed the turn.")
 
     return script
 

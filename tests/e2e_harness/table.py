@@ -238,3 +238,11 @@ class KeyWatch:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(10)
+
+
+def workspace_diff(ws: Path) -> str:
+    """`git diff` of the workspace against its base (the worktree's HEAD), as a user runs it."""
+    # As root the sandboxed harness runs as another uid and the workspace is its: say it is safe.
+    git = ["git", "-c", "safe.directory=*", "-C", str(ws)]
+    subprocess.run([*git, "add", "-A"], check=True, capture_output=True)
+    return subprocess.run([*git, "diff", "--cached"], check=True, capture_output=True, text=True).stdout

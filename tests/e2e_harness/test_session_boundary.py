@@ -23,7 +23,7 @@ from roundtable.services.sessions import preflight
 
 from .model_stub import StubServer
 from .scripts import implementer
-from .table import CHANGED, PATCH, TITLE, Owner, launch, operator_env, prepare_project, query, seed, session_log
+from .table import TITLE, Owner, launch, operator_env, prepare_project, query, seed, session_log
 from .test_supervised_sessions import ANTHROPIC_KEY, PROVIDER_KEY, SESSION_TIMEOUT, SPEND
 
 pytestmark = pytest.mark.e2e_harness
@@ -65,7 +65,7 @@ def test_a_budget_reached_mid_session_refuses_the_next_request_and_stops_the_ses
 ) -> None:
     root = tmp_path / "demo"
     key = ANTHROPIC_KEY if adapter == "claude" else PROVIDER_KEY
-    stub = StubServer(implementer(CHANGED, PATCH, TITLE), usage=SPEND, keys=(key,)).start()
+    stub = StubServer(implementer([], TITLE), usage=SPEND, keys=(key,)).start()
     try:
         budgets = {"budgets": {"task": {"tokens": TASK_BUDGET_TOKENS}}}
         prepare_project(root, socket_dir, adapter, upstream=stub.url, settings=budgets)
@@ -106,7 +106,7 @@ def test_a_refused_operator_key_ends_the_session_within_seconds(
 ) -> None:
     root = tmp_path / "demo"
     right = ANTHROPIC_KEY if adapter == "claude" else PROVIDER_KEY
-    stub = StubServer(implementer(CHANGED, PATCH, TITLE), usage=SPEND, keys=(right,)).start()
+    stub = StubServer(implementer([], TITLE), usage=SPEND, keys=(right,)).start()
     try:
         prepare_project(root, socket_dir, adapter, upstream=stub.url)
         _run_id, task_id = seed(root)

@@ -3,8 +3,11 @@
 
 For each harness: the demo project with its implementers on that adapter, a real owner
 (`roundtable start`), the operator's `roundtable sessions launch`, and a local stub of the
-harness's model API that scripts the model's side (request a turn, start it, claim the file,
-propose a patch, complete the turn, answer). Everything else is real: the harness, its MCP
+harness's model API that scripts the model's side (request a turn, start it, edit the file in the
+session's workspace with the harness's own tools, propose the workspace's diff with
+`workspace_propose`, complete the turn, answer). A session in a workspace is not shown the tools
+its own editor replaces (`proposal_create`, `resource_claim`, `repo_read_file`, …), so the harness
+could not call them. Everything else is real: the harness, its MCP
 client, the `roundtable mcp stdio` bridge it starts, the session's capability socket, the
 supervisor's sandbox and the owner's database, which the test then reads.
 
@@ -15,8 +18,8 @@ network but its sandbox's loopback, where the gateway is relayed: Claude Code ge
 `ANTHROPIC_BASE_URL` pointing there and a per-session gateway token as its key; Codex a model
 provider in its private CODEX_HOME whose `base_url` is the gateway (the operator's own Codex
 configuration still chooses the model). Codex runs twice: with a model it has no metadata for
-(MCP tools offered as functions) and with its default model ("code mode": MCP tools reached from
-JavaScript through its `exec` tool). While each session runs, its processes' environments and
+(MCP tools offered as functions) and with its default model ("code mode": MCP tools, and its own
+tools, reached from JavaScript through its `exec` tool). While each session runs, its processes' environments and
 every file of its directory and workspace are searched for the operator's key.
 """
 
@@ -33,10 +36,11 @@ from pathlib import Path
 import pytest
 
 from .model_stub import Answer, StubServer, ToolCall, Usage, anthropic_tools, bare, responses_tools
-from .scripts import implementer
+from .scripts import Switch, claude_edit, codex_edit, implementer
 from .table import (
+    AFTER,
+    BEFORE,
     CHANGED,
-    PATCH,
     TITLE,
     KeyWatch,
     Owner,
@@ -44,20 +48,25 @@ from .table import (
     operator_env,
     prepare_project,
     query,
+    rt,
     seed,
     session_log,
     wait_for_end,
+    workspace_diff,
 )
 
 pytestmark = pytest.mark.e2e_harness
 SESSION_TIMEOUT = 180.0
+# The roundtable calls, in order; the harness's own edit (its case's `edit`) comes between the
+# start of the turn and the proposal.
 EXPECTED_STEPS = [
     "agent_turn_request",
     "agent_turn_start",
-    "resource_claim",
-    "proposal_create",
+    "workspace_propose",
     "agent_turn_complete",
 ]
+# What a session in its workspace is not shown: its own editor, shell and search do that.
+NOT_SHOWN = ("proposal_create", "resource_claim", "repo_read_file", "vote_cast", "patch_apply", "task_create")
 # What the stub reports for every model request (distinct numbers, so a mix-up shows).
 SPEND = Usage(input_tokens=1234, output_tokens=321, cached_tokens=456, cache_creation_tokens=78)
 ANTHROPIC_KEY = "sk-ant-stub-e2e-harness"
@@ -105,38 +114,55 @@ class Case:
     adapter: str
     setup: Callable[[Path, StubServer], dict[str, str]]
     key_header: tuple[str, str]  # the header carrying the operator's key, and its value
-    direct: str  # how proposal_create is offered directly ("" when only through `exec`)
+    direct: str  # how workspace_propose is offered directly ("" when only through `exec`)
+    edit: Callable[[Path, str, str, str], list[ToolCall]]  # the harness's own edit of a file
     upstream: bool = True  # `adapters.<adapter>.upstream` names the stub (else the setup does)
 
 
 CASES = {
-    "claude": Case("claude", claude_setup, ("x-api-key", ANTHROPIC_KEY), "mcp__roundtable__proposal_create"),
-    "codex": Case(
-        "codex", codex_plain_setup, ("authorization", f"Bearer {PROVIDER_KEY}"), "mcp__roundtable.proposal_create"
+    "claude": Case(
+        "claude", claude_setup, ("x-api-key", ANTHROPIC_KEY), "mcp__roundtable__workspace_propose", claude_edit
     ),
-    "codex-code-mode": Case("codex", codex_code_mode_setup, ("authorization", f"Bearer {PROVIDER_KEY}"), ""),
+    "codex": Case(
+        "codex",
+        codex_plain_setup,
+        ("authorization", f"Bearer {PROVIDER_KEY}"),
+        "mcp__roundtable.workspace_propose",
+        codex_edit,
+    ),
+    "codex-code-mode": Case(
+        "codex", codex_code_mode_setup, ("authorization", f"Bearer {PROVIDER_KEY}"), "", codex_edit
+    ),
     "codex-own-provider": Case(
         "codex",
         codex_own_provider_setup,
         ("authorization", f"Bearer {PROVIDER_KEY}"),
-        "mcp__roundtable.proposal_create",
+        "mcp__roundtable.workspace_propose",
+        codex_edit,
         upstream=False,
     ),
 }
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
-def test_supervised_implementer_claims_proposes_and_completes_its_turn(
+def test_supervised_implementer_edits_proposes_and_completes_its_turn(
     case_id: str, tmp_path: Path, harness_bin: Path, home: Path, socket_dir: Path
 ) -> None:
     case = CASES[case_id]
     adapter = case.adapter
     root = tmp_path / "demo"
-    stub = StubServer(implementer(CHANGED, PATCH, TITLE), usage=SPEND).start()
+    switch = Switch(lambda history: Answer("not yet"))
+    stub = StubServer(switch, usage=SPEND).start()
     try:
         prepare_project(root, socket_dir, adapter, upstream=stub.url if case.upstream else "")
         run_id, task_id = seed(root)
         env = operator_env(home, harness_bin, case.setup(home, stub))
+        # The workspace the supervisor gives the session (made now, so the script can name it).
+        ws = Path(
+            rt(env, "workspaces", "create", "--root", str(root), "--agent", "implementer-1", "--task", task_id).strip()
+        )
+        edit = case.edit(ws, CHANGED, BEFORE, AFTER)
+        switch.script = implementer(edit, TITLE)
         owner = Owner(root, env, tmp_path / "owner.err")
         try:
             started = time.monotonic()
@@ -174,13 +200,14 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
     assert status == "ended", story
     assert exit_code == 0, (tmp_path / "owner.err").read_text()
     calls = [step.tool for step in stub.steps if isinstance(step, ToolCall)]
-    assert [c for c in calls if c != "table_watch"][-5:] == EXPECTED_STEPS, story
+    expected = [*EXPECTED_STEPS[:2], *(step.tool for step in edit), *EXPECTED_STEPS[2:]]
+    assert [c for c in calls if c != "table_watch"] == expected, story
     final = stub.steps[-1]
     assert isinstance(final, Answer) and final.text.startswith("Done"), story
 
     # The model API saw the operator's key (added by the owner's gateway: the session had only
-    # its gateway token) and the session's tools: the implementer's capability offers
-    # proposal_create and not vote_cast.
+    # its gateway token) and the session's tools: the implementer in its workspace is offered
+    # workspace_propose, and neither what its own editor does nor what its role may not call.
     model_calls = [r for r in stub.requests if r.kind in ("messages", "responses")]
     assert model_calls, [r.kind for r in stub.requests]
     header, value = case.key_header
@@ -191,19 +218,21 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
         assert case.direct in offered
     else:
         assert "functions.exec" in offered and not [n for n in offered if n.startswith("mcp__")]
-    assert not [name for name in offered if bare(name) in ("vote_cast", "patch_apply", "task_create")]
+    assert not [name for name in offered if bare(name) in NOT_SHOWN], offered
 
     # The database: the claim, the proposal with its patch revision, the completed turn.
     (session,) = query(root, "SELECT * FROM agent_sessions WHERE id = ?", (session_id,))
     assert session["adapter"] == adapter and session["agent_id"] == "implementer-1"
     metadata = json.loads(session["metadata_json"])
     assert metadata["role"] == "implementer" and metadata["task_id"] == task_id
+    assert session["working_directory"] == str(ws)
 
     (claim,) = query(root, "SELECT * FROM claims WHERE agent_id = 'implementer-1'")
     assert (claim["resource_id"], claim["claim_type"], claim["task_id"]) == (f"file:{CHANGED}", "write", task_id)
 
     (proposal,) = query(root, "SELECT * FROM proposals WHERE task_id = ?", (task_id,))
-    revision = hashlib.sha256(PATCH.encode()).hexdigest()
+    diff = workspace_diff(ws)  # the harness's own edit, as `git diff` shows it
+    revision = hashlib.sha256(diff.encode()).hexdigest()
     assert proposal["agent_id"] == "implementer-1" and proposal["title"] == TITLE
     assert proposal["proposer_session_id"] == session_id
     assert (proposal["current_revision"], proposal["revision_number"]) == (revision, 1)
@@ -212,7 +241,10 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
     assert json.loads(stored["touched_files_json"]) == [CHANGED]
     assert json.loads(stored["claim_fences_json"]) == {claim["id"]: claim["fence"]}
     patch_file = root / stored["patch_path"]
-    assert patch_file.read_text() == PATCH
+    assert patch_file.read_text() == diff and f"+++ b/{CHANGED}" in diff
+    assert (ws / CHANGED).read_text() == AFTER and (root / CHANGED).read_text() == BEFORE
+    if adapter == "codex":  # Codex applied the patch itself (a file change), in code mode from `exec`
+        assert '"type":"file_change"' in log, story
     applies = subprocess.run(["git", "apply", "--check", str(patch_file)], cwd=root, capture_output=True, text=True)
     assert applies.returncode == 0, applies.stderr  # a real diff of the demo project
 
@@ -222,8 +254,11 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
     assert [e["type"] for e in by_agent] == [
         "agent.turn_requested",
         "agent.turn_started",
+        # workspace_propose: claims what the diff touches, proposes it and asks for review.
         "claim.created",
         "proposal.created",
+        "proposal.review_requested",
+        "workspace.proposed",
         "agent.turn_completed",
     ]
     assert {(e["principal"], e["transport"]) for e in by_agent} == {("agent:implementer-1", "session")}
@@ -263,6 +298,6 @@ def test_supervised_implementer_claims_proposes_and_completes_its_turn(
     assert (spent["cost_source"], spent["cost_usd"]) == ("", 0)
 
     # The session log holds the harness's own trace of the tool calls, and never the token.
-    assert "proposal_create" in log
+    assert "workspace_propose" in log
     assert "rtcap_" not in log
     assert ANTHROPIC_KEY not in log and PROVIDER_KEY not in log

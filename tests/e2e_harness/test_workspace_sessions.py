@@ -13,13 +13,13 @@ edits again and proposes revision 2 of the same proposal.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from . import scripts
 from .model_stub import Answer, StubServer, ToolCall, anthropic_tools, bare, responses_tools
 from .scripts import Switch, in_order
 from .table import (
@@ -34,6 +34,7 @@ from .table import (
     seed,
     session_log,
     wait_for_end,
+    workspace_diff,
 )
 from .test_supervised_sessions import SESSION_TIMEOUT, claude_setup, codex_plain_setup
 
@@ -43,25 +44,13 @@ SECOND = "\n\ndef div(a: int, b: int) -> float:\n    return a / b\n"
 
 
 def claude_edit(ws: Path, task_id: str, old: str, new: str, title: str) -> list[ToolCall]:
-    path = str(ws / CHANGED)
-    return [
-        ToolCall("Read", {"file_path": path}),
-        ToolCall("Edit", {"file_path": path, "old_string": old, "new_string": new}),
-        ToolCall("workspace_propose", {"task_id": task_id, "title": title, "summary_md": f"{title}."}),
-    ]
+    propose = ToolCall("workspace_propose", {"task_id": task_id, "title": title, "summary_md": f"{title}."})
+    return [*scripts.claude_edit(ws, CHANGED, old, new), propose]
 
 
 def codex_edit(ws: Path, task_id: str, old: str, new: str, title: str) -> list[ToolCall]:
-    # Codex's own patch format: the last lines of the file as context, the added lines after.
-    context = old.rstrip("\n").splitlines()[-1]
-    added = new[len(old) :].splitlines()
-    body = "\n".join([" " + context, *("+" + line for line in added)])
-    patch = f"*** Begin Patch\n*** Update File: {CHANGED}\n@@\n{body}\n*** End Patch\n"
-    # Codex applies an `apply_patch` command itself (its own patch tool), not through a shell.
-    return [
-        ToolCall("exec_command", {"cmd": f"apply_patch <<'EOF'\n{patch}EOF\n"}),
-        ToolCall("workspace_propose", {"task_id": task_id, "title": title, "summary_md": f"{title}."}),
-    ]
+    propose = ToolCall("workspace_propose", {"task_id": task_id, "title": title, "summary_md": f"{title}."})
+    return [*scripts.codex_edit(ws, CHANGED, old, new), propose]
 
 
 @dataclass(frozen=True)
@@ -77,14 +66,6 @@ CASES = {
     "claude": Case("claude", claude_setup, claude_edit, anthropic_tools, "Edit"),
     "codex": Case("codex", codex_plain_setup, codex_edit, responses_tools, "exec_command"),
 }
-
-
-def workspace_diff(ws: Path) -> str:
-    """`git diff` of the workspace against its base (the worktree's HEAD), as a user runs it."""
-    # As root the sandboxed harness runs as another uid and the workspace is its: say it is safe.
-    git = ["git", "-c", "safe.directory=*", "-C", str(ws)]
-    subprocess.run([*git, "add", "-A"], check=True, capture_output=True)
-    return subprocess.run([*git, "diff", "--cached"], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.mark.parametrize("case_id", list(CASES))

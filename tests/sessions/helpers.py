@@ -57,7 +57,9 @@ async def add_proposal(runtime: Runtime, task_id: str, *, status: str = "pending
     return pid
 
 
-async def bind(runtime: Runtime, agent: str, run_id: str, task_id: str, proposal_id: str = "") -> Bound:
+async def bind(
+    runtime: Runtime, agent: str, run_id: str, task_id: str, proposal_id: str = "", workspace: str = ""
+) -> Bound:
     session_id = clock.new_id("S")
     role = capabilities.role_for_agent(agent)
     assert role is not None
@@ -65,7 +67,13 @@ async def bind(runtime: Runtime, agent: str, run_id: str, task_id: str, proposal
         await sessions.register(
             tx,
             sessions.SessionDraft(
-                id=session_id, agent_id=agent, run_id=run_id, adapter="scripted", working_directory="/w"
+                id=session_id,
+                agent_id=agent,
+                run_id=run_id,
+                adapter="scripted",
+                working_directory=workspace or "/w",
+                # As the supervisor names a session's workspace (its working directory).
+                metadata={"workspace": workspace} if workspace else None,
             ),
         )
         token, cap = await capabilities.issue(

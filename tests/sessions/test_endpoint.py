@@ -131,6 +131,28 @@ async def test_denials_are_recorded_as_the_sessions_agent_whoever_launched_it(ru
     assert [tuple(row) for row in rows] == [("agent:reviewer-1", "session", "reviewer-1")]
 
 
+async def test_a_session_in_a_workspace_is_listed_what_its_own_editor_does_not_do(runtime: Runtime) -> None:
+    """An implementer session in its workspace edits, reads and searches with its own tools: it is
+    listed as `?tools=workspace` is, yet may still call the rest of its capability's set."""
+    run_id, task_id = await make_task(runtime)
+    b = await bind(runtime, "implementer-1", run_id, task_id, workspace="/w/ws")
+    async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
+        listed = await s.list_tools()
+        # What a harness hands its model: each tool's name, description and input schema.
+        size = len(
+            json.dumps(
+                [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in listed.tools]
+            )
+        )
+        names = {t.name for t in listed.tools}
+        assert "workspace_propose" in names and "agent_turn_complete" in names
+        assert not names & {"proposal_create", "repo_read_file", "resource_claim", "patch_validate"}
+        assert size <= 3_700, size  # 8,026 bytes when it was listed its role's whole list
+        # Not listed is not refused: the capability's set decides.
+        assert "table_get_state" not in names and "proposal_get" in names
+        assert not (await s.call_tool("table_get_state", {})).is_error
+
+
 async def test_each_session_role_is_listed_what_it_uses_within_its_size(runtime: Runtime) -> None:
     run_id, task_id = await make_task(runtime)
     pid = await add_proposal(runtime, task_id)
