@@ -1,8 +1,11 @@
 """Connections and transactions over one SQLite file, through aiosqlite.
 
-- One writer connection. `Database.write()` takes an `asyncio.Lock` and opens `BEGIN IMMEDIATE`,
+- One writer connection. `Database.write()` takes the writer's lock and opens `BEGIN IMMEDIATE`,
   so a transaction's statements never interleave with another coroutine's, and the SQLite write
-  lock is held from the first statement (serialising writers in other processes too).
+  lock is held from the first statement (serialising writers in other processes too). Its
+  COMMIT is queued on the writer's thread before the lock passes on, and awaited after: the
+  next writer's statements run right behind it on that thread, instead of waiting for the
+  COMMIT's answer to come back through a busy event loop first.
 - A small pool of reader connections. `Database.read()` opens one read transaction, so every
   query inside it sees one instant.
 - Every connection: WAL, `synchronous=NORMAL`, `foreign_keys=ON`, `busy_timeout`.
@@ -33,7 +36,7 @@ from roundtable.errors import NotFound, StoreError
 from roundtable.store.lock import WriteLock
 from roundtable.store.records import RECORD_KINDS, Event, Record
 from roundtable.store.schema import MIGRATIONS, SCHEMA_VERSION
-from roundtable.store.thread import on_thread
+from roundtable.store.thread import on_thread, submit
 from roundtable.store.watch import CommitWatch, DataVersion, publish_external_commits
 
 R = TypeVar("R", bound=Record)
@@ -215,8 +218,13 @@ _INSERT_EVENT = (
 ACTING: ContextVar[tuple[str, str]] = ContextVar("roundtable_acting", default=("", ""))
 
 
-def _begin_write(conn: sqlite3.Connection, busy_ms: int, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-    """A write transaction's first round trip: `BEGIN IMMEDIATE`, then `fn(conn, *args)`."""
+def _begin_write(conn: sqlite3.Connection, tx: Tx, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """A write transaction's first round trip: `BEGIN IMMEDIATE`, then `fn(conn, *args)`. It notes
+    the connection's change count first, so the COMMIT can tell whether anything was written."""
+    if conn.in_transaction:  # defensive: left open by nobody we know of
+        conn.execute("ROLLBACK").close()
+    tx.changes_before = conn.total_changes
+    busy_ms = tx.busy_timeout_ms
     try:
         conn.execute("BEGIN IMMEDIATE").close()
     except sqlite3.OperationalError as exc:
@@ -237,6 +245,22 @@ def _run_many(conn: sqlite3.Connection, sql: str, rows: list[Params]) -> None:
 
 
 _LOST_INSIDE = "the write transaction was rolled back by an error inside it"
+
+
+def _commit_write(conn: sqlite3.Connection, changes_before: int) -> bool:
+    """COMMIT the writer's transaction (on its thread); whether it changed anything. A failed
+    COMMIT is rolled back here, so the next writer queued behind it finds the connection clean."""
+    if not conn.in_transaction:
+        # SQLite ended the transaction under this writer (some errors roll it back whole, and
+        # the writer went on): nothing of it is left.
+        raise StoreError(f"{_LOST_INSIDE}; nothing was written — retry")
+    try:
+        conn.execute("COMMIT").close()
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK").close()
+        raise StoreError(f"commit failed: {exc}; nothing of this call was written") from None
+    return conn.total_changes != changes_before
 
 
 def _rollback_open(conn: sqlite3.Connection) -> None:
@@ -265,13 +289,14 @@ class Tx(_Queries):
         self.principal = principal
         self.transport = transport
         self.entered = False  # BEGIN IMMEDIATE was sent
-        self._busy_ms = busy_timeout_ms
+        self.busy_timeout_ms = busy_timeout_ms
+        self.changes_before = 0  # the connection's change count as the transaction began
 
     async def _hop(self, fn: Callable[..., T], *args: Any) -> T:
         if self.entered:
             return await on_thread(self.conn, fn, *args)
         self.entered = True
-        return await on_thread(self.conn, _begin_write, self._busy_ms, fn, args)
+        return await on_thread(self.conn, _begin_write, self, fn, args)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._hop(fn, *args)
@@ -419,7 +444,7 @@ class Database:
         self._writer = writer
         self._write_lock = WriteLock()
         self.commits = 0  # COMMITs issued
-        self._committing = False  # a COMMIT is in flight and its changes not yet published
+        self._committing = 0  # COMMITs queued whose changes are not yet published
         self._reader_limit = readers
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._reader_count = 0
@@ -504,7 +529,7 @@ class Database:
         if self._commit_watch is None and not self._closed:
             self._watch = CommitWatch(self.path)
             watcher = publish_external_commits(
-                self._watch, self.bus, interval, self.file_problem, lambda: self._committing
+                self._watch, self.bus, interval, self.file_problem, lambda: self._committing > 0
             )
             self._commit_watch = asyncio.create_task(watcher, name="roundtable-commit-watch")
 
@@ -546,14 +571,14 @@ class Database:
         `transport` name who the transaction acts for; every event it appends records them.
         `urgent` goes before the ordinary writers already waiting (short Chair transactions).
         Its events are published on the change bus only once the COMMIT succeeded; a failed
-        COMMIT raises `StoreError` and publishes nothing."""
+        COMMIT raises `StoreError` and publishes nothing. The COMMIT is queued before the lock
+        passes on and awaited after it (`_queue_commit`)."""
         self._check_writable(tool)
+        committed: asyncio.Future[bool] | None = None
         async with self._locked(urgent):
             problem = self.file_problem()  # a write to an unlinked file would be lost
             if problem:
                 raise _refusal(problem)
-            if self._writer.in_transaction:  # defensive: left open by nobody we know of
-                await on_thread(self._writer, _rollback_open)
             acting = ACTING.get()
             tx = Tx(
                 self._writer,
@@ -561,7 +586,6 @@ class Database:
                 transport=transport or acting[1] or "internal",
                 busy_timeout_ms=self.busy_timeout_ms,
             )
-            changes_before = self._writer.total_changes
             try:
                 yield tx
             except BaseException:
@@ -569,27 +593,33 @@ class Database:
                 await _complete(on_thread(self._writer, _rollback_open))
                 raise
             if tx.entered:
-                await _complete(self._commit(tool, tx, changes_before))
+                committed = self._queue_commit(tool, tx)
+        if committed is not None:
+            await _complete(committed)
 
-    async def _commit(self, tool: str, tx: Tx, changes_before: int) -> None:
-        """COMMIT `tx`'s transaction, then announce its changes (never the one without the other)."""
-        if not self._writer.in_transaction:
-            # SQLite ended the transaction under this writer (some errors roll it back whole,
-            # and the writer went on): nothing of it is left.
-            raise StoreError(f"{_LOST_INSIDE}; nothing was written — retry")
-        self._committing = True
+    def _queue_commit(self, tool: str, tx: Tx) -> asyncio.Future[bool]:
+        """Queue `tx`'s COMMIT on the writer's thread now, while the lock is still held: whatever
+        the next holder sends runs after it there. Under load the lock is the queue every write
+        waits in, and each answer that must come back through the event loop before it passes on
+        (one loop turn, milliseconds while fifty agents' requests are being served) is time every
+        writer behind it waits too. Its changes are announced from the future's first callback,
+        so in commit order (the thread answers in queue order) and before the writer resumes."""
         try:
-            try:
-                await self._writer.execute("COMMIT")
-            except Exception as exc:  # sqlite3.Error, or aiosqlite's closed connection
-                if self._writer.in_transaction:
-                    await on_thread(self._writer, _rollback_open)
-                raise StoreError(f"commit failed: {exc}; nothing of this call was written") from None
+            committed = submit(self._writer, _commit_write, tx.changes_before)
+        except ValueError as exc:  # the connection is closed
+            raise StoreError(f"commit failed: {exc}; nothing of this call was written") from None
+        self._committing += 1
+
+        def announce(done: asyncio.Future[bool]) -> None:
+            self._committing -= 1
+            if done.cancelled() or done.exception() is not None:
+                return
             self.commits += 1
-            if self._writer.total_changes != changes_before or tx.events:
+            if done.result() or tx.events:
                 self.bus.publish(Change(tool=tool, events=tuple(tx.events), tables=frozenset(tx.tables)))
-        finally:
-            self._committing = False
+
+        committed.add_done_callback(announce)
+        return committed
 
     def _check_writable(self, tool: str) -> None:
         """Refuse a write to a closed or read-only database. (Whether the file is still the one

@@ -101,9 +101,10 @@ async def publish_external_commits(
     (the database file removed or replaced, see `Database.file_problem`) appears or clears, so
     readers notice a database that is no longer there. A change seen while `committing()` (this
     process's own COMMIT is in flight, its announcement not yet made) is left to that announcement."""
-    # The bus's version is read *before* each question: a commit of ours announced while the
-    # question is on the connection's thread must count as announced, or its change would be
-    # published a second time as another process's at the next poll.
+    # The bus's version is read before each question and again after its answer: a commit of
+    # ours announced while the question is on the connection's thread (the question may have
+    # seen it) counts as announced, now and at the next poll, or its change would be published
+    # a second time as another process's.
     seen = bus.version
     await watch.changed()  # the baseline
     trouble = problem()
@@ -113,8 +114,10 @@ async def publish_external_commits(
             asked_at = bus.version
             changed = await watch.changed()
             now = problem()
-            if (changed and asked_at == seen and not committing()) or now != trouble:
+            ours = asked_at != seen or bus.version != asked_at or committing()
+            seen, trouble, before = asked_at, now, trouble
+            if (changed and not ours) or now != before:
                 bus.publish(Change(external=True))
-            seen, trouble = asked_at, now
+                seen += 1  # that publish is no commit of ours
     finally:
         await watch.close()

@@ -47,6 +47,23 @@ async def test_another_connections_commit_is_published_as_external(tmp_path: Pat
         await ours.close()
 
 
+async def test_another_processs_commits_one_after_another_are_each_published(tmp_path: Path) -> None:
+    """The watch's own announcement is no commit of ours: the next external commit is published too."""
+    path = tmp_path / "rt.db"
+    ours = await Database.open(path)
+    theirs = await Database.open(path)
+    try:
+        with ours.bus.subscribe() as sub:
+            ours.watch_commits(interval=0.02)
+            await _polled(ours)  # the baseline is taken
+            for n in range(3):
+                await _insert_task(theirs, f"T-{n}")
+                assert await sub.get(timeout=5) == Change(external=True)
+    finally:
+        await theirs.close()
+        await ours.close()
+
+
 async def test_own_commits_are_not_announced_twice(tmp_path: Path) -> None:
     db = await Database.open(tmp_path / "rt.db")
     try:

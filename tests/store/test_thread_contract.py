@@ -1,15 +1,16 @@
 """The aiosqlite internals `roundtable/store/thread.py` relies on, pinned to the installed aiosqlite.
 
-`on_thread` uses `Connection._execute(fn, *args)` (queue `fn(*args)` on the connection's worker
-thread, in order with the public calls) and `Connection._conn` (the `sqlite3.Connection`). An
-aiosqlite upgrade that renames or changes either fails here; re-check them, then move
-`CHECKED_AIOSQLITE` to the new version.
+`submit` (and `on_thread` through it) puts `(future, function)` on `Connection._tx`, the worker
+thread's queue, as `Connection._execute` does, after checking `Connection._running`, and passes
+`Connection._conn` (the `sqlite3.Connection`) to the function. An aiosqlite upgrade that renames
+or changes any of them fails here; re-check them, then move `CHECKED_AIOSQLITE` to the new version.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import queue
 import sqlite3
 import threading
 from pathlib import Path
@@ -27,14 +28,21 @@ def test_the_installed_aiosqlite_is_the_checked_one() -> None:
 
 
 def test_the_private_attributes_exist_with_the_shape_used() -> None:
-    assert inspect.iscoroutinefunction(aiosqlite.Connection._execute)
-    params = list(inspect.signature(aiosqlite.Connection._execute).parameters.values())
-    assert [p.kind for p in params[1:]] == [
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,  # fn
-        inspect.Parameter.VAR_POSITIONAL,
-        inspect.Parameter.VAR_KEYWORD,
-    ]
     assert isinstance(inspect.getattr_static(aiosqlite.Connection, "_conn"), property)
+    # `_execute` is what `submit` mirrors: it queues `(future, function)` on `_tx` after the check.
+    source = inspect.getsource(aiosqlite.Connection._execute)
+    assert "if not self._running or not self._connection" in source
+    assert "self._tx.put_nowait((future, function))" in source
+
+
+async def test_the_worker_queue_and_running_flag_are_what_submit_uses(tmp_path: Path) -> None:
+    conn = await aiosqlite.connect(str(tmp_path / "q.db"), isolation_level=None)
+    try:
+        assert conn._running is True
+        assert isinstance(conn._tx, queue.SimpleQueue)
+    finally:
+        await conn.close()
+    assert conn._running is False
 
 
 async def test_on_thread_runs_a_sync_function_of_the_raw_connection_in_queue_order(tmp_path: Path) -> None:
