@@ -34,7 +34,7 @@ from roundtable import clock
 from roundtable.chair.report import TickReport
 from roundtable.domain import TERMINAL_TASK_STATUSES, ProposalStatus
 from roundtable.services.coordination.agents import enabled_with_role
-from roundtable.services.coordination.chair_steps import error_text
+from roundtable.services.coordination.chair_steps import error_text, turns_due
 from roundtable.store.records import Proposal, Task
 from roundtable.tools.context import CHAIR
 
@@ -162,12 +162,25 @@ async def _sweep_workspaces(runtime: Runtime, run_id: str, report: TickReport) -
 
 
 async def turns(runtime: Runtime, run_id: str, now: str, report: TickReport) -> None:
-    """Expire the run's overdue turns, then schedule its next one (each step isolated)."""
+    """Expire the run's overdue turns, then schedule its next one (each step isolated) — each
+    only when a read of the queue finds it due (`chair_steps.turns_due`): this runs on every
+    tick and after every turn event, and most of those find nothing to do, while each write
+    transaction of theirs would go before every agent's write waiting for the writer."""
     try:
-        expired = await chair_call(runtime, "chair.expire_turns", {"run_id": run_id, "now": now})
-        report.turns_expired += expired["expired"]
-    except Exception as exc:
-        await record_error(runtime, run_id, "expire_turns", "", error_text(exc), report)
+        async with runtime.db.read() as r:
+            expire, schedule = await turns_due(r, run_id, now, runtime.config.chair)
+    except Exception:  # the operations read (and report) for themselves
+        expire = schedule = True
+    if expire:
+        try:
+            expired = await chair_call(runtime, "chair.expire_turns", {"run_id": run_id, "now": now})
+            report.turns_expired += expired["expired"]
+            schedule = schedule or bool(expired["expired"])
+        except Exception as exc:
+            await record_error(runtime, run_id, "expire_turns", "", error_text(exc), report)
+            schedule = True
+    if not schedule:
+        return
     try:
         report.scheduled = (await chair_call(runtime, "chair.schedule_turn", {"run_id": run_id}))["scheduled"]
     except Exception as exc:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from roundtable import chair
+from roundtable import chair, clock
+from roundtable.chair.report import TickReport
+from roundtable.chair.tick import turns
 from roundtable.errors import ToolError
 from roundtable.runtime import Runtime
 from roundtable.services.coordination import runs
@@ -317,3 +319,25 @@ async def test_open_turns_read_only_the_queue_not_the_history(runtime: Runtime, 
     assert report.scheduled["request_event_id"] == second["request_event_id"]
     async with runtime.db.read() as r:
         assert list(await turns.load_open_turns(r, run_id)) == [second["request_event_id"]]
+
+
+async def test_the_chair_opens_a_turn_transaction_only_for_turn_work(runtime: Runtime, run_id: str) -> None:
+    async def step(now: str = "") -> int:
+        """One turn step of a tick; how many write transactions it committed."""
+        before = runtime.db.commits
+        at = now or clock.now()
+        await turns(runtime, run_id, at, TickReport(run_id=run_id, at=at))
+        return runtime.db.commits - before
+
+    assert await step() == 0  # no turn requested: nothing to expire or schedule
+    first = await _request(runtime, run_id, "implementer-1")
+    assert await step() == 1  # scheduled
+    await _request(runtime, run_id, "implementer-2")
+    assert await step() == 0  # one in flight, not overdue: nothing to do
+    assert await _count_events(runtime, "agent.turn_scheduled") == 1
+    later = clock.format_ns(clock.now_ns() + int(3600 * 1e9))
+    assert await step(later) == 2  # the first expired (never started), the second scheduled
+    async with runtime.db.read() as r:
+        expired = await r.fetchall("SELECT payload_json FROM events WHERE type = 'agent.turn_expired'")
+    assert [json.loads(row[0])["request_event_id"] for row in expired] == [first["request_event_id"]]
+    assert await _count_events(runtime, "agent.turn_scheduled") == 2

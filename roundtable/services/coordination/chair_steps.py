@@ -25,7 +25,7 @@ from roundtable.services.coordination import claims as claims_service
 from roundtable.services.coordination import runs as runs_service
 from roundtable.services.coordination import turns as turns_service
 from roundtable.services.coordination.tasks import assign_task
-from roundtable.store.db import Tx
+from roundtable.store.db import Reader, Tx
 
 SYSTEM_ACTOR = "system"  # claims the sweep expires are expired by time, not by the Chair
 ENDINGS = RUN_ENDINGS
@@ -195,15 +195,36 @@ async def expire_turns(tx: Tx, args: TimedArgs, timings: ChairConfig) -> list[di
     """Expire the run's overdue turns at `args.now` (default now) by the `timings` (and those of
     agents no longer enabled). Its operation runs on the writer's urgent lane (`ToolSpec.urgent`):
     the hand-over after a turn must not queue behind ordinary writers."""
-    rows = await tx.fetchall("SELECT id FROM agents WHERE is_enabled = 1")
     return await turns_service.expire_overdue(
         tx,
         args.run_id,
         args.now or clock.now(),
         start_timeout=timings.turn_start_timeout,
         turn_timeout=timings.turn_timeout,
-        enabled={str(row[0]) for row in rows},
+        enabled=await _enabled_agents(tx),
     )
+
+
+async def _enabled_agents(q: Reader | Tx) -> set[str]:
+    return {str(row[0]) for row in await q.fetchall("SELECT id FROM agents WHERE is_enabled = 1")}
+
+
+async def turns_due(r: Reader, run_id: str, now: str, timings: ChairConfig) -> tuple[bool, bool]:
+    """(whether a turn of the run is overdue at `now`, whether one can be scheduled), read in a
+    snapshot: the Chair asks this on every tick and after every turn event, and opens the write
+    transactions of `expire_turns` and `schedule_turn` — urgent ones, ahead of every agent's
+    write — only for work there is (each re-checks inside its own transaction)."""
+    turns = (await turns_service.load_open_turns(r, run_id)).values()
+    if not turns:
+        return False, False
+    expire = turns_service.overdue(
+        turns,
+        now,
+        start_timeout=timings.turn_start_timeout,
+        turn_timeout=timings.turn_timeout,
+        enabled=await _enabled_agents(r),
+    )
+    return bool(expire), turns_service.next_to_schedule(turns) is not None
 
 
 async def schedule_turn(tx: Tx, args: RunArgs) -> dict[str, Any] | None:

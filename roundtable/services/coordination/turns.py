@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -391,14 +392,14 @@ async def complete_turn(tx: Tx, args: TurnArgs) -> dict[str, Any]:
 # --- the Chair's side --------------------------------------------------------------------------
 
 
-async def expire_overdue(
-    tx: Tx, run_id: str, now: str, *, start_timeout: float, turn_timeout: float, enabled: set[str]
-) -> list[dict[str, Any]]:
-    """Expire scheduled turns not started in time, started turns not completed in time, and
-    unfinished requests of agents that are no longer enabled. Returns what was expired."""
+def overdue(
+    turns: Iterable[Turn], now: str, *, start_timeout: float, turn_timeout: float, enabled: set[str]
+) -> list[tuple[Turn, str]]:
+    """The unfinished turns to expire at `now`, each with why: scheduled but not started in
+    time, started but not completed in time, or requested by an agent no longer enabled."""
     now_ns = clock.parse(now)
-    expired: list[dict[str, Any]] = []
-    for turn in (await load_open_turns(tx, run_id)).values():
+    due: list[tuple[Turn, str]] = []
+    for turn in turns:
         if turn.finished:
             continue
         reason = ""
@@ -409,8 +410,27 @@ async def expire_overdue(
                 reason = "turn_timeout"
         elif turn.scheduled_at and now_ns - clock.parse(turn.scheduled_at) > start_timeout * 1e9:
             reason = "turn_start_timeout"
-        if not reason:
-            continue
+        if reason:
+            due.append((turn, reason))
+    return due
+
+
+def next_to_schedule(turns: Iterable[Turn]) -> Turn | None:
+    """The oldest unfinished request not yet scheduled, unless a turn is in flight."""
+    turns = list(turns)
+    if any(t.in_flight for t in turns):
+        return None
+    waiting = [t for t in turns if not t.finished and not t.scheduled_at]
+    return min(waiting, key=lambda t: t.request_event_id) if waiting else None
+
+
+async def expire_overdue(
+    tx: Tx, run_id: str, now: str, *, start_timeout: float, turn_timeout: float, enabled: set[str]
+) -> list[dict[str, Any]]:
+    """Expire the run's `overdue` turns at `now`. Returns what was expired."""
+    expired: list[dict[str, Any]] = []
+    turns = (await load_open_turns(tx, run_id)).values()
+    for turn, reason in overdue(turns, now, start_timeout=start_timeout, turn_timeout=turn_timeout, enabled=enabled):
         payload = {"agent_id": turn.agent_id, "request_event_id": turn.request_event_id, "timeout": reason}
         await tx.append_event(run_id, EXPIRED, payload, actor_id=CHAIR_ID)
         expired.append(payload)
@@ -442,13 +462,9 @@ async def hand_back(tx: Tx, run_id: str, agent_id: str, session_id: str) -> list
 
 async def schedule_next(tx: Tx, run_id: str) -> dict[str, Any] | None:
     """Schedule the oldest unfinished request unless a turn is in flight; returns the payload."""
-    turns = await load_open_turns(tx, run_id)
-    if any(t.in_flight for t in turns.values()):
+    turn = next_to_schedule((await load_open_turns(tx, run_id)).values())
+    if turn is None:
         return None
-    waiting = [t for t in turns.values() if not t.finished and not t.scheduled_at]
-    if not waiting:
-        return None
-    turn = min(waiting, key=lambda t: t.request_event_id)
     payload = {
         "agent_id": turn.agent_id,
         "request_event_id": turn.request_event_id,
