@@ -111,3 +111,25 @@ async def test_a_long_poll_wakes_only_for_what_concerns_the_agent(runtime: Runti
         mine = await tx.append_event(run_id, "agent.turn_scheduled", {"agent_id": AUTHOR}, actor_id="chair-1")
     page = await asyncio.wait_for(poll, 10)
     assert [e["id"] for e in page["events"]] == [mine.id]
+
+
+async def test_a_start_up_read_looks_for_news_among_the_newest_events_only(
+    runtime: Runtime, run_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start-up read's news comes from the newest `CONCERN_LOOKBACK` events (its cost does not
+    grow with the log); its lists stay complete, and a cursor page reads every newer event."""
+    from roundtable.services.coordination import state
+
+    pid = await _scene(runtime, run_id)
+    async with runtime.db.write() as tx:
+        for n in range(5):  # newer events that concern nobody
+            await tx.append_event(run_id, "agent.note", {"n": n}, actor_id="implementer-2")
+    monkeypatch.setattr(state, "CONCERN_LOOKBACK", 5)
+    page = await runtime.call("table.watch", {}, REVIEWER)
+    assert "events" not in page or not page["events"]  # its review request is older than 5 events
+    assert [p["id"] for p in page["pending_proposals"]] == [pid]  # the list still shows it
+    monkeypatch.setattr(state, "CONCERN_LOOKBACK", 100)
+    page = await runtime.call("table.watch", {}, REVIEWER)
+    assert [e["payload"]["proposal_id"] for e in page["events"] if e["type"] == "proposal.review_requested"] == [pid]
+    cursor = await runtime.call("table.watch", {"after_event_id": 0}, REVIEWER)
+    assert any(e["type"] == "proposal.review_requested" for e in cursor["events"])

@@ -415,6 +415,10 @@ class WatchArgs(Args):
     everything: Flag = Field(False, description="All events, not only yours.")
 
 
+# How far back an agent's start-up read (no cursor) looks for its news: the newest this many
+# events. A cursor page reads every event after its cursor.
+CONCERN_LOOKBACK = 10_000
+
 # What concerns one agent (`concern`, its id), for a watch that names nothing else: news from
 # others about its tasks and its proposals (votes, decisions, tests, landings), its turns, and the
 # reviews asked of it. Its own actions are left out: it knows them.
@@ -557,6 +561,11 @@ def _watch_rows(
     """`watch_page` on the reader's thread: every query of the page in one hop."""
     terms, params = _event_filter(run_id, types, concern)
     if after is None:
+        if concern:
+            # An agent's start-up read: its news among the newest events only (one rowid range),
+            # not a test of every event ever logged; its lists below are complete.
+            terms = [*terms, "id > (SELECT coalesce(max(id), 0) FROM events) - ?"]
+            params = [*params, CONCERN_LOOKBACK]
         cond = f"WHERE {' AND '.join(terms)} " if terms else ""
         rows = conn.execute(f"SELECT * FROM events {cond}ORDER BY id DESC LIMIT ?", (*params, limit)).fetchall()
         events = _convert(_layout(Event), rows)
