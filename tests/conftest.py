@@ -32,6 +32,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=why))
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A database a test left open leaves its aiosqlite worker thread waiting, and that thread is
+    not a daemon: the process would never exit (under `pytest -n` the whole run then waits on the
+    worker). Such threads are ended here and counted aloud, and any other thread still running is
+    named, so a run that will not end says why instead of hanging."""
+    import sys
+    import threading
+
+    from aiosqlite import core
+
+    leaked = []
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon or not thread.is_alive():
+            continue
+        if getattr(thread, "_target", None) is core._connection_worker_thread:
+            thread._args[0].put_nowait((None, lambda: core._STOP_RUNNING_SENTINEL))  # type: ignore[attr-defined]
+            leaked.append(thread.name)
+        else:
+            print(f"tests: thread {thread.name!r} is still running at the end of the run", file=sys.stderr)
+    if leaked:
+        print(
+            f"tests: {len(leaked)} aiosqlite connection thread(s) were left open by the tests; stopped so the run can end",
+            file=sys.stderr,
+        )
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_state_home() -> Iterator[None]:
     """Agents' workspaces default to `$XDG_STATE_HOME/roundtable/workspaces`: never the real home's."""

@@ -66,12 +66,17 @@ async def _connect(
     except sqlite3.Error as exc:
         raise StoreError(f"open database {path}: {exc}") from None
     conn.row_factory = sqlite3.Row
-    for statement in (f"PRAGMA busy_timeout = {int(busy_timeout_ms)}", *PRAGMAS):
-        try:
-            await conn.execute(statement)
-        except sqlite3.Error as exc:
-            await conn.close()
-            raise StoreError(f'apply pragma "{statement}": {exc}') from None
+    try:
+        for statement in (f"PRAGMA busy_timeout = {int(busy_timeout_ms)}", *PRAGMAS):
+            try:
+                await conn.execute(statement)
+            except sqlite3.Error as exc:
+                raise StoreError(f'apply pragma "{statement}": {exc}') from None
+    except BaseException:
+        # Failed or cancelled half open: end the connection's worker thread now. aiosqlite's
+        # thread is not a daemon, and one left waiting keeps the process from exiting.
+        conn.stop()
+        raise
     return conn
 
 
@@ -653,6 +658,9 @@ class Database:
             except BaseException:
                 self._reader_count -= 1
                 raise
+            if self._closed:  # closed while this reader was opening: it would outlive the database
+                conn.stop()
+                raise StoreError("database is closed")
             self._all_readers.append(conn)
             return conn
         return await self._readers.get()
