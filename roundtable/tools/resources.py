@@ -169,7 +169,7 @@ TOOLS = [
         args=ReleaseArgs,
         output_schema=result({"claim": RECORD, "changed": boolean()}, required=["claim"]),
         handler=release,
-        rare_args=frozenset({"run_id"}),
+        rare_args=frozenset({"run_id", "reason"}),
         idempotent=True,
     ),
     ToolSpec(

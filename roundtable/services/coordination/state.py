@@ -406,9 +406,8 @@ class WatchArgs(Args):
     """What one `table.watch` call asks for (a limit of 0 or less is the default)."""
 
     run_id: Id = ""
-    limit: Annotated[Int, Le(WATCH_MAX_LIMIT)] = Field(
-        0, description=f"Default {WATCH_DEFAULT_LIMIT}, at most {WATCH_MAX_LIMIT}."
-    )
+    # Its maximum is in the schema itself; the description says only what the schema cannot.
+    limit: Annotated[Int, Le(WATCH_MAX_LIMIT)] = Field(0, description=f"Default {WATCH_DEFAULT_LIMIT}.")
     after_event_id: Count | None = None
     wait_ms: Annotated[Count, Le(30000)] = 0
     types: Texts = []
