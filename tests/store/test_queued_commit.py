@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,15 +16,6 @@ from roundtable.errors import StoreError
 from roundtable.store.db import Database
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "rt.db")
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def _until(condition: Callable[[], bool]) -> None:
@@ -95,9 +86,7 @@ async def test_a_failed_commit_fails_its_writer_alone(db: Database, tmp_path: Pa
     assert [c.tool for c in sub.drain()] == ["behind"]
 
 
-async def test_a_writer_cancelled_while_its_commit_is_queued_is_still_committed(
-    db: Database, tmp_path: Path
-) -> None:
+async def test_a_writer_cancelled_while_its_commit_is_queued_is_still_committed(db: Database, tmp_path: Path) -> None:
     sub = db.bus.subscribe()
     started: list[str] = []
     cancelled: list[asyncio.Task[None]] = []

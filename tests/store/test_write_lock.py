@@ -4,23 +4,13 @@ hand-over) before every ordinary one waiting, and a cancelled waiter never wedge
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from roundtable.store.db import Database
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "rt.db")
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def _writer(db: Database, name: str, order: list[str], *, urgent: bool = False) -> None:
