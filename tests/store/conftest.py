@@ -1,8 +1,9 @@
-"""The store tests' database: a fresh file, closed after the test."""
+"""The store tests' database (a fresh file, closed after the test) and their wait on the event loop."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -17,3 +18,12 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
         yield database
     finally:
         await database.close()
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Let the other tasks run until `condition` holds (bounded: a stuck test fails, not hangs)."""
+    for _ in range(10_000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")

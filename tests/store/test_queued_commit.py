@@ -7,24 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from roundtable.errors import StoreError
 from roundtable.store.db import Database
+from tests.store.conftest import until
 
 pytestmark = pytest.mark.anyio
-
-
-async def _until(condition: Callable[[], bool]) -> None:
-    """Let the other tasks run until `condition` holds (bounded: a stuck test fails, not hangs)."""
-    for _ in range(10_000):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never held")
 
 
 def _titles(path: Path) -> list[str]:
@@ -48,7 +39,7 @@ async def test_the_next_writer_goes_on_before_the_last_commit_is_answered(db: Da
         order.append(f"{name} answered")
 
     first = asyncio.create_task(writer("a"))
-    await _until(lambda: bool(order))
+    await until(lambda: bool(order))
     second = asyncio.create_task(writer("b"))
     await asyncio.gather(first, second)
     # b had the lock (and its statements queued behind a's COMMIT) before a's answer came back.
@@ -77,7 +68,7 @@ async def test_a_failed_commit_fails_its_writer_alone(db: Database, tmp_path: Pa
             await tx.insert("tasks", {"id": "T-behind", "title": "behind", "body_md": "b"})
 
     failing = asyncio.create_task(orphan())
-    await _until(lambda: bool(order))
+    await until(lambda: bool(order))
     after = asyncio.create_task(behind())
     with pytest.raises(StoreError, match="commit failed: FOREIGN KEY constraint failed; nothing of this call"):
         await failing
@@ -103,7 +94,7 @@ async def test_a_writer_cancelled_while_its_commit_is_queued_is_still_committed(
 
     task = asyncio.create_task(first())
     cancelled.append(task)
-    await _until(lambda: bool(started))
+    await until(lambda: bool(started))
     other = asyncio.create_task(second())
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -4,11 +4,11 @@ hand-over) before every ordinary one waiting, and a cancelled waiter never wedge
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 
 from roundtable.store.db import Database
+from tests.store.conftest import until
 
 pytestmark = pytest.mark.anyio
 
@@ -19,17 +19,8 @@ async def _writer(db: Database, name: str, order: list[str], *, urgent: bool = F
         await tx.insert("tasks", {"id": f"T-{name}", "title": name, "body_md": "b"})
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    """Let the other tasks run until `condition` holds (bounded: a stuck test fails, not hangs)."""
-    for _ in range(10_000):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never held")
-
-
 async def _queued(db: Database, count: int) -> None:
-    await _until(lambda: db._write_lock.waiting() >= count)
+    await until(lambda: db._write_lock.waiting() >= count)
 
 
 async def test_urgent_writers_go_before_waiting_ordinary_ones(db: Database) -> None:
@@ -43,7 +34,7 @@ async def test_urgent_writers_go_before_waiting_ordinary_ones(db: Database) -> N
             await release.wait()
 
     tasks = [asyncio.create_task(holder())]
-    await _until(lambda: bool(order))
+    await until(lambda: bool(order))
     for i in range(3):
         tasks.append(asyncio.create_task(_writer(db, f"ordinary-{i}", order)))
         await _queued(db, i + 1)
