@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.rows import row
+from bench.source import parse
 
 PACKAGE = Path(__file__).resolve().parent.parent / "roundtable"
 LONG = 8  # "a long signature": at least this many parameters
@@ -47,7 +48,7 @@ def signatures(root: Path = PACKAGE) -> list[Signature]:
     """Every function and method under `root`, longest signature first."""
     out: list[Signature] = []
     for path in _files(root):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = parse(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 where = f"{path.relative_to(root.parent)}:{node.lineno}"
@@ -77,7 +78,7 @@ def spreads(root: Path = PACKAGE / "tools", names: frozenset[str] = frozenset({"
     """Calls under `root` passing at least two keywords of the form `x=a.x` / `x=call.args.x`."""
     out: list[Spread] = []
     for path in _files(root):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = parse(path)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue

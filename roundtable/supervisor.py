@@ -79,10 +79,11 @@ REVOKE_GRACE = 5.0
 BUDGET_GRACE = 30.0
 # A running session that prints nothing for this long is `idle` (it needs the operator's look).
 IDLE_AFTER = 300.0
-# How long a harness that has exited may leave its output open (a background process it started
-# still holding it) before that process group is killed, and how often the exit is looked at.
+# How long a harness that has exited may leave processes in its group (a background process it
+# started, holding its output) before that group is killed, and how often each is looked at.
 LINGER_AFTER_EXIT = 5.0
 EXIT_POLL = 0.5
+GROUP_POLL = 0.05
 # What a session that was running when its owner stopped is told when it is resumed.
 RESTART_MESSAGE = (
     "The Roundtable coordinator restarted while you were working. Continue where you left off: "
@@ -1134,28 +1135,43 @@ class Supervisor:
 
 
 async def exit_status(process: asyncio.subprocess.Process, linger: float = LINGER_AFTER_EXIT) -> int:
-    """The exit status of a session's process. asyncio's `Process.wait()` returns only once the
-    process's pipes are closed too, so a background process the harness started and left holding
-    its output (a server, a daemon; outside a sandbox, whose namespace dies with it) would keep
-    the session open forever: once the process itself has exited, what is left of its process
-    group gets `linger` seconds, then is killed."""
+    """The exit status of a session's process, once what it started has ended too. A session leads
+    its own process group (it starts in a new session); a background process the harness started
+    and left there (a server, a daemon; outside a sandbox, whose namespace dies with it) would keep
+    the session's output open forever, so once the process itself has exited, what is left of its
+    group gets `linger` seconds, then is killed.
+
+    The group, not `Process.wait()`, says when that is over: asyncio's wait returns at once for a
+    process it has already reaped, whether its pipes are still open or not."""
     waiting = asyncio.ensure_future(process.wait())
     try:
         while process.returncode is None:
-            done, _ = await asyncio.wait({waiting}, timeout=EXIT_POLL)
-            if done:
-                return waiting.result()
-        done, _ = await asyncio.wait({waiting}, timeout=linger)
-        if done:
-            return waiting.result()
-        log.warning("process %d exited but left its output open: killing its process group", process.pid)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        done, _ = await asyncio.wait({waiting}, timeout=linger)  # a holder outside the group stays
-        return waiting.result() if done else process.returncode
+            await asyncio.wait({waiting}, timeout=EXIT_POLL)
     finally:
         if not waiting.done():
             waiting.cancel()
+    code = process.returncode
+    assert code is not None
+    deadline = asyncio.get_running_loop().time() + linger
+    while _group_alive(process.pid):
+        if asyncio.get_running_loop().time() >= deadline:
+            log.warning("process %d exited but left its process group running: killing it", process.pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            break
+        await asyncio.sleep(GROUP_POLL)
+    return code
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether process group `pgid` has a member left (a zombie not yet reaped counts)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member runs as another user: it exists
+        return True
+    return True
 
 
 def _proxy_env(gateway_url: str) -> dict[str, str]:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 
+from bench.source import parse
 from roundtable import domain
 from roundtable.tools.registry import get_registry
 
@@ -104,7 +105,7 @@ def _docstrings(tree: ast.Module) -> set[int]:
 
 def findings(path: Path) -> list[str]:
     """Every status or event-type literal in `path`, as `file:line: 'value'`."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = parse(path)
     docs = _docstrings(tree)
     rel = path.relative_to(ROOT.parent)
     hits: dict[tuple[int, int], str] = {}

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from bench.source import parse
+
 PACKAGE = Path(__file__).resolve().parents[1] / "roundtable"
 ALLOWED = ("runtime.py", "services/")
 
@@ -25,7 +27,7 @@ def writers() -> list[str]:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+        tree = parse(path, rel)
         found += [f"{rel}:{node.lineno}" for node in ast.walk(tree) if _opens_a_write(node)]
     return found
 
@@ -106,7 +108,7 @@ def service_writers() -> dict[str, str]:
     bodies: dict[str, tuple[ast.AST, dict[str, str]]] = {}
     for path in sorted(SERVICES.rglob("*.py")):
         module = _module_name(path)
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = parse(path)
         imports = _imports(tree, module)
         for name, fn in _functions(tree).items():
             local = {**imports, **{n: f"{module}.{n}" for n in _functions(tree) if "." not in n}}
@@ -135,7 +137,7 @@ def upper_layer_calls() -> list[str]:
         rel = path.relative_to(PACKAGE).as_posix()
         if not rel.startswith(UPPER):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+        tree = parse(path, rel)
         imports = _imports(tree, _module_name(path))
         for line, ref in _references(tree, imports):
             if ref in writers:

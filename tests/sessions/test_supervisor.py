@@ -18,6 +18,7 @@ from roundtable.services.sessions import records as sessions
 from roundtable.services.sessions.records import LaunchArgs
 from roundtable.supervisor import NOT_RUNNING, Supervisor, start_supervisor
 from roundtable.tools.context import OPERATOR, Caller
+from tests.helpers import eventually
 from tests.sessions.helpers import add_proposal, make_task
 
 pytestmark = pytest.mark.anyio
@@ -212,9 +213,14 @@ async def test_a_session_killed_while_holding_its_turn_hands_it_back_at_once(
     assert handed_over < 10.0  # not chair.turn_timeout (600 s); the e2e tier checks it is under a second
 
 
-async def test_a_harness_that_leaves_a_process_holding_its_output_still_ends(tmp_path: Path) -> None:
-    # asyncio's Process.wait() also waits for the pipes: here `sh` exits at once while the `sleep`
-    # it started keeps stdout open. The session's end must not wait for the sleep's 300 s.
+@pytest.mark.parametrize("reaped_first", [False, True], ids=["exits-while-watched", "already-reaped"])
+async def test_a_harness_that_leaves_a_process_holding_its_output_still_ends(
+    tmp_path: Path, reaped_first: bool
+) -> None:
+    # Here `sh` exits at once while the `sleep` it started keeps stdout open. The session's end
+    # must not wait for the sleep's 300 s, and the sleep must not outlive it. `already-reaped` is
+    # what a loaded machine does: asyncio has reaped `sh` before the supervisor looks, and then
+    # asyncio's Process.wait() returns at once, pipes open or not (CI failed on that once).
     from roundtable.supervisor import exit_status
 
     marker = tmp_path / "pid"
@@ -226,6 +232,12 @@ async def test_a_harness_that_leaves_a_process_holding_its_output_still_ends(tmp
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
+    if reaped_first:
+
+        async def reaped() -> bool:
+            return process.returncode is not None
+
+        await eventually(reaped, timeout=30, what="asyncio to reap sh")
     assert await asyncio.wait_for(exit_status(process, linger=0.2), 30) == 7
     left = int(marker.read_text())
     assert process.stdout is not None and await asyncio.wait_for(process.stdout.read(), 30) == b""  # EOF: no holder
