@@ -489,8 +489,8 @@ REVISE_REASON = "Scripted review: please add a docstring to the new function."
 async def reviewer(s: Session, proposal_id: str, verdict: str = "approve") -> None:
     await read_proposal(s, proposal_id, "review")
     reason = REVISE_REASON if verdict == "revise" else "Scripted review: the change is small and clear."
-    vote = await s.call("vote.cast", vote=verdict, reason_md=reason)
-    emit(step="voted", vote=_record(vote, "vote").get("vote"))
+    await s.call("vote.cast", vote=verdict, reason_md=reason)
+    emit(step="voted", vote=verdict)
 
 
 async def security(s: Session, proposal_id: str) -> None:
@@ -499,8 +499,8 @@ async def security(s: Session, proposal_id: str) -> None:
     status = record.get("status", "")
     emit(step="security_reviewed", status=status)
     verdict = Vote.REJECT if status in (ReviewStatus.VETO, ReviewStatus.NEEDS_CHANGES) else Vote.APPROVE
-    cast = await s.call("vote.cast", vote=verdict, reason_md=f"Security scan status: {status or 'done'}.")
-    emit(step="voted", vote=_record(cast, "vote").get("vote"))
+    await s.call("vote.cast", vote=verdict, reason_md=f"Security scan status: {status or 'done'}.")
+    emit(step="voted", vote=verdict)
 
 
 async def tester(s: Session, proposal_id: str) -> None:
@@ -512,8 +512,8 @@ async def tester(s: Session, proposal_id: str) -> None:
         summary_md="Scripted tester: read the change; reporting the expected outcome.",
     )
     emit(step="evidence", status=_record(run, "test_run").get("status"))
-    vote = await s.call("vote.cast", vote=Vote.APPROVE, reason_md="Evidence submitted.")
-    emit(step="voted", vote=_record(vote, "vote").get("vote"))
+    await s.call("vote.cast", vote=Vote.APPROVE, reason_md="Evidence submitted.")
+    emit(step="voted", vote=Vote.APPROVE)
 
 
 # The built-in plan when the goal carries no recipe: (title, body, readable paths) per repository.

@@ -46,12 +46,12 @@ from roundtable.errors import NotFound, RoundtableError
 from roundtable.runtime import IDENTITY_ARGS, Runtime
 from roundtable.server import prompts, push, resources, sdk
 from roundtable.server.guard import caller_of, credential_of
-from roundtable.server.rendering import readable
+from roundtable.server.rendering import readable, unechoed
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools import roles
 from roundtable.tools.context import Caller
-from roundtable.tools.registry import ADVERTISED, Registry, ToolSpec, listed_schema
+from roundtable.tools.registry import ADVERTISED, Registry, ToolSpec, get_registry, listed_schema
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -104,7 +104,14 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-def tool_result(spec: ToolSpec, result: dict[str, Any], *, structured: bool = True) -> types.CallToolResult:
+def tool_result(
+    spec: ToolSpec,
+    result: dict[str, Any],
+    *,
+    structured: bool = True,
+    args: dict[str, Any] | None = None,
+    agent_id: str = "",
+) -> types.CallToolResult:
     """A tool's result. Each non-empty field the tool names in `text_fields` (a diff, say) is a
     text block of its own after the first, read as what it is instead of an escaped string.
 
@@ -113,9 +120,13 @@ def tool_result(spec: ToolSpec, result: dict[str, Any], *, structured: bool = Tr
     first block is the compact rendering a model reads (`rendering.readable`) and there is no
     `structuredContent`: a harness hands its model one of the two, and Claude Code picks
     `structuredContent` when it is there; what it reads of the result is the tool's `agent_view`
-    when it has one."""
-    if not structured and spec.agent_view is not None:
-        result = spec.agent_view(result)
+    when it has one, and for a tool roundtable ships without what the agent said itself in
+    `args` or is (`agent_id`; `rendering.unechoed`: an embedder's tool's result is its own)."""
+    if not structured:
+        if spec.agent_view is not None:
+            result = spec.agent_view(result)
+        if get_registry().lookup(spec.name) is not None:
+            result = unechoed(result, args or {}, agent_id, IDENTITY_ARGS)
     texts = [key for key in spec.text_fields if isinstance(result.get(key), str) and result[key]]
     header = {k: v for k, v in result.items() if k not in texts} if texts else result
     try:
@@ -491,14 +502,16 @@ class RoundtableServer(Server[dict[str, Any]]):
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
         access = self.principals.access(ctx)
+        args = dict(params.arguments or {})
         try:
-            result = await access.call(spec.name, dict(params.arguments or {}))
+            result = await access.call(spec.name, dict(args))
         except RoundtableError as exc:  # Runtime.call (or the capability check) redacted it
             return _error_result(str(exc))
         except Exception:
             log.exception("tools/call %s failed", spec.name)
             return _error_result(f"{spec.name} failed with an internal error; the owner's log has details")
-        return tool_result(spec, result, structured=access.caller.is_operator)
+        caller = access.caller
+        return tool_result(spec, result, structured=caller.is_operator, args=args, agent_id=caller.agent_id)
 
     # -- resources --
 

@@ -11,10 +11,16 @@ any YAML loader (`yaml.safe_load`) into the very same value, so programs driving
 credential lose nothing. No agent is shown an output schema, so nothing obliges
 `structuredContent`; callers with operator authority (the CLI, scripts, the console) keep
 `structuredContent` and its JSON text, as the specification describes (see `mcp_adapter`).
+
+What an agent reads leaves out what it said itself (`unechoed`): a field that repeats an argument
+it sent, the id of the record it named, and in the record it acted on the ids its credential
+filled in (itself as `agent_id`, `decided_by`, ...). Everything it did not say stays, ids of new
+records first among them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
@@ -58,3 +64,48 @@ def readable(value: Any) -> str:
         width=1 << 30,  # never fold a long line: a folded string reads as two
     )
     return text
+
+
+def _said(value: Any, sent: Any) -> bool:
+    """Whether a result's `value` repeats the scalar argument `sent` (a flag only a flag)."""
+    if isinstance(sent, bool) or isinstance(value, bool):
+        return isinstance(sent, bool) and isinstance(value, bool) and value == sent
+    return isinstance(sent, (str, int, float)) and sent != "" and isinstance(value, (str, int, float)) and value == sent
+
+
+def _record_unechoed(
+    record: Mapping[str, Any], args: Mapping[str, Any], own_id: str | None, who: Iterable[str], agent_id: str
+) -> dict[str, Any]:
+    """`record` without the fields that repeat an argument of the same name, its `id` when that is
+    `own_id` (the id the caller named) and the identity fields in `who` naming the caller."""
+    return {
+        key: value
+        for key, value in record.items()
+        if not (key in args and _said(value, args[key]))
+        and not (key == "id" and own_id is not None and _said(value, own_id))
+        and not (agent_id and key in who and value == agent_id)
+    }
+
+
+def unechoed(
+    result: Mapping[str, Any], args: Mapping[str, Any], agent_id: str, identity: Iterable[str] = ()
+) -> dict[str, Any]:
+    """What an agent reads of `result` (a call with `args`, by `agent_id`): without what it said.
+
+    At the top level a field repeating an argument goes (`since_revision`). In a record (a mapping
+    under a top-level key `thing`), a field repeating an argument of its name goes, so does its
+    `id` when the caller named it as `thing_id`, and so do the `identity` fields (`agent_id`, ...)
+    naming the caller. In a list of records only the fields repeating an argument go (what the
+    caller filtered by, a claim's mode): the caller's own id stays there, where it tells its rows
+    from others'."""
+    who = frozenset(identity)
+    out: dict[str, Any] = {}
+    for key, value in result.items():
+        if key in args and _said(value, args[key]):
+            continue
+        if isinstance(value, Mapping):
+            value = _record_unechoed(value, args, args.get(f"{key}_id"), who, agent_id)
+        elif isinstance(value, list) and value and all(isinstance(row, Mapping) for row in value):
+            value = [_record_unechoed(row, args, None, (), "") for row in value]
+        out[key] = value
+    return out

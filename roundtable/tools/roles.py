@@ -60,10 +60,14 @@ LISTED: dict[str, frozenset[str]] = {
     "reviewer": _REVIEW,
     "tester": _REVIEW | {"test.run", "test.get_result", "test.suggest", "test.evidence.submit"},
     "security": _REVIEW | {"security.review"},
-    "architect": _REVIEW | {"decision.record", "task.create", "task.list", "memory.query", "memory.record"},
+    # On the shared endpoint an architect reviews what shapes the design and records what lasts
+    # (its briefing); it plans in a session of its own, as the planner.
+    "architect": _REVIEW | {"memory.query", "memory.record"},
+    # A capability session's role where it differs from the listing's: the architect's planning
+    # session turns the run's goal into tasks and closes its own planning task.
+    "planner": _COMMON
+    | {"resource.claim", "repo.read_file", "task.create", "task.list", "task.update_status", "memory.record"},
 }
-# A capability session's role where it differs from the listing's (an architect plans).
-LISTED["planner"] = LISTED["architect"]
 
 WORKSPACE = "workspace"
 KINDS = frozenset({"", WORKSPACE})

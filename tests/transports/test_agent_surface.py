@@ -118,8 +118,8 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
         result = await client.session.call_tool("proposal_get", {"proposal_id": pid})
         header, patch = (value_of(result), result.content[1].text)
         assert set(header) == {"proposal"} and "-line 10\n+line 10!\n" in patch
+        # The id it named is not repeated to it.
         assert set(header["proposal"]) == {
-            "id",
             "task_id",
             "agent_id",
             "title",
@@ -132,14 +132,14 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
         assert result.structured_content is None and len(result.content) == 2
         since = await client.session.call_tool("proposal_get", {"proposal_id": pid, "since_revision": 1})
         brief, diff = value_of(since), since.content[1].text
-        assert brief["since_revision"] == 1 and set(brief["proposal"]) == {"id", "status", "revision_number"}
+        assert set(brief) == {"proposal"} and set(brief["proposal"]) == {"status", "revision_number"}
         assert "-line ten\n+line 10!\n" in diff and "-line 10\n" not in diff
         full = await _call(client, "proposal_get", {"proposal_id": pid, "detail": True})
         assert "patch_path" in full["proposal"] and "touched_files_json" in full["revisions"][0]
         assert [r["number"] for r in full["revisions"]] == [1, 2] and full["gates"]["ok"] is False
         assert "patch" not in full  # the patch is always a block of its own
         vote = await _call(client, "vote_cast", {"proposal_id": pid, "vote": "approve", "reason_md": "x" * 2000})
-        assert set(vote["vote"]) == {"id", "agent_id", "vote"}
+        assert set(vote["vote"]) == {"id"}  # its own id and verdict are not repeated to it
         report = await _call(client, "patch_validate", {"proposal_id": pid})
         assert len(report["votes"][0]["reason_md"]) == 300 and "session_id" not in report["votes"][0]
         listed = await _call(client, "vote_list", {"proposal_id": pid})
