@@ -281,6 +281,7 @@ TOOLS = [
         name="proposal.comment",
         description=("Comment on a diff line, a file (no line) or the proposal (no path); not on your own."),
         args=CommentArgs,
+        rare_args=frozenset({"revision"}),  # the current one
         output_schema=result({"comment": RECORD}, required=["comment"]),
         handler=comment,
         prepare=prepare_comment,
@@ -288,8 +289,8 @@ TOOLS = [
     ToolSpec(
         name="proposal.get",
         description=(
-            "A proposal: its purpose, patch (own text block), extra resources, open comments; "
-            "since_revision N: only the change since N."
+            "A proposal: its purpose, patch, extra resources, open comments; since_revision N: only the "
+            "change since N."
         ),
         args=GetArgs,
         output_schema=result(
@@ -305,6 +306,7 @@ TOOLS = [
             required=["proposal"],
         ),
         handler=get,
+        rare_args=frozenset({"detail"}),  # the full records (revisions, gates): seldom what a reader acts on
         text_fields=("patch", "revision_diff"),
         mode="read",
         read_only=True,

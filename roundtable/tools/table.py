@@ -67,10 +67,11 @@ TOOLS = [
     ToolSpec(
         name="table.watch",
         description=(
-            "Start here: what concerns you (your tasks, claims, proposals and news on them, reviews asked "
-            "of you); after_event_id: only newer; wait_ms: wait for types."
+            "Start here: what concerns you (your tasks, claims, proposals and their news, reviews asked of "
+            "you); after_event_id: only newer; wait_ms: wait for them."
         ),
         args=WatchArgs,
+        rare_args=frozenset({"limit"}),
         output_schema=result(
             {
                 "run_id": string(),

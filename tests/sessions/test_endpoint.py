@@ -147,7 +147,7 @@ async def test_a_session_in_a_workspace_is_listed_what_its_own_editor_does_not_d
         names = {t.name for t in listed.tools}
         assert "workspace_propose" in names and "agent_turn_complete" in names
         assert not names & {"proposal_create", "repo_read_file", "resource_claim", "patch_validate"}
-        assert size <= 3_700, size  # 8,026 bytes when it was listed its role's whole list
+        assert size <= 3_390, size  # 3,348 now; 8,026 bytes when it was listed its role's whole list
         # Not listed is not refused: the capability's set decides.
         assert "table_get_state" not in names and "proposal_get" in names
         assert not (await s.call_tool("table_get_state", {})).is_error
@@ -156,7 +156,7 @@ async def test_a_session_in_a_workspace_is_listed_what_its_own_editor_does_not_d
 async def test_each_session_role_is_listed_what_it_uses_within_its_size(runtime: Runtime) -> None:
     run_id, task_id = await make_task(runtime)
     pid = await add_proposal(runtime, task_id)
-    limits = {"implementer-1": (7_700, ""), "reviewer-1": (4_400, pid)}
+    limits = {"implementer-1": (7_380, ""), "reviewer-1": (4_140, pid)}  # 7,307 and 4,092 now
     for agent, (limit, proposal) in limits.items():
         b = (
             await bind(runtime, agent, run_id, task_id, proposal)
@@ -170,3 +170,14 @@ async def test_each_session_role_is_listed_what_it_uses_within_its_size(runtime:
         names = {t.name for t in listed.tools}
         # The role's allowed tools cut to what it uses: a reviewer has no repo_symbols or memory_record.
         assert "repo_symbols" not in names and "memory_record" not in names
+
+
+async def test_a_planner_session_is_listed_what_planning_needs(runtime: Runtime) -> None:
+    """The architect's planning session is shown the tools that turn a goal into tasks, including
+    the one that closes its own planning task; not the review tools its shared-endpoint listing has."""
+    run_id, task_id = await make_task(runtime, agent="architect-1")
+    b = await bind(runtime, "architect-1", run_id, task_id)
+    async with endpoint(runtime, b) as sock, client(sock, b.token) as s:
+        names = {t.name for t in (await s.list_tools()).tools}
+    assert {"task_create", "task_list", "task_update_status", "memory_record", "table_watch"} <= names
+    assert not names & {"vote_cast", "proposal_comment", "proposal_create"}
