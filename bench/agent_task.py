@@ -62,7 +62,7 @@ from bench.rows import row
 
 BENCH = "agent_task"
 # The targets, as a multiple of the shell's calls and bytes.
-FACTORS = {"workspace": 1.2, "mcp": 2.0}
+FACTORS = {"workspace": 1.2, "workspace-mcp": 1.2, "mcp": 2.0}
 IMPLEMENTER = "implementer-1"
 REVIEWERS = ("reviewer-1", "architect-1")
 TEST_COMMAND = "unit"
@@ -683,8 +683,9 @@ async def make_workspace(root: Path, task_id: str) -> Path:
     return Path(out["workspace"]["path"])
 
 
-async def workspace_path(env: Env) -> Tally:
-    """The change edited natively in the implementer's workspace and proposed from it."""
+async def workspace_mcp_path(env: Env) -> Tally:
+    """The change edited natively in the implementer's workspace and proposed from it; every
+    agent's governance through its MCP session (its listing read once)."""
     tally = Tally()
     ws = await make_workspace(env.root, env.task_id)
     evidence = {"command": TEST_COMMAND, "paths": [TESTS]}
@@ -708,9 +709,90 @@ async def workspace_path(env: Env) -> Tally:
     return tally
 
 
+class ShellAgent:
+    """One agent whose harness runs roundtable's tools as commands in its shell (`rt`, that is
+    `roundtable agent`, with no MCP server configured): each command is a real process against
+    the owner's HTTP endpoint with the agent's own credential, counted by what it prints. What the
+    harness reads once, as it would a listing: `rt` with no arguments (the tools it may call, a line
+    each), counted as one call."""
+
+    def __init__(self, env: Env, agent_id: str, tally: Tally, kind: str = "") -> None:
+        import os
+
+        self.agent_id, self.tally = agent_id, tally
+        token = env.auth(agent_id)["Authorization"].split(" ", 1)[1]
+        url = f"{env.url}?tools={kind}" if kind else env.url
+        self.environ = {**os.environ, "ROUNDTABLE_MCP_URL": url, "ROUNDTABLE_MCP_TOKEN": token}
+        self.environ.pop("ROUNDTABLE_MCP_SOCKET", None)
+
+    def rt(self, *words: str, setup: bool = False) -> str:
+        """`rt WORDS`: its output, counted."""
+        done = subprocess.run(
+            [*RT, *words], env=self.environ, capture_output=True, text=True, timeout=600, check=False
+        )
+        output = done.stdout + done.stderr
+        size = len(output.encode("utf-8"))
+        self.tally.add(f"{self.agent_id} rt {words[0] if words else '(help)'}", size)
+        if setup:
+            self.tally.list_bytes += size
+        if done.returncode != 0:
+            raise RuntimeError(f"rt {' '.join(words)} failed ({done.returncode}): {output}")
+        return done.stdout
+
+    def open(self) -> ShellAgent:
+        self.rt(setup=True)
+        return self
+
+
+RT = [sys.executable, "-m", "roundtable", "agent"]
+
+
+def _commit(root: Path, tally: Tally, *args: str) -> None:
+    """The author's commit in its workspace, as in the shell path (a revision amends it): git diff
+    then shows what changed since."""
+    who = ["-c", f"user.name={IMPLEMENTER}", "-c", f"user.email={IMPLEMENTER}@localhost"]
+    _run(root, ["git", *who, "commit", "-a", *args], tally, "git commit" + (" --amend" if "--amend" in args else ""))
+
+
+async def workspace_path(env: Env) -> Tally:
+    """The change edited natively in the implementer's workspace; every agent's governance
+    through `rt` in its shell (no MCP listing in any session)."""
+    import yaml
+
+    tally = Tally()
+    ws = await make_workspace(env.root, env.task_id)
+    test = ["--test", TEST_COMMAND, "--test-paths", TESTS]
+    me = ShellAgent(env, IMPLEMENTER, tally, kind="workspace").open()
+    me.rt("table_watch")
+    me.rt("task_get", env.task_id)
+    _author_edits(ws, tally)
+    _commit(ws, tally, "-m", TASK_TITLE, "-m", SUMMARY)
+    made = me.rt("workspace_propose", env.task_id, "--title", TASK_TITLE, "--summary-md", SUMMARY, *test)
+    pid = yaml.safe_load(made)["proposal"]["id"]  # claimed, review requested, tested
+    first, second = (ShellAgent(env, who, tally).open() for who in REVIEWERS)
+    for reviewer in (first, second):
+        reviewer.rt("table_watch")
+        reviewer.rt("resource_claim", "file", "review", env.task_id, "--paths", *CHANGED)
+    first.rt("proposal_get", pid)
+    first.rt("vote_cast", pid, "revise", REVISE_REASON)
+    me.rt("vote_list", pid)
+    for edit in REVISION_EDITS:
+        _edit(ws, edit, tally)
+    _run(ws, TEST_ARGV, tally, "unittest")
+    _run(ws, ["git", "diff"], tally, "git diff")
+    _commit(ws, tally, "--amend", "--no-edit")
+    me.rt("workspace_propose", env.task_id, *test)
+    first.rt("proposal_get", pid, "--since-revision", "1")
+    first.rt("vote_cast", pid, "approve", "Thanks.")
+    second.rt("proposal_get", pid)
+    second.rt("vote_cast", pid, "approve", "Fits.")
+    return tally
+
+
 PATHS: dict[str, Callable[[Env], Awaitable[Tally]]] = {
     "mcp": mcp_path,
     "workspace": workspace_path,
+    "workspace-mcp": workspace_mcp_path,
     "shell": shell_path,
 }
 

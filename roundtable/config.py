@@ -293,6 +293,11 @@ class SessionsConfig(Section):
     max_processes: NonNegativeInt = 1024
     # What a session may reach besides its model API, through the owner's gateway.
     network: NetworkConfig = NetworkConfig()
+    # How a session reaches roundtable's tools: `mcp`, its harness's MCP client (the tool listing
+    # in its model's context); `shell`, the `rt` command in its own shell (`roundtable agent`; no
+    # MCP server configured, nothing listed until it runs `rt`). `shell` applies to Claude Code and
+    # Codex, whose shell tool it switches on; other harnesses keep MCP.
+    tools: Literal["mcp", "shell"] = "mcp"
 
 
 class RoleConfig(Section):

@@ -1,10 +1,11 @@
-"""The `roundtable` console script: a fast path for `roundtable mcp stdio`, click for the rest.
+"""The `roundtable` console script: fast paths for `roundtable mcp stdio` and `roundtable agent`, click for the rest.
 
 A harness spawns the stdio bridge once per agent and waits for it, so its start-up is paid
 every time; the bridge path therefore skips click and the command registry and imports only
 the config loader, the credential files and the bridge itself. Anything unusual (help, an
 unknown option) falls through to the full command line, which gives the same behaviour and
-messages.
+messages. `roundtable agent` (`rt` in a session, `server.agent_cli`) is an agent's command,
+run once per governance step, so it never loads click either.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ def _run_bridge(options: dict[str, str]) -> int:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["agent"]:  # an agent's tools as commands (`rt`): as light as the bridge
+        from roundtable.server.agent_cli import main as agent_main
+
+        sys.exit(agent_main(sys.argv[2:]))
     options = _bridge_options(sys.argv[1:])
     if options is not None:
         sys.exit(_run_bridge(options))

@@ -420,9 +420,16 @@ class Supervisor:
                 target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 target.write_text(text, encoding="utf-8")
                 os.chmod(target, 0o600)
+            for name, script in plan.commands.items():  # `rt` for a session whose tools are commands
+                target = home / adapters.COMMANDS_DIR / name
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                target.write_text(script, encoding="utf-8")
+                os.chmod(target, 0o700)
             env = self._environment(
                 home, plan.env, token, socket_path, session_id, agent_id, run.id, task_id, proposal_id
             )
+            if plan.commands:
+                env["PATH"] = os.pathsep.join([str(home / adapters.COMMANDS_DIR), env["PATH"]])
             env.update(plan.settings)
             # The harness's model choices from the owner's environment (by name; never a key).
             env.update({name: os.environ[name] for name in plan.inherit if name in os.environ})

@@ -63,6 +63,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "proposals",
         "Comment on a line of a proposal's diff, or list the comments.",
     ),
+    "agent": (
+        "roundtable.cli.agent_cmd",
+        "agent",
+        "An agent's tools as commands in its own shell (`rt` in a session): list them, call one.",
+    ),
     "wait": ("roundtable.cli.wait_cmd", "wait", "Wait until this project's owner answers (--ready; for CI)."),
     "workspaces": (
         "roundtable.cli.workspaces_cmd",

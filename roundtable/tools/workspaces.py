@@ -12,7 +12,9 @@ from typing import Any
 from pydantic import Field
 
 from roundtable.errors import PermissionDenied, ValidationError
-from roundtable.services.args import Args, Id
+from roundtable.services.args import Args, Id, Text, Texts
+from roundtable.services.testing import test_exec
+from roundtable.services.testing import test_runs as testing_service
 from roundtable.services.workspaces import worktrees as service
 from roundtable.services.workspaces.worktrees import (
     CreateArgs,
@@ -23,9 +25,10 @@ from roundtable.services.workspaces.worktrees import (
     UnproposedArgs,
 )
 from roundtable.tools import views
+from roundtable.tools.approvals import actor_of
 from roundtable.tools.context import Call
 from roundtable.tools.registry import ToolSpec
-from roundtable.tools.schema import RECORD, RECORDS, boolean, result, strings
+from roundtable.tools.schema import RECORD, RECORDS, boolean, result, string, strings
 
 
 async def create(call: Call[CreateArgs]) -> dict[str, Any]:
@@ -41,7 +44,26 @@ async def create(call: Call[CreateArgs]) -> dict[str, Any]:
     return await service.create(call.runtime, call.args, actor=call.actor, runs=call.run_hint)
 
 
-async def propose(call: Call[ProposeArgs]) -> dict[str, Any]:
+class ProposeAndTestArgs(ProposeArgs):
+    # `workspace.propose`: the service's arguments, and the evidence to gather on the new revision.
+    test: Text = Field(default="", description="A test_run command to run on the new revision (its evidence).")
+    test_paths: Texts = Field(default=[], description="test's paths, as test_run's.")
+
+
+async def _checked_test(call: Call[ProposeAndTestArgs]) -> None:
+    """Refuse a test command `test.run` would refuse, before anything is proposed."""
+    a = call.args
+    if not a.test:
+        if a.test_paths:
+            raise ValidationError("test_paths needs test (the command to run)")
+        return
+    allowed = await testing_service.allowed_commands(call.runtime)
+    narrowing = test_exec.check_narrowing(call.runtime.root, list(a.test_paths), "")
+    test_exec.choose_command(a.test, allowed, operator=call.caller.is_operator, narrowing=narrowing)
+
+
+async def propose(call: Call[ProposeAndTestArgs]) -> dict[str, Any]:
+    await _checked_test(call)
     out = await service.propose(
         call.runtime,
         call.args,
@@ -60,6 +82,14 @@ async def propose(call: Call[ProposeArgs]) -> dict[str, Any]:
     }
     if "reviewers" in out:
         brief["reviewers"] = out["reviewers"]
+    if call.args.test:
+        # The evidence on the revision just proposed, as test_run gives it (the log's tail).
+        run_args = testing_service.RunArgs(
+            command=call.args.test, proposal_id=out["proposal"]["id"], paths=call.args.test_paths
+        )
+        record, log = await testing_service.run_test(call.runtime, run_args, actor_of(call.caller))
+        brief["test_run"] = record.to_dict()
+        brief["log"] = views.log_tail(log)[0]
     return brief
 
 
@@ -94,12 +124,20 @@ TOOLS = [
         name="workspace.propose",
         description=(
             "Propose your workspace's diff (a new revision of your open proposal for the task, if any); "
-            "claims what it touches and asks for review."
+            "claims what it touches and asks for review; test runs a test_run command on it."
         ),
-        args=ProposeArgs,
+        args=ProposeAndTestArgs,
         rare_args=frozenset({"request_review"}),
+        agent_view=views.test_run_for_agent,  # the evidence's run, trimmed as test_run's
         output_schema=result(
-            {"proposal": RECORD, "files": strings(), "claimed": strings(), "reviewers": strings()},
+            {
+                "proposal": RECORD,
+                "files": strings(),
+                "claimed": strings(),
+                "reviewers": strings(),
+                "test_run": RECORD,
+                "log": string(),
+            },
             required=["proposal", "files", "claimed"],
         ),
         handler=propose,

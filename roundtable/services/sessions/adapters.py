@@ -73,9 +73,16 @@ class Plan:
     # The harness reads user messages on a standard input kept open (`input_message`): the prompt
     # first, then the operator's messages while it works; it ends once its input is closed.
     live_input: bool = False
+    # Commands put on the session's PATH (`COMMANDS_DIR` in its private home): name → script.
+    commands: dict[str, str] = field(default_factory=dict)
 
 
 PROMPT_FILE = "PROMPT.md"
+# Where a session's own commands live (`Plan.commands`), first on its PATH.
+COMMANDS_DIR = "bin"
+# `sessions.tools: shell`: the harnesses whose shell runs `rt` (others keep their MCP client).
+SHELL_HARNESSES = ("claude", "codex")
+SHELL_TOOLS = "shell"
 # What a harness that wants a prompt argument is given instead of the prompt itself.
 PROMPT_POINTER = (
     "Your instructions are on standard input and in the file named by the ROUNDTABLE_PROMPT_FILE "
@@ -147,25 +154,53 @@ def bridge_argv(socket_path: str, root: str = "") -> list[str]:
     return [*roundtable_executable(), "mcp", "stdio", *root_args, "--socket", socket_path]
 
 
+def rt_script() -> str:
+    """`rt`: `roundtable agent` under a short name, for a session whose tools are shell commands."""
+    return "#!/bin/sh\nexec " + " ".join(shlex.quote(word) for word in roundtable_executable()) + ' agent "$@"\n'
+
+
 def _check_required(session_id: str, agent_id: str, run_id: str, cwd: str) -> None:
     if not all(v.strip() for v in (session_id, agent_id, run_id, cwd)):
         raise ValidationError("session_id, agent_id, run_id, and working_directory are required")
 
 
+# How a `shell` session is told where its tools are (the listing is `rt`'s, read when it runs it).
+SHELL_TOOLS_NOTE = (
+    "Roundtable's tools are commands in your shell: `rt` lists the ones you may call, `rt TOOL --help` "
+    "explains one, `rt TOOL VALUE... [--NAME VALUE]` calls it (start with `rt table_watch`)."
+)
+
+
 def prompt_for(
-    agent_id: str, role: str, run_id: str, task_id: str, proposal_id: str, briefing: str = "", workspace: str = ""
+    agent_id: str,
+    role: str,
+    run_id: str,
+    task_id: str,
+    proposal_id: str,
+    briefing: str = "",
+    workspace: str = "",
+    shell: bool = False,
 ) -> str:
     """The standing instruction given to a launched harness (no secrets in it), with the
-    briefing — why it was launched (the autopilot's reason) — when there is one."""
+    briefing — why it was launched (the autopilot's reason) — when there is one. `shell`: its
+    tools are `rt` commands, not MCP tools."""
     target = f"task {task_id}" + (f", proposal {proposal_id}" if proposal_id else "")
     if workspace:
+        propose = f"`rt workspace_propose {task_id}`" if shell else f"workspace_propose with task_id {task_id}"
         prompt = (
             f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
             f"Your working directory {workspace} is your own git worktree of the project: edit "
             "files there with your own tools (you may run the project's tests there too), then "
-            f"call workspace_propose with task_id {task_id} (and a title and summary_md for a new "
+            f"call {propose} (and a title and summary_md for a new "
             "proposal) to submit the diff for review; only workspace_propose reaches the table. "
             "If the project moved under you, workspace_sync merges it in."
+        )
+        prompt += f" {SHELL_TOOLS_NOTE}" if shell else ""
+        return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
+    if shell:
+        prompt = (
+            f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
+            f"{SHELL_TOOLS_NOTE} Work only through them."
         )
         return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
     # The workflow is stated once, in the MCP server's instructions (read at `initialize`) and the
@@ -234,10 +269,12 @@ def _harness_argv(
     workspace: str = "",
     max_budget_usd: float = 0.0,
     sandboxed: bool = False,
+    shell: bool = False,
 ) -> list[str]:
     """Adapter-specific non-interactive invocation; the prompt comes on standard input. With a
     `workspace` the harness gets its own file and shell tools, limited to the workspace (its
-    working directory)."""
+    working directory); `shell` (roundtable's tools as `rt` commands) gives it its shell tool
+    wherever it works."""
     base = shlex.split(command) or [name]
     model_args = ["--model", model] if model and model != "default" else []
     if name == "codex":
@@ -247,7 +284,7 @@ def _harness_argv(
         # sandbox rooted there, or — inside roundtable's sandbox, which surrounds it and where a
         # nested one may not start — with its own sandbox off (the flag meant for that case).
         own = ["--dangerously-bypass-approvals-and-sandbox"] if sandboxed else ["--sandbox", "workspace-write"]
-        native = ["-C", workspace, *own] if workspace else []
+        native = ["-C", workspace, *own] if workspace else own if shell else []
         return [*base, "exec", "--skip-git-repo-check", "--json", *native, *model_args, "-"]
     if name == "claude":
         # `-p` without a prompt argument reads it from standard input and runs one turn without a
@@ -265,7 +302,9 @@ def _harness_argv(
         # that stream (`control_request` can_use_tool), and waits for the answer there — its question
         # tool (AskUserQuestion, offered only so) for the operator's answer; any other tool the
         # supervisor refuses at once, as `-p` alone would.
-        native = list(CLAUDE_NATIVE_TOOLS) if workspace else []
+        # `shell` outside a workspace: its shell alone (to run `rt`), in its private home.
+        native = list(CLAUDE_NATIVE_TOOLS) if workspace else ["Bash"] if shell else []
+        server = [] if shell else [f"mcp__{SERVER_NAME}"]
         budget = ["--max-budget-usd", f"{max_budget_usd:g}"] if max_budget_usd > 0 else []
         return [
             *base,
@@ -273,7 +312,7 @@ def _harness_argv(
             *budget,
             *(["--mcp-config", mcp_config, "--strict-mcp-config"] if mcp_config else []),
             "--allowedTools",
-            " ".join([f"mcp__{SERVER_NAME}", *native]),
+            " ".join([*server, *native]),
             "--tools",
             " ".join([*native, CLAUDE_QUESTION_TOOL]),
             "--permission-prompt-tool",
@@ -327,18 +366,24 @@ CODEX_SERVER_STARTUP_S = 60
 
 
 def harness_files(
-    name: str, socket_path: str, root: str = "", gateway_url: str = ""
+    name: str, socket_path: str, root: str = "", gateway_url: str = "", mcp: bool = True
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(files relative to the private home, env pointing the harness at them) for `name`; with
-    `gateway_url`, Codex's model provider is the gateway."""
+    `gateway_url`, Codex's model provider is the gateway; without `mcp` (a `shell` session) no
+    MCP server is configured."""
     argv = bridge_argv(socket_path, root)
     forwarded = ["ROUNDTABLE_MCP_TOKEN", "ROUNDTABLE_MCP_SOCKET"]
     if name == "codex":
         settings = codex_model_settings()
         if gateway_url:
             settings = {**settings, **CODEX_QUIET, **codex_gateway_provider(gateway_url)}
-        text = _codex_toml(argv[0], argv[1:], env_vars=forwarded, settings=settings, approve_tools=True)
+        if mcp:
+            text = _codex_toml(argv[0], argv[1:], env_vars=forwarded, settings=settings, approve_tools=True)
+        else:
+            text = _codex_settings_toml(settings)
         return {f"{CODEX_SESSION_HOME}/config.toml": text}, {"CODEX_HOME": CODEX_SESSION_HOME}
+    if not mcp:
+        return {}, {}
     if name == "claude":
         servers = {"mcpServers": {"roundtable": {"type": "stdio", "command": argv[0], "args": argv[1:]}}}
         return {".mcp.json": json.dumps(servers, indent=2) + "\n"}, {}
@@ -356,6 +401,13 @@ def harness_files(
 
 def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def _codex_settings_toml(settings: dict[str, Any]) -> str:
+    """A session's Codex configuration without an MCP server: its model and provider only."""
+    import tomlkit
+
+    return "# Written by roundtable: the model and its provider (roundtable's gateway).\n" + tomlkit.dumps(settings)
 
 
 def _codex_toml(
@@ -516,12 +568,17 @@ def start_plan(
     roundtable's gateway, its model API (none without)."""
     _check_required(session_id, agent_id, run_id, working_directory)
     adapter = get(config, name)
-    prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id, briefing, workspace)
-    mcp_config = _claude_mcp_config(socket_path, working_directory) if socket_path and name == "claude" else ""
+    # `sessions.tools: shell`: roundtable's tools are `rt` in the harness's shell, no MCP server.
+    shell = config.sessions.tools == SHELL_TOOLS and name in SHELL_HARNESSES and bool(socket_path)
+    prompt = prompt_for(agent_id, role, run_id, task_id, proposal_id, briefing, workspace, shell=shell)
+    use_mcp = bool(socket_path) and not shell
+    mcp_config = _claude_mcp_config(socket_path, working_directory) if use_mcp and name == "claude" else ""
     argv = _harness_argv(
-        name, adapter.command or name, model, mcp_config, workspace, config.limits.max_budget_usd, sandboxed
+        name, adapter.command or name, model, mcp_config, workspace, config.limits.max_budget_usd, sandboxed, shell
     )
-    files, env = harness_files(name, socket_path, working_directory, gateway_url) if socket_path else ({}, {})
+    files, env = (
+        harness_files(name, socket_path, working_directory, gateway_url, mcp=not shell) if socket_path else ({}, {})
+    )
     settings = dict(HARNESS_SETTINGS.get(name, {})) if socket_path else {}
     model_api, gateway_token = gateway_settings(name, gateway_url)
     settings.update(model_api)
@@ -540,6 +597,7 @@ def start_plan(
         gateway_token=gateway_token,
         prompt=prompt,
         live_input=name == "claude",
+        commands={"rt": rt_script()} if shell else {},
     )
 
 
