@@ -177,3 +177,54 @@ def test_claude_gets_its_spending_cap_when_one_is_configured(codex_home: Path) -
         config, "codex", session_id="S-1", agent_id="implementer-1", run_id="RUN-1", working_directory="/w"
     ).argv
     assert "--max-budget-usd" not in codex  # only Claude Code has such a flag
+
+
+def shell_plan(name: str, workspace: str = "") -> adapters.Plan:
+    """A `sessions.tools: shell` session of `name`, gateway configured."""
+    config = Config()
+    config = config.model_copy(update={"sessions": config.sessions.model_copy(update={"tools": "shell"})})
+    return adapters.start_plan(
+        config,
+        name,
+        session_id="S",
+        agent_id="reviewer-1" if not workspace else "implementer-1",
+        run_id="R",
+        working_directory=workspace or "/home-of-session",
+        role="reviewer" if not workspace else "implementer",
+        task_id="T",
+        socket_path="/tmp/rt-x/s.sock",
+        workspace=workspace,
+        sandboxed=True,
+        gateway_url="http://127.0.0.1:4780",
+    )
+
+
+@pytest.mark.parametrize("workspace", ["", "/ws"])
+def test_a_shell_session_of_claude_has_no_mcp_server_its_shell_and_rt(codex_home: Path, workspace: str) -> None:
+    made = shell_plan("claude", workspace)
+    argv = made.argv
+    assert "--mcp-config" not in argv and not any("mcp__" in word for word in argv)
+    assert made.files == {}  # no .mcp.json either
+    tools = argv[argv.index("--tools") + 1].split()
+    allowed = argv[argv.index("--allowedTools") + 1].split()
+    assert "Bash" in tools and "Bash" in allowed
+    assert (set(allowed) == {"Bash"}) is (not workspace)  # outside a workspace, its shell alone
+    assert made.commands["rt"].startswith("#!/bin/sh\nexec ") and made.commands["rt"].endswith(' agent "$@"\n')
+    assert "`rt` lists the ones you may call" in made.prompt
+    if workspace:
+        assert "call `rt workspace_propose T`" in made.prompt
+
+
+def test_a_shell_session_of_codex_configures_its_provider_but_no_mcp_server(codex_home: Path) -> None:
+    made = shell_plan("codex")
+    [(path, text)] = made.files.items()
+    doc = tomllib.loads(text)
+    assert path.endswith("config.toml") and "mcp_servers" not in doc
+    assert doc["model_provider"] == adapters.CODEX_PROVIDER  # the gateway stays its model API
+    assert "--dangerously-bypass-approvals-and-sandbox" in made.argv  # its shell inside ours
+    assert made.commands.keys() == {"rt"}
+
+
+def test_other_harnesses_keep_mcp_in_a_shell_configuration(codex_home: Path) -> None:
+    made = shell_plan("gemini")
+    assert made.commands == {} and ".gemini/settings.json" in made.files
