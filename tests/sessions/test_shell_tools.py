@@ -60,10 +60,15 @@ def configure(runtime: Runtime, harness_dir: Path) -> None:
     runtime.config = config.model_copy(update={"adapters": adapters, "sessions": sessions})
 
 
+def _log_text(log: Path) -> str:
+    return log.read_text(encoding="utf-8") if log.exists() else ""
+
+
 async def report(log: Path, timeout: float = 60) -> dict[str, Any]:
+    """The stand-in's report, once it is in the session's log."""
     deadline = asyncio.get_running_loop().time() + timeout
     while asyncio.get_running_loop().time() < deadline:
-        text = log.read_text(encoding="utf-8") if log.exists() else ""
+        text = await asyncio.to_thread(_log_text, log)
         for line in text.splitlines():
             if line.startswith("HARNESS "):
                 return dict(json.loads(line[len("HARNESS ") :]))
