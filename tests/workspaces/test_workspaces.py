@@ -4,12 +4,16 @@ revised in place, synced onto a moved tree, removed when the task ends."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from roundtable.errors import ToolError
+from roundtable.runtime import Runtime
 from roundtable.services.repository.patches import read_patch
 from roundtable.tools.context import OPERATOR
 from tests.helpers import AUTHOR, agent, git
@@ -436,3 +440,50 @@ async def test_a_sessions_own_repository_holds_the_base_tree_and_nothing_else(
     assert own_git("rev-parse", "HEAD^{tree}").strip() == base_tree
     assert not has_object_in(own, secret) and not has_object_in(own, first)  # no other branch, no history
     assert "filter.evil" not in (own / "config").read_text()
+
+
+def _tests_policy(rt: Runtime, commands: dict[str, list[str]]) -> None:
+    """The project's policy with a `tests:` block, loaded as a reload would."""
+    import yaml
+
+    from roundtable.services.policy.engine import load_policy
+
+    block = yaml.safe_dump({"tests": {"commands": commands}})
+    (rt.root / "POLICIES.ROUNDTABLE.md").write_text(f"# policy\n\n```yaml\n{block}```\n", encoding="utf-8")
+    rt.policy = load_policy(rt.root)
+
+
+async def test_propose_runs_the_test_on_the_new_revision_in_the_same_call(work: Work) -> None:
+    _tests_policy(work.rt, {"unit": [sys.executable, "-c", "print('ran 3 tests: OK')"]})
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    out = await work.propose(test="unit")
+    async with work.rt.db.read() as r:
+        revision = await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (out["proposal"]["id"],))
+    assert out["test_run"]["status"] == "passed" and out["test_run"]["revision"] == revision
+    assert "ran 3 tests: OK" in out["log"]
+    # The revision is the evidence's: a second revision is tested as itself.
+    (work.path / "src" / "app.py").write_text("print('v3')\n")
+    again = await work.propose(test="unit")
+    async with work.rt.db.read() as r:
+        revision = await r.scalar("SELECT current_revision FROM proposals WHERE id = ?", (out["proposal"]["id"],))
+        runs = await r.scalar("SELECT COUNT(*) FROM test_runs WHERE proposal_id = ?", (out["proposal"]["id"],))
+    assert again["test_run"]["revision"] == revision and runs == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"test": "nosuch"}, "nosuch"),
+        ({"test_paths": ["tests/test_app.py"]}, "test_paths needs test"),
+        ({"test": "unit", "test_paths": ["../outside.py"]}, "paths[0]"),
+    ],
+)
+async def test_a_test_it_would_refuse_refuses_the_proposal_and_records_nothing(
+    work: Work, extra: dict[str, Any], says: str
+) -> None:
+    _tests_policy(work.rt, {"unit": [sys.executable, "-c", "pass", "{paths}"]})
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    before = await work.counts()
+    with pytest.raises(ToolError, match=re.escape(says)):
+        await work.propose(**extra)
+    assert await work.counts() == before
