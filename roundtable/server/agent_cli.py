@@ -39,6 +39,8 @@ SOCKET_ENV = "ROUNDTABLE_MCP_SOCKET"
 TOKEN_ENV = "ROUNDTABLE_MCP_TOKEN"
 URL_ENV = "ROUNDTABLE_MCP_URL"
 USAGE = f"{PROGRAM} TOOL VALUE... [--NAME VALUE]; {PROGRAM} TOOL --help"
+# Where the listing names the arguments it leaves out of a tool's schema as rare (`mcp_adapter`).
+RARE_ARGS_META = "io.roundtable/rare_args"
 OK, REFUSED, USAGE_ERROR, NO_ENDPOINT = 0, 1, 2, 3
 
 
@@ -85,6 +87,13 @@ def _properties(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(k): v for k, v in props.items() if isinstance(v, dict)}
 
 
+def _rare(tool: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The tool's rare arguments: accepted, shown by `rt TOOL --help`, not in the one-line listing."""
+    meta = tool.get("_meta")
+    rare = meta.get(RARE_ARGS_META) if isinstance(meta, dict) else None
+    return {str(k): v for k, v in rare.items() if isinstance(v, dict)} if isinstance(rare, dict) else {}
+
+
 def _placeholder(name: str, prop: dict[str, Any]) -> str:
     choices = prop.get("enum")
     if isinstance(choices, list) and choices:
@@ -117,10 +126,10 @@ def listing(tools: Sequence[dict[str, Any]]) -> str:
 def tool_help(tool: dict[str, Any]) -> str:
     """One tool in full: its synopsis, description and each argument."""
     schema = tool.get("inputSchema", {}) or {}
-    required = _required(schema)
+    required, rare = _required(schema), _rare(tool)
     lines = [f"usage: {PROGRAM} {synopsis(tool)}", str(tool.get("description", "")).strip()]
-    for name, prop in _properties(schema).items():
-        where = "required" if name in required else "optional"
+    for name, prop in {**_properties(schema), **rare}.items():
+        where = "required" if name in required else "rare" if name in rare else "optional"
         about = str(prop.get("description", "")).strip()
         lines.append(f"  {_option(name)} ({_kind(prop)}, {where}){': ' + about if about else ''}")
     return "\n".join(lines) + "\n"
@@ -178,7 +187,7 @@ def _is_scalar_array(prop: dict[str, Any]) -> bool:
 def arguments(tool: dict[str, Any], words: Sequence[str], stdin: Callable[[], str]) -> dict[str, Any]:
     """The tool's arguments from the command line, checked against its schema's names and types."""
     schema = tool.get("inputSchema", {}) or {}
-    props, required = _properties(schema), _required(schema)
+    props, required = {**_properties(schema), **_rare(tool)}, _required(schema)
     by_option = {_option(name): name for name in props} | {"--" + name: name for name in props}
     out: dict[str, Any] = {}
     positional: list[str] = []

@@ -87,10 +87,12 @@ def tool_model(spec: ToolSpec, style: str, input_schema: dict[str, Any] | None =
     MCP's defaults, and no output schema (results carry `structuredContent` all the same; the
     full schemas are in `tools.schema.json`)."""
     hints = spec.listed_annotations
+    schema = input_schema if input_schema is not None else spec.input_schema
     return types.Tool(
         name=spec.advertised_name(style),
         description=spec.description,
-        input_schema=listed_schema(input_schema if input_schema is not None else spec.input_schema),
+        input_schema=listed_schema(schema),
+        _meta=_rare_meta(spec, schema),
         annotations=types.ToolAnnotations(
             read_only_hint=hints.get("readOnlyHint"),
             destructive_hint=hints.get("destructiveHint"),
@@ -98,6 +100,18 @@ def tool_model(spec: ToolSpec, style: str, input_schema: dict[str, Any] | None =
             open_world_hint=hints.get("openWorldHint"),
         ),
     )
+
+
+# Where a listing names the rare arguments it leaves out of a tool's input schema (`rt` reads it:
+# `rt TOOL --help` shows them and accepts them); harnesses hand their model no `_meta`.
+RARE_ARGS_META = "io.roundtable/rare_args"
+
+
+def _rare_meta(spec: ToolSpec, listed: dict[str, Any]) -> dict[str, Any] | None:
+    """`{RARE_ARGS_META: {name: schema}}` for the rare arguments `listed` leaves out (None: none)."""
+    properties, shown = spec.input_schema.get("properties", {}), listed.get("properties", {})
+    rare = {name: properties[name] for name in sorted(spec.rare_args) if name in properties and name not in shown}
+    return {RARE_ARGS_META: listed_schema({"type": "object", "properties": rare})["properties"]} if rare else None
 
 
 def _error_result(text: str) -> types.CallToolResult:

@@ -60,7 +60,7 @@ class Endpoint:
     def where(self) -> str:
         return f"the session socket {self.socket_path}" if self.socket_path else self.url
 
-    def _connection(self) -> tuple[http.client.HTTPConnection, str]:
+    def _open(self) -> tuple[http.client.HTTPConnection, str]:
         parts = urllib.parse.urlsplit(self.url)
         target = parts.path or "/mcp"
         if parts.query:
@@ -90,7 +90,7 @@ class Endpoint:
         if self.token:
             headers["authorization"] = f"Bearer {self.token}"
         try:
-            connection, target = self._connection()
+            connection, target = self._open()
             try:
                 connection.request("POST", target, body.encode("utf-8"), headers)
                 response = connection.getresponse()

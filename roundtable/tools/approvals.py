@@ -77,9 +77,10 @@ TOOLS = [
     ToolSpec(
         name="human.request_approval",
         description=(
-            "Ask the operator to approve (usually a proposal's current revision); you may refresh your own request."
+            "Ask the operator to approve; usually a proposal's current revision; you may refresh your own request."
         ),
         args=RequestApprovalArgs,
+        rare_args=frozenset({"task_id"}),  # the proposal names its task
         output_schema=result({"approval": RECORD}, required=["approval"]),
         handler=request_approval,
         operator_args=frozenset({"status", "decision_md", "override_policy"}),

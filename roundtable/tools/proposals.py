@@ -289,8 +289,8 @@ TOOLS = [
     ToolSpec(
         name="proposal.get",
         description=(
-            "A proposal: its purpose, patch, extra resources, open comments; since_revision N: only the "
-            "change since N."
+            "A proposal and its diff; its purpose, extra resources and open comments too; since_revision N: "
+            "only the change since N."
         ),
         args=GetArgs,
         output_schema=result(
@@ -332,7 +332,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="vote.cast",
-        description=("Vote on a proposal's current revision (a new vote replaces yours; never on your own)."),
+        description="Vote on a proposal's current revision; a new vote replaces yours; never on your own.",
         args=VoteArgs,
         output_schema=result({"vote": RECORD}, required=["vote"]),
         handler=vote_cast,

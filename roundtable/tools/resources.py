@@ -131,7 +131,7 @@ TOOLS = [
     ToolSpec(
         name="resource.claim",
         description=(
-            "Claim files (path or paths), a directory or a symbol before changing or reviewing them; claiming again extends."
+            "Claim files (path or paths), a directory or a symbol; before changing or reviewing them; claiming again extends."
         ),
         args=ClaimArgs,
         agent_view=views.claims_for_agent,
@@ -165,7 +165,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="resource.release",
-        description=("Release a claim of yours (the operator may release any)."),
+        description="Release your claim; the operator may release any.",
         args=ReleaseArgs,
         output_schema=result({"claim": RECORD, "changed": boolean()}, required=["claim"]),
         handler=release,

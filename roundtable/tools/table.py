@@ -67,11 +67,11 @@ TOOLS = [
     ToolSpec(
         name="table.watch",
         description=(
-            "Start here: what concerns you (your tasks, claims, proposals and their news, reviews asked of "
-            "you); after_event_id: only newer; wait_ms: wait for them."
+            "What concerns you: start here. Your tasks, claims, proposals and their news, reviews asked of "
+            "you; after_event_id: only newer; wait_ms: wait for them."
         ),
         args=WatchArgs,
-        rare_args=frozenset({"limit"}),
+        rare_args=frozenset({"limit", "run_id", "types", "everything"}),  # tuning, another run, the whole table
         output_schema=result(
             {
                 "run_id": string(),
@@ -97,7 +97,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="agent.turn_request",
-        description=("In an active run: ask for a turn, then wait for agent.turn_scheduled."),
+        description="Ask for a turn in an active run; then wait for agent.turn_scheduled.",
         args=TurnRequestArgs,
         output_schema=result(
             {
@@ -112,7 +112,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="agent.turn_start",
-        description=("Start your turn once agent.turn_scheduled names your request."),
+        description="Start your turn; once agent.turn_scheduled names your request.",
         args=TurnArgs,
         output_schema=result({"event": RECORD, "request_event_id": integer(), "status": string()}),
         handler=turn_start,

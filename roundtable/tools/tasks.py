@@ -63,7 +63,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="task.get",
-        description="Fetch one task by id.",
+        description="A task by id.",
         args=GetArgs,
         agent_view=views.task_for_agent,
         output_schema=result({"task": RECORD}),

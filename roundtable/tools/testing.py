@@ -143,7 +143,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="test.run",
-        description=("Run a policy test command (by name), sandboxed, on a proposal's current revision: its evidence."),
+        description="Test a proposal's current revision; with a policy command, by name, sandboxed: its evidence.",
         args=RunArgs,
         agent_view=views.test_run_for_agent,
         output_schema=result(
@@ -157,7 +157,7 @@ TOOLS = [
             required=["test_run", "log"],
         ),
         handler=run,
-        rare_args=frozenset({"test_run_id", "task_id"}),
+        rare_args=frozenset({"test_run_id", "task_id", "detail"}),
         operator_args=frozenset({"unsandboxed"}),
         mode="none",
     ),

@@ -12,9 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from roundtable.errors import PermissionDenied, ValidationError
-from roundtable.services.args import Args, Id, Text, Texts
-from roundtable.services.testing import test_exec
-from roundtable.services.testing import test_runs as testing_service
+from roundtable.services.args import Args, Id
 from roundtable.services.workspaces import worktrees as service
 from roundtable.services.workspaces.worktrees import (
     CreateArgs,
@@ -44,26 +42,7 @@ async def create(call: Call[CreateArgs]) -> dict[str, Any]:
     return await service.create(call.runtime, call.args, actor=call.actor, runs=call.run_hint)
 
 
-class ProposeAndTestArgs(ProposeArgs):
-    # `workspace.propose`: the service's arguments, and the evidence to gather on the new revision.
-    test: Text = Field(default="", description="A test_run command to run on the new revision (its evidence).")
-    test_paths: Texts = Field(default=[], description="test's paths, as test_run's.")
-
-
-async def _checked_test(call: Call[ProposeAndTestArgs]) -> None:
-    """Refuse a test command `test.run` would refuse, before anything is proposed."""
-    a = call.args
-    if not a.test:
-        if a.test_paths:
-            raise ValidationError("test_paths needs test (the command to run)")
-        return
-    allowed = await testing_service.allowed_commands(call.runtime)
-    narrowing = test_exec.check_narrowing(call.runtime.root, list(a.test_paths), "")
-    test_exec.choose_command(a.test, allowed, operator=call.caller.is_operator, narrowing=narrowing)
-
-
-async def propose(call: Call[ProposeAndTestArgs]) -> dict[str, Any]:
-    await _checked_test(call)
+async def propose(call: Call[ProposeArgs]) -> dict[str, Any]:
     out = await service.propose(
         call.runtime,
         call.args,
@@ -72,6 +51,7 @@ async def propose(call: Call[ProposeAndTestArgs]) -> dict[str, Any]:
         session_id=call.session_id,
         proposed_by=call.actor if call.caller.is_internal else "",
         counted_agent=call.agent_id,
+        tester=actor_of(call.caller),
     )
     # What the author acts on next: ids, where the proposal stands, what went in (the full record
     # is proposal.get's, with detail).
@@ -82,14 +62,8 @@ async def propose(call: Call[ProposeAndTestArgs]) -> dict[str, Any]:
     }
     if "reviewers" in out:
         brief["reviewers"] = out["reviewers"]
-    if call.args.test:
-        # The evidence on the revision just proposed, as test_run gives it (the log's tail).
-        run_args = testing_service.RunArgs(
-            command=call.args.test, proposal_id=out["proposal"]["id"], paths=call.args.test_paths
-        )
-        record, log = await testing_service.run_test(call.runtime, run_args, actor_of(call.caller))
-        brief["test_run"] = record.to_dict()
-        brief["log"] = views.log_tail(log)[0]
+    if "test_run" in out:  # the evidence on the revision just proposed, as test_run gives it
+        brief["test_run"], brief["log"] = out["test_run"], views.log_tail(out["log"])[0]
     return brief
 
 
@@ -123,10 +97,10 @@ TOOLS = [
     ToolSpec(
         name="workspace.propose",
         description=(
-            "Propose your workspace's diff (a new revision of your open proposal for the task, if any); "
-            "claims what it touches and asks for review; test runs a test_run command on it."
+            "Propose your workspace's diff; a new revision of your open proposal for the task, if any; claims "
+            "what it touches and asks for review; test runs a test_run command on the new revision."
         ),
-        args=ProposeAndTestArgs,
+        args=ProposeArgs,
         rare_args=frozenset({"request_review"}),
         agent_view=views.test_run_for_agent,  # the evidence's run, trimmed as test_run's
         output_schema=result(
@@ -154,7 +128,7 @@ TOOLS = [
     ToolSpec(
         name="workspace.create",
         description=(
-            "Your workspace for a task (made if needed): a git worktree of the project at workspace.path; "
+            "Your workspace for a task (made if needed). A git worktree of the project at workspace.path: "
             "edit there with your own tools, then workspace_propose."
         ),
         args=CreateArgs,

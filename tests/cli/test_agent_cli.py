@@ -127,7 +127,7 @@ async def test_options_arrays_numbers_and_stdin_follow_the_schema(owner: Owner) 
     [
         (
             ["proposal_get", "--bogus", "1"],
-            "proposal_get has no --bogus (its arguments: --proposal-id, --since-revision)",
+            "proposal_get has no --bogus (its arguments: --proposal-id, --since-revision",
         ),
         (["proposal_get"], "proposal_get needs PROPOSAL_ID"),
         (["proposal_get", "P-1", "P-2"], "too many values (P-2)"),

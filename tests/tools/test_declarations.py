@@ -70,6 +70,7 @@ ADDED: dict[str, set[str]] = {
     "patch.apply": {"mode"},  # the landing mode for this apply (default: the config's)
     "patch.rollback": {"reset"},  # a committed landing: move the branch back instead of reverting
     "table.watch": {"everything"},
+    "workspace.propose": {"test", "test_paths"},  # the evidence on the new revision, in the same call
     "resource.claim": {"paths"},  # several files in one call (a review's, a change's)  # an agent's default is what concerns it; this shows the whole log
 }
 

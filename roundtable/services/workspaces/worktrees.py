@@ -43,9 +43,10 @@ from pydantic import Field
 from roundtable import clock
 from roundtable.domain import EventType, Risk, TaskStatus, WorkspaceState
 from roundtable.errors import NotFound, PatchDoesNotApply, ToolError, ValidationError
-from roundtable.services.args import Args, Flag, Id, RiskWord, Text, Title, identity
+from roundtable.services.args import Args, Flag, Id, RiskWord, Text, Texts, Title, identity
 from roundtable.services.coordination.claims import ClaimConflict, ClaimRequest, acquire, covering_write_claims
 from roundtable.services.governance import proposals
+from roundtable.services.governance.evidence import Actor
 from roundtable.services.governance.gates import OPEN_STATUSES
 from roundtable.services.policy.engine import Policy
 from roundtable.services.repository import hashing, scratch
@@ -57,6 +58,7 @@ from roundtable.services.repository.patches import (
     patch_sha256,
 )
 from roundtable.services.run_scope import NO_HINT, RunHint, resolve, task_run
+from roundtable.services.testing import test_exec, test_runs
 from roundtable.services.testing.test_runs import private_paths
 from roundtable.services.workspaces.workspace_git import (
     DIFF_ARGS,
@@ -304,6 +306,8 @@ class ProposeArgs(Args):
         default=Risk.NORMAL, description="A new proposal's; high and critical need a human's approval."
     )
     request_review: Flag = Field(default=True, description="Default true; false leaves it pending.")
+    test: Text = Field(default="", description="A test_run command to run on the new revision (its evidence).")
+    test_paths: Texts = Field(default=[], description="test's paths, as test_run's.")
 
 
 class SyncArgs(Args):
@@ -487,14 +491,18 @@ async def propose(
     session_id: str = "",
     proposed_by: str = "",
     counted_agent: str = "",
+    tester: Actor | None = None,
 ) -> dict[str, Any]:
     """Propose the workspace's changes: a new proposal, or a new revision of the author's open
     proposal for the task, and (unless `request_review` is off) its review requested as
-    `proposal.request_review` does. Returns the proposal with a diffstat and the reviewers asked;
-    a refusal records nothing."""
+    `proposal.request_review` does; with `test`, that test command run on the new revision as
+    `test.run` runs it. Returns the proposal with a diffstat, the reviewers asked and the test run
+    (with its whole log); a refusal records nothing."""
     # `proposed_by`: "supervisor" when a session left its work unproposed; `counted_agent`: the
-    # agent whose quotas a new proposal counts against ("" for the owner's components).
+    # agent whose quotas a new proposal counts against ("" for the owner's components); `tester`:
+    # who runs `args.test` on the new revision (the caller).
     agent_id, task_id = identity(args.agent_id, "agent_id", "workspace.propose"), args.task_id.strip()
+    await _check_test(runtime, args, tester)
     root = runtime.root
     async with runtime.db.read() as r:
         ws = await require_live(r, agent_id, task_id)
@@ -586,7 +594,22 @@ async def propose(
     out = {"proposal": view["proposal"], "diffstat": stat, "claimed": claimed, "workspace_id": ws.id}
     if reviewers is not None:
         out["reviewers"] = reviewers
+    if args.test:
+        evidence = test_runs.RunArgs(command=args.test, proposal_id=proposal_id, paths=args.test_paths)
+        record, log = await test_runs.run_test(runtime, evidence, tester or Actor(operator=False, name=actor))
+        out["test_run"], out["log"] = record.to_dict(), log
     return out
+
+
+async def _check_test(runtime: Project, args: ProposeArgs, tester: Actor | None) -> None:
+    """Refuse a test command `test.run` would refuse, before anything is proposed."""
+    if not args.test:
+        if args.test_paths:
+            raise ValidationError("test_paths needs test (the command to run)")
+        return
+    allowed = await test_runs.allowed_commands(runtime)
+    narrowing = test_exec.check_narrowing(runtime.root, list(args.test_paths), "")
+    test_exec.choose_command(args.test, allowed, operator=tester is not None and tester.operator, narrowing=narrowing)
 
 
 async def leftover(runtime: Project, agent_id: str, task_id: str) -> Workspace | None:
