@@ -264,7 +264,7 @@ def run(argv: Sequence[str], environ: dict[str, str], out: TextIO, err: TextIO, 
         endpoint = endpoint_from(environ)
         if argv and argv[0] not in ("-h", "--help", "help"):
             name = argv[0]
-            tools = {str(t.get("name")): t for t in endpoint.list_tools()}
+            tools = {str(t.get("name")): t for t in endpoint.list_tools(meta={RARE_ARGS_META: True})}
             tool = tools.get(name)
             if tool is None:
                 err.write(f"{PROGRAM}: you have no tool {name!r}; `{PROGRAM}` lists yours\n")

@@ -81,18 +81,21 @@ def server_version() -> str:
         return __version__
 
 
-def tool_model(spec: ToolSpec, style: str, input_schema: dict[str, Any] | None = None) -> types.Tool:
+def tool_model(
+    spec: ToolSpec, style: str, input_schema: dict[str, Any] | None = None, *, rare: bool = False
+) -> types.Tool:
     """One tool as `tools/list` gives it, sized for the agent that reads it: the input schema
     without the generic ceilings (`registry.listed_schema`), only the annotations that differ from
     MCP's defaults, and no output schema (results carry `structuredContent` all the same; the
-    full schemas are in `tools.schema.json`)."""
+    full schemas are in `tools.schema.json`). `rare`: the arguments the schema leaves out as rare,
+    named in the tool's `_meta` (for `rt`, which asks for them)."""
     hints = spec.listed_annotations
     schema = input_schema if input_schema is not None else spec.input_schema
     return types.Tool(
         name=spec.advertised_name(style),
         description=spec.description,
         input_schema=listed_schema(schema),
-        _meta=_rare_meta(spec, schema),
+        _meta=_rare_meta(spec, schema) if rare else None,
         annotations=types.ToolAnnotations(
             read_only_hint=hints.get("readOnlyHint"),
             destructive_hint=hints.get("destructiveHint"),
@@ -102,8 +105,9 @@ def tool_model(spec: ToolSpec, style: str, input_schema: dict[str, Any] | None =
     )
 
 
-# Where a listing names the rare arguments it leaves out of a tool's input schema (`rt` reads it:
-# `rt TOOL --help` shows them and accepts them); harnesses hand their model no `_meta`.
+# A `tools/list` whose request `_meta` holds this key true names, in each tool's `_meta` under the
+# same key, the rare arguments its input schema leaves out (`rt` asks: `rt TOOL --help` shows them
+# and it accepts them). Other listings stay as they are: what a harness reads is unchanged.
 RARE_ARGS_META = "io.roundtable/rare_args"
 
 
@@ -487,24 +491,26 @@ class RoundtableServer(Server[dict[str, Any]]):
 
     async def list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         callers = self.principals
+        rare = bool(params is not None and isinstance(params.meta, dict) and params.meta.get(RARE_ARGS_META))
         with _mapped("tools/list"):
             chosen_style = self.style()
-            listed = await self._listing(ctx, chosen_style)
+            listed = await self._listing(ctx, chosen_style, rare=rare)
             conn = self._attach(ctx, callers.access(ctx)) if callers.tool_state is not None else None
             if conn is not None:
                 conn.tools = True
         chosen, cursor = page(listed, params.cursor if params else None, "tools", self.page_size)
         return types.ListToolsResult(tools=chosen, next_cursor=cursor)
 
-    async def _listing(self, ctx: Ctx, style: str) -> list[types.Tool]:
-        """The tools this request's caller is shown, sorted by name; built once per listing key."""
-        key = self.principals.listing_key(ctx)
+    async def _listing(self, ctx: Ctx, style: str, *, rare: bool = False) -> list[types.Tool]:
+        """The tools this request's caller is shown, sorted by name; built once per listing key
+        (with their rare arguments: each time, for `rt`)."""
+        key = None if rare else self.principals.listing_key(ctx)
         registry = self.runtime.registry
         kept = self._listings.get(key) if key is not None else None
         if kept is not None and kept[0] is registry and kept[1] == style:
             return kept[2]
         listed = sorted(
-            (tool_model(spec, style, schema) for spec, schema in await self.principals.tools(ctx)),
+            (tool_model(spec, style, schema, rare=rare) for spec, schema in await self.principals.tools(ctx)),
             key=lambda tool: tool.name,
         )
         if key is not None:

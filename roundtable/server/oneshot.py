@@ -71,9 +71,12 @@ class Endpoint:
             raise Unreachable(f"{self.url}: not an http:// URL")
         return http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=TIMEOUT), target
 
-    def request(self, method: str, params: dict[str, Any], name: str = "") -> dict[str, Any]:
-        """Send one JSON-RPC request; its `result`."""
+    def request(
+        self, method: str, params: dict[str, Any], name: str = "", meta: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Send one JSON-RPC request (`meta`: more of its `_meta`); its `result`."""
         meta = {
+            **(meta or {}),
             f"{_META_PREFIX}protocolVersion": PROTOCOL,
             f"{_META_PREFIX}clientCapabilities": {},
             f"{_META_PREFIX}clientInfo": {"name": "roundtable-agent", "version": "1"},
@@ -112,12 +115,12 @@ class Endpoint:
             raise Unreachable(f"{self.where()} answered a response with no result")
         return result
 
-    def list_tools(self) -> list[dict[str, Any]]:
-        """Every tool this credential is listed, pages followed."""
+    def list_tools(self, meta: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every tool this credential is listed, pages followed (`meta`: the request's own `_meta`)."""
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
         while True:
-            page = self.request("tools/list", {"cursor": cursor} if cursor else {})
+            page = self.request("tools/list", {"cursor": cursor} if cursor else {}, meta=meta)
             tools += [tool for tool in page.get("tools", []) if isinstance(tool, dict)]
             cursor = page.get("nextCursor")
             if not cursor:
