@@ -9,6 +9,7 @@ the text an MCP client would hand its model. Usage:
     rt                                  the tools you may call, one line each
     rt TOOL --help                      one tool: its description and each argument
     rt TOOL [VALUE ...] [--NAME VALUE]  call it; VALUEs fill its required arguments in order
+                                        (a session's own task or proposal id may come first)
 
 Arguments follow the tool's input schema: `--since-revision 2` (or `--since_revision=2`), a flag
 alone for true (`--no-NAME` for false), an array option takes every word up to the next option
@@ -184,6 +185,25 @@ def _is_scalar_array(prop: dict[str, Any]) -> bool:
     return _kind(prop) == "array" and isinstance(items, dict) and _kind(items) in ("string", "integer", "number")
 
 
+# The ids a session's capability names (its task, its proposal): not required in the session's
+# schema, yet where an unbound credential's schema has them first (`workspace_propose TASK_ID`,
+# `vote_cast PROPOSAL_ID VOTE REASON_MD`), and the ids its prompt gives it.
+BOUND_IDS = ("task_id", "proposal_id")
+
+
+def _positional_slots(
+    props: dict[str, dict[str, Any]], missing: list[str], taken: Sequence[str], given: int
+) -> list[str]:
+    """The arguments `given` positional values fill: the missing required ones, in order; when
+    there are more values than those, first the optional `BOUND_IDS` (a session's task or proposal,
+    named anyway: `rt proposal_get P-1`, `rt workspace_propose T-1`), in the schema's order."""
+    extra = given - len(missing)
+    if extra <= 0 or any(_is_scalar_array(props.get(name, {})) for name in missing):
+        return missing
+    ids = [name for name in props if name in BOUND_IDS and name not in missing and name not in taken][:extra]
+    return [name for name in props if name in missing or name in ids] if ids else missing
+
+
 def arguments(tool: dict[str, Any], words: Sequence[str], stdin: Callable[[], str]) -> dict[str, Any]:
     """The tool's arguments from the command line, checked against its schema's names and types."""
     schema = tool.get("inputSchema", {}) or {}
@@ -229,7 +249,7 @@ def arguments(tool: dict[str, Any], words: Sequence[str], stdin: Callable[[], st
         else:
             out[name] = _scalar(name, prop, value, stdin)
     missing = [name for name in required if name not in out]
-    for name in missing:
+    for name in _positional_slots(props, missing, list(out), len(positional)):
         if not positional:
             break
         prop = props.get(name, {})

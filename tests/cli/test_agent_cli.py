@@ -242,3 +242,39 @@ def test_arguments_convert_by_type_and_fill_required_ones_in_order(tmp_path: Pat
         agent_cli.arguments(tool, ["P-1", "a", "--edits", "[oops"], lambda: "")
     with pytest.raises(agent_cli.UsageError, match="--line is not a flag"):
         agent_cli.arguments(tool, ["P-1", "a", "--no-line"], lambda: "")
+
+
+def test_a_session_s_own_task_or_proposal_may_be_named_first_though_not_required() -> None:
+    # A session's schema does not require the ids its capability names (its task, its proposal),
+    # yet its model names them first as its prompt gives them (measured with Claude Code: `rt
+    # proposal_get P-1` and `rt workspace_propose T-1 --title ...` were refused as "too many values").
+    get = _tool({"proposal_id": {"type": "string"}, "since_revision": {"type": "integer"}}, [])
+    assert agent_cli.arguments(get, ["P-1"], lambda: "") == {"proposal_id": "P-1"}
+    assert agent_cli.arguments(get, [], lambda: "") == {}
+    vote = _tool(
+        {"proposal_id": {"type": "string"}, "vote": {"type": "string"}, "reason_md": {"type": "string"}},
+        ["vote", "reason_md"],
+    )
+    assert agent_cli.arguments(vote, ["approve", "fine"], lambda: "") == {"vote": "approve", "reason_md": "fine"}
+    assert agent_cli.arguments(vote, ["P-1", "approve", "fine"], lambda: "") == {
+        "proposal_id": "P-1",
+        "vote": "approve",
+        "reason_md": "fine",
+    }
+    claim = _tool(
+        {"resource_type": {"type": "string"}, "claim_type": {"type": "string"}, "task_id": {"type": "string"}},
+        ["resource_type", "claim_type"],
+    )
+    assert agent_cli.arguments(claim, ["file", "write", "T-1"], lambda: "") == {
+        "resource_type": "file",
+        "claim_type": "write",
+        "task_id": "T-1",
+    }
+    # Only those ids, only once each: a value for another optional argument is still too many.
+    with pytest.raises(agent_cli.UsageError, match="too many values"):
+        agent_cli.arguments(get, ["P-1", "2"], lambda: "")
+    with pytest.raises(agent_cli.UsageError, match=r"too many values \(P-2\)"):
+        agent_cli.arguments(get, ["P-2", "--proposal-id", "P-1"], lambda: "")
+    watch = _tool({"run_id": {"type": "string"}, "after_event_id": {"type": "integer"}}, [])
+    with pytest.raises(agent_cli.UsageError, match="too many values"):
+        agent_cli.arguments(watch, ["R-1"], lambda: "")
