@@ -212,7 +212,10 @@ def test_a_shell_session_of_claude_has_no_mcp_server_its_shell_and_rt(codex_home
     assert made.commands["rt"].startswith("#!/bin/sh\nexec ") and made.commands["rt"].endswith(' agent "$@"\n')
     assert "`rt` lists the ones you may call" in made.prompt
     if workspace:
-        assert "call `rt workspace_propose T`" in made.prompt
+        # The session's task is its capability's: `rt workspace_propose T` would be refused
+        # ("too many values"), the session's schema has no required task_id.
+        assert "call `rt workspace_propose --title TITLE --summary-md SUMMARY`" in made.prompt
+        assert "rt workspace_propose T" not in made.prompt
 
 
 def test_a_shell_session_of_codex_configures_its_provider_but_no_mcp_server(codex_home: Path) -> None:

@@ -186,13 +186,20 @@ def prompt_for(
     tools are `rt` commands, not MCP tools."""
     target = f"task {task_id}" + (f", proposal {proposal_id}" if proposal_id else "")
     if workspace:
-        propose = f"`rt workspace_propose {task_id}`" if shell else f"workspace_propose with task_id {task_id}"
+        # In a shell the session's own task is the default (its capability names it, so the
+        # session's schema does not require task_id and `rt` takes no positional value for it:
+        # `rt workspace_propose T-1` is refused as "too many values").
+        propose = (
+            "`rt workspace_propose --title TITLE --summary-md SUMMARY` (your session's task is the default; "
+            "the title and summary are for a new proposal)"
+            if shell
+            else f"workspace_propose with task_id {task_id} (and a title and summary_md for a new proposal)"
+        )
         prompt = (
             f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
             f"Your working directory {workspace} is your own git worktree of the project: edit "
             "files there with your own tools (you may run the project's tests there too), then "
-            f"call {propose} (and a title and summary_md for a new "
-            "proposal) to submit the diff for review; only workspace_propose reaches the table. "
+            f"call {propose} to submit the diff for review; only workspace_propose reaches the table. "
             "If the project moved under you, workspace_sync merges it in."
         )
         prompt += f" {SHELL_TOOLS_NOTE}" if shell else ""
