@@ -11,8 +11,9 @@ harness offered its model no roundtable MCP tool; what the model read back from 
 output (the table's YAML naming the task; the new proposal's id); the proposal in the database is
 the workspace's diff, recorded as the agent through its session.
 
-And a reviewer (no workspace) on Claude Code: Bash alone; `rt` lists the reviewer's tools (not
-the implementer's) and `rt proposal_get P` reads the proposal it was launched for.
+And a reviewer (no workspace) on each: its shell (Claude Code: Bash alone); `rt` lists the
+reviewer's tools (not the implementer's), `rt proposal_get P` reads the proposal it was launched
+for and `rt vote_cast approve ...` votes on it.
 """
 
 from __future__ import annotations
@@ -203,29 +204,33 @@ def test_implementer_calls_rt_through_its_shell_and_proposes_its_workspace(
     assert "rtcap_" not in log
 
 
-def test_claude_reviewer_lists_and_calls_its_tools_with_rt(
-    tmp_path: Path, harness_bin: Path, home: Path, socket_dir: Path
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_reviewer_lists_and_calls_its_tools_with_rt(
+    case_id: str, tmp_path: Path, harness_bin: Path, home: Path, socket_dir: Path
 ) -> None:
+    case = CASES[case_id]
     root = tmp_path / "demo"
     switch = Switch(lambda history: Answer("not yet"))
     stub = StubServer(switch).start()
     histories: list[list[Exchange]] = []
+    vote = "rt vote_cast approve 'Looks right.'"  # its proposal is the session's
     try:
-        prepare(root, socket_dir, "claude", stub.url)
+        prepare(root, socket_dir, case.adapter, stub.url)
         use_shell_tools(root)
         work = seed_work(root)
         steps: list[Checked] = [
-            (claude_shell("rt"), "proposal_get"),
-            (claude_shell(f"rt proposal_get {work.proposal_id}"), TITLE),
+            (case.shell("rt"), "proposal_get"),
+            (case.shell(f"rt proposal_get {work.proposal_id}"), TITLE),
+            (case.shell(vote), "vote:"),  # its own words are not said back: the vote's id
         ]
-        inner = checked_in_order(steps, "Done: read.")
+        inner = checked_in_order(steps, "Done: reviewed.")
 
         def script(history: list[Exchange]) -> Step:
             histories.append(history)
             return inner(history)
 
         switch.script = script
-        env = operator_env(home, harness_bin, claude_setup(home, stub))
+        env = operator_env(home, harness_bin, case.setup(home, stub))
         owner = Owner(root, env, tmp_path / "owner.err")
         try:
             launched = launch_role(root, env, "reviewer-1", work.task_id, work.proposal_id)
@@ -236,15 +241,17 @@ def test_claude_reviewer_lists_and_calls_its_tools_with_rt(
     finally:
         stub.stop()
     log = session_log(root, session_id)
-    tools = offered(stub, anthropic_tools)
+    tools = offered(stub, case.tools_of)
     story = f"session log:\n{log[-4000:]}\nmodel steps: {stub.steps}\noffered: {sorted(tools)}"
     assert status == "ended", story
     assert exit_code == 0, (tmp_path / "owner.err").read_text()
     final = stub.steps[-1]
     assert isinstance(final, Answer) and final.text.startswith("Done"), story
 
-    # Its shell alone (and the question tool): no file tools, no MCP tool.
-    assert tools == {"Bash", "AskUserQuestion"}, story
+    # Its shell, no MCP tool; Claude Code its shell alone (and the question tool), no file tools.
+    assert case.shell("rt").tool in tools and not [name for name in tools if name.startswith("mcp__")], story
+    if case.adapter == "claude":
+        assert tools == {"Bash", "AskUserQuestion"}, story
     history = histories[-1]
     listed = ran(history, "rt").result
     names = {line.split(" ", 1)[0] for line in listed.splitlines() if line and not line.startswith("usage:")}
@@ -252,5 +259,11 @@ def test_claude_reviewer_lists_and_calls_its_tools_with_rt(
     assert not names & {"workspace_propose", "proposal_create", "task_create"}, listed
     got = ran(history, f"rt proposal_get {work.proposal_id}").result
     assert TITLE in got and CHANGED in got, got
+    # Its write call landed, as the agent through its session.
+    (cast,) = query(root, "SELECT * FROM votes WHERE proposal_id = ? AND agent_id = 'reviewer-1'", (work.proposal_id,))
+    assert cast["vote"] == "approve" and cast["id"] in ran(history, vote).result, cast
+    events = query(root, "SELECT principal, transport FROM events WHERE type = 'vote.cast'")
+    assert [(e["principal"], e["transport"]) for e in events] == [("agent:reviewer-1", "session")]
     (session,) = query(root, "SELECT metadata_json FROM agent_sessions WHERE id = ?", (session_id,))
     assert json.loads(session["metadata_json"])["isolation"] in ("bwrap", "landlock")
+    assert "rtcap_" not in log
