@@ -293,11 +293,11 @@ class SessionsConfig(Section):
     max_processes: NonNegativeInt = 1024
     # What a session may reach besides its model API, through the owner's gateway.
     network: NetworkConfig = NetworkConfig()
-    # How a session reaches roundtable's tools: `mcp`, its harness's MCP client (the tool listing
-    # in its model's context); `shell`, the `rt` command in its own shell (`roundtable agent`; no
-    # MCP server configured, nothing listed until it runs `rt`). `shell` applies to Claude Code and
-    # Codex, whose shell tool it switches on; other harnesses keep MCP.
-    tools: Literal["mcp", "shell"] = "mcp"
+    # How a session reaches roundtable's tools: `shell`, the `rt` command in its own shell
+    # (`roundtable agent`; no MCP server configured, nothing listed until it runs `rt`: a fifth of
+    # an MCP listing's bytes, `bench/agent_task.py`), for Claude Code and Codex, whose shell tool
+    # it switches on (other harnesses keep MCP); `mcp`, its harness's MCP client.
+    tools: Literal["mcp", "shell"] = "shell"
 
 
 class RoleConfig(Section):

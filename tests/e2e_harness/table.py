@@ -56,6 +56,8 @@ def prepare_project(
     data["mcp"]["http_address"] = f"127.0.0.1:{free_port()}"
     data["mcp"]["socket_path"] = str(socket_dir / "s.sock")
     data["agents"]["implementers"]["adapter"] = adapter
+    # These scripts drive roundtable's MCP tools (`test_shell_sessions` sets `shell`, the default).
+    data.setdefault("sessions", {})["tools"] = "mcp"
     if upstream:
         data["adapters"][adapter]["upstream"] = upstream
     data.update(settings or {})

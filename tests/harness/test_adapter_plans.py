@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from roundtable.config import Config
 from roundtable.services.sessions import adapters
+from tests.support.configs import mcp_sessions
 
 
 def plan(name: str, model: str = "") -> adapters.Plan:
     return adapters.start_plan(
-        Config(),
+        mcp_sessions(),
         name,
         session_id="S",
         agent_id="implementer-1",
@@ -74,7 +74,7 @@ def test_claude_inherits_no_model_key_or_endpoint(codex_home: Path) -> None:
 
 def test_claude_reaches_its_model_through_the_gateway_with_the_session_token(codex_home: Path) -> None:
     made = adapters.start_plan(
-        Config(),
+        mcp_sessions(),
         "claude",
         session_id="S",
         agent_id="implementer-1",
@@ -102,7 +102,7 @@ def test_codex_approves_the_roundtable_servers_tools_in_every_role(codex_home: P
     # refused ("MCP tool call requires approval, but approval policy is never"). Only implementers
     # in a workspace got past it (their approvals are bypassed with the sandbox).
     made = adapters.start_plan(
-        Config(),
+        mcp_sessions(),
         "codex",
         session_id="S",
         agent_id=f"{role}-1",
@@ -131,7 +131,7 @@ def test_codex_takes_the_operators_model_name_and_the_gateway_as_its_provider(co
         encoding="utf-8",
     )
     p = adapters.start_plan(
-        Config(),
+        mcp_sessions(),
         "codex",
         session_id="S",
         agent_id="implementer-1",
@@ -181,7 +181,7 @@ def test_claude_gets_its_spending_cap_when_one_is_configured(codex_home: Path) -
 
 def shell_plan(name: str, workspace: str = "") -> adapters.Plan:
     """A `sessions.tools: shell` session of `name`, gateway configured."""
-    config = Config()
+    config = mcp_sessions()
     config = config.model_copy(update={"sessions": config.sessions.model_copy(update={"tools": "shell"})})
     return adapters.start_plan(
         config,

@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from roundtable.cli import cli
-from roundtable.config import Config
 from roundtable.errors import NotFound, ValidationError
 from roundtable.runtime import Runtime
 from roundtable.services.sessions import adapters, briefing
 from roundtable.services.sessions import records as sessions
 from tests.sessions.helpers import make_task
+from tests.support.configs import mcp_sessions
 
 pytestmark = pytest.mark.anyio
 
@@ -65,7 +65,7 @@ async def test_briefing_layout(runtime: Runtime) -> None:
 
 
 def test_start_and_resume_plans() -> None:
-    config = Config()
+    config = mcp_sessions()
     plan = adapters.start_plan(
         config,
         "codex",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from roundtable.config import Config
 from roundtable.services.sessions import adapters
+from tests.support.configs import mcp_sessions
 
 
 def _argv(name: str, workspace: str = "", sandboxed: bool = False) -> list[str]:
     plan = adapters.start_plan(
-        Config(),
+        mcp_sessions(),
         name,
         session_id="S-1",
         agent_id="implementer-1",
