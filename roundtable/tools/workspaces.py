@@ -98,6 +98,7 @@ TOOLS = [
         ),
         args=ProposeArgs,
         rare_args=frozenset({"request_review"}),
+        agent_view=views.proposed_for_agent,
         output_schema=result(
             {"proposal": RECORD, "files": strings(), "claimed": strings(), "reviewers": strings()},
             required=["proposal", "files", "claimed"],
