@@ -38,21 +38,32 @@ async def test_an_author_starts_from_its_task_and_workspace_in_one_read(work: Wo
         "priority": 100,
         "workspace": {"id": work.workspace_id, "path": str(work.path)},
     }
-    # The event in brief: no base tree, no path, not its own id, not the task its workspace says.
-    [event] = page["events"]
-    assert event == {
-        "id": event["id"],
-        "type": "workspace.created",
-        "actor_id": "operator",
-        "workspace_id": work.workspace_id,
-    }
+    # The event that made the workspace only says what the listed workspace says: it is not
+    # read again; the cursor is past it.
+    assert "events" not in page
+    async with work.rt.db.read() as r:
+        made = await r.scalar("SELECT max(id) FROM events WHERE type = 'workspace.created'")
+    assert page["next_after_event_id"] == made
     text = as_read(page, AUTHOR)
     assert text == (
-        f"events:\n- id: {event['id']}\n  type: workspace.created\n  actor_id: operator\n"
-        f"  workspace_id: {work.workspace_id}\nnext_after_event_id: {event['id']}\n"
+        f"next_after_event_id: {made}\n"
         f"tasks:\n- id: {work.task_id}\n  title: Change app\n  body_md: Do it.\n  status: open\n"
         f"  workspace:\n    id: {work.workspace_id}\n    path: {work.path}\n"
     )
+    # What others do on its task later is news: a vote on its proposal, in brief.
+    (work.path / "src" / "app.py").write_text("print('v2')\n")
+    pid = (await work.propose())["proposal"]["id"]
+    vote = {"proposal_id": pid, "vote": "revise", "reason_md": "Name it.", "confidence": 0.9}
+    await work.rt.call("vote.cast", vote, agent("reviewer-1"))
+    later = await work.rt.call("table.watch", {"after_event_id": made}, agent(AUTHOR))
+    [cast] = [e for e in later["events"] if e["type"] == "vote.cast"]
+    assert {k: v for k, v in cast.items() if k not in ("id", "vote_id")} == {
+        "type": "vote.cast",
+        "actor_id": "reviewer-1",
+        "proposal_id": pid,
+        "vote": "revise",
+        "revision_number": 1,
+    }
 
 
 async def test_a_reviewer_reads_the_review_asked_of_it_once(work: Work) -> None:

@@ -639,23 +639,26 @@ _BRIEF: dict[str, tuple[str, ...]] = {
 def _compact(page: dict[str, Any], agent_id: str) -> dict[str, Any]:
     """An agent's watch page as it reads it: each event in brief (`_event_brief`); each list row's
     ids and status; nothing empty, nothing of the project's at large, no fact twice (a count only
-    where its list is cut or absent, an event's task only where no row it names says it)."""
+    where its list is cut or absent, an event's task only where no row it names says it, no event
+    that only announces a record the page lists: `_announces`)."""
     out: dict[str, Any] = {}
     proposal_tasks = {row["id"]: row.get("task_id") for row in page["pending_proposals"]}
     workspace_tasks = {t["workspace"]["id"]: t["id"] for t in page.get("tasks", []) if "workspace" in t}
+    listed = {*proposal_tasks, *workspace_tasks, *(row["id"] for key in ("tasks", "claims") for row in page.get(key, []))}
     events = [_event_brief(e, agent_id, proposal_tasks, workspace_tasks) for e in page["events"]]
+    events = [e for e in events if not _announces(e, listed)]
     if events:
         out["events"] = events
     out["next_after_event_id"] = page["next_after_event_id"]
     if page["has_more_events"]:
         out["has_more_events"] = True
-    listed = {"active_claims": len(page.get("claims", [])), "open_tasks": len(page.get("tasks", []))}
+    shown = {"active_claims": len(page.get("claims", [])), "open_tasks": len(page.get("tasks", []))}
     for key, value in page.items():
         if key in _BRIEF and value:
             out[key] = [{k: row.get(k) for k in _BRIEF[key]} for row in value]
         elif key in ("tasks", "claims", "memory") and value:
             out[key] = value
-        elif key in ("active_claims", "suspended_claims", "open_tasks") and value > listed.get(key, 0):
+        elif key in ("active_claims", "suspended_claims", "open_tasks") and value > shown.get(key, 0):
             out[key] = value
     return out
 
@@ -673,6 +676,13 @@ def _kept(value: Any) -> bool:
     if isinstance(value, (int, float)):
         return True
     return isinstance(value, str) and bool(_WORD.fullmatch(value)) and not _HASH.fullmatch(value)
+
+
+def _announces(event: dict[str, Any], listed: set[Any]) -> bool:
+    """Whether `event` (in brief) only says that a record the page lists was made (a
+    `workspace.created` beside the workspace under its task): the listed record says it."""
+    kind, _, verb = str(event["type"]).partition(".")
+    return verb == "created" and event.get(f"{kind}_id") in listed
 
 
 def _event_brief(
