@@ -691,8 +691,7 @@ async def workspace_mcp_path(env: Env) -> Tally:
     evidence = {"command": TEST_COMMAND, "paths": [TESTS]}
     async with AsyncExitStack() as stack:
         me = await Agent(env, IMPLEMENTER, tally, stack, kind="workspace").open()
-        await me.start_up()
-        await me.call("task_get", {"task_id": env.task_id})
+        await me.start_up()  # its task in full and its workspace: no task_get
         _author_edits(ws, tally)
         proposal = {"task_id": env.task_id, "title": TASK_TITLE, "summary_md": SUMMARY}
         pid = (await me.call("workspace_propose", proposal))["proposal"]["id"]  # claimed, review requested
@@ -763,8 +762,7 @@ async def workspace_path(env: Env) -> Tally:
     ws = await make_workspace(env.root, env.task_id)
     test = ["--test", TEST_COMMAND, "--test-paths", TESTS]
     me = ShellAgent(env, IMPLEMENTER, tally, kind="workspace").open()
-    me.rt("table_watch")
-    me.rt("task_get", env.task_id)
+    me.rt("table_watch")  # its task in full and its workspace: no task_get
     _author_edits(ws, tally)
     _commit(ws, tally, "-m", TASK_TITLE, "-m", SUMMARY)
     made = me.rt("workspace_propose", env.task_id, "--title", TASK_TITLE, "--summary-md", SUMMARY, *test)

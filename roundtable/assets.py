@@ -123,9 +123,10 @@ Listening off loopback requires TLS. Never put credentials in arguments, checked
   reviewer.
 
 ## Startup / Resume Checklist
-1. `table.watch` (no arguments): what concerns you — your tasks, the claims you hold, your
-   proposals and the news on them, reviews asked of you, the headlines of memory.
-2. `task.get` for your task's text; `memory.query` for the body of what is known.
+1. `table.watch` (no arguments): what concerns you — your open tasks in full (with your
+   workspace), the claims you hold, your proposals and the news on them, reviews asked of you,
+   the headlines of memory.
+2. `task.get` for a task it does not list; `memory.query` for the body of what is known.
 3. Only then act, once memory and the table agree (`table.get_state` shows the whole table).
 
 ## Turn Scheduling

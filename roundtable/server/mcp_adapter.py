@@ -46,7 +46,7 @@ from roundtable.errors import NotFound, RoundtableError
 from roundtable.runtime import IDENTITY_ARGS, Runtime
 from roundtable.server import prompts, push, resources, sdk
 from roundtable.server.guard import caller_of, credential_of
-from roundtable.server.rendering import readable, unechoed
+from roundtable.server.rendering import readable, unechoed, unempty
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
 from roundtable.tools import roles
@@ -137,14 +137,19 @@ def tool_result(
     `structuredContent` the whole result, as the specification describes. Otherwise (agents) the
     first block is the compact rendering a model reads (`rendering.readable`) and there is no
     `structuredContent`: a harness hands its model one of the two, and Claude Code picks
-    `structuredContent` when it is there; what it reads of the result is the tool's `agent_view`
-    when it has one, and for a tool roundtable ships without what the agent said itself in
-    `args` or is (`agent_id`; `rendering.unechoed`: an embedder's tool's result is its own)."""
+    `structuredContent` when it is there. What it reads of the result of a tool roundtable ships
+    is the result without what the agent said itself in `args` or is (`agent_id`;
+    `rendering.unechoed`), then the tool's `agent_view` of that when it has one, without the
+    fields left empty (`rendering.unempty`); an embedder's tool's result is its own (its
+    `agent_view` alone)."""
     if not structured:
-        if spec.agent_view is not None:
-            result = spec.agent_view(result)
-        if get_registry().lookup(spec.name) is not None:
+        ours = get_registry().lookup(spec.name) is not None
+        if ours:
             result = unechoed(result, args or {}, agent_id, IDENTITY_ARGS)
+        if spec.agent_view is not None:
+            result = spec.agent_view(result, args or {})
+        if ours:
+            result = unempty(result)
     texts = [key for key in spec.text_fields if isinstance(result.get(key), str) and result[key]]
     header = {k: v for k, v in result.items() if k not in texts} if texts else result
     try:

@@ -16,6 +16,11 @@ What an agent reads leaves out what it said itself (`unechoed`): a field that re
 it sent, the id of the record it named, and in the record it acted on the ids its credential
 filled in (itself as `agent_id`, `decided_by`, ...). Everything it did not say stays, ids of new
 records first among them.
+
+Nor does it read what says nothing (`unempty`): a field that is null, empty (`''`, `[]`, `{}`)
+or the default of its name (`DEFAULTS`: a task's priority 100, a normal risk, a current vote, a
+text file, a whole page) at any depth is left out, unless that would leave the result saying nothing at all (`votes: []` is
+the answer "no votes", and stays).
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
+
+from roundtable.domain import Risk
+from roundtable.services.coordination.tasks import DEFAULT_PRIORITY
 
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # type: ignore[assignment]
 
@@ -109,3 +117,42 @@ def unechoed(
             value = [_record_unechoed(row, args, None, (), "") for row in value]
         out[key] = value
     return out
+
+
+# Fields whose value, wherever they are, is what the reader assumes when they are not there: the
+# usual priority and risk, a vote that counts, a file that is text, a list or page that is whole.
+DEFAULTS: dict[str, Any] = {
+    "priority": DEFAULT_PRIORITY,
+    "risk": Risk.NORMAL.value,
+    "current": True,
+    "binary": False,
+    "truncated": False,
+    "has_more": False,
+    "has_more_events": False,
+}
+
+
+def _says_nothing(key: str, value: Any) -> bool:
+    if value is None or (isinstance(value, (str, list, tuple, Mapping)) and len(value) == 0):
+        return True
+    default = DEFAULTS.get(key)
+    return default is not None and type(value) is type(default) and value == default
+
+
+def _lean(value: Any) -> Any:
+    """`value` with every mapping's fields that say nothing (`_says_nothing`) left out, at any
+    depth (a list keeps its items, each leaned)."""
+    if isinstance(value, Mapping):
+        leaned = {key: _lean(item) for key, item in value.items()}
+        return {key: item for key, item in leaned.items() if not _says_nothing(str(key), item)}
+    if isinstance(value, (list, tuple)):
+        return [_lean(item) for item in value]
+    return value
+
+
+def unempty(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What an agent reads of `result`: without its fields that are null, empty or their
+    default (`_lean`), unless nothing would be left; then the result as it is, whose empty
+    fields are the answer."""
+    leaned: dict[str, Any] = _lean(result)
+    return leaned if leaned or not result else dict(result)

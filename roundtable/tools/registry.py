@@ -265,7 +265,8 @@ class ToolSpec:
     rare_args: frozenset[str] = field(default_factory=frozenset)
     # What an agent reads of a result over MCP (`mcp_adapter.tool_result`), when that is less than
     # the whole: the fields it acts on (in-process callers and the operator get the whole result).
-    agent_view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # It is given the call's arguments too (what only repeats them may go).
+    agent_view: Callable[[dict[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     # Set for a `read` answered by one sync function (`point_handler`): `Runtime.call` runs it
     # whole on a reader's thread, snapshot included, in one hop (`Database.read_call`).
     point_read: PointRead | None = None

@@ -86,7 +86,11 @@ TOOLS = [
                 "suspended_claims": integer(),
                 "open_tasks": integer(),
                 "active_agents": integer(),
-                "tasks": {**RECORDS, "description": "What concerns you: your open tasks."},
+                "tasks": {
+                    **RECORDS,
+                    "description": "What concerns you: your open tasks (yours, or in a workspace of yours), in full, "
+                    "each with its workspace (id, path).",
+                },
                 "claims": {**RECORDS, "description": "What concerns you: the claims you hold."},
                 "memory": {**RECORDS, "description": "What concerns you: the headlines of memory."},
             },

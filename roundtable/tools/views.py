@@ -9,6 +9,7 @@ runs as summaries, a test log as its tail with the way to the whole. Every tool 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 # Proposal columns that are the store's bookkeeping, not something an agent acts on.
@@ -136,7 +137,11 @@ def lean(record: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in drop and v not in ("", [], {}, None)}
 
 
-def task_for_agent(result: dict[str, Any]) -> dict[str, Any]:
+# Each takes the result and the arguments of the call (what the agent said: a view may leave out
+# what only repeats them).
+
+
+def task_for_agent(result: dict[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
     """`task.get`: the task without its empty fields and timestamps."""
     out = dict(result)
     if isinstance(out.get("task"), dict):
@@ -144,45 +149,103 @@ def task_for_agent(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def proposal_made_for_agent(result: dict[str, Any]) -> dict[str, Any]:
+def _diffed(patch: Any) -> set[str]:
+    """The files a unified diff shows (`diff --git a/X b/X`, `+++ b/X`), as resource ids."""
+    if not isinstance(patch, str):
+        return set()
+    files = set()
+    for line in patch.splitlines():
+        if line.startswith("+++ b/"):
+            files.add(f"file:{line[6:]}")
+        elif line.startswith("diff --git ") and " b/" in line:
+            files.add(f"file:{line.rsplit(' b/', 1)[1]}")
+    return files
+
+
+def proposal_made_for_agent(result: dict[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
     """`proposal.create`/`proposal.attach_patch`: the author wrote the title and summary; it
-    reads where the proposal stands, the files it holds and the diff (its own block)."""
+    reads where the proposal stands, the resources it holds that the diff (its own block) does
+    not show, and the diff."""
     out = dict(result)
     if isinstance(out.get("proposal"), dict):
         out["proposal"] = proposal_brief(out["proposal"], (*PROPOSAL_REVISED, "risk"))
     if isinstance(out.get("proposal_resources"), list):
-        out["proposal_resources"] = [link.get("resource_id") for link in out["proposal_resources"]]
+        shown = _diffed(out.get("patch"))
+        ids = [link.get("resource_id") for link in out["proposal_resources"]]
+        out["proposal_resources"] = [rid for rid in ids if rid not in shown]
     return out
 
 
-def claims_for_agent(result: dict[str, Any]) -> dict[str, Any]:
-    """`resource.claim`: each claim as its id, resource, mode and expiry (`extended` when true)."""
+def proposed_for_agent(result: dict[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """`workspace.propose`: the proposal, its files and reviewers, and the test it ran on the new
+    revision as `test.run` reads (`test_run_for_agent`); not the ids of the write claims it took (the
+    apply releases them; `table_watch` lists the claims an agent holds)."""
+    out = {k: v for k, v in result.items() if k != "claimed"}
+    if "test_run" in out:
+        out = test_run_for_agent(out, {"command": args.get("test", ""), "paths": args.get("test_paths", [])})
+    return out
+
+
+def _named(claims: list[dict[str, Any]], args: Mapping[str, Any]) -> bool:
+    """Whether `claims` are, one for one and in order, the `paths` the caller sent (their
+    `resource_id` says nothing it did not)."""
+    paths = args.get("paths")
+    if not isinstance(paths, list) or len(paths) != len(claims):
+        return False
+    return all(str(c.get("resource_id", "")).partition(":")[2] == p for c, p in zip(claims, paths, strict=True))
+
+
+def claims_for_agent(result: dict[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """`resource.claim`: each claim as its id, resource, mode and expiry (`extended` when true).
+    Claims of the `paths` the caller sent, in its order, are their ids alone; an expiry they all
+    share is said once (`expires_at` beside them)."""
     out = dict(result)
     if isinstance(out.get("claims"), list):
-        out["claims"] = [lean(c) if c.get("extended") else lean(c, ("extended",)) for c in out["claims"]]
+        claims = [lean(c) if c.get("extended") else lean(c, ("extended",)) for c in out["claims"]]
+        expiries = {c.get("expires_at") for c in claims}
+        if len(claims) > 1 and len(expiries) == 1 and "expires_at" not in out:
+            out["expires_at"] = expiries.pop()
+            claims = [{k: v for k, v in c.items() if k != "expires_at"} for c in claims]
+        if _named(claims, args):
+            claims = [{k: v for k, v in c.items() if k != "resource_id"} for c in claims]
+        out["claims"] = [c["id"] if set(c) == {"id"} else c for c in claims]
+        if "expires_at" in out:  # after the claims, as they read
+            out["expires_at"] = out.pop("expires_at")
     if isinstance(out.get("claim"), dict):
         out["claim"] = {k: out["claim"].get(k) for k in ("id", "resource_id", "claim_type", "task_id", "expires_at")}
         out.pop("resource", None)
     return out
 
 
-def matches_for_agent(result: dict[str, Any]) -> dict[str, Any]:
+def matches_for_agent(result: dict[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
     """`repo.search`: each match as grep prints it (`path:line: content`)."""
     out = dict(result)
     if isinstance(out.get("matches"), list) and all(set(m) == {"path", "line", "content"} for m in out["matches"]):
         out["matches"] = [f"{m['path']}:{m['line']}: {m['content']}" for m in out["matches"]]
-    if out.get("truncated") is False:
-        out.pop("truncated")
     return out
 
 
 TEST_RUN_FOR_AGENT = ("id", "command", "status", "exit_code", "outcome")
 
 
-def test_run_for_agent(result: dict[str, Any]) -> dict[str, Any]:
-    """`test.run`: the run's id, command, status, exit code and outcome, and its log
-    (`test_get_result` has the record)."""
+def _label(args: Mapping[str, Any]) -> str:
+    """The command of a run as `test.run` labels it from the call's arguments (`unit a.py -k x`)."""
+    sent = args.get("paths")
+    paths = [str(p) for p in sent] if isinstance(sent, list) else []
+    k = args.get("k") or ""
+    return " ".join([str(args.get("command", "")), *paths, *([f"-k {k}"] if k else [])])
+
+
+def test_run_for_agent(result: dict[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """`test.run`: the run's id, status and outcome, and its log (`test_get_result` has the
+    record); its command only when it is not the one the caller asked for, its exit code only
+    when it says more than the status (a pass exits 0)."""
     out = dict(result)
     if isinstance(out.get("test_run"), dict):
-        out["test_run"] = {k: out["test_run"].get(k) for k in TEST_RUN_FOR_AGENT}
+        run = {k: out["test_run"].get(k) for k in TEST_RUN_FOR_AGENT}
+        if run["command"] == _label(args):
+            del run["command"]
+        if run["status"] == "passed" and run["exit_code"] == 0:
+            del run["exit_code"]
+        out["test_run"] = run
     return out

@@ -102,7 +102,7 @@ TOOLS = [
         ),
         args=ProposeArgs,
         rare_args=frozenset({"request_review"}),
-        agent_view=views.test_run_for_agent,  # the evidence's run, trimmed as test_run's
+        agent_view=views.proposed_for_agent,
         output_schema=result(
             {
                 "proposal": RECORD,

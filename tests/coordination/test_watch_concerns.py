@@ -59,10 +59,13 @@ async def test_an_agent_is_shown_what_concerns_it(runtime: Runtime, run_id: str)
     # Others' news about its task, its proposal and its turn; none of its own actions, nothing of T-2.
     assert "vote.cast" in _types(page) and "agent.turn_scheduled" in _types(page)
     assert all(e["actor_id"] != AUTHOR for e in events)
-    assert all(e["task_id"] != "T-2" for e in events)
-    assert next(e for e in events if e["type"] == "agent.turn_scheduled")["payload"]["agent_id"] == AUTHOR
+    assert all(e.get("task_id") != "T-2" for e in events)
+    # Each event in brief: its ids and words, not the caller's own id (its turn is on its page).
+    turn = next(e for e in events if e["type"] == "agent.turn_scheduled")
+    assert turn == {"id": turn["id"], "type": "agent.turn_scheduled", "actor_id": "chair-1", "request_event_id": 1}
     assert [p["id"] for p in page["pending_proposals"]] == [pid]
-    assert page["active_claims"] == 1  # its own claim on app.py, not implementer-2's
+    # Its own claim on app.py, not implementer-2's; the count goes, its list shows it in full.
+    assert "active_claims" not in page and "open_tasks" not in page
     # The start-up questions in the same call: its open tasks, its claims, what is known.
     assert [t["id"] for t in page["tasks"]] == ["T-1"]
     assert [c["resource_id"] for c in page["claims"]] == ["file:app.py"]
@@ -83,7 +86,7 @@ async def test_a_reviewer_is_shown_the_review_asked_of_it(runtime: Runtime, run_
     pid = await _scene(runtime, run_id)
     page = await runtime.call("table.watch", {}, REVIEWER)
     asked = [e for e in page["events"] if e["type"] == "proposal.review_requested"]
-    assert asked and asked[0]["payload"]["proposal_id"] == pid
+    assert asked and asked[0]["proposal_id"] == pid
     assert [p["id"] for p in page["pending_proposals"]] == [pid]
     assert "vote.cast" not in _types(page)  # its own vote
     bystander = await runtime.call("table.watch", {}, Caller("agent", "http", agent_id="implementer-2"))
@@ -130,6 +133,6 @@ async def test_a_start_up_read_looks_for_news_among_the_newest_events_only(
     assert [p["id"] for p in page["pending_proposals"]] == [pid]  # the list still shows it
     monkeypatch.setattr(state, "CONCERN_LOOKBACK", 100)
     page = await runtime.call("table.watch", {}, REVIEWER)
-    assert [e["payload"]["proposal_id"] for e in page["events"] if e["type"] == "proposal.review_requested"] == [pid]
+    assert [e["proposal_id"] for e in page["events"] if e["type"] == "proposal.review_requested"] == [pid]
     cursor = await runtime.call("table.watch", {"after_event_id": 0}, REVIEWER)
     assert any(e["type"] == "proposal.review_requested" for e in cursor["events"])

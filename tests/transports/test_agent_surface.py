@@ -118,16 +118,8 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
         result = await client.session.call_tool("proposal_get", {"proposal_id": pid})
         header, patch = (value_of(result), result.content[1].text)
         assert set(header) == {"proposal"} and "-line 10\n+line 10!\n" in patch
-        # The id it named is not repeated to it.
-        assert set(header["proposal"]) == {
-            "task_id",
-            "agent_id",
-            "title",
-            "summary_md",
-            "status",
-            "risk",
-            "revision_number",
-        }
+        # The id it named is not repeated to it, nor the default risk (normal).
+        assert set(header["proposal"]) == {"task_id", "agent_id", "title", "summary_md", "status", "revision_number"}
         assert header["proposal"]["revision_number"] == 2
         assert result.structured_content is None and len(result.content) == 2
         since = await client.session.call_tool("proposal_get", {"proposal_id": pid, "since_revision": 1})
@@ -143,7 +135,8 @@ async def test_proposal_results_for_an_agent(real: Owner) -> None:
         report = await _call(client, "patch_validate", {"proposal_id": pid})
         assert len(report["votes"][0]["reason_md"]) == 300 and "session_id" not in report["votes"][0]
         listed = await _call(client, "vote_list", {"proposal_id": pid})
-        assert listed["votes"][0]["current"] is True and "revision" not in listed["votes"][0]
+        # A current vote says nothing of it (the default; an older one says `current: false`).
+        assert listed["votes"][0]["vote"] == "approve" and not {"current", "revision"} & set(listed["votes"][0])
         detailed = await _call(client, "patch_validate", {"proposal_id": pid, "detail": True})
         assert len(detailed["votes"][0]["reason_md"]) == 2000
         bad = await client.session.call_tool("proposal_get", {"proposal_id": pid, "since_revision": 3})

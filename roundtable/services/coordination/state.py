@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -621,7 +622,7 @@ def _watch_rows(
     )
     if concern:
         page.update(_start_up(conn, concern, scope, limit, now))
-        return _compact(page)
+        return _compact(page, concern)
     return page
 
 
@@ -635,41 +636,101 @@ _BRIEF: dict[str, tuple[str, ...]] = {
 }
 
 
-def _compact(page: dict[str, Any]) -> dict[str, Any]:
-    """An agent's watch page as it reads it: each event's type, who, the task and its payload
-    (parsed); each list row's ids and status; nothing empty, nothing of the project's at large."""
+def _compact(page: dict[str, Any], agent_id: str) -> dict[str, Any]:
+    """An agent's watch page as it reads it: each event in brief (`_event_brief`); each list row's
+    ids and status; nothing empty, nothing of the project's at large, no fact twice (a count only
+    where its list is cut or absent, an event's task only where no row it names says it, no event
+    that only announces a record the page lists: `_announces`)."""
     out: dict[str, Any] = {}
-    events = [
-        {"id": e["id"], "type": e["type"], "actor_id": e["actor_id"], "task_id": e["task_id"]}
-        | {"payload": json.loads(e["payload_json"] or "{}")}
-        for e in page["events"]
-    ]
+    proposal_tasks = {row["id"]: row.get("task_id") for row in page["pending_proposals"]}
+    workspace_tasks = {t["workspace"]["id"]: t["id"] for t in page.get("tasks", []) if "workspace" in t}
+    listed = {*proposal_tasks, *workspace_tasks, *(row["id"] for key in ("tasks", "claims") for row in page.get(key, []))}
+    events = [_event_brief(e, agent_id, proposal_tasks, workspace_tasks) for e in page["events"]]
+    events = [e for e in events if not _announces(e, listed)]
     if events:
         out["events"] = events
     out["next_after_event_id"] = page["next_after_event_id"]
     if page["has_more_events"]:
         out["has_more_events"] = True
+    shown = {"active_claims": len(page.get("claims", [])), "open_tasks": len(page.get("tasks", []))}
     for key, value in page.items():
         if key in _BRIEF and value:
             out[key] = [{k: row.get(k) for k in _BRIEF[key]} for row in value]
         elif key in ("tasks", "claims", "memory") and value:
             out[key] = value
-        elif key in ("active_claims", "suspended_claims", "open_tasks") and value:
+        elif key in ("active_claims", "suspended_claims", "open_tasks") and value > shown.get(key, 0):
             out[key] = value
     return out
 
 
-# An agent's watch page also answers its start-up questions in the same call: its open tasks,
+# What an event's payload keeps on an agent's page: ids, numbers, words (a vote, a decision, a
+# status) and flags that are set; not hashes (the revision's), paths, text or lists, which the
+# records the ids name hold.
+_WORD = re.compile(r"[\w.:@-]{1,40}")
+_HASH = re.compile(r"[0-9a-f]{32,}")
+
+
+def _kept(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return True
+    return isinstance(value, str) and bool(_WORD.fullmatch(value)) and not _HASH.fullmatch(value)
+
+
+def _announces(event: dict[str, Any], listed: set[Any]) -> bool:
+    """Whether `event` (in brief) only says that a record the page lists was made (a
+    `workspace.created` beside the workspace under its task): the listed record says it."""
+    kind, _, verb = str(event["type"]).partition(".")
+    return verb == "created" and event.get(f"{kind}_id") in listed
+
+
+def _event_brief(
+    event: dict[str, Any], agent_id: str, proposal_tasks: dict[str, Any], workspace_tasks: dict[str, Any]
+) -> dict[str, Any]:
+    """One event as an agent reads it: id, type, actor, task and the payload's short values
+    beside them (`_kept`; not the agent's own id, which it knows). Its task goes when the
+    proposal or workspace it names is listed on the page with that task."""
+    out: dict[str, Any] = {"id": event["id"], "type": event["type"], "actor_id": event["actor_id"]}
+    if event["task_id"]:
+        out["task_id"] = event["task_id"]
+    payload = json.loads(event["payload_json"] or "{}")
+    for key, value in (payload.items() if isinstance(payload, dict) else ()):
+        if key not in out and value != agent_id and _kept(value):
+            out[key] = value
+    said = (proposal_tasks.get(str(out.get("proposal_id"))), workspace_tasks.get(str(out.get("workspace_id"))))
+    if out.get("task_id") and out["task_id"] in said:
+        del out["task_id"]
+    return out
+
+
+# An agent's watch page also answers its start-up questions in the same call: its open tasks
+# (assigned to it, or with a workspace of its own) in full, each with its workspace (id, path),
 # the claims it holds, and the headlines of what is known (memory: `memory.query` has the bodies).
 MEMORY_HEADLINES = 5
+_OPEN_TASK = "status IN ('open', 'in_progress', 'blocked')"
+_WORKSPACES_OF = "SELECT task_id FROM workspaces WHERE agent_id = ? AND state != 'removed'"
 
 
 def _start_up(conn: sqlite3.Connection, agent_id: str, scope: Scope | None, limit: int, now: str) -> dict[str, Any]:
-    tasks_w, tasks_p = _and(scope, "tasks", "assigned_agent_id = ? AND status IN ('open', 'in_progress', 'blocked')")
-    tasks = conn.execute(
-        f"SELECT id, title, status, priority FROM tasks {tasks_w} ORDER BY priority, created_at, id LIMIT ?",
-        (agent_id, *tasks_p, limit),
-    ).fetchall()
+    tasks_w, tasks_p = _and(scope, "tasks", f"(assigned_agent_id = ? OR id IN ({_WORKSPACES_OF})) AND {_OPEN_TASK}")
+    tasks = [
+        dict(zip(("id", "title", "body_md", "status", "priority"), row, strict=True))
+        for row in conn.execute(
+            f"SELECT id, title, body_md, status, priority FROM tasks {tasks_w} ORDER BY priority, created_at, id LIMIT ?",
+            (agent_id, agent_id, *tasks_p, limit),
+        ).fetchall()
+    ]
+    if tasks:
+        marks = ", ".join("?" for _ in tasks)
+        rows = conn.execute(
+            f"SELECT task_id, id, path FROM workspaces WHERE agent_id = ? AND state != 'removed' AND task_id IN ({marks})",
+            (agent_id, *(t["id"] for t in tasks)),
+        ).fetchall()
+        spaces = {task_id: {"id": ws_id, "path": path} for task_id, ws_id, path in rows}
+        for task in tasks:
+            if task["id"] in spaces:
+                task["workspace"] = spaces[task["id"]]
     claims_w, claims_p = _and(scope, "claims", "agent_id = ? AND status = 'active' AND expires_at > ?")
     claims = conn.execute(
         f"SELECT id, resource_id, claim_type, task_id, expires_at FROM claims {claims_w}"
@@ -682,7 +743,7 @@ def _start_up(conn: sqlite3.Connection, agent_id: str, scope: Scope | None, limi
         (MEMORY_HEADLINES,),
     ).fetchall()
     return {
-        "tasks": [dict(zip(("id", "title", "status", "priority"), row, strict=True)) for row in tasks],
+        "tasks": tasks,
         "claims": [
             dict(zip(("id", "resource_id", "claim_type", "task_id", "expires_at"), r, strict=True)) for r in claims
         ],
