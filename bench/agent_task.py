@@ -575,7 +575,7 @@ async def approvals(first: Agent, second: Agent, pid: str) -> None:
 async def mcp_path(env: Env) -> Tally:
     """The change through the MCP tools alone: the author has no editor."""
     tally = Tally()
-    evidence = {"command": TEST_COMMAND, "paths": [TESTS]}
+    evidence = {"command": TEST_COMMAND}  # the whole suite: a narrowed run is not evidence
     async with AsyncExitStack() as stack:
         me = await Agent(env, IMPLEMENTER, tally, stack).open()
         await me.start_up()
@@ -688,7 +688,7 @@ async def workspace_mcp_path(env: Env) -> Tally:
     agent's governance through its MCP session (its listing read once)."""
     tally = Tally()
     ws = await make_workspace(env.root, env.task_id)
-    evidence = {"command": TEST_COMMAND, "paths": [TESTS]}
+    evidence = {"command": TEST_COMMAND}  # the whole suite: a narrowed run is not evidence
     async with AsyncExitStack() as stack:
         me = await Agent(env, IMPLEMENTER, tally, stack, kind="workspace").open()
         await me.start_up()  # its task in full and its workspace: no task_get
@@ -760,7 +760,7 @@ async def workspace_path(env: Env) -> Tally:
 
     tally = Tally()
     ws = await make_workspace(env.root, env.task_id)
-    test = ["--test", TEST_COMMAND, "--test-paths", TESTS]
+    test = ["--test", TEST_COMMAND]  # the whole suite: a narrowed run is not evidence
     me = ShellAgent(env, IMPLEMENTER, tally, kind="workspace").open()
     me.rt("table_watch")  # its task in full and its workspace: no task_get
     _author_edits(ws, tally)
@@ -893,9 +893,11 @@ def main(argv: list[str]) -> None:
     if shell is not None:
         for name, tally in tallies.items():
             if name != "shell":
+                calls, read = tally.calls / shell.calls, tally.text_bytes / shell.text_bytes
+                met = "met" if max(calls, read) <= FACTORS[name] else "missed"
                 print(
-                    f"{name}: {tally.calls / shell.calls:.2f}x the shell's calls, "
-                    f"{tally.text_bytes / shell.text_bytes:.2f}x its bytes (target {FACTORS[name]:g}x)"
+                    f"{name}: {calls:.3f}x the shell's calls, {read:.3f}x its bytes "
+                    f"(target {FACTORS[name]:g}x: {met})"
                 )
 
 

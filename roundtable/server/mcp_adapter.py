@@ -49,6 +49,7 @@ from roundtable.server.guard import caller_of, credential_of
 from roundtable.server.rendering import readable, unechoed, unempty
 from roundtable.server.resources import Access, Bound
 from roundtable.services.redact import redact
+from roundtable.services.run_scope import active_runs
 from roundtable.tools import roles
 from roundtable.tools.context import Caller
 from roundtable.tools.registry import ADVERTISED, Registry, ToolSpec, get_registry, listed_schema
@@ -209,6 +210,11 @@ class Principals(Protocol):
         None when it never changes for a connection."""
         ...
 
+    @property
+    def tool_tables(self) -> frozenset[str]:
+        """The tables whose changes may change `tool_state` (it is read again after them)."""
+        ...
+
     def access(self, ctx: Ctx) -> Access:
         """The principal of one request (tool calls, resources, prompts, completion, pushes)."""
         ...
@@ -310,11 +316,18 @@ class TokenPrincipals:
     the scope by `guard.TokenBackend`); each caller is shown the advertised tools it may call."""
 
     list_changes = True
-    tool_state = None
     bound = None
+    tool_tables = frozenset({"runs"})
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        # What an agent's listing depends on besides its role: whether a run is active (the turn
+        # tools are listed only then); a change pushes `tools/list_changed` to who listed.
+        self.tool_state: Callable[[], Awaitable[Hashable]] | None = self._runs_active
+
+    async def _runs_active(self) -> Hashable:
+        async with self.runtime.db.read() as reader:
+            return bool(await active_runs(reader))
 
     def access(self, ctx: Ctx) -> HttpAccess:
         scope = getattr(ctx.request, "scope", None)
@@ -326,16 +339,18 @@ class TokenPrincipals:
         `patch_apply`/`patch_reject`, an anonymous connection only the read-only tools."""
         caller = caller_of(getattr(ctx.request, "scope", None))
         role, kind = roles.role_of(caller.agent_id), session_kind(ctx)
+        in_run = caller.is_operator or bool(await self._runs_active())
         return [
             (spec, spec.input_schema if caller.is_operator else agent_schema(spec))
             for spec in self.runtime.registry.exposed()
             if spec.callable_by(operator=caller.is_operator, anonymous=caller.is_anonymous)
-            and (caller.is_operator or roles.shows(role, spec.name, kind))
+            and (caller.is_operator or roles.shows(role, spec.name, kind, in_run))
         ]
 
     def listing_key(self, ctx: Ctx) -> Hashable | None:
         """The listing depends only on the kind of caller (operator, agent or anonymous), an
-        agent's role and its session's kind (`tools/roles.py`)."""
+        agent's role and its session's kind (`tools/roles.py`), and on the tool state (a run
+        active or not), which `_listing` adds to the key."""
         caller = caller_of(getattr(ctx.request, "scope", None))
         if caller.is_operator:
             return (True, False, "", "")
@@ -409,6 +424,7 @@ class RoundtableServer(Server[dict[str, Any]]):
         self.hub = push.Hub(
             runtime,
             tool_state=self.principals.tool_state,
+            tool_tables=self.principals.tool_tables,
             list_changes=self.principals.list_changes,
             stream_ready=self.stream_ready,
         )
@@ -510,6 +526,8 @@ class RoundtableServer(Server[dict[str, Any]]):
         """The tools this request's caller is shown, sorted by name; built once per listing key
         (with their rare arguments: each time, for `rt`)."""
         key = None if rare else self.principals.listing_key(ctx)
+        if key is not None and self.principals.tool_state is not None:
+            key = (key, await self.principals.tool_state())
         registry = self.runtime.registry
         kept = self._listings.get(key) if key is not None else None
         if kept is not None and kept[0] is registry and kept[1] == style:

@@ -209,6 +209,7 @@ class Hub:
         runtime: Runtime,
         *,
         tool_state: Callable[[], Awaitable[Hashable]] | None = None,
+        tool_tables: frozenset[str] = CAPABILITY_TABLES,
         list_changes: bool = True,
         tick: float = TICK_SECONDS,
         stream_ready: Callable[[Any], bool | None] | None = None,
@@ -217,6 +218,7 @@ class Hub:
         self.stream_ready = stream_ready
         self.conns: dict[int, Conn] = {}
         self.tool_state = tool_state
+        self.tool_tables = tool_tables  # the tables whose changes may change `tool_state`
         self.list_changes = list_changes
         self.tick = tick
         self._tools: Hashable = None
@@ -343,7 +345,7 @@ class Hub:
         for event in events:
             with contextlib.suppress(TypeError, ValueError):
                 self._seen = max(self._seen, int(event.get("id") or 0))
-        if self.tool_state is not None and tables & CAPABILITY_TABLES:
+        if self.tool_state is not None and tables & self.tool_tables:
             await self._check_tools()
         if not self.conns:
             return

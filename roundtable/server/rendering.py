@@ -120,11 +120,13 @@ def unechoed(
 
 
 # Fields whose value, wherever they are, is what the reader assumes when they are not there: the
-# usual priority and risk, a vote that counts, a file that is text, a list or page that is whole.
+# usual priority and risk, a vote that counts and states no confidence, a file that is text, a
+# list or page that is whole.
 DEFAULTS: dict[str, Any] = {
     "priority": DEFAULT_PRIORITY,
     "risk": Risk.NORMAL.value,
     "current": True,
+    "confidence": 0.0,
     "binary": False,
     "truncated": False,
     "has_more": False,

@@ -29,7 +29,7 @@ from starlette.types import ASGIApp
 
 from roundtable.errors import NotYet, PermissionDenied, RoundtableError, ToolError
 from roundtable.runtime import Runtime
-from roundtable.server import mcp_adapter, resources
+from roundtable.server import mcp_adapter, push, resources
 from roundtable.server.embedded import Embedded, EmbeddedStartError
 from roundtable.server.guard import CapabilityBackend, authenticated
 from roundtable.services.coordination import session_scope
@@ -57,6 +57,7 @@ class CapabilityPrincipal:
     through this too."""
 
     list_changes = False
+    tool_tables = push.CAPABILITY_TABLES
 
     def __init__(self, runtime: Runtime, capability_id: str, on_limit: OnLimit | None = None) -> None:
         self.runtime = runtime

@@ -42,7 +42,7 @@ TOOLS = [
     ),
     ToolSpec(
         name="memory.query",
-        description="Search memory, most important first; an empty query lists all.",
+        description="Search memory; most important first; an empty query lists all.",
         args=QueryArgs,
         output_schema=result({"entries": RECORDS}),
         handler=query,

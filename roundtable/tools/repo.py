@@ -66,6 +66,7 @@ TOOLS = [
         name="repo.read_file",
         description=("A repository text file, whole or lines start_line..end_line."),
         args=ReadFileArgs,
+        rare_args=frozenset({"numbered"}),  # plain lines unless asked (`rt repo_read_file --help` names it)
         output_schema=result(
             {
                 "path": string(),

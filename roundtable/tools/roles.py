@@ -92,6 +92,10 @@ _WORKSPACE_ONLY: dict[str, frozenset[str]] = {
     "implementer": frozenset({"workspace.create", "workspace.propose", "workspace.sync"})
 }
 
+# The turn protocol: used only inside an active run ("without one, work directly"), so an agent on
+# the shared endpoint is shown it only while a run is active (a session is always in its run).
+TURNS = frozenset({"agent.turn_request", "agent.turn_start", "agent.turn_complete"})
+
 _FAMILY = re.compile(r"^(implementer|reviewer|tester|security|architect)-[1-9][0-9]*$")
 
 
@@ -121,9 +125,12 @@ def workspace_only(role: str) -> frozenset[str]:
     return _WORKSPACE_ONLY.get(role, frozenset())
 
 
-def shows(role: str, name: str, kind: str = "") -> bool:
+def shows(role: str, name: str, kind: str = "", in_run: bool = True) -> bool:
     """Whether an agent of `role` in a session of `kind` is shown tool `name`: what its role
-    usefully calls there, or everything when the role is unknown. A tool roundtable does not
-    ship (an embedder's, a test's) is in no role's listing, so every role is shown it."""
+    usefully calls there, or everything when the role is unknown; the turn tools only `in_run`
+    (a run is active). A tool roundtable does not ship (an embedder's, a test's) is in no role's
+    listing, so every role is shown it."""
+    if not in_run and name in TURNS:
+        return False
     listed = listed_for(role, kind)
     return listed is None or name in listed or name not in _shipped()

@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, types
 
 from roundtable.owner import Owner
+from roundtable.services.coordination.runs import create_run
 from roundtable.tools.registry import get_registry
 from tests.helpers import auth_headers, sdk_http
+from tests.mcp.conftest import Inbox
 from tests.support.results import value_of
 
 pytestmark = pytest.mark.anyio
@@ -23,9 +25,10 @@ pytestmark = pytest.mark.anyio
 APP = "".join(f"line {n}\n" for n in range(1, 21))
 # Bytes of each role's tools/list as the SDK client serialises it (the figures a harness reads
 # into its model's context once per session); the operator's list is the whole registry. Tight on
-# purpose (about 1 % above 8,202, 4,057 and 4,842 now): every agent of `python -m bench agent_task`
-# reads its listing, and a byte added to one is paid on every path.
-LISTING_LIMITS = {"implementer-1": 8_285, "reviewer-1": 4_100, "architect-1": 4_890}
+# purpose (about 1 % above 7,140, 2,995 and 3,780 now, with no run active; in a run the turn tools
+# add about 1,060): every agent of `python -m bench agent_task` reads its listing, and a byte added
+# to one is paid on every path.
+LISTING_LIMITS = {"implementer-1": 7_210, "reviewer-1": 3_025, "architect-1": 3_820}
 
 
 def _git(root: Any, *args: str) -> None:
@@ -62,6 +65,26 @@ async def test_each_role_is_listed_what_it_uses_within_its_size(real: Owner) -> 
     # The architect reviews and records what lasts; it plans in a planner session of its own.
     assert names["architect-1"] - names["reviewer-1"] == {"memory_query", "memory_record"}
     assert not {"task_create", "task_list", "decision_record"} & names["architect-1"]
+
+
+TURN_TOOLS = {"agent_turn_request", "agent_turn_start", "agent_turn_complete"}
+
+
+async def test_the_turn_tools_are_listed_while_a_run_is_active(real: Owner) -> None:
+    """Turns are needed only inside an active run: without one an agent is not shown them; when a
+    run starts, a client that listed is told (`tools/list_changed`) and lists them."""
+    inbox = Inbox()
+    me = await auth_headers(real.runtime, agent_id="reviewer-1")
+    async with Client(sdk_http(real.http_url, me), mode="legacy", message_handler=inbox.handler) as client:
+        assert client.server_capabilities.tools is not None and client.server_capabilities.tools.list_changed
+        before = {t.name for t in (await client.session.list_tools()).tools}
+        assert not before & TURN_TOOLS and "vote_cast" in before
+        await create_run(real.runtime, "a goal")
+        await inbox.wait_for(lambda item: isinstance(item, types.ToolListChangedNotification))
+        after = {t.name for t in (await client.session.list_tools()).tools}
+    assert after - before == TURN_TOOLS
+    operator, _ = await _listing(real, await auth_headers(real.runtime, operator=True))
+    assert TURN_TOOLS <= operator
 
 
 async def _call(client: Any, tool: str, args: dict[str, Any]) -> Any:
@@ -138,7 +161,7 @@ async def test_an_approval_refusal_names_the_operators_command_and_the_decision_
 
 # A workspace session (a harness with its own editor, shell and search in its worktree) reads the
 # listing of `?tools=workspace`: none of the tools that read or edit files through roundtable.
-WORKSPACE_LISTING_LIMIT = 5_290  # 5,234 now
+WORKSPACE_LISTING_LIMIT = 4_280  # 4,236 now (no run active)
 
 
 async def test_a_workspace_session_is_listed_without_what_its_own_tools_do(real: Owner) -> None:

@@ -678,11 +678,17 @@ def _kept(value: Any) -> bool:
     return isinstance(value, str) and bool(_WORD.fullmatch(value)) and not _HASH.fullmatch(value)
 
 
+# Events that only announce a record's being made or put up for review: beside the record listed
+# (its row names its author and status), they say nothing more.
+_ANNOUNCING = frozenset({"created", "review_requested"})
+
+
 def _announces(event: dict[str, Any], listed: set[Any]) -> bool:
-    """Whether `event` (in brief) only says that a record the page lists was made (a
-    `workspace.created` beside the workspace under its task): the listed record says it."""
+    """Whether `event` (in brief) only says that a record the page lists was made or put up for
+    review (a `workspace.created` beside the workspace under its task, a
+    `proposal.review_requested` beside the pending proposal): the listed record says it."""
     kind, _, verb = str(event["type"]).partition(".")
-    return verb == "created" and event.get(f"{kind}_id") in listed
+    return verb in _ANNOUNCING and event.get(f"{kind}_id") in listed
 
 
 def _event_brief(
