@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from roundtable.domain import TestRunStatus
+
 # Proposal columns that are the store's bookkeeping, not something an agent acts on.
 INTERNAL_PROPOSAL_FIELDS = (
     "workspace_id",
@@ -245,7 +247,7 @@ def test_run_for_agent(result: dict[str, Any], args: Mapping[str, Any]) -> dict[
         run = {k: out["test_run"].get(k) for k in TEST_RUN_FOR_AGENT}
         if run["command"] == _label(args):
             del run["command"]
-        if run["status"] == "passed" and run["exit_code"] == 0:
+        if run["status"] == TestRunStatus.PASSED and run["exit_code"] == 0:
             del run["exit_code"]
         out["test_run"] = run
     return out
