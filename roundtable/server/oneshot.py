@@ -16,6 +16,7 @@ a JSON-RPC error `Refused`; a tool's own refusal is a result with `isError` (the
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import socket
 import urllib.parse
@@ -67,8 +68,13 @@ class Endpoint:
             target += "?" + parts.query
         if self.socket_path:
             return _UnixConnection(self.socket_path, TIMEOUT), target
-        if parts.scheme != "http" or not parts.hostname:
-            raise Unreachable(f"{self.url}: not an http:// URL")
+        if parts.scheme != "http" or not parts.hostname or parts.username or parts.password:
+            raise Unreachable(f"{self.url}: not an http:// URL of this machine")
+        if self.token and not _is_loopback(parts.hostname):
+            # As the stdio bridge: a bearer credential never crosses a network in the clear.
+            raise Unreachable(
+                f"{parts.hostname} is not this machine: the credential is sent only to a loopback address"
+            )
         return http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=TIMEOUT), target
 
     def request(
@@ -129,6 +135,15 @@ class Endpoint:
     def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """`tools/call`: the result (`content`, `isError`, maybe `structuredContent`)."""
         return self.request("tools/call", {"name": name, "arguments": arguments}, name=name)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _response(payload: bytes, content_type: str) -> dict[str, Any] | None:

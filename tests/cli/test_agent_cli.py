@@ -186,6 +186,9 @@ async def test_no_endpoint_or_a_wrong_credential_says_so_in_one_line(owner: Owne
     code, out, err = await rt(bare, "table_watch")
     assert code == agent_cli.NO_ENDPOINT and out == ""
     assert "no session endpoint: ROUNDTABLE_MCP_SOCKET or ROUNDTABLE_MCP_URL is not set" in err
+    remote = {**await environ(owner, REVIEWER), agent_cli.URL_ENV: "http://192.0.2.7:7117/mcp"}
+    code, out, err = await rt(remote, "table_watch")  # never the credential in the clear to another host
+    assert code == agent_cli.NO_ENDPOINT and "192.0.2.7 is not this machine" in err
     wrong = {**await environ(owner, REVIEWER), agent_cli.TOKEN_ENV: "rttok_not-a-token"}
     code, out, err = await rt(wrong, "table_watch")
     assert code == agent_cli.NO_ENDPOINT and "refused the credential (401)" in err
