@@ -1,15 +1,21 @@
 """What an agent reads of a result leaves out what it said itself (`rendering.unechoed`) and
 what says nothing (`rendering.unempty`: null, empty, the default), and only that; the views of
-the tools whose results it reads most (`tools.views`) say each thing once."""
+the tools whose results it reads most (`tools.views`) say each thing once; and it reads as
+`yaml.dump` writes it (`rendering.readable`, without the dump)."""
 
 from __future__ import annotations
 
+import enum
 import json
+import random
+import string
 from typing import Any
 
+import pytest
 import yaml
 
 from roundtable.runtime import IDENTITY_ARGS
+from roundtable.server import rendering
 from roundtable.server.mcp_adapter import tool_result
 from roundtable.server.rendering import readable, unechoed, unempty
 from roundtable.tools.registry import ToolSpec, get_registry
@@ -154,3 +160,59 @@ def test_a_proposal_made_lists_only_the_resources_its_diff_does_not_show() -> No
         "proposal:\n  id: P-1\n  status: pending\n  revision_number: 1\nproposal_resources:\n- service:db\n",
         patch,
     ]
+
+# What `readable` must write: `yaml.dump` with its dumper, the text it wrote before it handed the
+# emitter its own events (`rendering._events`).
+def _dumped(value: object) -> str:
+    return yaml.dump(value, Dumper=rendering._ReadableDumper, **rendering._SETTINGS)
+
+
+class _State(enum.StrEnum):
+    OPEN = "open"
+    YES = "yes"
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+# Strings the resolver reads as something else, or the emitter must quote, fold or escape.
+AWKWARD = [
+    *("", "yes", "No", "null", "~", "true", "1", "0x1F", "0o17", "1e3", "1_000", ".inf", "-.5", "+1"),
+    *("2026-12-03", "2026-12-03T12:43:33.105786221Z", "12:30", "=", "<<", "a: b", "- x", "#c", "x #c"),
+    *(" lead", "trail ", "multi\nline", "multi\nline\n", "x\n\n", "\n", "\ttab", "'q'", '"d"', "@x", "%y"),
+    *("!t", "&a", "*b", "? k", "|", ">", "-", "--- ", "...", "\r\n", "a\rb", "é€😀", "\u2028", "\x85", "\ufeff"),
+    *("\x00\x07", "{a}", "[1]", "a, b", "`x`", "T-20261203T124333.099754806", "src/own_1.py"),
+]
+
+
+def _value(rng: random.Random, depth: int = 0) -> object:
+    if depth > 3 or rng.random() < 0.5:
+        text = rng.choice(AWKWARD) if rng.random() < 0.5 else "".join(rng.choices(string.printable, k=rng.randrange(8)))
+        scalars = [text, rng.randrange(-(10**20), 10**20), rng.random() * 10 ** rng.randrange(-20, 20)]
+        scalars += [True, False, None, float("nan"), float("inf"), -float("inf"), 1e17, -0.0]
+        return rng.choice([*scalars, _State.OPEN, _State.YES, _Level.HIGH, ()])
+    if rng.random() < 0.5:
+        return {_value(rng, 9) if rng.random() < 0.1 else rng.choice(AWKWARD): _value(rng, depth + 1) for _ in range(4)}
+    items = [_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return items if rng.random() < 0.8 else tuple(items)
+
+
+def test_the_rendering_is_yaml_dumps_text() -> None:
+    rng = random.Random(40)
+    values = [{"x": _value(rng)} for _ in range(3000)]
+    values += [{"tasks": [{"id": f"T-{n}", "title": text, "priority": n} for n, text in enumerate(AWKWARD)]}]
+    for value in values:
+        assert readable(value) == _dumped(value)
+    assert yaml.safe_load(readable(values[-1])) == values[-1]
+
+
+def test_what_the_events_do_not_write_is_dumped() -> None:
+    shared: list[str] = []
+    # One object twice is an anchor and an alias, as the dump writes it; other types are the
+    # dump's too (a set as a mapping of nulls, bytes as binary), and what it refuses, it refuses.
+    for value in ({"a": shared, "b": {"c": shared}}, {"s": {"x"}}, {"b": b"\x00"}):
+        assert readable(value) == _dumped(value)
+    assert "&id001" in readable({"a": shared, "b": shared})
+    with pytest.raises(yaml.YAMLError):
+        readable({"x": object()})
