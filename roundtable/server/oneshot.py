@@ -70,7 +70,7 @@ class Endpoint:
             return _UnixConnection(self.socket_path, TIMEOUT), target
         if parts.scheme != "http" or not parts.hostname or parts.username or parts.password:
             raise Unreachable(f"{self.url}: not an http:// URL of this machine")
-        if self.token and not _is_loopback(parts.hostname):
+        if self.token and not is_loopback(parts.hostname):
             # As the stdio bridge: a bearer credential never crosses a network in the clear.
             raise Unreachable(
                 f"{parts.hostname} is not this machine: the credential is sent only to a loopback address"
@@ -137,7 +137,8 @@ class Endpoint:
         return self.request("tools/call", {"name": name, "arguments": arguments}, name=name)
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine (`localhost` or a loopback address)."""
     if host.lower() == "localhost":
         return True
     try:

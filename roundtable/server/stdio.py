@@ -47,7 +47,6 @@ import base64
 import contextlib
 import hashlib
 import hmac
-import ipaddress
 import json
 import os
 import re
@@ -63,6 +62,8 @@ from urllib.parse import urlsplit, urlunsplit
 # The HTTP client the MCP SDK itself uses (one client stack in the project); its server-sent
 # events decoder splits only at CR, LF and CRLF.
 import httpx2
+
+from roundtable.server.oneshot import is_loopback
 
 PREFIX = "roundtable mcp stdio: "
 UNAVAILABLE = "coordinator endpoint unavailable"
@@ -114,15 +115,6 @@ class Unreachable(Fatal):
     """Nothing answers at the owner's address (fatal at start; mid-session the request fails)."""
 
 
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 _KIND_QUERY = re.compile(r"tools=[a-z]{1,32}")
 
 
@@ -138,7 +130,7 @@ def check_url(url: str, *, token: str, uds: str = "") -> str:
     # The one query the endpoint reads: the kind of session, which names its tool listing.
     if parts.fragment or (parts.query and not _KIND_QUERY.fullmatch(parts.query)):
         raise BridgeError("MCP HTTP endpoint must be an http(s) URL")
-    if token and not uds and parts.scheme == "http" and not _is_loopback(host):
+    if token and not uds and parts.scheme == "http" and not is_loopback(host):
         raise BridgeError("bearer authentication requires HTTPS except for loopback endpoints")
     return url
 
