@@ -119,6 +119,27 @@ def offered(stub: StubServer, tools_of: Callable[[dict[str, object]], list[str]]
     return {name for r in models for name in tools_of(r.body)}
 
 
+def ended_well(
+    root: Path,
+    session_id: str,
+    stub: StubServer,
+    tools_of: Callable[[dict[str, object]], list[str]],
+    status: str,
+    exit_code: int,
+    owner_err: Path,
+) -> tuple[str, set[str], str]:
+    """The session ended, the owner stopped cleanly and the model's last step was its answer:
+    (the session's log, the tools the model was offered, the story to show when an assert fails)."""
+    log = session_log(root, session_id)
+    tools = offered(stub, tools_of)
+    story = f"session log:\n{log[-4000:]}\nmodel steps: {stub.steps}\noffered: {sorted(tools)}"
+    assert status == "ended", story
+    assert exit_code == 0, owner_err.read_text()
+    final = stub.steps[-1]
+    assert isinstance(final, Answer) and final.text.startswith("Done"), story
+    return log, tools, story
+
+
 def ran(history: list[Exchange], command: str) -> Exchange:
     """The one shell call of `command`."""
     (found,) = [e for e in history if (e.arguments.get("command") or e.arguments.get("cmd")) == command]
@@ -166,13 +187,7 @@ def test_implementer_calls_rt_through_its_shell_and_proposes_its_workspace(
             exit_code = owner.stop()
     finally:
         stub.stop()
-    log = session_log(root, session_id)
-    tools = offered(stub, case.tools_of)
-    story = f"session log:\n{log[-4000:]}\nmodel steps: {stub.steps}\noffered: {sorted(tools)}"
-    assert status == "ended", story
-    assert exit_code == 0, (tmp_path / "owner.err").read_text()
-    final = stub.steps[-1]
-    assert isinstance(final, Answer) and final.text.startswith("Done"), story
+    log, tools, story = ended_well(root, session_id, stub, case.tools_of, status, exit_code, tmp_path / "owner.err")
 
     # No roundtable MCP tool was offered (no MCP server at all); the shell tool was.
     assert tools and not [name for name in tools if name.startswith("mcp__")], story
@@ -240,13 +255,7 @@ def test_reviewer_lists_and_calls_its_tools_with_rt(
             exit_code = owner.stop()
     finally:
         stub.stop()
-    log = session_log(root, session_id)
-    tools = offered(stub, case.tools_of)
-    story = f"session log:\n{log[-4000:]}\nmodel steps: {stub.steps}\noffered: {sorted(tools)}"
-    assert status == "ended", story
-    assert exit_code == 0, (tmp_path / "owner.err").read_text()
-    final = stub.steps[-1]
-    assert isinstance(final, Answer) and final.text.startswith("Done"), story
+    log, tools, story = ended_well(root, session_id, stub, case.tools_of, status, exit_code, tmp_path / "owner.err")
 
     # Its shell, no MCP tool; Claude Code its shell alone (and the question tool), no file tools.
     assert case.shell("rt").tool in tools and not [name for name in tools if name.startswith("mcp__")], story

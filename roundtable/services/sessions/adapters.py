@@ -185,6 +185,7 @@ def prompt_for(
     briefing — why it was launched (the autopilot's reason) — when there is one. `shell`: its
     tools are `rt` commands, not MCP tools."""
     target = f"task {task_id}" + (f", proposal {proposal_id}" if proposal_id else "")
+    who = f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
     if workspace:
         # In a shell the session's own task is the default (its capability names it, so the
         # session's schema does not require task_id and `rt` takes no positional value for it:
@@ -196,27 +197,20 @@ def prompt_for(
             else f"workspace_propose with task_id {task_id} (and a title and summary_md for a new proposal)"
         )
         prompt = (
-            f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
-            f"Your working directory {workspace} is your own git worktree of the project: edit "
+            f"{who}Your working directory {workspace} is your own git worktree of the project: edit "
             "files there with your own tools (you may run the project's tests there too), then "
             f"call {propose} to submit the diff for review; only workspace_propose reaches the table. "
             "If the project moved under you, workspace_sync merges it in."
-        )
-        prompt += f" {SHELL_TOOLS_NOTE}" if shell else ""
-        return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
-    if shell:
+        ) + (f" {SHELL_TOOLS_NOTE}" if shell else "")
+    elif shell:
+        prompt = f"{who}{SHELL_TOOLS_NOTE} Work only through them."
+    else:
+        # The workflow is stated once, in the MCP server's instructions (read at `initialize`) and
+        # the rulebook resource; the prompt says only who the agent is and where to look.
         prompt = (
-            f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
-            f"{SHELL_TOOLS_NOTE} Work only through them."
+            f"{who}Work only through the roundtable MCP tools; the server's instructions give the workflow "
+            "(the rulebook is roundtable://doc/AGENTS.ROUNDTABLE.md)."
         )
-        return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
-    # The workflow is stated once, in the MCP server's instructions (read at `initialize`) and the
-    # rulebook resource; the prompt says only who the agent is and where to look.
-    prompt = (
-        f"You are {agent_id}, the {role} of Roundtable run {run_id}, working on {target}. "
-        "Work only through the roundtable MCP tools; the server's instructions give the workflow "
-        "(the rulebook is roundtable://doc/AGENTS.ROUNDTABLE.md)."
-    )
     return f"{prompt}\n\n{briefing.strip()}" if briefing.strip() else prompt
 
 
