@@ -76,3 +76,16 @@ async def test_a_group_takes_background_children_with_it(tmp_path: Path) -> None
             break
         await asyncio.sleep(0.02)
     assert not alive(background)
+
+
+async def test_a_timed_out_group_takes_background_children_with_it(tmp_path: Path) -> None:
+    marker = tmp_path / "bg.pid"
+    # The background child holds stdout open, so the run lasts until its timeout.
+    done = await proc.run(["sh", "-c", f"sleep 30 & echo $! > {marker}"], timeout=0.5, new_group=True)
+    assert done.timed_out
+    background = int(marker.read_text())
+    for _ in range(100):
+        if not alive(background):
+            break
+        await asyncio.sleep(0.02)
+    assert not alive(background)
