@@ -24,6 +24,15 @@ def alive(pid: int) -> bool:
     return status.exists() and "State:\tZ" not in status.read_text()
 
 
+async def gone(pid: int, within: float = 2.0) -> bool:
+    """Whether `pid` is dead within `within` seconds (a killed process is reaped a moment later)."""
+    for _ in range(int(within / 0.02)):
+        if not alive(pid):
+            return True
+        await asyncio.sleep(0.02)
+    return not alive(pid)
+
+
 async def test_captures_output_and_feeds_stdin() -> None:
     done = await proc.run(["sh", "-c", "cat; echo err >&2; exit 3"], stdin=b"hello", timeout=10)
     assert (done.code, done.out, done.err, done.timed_out) == (3, b"hello", b"err\n", False)
@@ -70,12 +79,7 @@ async def test_a_group_takes_background_children_with_it(tmp_path: Path) -> None
     script = f"sleep 30 >/dev/null 2>&1 & echo $! > {marker}"
     done = await proc.run(["sh", "-c", script], timeout=10, new_group=True)
     assert done.code == 0 and not done.timed_out
-    background = int(marker.read_text())
-    for _ in range(100):
-        if not alive(background):
-            break
-        await asyncio.sleep(0.02)
-    assert not alive(background)
+    assert await gone(int(marker.read_text()))
 
 
 async def test_a_timed_out_group_takes_background_children_with_it(tmp_path: Path) -> None:
@@ -83,9 +87,4 @@ async def test_a_timed_out_group_takes_background_children_with_it(tmp_path: Pat
     # The background child holds stdout open, so the run lasts until its timeout.
     done = await proc.run(["sh", "-c", f"sleep 30 & echo $! > {marker}"], timeout=0.5, new_group=True)
     assert done.timed_out
-    background = int(marker.read_text())
-    for _ in range(100):
-        if not alive(background):
-            break
-        await asyncio.sleep(0.02)
-    assert not alive(background)
+    assert await gone(int(marker.read_text()))
