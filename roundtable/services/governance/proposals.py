@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +28,7 @@ from pydantic import Field
 
 from roundtable import clock
 from roundtable.domain import ClaimStatus, EventType, GateState, ProposalStatus, Risk
-from roundtable.errors import NotFound, PermissionDenied, ToolError, ValidationError
+from roundtable.errors import NotFound, PatchDoesNotApply, PermissionDenied, ToolError, ValidationError
 from roundtable.services.args import (
     ITEMS_MAX,
     Args,
@@ -195,7 +196,14 @@ async def prepare_revision(project: Project, patch: str) -> ParsedPatch:
     allow = allowances(policy)
     parsed = await asyncio.to_thread(parse_patch, patch, root, allow, max_files=project.config.repo.max_patch_files)
     await check_patch(root, parsed, allow)
-    return parsed
+    # git's dry run too, outside the write lock (a child process every other writer would wait
+    # on); its refusal is kept and raised in the transaction after the claim checks, so the
+    # errors come in the same order. A patch.apply runs its own dry run on the tree it applies to.
+    try:
+        await check_applies(root, parsed)
+    except PatchDoesNotApply as refusal:
+        return replace(parsed, tree_refusal=str(refusal))
+    return replace(parsed, tree_refusal="")
 
 
 async def patch_text(project: Project, args: CreateArgs | AttachArgs, current: Proposal | None = None) -> str:
@@ -240,9 +248,12 @@ async def _new_revision(
     check = await check_claims(tx, author, parsed, now)
     if check.error:
         raise ToolError(check.error)
-    # Then it must apply to the tree as it is now (`git apply --check`): a patch that does not is
-    # refused with the failing hunk and the file's lines, and nothing is recorded.
-    await check_applies(root, parsed)
+    # Then it must apply to the tree (`git apply --check`): a patch that does not is refused with
+    # the failing hunk and the file's lines, and nothing is recorded.
+    if parsed.tree_refusal is None:
+        await check_applies(root, parsed)
+    elif parsed.tree_refusal:
+        raise PatchDoesNotApply(parsed.tree_refusal)
     # The file first, then the row that names it (committed by the caller's transaction).
     rel = await asyncio.to_thread(store_patch, root, parsed)
     await tx.insert(

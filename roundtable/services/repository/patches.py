@@ -146,6 +146,9 @@ class ParsedPatch:
     ranges: dict[str, tuple[tuple[int, int], ...]]
     # Paths whose change the policy had to allow (symlink, submodule, mode change) -> why.
     special: dict[str, str] = field(default_factory=dict)
+    # git's refusal to apply it to the tree it was checked against before a write transaction
+    # (`governance.proposals.prepare_revision`): "" when it applied, None when not checked yet.
+    tree_refusal: str | None = None
 
     def lines(self) -> list[str]:
         """The patch's lines, as `FileChange.body` indexes them."""
