@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from roundtable.owner import Owner
     from roundtable.runtime import Runtime
 
+# The table is quiet when the dispatcher is idle at QUIET_CHECKS checks in a row, QUIET_PERIOD
+# seconds apart: the dispatcher and the Chair act on every commit within a fraction of that, so a
+# quiet table is seen 0.6 s after its last change, whatever the Chair's interval.
 QUIET_CHECKS = 3
+QUIET_PERIOD = 0.2
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ async def drive(
     quiet = 0
     try:
         while True:
-            await asyncio.sleep(max(0.2, min(interval, 1.0)))
+            await asyncio.sleep(QUIET_PERIOD)
             if chair_task.done():
                 status, reason = chair.converged or ("active", "chair_stopped")
                 return AutopilotResult(status, reason, time.monotonic() - started)
