@@ -35,13 +35,16 @@ class Change:
 class Subscription:
     """A bounded queue of changes; iterate it, or `get()` with a timeout."""
 
-    def __init__(self, bus: ChangeBus, maxsize: int, accept: Callable[[Change], bool] | None = None) -> None:
+    def __init__(
+        self, bus: ChangeBus, maxsize: int, accept: Callable[[Change], bool] | None = None, *, long_poll: bool = False
+    ) -> None:
         self._bus = bus
         self._queue: asyncio.Queue[Change] = asyncio.Queue(maxsize)
         self._accept = accept
+        self.long_poll = long_poll
 
-    def _offer(self, change: Change) -> None:
-        if self._accept is not None and not self._accept(change):
+    def _offer(self, change: Change, *, always: bool = False) -> None:
+        if not always and self._accept is not None and not self._accept(change):
             return
         if self._queue.full():
             try:
@@ -83,13 +86,26 @@ class ChangeBus:
         self._subscribers: set[Subscription] = set()
         self.version = 0
         self._waiters: asyncio.Event | None = None
+        self.stopping = False  # the owner is stopping: long polls answer with what they have
 
-    def subscribe(self, maxsize: int = 256, accept: Callable[[Change], bool] | None = None) -> Subscription:
+    def subscribe(
+        self, maxsize: int = 256, accept: Callable[[Change], bool] | None = None, *, long_poll: bool = False
+    ) -> Subscription:
         """A new subscription; with `accept`, only the changes it returns true for are queued
-        (checked at publish time, so a waiter is not woken by changes it does not care about)."""
-        sub = Subscription(self, maxsize, accept)
+        (checked at publish time, so a waiter is not woken by changes it does not care about).
+        A `long_poll` subscription (a request waiting for news) is also woken by `end_long_polls`."""
+        sub = Subscription(self, maxsize, accept, long_poll=long_poll)
         self._subscribers.add(sub)
         return sub
+
+    def end_long_polls(self) -> None:
+        """The owner is stopping: wake every long poll, which then answers with what it has
+        (`stopping` tells it not to wait again), instead of holding its request, and so the
+        shutdown's drain, until its deadline. Other subscribers are not woken."""
+        self.stopping = True
+        for sub in list(self._subscribers):
+            if sub.long_poll:
+                sub._offer(Change(), always=True)
 
     def publish(self, change: Change) -> None:
         self.version += 1

@@ -546,6 +546,8 @@ class Owner:
 
     async def _stop(self) -> None:
         """Stop in order; every step runs even if an earlier one failed."""
+        if self._runtime is not None:
+            self._runtime.bus.end_long_polls()  # answered now: the drain below need not wait for them
         if self._watch_task is not None:
             self._watch_task.cancel()
             with contextlib.suppress(BaseException):

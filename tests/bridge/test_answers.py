@@ -1,9 +1,9 @@
 """Every request forwarded by the bridge gets exactly one answer, also when the owner goes away
-mid-reply: an error ("SSE stream ended without a response"), or — for a read-only tool the
-bridge saw annotated as such in `tools/list` — one retry once the owner is back.
+mid-reply: its answer, an error ("SSE stream ended without a response"), or — for a read-only
+tool the bridge saw annotated as such in `tools/list` — one retry once the owner is back.
 
-The owner is a real `roundtable mcp serve` child, stopped with SIGTERM (a graceful stop ends
-the long poll's stream after the drain timeout) or SIGKILL (a crash breaks it at once).
+The owner is a real `roundtable mcp serve` child, stopped with SIGTERM (a graceful stop answers
+a long poll at once with the page as it stands) or SIGKILL (a crash breaks its stream at once).
 """
 
 from __future__ import annotations
@@ -34,14 +34,39 @@ async def _no_more_frames(bridge: Bridge, params: dict[str, Any] | None = None) 
     assert frame.get("id") == "sync", f"unexpected extra frame: {frame!r}"
 
 
-async def test_stream_ended_by_a_stopping_owner_is_answered_once(project: Path) -> None:
+async def test_a_long_poll_is_answered_at_once_by_a_stopping_owner(project: Path) -> None:
     owner = await OwnerChild(project, free_port()).start()
     bridge = await Bridge.spawn("--root", str(project))
     try:
         assert "result" in await bridge.handshake()
         await bridge.send(call(2, "table_watch", {"after_event_id": FAR, "wait_ms": 20000}))
-        await asyncio.sleep(1.0)
-        await owner.stop()  # SIGTERM: drains for up to 5 s, then ends the sessions
+        await asyncio.sleep(1.0)  # the long poll reaches the owner (no sign of it is sent back)
+        await owner.stop()  # SIGTERM: the long poll is answered, not held until the drain's deadline
+        reply = await bridge.recv(timeout=30)
+        assert reply["id"] == 2 and value_of(reply["result"])["next_after_event_id"] == FAR
+        assert "events" not in value_of(reply["result"])
+        await owner.start()  # the next request re-opens a session
+        await bridge.send(call(3, "table_watch", {}))
+        got = await bridge.recv(timeout=30)
+        assert got["id"] == 3 and "next_after_event_id" in value_of(got["result"])
+        await _no_more_frames(bridge)
+        status, rest, err = await bridge.close()
+        assert status == 0 and rest == b""
+        assert b"reconnected with a new session" in err
+    finally:
+        await bridge.kill()
+        await owner.stop()
+
+
+async def test_a_stream_broken_by_a_crash_is_answered_once_with_an_error(project: Path) -> None:
+    """Without `tools/list` the bridge cannot know `table_watch` is read-only: no retry."""
+    owner = await OwnerChild(project, free_port()).start()
+    bridge = await Bridge.spawn("--root", str(project))
+    try:
+        assert "result" in await bridge.handshake()
+        await bridge.send(call(2, "table_watch", {"after_event_id": FAR, "wait_ms": 20000}))
+        await asyncio.sleep(1.0)  # the long poll reaches the owner (no sign of it is sent back)
+        await owner.kill()
         reply = await bridge.recv(timeout=30)
         assert reply == {
             "jsonrpc": "2.0",
@@ -55,7 +80,7 @@ async def test_stream_ended_by_a_stopping_owner_is_answered_once(project: Path) 
         await _no_more_frames(bridge)
         status, rest, err = await bridge.close()
         assert status == 0 and rest == b""
-        assert b"reconnected with a new session" in err
+        assert b"reconnected with a new session" in err and b"sending it once more" not in err
     finally:
         await bridge.kill()
         await owner.stop()

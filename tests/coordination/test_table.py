@@ -145,6 +145,26 @@ async def test_watch_types_filter_the_page_and_what_ends_the_wait(runtime: Runti
     assert [e["type"] for e in snapshot["events"]] == ["other.event"] * 3
 
 
+async def test_a_stopping_owner_ends_the_long_polls_with_the_page_as_it_stands(runtime: Runtime, run_id: str) -> None:
+    (last,) = await _events(runtime, run_id, 1)
+    args = {"run_id": run_id, "after_event_id": last, "wait_ms": 30_000}
+    poll = asyncio.create_task(runtime.call("table.watch", args))
+    other = runtime.bus.subscribe()  # e.g. the console's: not a long poll, not woken
+    try:
+        for _ in range(50):  # until the poll waits on the bus
+            await asyncio.sleep(0)
+        assert not poll.done()
+        runtime.bus.end_long_polls()
+        page = await asyncio.wait_for(poll, 5)  # not after its 30 s
+        assert page["events"] == [] and page["next_after_event_id"] == last
+        assert other.drain() == []
+        # a long poll asked for while the owner stops answers at once
+        page = await asyncio.wait_for(runtime.call("table.watch", args), 5)
+        assert page["next_after_event_id"] == last
+    finally:
+        other.close()
+
+
 async def test_watch_lists_are_bounded_by_limit(runtime: Runtime, run_id: str) -> None:
     async with runtime.db.write() as tx:
         for i in range(5):

@@ -780,7 +780,8 @@ async def watch(db: Database, args: WatchArgs, scope: Scope | None, agent_id: st
     an event is newer than the cursor (of `types`, when given). No connection is held while
     waiting: the change bus wakes the poll, for this process's commits and (through the store's
     commit watch) for other processes' alike — and only for a commit whose events could match, so
-    many agents waiting for their turn cost nothing while other work commits.
+    many agents waiting for their turn cost nothing while other work commits. A stopping owner
+    ends the wait (`ChangeBus.end_long_polls`): the poll answers with the page as it stands.
 
     `agent_id` is the calling agent ("" for the operator and callers that are no agent). An agent
     that names neither a run nor types (and not `everything`) is shown what concerns it
@@ -796,13 +797,13 @@ async def watch(db: Database, args: WatchArgs, scope: Scope | None, agent_id: st
     if after is not None and wait > 0:
         db.watch_commits()  # a CLI process serving this call directly has none running yet
         deadline = time.monotonic() + wait
-        with db.bus.subscribe(maxsize=1, accept=_could_match(run_id, types)) as changes:
+        with db.bus.subscribe(maxsize=1, accept=_could_match(run_id, types), long_poll=True) as changes:
             while True:
                 async with db.read() as r:
                     if await newest_event_after(r, run_id, after, types, concern):
                         break
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or await changes.get(remaining) is None:
+                if remaining <= 0 or db.bus.stopping or await changes.get(remaining) is None:
                     break
     async with db.read() as r:
         return await watch_page(r, run_id, limit, after, scope, types, concern)
