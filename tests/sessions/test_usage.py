@@ -84,7 +84,7 @@ async def _supervised(runtime: Runtime, tmp_path: Path, stream: Path, **launch: 
     try:
         res = await sup.launch(
             LaunchArgs(agent_id="implementer-1", task_id=task_id, adapter="scripted", **launch),
-            extra_args=("--usage-stream", str(stream), "--turn-timeout", "3"),
+            extra_args=("--usage-stream", str(stream), "--turn-timeout", "0.5"),
         )
         session_id = res["session"]["id"]
         await sup.wait(session_id, 60)
